@@ -1,0 +1,133 @@
+package runstate
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/batonhq/baton/handoff"
+	"github.com/batonhq/baton/message"
+)
+
+// SchemaVersion is the version of the JSON encoding written by [Encode].
+const SchemaVersion = 1
+
+// Status is a run's lifecycle state. It is persisted as a stable string.
+type Status string
+
+// Run statuses.
+const (
+	StatusRunning     Status = "running"
+	StatusInterrupted Status = "interrupted" // waiting for a human decision
+	StatusSuspended   Status = "suspended"   // handed to a background worker
+	StatusCompleted   Status = "completed"
+	StatusFailed      Status = "failed"
+)
+
+// Terminal reports whether s is completed or failed.
+func (s Status) Terminal() bool { return s == StatusCompleted || s == StatusFailed }
+
+// CallKind is what a pending call will do when it runs.
+type CallKind string
+
+// Call kinds.
+const (
+	CallTool      CallKind = "tool"       // an ordinary tool
+	CallHandoff   CallKind = "handoff"    // a transfer to another agent
+	CallAgentTool CallKind = "agent_tool" // a specialist called as a tool
+)
+
+// PendingCall is a tool call of the last model turn that has not yet been
+// answered in the history. Result is recorded the moment the call returns, so
+// a resumed run never executes a call whose result is stored.
+type PendingCall struct {
+	Call message.ToolCall `json:"call"`
+	Kind CallKind         `json:"kind"`
+	// Result is the recorded result, nil while the call has not run.
+	Result *Result `json:"result,omitempty"`
+	// Approved is set when a human approved this call after an interrupt.
+	Approved bool `json:"approved,omitempty"`
+}
+
+// Result is the recorded outcome of a call.
+type Result struct {
+	Output  string `json:"output"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// Frame is a caller waiting for a return-to-caller handoff to come back.
+type Frame struct {
+	// Agent is the caller that gets control back.
+	Agent string `json:"agent"`
+	// Messages is the caller's history at the time of the handoff.
+	Messages []message.Message `json:"messages"`
+	// Handoff is the handoff context the caller itself had, restored on return.
+	Handoff *handoff.Context `json:"handoff,omitempty"`
+	// HandoffID is the id of the return handoff this frame waits for.
+	HandoffID string `json:"handoff_id"`
+}
+
+// Interrupt is a stable, versioned payload that stops a run until a human
+// decides. It is part of the public wire format.
+type Interrupt struct {
+	SchemaVersion  int             `json:"schema_version"`
+	ID             string          `json:"interrupt_id"`
+	Source         string          `json:"source"`
+	ActionRequests []ActionRequest `json:"action_requests"`
+}
+
+// ActionRequest is one thing a human is asked to approve.
+type ActionRequest struct {
+	Name        string          `json:"name"`
+	Args        json.RawMessage `json:"args"`
+	CallID      string          `json:"call_id,omitempty"`
+	Description string          `json:"description,omitempty"`
+}
+
+// Failure records why a run failed.
+type Failure struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Limit   string `json:"limit,omitempty"`
+}
+
+// State is the whole serialisable state of a run.
+type State struct {
+	SchemaVersion int    `json:"schema_version"`
+	RunID         string `json:"run_id"`
+	ThreadID      string `json:"thread_id,omitempty"`
+	Network       string `json:"network"`
+	// Fingerprint is the network version the state was written under.
+	Fingerprint string `json:"fingerprint"`
+	// Agent is the active agent.
+	Agent string `json:"agent"`
+	// Messages is the active agent's working history, as its model sees it.
+	Messages []message.Message `json:"messages"`
+	// Transcript is every message of the run in order: the input and
+	// everything every agent produced (agent-tool sub-runs excepted).
+	Transcript []message.Message `json:"transcript"`
+	// Pending are the calls of the last model turn not yet answered.
+	Pending []PendingCall `json:"pending,omitempty"`
+	// Handoff is the context delivered to the active agent, if it was handed control.
+	Handoff *handoff.Context `json:"handoff,omitempty"`
+	// Stack holds callers of return-to-caller handoffs, innermost last.
+	Stack []Frame `json:"stack,omitempty"`
+	// Trail is the sequence of agents that held control, for ping-pong detection.
+	Trail []string `json:"trail"`
+	// Turns counts model calls; Handoffs counts handoffs taken.
+	Turns    int           `json:"turns"`
+	Handoffs int           `json:"handoffs"`
+	Usage    message.Usage `json:"usage"`
+	// Step counts checkpoints written for this run; stores use it to fence writes.
+	Step   int    `json:"step"`
+	Status Status `json:"status"`
+	// Interrupt is set while Status is interrupted.
+	Interrupt *Interrupt `json:"interrupt,omitempty"`
+	Failure   *Failure   `json:"failure,omitempty"`
+	// FinalOutput is the last agent's answer once completed.
+	FinalOutput string    `json:"final_output,omitempty"`
+	StartedAt   time.Time `json:"started_at"`
+	// Deadline is when the run's wall-clock timeout ends; zero means none.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Values carries small, JSON-encodable application values across resumes.
+	Values map[string]json.RawMessage `json:"values,omitempty"`
+}
