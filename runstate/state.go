@@ -126,8 +126,12 @@ type State struct {
 	// FinalOutput is the last agent's answer once completed.
 	FinalOutput string    `json:"final_output,omitempty"`
 	StartedAt   time.Time `json:"started_at"`
-	// Deadline is when the run's wall-clock timeout ends; zero means none.
-	Deadline time.Time `json:"deadline,omitzero"`
+	// Elapsed is the run's active wall-clock time so far, excluding time
+	// spent interrupted or suspended; the timeout limit applies to it.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Seq is the sequence number of the last event emitted, so that a resumed
+	// run's events continue the numbering.
+	Seq int `json:"seq"`
 	// Values carries small, JSON-encodable application values across resumes.
 	Values map[string]json.RawMessage `json:"values,omitempty"`
 }

@@ -1,0 +1,71 @@
+package handoff
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/batonhq/baton/message"
+)
+
+// Prepared is the target's starting history and what was applied to make it.
+type Prepared struct {
+	Messages []message.Message
+	// Applied names the transforms that succeeded, in order.
+	Applied []string
+}
+
+// Prepare builds the target's history from the source's working history src
+// (which ends with the handoff call and its result) by the history policy,
+// the system-message rule and the transforms, in that order. The result
+// always satisfies the pairing invariant. src is not modified. A transform
+// that fails is skipped and logged with logger (nil means slog.Default()).
+func (h *Handoff) Prepare(ctx context.Context, logger *slog.Logger, src []message.Message, sourceSystem string, hc *Context) Prepared {
+	var out []message.Message
+	switch h.Policy() {
+	case HistoryLastUser:
+		for i := len(src) - 1; i >= 0; i-- {
+			if src[i].Role == message.RoleUser {
+				out = []message.Message{src[i]}
+				break
+			}
+		}
+	case HistoryNone:
+	default:
+		out = src
+	}
+	if len(out) == 0 {
+		// A model call needs at least one message; state the handoff instead.
+		out = []message.Message{message.User(noHistoryText(hc))}
+	}
+	if h.SystemMessage && sourceSystem != "" {
+		withSys := make([]message.Message, 0, len(out)+1)
+		withSys = append(withSys, message.System(sourceSystem))
+		out = append(withSys, out...)
+	}
+	p := Prepared{Messages: message.Repair(out, message.DropOrphans)}
+	for _, t := range h.Transforms {
+		next, err := t.Apply(ctx, p.Messages)
+		if err == nil && len(next) == 0 {
+			err = errEmpty
+		}
+		if err != nil {
+			if logger == nil {
+				logger = slog.Default()
+			}
+			logger.WarnContext(ctx, "handoff transform failed; keeping the untransformed history",
+				"transform", t.Name(), "from", hc.From, "to", hc.To, "handoff_id", hc.ID, "error", err)
+			continue
+		}
+		p.Messages = message.Repair(next, message.DropOrphans)
+		p.Applied = append(p.Applied, t.Name())
+	}
+	return p
+}
+
+func noHistoryText(hc *Context) string {
+	s := "The conversation was handed to you by " + hc.From + "."
+	if hc.Reason != "" {
+		s += " Reason: " + hc.Reason
+	}
+	return s
+}
