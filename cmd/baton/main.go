@@ -1,0 +1,94 @@
+// Command baton runs handoff networks: `baton run` for one offline
+// conversation, `baton validate` to check a network file, and the server,
+// worker, chat and migration commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// exitUsage is the exit code for bad input: flags, files, networks.
+const exitUsage = 2
+
+// usageError marks errors that exit with code 2.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run one conversation turn: baton run NETWORK.yaml \"message\"", cmdRun},
+		{"validate", "check a network file: baton validate NETWORK.yaml", cmdValidate},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	slog.SetDefault(newLogger(stderr, os.Getenv("BATON_LOG_LEVEL"), os.Getenv("BATON_LOG_FORMAT")))
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			err := c.run(ctx, args[1:], stdout, stderr)
+			if err == nil {
+				return 0
+			}
+			fmt.Fprintln(stderr, "baton "+c.name+":", err)
+			var ue usageError
+			if errors.As(err, &ue) {
+				return exitUsage
+			}
+			return 1
+		}
+	}
+	fmt.Fprintf(stderr, "baton: unknown command %q\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: baton COMMAND [flags] [args]\n\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+	}
+}
+
+// newLogger returns the process logger: text (or json) on w at level
+// (debug, info, warn, error; default warn for the CLI).
+func newLogger(w io.Writer, level, format string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil || level == "" {
+		l = slog.LevelWarn
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

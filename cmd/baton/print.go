@@ -1,0 +1,123 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/batonhq/baton/runner"
+)
+
+type printer interface {
+	print(runner.Event)
+	done()
+}
+
+type jsonPrinter struct{ enc *json.Encoder }
+
+func (p *jsonPrinter) print(e runner.Event) { _ = p.enc.Encode(e) }
+func (p *jsonPrinter) done()                {}
+
+// textPrinter writes a readable transcript.
+type textPrinter struct {
+	w         io.Writer
+	streaming string // agent whose text is being streamed
+}
+
+func (p *textPrinter) endLine() {
+	if p.streaming != "" {
+		fmt.Fprintln(p.w)
+		p.streaming = ""
+	}
+}
+
+func (p *textPrinter) print(ev runner.Event) {
+	switch e := ev.(type) {
+	case *runner.RunStartEvent:
+		fmt.Fprintf(p.w, "── run %s · network %s (%s)\n", e.RunID, e.Network, e.Fingerprint)
+	case *runner.AgentStartEvent:
+		p.endLine()
+		fmt.Fprintf(p.w, "▶ %s is active", e.Agent)
+		if e.Reason != "" {
+			fmt.Fprintf(p.w, " (%s)", e.Reason)
+		}
+		fmt.Fprintln(p.w)
+	case *runner.TextDeltaEvent:
+		if p.streaming != e.Agent {
+			p.endLine()
+			fmt.Fprintf(p.w, "%s: ", e.Agent)
+			p.streaming = e.Agent
+		}
+		fmt.Fprint(p.w, e.Delta)
+	case *runner.MessageEvent:
+		if p.streaming == e.Agent {
+			p.endLine()
+			return
+		}
+		p.endLine()
+		fmt.Fprintf(p.w, "%s: %s\n", e.Agent, e.Text)
+	case *runner.ToolCallEvent:
+		p.endLine()
+		fmt.Fprintf(p.w, "  → %s calls %s %s\n", e.Agent, e.Name, compact(e.Arguments))
+	case *runner.ToolResultEvent:
+		if e.Error != "" {
+			fmt.Fprintf(p.w, "  ← %s failed: %s\n", e.Name, oneLine(e.Error))
+		} else {
+			fmt.Fprintf(p.w, "  ← %s: %s\n", e.Name, oneLine(e.Output))
+		}
+	case *runner.HandoffEvent:
+		p.endLine()
+		fmt.Fprintf(p.w, "⇒ handoff %s → %s (%s, history %s)", e.From, e.To, e.HandoffType, e.HistoryPolicy)
+		if e.Reason != "" {
+			fmt.Fprintf(p.w, ": %s", e.Reason)
+		}
+		fmt.Fprintln(p.w)
+		if len(e.Context) > 0 {
+			fmt.Fprintf(p.w, "  context %s\n", compact(e.Context))
+		}
+	case *runner.HandoffRejectedEvent:
+		fmt.Fprintf(p.w, "✗ handoff %s → %s rejected: %s\n", e.From, e.To, e.Error)
+	case *runner.InterruptEvent:
+		p.endLine()
+		fmt.Fprintf(p.w, "⏸ waiting for approval (interrupt %s):\n", e.Interrupt.ID)
+		for _, ar := range e.Interrupt.ActionRequests {
+			fmt.Fprintf(p.w, "  - %s %s\n", ar.Name, compact(ar.Args))
+		}
+	case *runner.SuspendedEvent:
+		p.endLine()
+		fmt.Fprintf(p.w, "⏸ handed to a background worker before %s\n", strings.Join(e.Calls, ", "))
+	case *runner.ErrorEvent:
+		p.endLine()
+		fmt.Fprintf(p.w, "✗ error (%s", e.Kind)
+		if e.Limit != "" {
+			fmt.Fprintf(p.w, ", limit %s", e.Limit)
+		}
+		fmt.Fprintf(p.w, "): %s\n", e.Message)
+	case *runner.RunEndEvent:
+		p.endLine()
+		fmt.Fprintf(p.w, "── %s · last agent %s · %d turns · %d handoffs · %d tokens\n", e.Status, e.LastAgent, e.Turns, e.Handoffs, e.Usage.Total())
+	}
+}
+
+func (p *textPrinter) done() { p.endLine() }
+
+func compact(b json.RawMessage) string {
+	if len(b) == 0 {
+		return "{}"
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}

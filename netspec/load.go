@@ -1,0 +1,782 @@
+package netspec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/handoff"
+	"github.com/batonhq/baton/internal/schemas"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/model/scripted"
+	"github.com/batonhq/baton/policy"
+)
+
+var errNegative = errors.New("duration must not be negative")
+
+func fmtSscan(s string, f *float64) (int, error) { return fmt.Sscan(s, f) }
+
+// ProviderSpec is what a provider factory gets to build a non-scripted model.
+type ProviderSpec struct {
+	Model      string
+	BaseURL    string
+	APIKeyEnv  string
+	HTTPClient *http.Client
+}
+
+// Options tune loading. The zero Options load offline networks (scripted
+// models and tools with fixed results).
+type Options struct {
+	// Provider builds non-scripted models ("openai:…", "anthropic:…").
+	// Without it such models are an error.
+	Provider func(ProviderSpec) (model.Model, error)
+	// Tools are Go implementations for tools declared by name in the file;
+	// they take precedence over a fixed `result:`.
+	Tools map[string]func(ctx context.Context, args json.RawMessage) (string, error)
+	// WrapModel, if set, wraps every agent's model (recording, for instance).
+	WrapModel func(agentName string, m model.Model) model.Model
+	// HTTPClient is passed to providers.
+	HTTPClient *http.Client
+}
+
+// Spec is a loaded network.
+type Spec struct {
+	File    *File
+	Network *agent.Network
+	Policy  policy.Policy
+	Picker  policy.Picker
+	// Sticky is set when the picker keeps a thread's last active agent.
+	Sticky bool
+	// Summary is the summary model, when the file declares one.
+	Summary model.Model
+	// Source is the YAML as read.
+	Source []byte
+}
+
+// Problem is one thing wrong with a file.
+type Problem struct {
+	Line, Column int
+	// Path is the YAML path, like $.agents[1].handoffs[0].to.
+	Path    string
+	Message string
+}
+
+func (p Problem) String() string {
+	if p.Line > 0 {
+		return fmt.Sprintf("line %d: %s", p.Line, p.Message)
+	}
+	return p.Message
+}
+
+// Error lists every problem of a file.
+type Error struct {
+	File     string
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if e.File != "" {
+			b.WriteString(e.File)
+			b.WriteByte(':')
+			if p.Line > 0 {
+				b.WriteString(strconv.Itoa(p.Line))
+				b.WriteByte(':')
+			}
+			b.WriteByte(' ')
+			b.WriteString(p.Message)
+		} else {
+			b.WriteString(p.String())
+		}
+	}
+	return b.String()
+}
+
+// maxFileBytes bounds a network file (4 MiB).
+const maxFileBytes = 4 << 20
+
+// Load reads and loads a network file.
+func Load(path string, opts Options) (*Spec, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("netspec: %w", err)
+	}
+	return Parse(b, path, opts)
+}
+
+// Parse loads a network from YAML. name labels problems (a file name).
+// It returns an *Error listing every problem with its line.
+func Parse(data []byte, name string, opts Options) (*Spec, error) {
+	l := &loader{name: name, opts: opts, src: data}
+	if len(data) > maxFileBytes {
+		return nil, &Error{File: name, Problems: []Problem{{Message: fmt.Sprintf("file is %d bytes, more than the %d allowed", len(data), maxFileBytes)}}}
+	}
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
+		return nil, &Error{File: name, Problems: []Problem{yamlProblem(err)}}
+	}
+	l.ast = f
+	var file File
+	if err := yaml.UnmarshalWithOptions(data, &file, yaml.DisallowUnknownField()); err != nil {
+		return nil, &Error{File: name, Problems: []Problem{yamlProblem(err)}}
+	}
+	if len(f.Docs) > 1 {
+		l.bad("$", "a network file holds one YAML document")
+	}
+	spec := l.build(&file)
+	if len(l.problems) > 0 {
+		sort.SliceStable(l.problems, func(i, j int) bool { return l.problems[i].Line < l.problems[j].Line })
+		return nil, &Error{File: name, Problems: l.problems}
+	}
+	spec.Source = data
+	return spec, nil
+}
+
+func yamlProblem(err error) Problem {
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		p := Problem{Message: strings.TrimSpace(ye.GetMessage())}
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil {
+			p.Line, p.Column = tk.Position.Line, tk.Position.Column
+		}
+		return p
+	}
+	return Problem{Message: err.Error()}
+}
+
+type loader struct {
+	name     string
+	opts     Options
+	src      []byte
+	ast      *ast.File
+	problems []Problem
+}
+
+// bad records a problem at a YAML path, finding its line; a path that is not
+// in the file (a missing field) falls back to its nearest parent.
+func (l *loader) bad(path, format string, args ...any) {
+	p := Problem{Path: path, Message: fmt.Sprintf(format, args...)}
+	for q := path; q != ""; q = parent(q) {
+		if line, col, ok := l.pos(q); ok {
+			p.Line, p.Column = line, col
+			break
+		}
+	}
+	l.problems = append(l.problems, p)
+}
+
+func (l *loader) pos(path string) (int, int, bool) {
+	yp, err := yaml.PathString(path)
+	if err != nil || l.ast == nil {
+		return 0, 0, false
+	}
+	n, err := yp.FilterFile(l.ast)
+	if err != nil || n == nil {
+		return 0, 0, false
+	}
+	tk := n.GetToken()
+	if tk == nil || tk.Position == nil {
+		return 0, 0, false
+	}
+	return tk.Position.Line, tk.Position.Column, true
+}
+
+// parent strips the last element of a YAML path.
+func parent(p string) string {
+	if p == "$" {
+		return ""
+	}
+	i := strings.LastIndexAny(p, ".[")
+	if i <= 0 {
+		return "$"
+	}
+	return p[:i]
+}
+
+func at(path string, i int) string   { return path + "[" + strconv.Itoa(i) + "]" }
+func field(path, f string) string    { return path + "." + f }
+
+func (l *loader) regexp(path, expr string) *regexp.Regexp {
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		l.bad(path, "invalid regular expression %q: %v", expr, err)
+		return nil
+	}
+	return re
+}
+
+func (l *loader) schema(path string, v map[string]any) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		l.bad(path, "schema is not JSON-compatible: %v", err)
+		return nil
+	}
+	if _, err := schemas.Compile(b); err != nil {
+		l.bad(path, "%v", err)
+		return nil
+	}
+	return b
+}
+
+func (l *loader) build(f *File) *Spec {
+	spec := &Spec{File: f}
+	if f.Version != 1 {
+		l.bad("$.version", "version must be 1 (got %d)", f.Version)
+	}
+	if f.Name == "" {
+		l.bad("$", "name is required")
+	}
+	if len(f.Agents) == 0 {
+		l.bad("$", "at least one agent is required")
+	}
+	agentIdx := map[string]int{}
+	for i, a := range f.Agents {
+		if a.Name == "" {
+			l.bad(at("$.agents", i), "agent name is required")
+			continue
+		}
+		if j, dup := agentIdx[a.Name]; dup {
+			l.bad(field(at("$.agents", i), "name"), "agent %q is declared twice (first at agents[%d])", a.Name, j)
+			continue
+		}
+		agentIdx[a.Name] = i
+	}
+	known := func(path, name string) bool {
+		if _, ok := agentIdx[name]; !ok {
+			l.bad(path, "unknown agent %q (agents: %s)", name, strings.Join(sortedKeys(agentIdx), ", "))
+			return false
+		}
+		return true
+	}
+	if f.Entry != "" {
+		known("$.entry", f.Entry)
+	}
+	tools := l.tools(f)
+	var agents []*agent.Agent
+	for i := range f.Agents {
+		if a := l.agent(at("$.agents", i), &f.Agents[i], tools, known); a != nil {
+			agents = append(agents, a)
+		}
+	}
+	var limits agent.Limits
+	if lim := f.Limits; lim != nil {
+		limits = agent.Limits{MaxTurns: lim.MaxTurns, MaxHandoffs: lim.MaxHandoffs, Timeout: time.Duration(lim.Timeout),
+			TokenBudget: lim.TokenBudget, PingPong: lim.PingPong, OnLimit: lim.OnLimit}
+		switch lim.OnLimit {
+		case "", "error", "final_answer":
+		default:
+			l.bad("$.limits.on_limit", "on_limit must be error or final_answer (got %q)", lim.OnLimit)
+		}
+		for _, v := range []struct {
+			name string
+			n    int64
+		}{{"max_turns", int64(lim.MaxTurns)}, {"max_handoffs", int64(lim.MaxHandoffs)}, {"token_budget", lim.TokenBudget}} {
+			if v.n < 0 {
+				l.bad("$.limits."+v.name, "%s must not be negative", v.name)
+			}
+		}
+	}
+	spec.Policy = l.policy(f, known)
+	spec.Picker, spec.Sticky = l.picker(f, known)
+	if f.Summary != nil {
+		spec.Summary = l.model("$.summary", "summary", &f.Summary.ModelSpec)
+	}
+	if len(l.problems) > 0 {
+		return spec
+	}
+	net, err := agent.NewNetwork(agent.NetworkConfig{Name: f.Name, Entry: f.Entry, Agents: agents, Limits: limits, Spec: f})
+	if err != nil {
+		l.bad("$", "%v", err)
+		return spec
+	}
+	spec.Network = net
+	return spec
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (l *loader) tools(f *File) map[string]*agent.Tool {
+	out := map[string]*agent.Tool{}
+	for i, t := range f.Tools {
+		path := at("$.tools", i)
+		if t.Name == "" {
+			l.bad(path, "tool name is required")
+			continue
+		}
+		if _, dup := out[t.Name]; dup {
+			l.bad(field(path, "name"), "tool %q is declared twice", t.Name)
+			continue
+		}
+		params := l.schema(field(path, "parameters"), t.Parameters)
+		tool := &agent.Tool{Name: t.Name, Description: t.Description, Parameters: params, Timeout: time.Duration(t.Timeout),
+			Slow: t.Slow || t.Continuation == "background"}
+		switch t.Approval {
+		case "", "none":
+		case "required":
+			tool.RequireApproval = func(context.Context, json.RawMessage) bool { return true }
+		default:
+			l.bad(field(path, "approval"), "approval must be required or none (got %q)", t.Approval)
+		}
+		switch t.Continuation {
+		case "", "inline", "background":
+		default:
+			l.bad(field(path, "continuation"), "continuation must be inline or background (got %q)", t.Continuation)
+		}
+		if fn, ok := l.opts.Tools[t.Name]; ok {
+			tool.Func = fn
+		} else if t.Result != nil {
+			var result string
+			if s, ok := t.Result.(string); ok {
+				result = s
+			} else {
+				b, err := json.Marshal(t.Result)
+				if err != nil {
+					l.bad(field(path, "result"), "result is not JSON-compatible: %v", err)
+				}
+				result = string(b)
+			}
+			tool.Func = func(context.Context, json.RawMessage) (string, error) { return result, nil }
+		} else {
+			l.bad(path, "tool %q has no result: and no Go implementation", t.Name)
+		}
+		out[t.Name] = tool
+	}
+	return out
+}
+
+func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, known func(string, string) bool) *agent.Agent {
+	if s.Name == "" {
+		return nil
+	}
+	a := &agent.Agent{Name: s.Name, Description: s.Description, Instructions: s.Instructions, Settings: s.Settings,
+		ModelName: s.Model, Background: s.Continuation == "background"}
+	switch s.Continuation {
+	case "", "inline", "background":
+	default:
+		l.bad(field(path, "continuation"), "continuation must be inline or background (got %q)", s.Continuation)
+	}
+	a.Model = l.model(path, s.Name, &s.ModelSpec)
+	for i, name := range s.Tools {
+		t, ok := tools[name]
+		if !ok {
+			l.bad(at(field(path, "tools"), i), "unknown tool %q (tools: %s)", name, strings.Join(sortedKeys(tools), ", "))
+			continue
+		}
+		a.Tools = append(a.Tools, t)
+	}
+	for i, h := range s.Handoffs {
+		hp := at(field(path, "handoffs"), i)
+		if h.To == "" {
+			l.bad(hp, "handoff target (to:) is required")
+			continue
+		}
+		if !known(field(hp, "to"), h.To) {
+			continue
+		}
+		if h.To == s.Name {
+			l.bad(field(hp, "to"), "agent %s cannot hand off to itself", s.Name)
+			continue
+		}
+		ho := &handoff.Handoff{To: h.To, ToolName: h.Tool, Description: h.Description, History: handoff.HistoryPolicy(h.History),
+			SystemMessage: h.SystemMessage, Return: h.Return, ContextSchema: l.schema(field(hp, "context_schema"), h.ContextSchema)}
+		switch ho.Policy() {
+		case handoff.HistoryFull, handoff.HistoryLastUser, handoff.HistoryNone:
+		default:
+			l.bad(field(hp, "history"), "history must be full, last_user or none (got %q)", h.History)
+		}
+		for j, t := range h.Transforms {
+			if tr := l.transform(at(field(hp, "transforms"), j), s.Name, t); tr != nil {
+				ho.Transforms = append(ho.Transforms, tr)
+			}
+		}
+		a.Handoffs = append(a.Handoffs, ho)
+	}
+	for i, t := range s.AgentTools {
+		tp := at(field(path, "agent_tools"), i)
+		if !known(field(tp, "agent"), t.Agent) {
+			continue
+		}
+		a.AgentTools = append(a.AgentTools, &agent.AgentTool{Agent: t.Agent, ToolName: t.Tool, Description: t.Description})
+	}
+	a.OutputSchema = l.schema(field(path, "output_schema"), s.OutputSchema)
+	if g := s.Guardrails; g != nil {
+		a.InputGuardrails = l.guardrails(field(field(path, "guardrails"), "input"), g.Input)
+		a.OutputGuardrails = l.guardrails(field(field(path, "guardrails"), "output"), g.Output)
+	}
+	return a
+}
+
+func (l *loader) guardrails(path string, gs []GuardrailSpec) []agent.Guardrail {
+	var out []agent.Guardrail
+	for i, g := range gs {
+		gp := at(path, i)
+		if g.Name == "" {
+			l.bad(gp, "guardrail name is required")
+		}
+		re := l.regexp(field(gp, "deny"), g.Deny)
+		if re == nil {
+			continue
+		}
+		msg := g.Message
+		if msg == "" {
+			msg = "matched " + g.Deny
+		}
+		out = append(out, agent.Guardrail{Name: g.Name, Check: func(_ context.Context, in agent.GuardrailInput) error {
+			if re.MatchString(in.Text) {
+				return agent.Tripwire(msg)
+			}
+			return nil
+		}})
+	}
+	return out
+}
+
+func (l *loader) transform(path, agentName string, v any) handoff.Transform {
+	name, args := "", map[string]any(nil)
+	switch t := v.(type) {
+	case string:
+		name = t
+	case map[string]any:
+		if len(t) != 1 {
+			l.bad(path, "a transform is a name or a map with one key (drop_tool_traffic, redact, compact)")
+			return nil
+		}
+		for k, a := range t {
+			name = k
+			args, _ = a.(map[string]any)
+			if a != nil && args == nil {
+				l.bad(path, "transform %s: options must be a map", k)
+				return nil
+			}
+		}
+	default:
+		l.bad(path, "a transform is a name or a map with one key (drop_tool_traffic, redact, compact)")
+		return nil
+	}
+	switch name {
+	case "drop_tool_traffic":
+		return handoff.DropToolTraffic{}
+	case "redact":
+		var r handoff.Redact
+		pats, _ := args["patterns"].([]any)
+		if len(pats) == 0 {
+			l.bad(path, "redact needs patterns: [REGEX, …]")
+			return nil
+		}
+		for _, p := range pats {
+			s, ok := p.(string)
+			if !ok {
+				l.bad(path, "redact patterns must be strings")
+				return nil
+			}
+			if re := l.regexp(path, s); re != nil {
+				r.Patterns = append(r.Patterns, re)
+			}
+		}
+		r.Replacement, _ = args["replacement"].(string)
+		return r
+	case "compact":
+		c := handoff.Compact{}
+		if k, ok := args["keep_recent"]; ok {
+			n, ok := toInt(k)
+			if !ok || n < 1 {
+				l.bad(path, "compact keep_recent must be a positive integer")
+				return nil
+			}
+			c.KeepRecent = n
+		}
+		c.Prompt, _ = args["prompt"].(string)
+		var ms ModelSpec
+		b, _ := json.Marshal(args)
+		_ = json.Unmarshal(b, &ms) // model, base_url, script…: same shape as an agent's
+		if ms.Model == "" {
+			l.bad(path, "compact needs a model")
+			return nil
+		}
+		c.Model = l.model(path, agentName+"_compact", &ms)
+		return c
+	}
+	l.bad(path, "unknown transform %q (want drop_tool_traffic, redact or compact)", name)
+	return nil
+}
+
+func toInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	case uint64:
+		return int(n), true
+	case float64:
+		return int(n), n == float64(int(n))
+	}
+	return 0, false
+}
+
+// model builds the model of agentName from s.
+func (l *loader) model(path, agentName string, s *ModelSpec) model.Model {
+	var m model.Model
+	switch {
+	case s.Model == "":
+		l.bad(path, "model is required (scripted, openai:<model>, openai-responses:<model>, anthropic:<model>, openai-compatible:<model>)")
+		return nil
+	case s.Model == "scripted":
+		if len(s.Script) == 0 {
+			l.bad(path, "a scripted model needs a script: of steps")
+			return nil
+		}
+		steps := l.steps(field(path, "script"), s.Script)
+		var o scripted.Options
+		if s.Stream != nil {
+			o = scripted.Options{ChunkWords: s.Stream.ChunkWords, ChunkDelay: time.Duration(s.Stream.Delay)}
+		}
+		m = scripted.New(agentName, steps, o)
+	default:
+		if len(s.Script) > 0 {
+			l.bad(field(path, "script"), "script: is only for model: scripted")
+		}
+		prefix, name, ok := strings.Cut(s.Model, ":")
+		switch {
+		case !ok || name == "":
+			l.bad(field(path, "model"), "model %q: want scripted or PROVIDER:MODEL", s.Model)
+			return nil
+		case prefix != "openai" && prefix != "openai-responses" && prefix != "anthropic" && prefix != "openai-compatible":
+			l.bad(field(path, "model"), "unknown provider %q (want openai, openai-responses, anthropic or openai-compatible)", prefix)
+			return nil
+		case prefix == "openai-compatible" && s.BaseURL == "":
+			l.bad(field(path, "model"), "openai-compatible models need base_url")
+			return nil
+		case l.opts.Provider == nil:
+			l.bad(field(path, "model"), "model %q: no provider is configured in this program", s.Model)
+			return nil
+		}
+		pm, err := l.opts.Provider(ProviderSpec{Model: s.Model, BaseURL: s.BaseURL, APIKeyEnv: s.APIKeyEnv, HTTPClient: l.opts.HTTPClient})
+		if err != nil {
+			l.bad(field(path, "model"), "%v", err)
+			return nil
+		}
+		m = pm
+	}
+	if l.opts.WrapModel != nil {
+		m = l.opts.WrapModel(agentName, m)
+	}
+	return m
+}
+
+func (l *loader) steps(path string, in []StepSpec) []scripted.Step {
+	out := make([]scripted.Step, 0, len(in))
+	for i, s := range in {
+		sp := at(path, i)
+		st := scripted.Step{Text: s.Text, Delay: time.Duration(s.Delay)}
+		if s.When != "" {
+			st.When = l.regexp(field(sp, "when"), s.When)
+		}
+		if s.Text == "" && len(s.ToolCalls) == 0 && s.Fail == nil {
+			l.bad(sp, "a script step needs text:, tool_calls: or fail:")
+		}
+		for j, c := range s.ToolCalls {
+			if c.Name == "" {
+				l.bad(at(field(sp, "tool_calls"), j), "a tool call needs a name")
+				continue
+			}
+			args := json.RawMessage(`{}`)
+			if c.Arguments != nil {
+				b, err := json.Marshal(c.Arguments)
+				if err != nil {
+					l.bad(at(field(sp, "tool_calls"), j), "arguments are not JSON-compatible: %v", err)
+					continue
+				}
+				args = b
+			}
+			st.ToolCalls = append(st.ToolCalls, scripted.Call{ID: c.ID, Name: c.Name, Arguments: args})
+		}
+		if s.Usage != nil {
+			st.Usage = &message.Usage{InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens}
+		}
+		if f := s.Fail; f != nil {
+			st.Fail = &scripted.Fail{Status: f.Status, Message: f.Message, Transient: f.Transient, RetryAfter: time.Duration(f.RetryAfter), Times: f.Times}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func (l *loader) policy(f *File, known func(string, string) bool) policy.Policy {
+	ps := f.Policy
+	if ps == nil {
+		return policy.Explicit{}
+	}
+	switch ps.Type {
+	case "", "explicit":
+		if len(ps.Rules) > 0 {
+			return policy.Composite{l.rules(ps, known), policy.Explicit{}}
+		}
+		return policy.Explicit{}
+	case "sequential":
+		if len(ps.Steps) < 2 {
+			l.bad("$.policy.steps", "a sequential policy needs at least two steps")
+		}
+		for i, s := range ps.Steps {
+			known(at("$.policy.steps", i), s)
+		}
+		seq := policy.Sequential{Steps: ps.Steps}
+		if len(ps.Rules) > 0 {
+			return policy.Composite{l.rules(ps, known), seq}
+		}
+		return seq
+	case "rules":
+		if len(ps.Rules) == 0 {
+			l.bad("$.policy", "a rules policy needs rules")
+		}
+		return l.rules(ps, known)
+	}
+	l.bad("$.policy.type", "policy type must be explicit, sequential or rules (got %q)", ps.Type)
+	return policy.Explicit{}
+}
+
+func (l *loader) rules(ps *PolicySpec, known func(string, string) bool) policy.Rules {
+	var out policy.Rules
+	for i, r := range ps.Rules {
+		rp := at("$.policy.rules", i)
+		if r.Name == "" {
+			l.bad(rp, "a rule needs a name")
+		}
+		known(field(rp, "to"), r.To)
+		if r.From != "" {
+			known(field(rp, "from"), r.From)
+		}
+		w := r.When
+		var ans, inp, res *regexp.Regexp
+		if w.AnswerMatches != "" {
+			ans = l.regexp(field(rp, "when"), w.AnswerMatches)
+		}
+		if w.InputMatches != "" {
+			inp = l.regexp(field(rp, "when"), w.InputMatches)
+		}
+		if w.ToolResultMatches != "" {
+			res = l.regexp(field(rp, "when"), w.ToolResultMatches)
+		}
+		if w == (RuleCondition{}) {
+			l.bad(rp, "rule %q has no when: condition", r.Name)
+		}
+		at := policy.Point("")
+		if ans != nil {
+			at = policy.AfterAnswer
+		} else if res != nil {
+			at = policy.AfterTools
+		}
+		out = append(out, policy.Rule{Name: r.Name, From: r.From, To: r.To, At: at, History: handoff.HistoryPolicy(r.History),
+			When: func(_ context.Context, v *policy.View) bool {
+				if ans != nil && !ans.MatchString(v.Answer) {
+					return false
+				}
+				if inp != nil && !inp.MatchString(v.Input) {
+					return false
+				}
+				if res != nil && !lastResultsMatch(v.Messages, res) {
+					return false
+				}
+				if w.TurnsAtLeast > 0 && v.Turns < w.TurnsAtLeast {
+					return false
+				}
+				if w.TokensAtLeast > 0 && v.Usage.Total() < w.TokensAtLeast {
+					return false
+				}
+				return true
+			}})
+	}
+	return out
+}
+
+// lastResultsMatch reports whether a tool result of the last turn matches re.
+func lastResultsMatch(msgs []message.Message, re *regexp.Regexp) bool {
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == message.RoleTool; i-- {
+		for _, p := range msgs[i].Parts {
+			if re.MatchString(p.Text) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (l *loader) picker(f *File, known func(string, string) bool) (policy.Picker, bool) {
+	ps := f.Picker
+	if ps == nil {
+		return nil, false
+	}
+	var chain policy.Chain
+	if ps.Sticky {
+		chain.Pickers = append(chain.Pickers, policy.Sticky{})
+	}
+	var rules policy.RulePicker
+	for i, r := range ps.Rules {
+		rp := at("$.picker.rules", i)
+		known(field(rp, "agent"), r.Agent)
+		pr := policy.PickRule{Agent: r.Agent, Keywords: r.Keywords}
+		if r.Match != "" {
+			pr.Match = l.regexp(field(rp, "match"), r.Match)
+		}
+		if r.Match == "" && len(r.Keywords) == 0 {
+			l.bad(rp, "a picker rule needs match: or keywords:")
+		}
+		rules = append(rules, pr)
+	}
+	if len(rules) > 0 {
+		chain.Pickers = append(chain.Pickers, rules)
+	}
+	if c := ps.Classifier; c != nil {
+		cl := &policy.Classifier{Model: l.model("$.picker.classifier", "picker", &c.ModelSpec), Lenient: true}
+		names := c.Agents
+		if len(names) == 0 {
+			for _, a := range f.Agents {
+				names = append(names, a.Name)
+			}
+		}
+		for i, n := range names {
+			if len(c.Agents) > 0 && !known(at("$.picker.classifier.agents", i), n) {
+				continue
+			}
+			for _, a := range f.Agents {
+				if a.Name == n {
+					cl.Candidates = append(cl.Candidates, policy.Candidate{Name: n, Description: a.Description})
+				}
+			}
+		}
+		chain.Pickers = append(chain.Pickers, cl)
+	}
+	if ps.Default != "" {
+		known("$.picker.default", ps.Default)
+		chain.Default = ps.Default
+	}
+	return chain, ps.Sticky
+}

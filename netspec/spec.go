@@ -1,0 +1,226 @@
+package netspec
+
+import (
+	"time"
+
+	"github.com/batonhq/baton/model"
+)
+
+// File is the YAML document.
+type File struct {
+	Version int          `yaml:"version" json:"version"`
+	Name    string       `yaml:"name" json:"name"`
+	Entry   string       `yaml:"entry" json:"entry,omitempty"`
+	Picker  *PickerSpec  `yaml:"picker" json:"picker,omitempty"`
+	Policy  *PolicySpec  `yaml:"policy" json:"policy,omitempty"`
+	Limits  *LimitsSpec  `yaml:"limits" json:"limits,omitempty"`
+	Tools   []ToolSpec   `yaml:"tools" json:"tools,omitempty"`
+	Agents  []AgentSpec  `yaml:"agents" json:"agents"`
+	Summary *SummarySpec `yaml:"summary" json:"summary,omitempty"`
+}
+
+// SummarySpec configures the thread → thread summary model.
+type SummarySpec struct {
+	ModelSpec `yaml:",inline"`
+}
+
+// PickerSpec chooses a conversation's first agent: sticky, then rules, then
+// the classifier, then Default (or the entry).
+type PickerSpec struct {
+	Rules      []PickRuleSpec  `yaml:"rules" json:"rules,omitempty"`
+	Sticky     bool            `yaml:"sticky" json:"sticky,omitempty"`
+	Classifier *ClassifierSpec `yaml:"classifier" json:"classifier,omitempty"`
+	Default    string          `yaml:"default" json:"default,omitempty"`
+}
+
+// PickRuleSpec routes by regular expression or keywords.
+type PickRuleSpec struct {
+	Match    string   `yaml:"match" json:"match,omitempty"`
+	Keywords []string `yaml:"keywords" json:"keywords,omitempty"`
+	Agent    string   `yaml:"agent" json:"agent"`
+}
+
+// ClassifierSpec is an LLM classifier over the agents' descriptions.
+type ClassifierSpec struct {
+	ModelSpec `yaml:",inline"`
+	// Agents limits the candidates; defaults to every agent.
+	Agents []string `yaml:"agents" json:"agents,omitempty"`
+}
+
+// PolicySpec declares automatic handoffs.
+type PolicySpec struct {
+	// Type is explicit (default), sequential or rules.
+	Type  string     `yaml:"type" json:"type"`
+	Steps []string   `yaml:"steps" json:"steps,omitempty"`
+	Rules []RuleSpec `yaml:"rules" json:"rules,omitempty"`
+}
+
+// RuleSpec is an automatic handoff on run state.
+type RuleSpec struct {
+	Name string `yaml:"name" json:"name"`
+	From string `yaml:"from" json:"from,omitempty"`
+	To   string `yaml:"to" json:"to"`
+	// When: every condition given must hold.
+	When    RuleCondition `yaml:"when" json:"when"`
+	History string        `yaml:"history" json:"history,omitempty"`
+}
+
+// RuleCondition is a condition on run state.
+type RuleCondition struct {
+	// AnswerMatches: the active agent's answer matches this regexp.
+	AnswerMatches string `yaml:"answer_matches" json:"answer_matches,omitempty"`
+	// InputMatches: the run's user input matches this regexp.
+	InputMatches string `yaml:"input_matches" json:"input_matches,omitempty"`
+	// ToolResultMatches: a tool result of the last turn matches this regexp.
+	ToolResultMatches string `yaml:"tool_result_matches" json:"tool_result_matches,omitempty"`
+	// TurnsAtLeast: the run has made at least this many model calls.
+	TurnsAtLeast int `yaml:"turns_at_least" json:"turns_at_least,omitempty"`
+	// TokensAtLeast: the run has used at least this many tokens.
+	TokensAtLeast int64 `yaml:"tokens_at_least" json:"tokens_at_least,omitempty"`
+}
+
+// LimitsSpec bounds runs.
+type LimitsSpec struct {
+	MaxTurns    int      `yaml:"max_turns" json:"max_turns,omitempty"`
+	MaxHandoffs int      `yaml:"max_handoffs" json:"max_handoffs,omitempty"`
+	Timeout     Duration `yaml:"timeout" json:"timeout,omitempty"`
+	TokenBudget int64    `yaml:"token_budget" json:"token_budget,omitempty"`
+	PingPong    int      `yaml:"ping_pong" json:"ping_pong,omitempty"`
+	OnLimit     string   `yaml:"on_limit" json:"on_limit,omitempty"`
+}
+
+// ToolSpec declares a tool. Offline networks give a fixed Result; Go
+// programs register implementations by name (Options.Tools).
+type ToolSpec struct {
+	Name        string         `yaml:"name" json:"name"`
+	Description string         `yaml:"description" json:"description,omitempty"`
+	Parameters  map[string]any `yaml:"parameters" json:"parameters,omitempty"`
+	Result      any            `yaml:"result" json:"result,omitempty"`
+	// Approval "required" stops the run for a human decision before each call.
+	Approval string `yaml:"approval" json:"approval,omitempty"`
+	// Slow (or continuation: background) hands calls to a background worker
+	// when the run is inline.
+	Slow         bool     `yaml:"slow" json:"slow,omitempty"`
+	Continuation string   `yaml:"continuation" json:"continuation,omitempty"`
+	Timeout      Duration `yaml:"timeout" json:"timeout,omitempty"`
+}
+
+// ModelSpec selects a model.
+type ModelSpec struct {
+	// Model is scripted, openai:<m>, openai-responses:<m>, anthropic:<m> or
+	// openai-compatible:<m>.
+	Model     string         `yaml:"model" json:"model"`
+	BaseURL   string         `yaml:"base_url" json:"base_url,omitempty"`
+	APIKeyEnv string         `yaml:"api_key_env" json:"api_key_env,omitempty"`
+	Settings  model.Settings `yaml:"settings" json:"settings,omitzero"`
+	Script    []StepSpec     `yaml:"script" json:"script,omitempty"`
+	Stream    *StreamSpec    `yaml:"stream" json:"stream,omitempty"`
+}
+
+// StreamSpec simulates token streaming for the scripted model.
+type StreamSpec struct {
+	ChunkWords int      `yaml:"chunk_words" json:"chunk_words,omitempty"`
+	Delay      Duration `yaml:"delay" json:"delay,omitempty"`
+}
+
+// AgentSpec declares an agent.
+type AgentSpec struct {
+	Name         string `yaml:"name" json:"name"`
+	Description  string `yaml:"description" json:"description,omitempty"`
+	Instructions string `yaml:"instructions" json:"instructions,omitempty"`
+	ModelSpec    `yaml:",inline"`
+	Tools        []string         `yaml:"tools" json:"tools,omitempty"`
+	Handoffs     []HandoffSpec    `yaml:"handoffs" json:"handoffs,omitempty"`
+	AgentTools   []AgentToolSpec  `yaml:"agent_tools" json:"agent_tools,omitempty"`
+	OutputSchema map[string]any   `yaml:"output_schema" json:"output_schema,omitempty"`
+	Continuation string           `yaml:"continuation" json:"continuation,omitempty"`
+	Guardrails   *GuardrailsSpec  `yaml:"guardrails" json:"guardrails,omitempty"`
+}
+
+// GuardrailsSpec declares pattern guardrails.
+type GuardrailsSpec struct {
+	Input  []GuardrailSpec `yaml:"input" json:"input,omitempty"`
+	Output []GuardrailSpec `yaml:"output" json:"output,omitempty"`
+}
+
+// GuardrailSpec trips when the text matches Deny.
+type GuardrailSpec struct {
+	Name    string `yaml:"name" json:"name"`
+	Deny    string `yaml:"deny" json:"deny"`
+	Message string `yaml:"message" json:"message,omitempty"`
+}
+
+// StepSpec is one scripted answer.
+type StepSpec struct {
+	When      string         `yaml:"when" json:"when,omitempty"`
+	Text      string         `yaml:"text" json:"text,omitempty"`
+	ToolCalls []CallSpec     `yaml:"tool_calls" json:"tool_calls,omitempty"`
+	Usage     *UsageSpec     `yaml:"usage" json:"usage,omitempty"`
+	Delay     Duration       `yaml:"delay" json:"delay,omitempty"`
+	Fail      *FailSpec      `yaml:"fail" json:"fail,omitempty"`
+}
+
+// CallSpec is a scripted tool call.
+type CallSpec struct {
+	ID        string `yaml:"id" json:"id,omitempty"`
+	Name      string `yaml:"name" json:"name"`
+	Arguments any    `yaml:"arguments" json:"arguments,omitempty"`
+}
+
+// UsageSpec is a scripted step's usage.
+type UsageSpec struct {
+	InputTokens  int64 `yaml:"input_tokens" json:"input_tokens"`
+	OutputTokens int64 `yaml:"output_tokens" json:"output_tokens"`
+}
+
+// FailSpec makes a scripted step fail.
+type FailSpec struct {
+	Status     int      `yaml:"status" json:"status"`
+	Message    string   `yaml:"message" json:"message,omitempty"`
+	Transient  bool     `yaml:"transient" json:"transient,omitempty"`
+	RetryAfter Duration `yaml:"retry_after" json:"retry_after,omitempty"`
+	Times      int      `yaml:"times" json:"times,omitempty"`
+}
+
+// HandoffSpec declares a handoff.
+type HandoffSpec struct {
+	To            string         `yaml:"to" json:"to"`
+	Tool          string         `yaml:"tool" json:"tool,omitempty"`
+	Description   string         `yaml:"description" json:"description,omitempty"`
+	History       string         `yaml:"history" json:"history,omitempty"`
+	SystemMessage bool           `yaml:"system_message" json:"system_message,omitempty"`
+	Transforms    []any          `yaml:"transforms" json:"transforms,omitempty"`
+	ContextSchema map[string]any `yaml:"context_schema" json:"context_schema,omitempty"`
+	Return        bool           `yaml:"return" json:"return,omitempty"`
+}
+
+// AgentToolSpec offers another agent as a tool.
+type AgentToolSpec struct {
+	Agent       string `yaml:"agent" json:"agent"`
+	Tool        string `yaml:"tool" json:"tool,omitempty"`
+	Description string `yaml:"description" json:"description,omitempty"`
+}
+
+// Duration is a time.Duration written as "30s", "1m30s" or a number of seconds.
+type Duration time.Duration
+
+// UnmarshalText parses "30s"-style durations.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		// A bare number means seconds.
+		var f float64
+		if _, serr := fmtSscan(string(b), &f); serr != nil {
+			return err
+		}
+		v = time.Duration(f * float64(time.Second))
+	}
+	if v < 0 {
+		return errNegative
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration as "30s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }

@@ -1,0 +1,127 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/batonhq/baton/internal/retry"
+	"github.com/batonhq/baton/model/scripted"
+)
+
+// Kind classifies a run failure. It is persisted and sent to clients as a
+// stable string.
+type Kind string
+
+// Error kinds.
+const (
+	// KindModelTransient: the model kept failing with retryable errors.
+	KindModelTransient Kind = "model_transient"
+	// KindToolTransient: a tool kept failing with retryable errors.
+	KindToolTransient Kind = "tool_transient"
+	// KindUserInput: the input was refused (empty, guardrail, bad decision).
+	KindUserInput Kind = "user_input"
+	// KindSystem: everything else (permanent model errors, bad state, store).
+	KindSystem Kind = "system"
+	// KindLimit: a limit ended the run; the error is a *LimitError.
+	KindLimit Kind = "limit"
+)
+
+// Error is a classified run failure. Use errors.As to read it; the Err it
+// wraps stays reachable (model.Error, runstate.IncompatibleError, …).
+type Error struct {
+	Kind  Kind
+	Agent string
+	Err   error
+}
+
+func (e *Error) Error() string {
+	if e.Agent != "" {
+		return fmt.Sprintf("runner: %s: agent %s: %v", e.Kind, e.Agent, e.Err)
+	}
+	return fmt.Sprintf("runner: %s: %v", e.Kind, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Limit names.
+const (
+	LimitMaxTurns    = "max_turns"
+	LimitMaxHandoffs = "max_handoffs"
+	LimitPingPong    = "ping_pong"
+	LimitTokenBudget = "token_budget"
+	LimitTimeout     = "timeout"
+)
+
+// LimitError ends a run that reached a limit.
+type LimitError struct {
+	// Limit is one of the Limit* names.
+	Limit string
+	// Max is the configured bound (for timeout, in milliseconds).
+	Max   int64
+	Agent string
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("runner: limit %s reached (%d) while %s was active", e.Limit, e.Max, e.Agent)
+}
+
+// GuardrailError is a tripped guardrail.
+type GuardrailError struct {
+	Guardrail string
+	Agent     string
+	// Phase is "input" or "output".
+	Phase string
+	Err   error
+}
+
+func (e *GuardrailError) Error() string {
+	return fmt.Sprintf("runner: %s guardrail %s of agent %s: %v", e.Phase, e.Guardrail, e.Agent, e.Err)
+}
+
+// Unwrap returns the guardrail's error.
+func (e *GuardrailError) Unwrap() error { return e.Err }
+
+// ErrInputEmpty is the cause of a run started with no input.
+var ErrInputEmpty = errors.New("runner: empty input")
+
+// KindOf returns the kind of err: the Kind of a *Error or *LimitError in its
+// chain, else KindSystem. It returns "" for nil.
+func KindOf(err error) Kind {
+	if err == nil {
+		return ""
+	}
+	var le *LimitError
+	if errors.As(err, &le) {
+		return KindLimit
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindSystem
+}
+
+// LimitOf returns the limit name when err is a *LimitError.
+func LimitOf(err error) string {
+	var le *LimitError
+	if errors.As(err, &le) {
+		return le.Limit
+	}
+	return ""
+}
+
+// modelError classifies a failed model call.
+func modelError(agent string, err error) error {
+	var se *scripted.ScriptError
+	switch {
+	case errors.As(err, &se):
+		return &Error{Kind: KindSystem, Agent: agent, Err: err}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case retry.Transient(err):
+		return &Error{Kind: KindModelTransient, Agent: agent, Err: err}
+	}
+	return &Error{Kind: KindSystem, Agent: agent, Err: err}
+}

@@ -1,0 +1,480 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/handoff"
+	"github.com/batonhq/baton/internal/retry"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/policy"
+	"github.com/batonhq/baton/runstate"
+)
+
+// Checkpointer persists run state at step boundaries: after each model turn,
+// after each tool result, after each handoff, and when the run stops
+// (completed, failed, interrupted, suspended). st.Step has been incremented
+// for this write. Checkpoint must not retain st or its slices after it
+// returns. An error stops the run; it can be resumed from the last
+// checkpoint that was written.
+type Checkpointer interface {
+	Checkpoint(ctx context.Context, st *runstate.State) error
+}
+
+// CheckpointFunc adapts a function to [Checkpointer].
+type CheckpointFunc func(ctx context.Context, st *runstate.State) error
+
+// Checkpoint calls f.
+func (f CheckpointFunc) Checkpoint(ctx context.Context, st *runstate.State) error { return f(ctx, st) }
+
+// RetryPolicy configures retries of transient model and tool errors:
+// exponential backoff with jitter that honours Retry-After. The zero value
+// means 4 attempts, 250ms base delay, 30s cap.
+type RetryPolicy struct {
+	MaxAttempts int
+	BaseDelay   time.Duration
+	MaxDelay    time.Duration
+}
+
+// Config configures a [Runner]. Only Network is required.
+type Config struct {
+	Network *agent.Network
+	// Policy decides automatic handoffs. Defaults to policy.Explicit.
+	Policy policy.Policy
+	// Picker chooses the first agent of a new run. Defaults to the network's entry.
+	Picker policy.Picker
+	// Limits override the network's limits when not nil.
+	Limits *agent.Limits
+	Retry  RetryPolicy
+	// Checkpointer, if set, persists state at every step boundary.
+	Checkpointer Checkpointer
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// MaxParallelTools bounds the calls of one turn that run at once. Defaults to 8.
+	MaxParallelTools int
+	// Observer is told about runs, model calls, tools and handoffs
+	// (tracing, metrics). Defaults to none.
+	Observer Observer
+	// Sleep replaces the retry wait, for tests.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// System, if set, returns extra text appended to every agent's system
+	// prompt (agent memory, for instance).
+	System func(ctx context.Context, rc *agent.RunContext) (string, error)
+}
+
+// Runner runs a network. It is safe for concurrent use; each run has its own state.
+type Runner struct {
+	cfg    Config
+	net    *agent.Network
+	limits agent.Limits
+	plans  map[string]*plan
+	log    *slog.Logger
+	sleep  retry.Sleeper
+	retry  retry.Policy
+	ids    atomic.Uint64
+	boot   string
+}
+
+// plan is what the runner precomputes per agent.
+type plan struct {
+	a     *agent.Agent
+	tools []model.Tool // tools offered to the model, handoffs included
+	byName map[string]toolEntry
+	// dynamic is set when some handoff has an Enabled predicate.
+	dynamic bool
+}
+
+type toolEntry struct {
+	kind      runstate.CallKind
+	tool      *agent.Tool
+	handoff   *handoff.Handoff
+	agentTool *agent.AgentTool
+}
+
+// HandoffContextTool is the tool offered to an agent whose handoff context
+// has fields delivered by reference; it returns a field's full value.
+const HandoffContextTool = "read_handoff_context"
+
+var handoffContextParams = json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string","description":"The reference shown in the handoff context block."}},"required":["ref"]}`)
+
+// New returns a runner for cfg.Network.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Network == nil {
+		return nil, errors.New("runner: no network")
+	}
+	r := &Runner{cfg: cfg, net: cfg.Network, plans: map[string]*plan{}, log: cfg.Logger, sleep: cfg.Sleep,
+		retry: retry.Policy{MaxAttempts: cfg.Retry.MaxAttempts, BaseDelay: cfg.Retry.BaseDelay, MaxDelay: cfg.Retry.MaxDelay}}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.sleep == nil {
+		r.sleep = retry.Sleep
+	}
+	if r.cfg.Policy == nil {
+		r.cfg.Policy = policy.Explicit{}
+	}
+	if r.cfg.MaxParallelTools <= 0 {
+		r.cfg.MaxParallelTools = 8
+	}
+	if r.cfg.Observer == nil {
+		r.cfg.Observer = nopObserver{}
+	}
+	r.limits = cfg.Network.Limits()
+	if cfg.Limits != nil {
+		r.limits = cfg.Limits.Defaults()
+	}
+	r.boot = strconv.FormatInt(time.Now().UnixNano(), 36)
+	for _, a := range cfg.Network.Agents() {
+		p := &plan{a: a, byName: map[string]toolEntry{}}
+		for _, t := range a.Tools {
+			p.tools = append(p.tools, model.Tool{Name: t.Name, Description: t.Description, Parameters: paramsOr(t.Parameters)})
+			p.byName[t.Name] = toolEntry{kind: runstate.CallTool, tool: t}
+		}
+		for _, t := range a.AgentTools {
+			desc := t.Description
+			if desc == "" {
+				target, _ := cfg.Network.Agent(t.Agent)
+				desc = "Ask " + t.Agent + " and get its answer back. " + target.Description
+			}
+			p.tools = append(p.tools, model.Tool{Name: t.Tool(), Description: desc, Parameters: agent.AgentToolParameters})
+			p.byName[t.Tool()] = toolEntry{kind: runstate.CallAgentTool, agentTool: t}
+		}
+		for _, h := range a.Handoffs {
+			desc := h.Description
+			if desc == "" {
+				target, _ := cfg.Network.Agent(h.To)
+				desc = "Transfer the conversation to " + h.To + ". " + target.Description
+			}
+			p.tools = append(p.tools, model.Tool{Name: h.Tool(), Description: desc, Parameters: h.Parameters()})
+			p.byName[h.Tool()] = toolEntry{kind: runstate.CallHandoff, handoff: h}
+			if h.Enabled != nil {
+				p.dynamic = true
+			}
+		}
+		r.plans[a.Name] = p
+	}
+	return r, nil
+}
+
+func paramsOr(p json.RawMessage) json.RawMessage {
+	if len(p) == 0 {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return p
+}
+
+// Network returns the runner's network.
+func (r *Runner) Network() *agent.Network { return r.net }
+
+// RunOption tunes one run.
+type RunOption func(*runOpts)
+
+type runOpts struct {
+	threadID      string
+	history       []message.Message
+	lastAgent     string
+	agent         string
+	runID         string
+	values        map[string]json.RawMessage
+	decisions     []Decision
+	background    bool
+	checkpointer  Checkpointer
+	noCheckpoints bool
+}
+
+// WithThread sets the run's thread id.
+func WithThread(id string) RunOption { return func(o *runOpts) { o.threadID = id } }
+
+// WithHistory gives the thread's earlier messages; they are repaired to keep
+// the pairing invariant and precede the new input.
+func WithHistory(msgs []message.Message) RunOption { return func(o *runOpts) { o.history = msgs } }
+
+// WithLastAgent tells the picker which agent was last active on the thread.
+func WithLastAgent(name string) RunOption { return func(o *runOpts) { o.lastAgent = name } }
+
+// WithAgent starts the run with the named agent, bypassing the picker.
+func WithAgent(name string) RunOption { return func(o *runOpts) { o.agent = name } }
+
+// WithRunID sets the run id (default: a new unique id).
+func WithRunID(id string) RunOption { return func(o *runOpts) { o.runID = id } }
+
+// WithValues gives small JSON application values to the run; they are kept in
+// its state and visible to instructions and tools through the run context.
+func WithValues(v map[string]json.RawMessage) RunOption { return func(o *runOpts) { o.values = v } }
+
+// WithDecisions answers the interrupt of a run being resumed.
+func WithDecisions(d ...Decision) RunOption {
+	return func(o *runOpts) { o.decisions = append(o.decisions, d...) }
+}
+
+// WithBackgroundBoundary makes the run stop with status suspended before it
+// executes a slow tool (Tool.Slow, or any tool of an Agent.Background agent),
+// so that a background worker can resume it. Inline request handlers use it.
+func WithBackgroundBoundary() RunOption { return func(o *runOpts) { o.background = true } }
+
+// WithCheckpointer overrides the runner's checkpointer for this run.
+func WithCheckpointer(c Checkpointer) RunOption { return func(o *runOpts) { o.checkpointer = c } }
+
+// DecisionType is a human's answer to an interrupt.
+type DecisionType string
+
+// Decision types.
+const (
+	DecisionApprove DecisionType = "approve"
+	DecisionReject  DecisionType = "reject"
+	DecisionEdit    DecisionType = "edit"
+)
+
+// Decision answers one action request of an interrupt. CallID selects the
+// action; empty applies the decision to every action of the interrupt.
+type Decision struct {
+	Type   DecisionType    `json:"type"`
+	CallID string          `json:"call_id,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
+	// Message is an optional reason shown to the model on rejection.
+	Message string `json:"message,omitempty"`
+}
+
+// Result is the outcome of a run that ended, or stopped to wait.
+type Result struct {
+	RunID    string
+	ThreadID string
+	Status   runstate.Status
+	// LastAgent is the agent active when the run ended or stopped.
+	LastAgent string
+	// Output is the final answer of a completed run.
+	Output string
+	// Messages are the messages of this run, input first.
+	Messages []message.Message
+	Turns    int
+	Handoffs int
+	Usage    message.Usage
+	// Interrupt is set when Status is interrupted.
+	Interrupt *runstate.Interrupt
+	// Limit names the limit that ended the run with a final answer.
+	Limit string
+	// State is the run's final state (serialisable; resumable unless terminal).
+	State *runstate.State
+}
+
+// Run runs a new conversation turn with input and returns its result. A run
+// that stops to wait (interrupted, suspended) returns a nil error and a
+// Result saying so. A failed run returns its classified error and a Result
+// whose State is the last state (resumable for transient failures).
+func (r *Runner) Run(ctx context.Context, input string, opts ...RunOption) (*Result, error) {
+	x, err := r.start(ctx, input, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	return x.finish(x.exec(ctx))
+}
+
+// Stream runs like [Runner.Run] and yields its events as they happen. After
+// a failure it yields an ErrorEvent, a RunEndEvent and then (nil, err).
+// Breaking out of the loop cancels the run (its last checkpoint stays
+// resumable).
+func (r *Runner) Stream(ctx context.Context, input string, opts ...RunOption) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		x, err := r.start(ctx, input, opts, func(e Event) bool { return yield(e, nil) })
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if _, err := x.finish(x.exec(ctx)); err != nil && !x.stopped {
+			yield(nil, err)
+		}
+	}
+}
+
+// Resume continues a run from its state: after an interrupt (give
+// WithDecisions), after a background hand-over, or after a crash. The state
+// must have been written under this runner's network fingerprint; otherwise
+// a *runstate.IncompatibleError (wrapped in *Error) is returned and nothing
+// runs.
+func (r *Runner) Resume(ctx context.Context, st *runstate.State, opts ...RunOption) (*Result, error) {
+	x, err := r.resume(ctx, st, opts, nil)
+	if err != nil {
+		return nil, err
+	}
+	return x.finish(x.exec(ctx))
+}
+
+// ResumeStream is [Runner.Resume] with events, as [Runner.Stream].
+func (r *Runner) ResumeStream(ctx context.Context, st *runstate.State, opts ...RunOption) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		x, err := r.resume(ctx, st, opts, func(e Event) bool { return yield(e, nil) })
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		if _, err := x.finish(x.exec(ctx)); err != nil && !x.stopped {
+			yield(nil, err)
+		}
+	}
+}
+
+func (r *Runner) newRunID() string {
+	return "run_" + r.boot + strconv.FormatUint(r.ids.Add(1), 36)
+}
+
+func collectOpts(opts []RunOption) runOpts {
+	var o runOpts
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit func(Event) bool) (*run, error) {
+	o := collectOpts(opts)
+	if input == "" {
+		return nil, &Error{Kind: KindUserInput, Err: ErrInputEmpty}
+	}
+	first := o.agent
+	reason := ""
+	if first == "" && r.cfg.Picker != nil {
+		a, why, err := r.cfg.Picker.Pick(ctx, policy.PickInput{Input: input, LastAgent: o.lastAgent, ThreadID: o.threadID})
+		if err != nil {
+			return nil, &Error{Kind: KindSystem, Err: fmt.Errorf("pick first agent: %w", err)}
+		}
+		first, reason = a, why
+	}
+	if first == "" {
+		first, reason = r.net.Entry(), "entry"
+	}
+	a, ok := r.net.Agent(first)
+	if !ok {
+		return nil, &Error{Kind: KindSystem, Err: fmt.Errorf("first agent %q is not in network %s", first, r.net.Name())}
+	}
+	runID := o.runID
+	if runID == "" {
+		runID = r.newRunID()
+	}
+	in := message.User(input)
+	in.ID = runID + "-m1"
+	hist := message.Repair(o.history, message.DropOrphans)
+	msgs := make([]message.Message, 0, len(hist)+8)
+	msgs = append(append(msgs, hist...), in)
+	tr := make([]message.Message, 1, 8)
+	tr[0] = in
+	st := &runstate.State{
+		SchemaVersion: runstate.SchemaVersion, RunID: runID, ThreadID: o.threadID,
+		Network: r.net.Name(), Fingerprint: r.net.Fingerprint(), Agent: a.Name,
+		Messages: msgs, Transcript: tr, Trail: []string{a.Name}, Status: runstate.StatusRunning,
+		StartedAt: time.Now().UTC(), Values: o.values,
+	}
+	x := r.newRun(st, o, emit)
+	x.input = input
+	x.emit(&RunStartEvent{Header: Header{Type: TypeRunStart}, RunID: runID, ThreadID: o.threadID, Network: r.net.Name(), Fingerprint: r.net.Fingerprint(), Agent: a.Name})
+	x.emit(&AgentStartEvent{Header: Header{Type: TypeAgentStart}, Agent: a.Name, Reason: reason})
+	for _, g := range a.InputGuardrails {
+		if err := g.Check(ctx, agent.GuardrailInput{Agent: a.Name, Text: input, Messages: msgs}); err != nil {
+			x.preErr = &Error{Kind: KindUserInput, Agent: a.Name, Err: &GuardrailError{Guardrail: g.Name, Agent: a.Name, Phase: "input", Err: err}}
+			break
+		}
+	}
+	return x, nil
+}
+
+func (r *Runner) resume(ctx context.Context, st *runstate.State, opts []RunOption, emit func(Event) bool) (*run, error) {
+	o := collectOpts(opts)
+	if st == nil {
+		return nil, &Error{Kind: KindSystem, Err: errors.New("resume: nil state")}
+	}
+	if err := st.CheckFingerprint(r.net.Fingerprint()); err != nil {
+		return nil, &Error{Kind: KindSystem, Err: err}
+	}
+	if st.Status.Terminal() {
+		return nil, &Error{Kind: KindUserInput, Err: fmt.Errorf("resume: run %s is already %s", st.RunID, st.Status)}
+	}
+	if _, ok := r.net.Agent(st.Agent); !ok {
+		return nil, &Error{Kind: KindSystem, Err: fmt.Errorf("resume: agent %q of run %s is not in network %s", st.Agent, st.RunID, r.net.Name())}
+	}
+	if st.Status == runstate.StatusInterrupted {
+		if err := applyDecisions(st, o.decisions); err != nil {
+			return nil, &Error{Kind: KindUserInput, Agent: st.Agent, Err: err}
+		}
+	} else if len(o.decisions) > 0 {
+		return nil, &Error{Kind: KindUserInput, Err: fmt.Errorf("resume: run %s is not waiting for a decision", st.RunID)}
+	}
+	st.Status = runstate.StatusRunning
+	x := r.newRun(st, o, emit)
+	x.input = firstUserText(st.Transcript)
+	x.emit(&RunStartEvent{Header: Header{Type: TypeRunStart}, RunID: st.RunID, ThreadID: st.ThreadID, Network: st.Network, Fingerprint: st.Fingerprint, Agent: st.Agent, Resumed: true})
+	return x, nil
+}
+
+func firstUserText(msgs []message.Message) string {
+	for i := range msgs {
+		if msgs[i].Role == message.RoleUser {
+			return msgs[i].Text()
+		}
+	}
+	return ""
+}
+
+// applyDecisions answers the interrupt of st.
+func applyDecisions(st *runstate.State, ds []Decision) error {
+	if st.Interrupt == nil {
+		return errors.New("resume: interrupted run without an interrupt")
+	}
+	if len(ds) == 0 {
+		return fmt.Errorf("resume: interrupt %s needs a decision (approve, reject or edit)", st.Interrupt.ID)
+	}
+	decided := map[string]Decision{}
+	for _, d := range ds {
+		switch d.Type {
+		case DecisionApprove, DecisionReject, DecisionEdit:
+		default:
+			return fmt.Errorf("resume: unknown decision %q (want approve, reject or edit)", d.Type)
+		}
+		if d.Type == DecisionEdit && len(d.Args) == 0 {
+			return errors.New("resume: an edit decision needs args")
+		}
+		if d.CallID == "" {
+			for _, ar := range st.Interrupt.ActionRequests {
+				if _, ok := decided[ar.CallID]; !ok {
+					decided[ar.CallID] = d
+				}
+			}
+			continue
+		}
+		decided[d.CallID] = d
+	}
+	for _, ar := range st.Interrupt.ActionRequests {
+		if _, ok := decided[ar.CallID]; !ok {
+			return fmt.Errorf("resume: no decision for call %s (%s)", ar.CallID, ar.Name)
+		}
+	}
+	for i := range st.Pending {
+		p := &st.Pending[i]
+		d, ok := decided[p.Call.ID]
+		if !ok {
+			continue
+		}
+		switch d.Type {
+		case DecisionApprove:
+			p.Approved = true
+		case DecisionEdit:
+			p.Call.Arguments = d.Args
+			p.Approved = true
+		case DecisionReject:
+			msg := "rejected by a human reviewer"
+			if d.Message != "" {
+				msg += ": " + d.Message
+			}
+			p.Result = &runstate.Result{Output: msg, IsError: true}
+		}
+	}
+	st.Interrupt = nil
+	return nil
+}
