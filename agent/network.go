@@ -137,7 +137,9 @@ func NewNetwork(cfg NetworkConfig) (*Network, error) {
 
 func (n *Network) check(a *Agent) []error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf("agent %s: "+format, append([]any{a.Name}, args...)...)) }
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("agent %s: "+format, append([]any{a.Name}, args...)...))
+	}
 	if a.Model == nil {
 		bad("no model")
 	}
@@ -251,10 +253,10 @@ func fingerprint(cfg NetworkConfig, n *Network) (string, error) {
 	}
 	type handoffFP struct {
 		To, Tool, Description, History string
-		SystemMessage, Return         bool
-		Transforms                    []string
-		ContextSchema                 json.RawMessage
-		Hook, Enabled                 bool
+		SystemMessage, Return          bool
+		Transforms                     []string
+		ContextSchema                  json.RawMessage
+		Hook, Enabled                  bool
 	}
 	type agentFP struct {
 		Name, Description, Instructions string

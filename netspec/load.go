@@ -211,8 +211,8 @@ func parent(p string) string {
 	return p[:i]
 }
 
-func at(path string, i int) string   { return path + "[" + strconv.Itoa(i) + "]" }
-func field(path, f string) string    { return path + "." + f }
+func at(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
+func field(path, f string) string  { return path + "." + f }
 
 func (l *loader) regexp(path, expr string) *regexp.Regexp {
 	re, err := regexp.Compile(expr)

@@ -129,12 +129,12 @@ type AgentSpec struct {
 	Description  string `yaml:"description" json:"description,omitempty"`
 	Instructions string `yaml:"instructions" json:"instructions,omitempty"`
 	ModelSpec    `yaml:",inline"`
-	Tools        []string         `yaml:"tools" json:"tools,omitempty"`
-	Handoffs     []HandoffSpec    `yaml:"handoffs" json:"handoffs,omitempty"`
-	AgentTools   []AgentToolSpec  `yaml:"agent_tools" json:"agent_tools,omitempty"`
-	OutputSchema map[string]any   `yaml:"output_schema" json:"output_schema,omitempty"`
-	Continuation string           `yaml:"continuation" json:"continuation,omitempty"`
-	Guardrails   *GuardrailsSpec  `yaml:"guardrails" json:"guardrails,omitempty"`
+	Tools        []string        `yaml:"tools" json:"tools,omitempty"`
+	Handoffs     []HandoffSpec   `yaml:"handoffs" json:"handoffs,omitempty"`
+	AgentTools   []AgentToolSpec `yaml:"agent_tools" json:"agent_tools,omitempty"`
+	OutputSchema map[string]any  `yaml:"output_schema" json:"output_schema,omitempty"`
+	Continuation string          `yaml:"continuation" json:"continuation,omitempty"`
+	Guardrails   *GuardrailsSpec `yaml:"guardrails" json:"guardrails,omitempty"`
 }
 
 // GuardrailsSpec declares pattern guardrails.
@@ -152,12 +152,12 @@ type GuardrailSpec struct {
 
 // StepSpec is one scripted answer.
 type StepSpec struct {
-	When      string         `yaml:"when" json:"when,omitempty"`
-	Text      string         `yaml:"text" json:"text,omitempty"`
-	ToolCalls []CallSpec     `yaml:"tool_calls" json:"tool_calls,omitempty"`
-	Usage     *UsageSpec     `yaml:"usage" json:"usage,omitempty"`
-	Delay     Duration       `yaml:"delay" json:"delay,omitempty"`
-	Fail      *FailSpec      `yaml:"fail" json:"fail,omitempty"`
+	When      string     `yaml:"when" json:"when,omitempty"`
+	Text      string     `yaml:"text" json:"text,omitempty"`
+	ToolCalls []CallSpec `yaml:"tool_calls" json:"tool_calls,omitempty"`
+	Usage     *UsageSpec `yaml:"usage" json:"usage,omitempty"`
+	Delay     Duration   `yaml:"delay" json:"delay,omitempty"`
+	Fail      *FailSpec  `yaml:"fail" json:"fail,omitempty"`
 }
 
 // CallSpec is a scripted tool call.

@@ -86,8 +86,8 @@ type Runner struct {
 
 // plan is what the runner precomputes per agent.
 type plan struct {
-	a     *agent.Agent
-	tools []model.Tool // tools offered to the model, handoffs included
+	a      *agent.Agent
+	tools  []model.Tool // tools offered to the model, handoffs included
 	byName map[string]toolEntry
 	// dynamic is set when some handoff has an Enabled predicate.
 	dynamic bool
