@@ -116,9 +116,11 @@ func indexOf(s []string, v string) int {
 //     the call, in call order, one tool message per result, wherever the result
 //     stood before (so results are re-appended after their call, never lost
 //     while their call is kept);
-//   - a result whose call is nowhere in msgs, a second result for the same
-//     call, and a call or result part in a message of the wrong role are dropped;
-//   - a call with an empty id, or an id used by an earlier call, is dropped;
+//   - results are matched to calls of the same id in order, so an id reused
+//     in a later turn pairs with its own result;
+//   - a result left without a call, and a call or result part in a message
+//     of the wrong role, are dropped;
+//   - a call with an empty id, or an id repeated within one message, is dropped;
 //   - a call without a result is dropped ([DropOrphans]) or answered with a
 //     synthetic error result ([StubMissing]).
 //
@@ -129,24 +131,29 @@ func Repair(msgs []Message, s Strategy) []Message {
 	if Validate(msgs) == nil {
 		return msgs
 	}
-	// Where each result is: call id -> (message, part).
+	// Where the results of each call id are, in order: call id -> (message, part).
 	type loc struct{ msg, part int }
-	results := make(map[string]loc)
+	results := make(map[string][]loc)
 	for i := range msgs {
 		if msgs[i].Role != RoleTool {
 			continue
 		}
 		for j := range msgs[i].Parts {
 			p := &msgs[i].Parts[j]
-			if p.Type != PartToolResult || p.CallID == "" {
-				continue
-			}
-			if _, dup := results[p.CallID]; !dup {
-				results[p.CallID] = loc{i, j}
+			if p.Type == PartToolResult && p.CallID != "" {
+				results[p.CallID] = append(results[p.CallID], loc{i, j})
 			}
 		}
 	}
-	seenCall := make(map[string]bool)
+	// take returns the next unused result of a call id.
+	take := func(id string) (loc, bool) {
+		l := results[id]
+		if len(l) == 0 {
+			return loc{}, false
+		}
+		results[id] = l[1:]
+		return l[0], true
+	}
 	out := make([]Message, 0, len(msgs))
 	for i := range msgs {
 		m := msgs[i]
@@ -166,24 +173,27 @@ func Repair(msgs []Message, s Strategy) []Message {
 			out = append(out, m)
 			continue
 		}
-		var stubs []Part
-		var keptCalls []string
+		type kept struct {
+			loc  loc
+			stub *Part
+		}
+		var keptCalls []kept
+		seen := map[string]bool{} // call ids of this message
 		parts := filterParts(m.Parts, func(p *Part) bool {
 			switch p.Type {
 			case PartToolResult:
 				return false
 			case PartToolCall:
-				if p.CallID == "" || seenCall[p.CallID] {
+				if p.CallID == "" || seen[p.CallID] {
 					return false
 				}
-				seenCall[p.CallID] = true
-				if _, ok := results[p.CallID]; ok {
-					keptCalls = append(keptCalls, p.CallID)
+				seen[p.CallID] = true
+				if l, ok := take(p.CallID); ok {
+					keptCalls = append(keptCalls, kept{loc: l})
 					return true
 				}
 				if s == StubMissing {
-					keptCalls = append(keptCalls, p.CallID)
-					stubs = append(stubs, Part{Type: PartToolResult, CallID: p.CallID, Name: p.Name, Text: MissingResultText, IsError: true})
+					keptCalls = append(keptCalls, kept{stub: &Part{Type: PartToolResult, CallID: p.CallID, Name: p.Name, Text: MissingResultText, IsError: true}})
 					return true
 				}
 				return false
@@ -195,8 +205,9 @@ func Repair(msgs []Message, s Strategy) []Message {
 		}
 		m.Parts = parts
 		out = append(out, m)
-		for _, id := range keptCalls {
-			if l, ok := results[id]; ok {
+		for _, k := range keptCalls {
+			if k.stub == nil {
+				l := k.loc
 				src := msgs[l.msg]
 				out = append(out, Message{
 					ID:       singleID(src, l.part),
@@ -208,12 +219,7 @@ func Repair(msgs []Message, s Strategy) []Message {
 				})
 				continue
 			}
-			for _, st := range stubs {
-				if st.CallID == id {
-					out = append(out, Message{Role: RoleTool, Agent: m.Agent, Parts: []Part{st}})
-					break
-				}
-			}
+			out = append(out, Message{Role: RoleTool, Agent: m.Agent, Parts: []Part{*k.stub}})
 		}
 	}
 	return out
