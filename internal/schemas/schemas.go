@@ -13,7 +13,12 @@ import (
 
 	ijs "github.com/invopop/jsonschema"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
+
+// printer renders validation messages; it is safe for concurrent use.
+var printer = message.NewPrinter(language.English)
 
 // Schema is a compiled JSON Schema. It is safe for concurrent use.
 type Schema struct {
@@ -86,7 +91,7 @@ func flatten(ve *jsonschema.ValidationError) string {
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
 			loc := "/" + strings.Join(e.InstanceLocation, "/")
-			out := e.ErrorKind.LocalizedString(nil)
+			out := e.ErrorKind.LocalizedString(printer)
 			parts = append(parts, "at "+loc+": "+out)
 			return
 		}
