@@ -36,6 +36,9 @@ type run struct {
 	// limitHit names the limit that ended the run with a final answer.
 	limitHit string
 	endObs   func(*Result, error)
+	// endSeq is the seq reserved for run_end by the last checkpoint, so that
+	// a resumed run's events continue after it.
+	endSeq int
 	// mu guards st while the calls of a turn run concurrently.
 	mu sync.Mutex
 }
@@ -67,6 +70,17 @@ func (x *run) emit(e Event) bool {
 	return true
 }
 
+// reserveEnd reserves the seq of run_end in the state when the run is about
+// to stop, so that the state written now numbers a resumed run's events
+// after it.
+func (x *run) reserveEnd() {
+	if x.sink == nil || x.stopped || x.st.Status == runstate.StatusRunning || x.endSeq != 0 {
+		return
+	}
+	x.st.Seq++
+	x.endSeq = x.st.Seq
+}
+
 func setSeq(e Event, seq int) {
 	type header interface{ hdr() *Header }
 	if h, ok := e.(header); ok {
@@ -83,6 +97,7 @@ func (x *run) checkpoint(ctx context.Context) error {
 	if x.ck == nil || x.sub {
 		return nil
 	}
+	x.reserveEnd()
 	x.st.Step++
 	x.st.Elapsed += time.Since(x.began)
 	x.began = time.Now()
@@ -126,13 +141,15 @@ func (x *run) finish(err error) (*Result, error) {
 	if err != nil && !ctxErr {
 		st.Status = runstate.StatusFailed
 		st.Failure = &runstate.Failure{Kind: string(KindOf(err)), Message: err.Error(), Limit: LimitOf(err)}
+		x.emit(&ErrorEvent{Header: Header{Type: TypeError}, Kind: KindOf(err), Message: err.Error(), Limit: LimitOf(err), Agent: st.Agent})
 		if x.ck != nil && !x.sub {
 			// Best effort: record the failure; a transient failure stays resumable
 			// from the previous checkpoint by the caller's choice.
+			x.endSeq = 0
+			x.reserveEnd()
 			st.Step++
 			_ = x.ck.Checkpoint(context.WithoutCancel(context.Background()), st)
 		}
-		x.emit(&ErrorEvent{Header: Header{Type: TypeError}, Kind: KindOf(err), Message: err.Error(), Limit: LimitOf(err), Agent: st.Agent})
 	}
 	if ctxErr {
 		x.emit(&ErrorEvent{Header: Header{Type: TypeError}, Kind: KindSystem, Message: err.Error(), Agent: st.Agent})
@@ -142,7 +159,13 @@ func (x *run) finish(err error) (*Result, error) {
 	if ctxErr {
 		res.Status = runstate.StatusFailed
 	}
-	x.emit(&RunEndEvent{Header: Header{Type: TypeRunEnd}, Status: res.Status, LastAgent: st.Agent, Turns: st.Turns, Handoffs: st.Handoffs, Usage: st.Usage, Output: st.FinalOutput, Limit: x.limitHit})
+	end := &RunEndEvent{Header: Header{Type: TypeRunEnd}, Status: res.Status, LastAgent: st.Agent, Turns: st.Turns, Handoffs: st.Handoffs, Usage: st.Usage, Output: st.FinalOutput, Limit: x.limitHit}
+	if x.endSeq != 0 && x.sink != nil && !x.stopped {
+		end.Seq = x.endSeq
+		x.stopped = !x.sink(end)
+	} else {
+		x.emit(end)
+	}
 	if x.endObs != nil {
 		x.endObs(res, err)
 	}
@@ -157,6 +180,9 @@ func (x *run) finish(err error) (*Result, error) {
 func (x *run) loop(ctx context.Context) error {
 	st := x.st
 	for {
+		if st.Status != runstate.StatusRunning {
+			return nil // completed, or stopped to wait
+		}
 		if x.stopped {
 			return errStopped
 		}
