@@ -1,0 +1,146 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/handoff"
+	"github.com/batonhq/baton/model"
+)
+
+var nop = model.Func(func(context.Context, *model.Request) iter.Seq2[model.Chunk, error] {
+	return func(func(model.Chunk, error) bool) {}
+})
+
+func build() []*agent.Agent {
+	return []*agent.Agent{
+		{Name: "triage", Instructions: "route", Model: nop, ModelName: "scripted",
+			Handoffs: []*handoff.Handoff{{To: "billing"}},
+			Tools:    []*agent.Tool{agent.StaticTool("lookup", "find", json.RawMessage(`{"type":"object"}`), "x")}},
+		{Name: "billing", Description: "charges", Model: nop, ModelName: "scripted"},
+	}
+}
+
+func TestNewNetworkReportsEveryProblem(t *testing.T) {
+	t.Parallel()
+	agents := build()
+	agents[0].Handoffs = append(agents[0].Handoffs, &handoff.Handoff{To: "nobody"}, &handoff.Handoff{To: "billing", ContextSchema: json.RawMessage(`{"type":"nope"}`), ToolName: "x"})
+	agents[0].Tools = append(agents[0].Tools, &agent.Tool{Name: "lookup", Func: func(context.Context, json.RawMessage) (string, error) { return "", nil }})
+	agents[1].Model = nil
+	agents = append(agents, &agent.Agent{Name: "bad name!", Model: nop})
+	_, err := agent.NewNetwork(agent.NetworkConfig{Name: "n", Entry: "ghost", Agents: agents})
+	if err == nil {
+		t.Fatal("want errors")
+	}
+	for _, want := range []string{
+		`handoff to unknown agent "nobody"`,
+		`context schema`,
+		`tool name "lookup" is used by`,
+		`agent billing: no model`,
+		`name must be 1-64`,
+		`entry agent "ghost" is not declared`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	t.Parallel()
+	fp := func(mut func([]*agent.Agent), limits agent.Limits) string {
+		t.Helper()
+		agents := build()
+		mut(agents)
+		n, err := agent.NewNetwork(agent.NetworkConfig{Name: "n", Agents: agents, Limits: limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Fingerprint()
+	}
+	base := fp(func([]*agent.Agent) {}, agent.Limits{})
+	if again := fp(func([]*agent.Agent) {}, agent.Limits{}); again != base {
+		t.Fatalf("fingerprint not stable: %s vs %s", base, again)
+	}
+	changes := map[string]func([]*agent.Agent){
+		"instructions":   func(a []*agent.Agent) { a[0].Instructions = "route carefully" },
+		"description":    func(a []*agent.Agent) { a[1].Description = "invoices" },
+		"model":          func(a []*agent.Agent) { a[1].ModelName = "openai:gpt-4o" },
+		"tool schema":    func(a []*agent.Agent) { a[0].Tools[0].Parameters = json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`) },
+		"history policy": func(a []*agent.Agent) { a[0].Handoffs[0].History = handoff.HistoryNone },
+		"transform":      func(a []*agent.Agent) { a[0].Handoffs[0].Transforms = []handoff.Transform{handoff.DropToolTraffic{}} },
+		"return mode":    func(a []*agent.Agent) { a[0].Handoffs[0].Return = true },
+		"settings":       func(a []*agent.Agent) { a[0].Settings.MaxTokens = 100 },
+		"guardrail":      func(a []*agent.Agent) { a[1].OutputGuardrails = []agent.Guardrail{{Name: "g"}} },
+	}
+	seen := map[string]string{base: "base"}
+	for name, mut := range changes {
+		got := fp(mut, agent.Limits{})
+		if prev, dup := seen[got]; dup {
+			t.Errorf("changing %s gives the same fingerprint as %s", name, prev)
+		}
+		seen[got] = name
+	}
+	if fp(func([]*agent.Agent) {}, agent.Limits{MaxTurns: 3}) == base {
+		t.Error("limits do not change the fingerprint")
+	}
+	// Equivalent schemas written differently hash the same.
+	spaced := fp(func(a []*agent.Agent) { a[0].Tools[0].Parameters = json.RawMessage(`{ "type" : "object" }`) }, agent.Limits{})
+	if spaced != base {
+		t.Error("whitespace in a schema changes the fingerprint")
+	}
+}
+
+func TestParseArguments(t *testing.T) {
+	t.Parallel()
+	n, err := agent.NewNetwork(agent.NetworkConfig{Name: "n", Agents: []*agent.Agent{{Name: "a", Model: nop,
+		Tools: []*agent.Tool{agent.FuncTool("add", "adds", func(_ context.Context, in struct {
+			A int `json:"a"`
+			B int `json:"b,omitempty"`
+		}) (int, error) {
+			return in.A + in.B, nil
+		})}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := n.Agent("a")
+	s := a.Tools[0].Validator()
+	tests := []struct {
+		in, errHas string
+	}{
+		{`{"a":1,"b":2}`, ""},
+		{`  {"a":1}  `, ""},
+		{``, "at /: missing property 'a'"},
+		{`{"a":"x"}`, "at /a"},
+		{`[1]`, "must be a JSON object"},
+		{`{"a":1`, "not valid JSON"},
+		{`null`, "must be a JSON object"},
+	}
+	for _, tt := range tests {
+		got, err := agent.ParseArguments("add", json.RawMessage(tt.in), s)
+		if tt.errHas == "" {
+			if err != nil || !json.Valid(got) {
+				t.Errorf("%q: %v", tt.in, err)
+			}
+			continue
+		}
+		var ae *agent.ArgumentError
+		if err == nil || !strings.Contains(err.Error(), tt.errHas) || !errorsAs(err, &ae) {
+			t.Errorf("%q: err = %v, want ArgumentError containing %q", tt.in, err, tt.errHas)
+		}
+	}
+	out, err := a.Tools[0].Func(t.Context(), json.RawMessage(`{"a":2,"b":3}`))
+	if err != nil || out != "5" {
+		t.Errorf("FuncTool = %q, %v", out, err)
+	}
+}
+
+func errorsAs(err error, target **agent.ArgumentError) bool {
+	e, ok := err.(*agent.ArgumentError)
+	*target = e
+	return ok
+}
