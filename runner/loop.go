@@ -22,15 +22,17 @@ import (
 
 // run is one execution of the loop over a state.
 type run struct {
-	r      *Runner
-	st     *runstate.State
-	o      runOpts
-	ck     Checkpointer
-	sink   func(Event) bool
-	sub    bool // an agent-tool sub-run: no events, no checkpoints, no waiting
-	input  string
-	began  time.Time
-	preErr error
+	r     *Runner
+	st    *runstate.State
+	o     runOpts
+	ck    Checkpointer
+	sink  func(Event) bool
+	sub   bool // an agent-tool sub-run: no events, no checkpoints, no waiting
+	input string
+	began time.Time
+	// resumed is set for a run continued from a state.
+	resumed bool
+	preErr  error
 	// stopped is set when the consumer of a stream stopped iterating.
 	stopped bool
 	// limitHit names the limit that ended the run with a final answer.
@@ -112,7 +114,7 @@ func (x *run) exec(ctx context.Context) error {
 	if x.preErr != nil {
 		return x.preErr
 	}
-	ctx, end := x.r.cfg.Observer.StartRun(ctx, RunInfo{RunID: x.st.RunID, ThreadID: x.st.ThreadID, Network: x.st.Network, Agent: x.st.Agent})
+	ctx, end := x.r.cfg.Observer.StartRun(ctx, RunInfo{RunID: x.st.RunID, ThreadID: x.st.ThreadID, Network: x.st.Network, Agent: x.st.Agent, Resumed: x.resumed})
 	x.endObs = end
 	if t := x.r.limits.Timeout; t > 0 && !x.sub {
 		remaining := t - x.st.Elapsed

@@ -179,16 +179,15 @@ func (r *Runner) Network() *agent.Network { return r.net }
 type RunOption func(*runOpts)
 
 type runOpts struct {
-	threadID      string
-	history       []message.Message
-	lastAgent     string
-	agent         string
-	runID         string
-	values        map[string]json.RawMessage
-	decisions     []Decision
-	background    bool
-	checkpointer  Checkpointer
-	noCheckpoints bool
+	threadID     string
+	history      []message.Message
+	lastAgent    string
+	agent        string
+	runID        string
+	values       map[string]json.RawMessage
+	decisions    []Decision
+	background   bool
+	checkpointer Checkpointer
 }
 
 // WithThread sets the run's thread id.
@@ -408,6 +407,7 @@ func (r *Runner) resume(ctx context.Context, st *runstate.State, opts []RunOptio
 	}
 	st.Status = runstate.StatusRunning
 	x := r.newRun(st, o, emit)
+	x.resumed = true
 	x.input = firstUserText(st.Transcript)
 	x.emit(&RunStartEvent{Header: Header{Type: TypeRunStart}, RunID: st.RunID, ThreadID: st.ThreadID, Network: st.Network, Fingerprint: st.Fingerprint, Agent: st.Agent, Resumed: true})
 	return x, nil
