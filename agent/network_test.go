@@ -67,10 +67,12 @@ func TestFingerprint(t *testing.T) {
 		t.Fatalf("fingerprint not stable: %s vs %s", base, again)
 	}
 	changes := map[string]func([]*agent.Agent){
-		"instructions":   func(a []*agent.Agent) { a[0].Instructions = "route carefully" },
-		"description":    func(a []*agent.Agent) { a[1].Description = "invoices" },
-		"model":          func(a []*agent.Agent) { a[1].ModelName = "openai:gpt-4o" },
-		"tool schema":    func(a []*agent.Agent) { a[0].Tools[0].Parameters = json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`) },
+		"instructions": func(a []*agent.Agent) { a[0].Instructions = "route carefully" },
+		"description":  func(a []*agent.Agent) { a[1].Description = "invoices" },
+		"model":        func(a []*agent.Agent) { a[1].ModelName = "openai:gpt-4o" },
+		"tool schema": func(a []*agent.Agent) {
+			a[0].Tools[0].Parameters = json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`)
+		},
 		"history policy": func(a []*agent.Agent) { a[0].Handoffs[0].History = handoff.HistoryNone },
 		"transform":      func(a []*agent.Agent) { a[0].Handoffs[0].Transforms = []handoff.Transform{handoff.DropToolTraffic{}} },
 		"return mode":    func(a []*agent.Agent) { a[0].Handoffs[0].Return = true },
