@@ -1,13 +1,16 @@
 package netspec
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"reflect"
 	"regexp"
+	"regexp/syntax"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,10 +28,6 @@ import (
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/policy"
 )
-
-var errNegative = errors.New("duration must not be negative")
-
-func fmtSscan(s string, f *float64) (int, error) { return fmt.Sscan(s, f) }
 
 // ProviderSpec is what a provider factory gets to build a non-scripted model.
 type ProviderSpec struct {
@@ -123,7 +122,8 @@ func Load(path string, opts Options) (*Spec, error) {
 }
 
 // Parse loads a network from YAML. name labels problems (a file name).
-// It returns an *Error listing every problem with its line.
+// It returns an *Error listing every problem with its line: a file that is
+// not YAML stops at the syntax error, any other file is checked in full.
 func Parse(data []byte, name string, opts Options) (*Spec, error) {
 	l := &loader{name: name, opts: opts, src: data}
 	if len(data) > maxFileBytes {
@@ -134,20 +134,54 @@ func Parse(data []byte, name string, opts Options) (*Spec, error) {
 		return nil, &Error{File: name, Problems: []Problem{yamlProblem(err)}}
 	}
 	l.ast = f
-	var file File
-	if err := yaml.UnmarshalWithOptions(data, &file, yaml.DisallowUnknownField()); err != nil {
-		return nil, &Error{File: name, Problems: []Problem{yamlProblem(err)}}
+	var body ast.Node
+	if len(f.Docs) > 0 && f.Docs[0] != nil {
+		body = f.Docs[0].Body
 	}
 	if len(f.Docs) > 1 {
-		l.bad("$", "a network file holds one YAML document")
+		l.bad("$", "a network file holds one YAML document, not %d", len(f.Docs))
+	}
+	anchors := collectAnchors(body)
+	l.anchors = anchors
+	if n := expandedSize(body, anchors, maxExpandedNodes); n > maxExpandedNodes {
+		l.bad("$", "the file expands to more than %d values through its aliases", maxExpandedNodes)
+		return nil, l.err()
+	}
+	if _, isMap := unwrapKey(body).(*ast.MappingNode); body != nil && !isMap {
+		l.bad("$", "a network file is a mapping (version:, name:, agents: …), not %s", kindOf(unwrapKey(body)))
+		return nil, l.err()
+	}
+	sh := &shaper{l: l, anchors: anchors, checked: map[anchorCheck]bool{}}
+	sh.check(body, reflect.TypeFor[File](), "$")
+	var file File
+	if body != nil {
+		// The parser refuses repeated keys; allowing them here lets keys
+		// override those brought in by a merge key (<<: *base).
+		if err := yaml.NodeToValue(body, &file, yaml.DisallowUnknownField(), yaml.AllowDuplicateMapKey()); err != nil {
+			// The shape check keeps this from happening; if it does, report
+			// it with what was found so far.
+			l.problems = append(l.problems, yamlProblem(err))
+			return nil, l.err()
+		}
 	}
 	spec := l.build(&file)
 	if len(l.problems) > 0 {
-		sort.SliceStable(l.problems, func(i, j int) bool { return l.problems[i].Line < l.problems[j].Line })
-		return nil, &Error{File: name, Problems: l.problems}
+		return nil, l.err()
 	}
 	spec.Source = data
 	return spec, nil
+}
+
+// err returns the problems found, sorted by line.
+func (l *loader) err() *Error {
+	sort.SliceStable(l.problems, func(i, j int) bool {
+		a, b := l.problems[i], l.problems[j]
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+	return &Error{File: l.name, Problems: l.problems}
 }
 
 func yamlProblem(err error) Problem {
@@ -167,6 +201,7 @@ type loader struct {
 	opts     Options
 	src      []byte
 	ast      *ast.File
+	anchors  map[string]ast.Node
 	problems []Problem
 }
 
@@ -174,25 +209,25 @@ type loader struct {
 // in the file (a missing field) falls back to its nearest parent.
 func (l *loader) bad(path, format string, args ...any) {
 	p := Problem{Path: path, Message: fmt.Sprintf(format, args...)}
-	for q := path; q != ""; q = parent(q) {
-		if line, col, ok := l.pos(q); ok {
-			p.Line, p.Column = line, col
-			break
-		}
-	}
+	p.Line, p.Column = l.lineOf(path)
 	l.problems = append(l.problems, p)
 }
 
+// lineOf returns the position of path, or of its nearest parent in the file.
+func (l *loader) lineOf(path string) (line, col int) {
+	for q := path; q != ""; q = parent(q) {
+		if line, col, ok := l.pos(q); ok {
+			return line, col
+		}
+	}
+	return 0, 0
+}
+
 func (l *loader) pos(path string) (int, int, bool) {
-	yp, err := yaml.PathString(path)
-	if err != nil || l.ast == nil {
+	if l.ast == nil || len(l.ast.Docs) == 0 || l.ast.Docs[0] == nil {
 		return 0, 0, false
 	}
-	n, err := yp.FilterFile(l.ast)
-	if err != nil || n == nil {
-		return 0, 0, false
-	}
-	tk := n.GetToken()
+	tk := locate(l.ast.Docs[0].Body, l.anchors, path)
 	if tk == nil || tk.Position == nil {
 		return 0, 0, false
 	}
@@ -217,7 +252,12 @@ func field(path, f string) string  { return path + "." + f }
 func (l *loader) regexp(path, expr string) *regexp.Regexp {
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		l.bad(path, "invalid regular expression %q: %v", expr, err)
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			l.bad(path, "invalid regular expression %q: %s in %q", expr, se.Code, se.Expr)
+		} else {
+			l.bad(path, "invalid regular expression %q: %v", expr, err)
+		}
 		return nil
 	}
 	return re
@@ -227,17 +267,46 @@ func (l *loader) schema(path string, v map[string]any) json.RawMessage {
 	if v == nil {
 		return nil
 	}
-	b, err := json.Marshal(v)
+	b, err := marshalJSON(v)
 	if err != nil {
 		l.bad(path, "schema is not JSON-compatible: %v", err)
 		return nil
 	}
 	if _, err := schemas.Compile(b); err != nil {
-		l.bad(path, "%v", err)
+		l.bad(path, "%s", schemaMessage(err))
 		return nil
 	}
 	return b
 }
+
+// objectSchema is schema for the arguments of a tool call, which are always
+// a JSON object.
+func (l *loader) objectSchema(path string, v map[string]any) json.RawMessage {
+	b := l.schema(path, v)
+	if b == nil {
+		return nil
+	}
+	if t, ok := v["type"]; ok && t != "object" {
+		l.bad(field(path, "type"), "tool arguments are a JSON object: the schema's type must be object (got %v)", t)
+		return nil
+	}
+	return b
+}
+
+// marshalJSON encodes v as JSON without escaping <, > and &, which are text
+// a model or a person reads.
+func marshalJSON(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// namePattern is the shape of agent and tool names (see agent.NewNetwork).
+var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 func (l *loader) build(f *File) *Spec {
 	spec := &Spec{File: f}
@@ -260,11 +329,14 @@ func (l *loader) build(f *File) *Spec {
 			l.bad(field(at("$.agents", i), "name"), "agent %q is declared twice (first at agents[%d])", a.Name, j)
 			continue
 		}
+		if !namePattern.MatchString(a.Name) {
+			l.bad(field(at("$.agents", i), "name"), "agent name %q must be 1-64 letters, digits, '_' or '-'", a.Name)
+		}
 		agentIdx[a.Name] = i
 	}
 	known := func(path, name string) bool {
 		if _, ok := agentIdx[name]; !ok {
-			l.bad(path, "unknown agent %q (agents: %s)", name, strings.Join(sortedKeys(agentIdx), ", "))
+			l.bad(path, "unknown agent %q (%s)", name, declared("agents", sortedKeys(agentIdx)))
 			return false
 		}
 		return true
@@ -314,6 +386,14 @@ func (l *loader) build(f *File) *Spec {
 	return spec
 }
 
+// declared lists what a file declares: "tools: a, b" or "no tools are declared".
+func declared(what string, names []string) string {
+	if len(names) == 0 {
+		return "no " + what + " are declared"
+	}
+	return what + ": " + strings.Join(names, ", ")
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -335,7 +415,10 @@ func (l *loader) tools(f *File) map[string]*agent.Tool {
 			l.bad(field(path, "name"), "tool %q is declared twice", t.Name)
 			continue
 		}
-		params := l.schema(field(path, "parameters"), t.Parameters)
+		if !namePattern.MatchString(t.Name) {
+			l.bad(field(path, "name"), "tool name %q must be 1-64 letters, digits, '_' or '-'", t.Name)
+		}
+		params := l.objectSchema(field(path, "parameters"), t.Parameters)
 		tool := &agent.Tool{Name: t.Name, Description: t.Description, Parameters: params, Timeout: time.Duration(t.Timeout),
 			Slow: t.Slow || t.Continuation == "background"}
 		switch t.Approval {
@@ -357,7 +440,7 @@ func (l *loader) tools(f *File) map[string]*agent.Tool {
 			if s, ok := t.Result.(string); ok {
 				result = s
 			} else {
-				b, err := json.Marshal(t.Result)
+				b, err := marshalJSON(t.Result)
 				if err != nil {
 					l.bad(field(path, "result"), "result is not JSON-compatible: %v", err)
 				}
@@ -387,7 +470,7 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 	for i, name := range s.Tools {
 		t, ok := tools[name]
 		if !ok {
-			l.bad(at(field(path, "tools"), i), "unknown tool %q (tools: %s)", name, strings.Join(sortedKeys(tools), ", "))
+			l.bad(at(field(path, "tools"), i), "unknown tool %q (%s)", name, declared("tools", sortedKeys(tools)))
 			continue
 		}
 		a.Tools = append(a.Tools, t)
@@ -406,7 +489,7 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 			continue
 		}
 		ho := &handoff.Handoff{To: h.To, ToolName: h.Tool, Description: h.Description, History: handoff.HistoryPolicy(h.History),
-			SystemMessage: h.SystemMessage, Return: h.Return, ContextSchema: l.schema(field(hp, "context_schema"), h.ContextSchema)}
+			SystemMessage: h.SystemMessage, Return: h.Return, ContextSchema: l.objectSchema(field(hp, "context_schema"), h.ContextSchema)}
 		switch ho.Policy() {
 		case handoff.HistoryFull, handoff.HistoryLastUser, handoff.HistoryNone:
 		default:
@@ -421,17 +504,90 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 	}
 	for i, t := range s.AgentTools {
 		tp := at(field(path, "agent_tools"), i)
+		if t.Agent == "" {
+			l.bad(tp, "an agent tool needs agent: (the agent to call)")
+			continue
+		}
 		if !known(field(tp, "agent"), t.Agent) {
+			continue
+		}
+		if t.Agent == s.Name {
+			l.bad(field(tp, "agent"), "agent %s cannot call itself as a tool", s.Name)
 			continue
 		}
 		a.AgentTools = append(a.AgentTools, &agent.AgentTool{Agent: t.Agent, ToolName: t.Tool, Description: t.Description})
 	}
+	l.toolNames(path, s, a)
 	a.OutputSchema = l.schema(field(path, "output_schema"), s.OutputSchema)
 	if g := s.Guardrails; g != nil {
 		a.InputGuardrails = l.guardrails(field(field(path, "guardrails"), "input"), g.Input)
 		a.OutputGuardrails = l.guardrails(field(field(path, "guardrails"), "output"), g.Output)
 	}
 	return a
+}
+
+// toolNames checks that the tool names an agent's model sees (its tools,
+// handoff tools and agent tools) are well formed and distinct, and that a
+// script calls only those.
+func (l *loader) toolNames(path string, s *AgentSpec, a *agent.Agent) {
+	names := map[string]string{}
+	claim := func(p, name, what string) {
+		if !namePattern.MatchString(name) {
+			l.bad(p, "%s: tool name %q must be 1-64 letters, digits, '_' or '-'", what, name)
+		}
+		if prev, dup := names[name]; dup {
+			l.bad(p, "tool name %q is used by %s and by %s", name, prev, what)
+			return
+		}
+		names[name] = what
+	}
+	for i, name := range s.Tools {
+		if prev, dup := names[name]; dup {
+			l.bad(at(field(path, "tools"), i), "tool name %q is used by %s and by tool %s", name, prev, name)
+			continue
+		}
+		names[name] = "tool " + name
+	}
+	for i, h := range s.Handoffs {
+		if h.To == "" {
+			continue
+		}
+		hp := at(field(path, "handoffs"), i)
+		ho := handoff.Handoff{To: h.To, ToolName: h.Tool}
+		if h.Tool != "" {
+			hp = field(hp, "tool")
+		}
+		claim(hp, ho.Tool(), "the handoff to "+h.To)
+	}
+	for i, t := range s.AgentTools {
+		if t.Agent == "" {
+			continue
+		}
+		tp := at(field(path, "agent_tools"), i)
+		agt := agent.AgentTool{Agent: t.Agent, ToolName: t.Tool}
+		if t.Tool != "" {
+			tp = field(tp, "tool")
+		}
+		claim(tp, agt.Tool(), "the agent tool "+t.Agent)
+	}
+	if s.Model != "scripted" {
+		return
+	}
+	callable := sortedKeys(names)
+	if len(callable) == 0 {
+		callable = []string{"nothing"}
+	}
+	for i, st := range s.Script {
+		for j, c := range st.ToolCalls {
+			if c.Name == "" {
+				continue
+			}
+			if _, ok := names[c.Name]; !ok {
+				l.bad(field(at(field(at(field(path, "script"), i), "tool_calls"), j), "name"),
+					"the script calls %q, which agent %s cannot call (it can call %s)", c.Name, s.Name, strings.Join(callable, ", "))
+			}
+		}
+	}
 }
 
 func (l *loader) guardrails(path string, gs []GuardrailSpec) []agent.Guardrail {
@@ -460,86 +616,85 @@ func (l *loader) guardrails(path string, gs []GuardrailSpec) []agent.Guardrail {
 }
 
 func (l *loader) transform(path, agentName string, v any) handoff.Transform {
-	name, args := "", map[string]any(nil)
+	const want = "a transform is a name or a mapping with one key (drop_tool_traffic, redact, compact)"
+	name, args := "", any(nil)
 	switch t := v.(type) {
 	case string:
 		name = t
 	case map[string]any:
 		if len(t) != 1 {
-			l.bad(path, "a transform is a name or a map with one key (drop_tool_traffic, redact, compact)")
+			l.bad(path, "%s", want)
 			return nil
 		}
 		for k, a := range t {
-			name = k
-			args, _ = a.(map[string]any)
-			if a != nil && args == nil {
-				l.bad(path, "transform %s: options must be a map", k)
-				return nil
-			}
+			name, args = k, a
 		}
 	default:
-		l.bad(path, "a transform is a name or a map with one key (drop_tool_traffic, redact, compact)")
+		l.bad(path, "%s", want)
 		return nil
+	}
+	// options decodes args into out; the shape check has vetted them.
+	options := func(out any) bool {
+		if args == nil {
+			return true
+		}
+		b, err := yaml.Marshal(args)
+		if err == nil {
+			err = yaml.UnmarshalWithOptions(b, out, yaml.DisallowUnknownField())
+		}
+		if err != nil {
+			l.bad(field(path, name), "transform %s: %s", name, strings.TrimSpace(yamlProblem(err).Message))
+			return false
+		}
+		return true
 	}
 	switch name {
 	case "drop_tool_traffic":
+		if args != nil {
+			l.bad(field(path, name), "drop_tool_traffic takes no options")
+			return nil
+		}
 		return handoff.DropToolTraffic{}
 	case "redact":
-		var r handoff.Redact
-		pats, _ := args["patterns"].([]any)
-		if len(pats) == 0 {
+		var rs redactSpec
+		if !options(&rs) {
+			return nil
+		}
+		if len(rs.Patterns) == 0 {
 			l.bad(path, "redact needs patterns: [REGEX, …]")
 			return nil
 		}
-		for _, p := range pats {
-			s, ok := p.(string)
-			if !ok {
-				l.bad(path, "redact patterns must be strings")
-				return nil
-			}
-			if re := l.regexp(path, s); re != nil {
+		r := handoff.Redact{Replacement: rs.Replacement}
+		for i, p := range rs.Patterns {
+			if re := l.regexp(at(field(field(path, name), "patterns"), i), p); re != nil {
 				r.Patterns = append(r.Patterns, re)
 			}
 		}
-		r.Replacement, _ = args["replacement"].(string)
-		return r
-	case "compact":
-		c := handoff.Compact{}
-		if k, ok := args["keep_recent"]; ok {
-			n, ok := toInt(k)
-			if !ok || n < 1 {
-				l.bad(path, "compact keep_recent must be a positive integer")
-				return nil
-			}
-			c.KeepRecent = n
-		}
-		c.Prompt, _ = args["prompt"].(string)
-		var ms ModelSpec
-		b, _ := json.Marshal(args)
-		_ = json.Unmarshal(b, &ms) // model, base_url, script…: same shape as an agent's
-		if ms.Model == "" {
-			l.bad(path, "compact needs a model")
+		if len(r.Patterns) != len(rs.Patterns) {
 			return nil
 		}
-		c.Model = l.model(path, agentName+"_compact", &ms)
-		return c
+		return r
+	case "compact":
+		var cs compactSpec
+		if !options(&cs) {
+			return nil
+		}
+		if cs.KeepRecent < 0 {
+			l.bad(field(field(path, name), "keep_recent"), "compact keep_recent must not be negative")
+			return nil
+		}
+		if cs.Model == "" {
+			l.bad(path, "compact needs a model: (scripted or PROVIDER:MODEL) for its summaries")
+			return nil
+		}
+		m := l.model(field(path, name), agentName+"_compact", &cs.ModelSpec)
+		if m == nil {
+			return nil
+		}
+		return handoff.Compact{Model: m, KeepRecent: cs.KeepRecent, Prompt: cs.Prompt}
 	}
 	l.bad(path, "unknown transform %q (want drop_tool_traffic, redact or compact)", name)
 	return nil
-}
-
-func toInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case uint64:
-		return int(n), true
-	case float64:
-		return int(n), n == float64(int(n))
-	}
-	return 0, false
 }
 
 // model builds the model of agentName from s.
@@ -550,6 +705,15 @@ func (l *loader) model(path, agentName string, s *ModelSpec) model.Model {
 		l.bad(path, "model is required (scripted, openai:<model>, openai-responses:<model>, anthropic:<model>, openai-compatible:<model>)")
 		return nil
 	case s.Model == "scripted":
+		if s.BaseURL != "" {
+			l.bad(field(path, "base_url"), "base_url is for provider models, not scripted")
+		}
+		if s.APIKeyEnv != "" {
+			l.bad(field(path, "api_key_env"), "api_key_env is for provider models, not scripted")
+		}
+		if s.Stream != nil && s.Stream.ChunkWords < 0 {
+			l.bad(field(field(path, "stream"), "chunk_words"), "chunk_words must not be negative")
+		}
 		if len(s.Script) == 0 {
 			l.bad(path, "a scripted model needs a script: of steps")
 			return nil
@@ -563,6 +727,9 @@ func (l *loader) model(path, agentName string, s *ModelSpec) model.Model {
 	default:
 		if len(s.Script) > 0 {
 			l.bad(field(path, "script"), "script: is only for model: scripted")
+		}
+		if s.Stream != nil {
+			l.bad(field(path, "stream"), "stream: simulates streaming for model: scripted; provider models stream for real")
 		}
 		prefix, name, ok := strings.Cut(s.Model, ":")
 		switch {
@@ -610,7 +777,7 @@ func (l *loader) steps(path string, in []StepSpec) []scripted.Step {
 			}
 			args := json.RawMessage(`{}`)
 			if c.Arguments != nil {
-				b, err := json.Marshal(c.Arguments)
+				b, err := marshalJSON(c.Arguments)
 				if err != nil {
 					l.bad(at(field(sp, "tool_calls"), j), "arguments are not JSON-compatible: %v", err)
 					continue
@@ -618,6 +785,12 @@ func (l *loader) steps(path string, in []StepSpec) []scripted.Step {
 				args = b
 			}
 			st.ToolCalls = append(st.ToolCalls, scripted.Call{ID: c.ID, Name: c.Name, Arguments: args})
+		}
+		if u := s.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0) {
+			l.bad(field(sp, "usage"), "usage token counts must not be negative")
+		}
+		if f := s.Fail; f != nil && f.Times < 0 {
+			l.bad(field(field(sp, "fail"), "times"), "fail times must not be negative (0 means always)")
 		}
 		if s.Usage != nil {
 			st.Usage = &message.Usage{InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens}
@@ -684,6 +857,11 @@ func (l *loader) rules(ps *PolicySpec, known func(string, string) bool) policy.R
 		}
 		if w.ToolResultMatches != "" {
 			res = l.regexp(field(rp, "when"), w.ToolResultMatches)
+		}
+		switch handoff.HistoryPolicy(r.History) {
+		case "", handoff.HistoryFull, handoff.HistoryLastUser, handoff.HistoryNone:
+		default:
+			l.bad(field(rp, "history"), "history must be full, last_user or none (got %q)", r.History)
 		}
 		if w == (RuleCondition{}) {
 			l.bad(rp, "rule %q has no when: condition", r.Name)

@@ -1,6 +1,10 @@
 package netspec
 
 import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/model"
@@ -194,6 +198,20 @@ type HandoffSpec struct {
 	Return        bool           `yaml:"return" json:"return,omitempty"`
 }
 
+// redactSpec is the options of the redact transform.
+type redactSpec struct {
+	Patterns    []string `yaml:"patterns"`
+	Replacement string   `yaml:"replacement"`
+}
+
+// compactSpec is the options of the compact transform: the summariser's
+// model, declared like an agent's.
+type compactSpec struct {
+	KeepRecent int    `yaml:"keep_recent"`
+	Prompt     string `yaml:"prompt"`
+	ModelSpec  `yaml:",inline"`
+}
+
 // AgentToolSpec offers another agent as a tool.
 type AgentToolSpec struct {
 	Agent       string `yaml:"agent" json:"agent"`
@@ -209,14 +227,17 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
 		// A bare number means seconds.
-		var f float64
-		if _, serr := fmtSscan(string(b), &f); serr != nil {
-			return err
+		f, ferr := strconv.ParseFloat(strings.TrimSpace(string(b)), 64)
+		if ferr != nil || math.IsNaN(f) {
+			return fmt.Errorf("invalid duration %q (want 30s, 1m30s, 250ms or a number of seconds)", b)
+		}
+		if math.Abs(f) > float64(math.MaxInt64)/float64(time.Second) {
+			return fmt.Errorf("duration %q is too long", b)
 		}
 		v = time.Duration(f * float64(time.Second))
 	}
 	if v < 0 {
-		return errNegative
+		return fmt.Errorf("duration %q must not be negative", b)
 	}
 	*d = Duration(v)
 	return nil
