@@ -622,3 +622,30 @@ func TestEmptyInputIsUserError(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestResumeAfterTransientFailure(t *testing.T) {
+	t.Parallel()
+	a, _ := ag("a", scripted.Step{Text: "back", Fail: &scripted.Fail{Status: 503, Transient: true, Times: 3}})
+	ck := &memCheckpoints{}
+	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a), Checkpointer: ck, Retry: runner.RetryPolicy{MaxAttempts: 2}})
+	_, err := r.Run(t.Context(), "hi")
+	if runner.KindOf(err) != runner.KindModelTransient {
+		t.Fatalf("err = %v", err)
+	}
+	st := ck.latest(t)
+	if st.Status != runstate.StatusFailed || st.Failure == nil || st.Failure.Kind != string(runner.KindModelTransient) {
+		t.Fatalf("failure checkpoint = %s %+v", st.Status, st.Failure)
+	}
+	res, err := r.Resume(t.Context(), st)
+	if err != nil || res.Output != "back" || res.State.Failure != nil {
+		t.Fatalf("resume = %+v, %v", res, err)
+	}
+	// A permanent failure is final.
+	b, _ := ag("b", scripted.Step{Text: "x", Fail: &scripted.Fail{Status: 400}})
+	ck2 := &memCheckpoints{}
+	r2, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, b), Checkpointer: ck2})
+	_, _ = r2.Run(t.Context(), "hi")
+	if _, err := r2.Resume(t.Context(), ck2.latest(t)); runner.KindOf(err) != runner.KindUserInput {
+		t.Fatalf("resume of a permanent failure: %v", err)
+	}
+}

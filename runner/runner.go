@@ -295,7 +295,8 @@ func (r *Runner) Stream(ctx context.Context, input string, opts ...RunOption) it
 }
 
 // Resume continues a run from its state: after an interrupt (give
-// WithDecisions), after a background hand-over, or after a crash. The state
+// WithDecisions), after a background hand-over, after a crash, or after a
+// transient failure (model or tool kept failing). The state
 // must have been written under this runner's network fingerprint; otherwise
 // a *runstate.IncompatibleError (wrapped in *Error) is returned and nothing
 // runs.
@@ -392,9 +393,10 @@ func (r *Runner) resume(ctx context.Context, st *runstate.State, opts []RunOptio
 	if err := st.CheckFingerprint(r.net.Fingerprint()); err != nil {
 		return nil, &Error{Kind: KindSystem, Err: err}
 	}
-	if st.Status.Terminal() {
+	if st.Status.Terminal() && !resumableFailure(st) {
 		return nil, &Error{Kind: KindUserInput, Err: fmt.Errorf("resume: run %s is already %s", st.RunID, st.Status)}
 	}
+	st.Failure = nil
 	if _, ok := r.net.Agent(st.Agent); !ok {
 		return nil, &Error{Kind: KindSystem, Err: fmt.Errorf("resume: agent %q of run %s is not in network %s", st.Agent, st.RunID, r.net.Name())}
 	}
@@ -411,6 +413,19 @@ func (r *Runner) resume(ctx context.Context, st *runstate.State, opts []RunOptio
 	x.input = firstUserText(st.Transcript)
 	x.emit(&RunStartEvent{Header: Header{Type: TypeRunStart}, RunID: st.RunID, ThreadID: st.ThreadID, Network: st.Network, Fingerprint: st.Fingerprint, Agent: st.Agent, Resumed: true})
 	return x, nil
+}
+
+// resumableFailure reports whether st failed transiently (a model, tool or
+// store outage), so that resuming it retries from where it stopped.
+func resumableFailure(st *runstate.State) bool {
+	if st.Status != runstate.StatusFailed || st.Failure == nil {
+		return false
+	}
+	switch Kind(st.Failure.Kind) {
+	case KindModelTransient, KindToolTransient:
+		return true
+	}
+	return false
 }
 
 func firstUserText(msgs []message.Message) string {
