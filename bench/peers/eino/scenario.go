@@ -47,7 +47,9 @@ func (m *instantModel) Stream(_ context.Context, _ []*schema.Message, _ ...model
 	return schema.StreamReaderFromArray([]*schema.Message{&c}), nil
 }
 
-func (m *instantModel) WithTools([]*schema.ToolInfo) (model.ToolCallingChatModel, error) { return m, nil }
+func (m *instantModel) WithTools([]*schema.ToolInfo) (model.ToolCallingChatModel, error) {
+	return m, nil
+}
 
 // transferModel calls eino's transfer tool towards dest.
 func transferModel(dest string) *instantModel {
