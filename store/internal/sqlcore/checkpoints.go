@@ -1,0 +1,189 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+)
+
+const checkpointCols = `id, owner_id, thread_id, run_id, parent_id, step, status, fingerprint, network, created_at, state`
+
+// checkpointRow is a checkpoint as read, before its state is decoded.
+type checkpointRow struct {
+	cp      store.Checkpoint
+	network string
+	state   []byte
+}
+
+func scanCheckpointRow(r Row) (*checkpointRow, error) {
+	var c checkpointRow
+	var thread, parent nullStr
+	var status string
+	var created nullTime
+	if err := r.Scan(&c.cp.ID, &c.cp.OwnerID, &thread, &c.cp.RunID, &parent, &c.cp.Step, &status,
+		&c.cp.Fingerprint, &c.network, &created, &c.state); err != nil {
+		return nil, err
+	}
+	c.cp.ThreadID, c.cp.ParentID, c.cp.Status, c.cp.CreatedAt = thread.S, parent.S, runstate.Status(status), created.T
+	return &c, nil
+}
+
+// decode decodes the stored state of the row: a fingerprint
+// other than fingerprint (when set) is a *runstate.IncompatibleError, bytes
+// that do not decode, or decode to the state of another run or step, a
+// *store.CorruptError.
+func (c *checkpointRow) decode(fingerprint string) (*store.Checkpoint, error) {
+	if fingerprint != "" && c.cp.Fingerprint != fingerprint {
+		return nil, &runstate.IncompatibleError{Network: c.network, Checkpoint: c.cp.Fingerprint, Current: fingerprint}
+	}
+	s, err := DecodeState(&c.cp, c.state)
+	if err != nil {
+		return nil, err
+	}
+	cp := c.cp
+	cp.State = s
+	return &cp, nil
+}
+
+// DecodeState decodes the state stored for checkpoint cp (whose State is
+// ignored) and checks it is the state of cp's run and step. Its errors are
+// *store.CorruptError.
+func DecodeState(cp *store.Checkpoint, b []byte) (*runstate.State, error) {
+	corrupt := func(err error) error {
+		return &store.CorruptError{Table: "checkpoints", ID: cp.ID, Column: "state", Err: err}
+	}
+	s, err := runstate.Decode(b)
+	if err != nil {
+		return nil, corrupt(err)
+	}
+	if s.RunID != cp.RunID || s.Step != cp.Step || s.Fingerprint != cp.Fingerprint {
+		return nil, corrupt(fmt.Errorf("%w: state of run %s step %d (fingerprint %s) in the row of run %s step %d (fingerprint %s)",
+			runstate.ErrCorrupt, s.RunID, s.Step, s.Fingerprint, cp.RunID, cp.Step, cp.Fingerprint))
+	}
+	return s, nil
+}
+
+// SaveCheckpoint implements [store.Ops].
+func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointParams) (*store.Checkpoint, error) {
+	const op = "save checkpoint"
+	if err := need("OwnerID", p.OwnerID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	if p.State == nil {
+		return nil, e.wrap(op, invalid("State is required"))
+	}
+	if p.State.Step < 0 {
+		return nil, e.wrap(op, invalid("State.Step %d is negative", p.State.Step))
+	}
+	b, err := runstate.Encode(p.State)
+	if err != nil {
+		return nil, e.wrap(op, invalid("%v", err))
+	}
+	// Never write a state that cannot be read back.
+	s, err := runstate.Decode(b)
+	if err != nil {
+		return nil, e.wrap(op, invalid("state does not decode: %v", err))
+	}
+	cp := &store.Checkpoint{
+		ID: p.ID, OwnerID: p.OwnerID, ThreadID: s.ThreadID, RunID: s.RunID, Step: s.Step,
+		Fingerprint: s.Fingerprint, Status: s.Status, State: s,
+	}
+	if cp.ID == "" {
+		cp.ID = newID()
+	}
+	err = e.write(ctx, p.OwnerID, func(q Querier) error {
+		if err := e.Dialect.LockRun(ctx, q, p.OwnerID, s.RunID); err != nil {
+			return err
+		}
+		var latestID string
+		latestStep := -1
+		err := q.QueryRow(ctx, `SELECT id, step FROM checkpoints WHERE owner_id = $1 AND run_id = $2 ORDER BY step DESC LIMIT 1`,
+			p.OwnerID, s.RunID).Scan(&latestID, &latestStep)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if (latestID != "" && s.Step <= latestStep) || (p.ParentID != "" && p.ParentID != latestID) {
+			stale := &store.StaleWriteError{RunID: s.RunID, Step: s.Step, ParentID: p.ParentID, LatestID: latestID, LatestStep: latestStep}
+			if latestID == "" {
+				stale.LatestStep = 0
+			}
+			return stale
+		}
+		cp.ParentID = latestID
+		if s.ThreadID != "" {
+			var one int
+			if err := q.QueryRow(ctx, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, s.ThreadID).Scan(&one); err != nil {
+				return fmt.Errorf("thread %s: %w", s.ThreadID, err)
+			}
+		}
+		var created nullTime
+		if err := q.QueryRow(ctx, `INSERT INTO checkpoints
+			(id, owner_id, thread_id, run_id, parent_id, step, status, fingerprint, network, created_at, state)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING created_at`,
+			cp.ID, p.OwnerID, nullString(s.ThreadID), s.RunID, nullString(latestID), s.Step, string(s.Status),
+			s.Fingerprint, s.Network, e.Dialect.Time(e.now()), b).Scan(&created); err != nil {
+			return err
+		}
+		cp.CreatedAt = created.T
+		return nil
+	})
+	if err != nil {
+		return nil, e.wrap(op+" of run "+s.RunID, err)
+	}
+	return cp, nil
+}
+
+// GetCheckpoint implements [store.Ops].
+func (e *Engine) GetCheckpoint(ctx context.Context, p *store.GetCheckpointParams) (*store.Checkpoint, error) {
+	const op = "get checkpoint"
+	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var row *checkpointRow
+	err := e.read(ctx, p.OwnerID, func(q Querier) error {
+		var err error
+		row, err = scanCheckpointRow(q.QueryRow(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID))
+		return err
+	})
+	if err != nil {
+		return nil, e.wrap(op+" "+p.ID, err)
+	}
+	cp, err := row.decode(p.Fingerprint)
+	return result(cp, e.wrap(op+" "+p.ID, err))
+}
+
+// LatestCheckpoint implements [store.Ops].
+func (e *Engine) LatestCheckpoint(ctx context.Context, p *store.LatestCheckpointParams) (*store.Checkpoint, error) {
+	const op = "latest checkpoint"
+	if err := need("OwnerID", p.OwnerID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var query, key, what string
+	switch {
+	case p.RunID != "" && p.ThreadID != "":
+		return nil, e.wrap(op, invalid("RunID and ThreadID are exclusive"))
+	case p.RunID != "":
+		query = `SELECT ` + checkpointCols + ` FROM checkpoints WHERE owner_id = $1 AND run_id = $2 ORDER BY step DESC LIMIT 1`
+		key, what = p.RunID, "run "
+	case p.ThreadID != "":
+		query = `SELECT ` + checkpointCols + ` FROM checkpoints WHERE owner_id = $1 AND thread_id = $2 ORDER BY seq DESC LIMIT 1`
+		key, what = p.ThreadID, "thread "
+	default:
+		return nil, e.wrap(op, invalid("RunID or ThreadID is required"))
+	}
+	var row *checkpointRow
+	err := e.read(ctx, p.OwnerID, func(q Querier) error {
+		var err error
+		row, err = scanCheckpointRow(q.QueryRow(ctx, query, p.OwnerID, key))
+		return err
+	})
+	if err != nil {
+		return nil, e.wrap(op+" of "+what+key, err)
+	}
+	cp, err := row.decode(p.Fingerprint)
+	return result(cp, e.wrap(op+" of "+what+key, err))
+}

@@ -1,0 +1,206 @@
+// Package sqlcore implements [store.Ops] once, in SQL both backends accept
+// ($n placeholders, ON CONFLICT, RETURNING), over a small seam: a [Querier]
+// (database/sql or pgx), a [Dialect] (time encoding, row locks, error
+// classes) and an [Executor] that opens and scopes transactions. The
+// backends sqlitestore and pgstore supply those and the migrations.
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/store"
+)
+
+// Querier runs statements. Both a database/sql transaction and a pgx
+// transaction are adapted to it.
+type Querier interface {
+	// Exec runs a statement and returns the number of rows it affected.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// QueryRow runs a query expected to return at most one row. Scan returns
+	// an error for which errors.Is(err, sql.ErrNoRows) holds when it found none.
+	QueryRow(ctx context.Context, query string, args ...any) Row
+	// Query runs a query returning rows.
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+}
+
+// Row is one row of QueryRow.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Rows are the rows of Query. Close must be called.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Scope is who a transaction acts for; PostgreSQL row-level security is
+// configured from it.
+type Scope struct {
+	// Owner is the owner every row read or written belongs to.
+	Owner string
+	// APIKeyHash is set only to look an API key up by its hash.
+	APIKeyHash string
+}
+
+// Executor runs a function in a transaction.
+type Executor interface {
+	// Run calls fn with a Querier inside a transaction scoped to sc and
+	// commits if fn returns nil. write reports whether fn writes. In a
+	// caller's transaction (store.Tx), Run only rescopes it.
+	Run(ctx context.Context, sc Scope, write bool, fn func(q Querier) error) error
+}
+
+// ErrClass is what a driver error means to the store.
+type ErrClass int
+
+// Error classes.
+const (
+	ClassOther       ErrClass = iota
+	ClassUnique               // a unique constraint was violated
+	ClassForeignKey           // a referenced row does not exist
+	ClassUnavailable          // the database cannot be reached or is locked
+)
+
+// Dialect is what differs between the backends' SQL.
+type Dialect interface {
+	// Time encodes t as a query argument; the zero time is NULL.
+	Time(t time.Time) any
+	// ForUpdate is appended to a SELECT of a row the transaction will then
+	// write: " FOR UPDATE" on PostgreSQL, "" on SQLite (writers are
+	// serialised by BEGIN IMMEDIATE).
+	ForUpdate() string
+	// LockRun serialises the checkpoint writers of one run until the
+	// transaction ends.
+	LockRun(ctx context.Context, q Querier, ownerID, runID string) error
+	// Classify says what a driver error means.
+	Classify(err error) ErrClass
+}
+
+// Engine implements [store.Ops].
+type Engine struct {
+	Dialect Dialect
+	Exec    Executor
+	// Clock defaults to time.Now.
+	Clock func() time.Time
+}
+
+func (e *Engine) now() time.Time {
+	c := e.Clock
+	if c == nil {
+		c = time.Now
+	}
+	return c().UTC().Truncate(time.Microsecond)
+}
+
+// newID returns a new UUIDv7 string.
+func newID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// read and write run fn scoped to owner.
+func (e *Engine) read(ctx context.Context, owner string, fn func(q Querier) error) error {
+	return e.Exec.Run(ctx, Scope{Owner: owner}, false, fn)
+}
+
+func (e *Engine) write(ctx context.Context, owner string, fn func(q Querier) error) error {
+	return e.Exec.Run(ctx, Scope{Owner: owner}, true, fn)
+}
+
+// storeSentinels are errors that already say what happened.
+var storeSentinels = []error{
+	store.ErrNotFound, store.ErrConflict, store.ErrIncompatible, store.ErrUnavailable,
+	store.ErrCorrupt, store.ErrInvalid, store.ErrSchemaVersion,
+}
+
+// wrap adds op to err and maps driver errors to store sentinels.
+func (e *Engine) wrap(op string, err error) error {
+	return Wrap(e.Dialect, op, err)
+}
+
+// Wrap adds op to err and maps driver errors of d to store sentinels. It
+// returns nil for a nil err.
+func Wrap(d Dialect, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, s := range storeSentinels {
+		if errors.Is(err, s) {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	switch d.Classify(err) {
+	case ClassUnique:
+		return fmt.Errorf("%s: %w: %w", op, store.ErrConflict, err)
+	case ClassForeignKey:
+		return fmt.Errorf("%s: %w: %w", op, store.ErrNotFound, err)
+	case ClassUnavailable:
+		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", store.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// need returns an ErrInvalid error naming the first empty field, or nil.
+// Fields come in name, value pairs.
+func need(fields ...string) error {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if fields[i+1] == "" {
+			return invalid("%s is required", fields[i])
+		}
+	}
+	return nil
+}
+
+// nullTime scans a time stored as microseconds since the epoch (SQLite) or
+// as a timestamptz (PostgreSQL); NULL is the zero time.
+type nullTime struct{ T time.Time }
+
+func (n *nullTime) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		n.T = time.Time{}
+	case int64:
+		n.T = time.UnixMicro(v).UTC()
+	case time.Time:
+		n.T = v.UTC()
+	default:
+		return fmt.Errorf("sqlcore: cannot scan %T into a time", src)
+	}
+	return nil
+}
+
+// nullString maps "" to NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// result returns v and nil, or the zero value and err when err is not nil,
+// so that a row read before a failed commit is never returned.
+func result[T any](v T, err error) (T, error) {
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}

@@ -1,0 +1,72 @@
+package sqlcore
+
+import (
+	"context"
+
+	"github.com/batonhq/baton/store"
+)
+
+const draftCols = `message_id, owner_id, text, version, updated_at`
+
+func scanDraft(r Row) (*store.Draft, error) {
+	var d store.Draft
+	var updated nullTime
+	if err := r.Scan(&d.MessageID, &d.OwnerID, &d.Text, &d.Version, &updated); err != nil {
+		return nil, err
+	}
+	d.UpdatedAt = updated.T
+	return &d, nil
+}
+
+// UpsertDraft implements [store.Ops].
+func (e *Engine) UpsertDraft(ctx context.Context, p *store.UpsertDraftParams) (*store.Draft, error) {
+	const op = "upsert draft"
+	if err := need("OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var d *store.Draft
+	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+		// A draft has its message's owner (a composite foreign key), so once
+		// the message is known to be the owner's, so is any existing draft.
+		var one int
+		if err := q.QueryRow(ctx, `SELECT 1 FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.MessageID).Scan(&one); err != nil {
+			return err
+		}
+		var err error
+		d, err = scanDraft(q.QueryRow(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, version, updated_at)
+			VALUES ($1, $2, $3, 1, $4)
+			ON CONFLICT (message_id) DO UPDATE SET text = excluded.text, version = message_drafts.version + 1, updated_at = excluded.updated_at
+			RETURNING `+draftCols,
+			p.MessageID, p.OwnerID, p.Text, e.Dialect.Time(e.now())))
+		return err
+	})
+	return result(d, e.wrap(op+" of message "+p.MessageID, err))
+}
+
+// GetDraft implements [store.Ops].
+func (e *Engine) GetDraft(ctx context.Context, p *store.GetDraftParams) (*store.Draft, error) {
+	const op = "get draft"
+	if err := need("OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var d *store.Draft
+	err := e.read(ctx, p.OwnerID, func(q Querier) error {
+		var err error
+		d, err = scanDraft(q.QueryRow(ctx, `SELECT `+draftCols+` FROM message_drafts WHERE owner_id = $1 AND message_id = $2`, p.OwnerID, p.MessageID))
+		return err
+	})
+	return result(d, e.wrap(op+" of message "+p.MessageID, err))
+}
+
+// DeleteDraft implements [store.Ops].
+func (e *Engine) DeleteDraft(ctx context.Context, p *store.DeleteDraftParams) error {
+	const op = "delete draft"
+	if err := need("OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
+		return e.wrap(op, err)
+	}
+	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+		_, err := q.Exec(ctx, `DELETE FROM message_drafts WHERE owner_id = $1 AND message_id = $2`, p.OwnerID, p.MessageID)
+		return err
+	})
+	return e.wrap(op+" of message "+p.MessageID, err)
+}

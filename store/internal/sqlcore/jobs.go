@@ -1,0 +1,152 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+const jobRunCols = `id, owner_id, idempotency_key, kind, thread_id, status, attempt, error, metadata, created_at, updated_at, started_at, finished_at`
+
+func scanJobRun(r Row) (*store.JobRun, error) {
+	var j store.JobRun
+	var thread nullStr
+	var status string
+	var md []byte
+	var created, updated, started, finished nullTime
+	if err := r.Scan(&j.ID, &j.OwnerID, &j.IdempotencyKey, &j.Kind, &thread, &status, &j.Attempt, &j.Error, &md,
+		&created, &updated, &started, &finished); err != nil {
+		return nil, err
+	}
+	j.ThreadID, j.Status = thread.S, store.JobStatus(status)
+	j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt = created.T, updated.T, started.T, finished.T
+	m, err := decodeNamespaces(md)
+	if err != nil {
+		return nil, &store.CorruptError{Table: "job_runs", ID: j.ID, Column: "metadata", Err: err}
+	}
+	j.Metadata = m
+	return &j, nil
+}
+
+// CreateJobRun implements [store.Ops].
+func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) (*store.CreateJobRunResult, error) {
+	const op = "create job run"
+	if err := need("OwnerID", p.OwnerID, "IdempotencyKey", p.IdempotencyKey, "Kind", p.Kind); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	md, err := encodeNamespaces("Metadata", p.Metadata)
+	if err != nil {
+		return nil, e.wrap(op, err)
+	}
+	id := p.ID
+	if id == "" {
+		id = newID()
+	}
+	var res store.CreateJobRunResult
+	err = e.write(ctx, p.OwnerID, func(q Querier) error {
+		if p.ThreadID != "" {
+			var one int
+			if err := q.QueryRow(ctx, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ThreadID).Scan(&one); err != nil {
+				return err
+			}
+		}
+		now := e.Dialect.Time(e.now())
+		// ON CONFLICT DO NOTHING waits for a concurrent inserter of the same
+		// key and then yields to it, so one row wins without an error.
+		run, err := scanJobRun(q.QueryRow(ctx, `INSERT INTO job_runs
+			(id, owner_id, idempotency_key, kind, thread_id, status, attempt, error, metadata, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, 'queued', 0, '', $6, $7, $7)
+			ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING `+jobRunCols,
+			id, p.OwnerID, p.IdempotencyKey, p.Kind, nullString(p.ThreadID), md, now))
+		if errors.Is(err, sql.ErrNoRows) {
+			res.Duplicate = true
+			run, err = scanJobRun(q.QueryRow(ctx, `SELECT `+jobRunCols+` FROM job_runs WHERE owner_id = $1 AND idempotency_key = $2`,
+				p.OwnerID, p.IdempotencyKey))
+		}
+		res.Run = run
+		return err
+	})
+	if err != nil {
+		return nil, e.wrap(op+" "+strconv.Quote(p.IdempotencyKey), err)
+	}
+	return &res, nil
+}
+
+// GetJobRun implements [store.Ops].
+func (e *Engine) GetJobRun(ctx context.Context, p *store.GetJobRunParams) (*store.JobRun, error) {
+	const op = "get job run"
+	if err := need("OwnerID", p.OwnerID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var query, key string
+	switch {
+	case p.ID != "" && p.IdempotencyKey != "":
+		return nil, e.wrap(op, invalid("ID and IdempotencyKey are exclusive"))
+	case p.ID != "":
+		query, key = `SELECT `+jobRunCols+` FROM job_runs WHERE owner_id = $1 AND id = $2`, p.ID
+	case p.IdempotencyKey != "":
+		query, key = `SELECT `+jobRunCols+` FROM job_runs WHERE owner_id = $1 AND idempotency_key = $2`, p.IdempotencyKey
+	default:
+		return nil, e.wrap(op, invalid("ID or IdempotencyKey is required"))
+	}
+	var j *store.JobRun
+	err := e.read(ctx, p.OwnerID, func(q Querier) error {
+		var err error
+		j, err = scanJobRun(q.QueryRow(ctx, query, p.OwnerID, key))
+		return err
+	})
+	return result(j, e.wrap(op+" "+strconv.Quote(key), err))
+}
+
+// TransitionJobRun implements [store.Ops].
+func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRunParams) (*store.JobRun, error) {
+	const op = "transition job run"
+	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	if !p.To.Valid() {
+		return nil, e.wrap(op, invalid("unknown status %q", p.To))
+	}
+	var out *store.JobRun
+	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+		j, err := scanJobRun(q.QueryRow(ctx, `SELECT `+jobRunCols+` FROM job_runs WHERE owner_id = $1 AND id = $2`+e.Dialect.ForUpdate(), p.OwnerID, p.ID))
+		if err != nil {
+			return err
+		}
+		terr := &store.TransitionError{Kind: "job run", ID: p.ID, From: string(j.Status), To: string(p.To)}
+		if !j.Status.CanMoveTo(p.To) {
+			return terr
+		}
+		if p.ExpectedAttempt != 0 && p.ExpectedAttempt != j.Attempt {
+			terr.Reason = "attempt " + strconv.Itoa(p.ExpectedAttempt) + " is not the current attempt " + strconv.Itoa(j.Attempt)
+			return terr
+		}
+		now := e.now()
+		j.Status = p.To
+		switch p.To {
+		case store.JobProcessing:
+			j.Attempt++
+			j.StartedAt, j.FinishedAt = now, time.Time{}
+		case store.JobQueued:
+		case store.JobCompleted:
+			j.FinishedAt, j.Error = now, ""
+		case store.JobError, store.JobCanceled:
+			j.FinishedAt, j.Error = now, p.Error
+		}
+		md, err := encodeNamespaces("Metadata", mergeNamespaces(j.Metadata, p.Metadata))
+		if err != nil {
+			return err
+		}
+		out, err = scanJobRun(q.QueryRow(ctx, `UPDATE job_runs SET status = $3, attempt = $4, error = $5, metadata = $6,
+			updated_at = $7, started_at = $8, finished_at = $9
+			WHERE owner_id = $1 AND id = $2 RETURNING `+jobRunCols,
+			p.OwnerID, p.ID, string(j.Status), j.Attempt, j.Error, md,
+			e.Dialect.Time(now), e.Dialect.Time(j.StartedAt), e.Dialect.Time(j.FinishedAt)))
+		return err
+	})
+	return result(out, e.wrap(op+" "+p.ID, err))
+}

@@ -1,0 +1,302 @@
+package sqlcore
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/store"
+)
+
+const messageCols = `id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at`
+
+func scanMessage(r Row) (*store.Message, error) {
+	var m store.Message
+	var role, status string
+	var parts, usage, md []byte
+	var parent nullStr
+	var created, updated nullTime
+	if err := r.Scan(&m.ID, &m.OwnerID, &m.ThreadID, &m.Seq, &role, &m.Agent, &parts, &status, &parent, &usage, &md, &created, &updated); err != nil {
+		return nil, err
+	}
+	m.Role, m.Status, m.ParentID = message.Role(role), message.Status(status), parent.S
+	m.CreatedAt, m.UpdatedAt = created.T, updated.T
+	corrupt := func(col string, err error) error {
+		return &store.CorruptError{Table: "messages", ID: m.ID, Column: col, Err: err}
+	}
+	if err := json.Unmarshal(parts, &m.Parts); err != nil {
+		return nil, corrupt("parts", err)
+	}
+	if len(usage) > 0 && !isNull(usage) {
+		m.Usage = new(message.Usage)
+		if err := json.Unmarshal(usage, m.Usage); err != nil {
+			return nil, corrupt("usage", err)
+		}
+	}
+	if len(md) > 0 {
+		if err := json.Unmarshal(md, &m.Metadata); err != nil {
+			return nil, corrupt("metadata", err)
+		}
+		if len(m.Metadata) == 0 {
+			m.Metadata = nil
+		}
+	}
+	return &m, nil
+}
+
+func validRole(r message.Role) bool {
+	switch r {
+	case message.RoleSystem, message.RoleUser, message.RoleAssistant, message.RoleTool:
+		return true
+	}
+	return false
+}
+
+func validStatus(s message.Status) bool {
+	switch s {
+	case message.StatusQueued, message.StatusStreaming, message.StatusCompleted, message.StatusError:
+		return true
+	}
+	return false
+}
+
+// encodedMessage is a message's columns as query arguments.
+type encodedMessage struct {
+	parts, usage, metadata any
+}
+
+func encodeParts(parts []message.Part) (string, error) {
+	if parts == nil {
+		parts = []message.Part{}
+	}
+	b, err := json.Marshal(parts)
+	if err != nil {
+		return "", invalid("parts: %v", err)
+	}
+	return string(b), nil
+}
+
+func encodeUsage(u *message.Usage) (any, error) {
+	if u == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+func encodeMetadata(md map[string]any) (string, error) {
+	if len(md) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(md)
+	if err != nil {
+		return "", invalid("metadata: %v", err)
+	}
+	return string(b), nil
+}
+
+func encodeMessage(m *message.Message) (encodedMessage, error) {
+	var em encodedMessage
+	var err error
+	if em.parts, err = encodeParts(m.Parts); err != nil {
+		return em, err
+	}
+	if em.usage, err = encodeUsage(m.Usage); err != nil {
+		return em, err
+	}
+	if em.metadata, err = encodeMetadata(m.Metadata); err != nil {
+		return em, err
+	}
+	return em, nil
+}
+
+// AppendMessages implements [store.Ops].
+func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesParams) ([]*store.Message, error) {
+	const op = "append messages"
+	if err := need("OwnerID", p.OwnerID, "ThreadID", p.ThreadID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	enc := make([]encodedMessage, len(p.Messages))
+	ids := make([]string, len(p.Messages))
+	statuses := make([]message.Status, len(p.Messages))
+	for i := range p.Messages {
+		m := &p.Messages[i].Message
+		if !validRole(m.Role) {
+			return nil, e.wrap(op, invalid("message %d: unknown role %q", i, m.Role))
+		}
+		statuses[i] = m.Status
+		if statuses[i] == "" {
+			statuses[i] = message.StatusCompleted
+		} else if !validStatus(statuses[i]) {
+			return nil, e.wrap(op, invalid("message %d: unknown status %q", i, m.Status))
+		}
+		var err error
+		if enc[i], err = encodeMessage(m); err != nil {
+			return nil, e.wrap(op, err)
+		}
+		ids[i] = m.ID
+		if ids[i] == "" {
+			ids[i] = newID()
+		}
+	}
+	out := make([]*store.Message, 0, len(p.Messages))
+	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+		now := e.Dialect.Time(e.now())
+		// Reserving the sequence numbers locks the thread row, which orders
+		// concurrent appenders, and proves the thread is the owner's.
+		var next int64
+		if err := q.QueryRow(ctx, `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
+			WHERE owner_id = $1 AND id = $2 RETURNING next_seq`,
+			p.OwnerID, p.ThreadID, len(p.Messages), now).Scan(&next); err != nil {
+			return err
+		}
+		seq := next - int64(len(p.Messages))
+		for i := range p.Messages {
+			seq++
+			nm := &p.Messages[i]
+			m, err := scanMessage(q.QueryRow(ctx, `INSERT INTO messages
+				(id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING `+messageCols,
+				ids[i], p.OwnerID, p.ThreadID, seq, string(nm.Message.Role), nm.Message.Agent, enc[i].parts,
+				string(statuses[i]), nullString(nm.ParentID), enc[i].usage, enc[i].metadata, now))
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, e.wrap(op+" to thread "+p.ThreadID, err)
+	}
+	return out, nil
+}
+
+// GetMessage implements [store.Ops].
+func (e *Engine) GetMessage(ctx context.Context, p *store.GetMessageParams) (*store.Message, error) {
+	const op = "get message"
+	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var m *store.Message
+	err := e.read(ctx, p.OwnerID, func(q Querier) error {
+		var err error
+		m, err = scanMessage(q.QueryRow(ctx, `SELECT `+messageCols+` FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID))
+		return err
+	})
+	return result(m, e.wrap(op+" "+p.ID, err))
+}
+
+// ListMessages implements [store.Ops].
+func (e *Engine) ListMessages(ctx context.Context, p *store.ListMessagesParams) ([]*store.Message, error) {
+	const op = "list messages"
+	if err := need("OwnerID", p.OwnerID, "ThreadID", p.ThreadID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	if p.Limit < 0 {
+		return nil, e.wrap(op, invalid("Limit %d is negative", p.Limit))
+	}
+	out := []*store.Message{}
+	err := e.read(ctx, p.OwnerID, func(q Querier) error {
+		var one int
+		if err := q.QueryRow(ctx, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ThreadID).Scan(&one); err != nil {
+			return err
+		}
+		query := `SELECT ` + messageCols + ` FROM messages WHERE owner_id = $1 AND thread_id = $2 AND seq > $3 ORDER BY seq`
+		args := []any{p.OwnerID, p.ThreadID, p.AfterSeq}
+		if p.Last && p.Limit > 0 {
+			query += ` DESC`
+		}
+		if p.Limit > 0 {
+			query += ` LIMIT $4`
+			args = append(args, p.Limit)
+		}
+		rows, err := q.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			m, err := scanMessage(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, e.wrap(op+" of thread "+p.ThreadID, err)
+	}
+	if p.Last && p.Limit > 0 {
+		slices.Reverse(out)
+	}
+	return out, nil
+}
+
+// UpdateMessage implements [store.Ops].
+func (e *Engine) UpdateMessage(ctx context.Context, p *store.UpdateMessageParams) (*store.Message, error) {
+	const op = "update message"
+	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	if p.Status != "" && !validStatus(p.Status) {
+		return nil, e.wrap(op, invalid("unknown status %q", p.Status))
+	}
+	if p.ExpectedStatus != "" && !validStatus(p.ExpectedStatus) {
+		return nil, e.wrap(op, invalid("unknown expected status %q", p.ExpectedStatus))
+	}
+	var out *store.Message
+	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+		m, err := scanMessage(q.QueryRow(ctx, `SELECT `+messageCols+` FROM messages WHERE owner_id = $1 AND id = $2`+e.Dialect.ForUpdate(), p.OwnerID, p.ID))
+		if err != nil {
+			return err
+		}
+		if p.ExpectedStatus != "" && m.Status != p.ExpectedStatus {
+			to := p.Status
+			if to == "" {
+				to = m.Status
+			}
+			return &store.TransitionError{Kind: "message", ID: p.ID, From: string(m.Status), To: string(to),
+				Reason: "expected status " + string(p.ExpectedStatus)}
+		}
+		if p.Status != "" {
+			m.Status = p.Status
+		}
+		if p.Parts != nil {
+			m.Parts = p.Parts
+		}
+		if p.Usage != nil {
+			u := *p.Usage
+			m.Usage = &u
+		}
+		if p.Metadata != nil {
+			md := maps.Clone(m.Metadata)
+			if md == nil {
+				md = map[string]any{}
+			}
+			for k, v := range p.Metadata {
+				if v == nil {
+					delete(md, k)
+				} else {
+					md[k] = v
+				}
+			}
+			m.Metadata = md
+		}
+		enc, err := encodeMessage(&m.Message)
+		if err != nil {
+			return err
+		}
+		out, err = scanMessage(q.QueryRow(ctx, `UPDATE messages SET status = $3, parts = $4, usage = $5, metadata = $6, updated_at = $7
+			WHERE owner_id = $1 AND id = $2 RETURNING `+messageCols,
+			p.OwnerID, p.ID, string(m.Status), enc.parts, enc.usage, enc.metadata, e.Dialect.Time(e.now())))
+		return err
+	})
+	return result(out, e.wrap(op+" "+p.ID, err))
+}

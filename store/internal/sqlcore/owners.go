@@ -1,0 +1,156 @@
+package sqlcore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/batonhq/baton/store"
+)
+
+const ownerCols = `id, name, created_at`
+
+func scanOwner(r Row) (*store.Owner, error) {
+	var o store.Owner
+	var created nullTime
+	if err := r.Scan(&o.ID, &o.Name, &created); err != nil {
+		return nil, err
+	}
+	o.CreatedAt = created.T
+	return &o, nil
+}
+
+// EnsureOwner implements [store.Ops].
+func (e *Engine) EnsureOwner(ctx context.Context, p *store.EnsureOwnerParams) (*store.Owner, error) {
+	const op = "ensure owner"
+	if err := need("ID", p.ID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var o *store.Owner
+	err := e.write(ctx, p.ID, func(q Querier) error {
+		if _, err := q.Exec(ctx, `INSERT INTO owners (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`,
+			p.ID, p.Name, e.Dialect.Time(e.now())); err != nil {
+			return err
+		}
+		var err error
+		o, err = scanOwner(q.QueryRow(ctx, `SELECT `+ownerCols+` FROM owners WHERE id = $1`, p.ID))
+		return err
+	})
+	return result(o, e.wrap(op+" "+p.ID, err))
+}
+
+// GetOwner implements [store.Ops].
+func (e *Engine) GetOwner(ctx context.Context, p *store.GetOwnerParams) (*store.Owner, error) {
+	const op = "get owner"
+	if err := need("ID", p.ID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var o *store.Owner
+	err := e.read(ctx, p.ID, func(q Querier) error {
+		var err error
+		o, err = scanOwner(q.QueryRow(ctx, `SELECT `+ownerCols+` FROM owners WHERE id = $1`, p.ID))
+		return err
+	})
+	return result(o, e.wrap(op+" "+p.ID, err))
+}
+
+const apiKeyCols = `id, owner_id, name, prefix, key_hash, created_at, revoked_at`
+
+func scanAPIKey(r Row) (*store.APIKey, error) {
+	var k store.APIKey
+	var created, revoked nullTime
+	if err := r.Scan(&k.ID, &k.OwnerID, &k.Name, &k.Prefix, &k.Hash, &created, &revoked); err != nil {
+		return nil, err
+	}
+	k.CreatedAt, k.RevokedAt = created.T, revoked.T
+	return &k, nil
+}
+
+// CreateAPIKey implements [store.Ops].
+func (e *Engine) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) (*store.CreatedAPIKey, error) {
+	const op = "create api key"
+	if err := need("OwnerID", p.OwnerID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	secret := p.Secret
+	if secret == "" {
+		secret = store.NewAPIKeySecret()
+	}
+	var k *store.APIKey
+	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+		// The owner must exist; its row is invisible to other owners.
+		var one int
+		if err := q.QueryRow(ctx, `SELECT 1 FROM owners WHERE id = $1`, p.OwnerID).Scan(&one); err != nil {
+			return err
+		}
+		var err error
+		k, err = scanAPIKey(q.QueryRow(ctx, `INSERT INTO api_keys (id, owner_id, name, prefix, key_hash, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+apiKeyCols,
+			newID(), p.OwnerID, p.Name, store.APIKeyPrefix(secret), store.HashAPIKey(secret), e.Dialect.Time(e.now())))
+		return err
+	})
+	if err != nil {
+		return nil, e.wrap(op, err)
+	}
+	return &store.CreatedAPIKey{Key: k, Secret: secret}, nil
+}
+
+// LookupAPIKey implements [store.Ops].
+func (e *Engine) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (*store.APIKey, error) {
+	const op = "lookup api key"
+	if err := need("Hash", p.Hash); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var k *store.APIKey
+	err := e.Exec.Run(ctx, Scope{APIKeyHash: p.Hash}, false, func(q Querier) error {
+		var err error
+		k, err = scanAPIKey(q.QueryRow(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`, p.Hash))
+		return err
+	})
+	return result(k, e.wrap(op, err))
+}
+
+// ListAPIKeys implements [store.Ops].
+func (e *Engine) ListAPIKeys(ctx context.Context, p *store.ListAPIKeysParams) ([]*store.APIKey, error) {
+	const op = "list api keys"
+	if err := need("OwnerID", p.OwnerID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var keys []*store.APIKey
+	err := e.read(ctx, p.OwnerID, func(q Querier) error {
+		rows, err := q.Query(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE owner_id = $1 ORDER BY created_at, id`, p.OwnerID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			k, err := scanAPIKey(rows)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, k)
+		}
+		return rows.Err()
+	})
+	return result(keys, e.wrap(op, err))
+}
+
+// RevokeAPIKey implements [store.Ops].
+func (e *Engine) RevokeAPIKey(ctx context.Context, p *store.RevokeAPIKeyParams) (*store.APIKey, error) {
+	const op = "revoke api key"
+	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var k *store.APIKey
+	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+		var err error
+		k, err = scanAPIKey(q.QueryRow(ctx, `UPDATE api_keys SET revoked_at = $3
+			WHERE owner_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING `+apiKeyCols,
+			p.OwnerID, p.ID, e.Dialect.Time(e.now())))
+		if errors.Is(err, sql.ErrNoRows) { // already revoked, or not there
+			k, err = scanAPIKey(q.QueryRow(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID))
+		}
+		return err
+	})
+	return result(k, e.wrap(op+" "+p.ID, err))
+}

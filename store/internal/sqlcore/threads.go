@@ -1,0 +1,264 @@
+package sqlcore
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+const threadCols = `id, owner_id, parent_id, name, network, active_agent, metadata, version, created_at, updated_at`
+
+func scanThread(r Row) (*store.Thread, error) {
+	var t store.Thread
+	var parent nullStr
+	var md []byte
+	var created, updated nullTime
+	if err := r.Scan(&t.ID, &t.OwnerID, &parent, &t.Name, &t.Network, &t.ActiveAgent, &md, &t.Version, &created, &updated); err != nil {
+		return nil, err
+	}
+	t.ParentID, t.CreatedAt, t.UpdatedAt = parent.S, created.T, updated.T
+	m, err := decodeNamespaces(md)
+	if err != nil {
+		return nil, &store.CorruptError{Table: "threads", ID: t.ID, Column: "metadata", Err: err}
+	}
+	t.Metadata = m
+	return &t, nil
+}
+
+// nullStr scans a nullable text column; NULL is "".
+type nullStr struct{ S string }
+
+func (n *nullStr) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		n.S = ""
+	case string:
+		n.S = v
+	case []byte:
+		n.S = string(v)
+	default:
+		return fmt.Errorf("sqlcore: cannot scan %T into a string", src)
+	}
+	return nil
+}
+
+func getThread(ctx context.Context, q Querier, owner, id, lock string) (*store.Thread, error) {
+	return scanThread(q.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE owner_id = $1 AND id = $2`+lock, owner, id))
+}
+
+// CreateThread implements [store.Ops].
+func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) (*store.Thread, error) {
+	const op = "create thread"
+	if err := need("OwnerID", p.OwnerID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	md, err := encodeNamespaces("Metadata", p.Metadata)
+	if err != nil {
+		return nil, e.wrap(op, err)
+	}
+	id := p.ID
+	if id == "" {
+		id = newID()
+	}
+	var t *store.Thread
+	err = e.write(ctx, p.OwnerID, func(q Querier) error {
+		var one int
+		if err := q.QueryRow(ctx, `SELECT 1 FROM owners WHERE id = $1`, p.OwnerID).Scan(&one); err != nil {
+			return err
+		}
+		if p.ParentID != "" {
+			if err := q.QueryRow(ctx, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ParentID).Scan(&one); err != nil {
+				return err
+			}
+		}
+		now := e.Dialect.Time(e.now())
+		var err error
+		t, err = scanThread(q.QueryRow(ctx, `INSERT INTO threads
+			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8, $8) RETURNING `+threadCols,
+			id, p.OwnerID, nullString(p.ParentID), p.Name, p.Network, p.ActiveAgent, md, now))
+		return err
+	})
+	return result(t, e.wrap(op+" "+id, err))
+}
+
+// GetThread implements [store.Ops].
+func (e *Engine) GetThread(ctx context.Context, p *store.GetThreadParams) (*store.Thread, error) {
+	const op = "get thread"
+	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	var t *store.Thread
+	err := e.read(ctx, p.OwnerID, func(q Querier) error {
+		var err error
+		t, err = getThread(ctx, q, p.OwnerID, p.ID, "")
+		return err
+	})
+	return result(t, e.wrap(op+" "+p.ID, err))
+}
+
+// Thread listing page sizes.
+const (
+	defaultPage = 50
+	maxPage     = 1000
+)
+
+// ListThreads implements [store.Ops].
+func (e *Engine) ListThreads(ctx context.Context, p *store.ListThreadsParams) (*store.ThreadPage, error) {
+	const op = "list threads"
+	if err := need("OwnerID", p.OwnerID); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	limit := p.Limit
+	switch {
+	case limit < 0:
+		return nil, e.wrap(op, invalid("Limit %d is negative", limit))
+	case limit == 0:
+		limit = defaultPage
+	case limit > maxPage:
+		limit = maxPage
+	}
+	var (
+		after   bool
+		afterAt time.Time
+		afterID string
+	)
+	if p.Cursor != "" {
+		var err error
+		afterAt, afterID, err = decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, e.wrap(op, err)
+		}
+		after = true
+	}
+	var page store.ThreadPage
+	err := e.read(ctx, p.OwnerID, func(q Querier) error {
+		var sb strings.Builder
+		args := []any{p.OwnerID}
+		sb.WriteString(`SELECT ` + threadCols + ` FROM threads WHERE owner_id = $1`)
+		if p.ParentID != "" {
+			args = append(args, p.ParentID)
+			sb.WriteString(` AND parent_id = $` + strconv.Itoa(len(args)))
+		}
+		if after {
+			args = append(args, e.Dialect.Time(afterAt), afterID)
+			n := len(args)
+			sb.WriteString(` AND (created_at < $` + strconv.Itoa(n-1) + ` OR (created_at = $` + strconv.Itoa(n-1) + ` AND id < $` + strconv.Itoa(n) + `))`)
+		}
+		args = append(args, limit+1)
+		sb.WriteString(` ORDER BY created_at DESC, id DESC LIMIT $` + strconv.Itoa(len(args)))
+		rows, err := q.Query(ctx, sb.String(), args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			t, err := scanThread(rows)
+			if err != nil {
+				return err
+			}
+			page.Threads = append(page.Threads, t)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, e.wrap(op, err)
+	}
+	if len(page.Threads) > limit {
+		page.Threads = page.Threads[:limit]
+		last := page.Threads[limit-1]
+		page.NextCursor = encodeCursor(last.CreatedAt, last.ID)
+	}
+	return &page, nil
+}
+
+func encodeCursor(t time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixMicro(), 10) + ":" + id))
+}
+
+func decodeCursor(c string) (time.Time, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", invalid("malformed cursor")
+	}
+	us, id, ok := strings.Cut(string(b), ":")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if !ok || err != nil || id == "" {
+		return time.Time{}, "", invalid("malformed cursor")
+	}
+	return time.UnixMicro(n).UTC(), id, nil
+}
+
+// updateThread runs change on a locked thread and writes back its metadata
+// and active agent with the version incremented.
+func (e *Engine) updateThread(ctx context.Context, op, owner, id string, expected int64, change func(t *store.Thread) error) (*store.Thread, error) {
+	if err := need("OwnerID", owner, "ThreadID", id); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	if expected < 0 {
+		return nil, e.wrap(op, invalid("ExpectedVersion %d is negative", expected))
+	}
+	var out *store.Thread
+	err := e.write(ctx, owner, func(q Querier) error {
+		t, err := getThread(ctx, q, owner, id, e.Dialect.ForUpdate())
+		if err != nil {
+			return err
+		}
+		if expected != 0 && t.Version != expected {
+			return &store.VersionConflictError{Kind: "thread", ID: id, Expected: expected, Actual: t.Version}
+		}
+		if err := change(t); err != nil {
+			return err
+		}
+		md, err := encodeNamespaces("Metadata", t.Metadata)
+		if err != nil {
+			return err
+		}
+		out, err = scanThread(q.QueryRow(ctx, `UPDATE threads SET metadata = $3, active_agent = $4, version = version + 1, updated_at = $5
+			WHERE owner_id = $1 AND id = $2 RETURNING `+threadCols,
+			owner, id, md, t.ActiveAgent, e.Dialect.Time(e.now())))
+		return err
+	})
+	return result(out, e.wrap(op+" "+id, err))
+}
+
+// UpdateThreadMetadata implements [store.Ops].
+func (e *Engine) UpdateThreadMetadata(ctx context.Context, p *store.UpdateThreadMetadataParams) (*store.Thread, error) {
+	const op = "update thread metadata"
+	if err := need("Namespace", p.Namespace); err != nil {
+		return nil, e.wrap(op, err)
+	}
+	patch := p.Patch
+	if len(patch) == 0 {
+		return nil, e.wrap(op, invalid("Patch is required (null removes the namespace)"))
+	}
+	if !json.Valid(patch) {
+		return nil, e.wrap(op, invalid("Patch is not valid JSON"))
+	}
+	return e.updateThread(ctx, op, p.OwnerID, p.ThreadID, p.ExpectedVersion, func(t *store.Thread) error {
+		v, err := MergePatch(t.Metadata[p.Namespace], patch)
+		if err != nil {
+			return &store.CorruptError{Table: "threads", ID: t.ID, Column: "metadata." + p.Namespace, Err: err}
+		}
+		if v == nil {
+			delete(t.Metadata, p.Namespace)
+		} else {
+			t.Metadata[p.Namespace] = v
+		}
+		return nil
+	})
+}
+
+// SetActiveAgent implements [store.Ops].
+func (e *Engine) SetActiveAgent(ctx context.Context, p *store.SetActiveAgentParams) (*store.Thread, error) {
+	return e.updateThread(ctx, "set active agent", p.OwnerID, p.ThreadID, p.ExpectedVersion, func(t *store.Thread) error {
+		t.ActiveAgent = p.Agent
+		return nil
+	})
+}

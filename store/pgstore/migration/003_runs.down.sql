@@ -1,0 +1,2 @@
+DROP TABLE job_runs;
+DROP TABLE checkpoints;

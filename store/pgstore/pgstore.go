@@ -1,0 +1,494 @@
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/internal/sqlcore"
+)
+
+//go:embed migration/*.sql
+var migrationFS embed.FS
+
+var migrations = func() []sqlcore.Migration {
+	ms, err := sqlcore.LoadMigrations(migrationFS, "migration")
+	if err != nil {
+		panic("pgstore: " + err.Error())
+	}
+	return ms
+}()
+
+type engine = sqlcore.Engine
+
+// Defaults of [store.Options] for PostgreSQL.
+const (
+	DefaultAppRole        = "baton_app"
+	DefaultMaxConns       = 10
+	DefaultConnectTimeout = 10 * time.Second
+)
+
+// Advisory lock keys. The migration lock is one 64-bit key; run locks use
+// the two-key form, a separate key space.
+const (
+	migrateLockKey int64 = 0x6261746f6e6d6967 // "batonmig"
+	runLockClass   int32 = 0x62746e72         // "btnr"
+)
+
+// Store is a [store.Store] on PostgreSQL. It is safe for concurrent use.
+// Close it when done.
+type Store struct {
+	*engine
+	pool  *pgxpool.Pool
+	role  string // "" when transactions keep the connecting role
+	log   *slog.Logger
+	clock func() time.Time
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at url (a postgres:// URL or a key=value
+// DSN, as pgx accepts) and, unless opts.NoMigrate, migrates it.
+//
+// The pool has opts.MaxConns connections at most (default: the URL's
+// pool_max_conns, else 10), keeps none open when idle, recycles connections
+// after an hour and checks idle ones every minute; connecting times out
+// after the URL's connect_timeout, else 10 seconds. An unreachable database
+// fails with [store.ErrUnavailable].
+func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) {
+	if opts == nil {
+		opts = &store.Options{}
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w: %v", store.ErrInvalid, err)
+	}
+	switch {
+	case opts.MaxConns > 0:
+		cfg.MaxConns = opts.MaxConns
+	case !strings.Contains(url, "pool_max_conns"):
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.MaxConnLifetime == 0 || cfg.MaxConnLifetime > time.Hour {
+		cfg.MaxConnLifetime = time.Hour
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	if opts.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
+	}
+	s := &Store{log: opts.Logger, clock: opts.Now}
+	if !opts.NoAppRole {
+		s.role = opts.AppRole
+		if s.role == "" {
+			s.role = DefaultAppRole
+		}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
+	s.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: storeExec{s}, Clock: s.clock}
+	if err := s.open(ctx, opts.NoMigrate); err != nil {
+		s.pool.Close()
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Store) open(ctx context.Context, noMigrate bool) error {
+	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	if !noMigrate {
+		return s.Migrate(ctx)
+	}
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if v < len(migrations) {
+		return &store.SchemaVersionError{Current: v, Required: len(migrations)}
+	}
+	return nil
+}
+
+// Pool returns the connection pool, for riverpgxv5.New and LISTEN/NOTIFY.
+// Connections from it are in the connecting role, outside row-level
+// security. Do not close it; Close does.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// PgxTx returns the pgx transaction under tx, a transaction of a PostgreSQL
+// store, so that other rows (River's InsertTx) commit with it. It reports
+// false for a tx of another backend. Statements run on it are in the
+// store's application role (see [store.Options.AppRole]); Migrate grants
+// that role the tables of the schema, River's included when River's
+// migrations run as the same user before or after.
+func PgxTx(tx store.Tx) (pgx.Tx, bool) {
+	t, ok := tx.(*txOps)
+	if !ok {
+		return nil, false
+	}
+	return t.tx, true
+}
+
+// Tx implements [store.Store].
+func (s *Store) Tx(ctx context.Context, fn func(tx store.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return wrap("begin transaction", err)
+	}
+	x := &txExec{tx: tx, role: s.role}
+	t := &txOps{tx: tx}
+	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: x, Clock: s.clock}
+	// Roll back unless committed, also when fn panics or calls
+	// runtime.Goexit (t.FailNow).
+	committed := false
+	defer func() {
+		if !committed {
+			rollback(ctx, tx)
+		}
+	}()
+	// Switch role up front, so that statements run directly on the pgx.Tx
+	// are under row-level security too.
+	if err := x.scope(ctx, sqlcore.Scope{}); err != nil {
+		return wrap("begin transaction", err)
+	}
+	if err := fn(t); err != nil {
+		return err
+	}
+	committed = true
+	return wrap("commit", tx.Commit(ctx))
+}
+
+func rollback(ctx context.Context, tx pgx.Tx) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = tx.Rollback(ctx)
+}
+
+// Migrate implements [store.Store].
+func (s *Store) Migrate(ctx context.Context) error {
+	return s.MigrateTo(ctx, len(migrations))
+}
+
+// MigrateTo moves the schema to version (0 to [LatestVersion]) in one
+// transaction holding an advisory lock, so that concurrent migrators wait
+// for it and then find nothing to do. It creates the schema of
+// [store.Options.Schema] and the application role, and grants the role
+// what it needs, including on tables created later in the schema by the
+// same user (River's).
+func (s *Store) MigrateTo(ctx context.Context, version int) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return wrap("migrate", err)
+	}
+	defer rollback(ctx, tx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
+		return wrap("migrate: lock", err)
+	}
+	var schema string
+	if err := tx.QueryRow(ctx, `SELECT current_setting('search_path')`).Scan(&schema); err != nil {
+		return wrap("migrate", err)
+	}
+	if ident, ok := firstSchema(schema); ok {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+ident); err != nil {
+			return wrap("migrate: create schema", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+sqlcore.VersionTable+` (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at timestamptz NOT NULL
+	)`); err != nil {
+		return wrap("migrate", err)
+	}
+	if _, _, err := sqlcore.Apply(ctx, querier{tx}, dialect{}, migrations, version, s.log); err != nil {
+		return wrap("migrate", err)
+	}
+	if s.role != "" {
+		if err := ensureRole(ctx, tx, s.role); err != nil {
+			return wrap("migrate", err)
+		}
+	}
+	return wrap("migrate: commit", tx.Commit(ctx))
+}
+
+// firstSchema returns the first schema of a search_path other than
+// "$user", quoted, when it is not public.
+func firstSchema(searchPath string) (string, bool) {
+	for p := range strings.SplitSeq(searchPath, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" || p == `"$user"` {
+			continue
+		}
+		if p == "public" {
+			return "", false
+		}
+		if !strings.HasPrefix(p, `"`) {
+			p = pgx.Identifier{p}.Sanitize()
+		}
+		return p, true
+	}
+	return "", false
+}
+
+// ensureRole creates the application role if it does not exist, lets the
+// connecting role switch to it and grants it the schema's tables.
+func ensureRole(ctx context.Context, tx pgx.Tx, role string) error {
+	ident := pgx.Identifier{role}.Sanitize()
+	var exists, member bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)`, role).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		// Roles are shared by all databases of the cluster, outside the
+		// advisory lock's reach: tolerate losing the race to create it.
+		if err := savepoint(ctx, tx, `CREATE ROLE `+ident+` NOLOGIN`, "42710", "23505"); err != nil {
+			return fmt.Errorf("create role %s: %w", role, err)
+		}
+	}
+	if err := tx.QueryRow(ctx, `SELECT pg_has_role(current_user, $1, 'MEMBER')`, role).Scan(&member); err != nil {
+		return err
+	}
+	if !member {
+		if err := savepoint(ctx, tx, `GRANT `+ident+` TO CURRENT_USER`); err != nil {
+			return fmt.Errorf("grant role %s to the connecting role (grant it, or set NoAppRole): %w", role, err)
+		}
+	}
+	var schema string
+	if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return err
+	}
+	sch := pgx.Identifier{schema}.Sanitize()
+	for _, stmt := range []string{
+		`GRANT USAGE ON SCHEMA ` + sch + ` TO ` + ident,
+		`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ` + sch + ` TO ` + ident,
+		`GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA ` + sch + ` TO ` + ident,
+		`ALTER DEFAULT PRIVILEGES IN SCHEMA ` + sch + ` GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO ` + ident,
+		`ALTER DEFAULT PRIVILEGES IN SCHEMA ` + sch + ` GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO ` + ident,
+		`REVOKE INSERT, UPDATE, DELETE ON ` + sqlcore.VersionTable + ` FROM ` + ident,
+	} {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("grant role %s: %w", role, err)
+		}
+	}
+	return nil
+}
+
+// savepoint runs stmt in a savepoint, ignoring errors with the given
+// SQLSTATEs.
+func savepoint(ctx context.Context, tx pgx.Tx, stmt string, ignore ...string) error {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := sp.Exec(ctx, stmt); err != nil {
+		_ = sp.Rollback(ctx)
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) {
+			for _, code := range ignore {
+				if pe.Code == code {
+					return nil
+				}
+			}
+		}
+		return err
+	}
+	return sp.Commit(ctx)
+}
+
+// LatestVersion is the newest migration of this build.
+func LatestVersion() int { return len(migrations) }
+
+// SchemaVersion returns the newest migration applied to the database, 0
+// for an empty database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, sqlcore.VersionTable).Scan(&exists); err != nil {
+		return 0, wrap("schema version", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	v, err := sqlcore.CurrentVersion(ctx, querier{s.pool})
+	return v, wrap("schema version", err)
+}
+
+// Ping implements [store.Store].
+func (s *Store) Ping(ctx context.Context) error {
+	return wrap("ping", s.pool.Ping(ctx))
+}
+
+// Close implements [store.Store].
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+func wrap(op string, err error) error {
+	return sqlcore.Wrap(dialect{}, op, err)
+}
+
+// txOps is a store.Tx.
+type txOps struct {
+	*engine
+	tx pgx.Tx
+}
+
+// setScope configures row-level security for the rest of the transaction.
+func setScope(ctx context.Context, tx pgx.Tx, role string, sc sqlcore.Scope) error {
+	var err error
+	if role != "" {
+		_, err = tx.Exec(ctx, `SELECT set_config('role', $1, true), set_config('baton.owner', $2, true), set_config('baton.api_key_hash', $3, true)`,
+			role, sc.Owner, sc.APIKeyHash)
+	} else {
+		_, err = tx.Exec(ctx, `SELECT set_config('baton.owner', $1, true), set_config('baton.api_key_hash', $2, true)`,
+			sc.Owner, sc.APIKeyHash)
+	}
+	return err
+}
+
+// storeExec runs each call of the Store in a transaction of its own.
+type storeExec struct{ s *Store }
+
+func (x storeExec) Run(ctx context.Context, sc sqlcore.Scope, write bool, fn func(sqlcore.Querier) error) error {
+	opts := pgx.TxOptions{}
+	if !write {
+		opts.AccessMode = pgx.ReadOnly
+	}
+	tx, err := x.s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			rollback(ctx, tx)
+		}
+	}()
+	if err := setScope(ctx, tx, x.s.role, sc); err != nil {
+		return err
+	}
+	if err := fn(querier{tx}); err != nil {
+		return err
+	}
+	committed = true
+	return tx.Commit(ctx)
+}
+
+// txExec runs calls in the caller's transaction, rescoping it when the owner
+// changes.
+type txExec struct {
+	tx    pgx.Tx
+	role  string
+	cur   sqlcore.Scope
+	valid bool
+}
+
+func (x *txExec) scope(ctx context.Context, sc sqlcore.Scope) error {
+	if x.valid && x.cur == sc {
+		return nil
+	}
+	if err := setScope(ctx, x.tx, x.role, sc); err != nil {
+		x.valid = false
+		return err
+	}
+	x.cur, x.valid = sc, true
+	return nil
+}
+
+func (x *txExec) Run(ctx context.Context, sc sqlcore.Scope, _ bool, fn func(sqlcore.Querier) error) error {
+	if err := x.scope(ctx, sc); err != nil {
+		return err
+	}
+	return fn(querier{x.tx})
+}
+
+// querier adapts pgx.
+type querier struct {
+	db interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	}
+}
+
+func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := q.db.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
+	return q.db.QueryRow(ctx, query, args...)
+}
+
+func (q querier) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {
+	rows, err := q.db.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// dialect is PostgreSQL's SQL.
+type dialect struct{}
+
+func (dialect) Time(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func (dialect) ForUpdate() string { return " FOR UPDATE" }
+
+func (dialect) LockRun(ctx context.Context, q sqlcore.Querier, ownerID, runID string) error {
+	_, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, runLockClass, ownerID+"\x00"+runID)
+	return err
+}
+
+func (dialect) Classify(err error) sqlcore.ErrClass {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case pe.Code == "23505":
+			return sqlcore.ClassUnique
+		case pe.Code == "23503":
+			return sqlcore.ClassForeignKey
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			pe.Code == "53300",                                         // too many connections
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03": // shutdown, cannot connect now
+			return sqlcore.ClassUnavailable
+		}
+		return sqlcore.ClassOther
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &ce), errors.As(err, &ne), errors.As(err, &oe),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		pgconn.SafeToRetry(err), pgconn.Timeout(err):
+		return sqlcore.ClassUnavailable
+	}
+	return sqlcore.ClassOther
+}

@@ -1,0 +1,3 @@
+DROP TABLE message_drafts;
+DROP TABLE messages;
+DROP TABLE threads;

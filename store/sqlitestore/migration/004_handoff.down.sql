@@ -1,0 +1,2 @@
+DROP TABLE memory_documents;
+DROP TABLE thread_summaries;

@@ -1,0 +1,442 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/internal/sqlcore"
+)
+
+//go:embed migration/*.sql
+var migrationFS embed.FS
+
+// migrations are the embedded migrations, checked at init.
+var migrations = func() []sqlcore.Migration {
+	ms, err := sqlcore.LoadMigrations(migrationFS, "migration")
+	if err != nil {
+		panic("sqlitestore: " + err.Error())
+	}
+	return ms
+}()
+
+// engine lets Store and its transactions embed the shared implementation
+// without exporting it.
+type engine = sqlcore.Engine
+
+// Store is a [store.Store] on SQLite. It is safe for concurrent use. Close
+// it when done.
+type Store struct {
+	*engine
+	writer *sql.DB
+	reader *sql.DB // == writer for in-memory databases
+	log    *slog.Logger
+	clock  func() time.Time
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Defaults of [store.Options] for SQLite.
+const (
+	DefaultBusyTimeout  = 10 * time.Second
+	DefaultMaxReadConns = 4
+)
+
+// Open opens (creating it and its directory if needed) the SQLite database
+// at path and, unless opts.NoMigrate, migrates it. path is a file path,
+// ":memory:" for a private in-memory database, or a "file:" URI whose query
+// parameters are passed to the driver.
+//
+// Connections are set up so that baton and River's SQLite driver
+// (riversqlite) can share the database:
+//
+//   - journal_mode=WAL, so that readers never block the writer or each other;
+//   - busy_timeout (opts.BusyTimeout), so that another process holding the
+//     write lock (a `baton migrate`, a second server) makes a statement wait
+//     instead of failing at once with SQLITE_BUSY;
+//   - foreign_keys=on;
+//   - a single write connection (SetMaxOpenConns(1)) on which every
+//     transaction is BEGIN IMMEDIATE (_txlock=immediate).
+//
+// SQLite allows one writer at a time. With a single write connection, writers
+// in this process queue in database/sql's pool instead of contending for
+// SQLite's lock, which River's documentation requires of riversqlite. And
+// beginning IMMEDIATE takes the write lock up front: a deferred transaction
+// that reads and then writes can fail with SQLITE_BUSY without waiting, at
+// the moment it upgrades its lock, while another connection (another process)
+// writes. Reads outside transactions use a separate pool of
+// opts.MaxReadConns query_only connections, so that streaming readers do not
+// queue behind writers. In-memory databases live in one connection, which
+// both pools are.
+func Open(ctx context.Context, path string, opts *store.Options) (*Store, error) {
+	if opts == nil {
+		opts = &store.Options{}
+	}
+	if path == "" {
+		return nil, fmt.Errorf("sqlitestore: open: %w: empty path", store.ErrInvalid)
+	}
+	busy := opts.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
+	readConns := opts.MaxReadConns
+	if readConns <= 0 {
+		readConns = DefaultMaxReadConns
+	}
+	file, query, memory, err := parsePath(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w: %v", path, store.ErrInvalid, err)
+	}
+	if !memory {
+		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+			return nil, fmt.Errorf("sqlitestore: open %s: %w: %w", path, store.ErrUnavailable, err)
+		}
+	}
+	s := &Store{log: opts.Logger, clock: opts.Now}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	s.writer, err = sql.Open("sqlite", dsn(file, query, memory, busy, false))
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	s.writer.SetMaxOpenConns(1)
+	s.writer.SetMaxIdleConns(1)
+	s.writer.SetConnMaxLifetime(0)
+	s.writer.SetConnMaxIdleTime(0)
+	s.reader = s.writer
+	if !memory {
+		s.reader, err = sql.Open("sqlite", dsn(file, query, memory, busy, true))
+		if err != nil {
+			s.writer.Close()
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		}
+		s.reader.SetMaxOpenConns(readConns)
+		s.reader.SetMaxIdleConns(readConns)
+		s.reader.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	s.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: storeExec{s}, Clock: s.clock}
+	if err := s.open(ctx, opts.NoMigrate); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) open(ctx context.Context, noMigrate bool) error {
+	// The first connection applies the pragmas; WAL needs the write lock
+	// once, so it is set up on the writer first.
+	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	if !noMigrate {
+		return s.Migrate(ctx)
+	}
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if v < len(migrations) {
+		return &store.SchemaVersionError{Current: v, Required: len(migrations)}
+	}
+	return nil
+}
+
+// parsePath splits a path or file: URI into the file part and its query.
+func parsePath(path string) (file string, query url.Values, memory bool, err error) {
+	query = url.Values{}
+	if rest, ok := strings.CutPrefix(path, "file:"); ok {
+		file, q, _ := strings.Cut(rest, "?")
+		if query, err = url.ParseQuery(q); err != nil {
+			return "", nil, false, err
+		}
+		if file, err = url.PathUnescape(file); err != nil {
+			return "", nil, false, err
+		}
+		file = strings.TrimPrefix(file, "//localhost")
+		if strings.HasPrefix(file, "///") {
+			file = file[2:]
+		}
+		memory = file == ":memory:" || query.Get("mode") == "memory"
+		return file, query, memory, nil
+	}
+	if path == ":memory:" {
+		return path, query, true, nil
+	}
+	return path, query, false, nil
+}
+
+// dsn builds the driver DSN. Baton's settings override the caller's.
+func dsn(file string, query url.Values, memory bool, busy time.Duration, readOnly bool) string {
+	q := url.Values{}
+	for k, v := range query {
+		if k == "_txlock" || k == "_pragma" && hasBatonPragma(v) {
+			continue
+		}
+		q[k] = append([]string(nil), v...)
+	}
+	pragmas := []string{
+		"busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")",
+		"foreign_keys(1)",
+	}
+	if !memory {
+		pragmas = append(pragmas, "journal_mode(WAL)", "synchronous(FULL)")
+	}
+	if readOnly {
+		pragmas = append(pragmas, "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	q["_pragma"] = append(q["_pragma"], pragmas...)
+	// Escape what a SQLite URI path cannot hold literally.
+	r := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
+	return "file:" + r.Replace(file) + "?" + q.Encode()
+}
+
+func hasBatonPragma(vs []string) bool {
+	for _, v := range vs {
+		name, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(v)), "(")
+		switch strings.TrimSpace(name) {
+		case "busy_timeout", "foreign_keys", "journal_mode", "query_only":
+			return true
+		}
+	}
+	return false
+}
+
+// DB returns the write pool: one connection, transactions BEGIN IMMEDIATE.
+// Give it to riversqlite.New so that River's jobs live in the same database
+// and queue behind the same single writer. Do not change its pool settings
+// or close it; Close does.
+func (s *Store) DB() *sql.DB { return s.writer }
+
+// SQLTx returns the database/sql transaction under tx, a transaction of a
+// SQLite store, so that other rows (River's InsertTx) commit with it. It
+// reports false for a tx of another backend.
+func SQLTx(tx store.Tx) (*sql.Tx, bool) {
+	t, ok := tx.(*txOps)
+	if !ok {
+		return nil, false
+	}
+	return t.tx, true
+}
+
+// Tx implements [store.Store]. The transaction holds the single write
+// connection until fn returns.
+func (s *Store) Tx(ctx context.Context, fn func(tx store.Tx) error) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return wrap("begin transaction", err)
+	}
+	t := &txOps{tx: tx}
+	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: txExec{tx}, Clock: s.clock}
+	// Roll back unless committed, also when fn panics or calls
+	// runtime.Goexit (t.FailNow): the write connection must come back.
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(t); err != nil {
+		return err
+	}
+	committed = true
+	return wrap("commit", tx.Commit())
+}
+
+// Migrate implements [store.Store].
+func (s *Store) Migrate(ctx context.Context) error {
+	return s.MigrateTo(ctx, len(migrations))
+}
+
+// MigrateTo moves the schema to version (0 to [LatestVersion]), running up
+// or down migrations, in one IMMEDIATE transaction, so that concurrent
+// migrators in other processes wait for it and then find nothing to do.
+func (s *Store) MigrateTo(ctx context.Context, version int) error {
+	tx, err := s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return wrap("migrate", err)
+	}
+	defer tx.Rollback()
+	q := querier{tx}
+	if _, err := q.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+sqlcore.VersionTable+` (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT NOT NULL,
+		applied_at INTEGER NOT NULL
+	) STRICT`); err != nil {
+		return wrap("migrate", err)
+	}
+	if _, _, err := sqlcore.Apply(ctx, q, dialect{}, migrations, version, s.log); err != nil {
+		return wrap("migrate", err)
+	}
+	return wrap("migrate: commit", tx.Commit())
+}
+
+// LatestVersion is the newest migration of this build.
+func LatestVersion() int { return len(migrations) }
+
+// SchemaVersion returns the newest migration applied to the database, 0
+// for an empty database.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var n int
+	if err := s.reader.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = $1`,
+		sqlcore.VersionTable).Scan(&n); err != nil {
+		return 0, wrap("schema version", err)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	v, err := sqlcore.CurrentVersion(ctx, querier{s.reader})
+	return v, wrap("schema version", err)
+}
+
+// Ping implements [store.Store].
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.writer.PingContext(ctx); err != nil {
+		return wrap("ping", err)
+	}
+	if s.reader != s.writer {
+		if err := s.reader.PingContext(ctx); err != nil {
+			return wrap("ping", err)
+		}
+	}
+	return nil
+}
+
+// Close implements [store.Store].
+func (s *Store) Close() error {
+	var errs []error
+	if s.reader != nil && s.reader != s.writer {
+		errs = append(errs, s.reader.Close())
+	}
+	if s.writer != nil {
+		errs = append(errs, s.writer.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func wrap(op string, err error) error {
+	return sqlcore.Wrap(dialect{}, op, err)
+}
+
+// txOps is a store.Tx.
+type txOps struct {
+	*engine
+	tx *sql.Tx
+}
+
+// storeExec runs each call of the Store in its own transaction: writes on
+// the write connection, reads as single statements on the read pool.
+type storeExec struct{ s *Store }
+
+func (x storeExec) Run(ctx context.Context, _ sqlcore.Scope, write bool, fn func(sqlcore.Querier) error) error {
+	if !write {
+		return fn(querier{x.s.reader})
+	}
+	tx, err := x.s.writer.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tx.Rollback()
+		}
+	}()
+	if err := fn(querier{tx}); err != nil {
+		return err
+	}
+	committed = true
+	return tx.Commit()
+}
+
+// txExec runs calls in the caller's transaction.
+type txExec struct{ tx *sql.Tx }
+
+func (x txExec) Run(_ context.Context, _ sqlcore.Scope, _ bool, fn func(sqlcore.Querier) error) error {
+	return fn(querier{x.tx})
+}
+
+// querier adapts database/sql.
+type querier struct {
+	db interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	}
+}
+
+func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := q.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
+	return q.db.QueryRowContext(ctx, query, args...)
+}
+
+func (q querier) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {
+	rows, err := q.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }
+
+// dialect is SQLite's SQL.
+type dialect struct{}
+
+func (dialect) Time(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func (dialect) ForUpdate() string { return "" }
+
+// LockRun does nothing: write transactions are serialised by BEGIN IMMEDIATE.
+func (dialect) LockRun(context.Context, sqlcore.Querier, string, string) error { return nil }
+
+func (dialect) Classify(err error) sqlcore.ErrClass {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return sqlcore.ClassOther
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return sqlcore.ClassUnique
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return sqlcore.ClassForeignKey
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR,
+		sqlite3.SQLITE_FULL, sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_READONLY:
+		return sqlcore.ClassUnavailable
+	}
+	return sqlcore.ClassOther
+}

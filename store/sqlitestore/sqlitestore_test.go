@@ -1,0 +1,274 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/sqlitestore"
+	"github.com/batonhq/baton/store/storetest"
+)
+
+func openFile(t *testing.T, path string, opts *store.Options) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(t.Context(), path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func corrupt(ctx context.Context, s store.Store, id string, b []byte) error {
+	_, err := s.(*sqlitestore.Store).DB().ExecContext(ctx, `UPDATE checkpoints SET state = $1 WHERE id = $2`, b, id)
+	return err
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openFile(t, filepath.Join(t.TempDir(), "baton.db"), nil)
+	}, storetest.WithCorruptCheckpoint(corrupt))
+}
+
+func TestStoreMemory(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return openFile(t, ":memory:", nil)
+	}, storetest.WithCorruptCheckpoint(corrupt))
+}
+
+// TestMigrateConcurrent opens one fresh database from two stores at once
+// (as two processes would) and migrates it from both again.
+func TestMigrateConcurrent(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sub", "dir", "baton.db")
+	stores := make([]*sqlitestore.Store, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() { stores[i], errs[i] = sqlitestore.Open(t.Context(), path, nil) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open %d: %v", i, err)
+		}
+		t.Cleanup(func() { stores[i].Close() })
+	}
+	for range 2 {
+		for i := range stores {
+			wg.Go(func() { errs[i] = stores[i].Migrate(t.Context()) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("Migrate %d: %v", i, err)
+			}
+		}
+	}
+	for _, s := range stores {
+		v, err := s.SchemaVersion(t.Context())
+		if err != nil || v != sqlitestore.LatestVersion() {
+			t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, sqlitestore.LatestVersion())
+		}
+	}
+	// Both work on the same database.
+	if _, err := stores[0].EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores[1].GetOwner(t.Context(), &store.GetOwnerParams{ID: "o"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMigrateDownUp(t *testing.T) {
+	t.Parallel()
+	s := openFile(t, filepath.Join(t.TempDir(), "baton.db"), nil)
+	ctx := t.Context()
+	for _, v := range []int{0, sqlitestore.LatestVersion(), 1, 0, sqlitestore.LatestVersion()} {
+		if err := s.MigrateTo(ctx, v); err != nil {
+			t.Fatalf("MigrateTo(%d): %v", v, err)
+		}
+		if got, err := s.SchemaVersion(ctx); err != nil || got != v {
+			t.Fatalf("after MigrateTo(%d): version %d, %v", v, got, err)
+		}
+	}
+	var n int
+	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 10 { // nine tables and the version table
+		t.Fatalf("%d tables after migrating down and up", n)
+	}
+	if err := s.MigrateTo(ctx, sqlitestore.LatestVersion()+1); err == nil {
+		t.Fatal("MigrateTo past the latest version succeeded")
+	}
+}
+
+func TestNoMigrate(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "baton.db")
+	_, err := sqlitestore.Open(t.Context(), path, &store.Options{NoMigrate: true})
+	var sve *store.SchemaVersionError
+	if !errors.As(err, &sve) || !errors.Is(err, store.ErrSchemaVersion) || sve.Current != 0 || sve.Required != sqlitestore.LatestVersion() {
+		t.Fatalf("Open(NoMigrate) of an empty database: %v", err)
+	}
+	s := openFile(t, path, nil)
+	if err := s.MigrateTo(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sqlitestore.Open(t.Context(), path, &store.Options{NoMigrate: true})
+	if !errors.As(err, &sve) || sve.Current != 2 {
+		t.Fatalf("Open(NoMigrate) of an old schema: %v", err)
+	}
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	openFile(t, path, &store.Options{NoMigrate: true})
+}
+
+func TestOpenUnavailable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A directory that cannot be created: its parent is a file.
+	_, err := sqlitestore.Open(t.Context(), filepath.Join(file, "baton.db"), nil)
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Open under a file: %v, want ErrUnavailable", err)
+	}
+	// A path that is a directory.
+	_, err = sqlitestore.Open(t.Context(), dir, nil)
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("Open of a directory: %v, want ErrUnavailable", err)
+	}
+	_, err = sqlitestore.Open(t.Context(), "", nil)
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("Open(\"\"): %v, want ErrInvalid", err)
+	}
+}
+
+// TestSQLTx writes a row of another table through the *sql.Tx of a store
+// transaction, as River's InsertTx does: it commits and rolls back with the
+// store's rows.
+func TestSQLTx(t *testing.T) {
+	t.Parallel()
+	s := openFile(t, filepath.Join(t.TempDir(), "baton.db"), nil)
+	ctx := t.Context()
+	if _, err := s.DB().ExecContext(ctx, `CREATE TABLE jobs (thread_id TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := sqlitestore.SQLTx(nil); ok {
+		t.Fatal("SQLTx(nil) reported ok")
+	}
+	boom := errors.New("boom")
+	for _, fail := range []bool{true, false} {
+		var threadID string
+		err := s.Tx(ctx, func(tx store.Tx) error {
+			th, err := tx.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "o"})
+			if err != nil {
+				return err
+			}
+			threadID = th.ID
+			if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: "o", ThreadID: th.ID,
+				Messages: []store.NewMessage{{Message: message.User("hi")}}}); err != nil {
+				return err
+			}
+			sqlTx, ok := sqlitestore.SQLTx(tx)
+			if !ok {
+				t.Fatal("SQLTx: not ok")
+			}
+			if _, err := sqlTx.ExecContext(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, th.ID); err != nil {
+				return err
+			}
+			if fail {
+				return boom
+			}
+			return nil
+		})
+		var jobs int
+		if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE thread_id = $1`, threadID).Scan(&jobs); err != nil {
+			t.Fatal(err)
+		}
+		_, getErr := s.GetThread(ctx, &store.GetThreadParams{OwnerID: "o", ID: threadID})
+		if fail {
+			if !errors.Is(err, boom) || jobs != 0 || !errors.Is(getErr, store.ErrNotFound) {
+				t.Fatalf("rolled back: err %v, jobs %d, thread %v", err, jobs, getErr)
+			}
+		} else if err != nil || jobs != 1 || getErr != nil {
+			t.Fatalf("committed: err %v, jobs %d, thread %v", err, jobs, getErr)
+		}
+	}
+}
+
+// TestTwoStoresOneFile writes from two stores on one file at once, as two
+// processes sharing the embedded database would: busy_timeout and BEGIN
+// IMMEDIATE make them wait for each other instead of failing.
+func TestTwoStoresOneFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "baton.db")
+	a, b := openFile(t, path, nil), openFile(t, path, nil)
+	ctx := t.Context()
+	if _, err := a.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	th, err := a.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const each = 25
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*each)
+	for _, s := range []*sqlitestore.Store{a, b} {
+		wg.Go(func() {
+			for range each {
+				_, err := s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: "o", ThreadID: th.ID,
+					Messages: []store.NewMessage{{Message: message.User("x")}}})
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, err := b.ListMessages(ctx, &store.ListMessagesParams{OwnerID: "o", ThreadID: th.ID})
+	if err != nil || len(msgs) != 2*each {
+		t.Fatalf("ListMessages: %d, %v", len(msgs), err)
+	}
+}
+
+func TestWALAndForeignKeys(t *testing.T) {
+	t.Parallel()
+	s := openFile(t, filepath.Join(t.TempDir(), "baton.db"), nil)
+	var mode string
+	var fk, busy int
+	db := s.DB()
+	ctx := t.Context()
+	if err := db.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode = %q, %v", mode, err)
+	}
+	if err := db.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 1 {
+		t.Fatalf("foreign_keys = %d, %v", fk, err)
+	}
+	if err := db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil || busy != 10000 {
+		t.Fatalf("busy_timeout = %d, %v", busy, err)
+	}
+	if st := db.Stats(); st.MaxOpenConnections != 1 {
+		t.Fatalf("write pool has %d connections, want 1", st.MaxOpenConnections)
+	}
+}

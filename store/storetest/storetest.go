@@ -1,0 +1,1510 @@
+// Package storetest is the conformance suite of [store.Store]: every backend
+// runs [Run] against a real database.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/batonhq/baton/handoff"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+)
+
+// Option configures [Run].
+type Option func(*config)
+
+type config struct {
+	corrupt func(ctx context.Context, s store.Store, checkpointID string, state []byte) error
+}
+
+// WithCorruptCheckpoint gives the suite a way to overwrite the stored state
+// bytes of a checkpoint behind the store's back, to test that a corrupt row
+// is reported as such. Without it that test is skipped.
+func WithCorruptCheckpoint(fn func(ctx context.Context, s store.Store, checkpointID string, state []byte) error) Option {
+	return func(c *config) { c.corrupt = fn }
+}
+
+// Run runs the suite. newStore returns the store under test; it is called
+// once per subtest and may return the same store each time, since every
+// subtest works with owners of its own. It should register any cleanup with
+// t.Cleanup. Subtests run in parallel.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) {
+	t.Helper()
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, s store.Store, b *bundle)
+	}{
+		{"Owners", testOwners},
+		{"APIKeys", testAPIKeys},
+		{"ThreadCreateGet", testThreadCreateGet},
+		{"ThreadParent", testThreadParent},
+		{"ThreadList", testThreadList},
+		{"ThreadMetadataMerge", testThreadMetadataMerge},
+		{"ThreadMetadataCAS", testThreadMetadataCAS},
+		{"ThreadMetadataConcurrentCAS", testThreadMetadataConcurrentCAS},
+		{"ThreadActiveAgent", testThreadActiveAgent},
+		{"MessagesAppendList", testMessagesAppendList},
+		{"MessagesAppendAtomic", testMessagesAppendAtomic},
+		{"MessagesConcurrentAppend", testMessagesConcurrentAppend},
+		{"MessagesUpdate", testMessagesUpdate},
+		{"Drafts", testDrafts},
+		{"CheckpointSaveLoad", testCheckpointSaveLoad},
+		{"CheckpointFencingStep", testCheckpointFencingStep},
+		{"CheckpointFencingParent", testCheckpointFencingParent},
+		{"CheckpointConcurrentWriters", testCheckpointConcurrentWriters},
+		{"CheckpointIncompatible", testCheckpointIncompatible},
+		{"CheckpointInvalid", testCheckpointInvalid},
+		{"CheckpointCorrupt", func(t *testing.T, s store.Store, b *bundle) { testCheckpointCorrupt(t, s, b, cfg.corrupt) }},
+		{"JobRunIdempotency", testJobRunIdempotency},
+		{"JobRunConcurrentCreate", testJobRunConcurrentCreate},
+		{"JobRunTransitions", testJobRunTransitions},
+		{"ThreadSummaries", testThreadSummaries},
+		{"MemoryDocumentCAS", testMemoryDocumentCAS},
+		{"MemoryDocumentConcurrentCAS", testMemoryDocumentConcurrentCAS},
+		{"TxCommit", testTxCommit},
+		{"TxRollback", testTxRollback},
+		{"TxPanic", testTxPanic},
+		{"OwnerIsolation", testOwnerIsolation},
+		{"InvalidParams", testInvalidParams},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			tc.fn(t, s, setup(t, s))
+		})
+	}
+}
+
+// bundle is what every test starts with: two owners.
+type bundle struct {
+	ctx   context.Context
+	owner string // the owner under test
+	other string // another owner, who must see nothing of owner's
+}
+
+func setup(t *testing.T, s store.Store) *bundle {
+	t.Helper()
+	b := &bundle{ctx: t.Context(), owner: "owner-" + uuid.NewString(), other: "other-" + uuid.NewString()}
+	for _, id := range []string{b.owner, b.other} {
+		if _, err := s.EnsureOwner(b.ctx, &store.EnsureOwnerParams{ID: id, Name: "name of " + id}); err != nil {
+			t.Fatalf("EnsureOwner(%s): %v", id, err)
+		}
+	}
+	return b
+}
+
+// must fails the test on err.
+// It is called as must(f(…))(t).
+func must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return v
+	}
+}
+
+// wantErr fails the test unless errors.Is(err, target).
+func wantErr(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("error = %v, want %v", err, target)
+	}
+}
+
+func wantAs[E error](t *testing.T, err error) E {
+	t.Helper()
+	var e E
+	if !errors.As(err, &e) {
+		t.Fatalf("error = %v (%T), want a %T", err, err, e)
+	}
+	return e
+}
+
+func newThread(t *testing.T, s store.Ops, b *bundle) *store.Thread {
+	t.Helper()
+	return must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, Name: "thread", Network: "net"}))(t)
+}
+
+// checkTime fails unless ts is a recent UTC time with microsecond precision.
+func checkTime(t *testing.T, what string, ts time.Time) {
+	t.Helper()
+	if ts.IsZero() {
+		t.Fatalf("%s is zero", what)
+	}
+	if ts.Location() != time.UTC {
+		t.Errorf("%s = %v, want UTC", what, ts)
+	}
+	if ts.Nanosecond()%1000 != 0 {
+		t.Errorf("%s = %v, want microsecond precision", what, ts)
+	}
+	if d := time.Since(ts); d < -time.Minute || d > time.Hour {
+		t.Errorf("%s = %v, not recent", what, ts)
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+func testOwners(t *testing.T, s store.Store, b *bundle) {
+	o := must(s.GetOwner(b.ctx, &store.GetOwnerParams{ID: b.owner}))(t)
+	if o.ID != b.owner || o.Name != "name of "+b.owner {
+		t.Fatalf("GetOwner = %+v", o)
+	}
+	checkTime(t, "CreatedAt", o.CreatedAt)
+	again := must(s.EnsureOwner(b.ctx, &store.EnsureOwnerParams{ID: b.owner, Name: "renamed"}))(t)
+	if *again != *o {
+		t.Fatalf("EnsureOwner of an existing owner = %+v, want it unchanged %+v", again, o)
+	}
+	_, err := s.GetOwner(b.ctx, &store.GetOwnerParams{ID: "missing-" + uuid.NewString()})
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testAPIKeys(t *testing.T, s store.Store, b *bundle) {
+	created := must(s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner, Name: "ci"}))(t)
+	k := created.Key
+	if created.Secret == "" || k.Hash != store.HashAPIKey(created.Secret) || k.Prefix != store.APIKeyPrefix(created.Secret) {
+		t.Fatalf("CreateAPIKey = %+v, secret %q", k, created.Secret)
+	}
+	if k.OwnerID != b.owner || k.Name != "ci" || !k.RevokedAt.IsZero() {
+		t.Fatalf("CreateAPIKey = %+v", k)
+	}
+	checkTime(t, "CreatedAt", k.CreatedAt)
+	if len(k.Hash) != 64 || k.Hash == created.Secret {
+		t.Fatalf("Hash %q is not a hex SHA-256", k.Hash)
+	}
+
+	got := must(s.LookupAPIKey(b.ctx, &store.LookupAPIKeyParams{Hash: store.HashAPIKey(created.Secret)}))(t)
+	if !reflect.DeepEqual(got, k) {
+		t.Fatalf("LookupAPIKey = %+v, want %+v", got, k)
+	}
+	_, err := s.LookupAPIKey(b.ctx, &store.LookupAPIKeyParams{Hash: store.HashAPIKey("wrong")})
+	wantErr(t, err, store.ErrNotFound)
+
+	fixed := must(s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner, Name: "fixed", Secret: "baton_fixed-" + uuid.NewString()}))(t)
+	if fixed.Key.Hash != store.HashAPIKey(fixed.Secret) {
+		t.Fatalf("given secret not used")
+	}
+	_, err = s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner, Secret: fixed.Secret})
+	wantErr(t, err, store.ErrConflict)
+
+	revoked := must(s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: b.owner, ID: k.ID}))(t)
+	checkTime(t, "RevokedAt", revoked.RevokedAt)
+	_, err = s.LookupAPIKey(b.ctx, &store.LookupAPIKeyParams{Hash: k.Hash})
+	wantErr(t, err, store.ErrNotFound)
+	again := must(s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: b.owner, ID: k.ID}))(t)
+	if !again.RevokedAt.Equal(revoked.RevokedAt) {
+		t.Fatalf("revoking twice moved RevokedAt: %v then %v", revoked.RevokedAt, again.RevokedAt)
+	}
+
+	keys := must(s.ListAPIKeys(b.ctx, &store.ListAPIKeysParams{OwnerID: b.owner}))(t)
+	if len(keys) != 2 || keys[0].ID != k.ID || keys[1].ID != fixed.Key.ID || keys[0].RevokedAt.IsZero() {
+		t.Fatalf("ListAPIKeys = %+v", keys)
+	}
+	if keys := must(s.ListAPIKeys(b.ctx, &store.ListAPIKeysParams{OwnerID: b.other}))(t); len(keys) != 0 {
+		t.Fatalf("other owner lists %d keys", len(keys))
+	}
+	_, err = s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: b.other, ID: fixed.Key.ID})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: "missing-" + uuid.NewString()})
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testThreadCreateGet(t *testing.T, s store.Store, b *bundle) {
+	md := map[string]json.RawMessage{"app": json.RawMessage(`{"a":1}`)}
+	th := must(s.CreateThread(b.ctx, &store.CreateThreadParams{
+		OwnerID: b.owner, Name: "Trip ✈️ planning", Network: "travel", ActiveAgent: "triage", Metadata: md,
+	}))(t)
+	if th.ID == "" || th.OwnerID != b.owner || th.Name != "Trip ✈️ planning" || th.Network != "travel" ||
+		th.ActiveAgent != "triage" || th.ParentID != "" || th.Version != 1 {
+		t.Fatalf("CreateThread = %+v", th)
+	}
+	if _, err := uuid.Parse(th.ID); err != nil {
+		t.Fatalf("ID %q is not a UUID: %v", th.ID, err)
+	}
+	checkTime(t, "CreatedAt", th.CreatedAt)
+	if !th.UpdatedAt.Equal(th.CreatedAt) {
+		t.Fatalf("UpdatedAt %v != CreatedAt %v", th.UpdatedAt, th.CreatedAt)
+	}
+	if len(th.Metadata) != 1 || !jsonEqual(th.Metadata["app"], md["app"]) {
+		t.Fatalf("Metadata = %s", th.Metadata)
+	}
+	got := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	if !reflect.DeepEqual(normThread(got), normThread(th)) {
+		t.Fatalf("GetThread = %+v, want %+v", got, th)
+	}
+
+	id := "thread-" + uuid.NewString()
+	th2 := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ID: id}))(t)
+	if th2.ID != id || th2.Metadata == nil {
+		t.Fatalf("CreateThread with ID = %+v", th2)
+	}
+	_, err := s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ID: id})
+	wantErr(t, err, store.ErrConflict)
+	_, err = s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: "missing-" + uuid.NewString()})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: "missing"})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, Metadata: map[string]json.RawMessage{"x": json.RawMessage(`{`)}})
+	wantErr(t, err, store.ErrInvalid)
+}
+
+// normThread re-encodes metadata values so that backends that normalise
+// JSON compare equal.
+func normThread(th *store.Thread) store.Thread {
+	c := *th
+	c.Metadata = map[string]json.RawMessage{}
+	for k, v := range th.Metadata {
+		var x any
+		_ = json.Unmarshal(v, &x)
+		c.Metadata[k], _ = json.Marshal(x)
+	}
+	return c
+}
+
+func testThreadParent(t *testing.T, s store.Store, b *bundle) {
+	parent := newThread(t, s, b)
+	child := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ParentID: parent.ID}))(t)
+	if child.ParentID != parent.ID {
+		t.Fatalf("ParentID = %q, want %q", child.ParentID, parent.ID)
+	}
+	_, err := s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ParentID: "missing"})
+	wantErr(t, err, store.ErrNotFound)
+	// A parent of another owner is missing too.
+	_, err = s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other, ParentID: parent.ID})
+	wantErr(t, err, store.ErrNotFound)
+	page := must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner, ParentID: parent.ID}))(t)
+	if len(page.Threads) != 1 || page.Threads[0].ID != child.ID || page.NextCursor != "" {
+		t.Fatalf("children = %+v", page)
+	}
+}
+
+func testThreadList(t *testing.T, s store.Store, b *bundle) {
+	const n = 7
+	var ids []string
+	for range n {
+		ids = append(ids, newThread(t, s, b).ID)
+	}
+	newThread(t, s, &bundle{ctx: b.ctx, owner: b.other})
+	var got []string
+	cursor := ""
+	pages := 0
+	for {
+		page := must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner, Limit: 3, Cursor: cursor}))(t)
+		pages++
+		for _, th := range page.Threads {
+			got = append(got, th.ID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		if pages > n {
+			t.Fatal("paging does not end")
+		}
+		cursor = page.NextCursor
+	}
+	// Newest first.
+	want := make([]string, n)
+	for i := range ids {
+		want[n-1-i] = ids[i]
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("listed %v, want %v", got, want)
+	}
+	if pages != 3 {
+		t.Fatalf("%d pages, want 3", pages)
+	}
+	all := must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner}))(t)
+	if len(all.Threads) != n || all.NextCursor != "" {
+		t.Fatalf("default page has %d threads, cursor %q", len(all.Threads), all.NextCursor)
+	}
+	_, err := s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner, Cursor: "%%%"})
+	wantErr(t, err, store.ErrInvalid)
+	empty := must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: "nobody-" + uuid.NewString()}))(t)
+	if len(empty.Threads) != 0 {
+		t.Fatalf("unknown owner lists %d threads", len(empty.Threads))
+	}
+}
+
+func testThreadMetadataMerge(t *testing.T, s store.Store, b *bundle) {
+	th := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner,
+		Metadata: map[string]json.RawMessage{"app": json.RawMessage(`{"keep":true}`)}}))(t)
+	update := func(ns, patch string) *store.Thread {
+		t.Helper()
+		return must(s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{
+			OwnerID: b.owner, ThreadID: th.ID, Namespace: ns, Patch: json.RawMessage(patch)}))(t)
+	}
+	got := update(store.MetadataHandoff, `{"handoff_id":"h1","seed":{"active":true,"n":1}}`)
+	if got.Version != 2 || !got.UpdatedAt.After(th.UpdatedAt) && !got.UpdatedAt.Equal(th.UpdatedAt) {
+		t.Fatalf("after update: version %d, updated %v", got.Version, got.UpdatedAt)
+	}
+	got = update(store.MetadataHandoff, `{"seed":{"active":null,"cleared":true},"parent":"p"}`)
+	want := `{"handoff_id":"h1","parent":"p","seed":{"n":1,"cleared":true}}`
+	if !jsonEqual(got.Metadata[store.MetadataHandoff], []byte(want)) {
+		t.Fatalf("handoff = %s, want %s", got.Metadata[store.MetadataHandoff], want)
+	}
+	if !jsonEqual(got.Metadata["app"], []byte(`{"keep":true}`)) {
+		t.Fatalf("other namespace changed: %s", got.Metadata["app"])
+	}
+	if got.Version != 3 {
+		t.Fatalf("version %d, want 3", got.Version)
+	}
+	// Big numbers survive the merge exactly.
+	got = update("nums", `{"big":12345678901234567890}`)
+	if !jsonEqual(got.Metadata["nums"], []byte(`{"big":12345678901234567890}`)) || !strings.Contains(string(got.Metadata["nums"]), "12345678901234567890") {
+		t.Fatalf("nums = %s", got.Metadata["nums"])
+	}
+	got = update(store.MetadataHandoff, `null`)
+	if _, ok := got.Metadata[store.MetadataHandoff]; ok {
+		t.Fatalf("namespace not removed: %s", got.Metadata)
+	}
+	read := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	if !reflect.DeepEqual(normThread(read), normThread(got)) {
+		t.Fatalf("GetThread = %+v, want %+v", read, got)
+	}
+	_, err := s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{OwnerID: b.owner, ThreadID: th.ID, Namespace: "x", Patch: json.RawMessage(`{"a":`)})
+	wantErr(t, err, store.ErrInvalid)
+	_, err = s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{OwnerID: b.owner, ThreadID: th.ID, Patch: json.RawMessage(`{}`)})
+	wantErr(t, err, store.ErrInvalid)
+	_, err = s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{OwnerID: b.other, ThreadID: th.ID, Namespace: "x", Patch: json.RawMessage(`{}`)})
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testThreadMetadataCAS(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	p := &store.UpdateThreadMetadataParams{OwnerID: b.owner, ThreadID: th.ID, Namespace: "ns", Patch: json.RawMessage(`{"v":1}`), ExpectedVersion: th.Version}
+	up := must(s.UpdateThreadMetadata(b.ctx, p))(t)
+	if up.Version != th.Version+1 {
+		t.Fatalf("version %d", up.Version)
+	}
+	// The same expected version again is stale.
+	p.Patch = json.RawMessage(`{"v":2}`)
+	_, err := s.UpdateThreadMetadata(b.ctx, p)
+	vc := wantAs[*store.VersionConflictError](t, err)
+	wantErr(t, err, store.ErrConflict)
+	if vc.Expected != th.Version || vc.Actual != up.Version || vc.ID != th.ID {
+		t.Fatalf("conflict = %+v", vc)
+	}
+	read := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	if !jsonEqual(read.Metadata["ns"], []byte(`{"v":1}`)) || read.Version != up.Version {
+		t.Fatalf("a failed CAS wrote: %s version %d", read.Metadata["ns"], read.Version)
+	}
+}
+
+func testThreadMetadataConcurrentCAS(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{
+				OwnerID: b.owner, ThreadID: th.ID, Namespace: store.MetadataHandoff,
+				Patch: json.RawMessage(fmt.Sprintf(`{"cleared_by":%d}`, i)), ExpectedVersion: th.Version,
+			})
+		})
+	}
+	wg.Wait()
+	wins := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case errors.Is(err, store.ErrConflict):
+		default:
+			t.Fatalf("unexpected error: %v", err)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d of %d concurrent compare-and-swaps won, want exactly 1", wins, n)
+	}
+	read := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	if read.Version != th.Version+1 {
+		t.Fatalf("version %d, want %d", read.Version, th.Version+1)
+	}
+}
+
+func testThreadActiveAgent(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	up := must(s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: b.owner, ThreadID: th.ID, Agent: "billing", ExpectedVersion: 1}))(t)
+	if up.ActiveAgent != "billing" || up.Version != 2 {
+		t.Fatalf("SetActiveAgent = %+v", up)
+	}
+	_, err := s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: b.owner, ThreadID: th.ID, Agent: "x", ExpectedVersion: 1})
+	wantAs[*store.VersionConflictError](t, err)
+	up = must(s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: b.owner, ThreadID: th.ID, Agent: "triage"}))(t)
+	if up.ActiveAgent != "triage" || up.Version != 3 {
+		t.Fatalf("SetActiveAgent without CAS = %+v", up)
+	}
+	_, err = s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: b.other, ThreadID: th.ID, Agent: "x"})
+	wantErr(t, err, store.ErrNotFound)
+}
+
+// sampleMessages exercises every part type and field.
+func sampleMessages() []store.NewMessage {
+	return []store.NewMessage{
+		{Message: message.System("Be brief. Ünïcödé ✓")},
+		{Message: message.User("what's the weather in 東京?")},
+		{Message: message.Message{
+			Role: message.RoleAssistant, Agent: "weather",
+			Parts: []message.Part{
+				{Type: message.PartReasoning, Text: "thinking", Provider: "anthropic", Signature: "sig", ID: "r1"},
+				{Type: message.PartText, Text: "Let me check."},
+				{Type: message.PartToolCall, CallID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"東京","units":"c"}`)},
+			},
+			Usage:    &message.Usage{InputTokens: 120, OutputTokens: 30, CachedTokens: 100, ReasoningTokens: 10},
+			Metadata: map[string]any{"handoff_event_id": "evt-1", "score": 0.5},
+		}},
+		{Message: message.ToolResult("weather", "call_1", "get_weather", `{"temp":21}`, false)},
+		{Message: message.Message{Role: message.RoleUser, Parts: []message.Part{
+			{Type: message.PartImage, MediaType: "image/png", Data: []byte{0x89, 'P', 'N', 'G', 0, 1, 2}},
+			{Type: message.PartImage, URL: "https://example.com/a.png"},
+		}}},
+		{Message: message.Message{Role: message.RoleAssistant, Agent: "weather", Status: message.StatusQueued}, ParentID: "parent-msg"},
+	}
+}
+
+func testMessagesAppendList(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	in := sampleMessages()
+	in[1].Message.ID = "msg-" + uuid.NewString()
+	out := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: in}))(t)
+	if len(out) != len(in) {
+		t.Fatalf("appended %d, want %d", len(out), len(in))
+	}
+	for i, m := range out {
+		want := in[i].Message.Clone()
+		if want.ID == "" {
+			want.ID = m.ID
+		}
+		if want.Status == "" {
+			want.Status = message.StatusCompleted
+		}
+		if want.Parts == nil {
+			want.Parts = []message.Part{}
+		}
+		if m.Seq != int64(i+1) || m.ThreadID != th.ID || m.OwnerID != b.owner || m.ParentID != in[i].ParentID {
+			t.Fatalf("message %d = seq %d thread %s owner %s parent %q", i, m.Seq, m.ThreadID, m.OwnerID, m.ParentID)
+		}
+		checkTime(t, "CreatedAt", m.CreatedAt)
+		if !reflect.DeepEqual(m.Message, want) {
+			t.Fatalf("message %d:\n got %+v\nwant %+v", i, m.Message, want)
+		}
+	}
+	if out[1].ID != in[1].Message.ID {
+		t.Fatalf("given ID not kept")
+	}
+	list := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+	if !reflect.DeepEqual(list, out) {
+		t.Fatalf("ListMessages differs from AppendMessages:\n got %+v\nwant %+v", list, out)
+	}
+	got := must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: out[2].ID}))(t)
+	if !reflect.DeepEqual(got, out[2]) {
+		t.Fatalf("GetMessage = %+v, want %+v", got, out[2])
+	}
+
+	more := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.User("again")}}}))(t)
+	if more[0].Seq != int64(len(in)+1) {
+		t.Fatalf("next seq = %d", more[0].Seq)
+	}
+	seqs := func(ms []*store.Message) (out []int64) {
+		for _, m := range ms {
+			out = append(out, m.Seq)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		p    store.ListMessagesParams
+		want []int64
+	}{
+		{store.ListMessagesParams{AfterSeq: 4}, []int64{5, 6, 7}},
+		{store.ListMessagesParams{Limit: 2}, []int64{1, 2}},
+		{store.ListMessagesParams{Limit: 3, Last: true}, []int64{5, 6, 7}},
+		{store.ListMessagesParams{AfterSeq: 2, Limit: 2}, []int64{3, 4}},
+		{store.ListMessagesParams{AfterSeq: 7}, nil},
+	} {
+		tc.p.OwnerID, tc.p.ThreadID = b.owner, th.ID
+		got := must(s.ListMessages(b.ctx, &tc.p))(t)
+		if !reflect.DeepEqual(seqs(got), tc.want) || got == nil {
+			t.Fatalf("ListMessages(%+v) = %v, want %v", tc.p, seqs(got), tc.want)
+		}
+	}
+	updated := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	if updated.UpdatedAt.Before(more[0].CreatedAt) || updated.Version != th.Version {
+		t.Fatalf("thread after append: updated %v (message %v), version %d", updated.UpdatedAt, more[0].CreatedAt, updated.Version)
+	}
+	empty := newThread(t, s, b)
+	if got := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: empty.ID}))(t); got == nil || len(got) != 0 {
+		t.Fatalf("empty thread lists %v", got)
+	}
+	_, err := s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: "missing"})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: "missing", Messages: in[:1]})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.Message{Role: "robot"}}}})
+	wantErr(t, err, store.ErrInvalid)
+	_, err = s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleUser, Status: "done"}}}})
+	wantErr(t, err, store.ErrInvalid)
+}
+
+func testMessagesAppendAtomic(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	first := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.User("one")}}}))(t)
+	dup := message.User("dup")
+	dup.ID = first[0].ID
+	_, err := s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.User("two")}, {Message: dup}}})
+	wantErr(t, err, store.ErrConflict)
+	list := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+	if len(list) != 1 {
+		t.Fatalf("a failed batch left %d messages, want 1", len(list))
+	}
+	next := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.User("three")}}}))(t)
+	if next[0].Seq != 2 {
+		t.Fatalf("seq after a failed batch = %d, want 2", next[0].Seq)
+	}
+}
+
+func testMessagesConcurrentAppend(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	const writers, each = 4, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				_, err := s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+					Messages: []store.NewMessage{{Message: message.User(fmt.Sprintf("w%d-%d", w, i))}}})
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent append: %v", err)
+		}
+	}
+	list := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+	if len(list) != writers*each {
+		t.Fatalf("%d messages, want %d", len(list), writers*each)
+	}
+	for i, m := range list {
+		if m.Seq != int64(i+1) {
+			t.Fatalf("message %d has seq %d", i, m.Seq)
+		}
+	}
+}
+
+func testMessagesUpdate(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	placeholder := message.Message{Role: message.RoleAssistant, Agent: "a", Status: message.StatusQueued,
+		Metadata: map[string]any{"keep": "yes", "drop": "x"}}
+	m := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: placeholder}}}))(t)[0]
+	up := must(s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.owner, ID: m.ID,
+		Status: message.StatusStreaming, ExpectedStatus: message.StatusQueued}))(t)
+	if up.Status != message.StatusStreaming || len(up.Parts) != 0 {
+		t.Fatalf("after streaming: %+v", up)
+	}
+	usage := &message.Usage{InputTokens: 5, OutputTokens: 7}
+	up = must(s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.owner, ID: m.ID,
+		Status: message.StatusCompleted, Parts: []message.Part{{Type: message.PartText, Text: "done ✓"}}, Usage: usage,
+		Metadata: map[string]any{"drop": nil, "run_id": "r1"}, ExpectedStatus: message.StatusStreaming}))(t)
+	want := map[string]any{"keep": "yes", "run_id": "r1"}
+	if up.Status != message.StatusCompleted || up.Text() != "done ✓" || *up.Usage != *usage || !reflect.DeepEqual(up.Metadata, want) {
+		t.Fatalf("after completion: %+v", up)
+	}
+	if up.UpdatedAt.Before(up.CreatedAt) || up.Seq != m.Seq || up.Agent != "a" {
+		t.Fatalf("after completion: %+v", up)
+	}
+	// A second finisher expecting streaming loses and writes nothing.
+	_, err := s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.owner, ID: m.ID,
+		Status: message.StatusError, ExpectedStatus: message.StatusStreaming})
+	te := wantAs[*store.TransitionError](t, err)
+	wantErr(t, err, store.ErrConflict)
+	if te.From != string(message.StatusCompleted) || te.To != string(message.StatusError) {
+		t.Fatalf("TransitionError = %+v", te)
+	}
+	got := must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: m.ID}))(t)
+	if !reflect.DeepEqual(got, up) {
+		t.Fatalf("a failed update wrote: %+v", got)
+	}
+	_, err = s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.owner, ID: m.ID, Status: "bogus"})
+	wantErr(t, err, store.ErrInvalid)
+	_, err = s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.other, ID: m.ID, Status: message.StatusError})
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testDrafts(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	m := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Status: message.StatusStreaming}}}}))(t)[0]
+	_, err := s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID})
+	wantErr(t, err, store.ErrNotFound)
+	d := must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: m.ID, Text: "Hel"}))(t)
+	if d.Version != 1 || d.Text != "Hel" || d.MessageID != m.ID || d.OwnerID != b.owner {
+		t.Fatalf("first draft = %+v", d)
+	}
+	checkTime(t, "UpdatedAt", d.UpdatedAt)
+	d = must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: m.ID, Text: "Hello, wörld"}))(t)
+	if d.Version != 2 || d.Text != "Hello, wörld" {
+		t.Fatalf("second draft = %+v", d)
+	}
+	got := must(s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID}))(t)
+	if *got != *d {
+		t.Fatalf("GetDraft = %+v, want %+v", got, d)
+	}
+	_, err = s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.other, MessageID: m.ID})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.other, MessageID: m.ID, Text: "hijack"})
+	wantErr(t, err, store.ErrNotFound)
+	if err := s.DeleteDraft(b.ctx, &store.DeleteDraftParams{OwnerID: b.other, MessageID: m.ID}); err != nil {
+		t.Fatalf("DeleteDraft by another owner: %v", err)
+	}
+	if got := must(s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID}))(t); got.Text != "Hello, wörld" {
+		t.Fatalf("another owner changed the draft: %+v", got)
+	}
+	_, err = s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: "missing", Text: "x"})
+	wantErr(t, err, store.ErrNotFound)
+	if err := s.DeleteDraft(b.ctx, &store.DeleteDraftParams{OwnerID: b.owner, MessageID: m.ID}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID})
+	wantErr(t, err, store.ErrNotFound)
+	if err := s.DeleteDraft(b.ctx, &store.DeleteDraftParams{OwnerID: b.owner, MessageID: m.ID}); err != nil {
+		t.Fatalf("deleting a missing draft: %v", err)
+	}
+}
+
+// newState returns a valid state of run at step with rich content.
+func newState(runID, threadID string, step int) *runstate.State {
+	return &runstate.State{
+		RunID: runID, ThreadID: threadID, Network: "support", Fingerprint: "fp-1", Agent: "billing",
+		Messages:   []message.Message{message.User("refund ☂"), message.Assistant("billing", "sure")},
+		Transcript: []message.Message{message.User("refund ☂")},
+		Pending: []runstate.PendingCall{{
+			Call: message.ToolCall{ID: "c1", Name: "refund", Arguments: json.RawMessage(`{"amount":10}`)},
+			Kind: runstate.CallTool, Result: &runstate.Result{Output: "ok"},
+		}},
+		Handoff: &handoff.Context{ID: "h1", From: "triage", To: "billing", Type: handoff.TypeTransfer, History: handoff.HistoryFull,
+			Data: json.RawMessage(`{"reason":"refund"}`)},
+		Trail: []string{"triage", "billing"}, Turns: step + 1, Handoffs: 1,
+		Usage:     message.Usage{InputTokens: 100, OutputTokens: 20},
+		Step:      step,
+		Status:    runstate.StatusRunning,
+		StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC),
+		Values:    map[string]json.RawMessage{"k": json.RawMessage(`"v"`)},
+	}
+}
+
+func encodeState(t *testing.T, s *runstate.State) []byte {
+	t.Helper()
+	return must(runstate.Encode(s))(t)
+}
+
+func testCheckpointSaveLoad(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	run := "run-" + uuid.NewString()
+	st := newState(run, th.ID, 1)
+	cp := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: st}))(t)
+	if cp.ID == "" || cp.RunID != run || cp.ThreadID != th.ID || cp.Step != 1 || cp.ParentID != "" ||
+		cp.Fingerprint != "fp-1" || cp.Status != runstate.StatusRunning || cp.OwnerID != b.owner {
+		t.Fatalf("SaveCheckpoint = %+v", cp)
+	}
+	checkTime(t, "CreatedAt", cp.CreatedAt)
+	st2 := newState(run, th.ID, 2)
+	st2.Status = runstate.StatusInterrupted
+	st2.Interrupt = &runstate.Interrupt{SchemaVersion: 1, ID: "i1", Source: "approval",
+		ActionRequests: []runstate.ActionRequest{{Name: "refund", Args: json.RawMessage(`{"amount":10}`), CallID: "c1"}}}
+	cp2 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: st2, ParentID: cp.ID, ID: "cp-" + uuid.NewString()}))(t)
+	if cp2.ParentID != cp.ID || cp2.Status != runstate.StatusInterrupted {
+		t.Fatalf("second checkpoint = %+v", cp2)
+	}
+	for name, got := range map[string]*store.Checkpoint{
+		"GetCheckpoint":            must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp2.ID, Fingerprint: "fp-1"}))(t),
+		"LatestCheckpoint(run)":    must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t),
+		"LatestCheckpoint(thread)": must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, ThreadID: th.ID}))(t),
+	} {
+		if !reflect.DeepEqual(got, cp2) {
+			t.Fatalf("%s = %+v\nwant %+v", name, got, cp2)
+		}
+		if string(encodeState(t, got.State)) != string(encodeState(t, st2)) {
+			t.Fatalf("%s: state does not round-trip", name)
+		}
+	}
+	first := must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp.ID}))(t)
+	if first.Step != 1 || first.State.Step != 1 {
+		t.Fatalf("first checkpoint = %+v", first)
+	}
+	// Another run on the same thread is the thread's latest once written.
+	other := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState("run-"+uuid.NewString(), th.ID, 0)}))(t)
+	if got := must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, ThreadID: th.ID}))(t); got.ID != other.ID {
+		t.Fatalf("thread latest = %s, want %s", got.ID, other.ID)
+	}
+	// A run without a thread.
+	loose := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState("run-"+uuid.NewString(), "", 0)}))(t)
+	if loose.ThreadID != "" {
+		t.Fatalf("ThreadID = %q", loose.ThreadID)
+	}
+	_, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: "missing"})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: "missing"})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner})
+	wantErr(t, err, store.ErrInvalid)
+	_, err = s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID})
+	wantErr(t, err, store.ErrInvalid)
+}
+
+// wantLatest fails unless the run's newest checkpoint is id.
+func wantLatest(t *testing.T, s store.Store, b *bundle, run, id string, step int) {
+	t.Helper()
+	got := must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t)
+	if got.ID != id || got.Step != step || got.State.Step != step {
+		t.Fatalf("latest checkpoint = %s step %d, want %s step %d", got.ID, got.Step, id, step)
+	}
+}
+
+func testCheckpointFencingStep(t *testing.T, s store.Store, b *bundle) {
+	run := "run-" + uuid.NewString()
+	cp1 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
+	cp2 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2)}))(t)
+	if cp2.ParentID != cp1.ID {
+		t.Fatalf("implicit parent = %q, want %q", cp2.ParentID, cp1.ID)
+	}
+	for _, step := range []int{2, 1, 0} {
+		stale := newState(run, "", step)
+		stale.FinalOutput = "from a stale writer"
+		_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: stale})
+		se := wantAs[*store.StaleWriteError](t, err)
+		wantErr(t, err, store.ErrConflict)
+		if se.RunID != run || se.Step != step || se.LatestID != cp2.ID || se.LatestStep != 2 {
+			t.Fatalf("StaleWriteError = %+v", se)
+		}
+	}
+	wantLatest(t, s, b, run, cp2.ID, 2)
+	got := must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp2.ID}))(t)
+	if got.State.FinalOutput != "" {
+		t.Fatalf("a stale write overwrote the checkpoint")
+	}
+	// Steps may skip ahead.
+	cp5 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 5)}))(t)
+	wantLatest(t, s, b, run, cp5.ID, 5)
+	// The same checkpoint ID twice is a conflict.
+	_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, ID: cp5.ID, State: newState("run-"+uuid.NewString(), "", 1)})
+	wantErr(t, err, store.ErrConflict)
+	// Runs of another owner are fenced apart.
+	must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.other, State: newState(run, "", 1)}))(t)
+	wantLatest(t, s, b, run, cp5.ID, 5)
+}
+
+func testCheckpointFencingParent(t *testing.T, s store.Store, b *bundle) {
+	run := "run-" + uuid.NewString()
+	// A writer that believes the run has a parent it does not have is stale.
+	_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1), ParentID: "ghost"})
+	wantAs[*store.StaleWriteError](t, err)
+	cp1 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
+	cp2 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2), ParentID: cp1.ID}))(t)
+	// Resumed from cp1 while another writer already wrote cp2: even a
+	// higher step is refused.
+	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 3), ParentID: cp1.ID})
+	se := wantAs[*store.StaleWriteError](t, err)
+	if se.ParentID != cp1.ID || se.LatestID != cp2.ID {
+		t.Fatalf("StaleWriteError = %+v", se)
+	}
+	wantLatest(t, s, b, run, cp2.ID, 2)
+	cp3 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 3), ParentID: cp2.ID}))(t)
+	wantLatest(t, s, b, run, cp3.ID, 3)
+}
+
+func testCheckpointConcurrentWriters(t *testing.T, s store.Store, b *bundle) {
+	run := "run-" + uuid.NewString()
+	base := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
+	const n = 6
+	var wg sync.WaitGroup
+	ids := make([]string, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			// Half fence by parent, half by step only; all write step 2.
+			p := &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2)}
+			if i%2 == 0 {
+				p.ParentID = base.ID
+			}
+			cp, err := s.SaveCheckpoint(b.ctx, p)
+			errs[i] = err
+			if err == nil {
+				ids[i] = cp.ID
+			}
+		})
+	}
+	wg.Wait()
+	winner := ""
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner != "" {
+				t.Fatalf("two writers of step 2 won: %s and %s", winner, ids[i])
+			}
+			winner = ids[i]
+		case errors.Is(err, store.ErrConflict):
+		default:
+			t.Fatalf("writer %d: %v", i, err)
+		}
+	}
+	if winner == "" {
+		t.Fatal("no writer won")
+	}
+	wantLatest(t, s, b, run, winner, 2)
+}
+
+func testCheckpointIncompatible(t *testing.T, s store.Store, b *bundle) {
+	run := "run-" + uuid.NewString()
+	cp := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 0)}))(t)
+	_, err := s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp.ID, Fingerprint: "fp-2"})
+	ie := wantAs[*runstate.IncompatibleError](t, err)
+	wantErr(t, err, store.ErrIncompatible)
+	wantErr(t, err, runstate.ErrIncompatible)
+	if ie.Checkpoint != "fp-1" || ie.Current != "fp-2" || ie.Network != "support" {
+		t.Fatalf("IncompatibleError = %+v", ie)
+	}
+	_, err = s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run, Fingerprint: "fp-2"})
+	wantErr(t, err, store.ErrIncompatible)
+	must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run, Fingerprint: "fp-1"}))(t)
+}
+
+func testCheckpointInvalid(t *testing.T, s store.Store, b *bundle) {
+	bad := newState("run-"+uuid.NewString(), "", 1)
+	bad.Status = "sleeping"
+	for name, p := range map[string]*store.SaveCheckpointParams{
+		"nil state":     {OwnerID: b.owner},
+		"bad status":    {OwnerID: b.owner, State: bad},
+		"no run":        {OwnerID: b.owner, State: newState("", "", 1)},
+		"negative step": {OwnerID: b.owner, State: newState("run-x", "", -1)},
+		"no owner":      {State: newState("run-x", "", 1)},
+	} {
+		_, err := s.SaveCheckpoint(b.ctx, p)
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: error = %v, want ErrInvalid", name, err)
+		}
+	}
+	th := newThread(t, s, b)
+	_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.other, State: newState("run-"+uuid.NewString(), th.ID, 1)})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState("run-"+uuid.NewString(), "missing", 1)})
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testCheckpointCorrupt(t *testing.T, s store.Store, b *bundle, corrupt func(context.Context, store.Store, string, []byte) error) {
+	if corrupt == nil {
+		t.Skip("storetest: no WithCorruptCheckpoint option")
+	}
+	run := "run-" + uuid.NewString()
+	cp1 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
+	cp2 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2)}))(t)
+	other := newState("run-"+uuid.NewString(), "", 2)
+	for name, tc := range map[string]struct {
+		bytes  []byte
+		target error
+	}{
+		"garbage":        {[]byte("\x00\xffnot json"), runstate.ErrCorrupt},
+		"truncated":      {encodeState(t, newState(run, "", 2))[:40], runstate.ErrCorrupt},
+		"future version": {[]byte(`{"schema_version":99}`), runstate.ErrUnknownVersion},
+		"other run":      {encodeState(t, other), runstate.ErrCorrupt},
+		"empty":          {[]byte{}, runstate.ErrCorrupt},
+	} {
+		if err := corrupt(b.ctx, s, cp2.ID, tc.bytes); err != nil {
+			t.Fatalf("%s: corrupting: %v", name, err)
+		}
+		for _, read := range []func() error{
+			func() error {
+				_, err := s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp2.ID})
+				return err
+			},
+			func() error {
+				_, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run})
+				return err
+			},
+		} {
+			err := read()
+			ce := wantAs[*store.CorruptError](t, err)
+			wantErr(t, err, store.ErrCorrupt)
+			wantErr(t, err, tc.target)
+			if ce.ID != cp2.ID || ce.Table != "checkpoints" {
+				t.Fatalf("%s: CorruptError = %+v", name, ce)
+			}
+		}
+	}
+	// The corrupt row is not overwritten: writing its step again is stale,
+	// and the next step still fences on it.
+	_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2)})
+	wantAs[*store.StaleWriteError](t, err)
+	cp3 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 3), ParentID: cp2.ID}))(t)
+	wantLatest(t, s, b, run, cp3.ID, 3)
+	_, err = s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp2.ID})
+	wantErr(t, err, store.ErrCorrupt)
+	must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp1.ID}))(t)
+}
+
+func testJobRunIdempotency(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	key := "continue:" + uuid.NewString()
+	p := &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: key, Kind: "continuation", ThreadID: th.ID,
+		Metadata: map[string]json.RawMessage{"run_id": json.RawMessage(`"r1"`)}}
+	res := must(s.CreateJobRun(b.ctx, p))(t)
+	j := res.Run
+	if res.Duplicate || j.Status != store.JobQueued || j.Attempt != 0 || j.Kind != "continuation" || j.ThreadID != th.ID ||
+		j.IdempotencyKey != key || !j.StartedAt.IsZero() || !j.FinishedAt.IsZero() || !jsonEqual(j.Metadata["run_id"], []byte(`"r1"`)) {
+		t.Fatalf("CreateJobRun = %+v", res)
+	}
+	checkTime(t, "CreatedAt", j.CreatedAt)
+	again := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: key, Kind: "other"}))(t)
+	if !again.Duplicate || again.Run.ID != j.ID || again.Run.Kind != "continuation" {
+		t.Fatalf("duplicate CreateJobRun = %+v", again)
+	}
+	byKey := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, IdempotencyKey: key}))(t)
+	byID := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t)
+	if !reflect.DeepEqual(byKey, byID) || byID.ID != j.ID {
+		t.Fatalf("GetJobRun by key %+v, by id %+v", byKey, byID)
+	}
+	// Keys are per owner.
+	theirs := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.other, IdempotencyKey: key, Kind: "continuation"}))(t)
+	if theirs.Duplicate || theirs.Run.ID == j.ID {
+		t.Fatalf("another owner's key collided: %+v", theirs)
+	}
+	_, err := s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.other, IdempotencyKey: "k2", Kind: "x", ThreadID: th.ID})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, Kind: "x"})
+	wantErr(t, err, store.ErrInvalid)
+	_, err = s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner})
+	wantErr(t, err, store.ErrInvalid)
+}
+
+func testJobRunConcurrentCreate(t *testing.T, s store.Store, b *bundle) {
+	key := "evt-" + uuid.NewString()
+	const n = 8
+	var wg sync.WaitGroup
+	results := make([]*store.CreateJobRunResult, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			results[i], errs[i] = s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: key, Kind: "continuation"})
+		})
+	}
+	wg.Wait()
+	created := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("creator %d: %v", i, errs[i])
+		}
+		if !results[i].Duplicate {
+			created++
+		}
+		if results[i].Run.ID != results[0].Run.ID {
+			t.Fatalf("two rows for one key: %s and %s", results[i].Run.ID, results[0].Run.ID)
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d creators saw a new row, want 1", created)
+	}
+}
+
+func testJobRunTransitions(t *testing.T, s store.Store, b *bundle) {
+	j := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+	move := func(to store.JobStatus, errText string, attempt int) (*store.JobRun, error) {
+		return s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: to, Error: errText, ExpectedAttempt: attempt,
+			Metadata: map[string]json.RawMessage{string(to): json.RawMessage(`true`)}})
+	}
+	p1 := must(move(store.JobProcessing, "", 0))(t)
+	if p1.Status != store.JobProcessing || p1.Attempt != 1 || p1.StartedAt.IsZero() || !p1.FinishedAt.IsZero() {
+		t.Fatalf("processing = %+v", p1)
+	}
+	e1 := must(move(store.JobError, "model timeout", 1))(t)
+	if e1.Status != store.JobError || e1.Error != "model timeout" || e1.FinishedAt.IsZero() || e1.Attempt != 1 {
+		t.Fatalf("error = %+v", e1)
+	}
+	p2 := must(move(store.JobProcessing, "", 1))(t)
+	if p2.Attempt != 2 || !p2.FinishedAt.IsZero() || p2.StartedAt.Before(p1.StartedAt) {
+		t.Fatalf("retry = %+v", p2)
+	}
+	// Picked up again after a crash, without having finished.
+	p3 := must(move(store.JobProcessing, "", 0))(t)
+	if p3.Attempt != 3 {
+		t.Fatalf("re-pick = %+v", p3)
+	}
+	// A worker of attempt 2 cannot finish attempt 3.
+	_, err := move(store.JobCompleted, "", 2)
+	te := wantAs[*store.TransitionError](t, err)
+	if te.Reason == "" {
+		t.Fatalf("TransitionError without a reason: %+v", te)
+	}
+	done := must(move(store.JobCompleted, "", 3))(t)
+	if done.Status != store.JobCompleted || done.Error != "" || done.FinishedAt.IsZero() || done.Attempt != 3 {
+		t.Fatalf("completed = %+v", done)
+	}
+	for _, k := range []string{"processing", "error", "completed"} {
+		if !jsonEqual(done.Metadata[k], []byte("true")) {
+			t.Fatalf("metadata = %s", done.Metadata)
+		}
+	}
+	for _, to := range []store.JobStatus{store.JobProcessing, store.JobCompleted, store.JobQueued, store.JobError, store.JobCanceled} {
+		_, err := move(to, "", 0)
+		te := wantAs[*store.TransitionError](t, err)
+		wantErr(t, err, store.ErrConflict)
+		if te.From != "completed" || te.To != string(to) {
+			t.Fatalf("TransitionError = %+v", te)
+		}
+	}
+	got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t)
+	if !reflect.DeepEqual(got, done) {
+		t.Fatalf("refused transitions wrote: %+v", got)
+	}
+	q := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+	c := must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: q.ID, To: store.JobCanceled, Error: "user canceled"}))(t)
+	if c.Status != store.JobCanceled || c.Error != "user canceled" {
+		t.Fatalf("canceled = %+v", c)
+	}
+	q2 := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+	_, err = s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: q2.ID, To: store.JobCompleted})
+	wantAs[*store.TransitionError](t, err)
+	_, err = s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: q2.ID, To: "running"})
+	wantErr(t, err, store.ErrInvalid)
+	_, err = s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.other, ID: q2.ID, To: store.JobProcessing})
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func testThreadSummaries(t *testing.T, s store.Store, b *bundle) {
+	hid := "handoff-" + uuid.NewString()
+	p := &store.UpsertThreadSummaryParams{OwnerID: b.owner, HandoffID: hid, AgentID: "assistant", ThreadID: "t1",
+		Summary: json.RawMessage(`{"title":"Trip","body":["a","b","c"],"tldr":"go"}`), Markdown: "# Trip\n- a"}
+	s1 := must(s.UpsertThreadSummary(b.ctx, p))(t)
+	if s1.HandoffID != hid || s1.AgentID != "assistant" || s1.ThreadID != "t1" || s1.ChildThreadID != "" ||
+		!jsonEqual(s1.Summary, p.Summary) || s1.Markdown != p.Markdown || s1.OwnerID != b.owner {
+		t.Fatalf("UpsertThreadSummary = %+v", s1)
+	}
+	checkTime(t, "CreatedAt", s1.CreatedAt)
+	p.ChildThreadID, p.Markdown, p.Summary = "t2", "# Trip (edited)", json.RawMessage(`{"title":"Trip 2","body":[],"tldr":"x"}`)
+	s2 := must(s.UpsertThreadSummary(b.ctx, p))(t)
+	if s2.ID != s1.ID || !s2.CreatedAt.Equal(s1.CreatedAt) || s2.ChildThreadID != "t2" || s2.Markdown != p.Markdown || !jsonEqual(s2.Summary, p.Summary) {
+		t.Fatalf("second upsert = %+v (first %+v)", s2, s1)
+	}
+	got := must(s.GetThreadSummary(b.ctx, &store.GetThreadSummaryParams{OwnerID: b.owner, HandoffID: hid}))(t)
+	if got.ID != s2.ID || !jsonEqual(got.Summary, s2.Summary) || got.Markdown != s2.Markdown || !got.UpdatedAt.Equal(s2.UpdatedAt) {
+		t.Fatalf("GetThreadSummary = %+v", got)
+	}
+	_, err := s.GetThreadSummary(b.ctx, &store.GetThreadSummaryParams{OwnerID: b.other, HandoffID: hid})
+	wantErr(t, err, store.ErrNotFound)
+	// The same handoff ID for another owner is another summary.
+	theirs := must(s.UpsertThreadSummary(b.ctx, &store.UpsertThreadSummaryParams{OwnerID: b.other, HandoffID: hid, Summary: json.RawMessage(`{}`)}))(t)
+	if theirs.ID == s1.ID {
+		t.Fatal("another owner's upsert replaced the summary")
+	}
+	if got := must(s.GetThreadSummary(b.ctx, &store.GetThreadSummaryParams{OwnerID: b.owner, HandoffID: hid}))(t); got.Markdown != p.Markdown {
+		t.Fatalf("summary changed by another owner: %+v", got)
+	}
+	_, err = s.UpsertThreadSummary(b.ctx, &store.UpsertThreadSummaryParams{OwnerID: b.owner, HandoffID: "h", Summary: json.RawMessage(`{`)})
+	wantErr(t, err, store.ErrInvalid)
+}
+
+func testMemoryDocumentCAS(t *testing.T, s store.Store, b *bundle) {
+	get := &store.GetMemoryDocumentParams{OwnerID: b.owner, AgentID: "assistant"}
+	_, err := s.GetMemoryDocument(b.ctx, get)
+	wantErr(t, err, store.ErrNotFound)
+	// Updating a document that does not exist is a conflict with version 0.
+	_, err = s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "assistant", Content: "x", ExpectedVersion: 1})
+	if vc := wantAs[*store.VersionConflictError](t, err); vc.Actual != 0 || vc.Expected != 1 {
+		t.Fatalf("conflict = %+v", vc)
+	}
+	content := "# Memory\n<current_thread_summary>\nnone\n</current_thread_summary>\n"
+	m1 := must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "assistant", Content: content}))(t)
+	if m1.Version != 1 || m1.Content != content {
+		t.Fatalf("create = %+v", m1)
+	}
+	_, err = s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "assistant", Content: "again"})
+	if vc := wantAs[*store.VersionConflictError](t, err); vc.Actual != 1 || vc.Expected != 0 {
+		t.Fatalf("create twice = %+v", vc)
+	}
+	m2 := must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "assistant", Content: "v2", ExpectedVersion: 1}))(t)
+	if m2.Version != 2 || m2.Content != "v2" || !m2.CreatedAt.Equal(m1.CreatedAt) {
+		t.Fatalf("update = %+v", m2)
+	}
+	_, err = s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "assistant", Content: "stale", ExpectedVersion: 1})
+	vc := wantAs[*store.VersionConflictError](t, err)
+	wantErr(t, err, store.ErrConflict)
+	if vc.Actual != 2 || vc.Expected != 1 {
+		t.Fatalf("stale = %+v", vc)
+	}
+	if got := must(s.GetMemoryDocument(b.ctx, get))(t); *got != *m2 {
+		t.Fatalf("GetMemoryDocument = %+v, want %+v", got, m2)
+	}
+	_, err = s.GetMemoryDocument(b.ctx, &store.GetMemoryDocumentParams{OwnerID: b.other, AgentID: "assistant"})
+	wantErr(t, err, store.ErrNotFound)
+	// Another owner's document of the same agent is separate.
+	must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.other, AgentID: "assistant", Content: "theirs"}))(t)
+	if got := must(s.GetMemoryDocument(b.ctx, get))(t); got.Content != "v2" {
+		t.Fatalf("content = %q", got.Content)
+	}
+}
+
+func testMemoryDocumentConcurrentCAS(t *testing.T, s store.Store, b *bundle) {
+	agent := "agent-" + uuid.NewString()
+	const writers, rounds = 6, 4
+	// Each round, every writer tries to replace the version it read; exactly
+	// one may win.
+	var version int64
+	for round := range rounds {
+		var wg sync.WaitGroup
+		errs := make([]error, writers)
+		for w := range writers {
+			wg.Go(func() {
+				_, errs[w] = s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: agent,
+					Content: fmt.Sprintf("round %d writer %d", round, w), ExpectedVersion: version})
+			})
+		}
+		wg.Wait()
+		wins := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				wins++
+			case errors.Is(err, store.ErrConflict):
+				wantAs[*store.VersionConflictError](t, err)
+			default:
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("round %d: %d writers won, want 1", round, wins)
+		}
+		version++
+		got := must(s.GetMemoryDocument(b.ctx, &store.GetMemoryDocumentParams{OwnerID: b.owner, AgentID: agent}))(t)
+		if got.Version != version {
+			t.Fatalf("round %d: version %d, want %d", round, got.Version, version)
+		}
+	}
+}
+
+// writeContinuation is what a request does at a tool boundary: checkpoint,
+// placeholder message and job run in one transaction.
+func writeContinuation(t *testing.T, tx store.Tx, b *bundle, th *store.Thread, run, key string) (*store.Checkpoint, *store.Message, *store.JobRun) {
+	t.Helper()
+	st := newState(run, th.ID, 1)
+	st.Status = runstate.StatusSuspended
+	cp := must(tx.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: st}))(t)
+	msgs := must(tx.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Agent: "billing", Status: message.StatusQueued}}}}))(t)
+	job := must(tx.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: key, Kind: "continuation", ThreadID: th.ID}))(t)
+	// Reads in the transaction see its writes.
+	if got := must(tx.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t); got.ID != cp.ID {
+		t.Fatalf("in-tx read = %s, want %s", got.ID, cp.ID)
+	}
+	return cp, msgs[0], job.Run
+}
+
+func testTxCommit(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	run, key := "run-"+uuid.NewString(), "key-"+uuid.NewString()
+	var cp *store.Checkpoint
+	var msg *store.Message
+	var job *store.JobRun
+	if err := s.Tx(b.ctx, func(tx store.Tx) error {
+		cp, msg, job = writeContinuation(t, tx, b, th, run, key)
+		return nil
+	}); err != nil {
+		t.Fatalf("Tx: %v", err)
+	}
+	if got := must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp.ID}))(t); got.Status != runstate.StatusSuspended {
+		t.Fatalf("checkpoint = %+v", got)
+	}
+	must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: msg.ID}))(t)
+	must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: job.ID}))(t)
+	// Owners may change within one transaction.
+	if err := s.Tx(b.ctx, func(tx store.Tx) error {
+		if _, err := tx.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.other, ID: th.ID}); !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("other owner read the thread: %v", err)
+		}
+		_, err := tx.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testTxRollback(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	run, key := "run-"+uuid.NewString(), "key-"+uuid.NewString()
+	boom := errors.New("boom")
+	var cp *store.Checkpoint
+	var msg *store.Message
+	var job *store.JobRun
+	err := s.Tx(b.ctx, func(tx store.Tx) error {
+		cp, msg, job = writeContinuation(t, tx, b, th, run, key)
+		must(tx.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "a", Content: "x"}))(t)
+		must(tx.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{OwnerID: b.owner, ThreadID: th.ID, Namespace: "n", Patch: json.RawMessage(`{"a":1}`)}))(t)
+		return fmt.Errorf("after writing: %w", boom)
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Tx returned %v, want fn's error", err)
+	}
+	checkNothingWritten(t, s, b, th, run, key, cp, msg, job)
+	// A failed write inside the transaction, returned by fn, rolls back the
+	// successful ones before it.
+	th2 := newThread(t, s, b)
+	run2, key2 := "run-"+uuid.NewString(), "key-"+uuid.NewString()
+	err = s.Tx(b.ctx, func(tx store.Tx) error {
+		cp, msg, job = writeContinuation(t, tx, b, th2, run2, key2)
+		_, err := tx.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run2, th2.ID, 1)})
+		return err
+	})
+	wantAs[*store.StaleWriteError](t, err)
+	checkNothingWritten(t, s, b, th2, run2, key2, cp, msg, job)
+}
+
+func checkNothingWritten(t *testing.T, s store.Store, b *bundle, th *store.Thread, run, key string, cp *store.Checkpoint, msg *store.Message, job *store.JobRun) {
+	t.Helper()
+	_, err := s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp.ID})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: msg.ID})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: job.ID})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, IdempotencyKey: key})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetMemoryDocument(b.ctx, &store.GetMemoryDocumentParams{OwnerID: b.owner, AgentID: "a"})
+	wantErr(t, err, store.ErrNotFound)
+	got := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	if got.Version != th.Version || len(got.Metadata) != 0 {
+		t.Fatalf("thread changed by a rolled-back transaction: %+v", got)
+	}
+	if msgs := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t); len(msgs) != 0 {
+		t.Fatalf("%d messages after rollback", len(msgs))
+	}
+	// The store is usable afterwards, and the sequence was not consumed.
+	m := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.User("after")}}}))(t)
+	if m[0].Seq != 1 {
+		t.Fatalf("seq after rollback = %d, want 1", m[0].Seq)
+	}
+	if err := s.Tx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.owner, ID: m[0].ID, Status: message.StatusError})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testTxPanic(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	func() {
+		defer func() {
+			if p := recover(); p != "kaboom" {
+				t.Fatalf("recovered %v, want the panic to propagate", p)
+			}
+		}()
+		_ = s.Tx(b.ctx, func(tx store.Tx) error {
+			must(tx.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+				Messages: []store.NewMessage{{Message: message.User("lost")}}}))(t)
+			panic("kaboom")
+		})
+	}()
+	if msgs := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t); len(msgs) != 0 {
+		t.Fatalf("%d messages after a panic in Tx", len(msgs))
+	}
+	// The write connection was released.
+	must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.User("kept")}}}))(t)
+}
+
+// testOwnerIsolation reads and writes every kind of row of one owner as
+// another: all of it is ErrNotFound, and nothing changes.
+func testOwnerIsolation(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	msg := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.User("secret")}}}))(t)[0]
+	must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: msg.ID, Text: "secret draft"}))(t)
+	run := "run-" + uuid.NewString()
+	cp := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 1)}))(t)
+	job := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: "k-" + run, Kind: "k", ThreadID: th.ID}))(t).Run
+	hid := "h-" + run
+	must(s.UpsertThreadSummary(b.ctx, &store.UpsertThreadSummaryParams{OwnerID: b.owner, HandoffID: hid, Summary: json.RawMessage(`{}`)}))(t)
+	must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "a-" + run, Content: "secret"}))(t)
+	key := must(s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner}))(t)
+
+	o := b.other
+	for name, call := range map[string]func() error{
+		"GetOwner":  func() error { _, err := s.GetOwner(b.ctx, &store.GetOwnerParams{ID: "missing"}); return err },
+		"GetThread": func() error { _, err := s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: o, ID: th.ID}); return err },
+		"UpdateThreadMetadata": func() error {
+			_, err := s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{OwnerID: o, ThreadID: th.ID, Namespace: "x", Patch: json.RawMessage(`1`)})
+			return err
+		},
+		"SetActiveAgent": func() error {
+			_, err := s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: o, ThreadID: th.ID, Agent: "x"})
+			return err
+		},
+		"CreateThreadChild": func() error {
+			_, err := s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: o, ParentID: th.ID})
+			return err
+		},
+		"AppendMessages": func() error {
+			_, err := s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: o, ThreadID: th.ID, Messages: []store.NewMessage{{Message: message.User("x")}}})
+			return err
+		},
+		"ListMessages": func() error {
+			_, err := s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: o, ThreadID: th.ID})
+			return err
+		},
+		"GetMessage": func() error {
+			_, err := s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: o, ID: msg.ID})
+			return err
+		},
+		"UpdateMessage": func() error {
+			_, err := s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: o, ID: msg.ID, Status: message.StatusError})
+			return err
+		},
+		"GetDraft": func() error {
+			_, err := s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: o, MessageID: msg.ID})
+			return err
+		},
+		"UpsertDraft": func() error {
+			_, err := s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: o, MessageID: msg.ID, Text: "x"})
+			return err
+		},
+		"GetCheckpoint": func() error {
+			_, err := s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: o, ID: cp.ID})
+			return err
+		},
+		"LatestCheckpointRun": func() error {
+			_, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: o, RunID: run})
+			return err
+		},
+		"LatestCheckpointThread": func() error {
+			_, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: o, ThreadID: th.ID})
+			return err
+		},
+		"SaveCheckpointOnThread": func() error {
+			_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: o, State: newState(run, th.ID, 9)})
+			return err
+		},
+		"GetJobRun": func() error { _, err := s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: o, ID: job.ID}); return err },
+		"GetJobRunByKey": func() error {
+			_, err := s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: o, IdempotencyKey: job.IdempotencyKey})
+			return err
+		},
+		"TransitionJobRun": func() error {
+			_, err := s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: o, ID: job.ID, To: store.JobCanceled})
+			return err
+		},
+		"GetThreadSummary": func() error {
+			_, err := s.GetThreadSummary(b.ctx, &store.GetThreadSummaryParams{OwnerID: o, HandoffID: hid})
+			return err
+		},
+		"GetMemoryDocument": func() error {
+			_, err := s.GetMemoryDocument(b.ctx, &store.GetMemoryDocumentParams{OwnerID: o, AgentID: "a-" + run})
+			return err
+		},
+		"RevokeAPIKey": func() error {
+			_, err := s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: o, ID: key.Key.ID})
+			return err
+		},
+	} {
+		if err := call(); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s as another owner: error = %v, want ErrNotFound", name, err)
+		}
+	}
+	page := must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: o}))(t)
+	if len(page.Threads) != 0 {
+		t.Errorf("another owner lists %d threads", len(page.Threads))
+	}
+	// Nothing changed.
+	if got := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t); got.Version != th.Version || got.ActiveAgent != th.ActiveAgent {
+		t.Errorf("thread changed: %+v", got)
+	}
+	if got := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t); len(got) != 1 || got[0].Status != message.StatusCompleted {
+		t.Errorf("messages changed: %+v", got)
+	}
+	if got := must(s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: msg.ID}))(t); got.Text != "secret draft" {
+		t.Errorf("draft changed: %+v", got)
+	}
+	if got := must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t); got.ID != cp.ID {
+		t.Errorf("checkpoint changed: %+v", got)
+	}
+	if got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: job.ID}))(t); got.Status != store.JobQueued {
+		t.Errorf("job run changed: %+v", got)
+	}
+	if got := must(s.LookupAPIKey(b.ctx, &store.LookupAPIKeyParams{Hash: key.Key.Hash}))(t); !got.RevokedAt.IsZero() {
+		t.Errorf("api key revoked by another owner")
+	}
+}
+
+func testInvalidParams(t *testing.T, s store.Store, b *bundle) {
+	ctx := b.ctx
+	for name, call := range map[string]func() error{
+		"EnsureOwner":  func() error { _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{}); return err },
+		"CreateThread": func() error { _, err := s.CreateThread(ctx, &store.CreateThreadParams{}); return err },
+		"GetThread":    func() error { _, err := s.GetThread(ctx, &store.GetThreadParams{OwnerID: b.owner}); return err },
+		"ListThreads": func() error {
+			_, err := s.ListThreads(ctx, &store.ListThreadsParams{OwnerID: b.owner, Limit: -1})
+			return err
+		},
+		"AppendMessages": func() error {
+			_, err := s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: b.owner})
+			return err
+		},
+		"ListMessages": func() error { _, err := s.ListMessages(ctx, &store.ListMessagesParams{ThreadID: "t"}); return err },
+		"UpsertDraft":  func() error { _, err := s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: b.owner}); return err },
+		"LookupAPIKey": func() error { _, err := s.LookupAPIKey(ctx, &store.LookupAPIKeyParams{}); return err },
+		"GetMemory": func() error {
+			_, err := s.GetMemoryDocument(ctx, &store.GetMemoryDocumentParams{OwnerID: b.owner})
+			return err
+		},
+		"PutMemory": func() error {
+			_, err := s.PutMemoryDocument(ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "a", ExpectedVersion: -1})
+			return err
+		},
+		"UpsertSummary": func() error {
+			_, err := s.UpsertThreadSummary(ctx, &store.UpsertThreadSummaryParams{OwnerID: b.owner})
+			return err
+		},
+		"TransitionJob": func() error {
+			_, err := s.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: "x"})
+			return err
+		},
+		"GetCheckpoint": func() error { _, err := s.GetCheckpoint(ctx, &store.GetCheckpointParams{ID: "x"}); return err },
+		"UpdateMessage": func() error { _, err := s.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: b.owner}); return err },
+	} {
+		if err := call(); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: error = %v, want ErrInvalid", name, err)
+		}
+	}
+}
