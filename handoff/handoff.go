@@ -155,7 +155,12 @@ func (h *Handoff) BuildContext(from string, args json.RawMessage) (*Context, err
 	if len(strings.TrimSpace(string(args))) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	if err := h.schema.Validate(args); err != nil {
+	// One decode serves validation and the well-known fields.
+	v, err := schemas.Decode(args)
+	if err != nil {
+		return nil, &ContextError{To: h.To, Detail: err.Error()}
+	}
+	if err := h.schema.ValidateValue(v); err != nil {
 		return nil, &ContextError{To: h.To, Detail: err.Error()}
 	}
 	hc := &Context{From: from, To: h.To, Type: TypeTransfer, Tool: h.Tool(), History: h.Policy()}
@@ -163,27 +168,12 @@ func (h *Handoff) BuildContext(from string, args json.RawMessage) (*Context, err
 		hc.Type = TypeReturn
 	}
 	// Lift the well-known fields; the rest stays structured in Data.
-	var known struct {
-		Reason         any `json:"reason"`
-		ExpectedOutput any `json:"expected_output"`
-	}
-	if json.Unmarshal(args, &known) == nil {
-		hc.Reason, _ = known.Reason.(string)
-		hc.ExpectedOutput, _ = known.ExpectedOutput.(string)
-	}
-	if !isEmptyObject(args) {
-		hc.Data = args
+	if m, ok := v.(map[string]any); ok {
+		hc.Reason, _ = m["reason"].(string)
+		hc.ExpectedOutput, _ = m["expected_output"].(string)
+		if len(m) > 0 {
+			hc.Data = args
+		}
 	}
 	return hc, nil
-}
-
-func isEmptyObject(b json.RawMessage) bool {
-	s := strings.TrimSpace(string(b))
-	if s == "{}" {
-		return true
-	}
-	if len(s) < 2 || s[0] != '{' {
-		return false
-	}
-	return strings.TrimSpace(s[1:len(s)-1]) == ""
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -38,6 +39,8 @@ type run struct {
 	// limitHit names the limit that ended the run with a final answer.
 	limitHit string
 	endObs   func(*Result, error)
+	// block caches the rendering of the active handoff context.
+	block block
 	// endSeq is the seq reserved for run_end by the last checkpoint, so that
 	// a resumed run's events continue after it.
 	endSeq int
@@ -344,7 +347,7 @@ func (x *run) system(ctx context.Context, p *plan) (string, error) {
 		sys = s
 	}
 	if hc := st.Handoff; hc != nil && hc.To == a.Name {
-		sys = joinPrompt(sys, hc.Render())
+		sys = joinPrompt(sys, x.handoffBlock(hc).text)
 	}
 	if x.r.cfg.System != nil {
 		extra, err := x.r.cfg.System(ctx, rc)
@@ -354,6 +357,21 @@ func (x *run) system(ctx context.Context, p *plan) (string, error) {
 		sys = joinPrompt(sys, extra)
 	}
 	return sys, nil
+}
+
+// block is a rendered handoff context, cached for the run: rendering parses
+// the context data, and the block goes into every call of the target.
+type block struct {
+	hc   *handoff.Context
+	text string
+	refs bool
+}
+
+func (x *run) handoffBlock(hc *handoff.Context) *block {
+	if x.block.hc != hc {
+		x.block = block{hc: hc, text: hc.Render(), refs: hc.HasRefs()}
+	}
+	return &x.block
 }
 
 func joinPrompt(a, b string) string {
@@ -369,7 +387,7 @@ func joinPrompt(a, b string) string {
 // tools returns the tools offered to the active agent's model.
 func (x *run) tools(ctx context.Context, p *plan) []model.Tool {
 	hc := x.st.Handoff
-	refs := hc != nil && hc.To == p.a.Name && hc.HasRefs()
+	refs := hc != nil && hc.To == p.a.Name && x.handoffBlock(hc).refs
 	if !p.dynamic && !refs {
 		return p.tools
 	}
@@ -840,8 +858,10 @@ func (x *run) move(ctx context.Context, hc *handoff.Context, msgs []message.Mess
 	} else {
 		st.Handoff = hc
 	}
-	x.r.log.InfoContext(ctx, "handoff", "run_id", st.RunID, "thread_id", st.ThreadID, "handoff_id", hc.ID, "from", hc.From, "to", hc.To,
-		"type", hc.Type, "history", hc.History, "transforms", hc.Transforms, "tokens_used", st.Usage.Total())
+	if x.r.log.Enabled(ctx, slog.LevelInfo) {
+		x.r.log.InfoContext(ctx, "handoff", "run_id", st.RunID, "thread_id", st.ThreadID, "handoff_id", hc.ID, "from", hc.From, "to", hc.To,
+			"type", hc.Type, "history", hc.History, "transforms", hc.Transforms, "tokens_used", st.Usage.Total())
+	}
 	x.r.cfg.Observer.Handoff(ctx, hc, "ok")
 	if x.streaming() {
 		x.emit(&HandoffEvent{Header: Header{Type: TypeHandoff}, ID: hc.ID, From: hc.From, To: hc.To, HandoffType: hc.Type, Tool: hc.Tool,

@@ -64,11 +64,21 @@ var ErrNotJSON = errors.New("not valid JSON")
 
 // Validate checks a JSON value against s.
 func (s *Schema) Validate(value json.RawMessage) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(value))
+	v, err := Decode(value)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNotJSON, err)
+		return err
 	}
 	return s.ValidateValue(v)
+}
+
+// Decode decodes one JSON value for [Schema.ValidateValue] (numbers kept
+// exact). Trailing data is an error wrapping [ErrNotJSON].
+func Decode(value json.RawMessage) (any, error) {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(value))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+	}
+	return v, nil
 }
 
 // ValidateValue checks a decoded value (as produced by jsonschema.UnmarshalJSON
