@@ -1,0 +1,41 @@
+package threads_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/pgstore"
+	"github.com/batonhq/baton/store/sqlitestore"
+)
+
+func openSQLite(ctx context.Context, path string) (store.Store, error) {
+	return sqlitestore.Open(ctx, path, nil)
+}
+
+// pgURL returns the PostgreSQL test database, skipping the test when none is
+// configured outside CI, failing it in CI.
+func pgURL(t interface {
+	Helper()
+	Skip(...any)
+	Fatal(...any)
+}) string {
+	t.Helper()
+	u := os.Getenv("BATON_TEST_DATABASE_URL")
+	if u == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("BATON_TEST_DATABASE_URL is not set in CI: the PostgreSQL tests must run")
+		}
+		t.Skip("BATON_TEST_DATABASE_URL is not set: skipping the PostgreSQL tests (scripts/test.sh sets it)")
+	}
+	return u
+}
+
+var schemaSeq atomic.Int64
+
+func openPG(ctx context.Context, url string) (store.Store, error) {
+	schema := fmt.Sprintf("threads_test_%d_%d", os.Getpid(), schemaSeq.Add(1))
+	return pgstore.Open(ctx, url, &store.Options{Schema: schema})
+}

@@ -1,0 +1,235 @@
+package threads
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+)
+
+// HistoryLimit is how many of a thread's latest messages a turn sees.
+const HistoryLimit = 500
+
+// Service runs turns on the threads of one store with one runner. It is
+// safe for concurrent use; two turns on the same thread at once are fenced
+// by the store (one of them fails with a store conflict).
+type Service struct {
+	st  store.Store
+	r   *runner.Runner
+	log *slog.Logger
+	// Hook, if set, is called inside the checkpoint transaction after the
+	// checkpoint and messages are written; an error rolls everything back.
+	// The continuation worker enqueues its job here.
+	Hook func(ctx context.Context, tx store.Tx, owner string, cp *store.Checkpoint, st *runstate.State) error
+}
+
+// New returns a service.
+func New(st store.Store, r *runner.Runner, logger *slog.Logger) *Service {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Service{st: st, r: r, log: logger}
+}
+
+// Runner returns the service's runner.
+func (s *Service) Runner() *runner.Runner { return s.r }
+
+// Store returns the service's store.
+func (s *Service) Store() store.Store { return s.st }
+
+// TurnOptions are the knobs of one turn.
+type TurnOptions struct {
+	// ThreadID continues a thread; empty creates one.
+	ThreadID string
+	// Name names a new thread.
+	Name string
+	// RunOptions are passed to the runner.
+	RunOptions []runner.RunOption
+}
+
+// Turn runs one user turn on a thread of owner and streams its events. The
+// thread's earlier messages are the history, its active agent goes to the
+// picker (so a sticky picker keeps it), and everything the run produces is
+// stored as it goes. A thread of another network is refused.
+func (s *Service) Turn(ctx context.Context, owner, input string, o TurnOptions) iter.Seq2[runner.Event, error] {
+	return func(yield func(runner.Event, error) bool) {
+		th, hist, err := s.prepare(ctx, owner, o)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		ck := &checkpointer{s: s, owner: owner, threadID: th.ID, agent: th.ActiveAgent}
+		opts := append([]runner.RunOption{
+			runner.WithThread(th.ID), runner.WithHistory(hist), runner.WithLastAgent(th.ActiveAgent),
+			runner.WithCheckpointer(ck),
+		}, o.RunOptions...)
+		for ev, err := range s.r.Stream(ctx, input, opts...) {
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// Run is Turn without events: it returns the result.
+func (s *Service) Run(ctx context.Context, owner, input string, o TurnOptions) (*runner.Result, error) {
+	th, hist, err := s.prepare(ctx, owner, o)
+	if err != nil {
+		return nil, err
+	}
+	ck := &checkpointer{s: s, owner: owner, threadID: th.ID, agent: th.ActiveAgent}
+	opts := append([]runner.RunOption{
+		runner.WithThread(th.ID), runner.WithHistory(hist), runner.WithLastAgent(th.ActiveAgent),
+		runner.WithCheckpointer(ck),
+	}, o.RunOptions...)
+	return s.r.Run(ctx, input, opts...)
+}
+
+func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*store.Thread, []message.Message, error) {
+	net := s.r.Network()
+	if o.ThreadID == "" {
+		if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
+			return nil, nil, fmt.Errorf("threads: owner %s: %w", owner, err)
+		}
+		th, err := s.st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Name: o.Name, Network: net.Name()})
+		if err != nil {
+			return nil, nil, fmt.Errorf("threads: create thread: %w", err)
+		}
+		return th, nil, nil
+	}
+	th, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: o.ThreadID})
+	if err != nil {
+		return nil, nil, fmt.Errorf("threads: thread %s: %w", o.ThreadID, err)
+	}
+	if th.Network != "" && th.Network != net.Name() {
+		return nil, nil, fmt.Errorf("threads: thread %s belongs to network %q, not %q: %w", th.ID, th.Network, net.Name(), store.ErrInvalid)
+	}
+	if _, ok := net.Agent(th.ActiveAgent); !ok {
+		th.ActiveAgent = "" // an agent the network no longer has: let the picker choose
+	}
+	if cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID}); err == nil && cp.State != nil && !cp.State.Status.Terminal() {
+		return nil, nil, &BusyError{ThreadID: th.ID, RunID: cp.RunID, Status: cp.State.Status}
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrIncompatible) {
+		return nil, nil, fmt.Errorf("threads: thread %s: %w", th.ID, err)
+	}
+	msgs, err := s.st.ListMessages(ctx, &store.ListMessagesParams{OwnerID: owner, ThreadID: th.ID, Limit: HistoryLimit, Last: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("threads: messages of %s: %w", th.ID, err)
+	}
+	hist := make([]message.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if m.Status == "" || m.Status == message.StatusCompleted {
+			hist = append(hist, m.Message)
+		}
+	}
+	return th, hist, nil
+}
+
+// BusyError refuses a new turn on a thread whose last run has not finished:
+// it waits for a decision, a background worker, or a resume after a crash.
+type BusyError struct {
+	ThreadID, RunID string
+	Status          runstate.Status
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("threads: thread %s has an unfinished run %s (%s); resume it first", e.ThreadID, e.RunID, e.Status)
+}
+
+// Unwrap returns store.ErrConflict.
+func (e *BusyError) Unwrap() error { return store.ErrConflict }
+
+// Latest returns the latest checkpoint of a run.
+func (s *Service) Latest(ctx context.Context, owner, runID string) (*store.Checkpoint, error) {
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID, Fingerprint: s.r.Network().Fingerprint()})
+	if err != nil {
+		return nil, fmt.Errorf("threads: run %s: %w", runID, err)
+	}
+	return cp, nil
+}
+
+// RunIDOfInterrupt returns the run an interrupt id belongs to.
+func RunIDOfInterrupt(id string) (string, bool) {
+	i := strings.LastIndex(id, "-i")
+	if i <= 0 {
+		return "", false
+	}
+	return id[:i], true
+}
+
+// Resume continues a stopped run of owner from its latest checkpoint, with
+// decisions when it waits for one, and streams its events. A checkpoint of
+// another network version is refused with a *runstate.IncompatibleError.
+func (s *Service) Resume(ctx context.Context, owner, runID string, opts ...runner.RunOption) iter.Seq2[runner.Event, error] {
+	return func(yield func(runner.Event, error) bool) {
+		cp, err := s.Latest(ctx, owner, runID)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		ck := &checkpointer{s: s, owner: owner, threadID: cp.ThreadID, parent: cp.ID, persisted: len(cp.State.Transcript), agent: cp.State.Agent}
+		opts = append([]runner.RunOption{runner.WithCheckpointer(ck)}, opts...)
+		for ev, err := range s.r.ResumeStream(ctx, cp.State, opts...) {
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// checkpointer writes a run's checkpoints, the messages produced since the
+// previous one and the active agent, in one transaction per checkpoint.
+type checkpointer struct {
+	s        *Service
+	owner    string
+	threadID string
+	// parent is the id of the last checkpoint written (or resumed from):
+	// writes are fenced on it, so a stale writer fails instead of overwriting.
+	parent string
+	// persisted counts the transcript messages already stored.
+	persisted int
+	agent     string
+}
+
+func (c *checkpointer) Checkpoint(ctx context.Context, st *runstate.State) error {
+	var cp *store.Checkpoint
+	err := c.s.st.Tx(ctx, func(tx store.Tx) error {
+		if c.threadID != "" && len(st.Transcript) > c.persisted {
+			nm := make([]store.NewMessage, 0, len(st.Transcript)-c.persisted)
+			for _, m := range st.Transcript[c.persisted:] {
+				nm = append(nm, store.NewMessage{Message: m})
+			}
+			if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: c.owner, ThreadID: c.threadID, Messages: nm}); err != nil {
+				return fmt.Errorf("append messages: %w", err)
+			}
+		}
+		var err error
+		cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent})
+		if err != nil {
+			return fmt.Errorf("save checkpoint: %w", err)
+		}
+		if c.threadID != "" && st.Agent != c.agent {
+			if _, err := tx.SetActiveAgent(ctx, &store.SetActiveAgentParams{OwnerID: c.owner, ThreadID: c.threadID, Agent: st.Agent}); err != nil {
+				return fmt.Errorf("set active agent: %w", err)
+			}
+		}
+		if c.s.Hook != nil {
+			return c.s.Hook(ctx, tx, c.owner, cp, st)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.parent = cp.ID
+	c.persisted = len(st.Transcript)
+	c.agent = st.Agent
+	return nil
+}
