@@ -462,7 +462,7 @@ func (dialect) Time(t time.Time) any {
 func (dialect) ForUpdate() string { return " FOR UPDATE" }
 
 func (dialect) LockRun(ctx context.Context, q sqlcore.Querier, ownerID, runID string) error {
-	_, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, runLockClass, ownerID+"\x00"+runID)
+	_, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, runLockClass, ownerID+"\x1f"+runID)
 	return err
 }
 
