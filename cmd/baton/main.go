@@ -34,6 +34,8 @@ func commands() []command {
 	return []command{
 		{"run", "run one conversation turn: baton run NETWORK.yaml \"message\"", cmdRun},
 		{"validate", "check a network file: baton validate NETWORK.yaml", cmdValidate},
+		{"resume", "continue a stopped run: baton resume NETWORK.yaml --run ID [--decision approve|reject|edit]", cmdResume},
+		{"migrate", "create or update the database schema: baton migrate [--database URL]", cmdMigrate},
 	}
 }
 

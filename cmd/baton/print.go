@@ -22,6 +22,9 @@ func (p *jsonPrinter) done()                {}
 // textPrinter writes a readable transcript.
 type textPrinter struct {
 	w         io.Writer
+	file      string // network file, for hints
+	database  string // --database, for hints
+	runID     string
 	streaming string // agent whose text is being streamed
 }
 
@@ -35,7 +38,12 @@ func (p *textPrinter) endLine() {
 func (p *textPrinter) print(ev runner.Event) {
 	switch e := ev.(type) {
 	case *runner.RunStartEvent:
-		fmt.Fprintf(p.w, "── run %s · network %s (%s)\n", e.RunID, e.Network, e.Fingerprint)
+		p.runID = e.RunID
+		verb := "run"
+		if e.Resumed {
+			verb = "resumed run"
+		}
+		fmt.Fprintf(p.w, "── %s %s · thread %s · network %s (%s)\n", verb, e.RunID, e.ThreadID, e.Network, e.Fingerprint)
 	case *runner.AgentStartEvent:
 		p.endLine()
 		fmt.Fprintf(p.w, "▶ %s is active", e.Agent)
@@ -84,6 +92,11 @@ func (p *textPrinter) print(ev runner.Event) {
 		for _, ar := range e.Interrupt.ActionRequests {
 			fmt.Fprintf(p.w, "  - %s %s\n", ar.Name, compact(ar.Args))
 		}
+		db := ""
+		if p.database != "" {
+			db = " --database " + p.database
+		}
+		fmt.Fprintf(p.w, "  decide with: baton resume %s --run %s%s --decision approve|reject|edit\n", p.file, p.runID, db)
 	case *runner.SuspendedEvent:
 		p.endLine()
 		fmt.Fprintf(p.w, "⏸ handed to a background worker before %s\n", strings.Join(e.Calls, ", "))

@@ -7,19 +7,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/threads"
 )
 
 func loadNetwork(path string) (*netspec.Spec, error) {
 	spec, err := netspec.Load(path, netspec.Options{Provider: providerFactory()})
 	if err != nil {
-		var ne *netspec.Error
-		if errors.As(err, &ne) {
-			return nil, usageError{err}
-		}
 		return nil, usageError{err}
 	}
 	return spec, nil
@@ -46,12 +45,40 @@ func cmdValidate(_ context.Context, args []string, stdout, _ io.Writer) error {
 	return nil
 }
 
+// storeFlags are the flags of commands that use the database.
+type storeFlags struct {
+	database  string
+	owner     string
+	noMigrate bool
+}
+
+func (f *storeFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.database, "database", "", databaseHelp)
+	fs.StringVar(&f.owner, "owner", "local", "owner of the threads this command reads and writes")
+	fs.BoolVar(&f.noMigrate, "no-migrate", false, "refuse to migrate the database; fail if its schema is out of date")
+}
+
+func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
+	url, err := resolveDatabase(f.database)
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStore(ctx, url, f.noMigrate)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", redactURL(url), err)
+	}
+	return st, nil
+}
+
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	jsonOut := fs.Bool("json", false, "print one JSON object per event")
 	agentName := fs.String("agent", "", "start with this agent instead of the picker's choice")
-	if err := fs.Parse(reorder(args, map[string]bool{"json": true})); err != nil {
+	thread := fs.String("thread", "", "continue this stored thread (default: a new thread)")
+	var sf storeFlags
+	sf.register(fs)
+	if err := fs.Parse(reorder(args, map[string]bool{"json": true, "no-migrate": true})); err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() != 2 {
@@ -70,18 +97,30 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	st, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	var opts []runner.RunOption
 	if *agentName != "" {
 		opts = append(opts, runner.WithAgent(*agentName))
 	}
+	svc := threads.New(st, r, nil)
+	events := svc.Turn(ctx, sf.owner, fs.Arg(1), threads.TurnOptions{ThreadID: *thread, RunOptions: opts})
+	return printRun(events, *jsonOut, stdout, fs.Arg(0), sf.database)
+}
+
+// printRun prints a run's events and classifies its error for the exit code.
+func printRun(events iter.Seq2[runner.Event, error], jsonOut bool, stdout io.Writer, file, database string) error {
 	var p printer
-	if *jsonOut {
+	if jsonOut {
 		p = &jsonPrinter{enc: json.NewEncoder(stdout)}
 	} else {
-		p = &textPrinter{w: stdout}
+		p = &textPrinter{w: stdout, file: file, database: database}
 	}
 	var runErr error
-	for ev, err := range r.Stream(ctx, fs.Arg(1), opts...) {
+	for ev, err := range events {
 		if err != nil {
 			runErr = err
 			break
@@ -90,10 +129,96 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	p.done()
 	var re *runner.Error
-	if errors.As(runErr, &re) && re.Kind == runner.KindUserInput {
+	if errors.As(runErr, &re) && re.Kind == runner.KindUserInput || errors.Is(runErr, store.ErrNotFound) || errors.Is(runErr, store.ErrInvalid) {
 		return usageError{runErr}
 	}
 	return runErr
+}
+
+func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	jsonOut := fs.Bool("json", false, "print one JSON object per event")
+	runID := fs.String("run", "", "the run to resume")
+	interrupt := fs.String("interrupt", "", "the interrupt to answer (instead of --run)")
+	decision := fs.String("decision", "", "approve, reject or edit, for a run waiting for a decision")
+	editArgs := fs.String("args", "", "the edited tool arguments (JSON object), with --decision edit")
+	message := fs.String("message", "", "a reason shown to the model, with --decision reject")
+	var sf storeFlags
+	sf.register(fs)
+	if err := fs.Parse(reorder(args, map[string]bool{"json": true, "no-migrate": true})); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() != 1 {
+		return usagef("want the network file: baton resume NETWORK.yaml --run RUN_ID [--decision approve|reject|edit]")
+	}
+	id := *runID
+	if id == "" && *interrupt != "" {
+		var ok bool
+		if id, ok = threads.RunIDOfInterrupt(*interrupt); !ok {
+			return usagef("interrupt id %q is not of the form RUN-iN", *interrupt)
+		}
+	}
+	if id == "" {
+		return usagef("want --run RUN_ID or --interrupt ID")
+	}
+	var opts []runner.RunOption
+	switch d := runner.DecisionType(*decision); d {
+	case "":
+	case runner.DecisionApprove, runner.DecisionReject, runner.DecisionEdit:
+		dec := runner.Decision{Type: d, Message: *message}
+		if d == runner.DecisionEdit {
+			if !json.Valid([]byte(*editArgs)) || !strings.HasPrefix(strings.TrimSpace(*editArgs), "{") {
+				return usagef("--decision edit needs --args with a JSON object")
+			}
+			dec.Args = json.RawMessage(*editArgs)
+		}
+		opts = append(opts, runner.WithDecisions(dec))
+	default:
+		return usagef("--decision %q: want approve, reject or edit", *decision)
+	}
+	spec, err := loadNetwork(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	r, err := newRunner(spec)
+	if err != nil {
+		return err
+	}
+	st, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	svc := threads.New(st, r, nil)
+	return printRun(svc.Resume(ctx, sf.owner, id, opts...), *jsonOut, stdout, fs.Arg(0), sf.database)
+}
+
+func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	database := fs.String("database", "", databaseHelp)
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	url, err := resolveDatabase(*database)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, url, true)
+	if err != nil && !errors.Is(err, store.ErrSchemaVersion) {
+		return fmt.Errorf("open database %s: %w", redactURL(url), err)
+	}
+	if err == nil {
+		st.Close()
+	}
+	st, err = openStore(ctx, url, false)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", redactURL(url), err)
+	}
+	defer st.Close()
+	fmt.Fprintf(stdout, "database %s is up to date\n", redactURL(url))
+	return nil
 }
 
 // reorder moves flags after positional arguments to the front, so that
