@@ -86,17 +86,16 @@ func fakeProvider(specs *[]netspec.ProviderSpec) func(netspec.ProviderSpec) (mod
 	}
 }
 
-func TestParseProblems(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name string
-		yaml string
-		opts netspec.Options
-		want []problem
-	}{
-		{
-			name: "UnknownHandoffTarget",
-			yaml: `version: 1
+// problemCases are files with problems; FuzzLoad starts from them too.
+var problemCases = []struct {
+	name string
+	yaml string
+	opts netspec.Options
+	want []problem
+}{
+	{
+		name: "UnknownHandoffTarget",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -108,11 +107,11 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{8, `unknown agent "ghost" (agents: a, b)`}},
-		},
-		{
-			name: "UnknownTool",
-			yaml: `version: 1
+		want: []problem{{8, `unknown agent "ghost" (agents: a, b)`}},
+	},
+	{
+		name: "UnknownTool",
+		yaml: `version: 1
 name: n
 tools:
   - name: lookup
@@ -125,11 +124,11 @@ agents:
       - lokup
     script: [{text: hi}]
 `,
-			want: []problem{{11, `unknown tool "lokup" (tools: lookup)`}},
-		},
-		{
-			name: "UnknownToolNoneDeclared",
-			yaml: `version: 1
+		want: []problem{{11, `unknown tool "lokup" (tools: lookup)`}},
+	},
+	{
+		name: "UnknownToolNoneDeclared",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -137,11 +136,11 @@ agents:
     tools: [lookup]
     script: [{text: hi}]
 `,
-			want: []problem{{6, `unknown tool "lookup" (no tools are declared)`}},
-		},
-		{
-			name: "ScriptCallsUnknownTool",
-			yaml: `version: 1
+		want: []problem{{6, `unknown tool "lookup" (no tools are declared)`}},
+	},
+	{
+		name: "ScriptCallsUnknownTool",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -155,11 +154,11 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{9, `the script calls "transfer_to_bb", which agent a cannot call (it can call transfer_to_b)`}},
-		},
-		{
-			name: "InvalidParametersSchema",
-			yaml: `version: 1
+		want: []problem{{9, `the script calls "transfer_to_bb", which agent a cannot call (it can call transfer_to_b)`}},
+	},
+	{
+		name: "InvalidParametersSchema",
+		yaml: `version: 1
 name: n
 tools:
   - name: t
@@ -172,11 +171,11 @@ agents:
     tools: [t]
     script: [{text: hi}]
 `,
-			want: []problem{{6, `invalid JSON Schema at /type: value must be one of 'array'`}},
-		},
-		{
-			name: "ParametersNotAnObject",
-			yaml: `version: 1
+		want: []problem{{6, `invalid JSON Schema at /type: value must be one of 'array'`}},
+	},
+	{
+		name: "ParametersNotAnObject",
+		yaml: `version: 1
 name: n
 tools:
   - name: t
@@ -188,11 +187,11 @@ agents:
     tools: [t]
     script: [{text: hi}]
 `,
-			want: []problem{{6, `the schema's type must be object (got string)`}},
-		},
-		{
-			name: "InvalidContextSchema",
-			yaml: `version: 1
+		want: []problem{{6, `the schema's type must be object (got string)`}},
+	},
+	{
+		name: "InvalidContextSchema",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -207,11 +206,11 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{9, `invalid JSON Schema at /required: got string, want array`}},
-		},
-		{
-			name: "InvalidOutputSchema",
-			yaml: `version: 1
+		want: []problem{{9, `invalid JSON Schema at /required: got string, want array`}},
+	},
+	{
+		name: "InvalidOutputSchema",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -219,11 +218,11 @@ agents:
     script: [{text: hi}]
     output_schema: {type: object, minProperties: -1}
 `,
-			want: []problem{{7, `invalid JSON Schema at /minProperties`}},
-		},
-		{
-			name: "BadWhenRegex",
-			yaml: `version: 1
+		want: []problem{{7, `invalid JSON Schema at /minProperties`}},
+	},
+	{
+		name: "BadWhenRegex",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -232,11 +231,11 @@ agents:
       - when: "(?i)refund("
         text: hi
 `,
-			want: []problem{{7, `invalid regular expression "(?i)refund(": missing closing )`}},
-		},
-		{
-			name: "BadPickerRegex",
-			yaml: `version: 1
+		want: []problem{{7, `invalid regular expression "(?i)refund(": missing closing )`}},
+	},
+	{
+		name: "BadPickerRegex",
+		yaml: `version: 1
 name: n
 picker:
   rules:
@@ -247,11 +246,11 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{5, `invalid regular expression "[a-"`}},
-		},
-		{
-			name: "UnknownFieldTypo",
-			yaml: `version: 1
+		want: []problem{{5, `invalid regular expression "[a-"`}},
+	},
+	{
+		name: "UnknownFieldTypo",
+		yaml: `version: 1
 name: n
 limits:
   max_turn: 3
@@ -261,14 +260,14 @@ agents:
     instruction: Be brief.
     script: [{text: hi}]
 `,
-			want: []problem{
-				{4, `unknown field "max_turn" in limits (did you mean "max_turns"?)`},
-				{8, `unknown field "instruction" in agents[0] (did you mean "instructions"?)`},
-			},
+		want: []problem{
+			{4, `unknown field "max_turn" in limits (did you mean "max_turns"?)`},
+			{8, `unknown field "instruction" in agents[0] (did you mean "instructions"?)`},
 		},
-		{
-			name: "UnknownFieldNested",
-			yaml: `version: 1
+	},
+	{
+		name: "UnknownFieldNested",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -283,14 +282,14 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{
-				{8, `unknown field "ouput_tokens" in agents[0].script[0].usage (did you mean "output_tokens"?)`},
-				{11, `unknown field "histroy" in agents[0].handoffs[0] (did you mean "history"?)`},
-			},
+		want: []problem{
+			{8, `unknown field "ouput_tokens" in agents[0].script[0].usage (did you mean "output_tokens"?)`},
+			{11, `unknown field "histroy" in agents[0].handoffs[0] (did you mean "history"?)`},
 		},
-		{
-			name: "UnknownFieldNoHint",
-			yaml: `version: 1
+	},
+	{
+		name: "UnknownFieldNoHint",
+		yaml: `version: 1
 name: n
 colour: blue
 agents:
@@ -298,32 +297,32 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{3, `unknown field "colour" in the file`}},
-		},
-		{
-			name: "WrongVersion",
-			yaml: `version: 2
+		want: []problem{{3, `unknown field "colour" in the file`}},
+	},
+	{
+		name: "WrongVersion",
+		yaml: `version: 2
 name: n
 agents:
   - name: a
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{1, `version must be 1 (got 2)`}},
-		},
-		{
-			name: "MissingVersion",
-			yaml: `name: n
+		want: []problem{{1, `version must be 1 (got 2)`}},
+	},
+	{
+		name: "MissingVersion",
+		yaml: `name: n
 agents:
   - name: a
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{1, `version must be 1 (got 0)`}},
-		},
-		{
-			name: "DuplicateAgent",
-			yaml: `version: 1
+		want: []problem{{1, `version must be 1 (got 0)`}},
+	},
+	{
+		name: "DuplicateAgent",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -333,31 +332,31 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{7, `agent "a" is declared twice (first at agents[0])`}},
-		},
-		{
-			name: "MissingModel",
-			yaml: `version: 1
+		want: []problem{{7, `agent "a" is declared twice (first at agents[0])`}},
+	},
+	{
+		name: "MissingModel",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
     description: Has no model.
 `,
-			want: []problem{{4, `model is required`}},
-		},
-		{
-			name: "ScriptedWithoutScript",
-			yaml: `version: 1
+		want: []problem{{4, `model is required`}},
+	},
+	{
+		name: "ScriptedWithoutScript",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
     model: scripted
 `,
-			want: []problem{{4, `a scripted model needs a script: of steps`}},
-		},
-		{
-			name: "EmptyScriptStep",
-			yaml: `version: 1
+		want: []problem{{4, `a scripted model needs a script: of steps`}},
+	},
+	{
+		name: "EmptyScriptStep",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -365,65 +364,65 @@ agents:
     script:
       - when: hello
 `,
-			want: []problem{{7, `a script step needs text:, tool_calls: or fail:`}},
-		},
-		{
-			name: "UnknownProvider",
-			yaml: `version: 1
+		want: []problem{{7, `a script step needs text:, tool_calls: or fail:`}},
+	},
+	{
+		name: "UnknownProvider",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
     model: gemini:pro
 `,
-			opts: netspec.Options{Provider: fakeProvider(nil)},
-			want: []problem{{5, `unknown provider "gemini" (want openai, openai-responses, anthropic or openai-compatible)`}},
-		},
-		{
-			name: "ModelWithoutProviderPrefix",
-			yaml: `version: 1
+		opts: netspec.Options{Provider: fakeProvider(nil)},
+		want: []problem{{5, `unknown provider "gemini" (want openai, openai-responses, anthropic or openai-compatible)`}},
+	},
+	{
+		name: "ModelWithoutProviderPrefix",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
     model: gpt-4o
 `,
-			opts: netspec.Options{Provider: fakeProvider(nil)},
-			want: []problem{{5, `model "gpt-4o": want scripted or PROVIDER:MODEL`}},
-		},
-		{
-			name: "OpenAICompatibleWithoutBaseURL",
-			yaml: `version: 1
+		opts: netspec.Options{Provider: fakeProvider(nil)},
+		want: []problem{{5, `model "gpt-4o": want scripted or PROVIDER:MODEL`}},
+	},
+	{
+		name: "OpenAICompatibleWithoutBaseURL",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
     model: openai-compatible:llama3
 `,
-			opts: netspec.Options{Provider: fakeProvider(nil)},
-			want: []problem{{5, `openai-compatible models need base_url`}},
-		},
-		{
-			name: "NoProviderConfigured",
-			yaml: `version: 1
+		opts: netspec.Options{Provider: fakeProvider(nil)},
+		want: []problem{{5, `openai-compatible models need base_url`}},
+	},
+	{
+		name: "NoProviderConfigured",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
     model: openai:gpt-4o
 `,
-			want: []problem{{5, `model "openai:gpt-4o": no provider is configured in this program`}},
-		},
-		{
-			name: "ProviderRefuses",
-			yaml: `version: 1
+		want: []problem{{5, `model "openai:gpt-4o": no provider is configured in this program`}},
+	},
+	{
+		name: "ProviderRefuses",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
     model: anthropic:broken
 `,
-			opts: netspec.Options{Provider: fakeProvider(nil)},
-			want: []problem{{5, `provider refuses this model`}},
-		},
-		{
-			name: "ScriptOnProviderModel",
-			yaml: `version: 1
+		opts: netspec.Options{Provider: fakeProvider(nil)},
+		want: []problem{{5, `provider refuses this model`}},
+	},
+	{
+		name: "ScriptOnProviderModel",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -431,15 +430,15 @@ agents:
     stream: {chunk_words: 2}
     script: [{text: hi}]
 `,
-			opts: netspec.Options{Provider: fakeProvider(nil)},
-			want: []problem{
-				{6, `stream: simulates streaming for model: scripted`},
-				{7, `script: is only for model: scripted`},
-			},
+		opts: netspec.Options{Provider: fakeProvider(nil)},
+		want: []problem{
+			{6, `stream: simulates streaming for model: scripted`},
+			{7, `script: is only for model: scripted`},
 		},
-		{
-			name: "ProviderFieldsOnScripted",
-			yaml: `version: 1
+	},
+	{
+		name: "ProviderFieldsOnScripted",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -448,14 +447,14 @@ agents:
     api_key_env: KEY
     script: [{text: hi}]
 `,
-			want: []problem{
-				{6, `base_url is for provider models, not scripted`},
-				{7, `api_key_env is for provider models, not scripted`},
-			},
+		want: []problem{
+			{6, `base_url is for provider models, not scripted`},
+			{7, `api_key_env is for provider models, not scripted`},
 		},
-		{
-			name: "BadHistoryPolicy",
-			yaml: `version: 1
+	},
+	{
+		name: "BadHistoryPolicy",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -468,11 +467,11 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{9, `history must be full, last_user or none (got "partial")`}},
-		},
-		{
-			name: "BadTransforms",
-			yaml: `version: 1
+		want: []problem{{9, `history must be full, last_user or none (got "partial")`}},
+	},
+	{
+		name: "BadTransforms",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -492,19 +491,19 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{
-				{10, `unknown transform "shred" (want drop_tool_traffic, redact or compact)`},
-				{11, `redact needs patterns: [REGEX, …]`},
-				{12, `invalid regular expression "("`},
-				{13, `compact needs a model:`},
-				{14, `unknown field "replace" in agents[0].handoffs[0].transforms[4].redact (did you mean "replacement"?)`},
-				{15, `a transform is a name or a mapping with one key`},
-				{16, `a transform is a name or a mapping with one key`},
-			},
+		want: []problem{
+			{10, `unknown transform "shred" (want drop_tool_traffic, redact or compact)`},
+			{11, `redact needs patterns: [REGEX, …]`},
+			{12, `invalid regular expression "("`},
+			{13, `compact needs a model:`},
+			{14, `unknown field "replace" in agents[0].handoffs[0].transforms[4].redact (did you mean "replacement"?)`},
+			{15, `a transform is a name or a mapping with one key`},
+			{16, `a transform is a name or a mapping with one key`},
 		},
-		{
-			name: "CompactModelProblems",
-			yaml: `version: 1
+	},
+	{
+		name: "CompactModelProblems",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -522,11 +521,11 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{13, `invalid regular expression "(("`}},
-		},
-		{
-			name: "BadDurations",
-			yaml: `version: 1
+		want: []problem{{13, `invalid regular expression "(("`}},
+	},
+	{
+		name: "BadDurations",
+		yaml: `version: 1
 name: n
 limits:
   timeout: soon
@@ -542,15 +541,15 @@ agents:
       - text: hi
         delay: 30 seconds
 `,
-			want: []problem{
-				{4, `limits.timeout: invalid duration "soon" (want 30s, 1m30s, 250ms or a number of seconds)`},
-				{8, `tools[0].timeout: duration "-5s" must not be negative`},
-				{15, `agents[0].script[0].delay: invalid duration "30 seconds"`},
-			},
+		want: []problem{
+			{4, `limits.timeout: invalid duration "soon" (want 30s, 1m30s, 250ms or a number of seconds)`},
+			{8, `tools[0].timeout: duration "-5s" must not be negative`},
+			{15, `agents[0].script[0].delay: invalid duration "30 seconds"`},
 		},
-		{
-			name: "WrongTypes",
-			yaml: `version: 1
+	},
+	{
+		name: "WrongTypes",
+		yaml: `version: 1
 name: n
 limits:
   max_turns: many
@@ -564,52 +563,52 @@ agents:
     script: [{text: hi}]
     handoffs: {to: b}
 `,
-			want: []problem{
-				{4, `limits.max_turns must be a whole number, not a string`},
-				{5, `limits.max_handoffs must be a whole number, not the number 2.5`},
-				{7, `picker.sticky must be true or false, not a string`},
-				{8, `tools must be a list, not a string`},
-				{10, `model is required`},
-				{11, `agents[0].model must be a string, not a list`},
-				{13, `agents[0].handoffs must be a list, not a mapping`},
-			},
+		want: []problem{
+			{4, `limits.max_turns must be a whole number, not a string`},
+			{5, `limits.max_handoffs must be a whole number, not the number 2.5`},
+			{7, `picker.sticky must be true or false, not a string`},
+			{8, `tools must be a list, not a string`},
+			{10, `model is required`},
+			{11, `agents[0].model must be a string, not a list`},
+			{13, `agents[0].handoffs must be a list, not a mapping`},
 		},
-		{
-			name: "NotYAML",
-			yaml: `version: 1
+	},
+	{
+		name: "NotYAML",
+		yaml: `version: 1
 name: n
 agents: [
 `,
-			want: []problem{{3, `not found`}},
-		},
-		{
-			name: "DuplicateKey",
-			yaml: `version: 1
+		want: []problem{{3, `not found`}},
+	},
+	{
+		name: "DuplicateKey",
+		yaml: `version: 1
 name: n
 name: m
 agents: []
 `,
-			want: []problem{{3, `mapping key "name" already defined`}},
+		want: []problem{{3, `mapping key "name" already defined`}},
+	},
+	{
+		name: "Empty",
+		yaml: ``,
+		want: []problem{
+			{0, `version must be 1 (got 0)`},
+			{0, `name is required`},
+			{0, `at least one agent is required`},
 		},
-		{
-			name: "Empty",
-			yaml: ``,
-			want: []problem{
-				{0, `version must be 1 (got 0)`},
-				{0, `name is required`},
-				{0, `at least one agent is required`},
-			},
-		},
-		{
-			name: "NotAMapping",
-			yaml: `- name: a
+	},
+	{
+		name: "NotAMapping",
+		yaml: `- name: a
   model: scripted
 `,
-			want: []problem{{1, `a network file is a mapping (version:, name:, agents: …), not a list`}},
-		},
-		{
-			name: "TwoDocuments",
-			yaml: `version: 1
+		want: []problem{{1, `a network file is a mapping (version:, name:, agents: …), not a list`}},
+	},
+	{
+		name: "TwoDocuments",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -618,22 +617,22 @@ agents:
 ---
 version: 1
 `,
-			want: []problem{{1, `a network file holds one YAML document, not 2`}},
-		},
-		{
-			name: "UnknownAlias",
-			yaml: `version: 1
+		want: []problem{{1, `a network file holds one YAML document, not 2`}},
+	},
+	{
+		name: "UnknownAlias",
+		yaml: `version: 1
 name: n
 agents: *everyone
 `,
-			want: []problem{
-				{1, `at least one agent is required`},
-				{3, `agents: unknown alias *everyone`},
-			},
+		want: []problem{
+			{1, `at least one agent is required`},
+			{3, `agents: unknown alias *everyone`},
 		},
-		{
-			name: "EntryAndNames",
-			yaml: `version: 1
+	},
+	{
+		name: "EntryAndNames",
+		yaml: `version: 1
 name: n
 entry: triage
 tools:
@@ -644,15 +643,15 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{
-				{3, `unknown agent "triage" (agents: first agent)`},
-				{5, `tool name "look up" must be 1-64 letters, digits, '_' or '-'`},
-				{8, `agent name "first agent" must be 1-64 letters, digits, '_' or '-'`},
-			},
+		want: []problem{
+			{3, `unknown agent "triage" (agents: first agent)`},
+			{5, `tool name "look up" must be 1-64 letters, digits, '_' or '-'`},
+			{8, `agent name "first agent" must be 1-64 letters, digits, '_' or '-'`},
 		},
-		{
-			name: "ToolNameClashes",
-			yaml: `version: 1
+	},
+	{
+		name: "ToolNameClashes",
+		yaml: `version: 1
 name: n
 tools:
   - name: transfer_to_b
@@ -678,18 +677,18 @@ agents:
       - agent: b
       - agent: ""
 `,
-			want: []problem{
-				{6, `tool "transfer_to_b" is declared twice`},
-				{14, `tool name "transfer_to_b" is used by tool transfer_to_b and by the handoff to b`},
-				{15, `agent a cannot hand off to itself`},
-				{19, `tool name "escalate" is used by the handoff to b and by the handoff to b`},
-				{24, `agent b cannot call itself as a tool`},
-				{25, `an agent tool needs agent:`},
-			},
+		want: []problem{
+			{6, `tool "transfer_to_b" is declared twice`},
+			{14, `tool name "transfer_to_b" is used by tool transfer_to_b and by the handoff to b`},
+			{15, `agent a cannot hand off to itself`},
+			{19, `tool name "escalate" is used by the handoff to b and by the handoff to b`},
+			{24, `agent b cannot call itself as a tool`},
+			{25, `an agent tool needs agent:`},
 		},
-		{
-			name: "ToolProblems",
-			yaml: `version: 1
+	},
+	{
+		name: "ToolProblems",
+		yaml: `version: 1
 name: n
 tools:
   - name: t
@@ -703,18 +702,18 @@ agents:
     continuation: sometimes
     script: [{text: hi}]
 `,
-			want: []problem{
-				{4, `tool "t" has no result: and no Go implementation`},
-				{5, `approval must be required or none (got "always")`},
-				{6, `continuation must be inline or background (got "later")`},
-				{7, `tool name is required`},
-				{8, `tool "noresult" has no result: and no Go implementation`},
-				{12, `continuation must be inline or background (got "sometimes")`},
-			},
+		want: []problem{
+			{4, `tool "t" has no result: and no Go implementation`},
+			{5, `approval must be required or none (got "always")`},
+			{6, `continuation must be inline or background (got "later")`},
+			{7, `tool name is required`},
+			{8, `tool "noresult" has no result: and no Go implementation`},
+			{12, `continuation must be inline or background (got "sometimes")`},
 		},
-		{
-			name: "Policies",
-			yaml: `version: 1
+	},
+	{
+		name: "Policies",
+		yaml: `version: 1
 name: n
 policy:
   type: sequential
@@ -733,18 +732,18 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{
-				{5, `unknown agent "c" (agents: a, b)`},
-				{7, `rule "escalate" has no when: condition`},
-				{9, `history must be full, last_user or none (got "some")`},
-				{10, `a rule needs a name`},
-				{10, `unknown agent "d" (agents: a, b)`},
-				{11, `invalid regular expression "("`},
-			},
+		want: []problem{
+			{5, `unknown agent "c" (agents: a, b)`},
+			{7, `rule "escalate" has no when: condition`},
+			{9, `history must be full, last_user or none (got "some")`},
+			{10, `a rule needs a name`},
+			{10, `unknown agent "d" (agents: a, b)`},
+			{11, `invalid regular expression "("`},
 		},
-		{
-			name: "PolicyType",
-			yaml: `version: 1
+	},
+	{
+		name: "PolicyType",
+		yaml: `version: 1
 name: n
 policy: {type: round_robin}
 agents:
@@ -752,11 +751,11 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{3, `policy type must be explicit, sequential or rules (got "round_robin")`}},
-		},
-		{
-			name: "SequentialTooShort",
-			yaml: `version: 1
+		want: []problem{{3, `policy type must be explicit, sequential or rules (got "round_robin")`}},
+	},
+	{
+		name: "SequentialTooShort",
+		yaml: `version: 1
 name: n
 policy:
   type: sequential
@@ -766,11 +765,11 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{5, `a sequential policy needs at least two steps`}},
-		},
-		{
-			name: "Limits",
-			yaml: `version: 1
+		want: []problem{{5, `a sequential policy needs at least two steps`}},
+	},
+	{
+		name: "Limits",
+		yaml: `version: 1
 name: n
 limits:
   max_turns: -1
@@ -782,16 +781,16 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{
-				{4, `max_turns must not be negative`},
-				{5, `max_handoffs must not be negative`},
-				{6, `token_budget must not be negative`},
-				{7, `on_limit must be error or final_answer (got "retry")`},
-			},
+		want: []problem{
+			{4, `max_turns must not be negative`},
+			{5, `max_handoffs must not be negative`},
+			{6, `token_budget must not be negative`},
+			{7, `on_limit must be error or final_answer (got "retry")`},
 		},
-		{
-			name: "Picker",
-			yaml: `version: 1
+	},
+	{
+		name: "Picker",
+		yaml: `version: 1
 name: n
 picker:
   rules:
@@ -806,17 +805,17 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{
-				{5, `a picker rule needs match: or keywords:`},
-				{7, `unknown agent "billing" (agents: a)`},
-				{8, `unknown agent "nobody" (agents: a)`},
-				{9, `model is required`},
-				{10, `unknown agent "z" (agents: a)`},
-			},
+		want: []problem{
+			{5, `a picker rule needs match: or keywords:`},
+			{7, `unknown agent "billing" (agents: a)`},
+			{8, `unknown agent "nobody" (agents: a)`},
+			{9, `model is required`},
+			{10, `unknown agent "z" (agents: a)`},
 		},
-		{
-			name: "Guardrails",
-			yaml: `version: 1
+	},
+	{
+		name: "Guardrails",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -829,14 +828,14 @@ agents:
         - name: no-secrets
           deny: "[unclosed"
 `,
-			want: []problem{
-				{9, `guardrail name is required`},
-				{12, `invalid regular expression "[unclosed"`},
-			},
+		want: []problem{
+			{9, `guardrail name is required`},
+			{12, `invalid regular expression "[unclosed"`},
 		},
-		{
-			name: "ScriptSteps",
-			yaml: `version: 1
+	},
+	{
+		name: "ScriptSteps",
+		yaml: `version: 1
 name: n
 agents:
   - name: a
@@ -848,16 +847,16 @@ agents:
         usage: {input_tokens: -1, output_tokens: 2}
       - fail: {status: 500, times: -1}
 `,
-			want: []problem{
-				{6, `chunk_words must not be negative`},
-				{8, `a tool call needs a name`},
-				{10, `usage token counts must not be negative`},
-				{11, `fail times must not be negative`},
-			},
+		want: []problem{
+			{6, `chunk_words must not be negative`},
+			{8, `a tool call needs a name`},
+			{10, `usage token counts must not be negative`},
+			{11, `fail times must not be negative`},
 		},
-		{
-			name: "Summary",
-			yaml: `version: 1
+	},
+	{
+		name: "Summary",
+		yaml: `version: 1
 name: n
 summary:
   model: scripted
@@ -866,12 +865,12 @@ agents:
     model: scripted
     script: [{text: hi}]
 `,
-			want: []problem{{3, `a scripted model needs a script: of steps`}},
-		},
-		{
-			// Every kind of problem at once: each is reported, in line order.
-			name: "ManyProblems",
-			yaml: `version: 3
+		want: []problem{{3, `a scripted model needs a script: of steps`}},
+	},
+	{
+		// Every kind of problem at once: each is reported, in line order.
+		name: "ManyProblems",
+		yaml: `version: 3
 name: many
 entry: nobody
 limits:
@@ -900,27 +899,30 @@ agents:
   - name: tech
     modle: scripted
 `,
-			opts: netspec.Options{Provider: fakeProvider(nil)},
-			want: []problem{
-				{1, `version must be 1 (got 3)`},
-				{3, `unknown agent "nobody"`},
-				{5, `limits.timeout: invalid duration "later"`},
-				{6, `unknown field "max_turn" in limits (did you mean "max_turns"?)`},
-				{9, `invalid JSON Schema at /properties/id/type`},
-				{14, `unknown tool "refund" (tools: lookup)`},
-				{16, `invalid regular expression "(?i)bill("`},
-				{20, `history must be full, last_user or none (got "everything")`},
-				{21, `unknown transform "drop_tools"`},
-				{22, `unknown agent "nobody"`},
-				{24, `unknown provider "ollama"`},
-				{25, `a scripted model needs a script: of steps`},
-				{25, `agent "billing" is declared twice`},
-				{27, `model is required`},
-				{28, `unknown field "modle" in agents[3] (did you mean "model"?)`},
-			},
+		opts: netspec.Options{Provider: fakeProvider(nil)},
+		want: []problem{
+			{1, `version must be 1 (got 3)`},
+			{3, `unknown agent "nobody"`},
+			{5, `limits.timeout: invalid duration "later"`},
+			{6, `unknown field "max_turn" in limits (did you mean "max_turns"?)`},
+			{9, `invalid JSON Schema at /properties/id/type`},
+			{14, `unknown tool "refund" (tools: lookup)`},
+			{16, `invalid regular expression "(?i)bill("`},
+			{20, `history must be full, last_user or none (got "everything")`},
+			{21, `unknown transform "drop_tools"`},
+			{22, `unknown agent "nobody"`},
+			{24, `unknown provider "ollama"`},
+			{25, `a scripted model needs a script: of steps`},
+			{25, `agent "billing" is declared twice`},
+			{27, `model is required`},
+			{28, `unknown field "modle" in agents[3] (did you mean "model"?)`},
 		},
-	}
-	for _, tt := range tests {
+	},
+}
+
+func TestParseProblems(t *testing.T) {
+	t.Parallel()
+	for _, tt := range problemCases {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := parseProblems(t, tt.yaml, tt.opts)
