@@ -1,0 +1,193 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Metric names as the OpenTelemetry instruments are named; the Prometheus
+// exporter appends _total to counters.
+const (
+	metricHandoffs        = "baton_handoffs"
+	metricModelCalls      = "baton_model_calls"
+	metricModelDuration   = "baton_model_call_duration_seconds"
+	metricTokens          = "baton_tokens"
+	metricToolCalls       = "baton_tool_calls"
+	metricToolDuration    = "baton_tool_call_duration_seconds"
+	metricRuns            = "baton_runs"
+	metricErrors          = "baton_errors"
+	metricOpenStreams     = "baton_open_streams"
+	metricQueueDepth      = "baton_job_queue_depth"
+	metricContinuationLat = "baton_continuation_latency_seconds"
+)
+
+// Bucket boundaries, in seconds.
+var (
+	modelBuckets        = []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
+	toolBuckets         = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	continuationBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900}
+)
+
+// instruments are baton's metrics. Labels are low-cardinality only: agent,
+// model, provider and tool names come from the network's configuration,
+// never from ids or user input.
+type instruments struct {
+	meter       metric.Meter
+	handoffs    metric.Int64Counter
+	modelCalls  metric.Int64Counter
+	modelDur    metric.Float64Histogram
+	tokens      metric.Int64Counter
+	toolCalls   metric.Int64Counter
+	toolDur     metric.Float64Histogram
+	runs        metric.Int64Counter
+	errors      metric.Int64Counter
+	openStreams metric.Int64UpDownCounter
+	queueDepth  metric.Int64ObservableGauge
+	contLatency metric.Float64Histogram
+
+	// sets caches measurement options by label values, so that the hot path
+	// does not build an attribute set per measurement. Label values are
+	// bounded, and so is the cache.
+	sets sync.Map // labelKey -> metric.MeasurementOption
+}
+
+type labelKey struct {
+	metric     string
+	a, b, c, d string
+}
+
+func newInstruments(m metric.Meter) (*instruments, error) {
+	in := &instruments{meter: m}
+	var err error
+	must := func(e error) {
+		if err == nil && e != nil {
+			err = e
+		}
+	}
+	var e error
+	in.handoffs, e = m.Int64Counter(metricHandoffs, metric.WithUnit("{handoff}"),
+		metric.WithDescription("Handoff attempts by source and target agent, handoff type and outcome (ok, rejected, limit)."))
+	must(e)
+	in.modelCalls, e = m.Int64Counter(metricModelCalls, metric.WithUnit("{call}"),
+		metric.WithDescription("Model call attempts by provider, model and outcome (ok, error)."))
+	must(e)
+	in.modelDur, e = m.Float64Histogram(metricModelDuration, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(modelBuckets...),
+		metric.WithDescription("Model call latency, from request to the last chunk, by provider, model and outcome."))
+	must(e)
+	in.tokens, e = m.Int64Counter(metricTokens, metric.WithUnit("{token}"),
+		metric.WithDescription("Tokens reported by providers, by provider, model and direction (input, output)."))
+	must(e)
+	in.toolCalls, e = m.Int64Counter(metricToolCalls, metric.WithUnit("{call}"),
+		metric.WithDescription("Tool executions by tool and outcome (ok, error)."))
+	must(e)
+	in.toolDur, e = m.Float64Histogram(metricToolDuration, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(toolBuckets...),
+		metric.WithDescription("Tool execution latency by tool."))
+	must(e)
+	in.runs, e = m.Int64Counter(metricRuns, metric.WithUnit("{run}"),
+		metric.WithDescription("Runs (and resumed runs) that ended, by status."))
+	must(e)
+	in.errors, e = m.Int64Counter(metricErrors, metric.WithUnit("{error}"),
+		metric.WithDescription("Errors by kind: the runner's error kinds for failed runs, and kinds other components record."))
+	must(e)
+	in.openStreams, e = m.Int64UpDownCounter(metricOpenStreams, metric.WithUnit("{stream}"),
+		metric.WithDescription("Event streams (SSE) open now."))
+	must(e)
+	in.queueDepth, e = m.Int64ObservableGauge(metricQueueDepth, metric.WithUnit("{job}"),
+		metric.WithDescription("Continuation jobs waiting to run, by queue."))
+	must(e)
+	in.contLatency, e = m.Float64Histogram(metricContinuationLat, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(continuationBuckets...),
+		metric.WithDescription("Time from a run's suspension (job enqueued) to a worker resuming it."))
+	must(e)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: create instruments: %w", err)
+	}
+	return in, nil
+}
+
+// opt returns the cached measurement option for k, made by kvs on first use.
+func (in *instruments) opt(k labelKey, kvs func() []attribute.KeyValue) metric.MeasurementOption {
+	if o, ok := in.sets.Load(k); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kvs()...))
+	in.sets.Store(k, o)
+	return o
+}
+
+// StreamOpened counts an event stream (an SSE connection) as open in
+// baton_open_streams. Call [Telemetry.StreamClosed] exactly once when it
+// closes. It does nothing when metrics are off or t is nil.
+func (t *Telemetry) StreamOpened(ctx context.Context) {
+	if t != nil && t.inst != nil {
+		t.inst.openStreams.Add(ctx, 1)
+	}
+}
+
+// StreamClosed counts an event stream opened with [Telemetry.StreamOpened]
+// as closed.
+func (t *Telemetry) StreamClosed(ctx context.Context) {
+	if t != nil && t.inst != nil {
+		t.inst.openStreams.Add(ctx, -1)
+	}
+}
+
+// RecordContinuationLatency records d, the time from a run's suspension
+// (its continuation job enqueued) to a worker resuming it, in
+// baton_continuation_latency_seconds. It does nothing when metrics are off.
+func (t *Telemetry) RecordContinuationLatency(ctx context.Context, d time.Duration) {
+	if t != nil && t.inst != nil {
+		t.inst.contLatency.Record(ctx, d.Seconds())
+	}
+}
+
+// RecordError counts an error of kind in baton_errors_total{kind}. kind
+// must come from a small fixed set (runner.Kind values, or a component's
+// own such as "stream_write"), never from error text. Failed runs are
+// counted by the observer already. It does nothing when metrics are off.
+func (t *Telemetry) RecordError(ctx context.Context, kind string) {
+	if t != nil && t.inst != nil {
+		t.inst.errors.Add(ctx, 1, t.inst.opt(labelKey{metric: metricErrors, a: kind}, func() []attribute.KeyValue {
+			return []attribute.KeyValue{attribute.String("kind", kind)}
+		}))
+	}
+}
+
+// QueueDepthFunc reports the number of jobs waiting in each queue, keyed by
+// queue name. It is called at every scrape of /metrics, with a context that
+// ends after [QueueDepthTimeout]; it must be safe for concurrent use.
+type QueueDepthFunc func(ctx context.Context) (map[string]int64, error)
+
+// QueueDepthTimeout bounds each call of a [QueueDepthFunc].
+const QueueDepthTimeout = 2 * time.Second
+
+// RegisterQueueDepth makes f a source of baton_job_queue_depth{queue}. Each
+// registered func reports its own queues. The returned func unregisters f
+// (call it before closing what f reads). When metrics are off it does
+// nothing and returns a no-op unregister.
+func (t *Telemetry) RegisterQueueDepth(f QueueDepthFunc) (unregister func() error, err error) {
+	if t == nil || t.inst == nil {
+		return func() error { return nil }, nil
+	}
+	gauge := t.inst.queueDepth
+	reg, err := t.inst.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		ctx, cancel := context.WithTimeout(ctx, QueueDepthTimeout)
+		defer cancel()
+		depths, err := f(ctx)
+		if err != nil {
+			return fmt.Errorf("telemetry: job queue depth: %w", err)
+		}
+		for q, n := range depths {
+			o.ObserveInt64(gauge, n, metric.WithAttributes(attribute.String("queue", q)))
+		}
+		return nil
+	}, gauge)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: register job queue depth: %w", err)
+	}
+	return reg.Unregister, nil
+}
