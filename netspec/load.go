@@ -843,7 +843,11 @@ func (l *loader) rules(ps *PolicySpec, known func(string, string) bool) policy.R
 		if r.Name == "" {
 			l.bad(rp, "a rule needs a name")
 		}
-		known(field(rp, "to"), r.To)
+		if r.To == "" {
+			l.bad(rp, "a rule needs to: (the agent to hand off to)")
+		} else {
+			known(field(rp, "to"), r.To)
+		}
 		if r.From != "" {
 			known(field(rp, "from"), r.From)
 		}
@@ -865,6 +869,11 @@ func (l *loader) rules(ps *PolicySpec, known func(string, string) bool) policy.R
 		}
 		if w == (RuleCondition{}) {
 			l.bad(rp, "rule %q has no when: condition", r.Name)
+		}
+		if w.AnswerMatches != "" && w.ToolResultMatches != "" {
+			// An answer is a turn without tool calls: no tool result is
+			// the last thing then.
+			l.bad(field(rp, "when"), "answer_matches and tool_result_matches never hold together (one is checked after an answer, the other after tool results)")
 		}
 		at := policy.Point("")
 		if ans != nil {
@@ -919,7 +928,11 @@ func (l *loader) picker(f *File, known func(string, string) bool) (policy.Picker
 	var rules policy.RulePicker
 	for i, r := range ps.Rules {
 		rp := at("$.picker.rules", i)
-		known(field(rp, "agent"), r.Agent)
+		if r.Agent == "" {
+			l.bad(rp, "a picker rule needs agent: (the agent to start with)")
+		} else {
+			known(field(rp, "agent"), r.Agent)
+		}
 		pr := policy.PickRule{Agent: r.Agent, Keywords: r.Keywords}
 		if r.Match != "" {
 			pr.Match = l.regexp(field(rp, "match"), r.Match)

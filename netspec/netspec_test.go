@@ -724,6 +724,11 @@ policy:
       history: some
     - to: d
       when: {answer_matches: "(", tokens_at_least: 10}
+    - name: never
+      to: b
+      when: {answer_matches: done, tool_result_matches: error}
+    - name: nowhere
+      when: {input_matches: x}
 agents:
   - name: a
     model: scripted
@@ -739,6 +744,8 @@ agents:
 			{10, `a rule needs a name`},
 			{10, `unknown agent "d" (agents: a, b)`},
 			{11, `invalid regular expression "("`},
+			{14, `answer_matches and tool_result_matches never hold together`},
+			{15, `a rule needs to: (the agent to hand off to)`},
 		},
 	},
 	{
@@ -797,6 +804,7 @@ picker:
     - agent: a
     - match: bill
       agent: billing
+    - match: x
   default: nobody
   classifier:
     agents: [a, z]
@@ -808,9 +816,10 @@ agents:
 		want: []problem{
 			{5, `a picker rule needs match: or keywords:`},
 			{7, `unknown agent "billing" (agents: a)`},
-			{8, `unknown agent "nobody" (agents: a)`},
-			{9, `model is required`},
-			{10, `unknown agent "z" (agents: a)`},
+			{8, `a picker rule needs agent:`},
+			{9, `unknown agent "nobody" (agents: a)`},
+			{10, `model is required`},
+			{11, `unknown agent "z" (agents: a)`},
 		},
 	},
 	{
