@@ -7,6 +7,7 @@
 #   bench/run.sh                 # 10 rounds of 1s per benchmark
 #   COUNT=6 BENCHTIME=500ms bench/run.sh
 #   NOPEER=1 bench/run.sh        # baton only
+#   BENCH='^BenchmarkTurn$' bench/run.sh   # one regexp for both modules
 #
 # Raw outputs go to bench/results/core-*.txt (OUT=dir to change). benchstat
 # is used when it is on PATH or in $(go env GOPATH)/bin:
@@ -17,7 +18,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 count=${COUNT:-10}
 benchtime=${BENCHTIME:-1s}
 out=${OUT:-$here/results}
-bench_re=${BENCH:-.}
 mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -32,7 +32,7 @@ fi
 
 {
 	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-	echo "commit: $(git -C "$here" rev-parse HEAD 2>/dev/null || echo unknown)"
+	echo "commit: ${REV:-$(git -C "$here" rev-parse HEAD 2>/dev/null || echo unknown)}"
 	dirty=$(git -C "$here/.." status --porcelain -- agent handoff message model runner runstate policy internal 2>/dev/null | tr '\n' ' ')
 	echo "dirty: ${dirty:-none}"
 	echo "go: $(go version)"
@@ -42,18 +42,34 @@ fi
 	if [[ -n $peer ]]; then
 		echo "eino: $(cd "$here/peers/eino" && go list -m -f '{{.Version}}' github.com/cloudwego/eino)"
 	fi
-	echo "rounds: $count x -benchtime=$benchtime, interleaved baton/eino"
+	echo "rounds: $count x -benchtime=$benchtime, each baton benchmark run right before its eino counterpart"
 } >"$out/core-env.txt"
 cat "$out/core-env.txt"
 
 : >"$out/core-baton.txt"
 : >"$out/core-eino.txt"
+# Each round runs every benchmark once, a baton benchmark right before the
+# eino benchmark it is compared with, so that each pair sees the same load.
+steps=(
+	"baton ^BenchmarkTransfer$"
+	"eino ^BenchmarkEinoTransfer$"
+	"baton ^BenchmarkTransferStream$"
+	"baton ^BenchmarkHandoffChain10$"
+	"eino ^BenchmarkEinoHandoffChain10$"
+	"baton ^(BenchmarkTransferScripted|BenchmarkTurn)$"
+)
+if [[ -n ${BENCH:-} ]]; then
+	steps=("baton $BENCH" "eino $BENCH")
+fi
 for ((i = 1; i <= count; i++)); do
 	echo "round $i/$count" >&2
-	"$tmp/baton.test" -test.run='^$' -test.bench="$bench_re" -test.benchmem -test.count=1 -test.benchtime="$benchtime" >>"$out/core-baton.txt"
-	if [[ -n $peer ]]; then
-		"$tmp/eino.test" -test.run='^$' -test.bench="$bench_re" -test.benchmem -test.count=1 -test.benchtime="$benchtime" >>"$out/core-eino.txt"
-	fi
+	for step in "${steps[@]}"; do
+		which=${step%% *} re=${step#* }
+		if [[ $which == eino && -z $peer ]]; then
+			continue
+		fi
+		"$tmp/$which.test" -test.run='^$' -test.bench="$re" -test.benchmem -test.count=1 -test.benchtime="$benchtime" >>"$out/core-$which.txt"
+	done
 done
 
 benchstat=$(command -v benchstat || true)
