@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -539,7 +540,7 @@ func (a *chatAcc) finish(sawDone bool, yield func(model.Chunk, error) bool) {
 			return
 		}
 		id := c.id
-		if id == "" {
+		if id == "" || slices.ContainsFunc(calls, func(tc message.ToolCall) bool { return tc.ID == id }) {
 			id = toolargs.NewCallID()
 		}
 		calls = append(calls, message.ToolCall{ID: id, Name: c.name, Arguments: args})

@@ -292,6 +292,7 @@ type respAcc struct {
 	terminal  bool
 	reason    string // incomplete_details.reason of an incomplete response
 	usage     message.Usage
+	callIDs   map[string]bool // ids given out, to keep them unique
 }
 
 type respItem struct {
@@ -484,9 +485,13 @@ func (a *respAcc) checkCall(it *respItem) (*message.ToolCall, error) {
 		return nil, a.m.invalidArgs(a.requestID, it.name, normFinish(a.reason, true), err)
 	}
 	id := it.callID
-	if id == "" {
+	if id == "" || a.callIDs[id] {
 		id = toolargs.NewCallID()
 	}
+	if a.callIDs == nil {
+		a.callIDs = make(map[string]bool)
+	}
+	a.callIDs[id] = true
 	return &message.ToolCall{ID: id, Name: it.name, Arguments: args}, nil
 }
 
