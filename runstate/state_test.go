@@ -302,8 +302,10 @@ func TestDecodeErrors(t *testing.T) {
 		"unknown field":  {valid(func(m map[string]any) { m["surprise"] = 1 }), runstate.ErrCorrupt},
 		"wrong type":     {valid(func(m map[string]any) { m["turns"] = "many" }), runstate.ErrCorrupt},
 		"pending no id":  {valid(func(m map[string]any) { m["pending"] = []any{map[string]any{"call": map[string]any{}, "kind": "tool"}} }), runstate.ErrCorrupt},
-		"pending kind":   {valid(func(m map[string]any) { m["pending"] = []any{map[string]any{"call": map[string]any{"id": "c"}, "kind": "x"}} }), runstate.ErrCorrupt},
-		"trailing":       {append(valid(func(map[string]any) {}), []byte(` {}`)...), runstate.ErrCorrupt},
+		"pending kind": {valid(func(m map[string]any) {
+			m["pending"] = []any{map[string]any{"call": map[string]any{"id": "c"}, "kind": "x"}}
+		}), runstate.ErrCorrupt},
+		"trailing": {append(valid(func(map[string]any) {}), []byte(` {}`)...), runstate.ErrCorrupt},
 	} {
 		s, err := runstate.Decode(tc.b)
 		if s != nil || !errors.Is(err, tc.target) {
