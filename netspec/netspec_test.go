@@ -1437,3 +1437,33 @@ func TestFingerprint(t *testing.T) {
 		seen[fp] = c.name
 	}
 }
+
+// TestDocsFullExample loads the full example of docs/network-yaml.md, so
+// that the reference stays true.
+func TestDocsFullExample(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../docs/network-yaml.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "\n## Full example\n")
+	_, rest, ok2 := strings.Cut(rest, "```yaml\n")
+	src, _, ok3 := strings.Cut(rest, "```\n")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/network-yaml.md has no yaml block under ## Full example")
+	}
+	var asked []netspec.ProviderSpec
+	spec, err := netspec.Parse([]byte(src), "network-yaml.md", netspec.Options{Provider: fakeProvider(&asked)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := spec.Network.Names(); !slices.Equal(got, []string{"triage", "billing", "tech"}) {
+		t.Errorf("agents %v", got)
+	}
+	if len(asked) != 1 || asked[0].Model != "openai-compatible:llama3.1" || asked[0].BaseURL != "http://localhost:11434/v1" {
+		t.Errorf("provider asked for %+v", asked)
+	}
+	if spec.Picker == nil || spec.Summary == nil {
+		t.Errorf("picker %v, summary %v", spec.Picker, spec.Summary)
+	}
+}
