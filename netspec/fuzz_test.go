@@ -31,7 +31,7 @@ func FuzzLoad(f *testing.F) {
 	opts := netspec.Options{Provider: fakeProvider(nil)}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// A hang crashes the worker, and the fuzzer keeps the input.
-		watchdog := time.AfterFunc(3*time.Second, func() { panic(fmt.Sprintf("Parse hangs on %q", data)) })
+		watchdog := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("Parse hangs on %q", data)) })
 		spec, err := netspec.Parse(data, "fuzz.yaml", opts)
 		watchdog.Stop()
 		if err != nil {

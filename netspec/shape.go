@@ -643,6 +643,10 @@ func kindOf(n ast.Node) string {
 		return v.GetToken().Value
 	case nil, *ast.NullNode:
 		return "null"
+	case *ast.AliasNode:
+		return "an alias"
+	case *ast.AnchorNode:
+		return "an anchor"
 	}
 	return "a " + strings.ToLower(n.Type().String())
 }
