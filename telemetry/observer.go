@@ -172,7 +172,7 @@ func (o *observer) summary(ctx context.Context, info runner.RunInfo, rt *runTrac
 	if info.Resumed {
 		attrs = append(attrs, slog.Bool("resumed", true))
 	}
-	attrs = append(attrs, slog.Duration("duration", time.Since(start)))
+	attrs = append(attrs, slog.Int64("duration_ms", time.Since(start).Milliseconds()))
 	level := slog.LevelInfo
 	if err != nil {
 		level = slog.LevelError

@@ -182,8 +182,14 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 
 // Observer returns the observer to set as runner.Config.Observer, or nil
 // when tracing, metrics and the run log are all off, so that the runner
-// keeps its built-in no-op observer. It is safe for concurrent use.
-func (t *Telemetry) Observer() runner.Observer { return t.obs }
+// keeps its built-in no-op observer (also when t is nil). It is safe for
+// concurrent use.
+func (t *Telemetry) Observer() runner.Observer {
+	if t == nil {
+		return nil
+	}
+	return t.obs
+}
 
 // TracingEnabled reports whether spans are made.
 func (t *Telemetry) TracingEnabled() bool { return t.tracer != nil }
