@@ -526,7 +526,11 @@ func (x *run) runPending(ctx context.Context) (wait bool, err error) {
 		if len(slow) > 0 {
 			st.Status = runstate.StatusSuspended
 			x.emit(&SuspendedEvent{Header: Header{Type: TypeSuspended}, Agent: st.Agent, Calls: slow})
-			return true, x.checkpoint(ctx)
+			err := x.checkpoint(ctx)
+			if err == nil || x.o.fallback == nil || ctx.Err() != nil {
+				return true, err
+			}
+			return false, x.inlineFallback(ctx, p, err)
 		}
 	}
 	// 3. Tools and agent tools run (concurrently when several); the first
@@ -591,6 +595,57 @@ func (x *run) runPending(ctx context.Context) (wait bool, err error) {
 		return false, x.policyHandoff(ctx, d)
 	}
 	return false, nil
+}
+
+// inlineFallback finishes a run whose hand-over to a background worker
+// failed (the checkpoint of the suspension was refused): the calls without a
+// result get the notice as an error result, and the agent answers once
+// without tools.
+func (x *run) inlineFallback(ctx context.Context, p *plan, cause error) error {
+	st := x.st
+	st.Status = runstate.StatusRunning
+	if x.endSeq != 0 {
+		// The refused checkpoint reserved run_end's seq; give it back.
+		if st.Seq == x.endSeq {
+			st.Seq--
+		}
+		x.endSeq = 0
+	}
+	notice := x.o.fallback(ctx, cause)
+	if notice == "" {
+		notice = DefaultFallbackNotice
+	}
+	x.r.log.WarnContext(ctx, "background hand-over failed; answering without tools", "run_id", st.RunID, "thread_id", st.ThreadID, "agent", st.Agent, "error", cause)
+	for i := range st.Pending {
+		pc := &st.Pending[i]
+		if pc.Result == nil {
+			pc.Result = &runstate.Result{Output: notice, IsError: true}
+		}
+		tm := message.ToolResult(st.Agent, pc.Call.ID, pc.Call.Name, pc.Result.Output, pc.Result.IsError)
+		tm.ID = x.msgID()
+		st.Messages = append(st.Messages, tm)
+		st.Transcript = append(st.Transcript, tm)
+		if x.streaming() {
+			ev := &ToolResultEvent{Header: Header{Type: TypeToolResult}, Agent: st.Agent, Name: pc.Call.Name, ID: pc.Call.ID}
+			if pc.Result.IsError {
+				ev.Error = pc.Result.Output
+			} else {
+				ev.Output = pc.Result.Output
+			}
+			x.emit(ev)
+		}
+	}
+	st.Pending = nil
+	msg, err := x.callModel(ctx, p, false)
+	if err != nil {
+		return err
+	}
+	if msg.HasToolCalls() {
+		x.answerAll(msg, notice)
+	}
+	st.Status = runstate.StatusCompleted
+	st.FinalOutput = msg.Text()
+	return x.checkpoint(ctx)
 }
 
 // approvals returns an interrupt for the pending calls that need a decision.

@@ -187,6 +187,7 @@ type runOpts struct {
 	values       map[string]json.RawMessage
 	decisions    []Decision
 	background   bool
+	fallback     func(ctx context.Context, err error) string
 	checkpointer Checkpointer
 }
 
@@ -219,6 +220,31 @@ func WithDecisions(d ...Decision) RunOption {
 // executes a slow tool (Tool.Slow, or any tool of an Agent.Background agent),
 // so that a background worker can resume it. Inline request handlers use it.
 func WithBackgroundBoundary() RunOption { return func(o *runOpts) { o.background = true } }
+
+// DefaultFallbackNotice is the tool result given to the model for the slow
+// calls of a run whose hand-over to a background worker failed (see
+// [WithBackgroundFallback]).
+const DefaultFallbackNotice = "not run: background processing is unavailable right now; answer without this tool and tell the user it could not run"
+
+// WithBackgroundFallback makes a run whose hand-over to a background worker
+// fails finish inline instead of failing. It applies with
+// [WithBackgroundBoundary] when the checkpoint of the suspension returns an
+// error (the job queue or the transaction that enqueues it failed; nothing of
+// it was written): the run goes on without the worker, the calls that have
+// no result yet are answered with a notice as an error result, the agent is
+// called once more without tools, and the run completes with that answer.
+// The failure is logged at warn level.
+//
+// notice, if not nil, is told the hand-over error (so the caller gets it) and
+// returns the notice text; "" means [DefaultFallbackNotice].
+func WithBackgroundFallback(notice func(ctx context.Context, err error) string) RunOption {
+	return func(o *runOpts) {
+		o.fallback = notice
+		if o.fallback == nil {
+			o.fallback = func(context.Context, error) string { return "" }
+		}
+	}
+}
 
 // WithCheckpointer overrides the runner's checkpointer for this run.
 func WithCheckpointer(c Checkpointer) RunOption { return func(o *runOpts) { o.checkpointer = c } }
