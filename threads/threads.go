@@ -28,6 +28,10 @@ type Service struct {
 	// checkpoint and messages are written; an error rolls everything back.
 	// The continuation worker enqueues its job here.
 	Hook func(ctx context.Context, tx store.Tx, owner string, cp *store.Checkpoint, st *runstate.State) error
+	// Exclude, if set, leaves the stored messages for which it returns true
+	// out of a turn's history. The continuation worker excludes its
+	// placeholder messages, whose final text repeats the run's answer.
+	Exclude func(m *store.Message) bool
 }
 
 // New returns a service.
@@ -125,7 +129,7 @@ func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*st
 	}
 	hist := make([]message.Message, 0, len(msgs))
 	for _, m := range msgs {
-		if m.Status == "" || m.Status == message.StatusCompleted {
+		if (m.Status == "" || m.Status == message.StatusCompleted) && (s.Exclude == nil || !s.Exclude(m)) {
 			hist = append(hist, m.Message)
 		}
 	}
@@ -172,6 +176,25 @@ func (s *Service) Resume(ctx context.Context, owner, runID string, opts ...runne
 		cp, err := s.Latest(ctx, owner, runID)
 		if err != nil {
 			yield(nil, err)
+			return
+		}
+		for ev, err := range s.ResumeCheckpoint(ctx, owner, cp, opts...) {
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// ResumeCheckpoint is [Service.Resume] from cp, a checkpoint of owner the
+// caller has loaded (or just written, to claim the run). Its writes are
+// fenced on cp: if another writer has moved the run on since, the first
+// checkpoint fails with a *store.StaleWriteError and the run stops. cp.State
+// is resumed in place.
+func (s *Service) ResumeCheckpoint(ctx context.Context, owner string, cp *store.Checkpoint, opts ...runner.RunOption) iter.Seq2[runner.Event, error] {
+	return func(yield func(runner.Event, error) bool) {
+		if cp == nil || cp.State == nil {
+			yield(nil, fmt.Errorf("threads: resume: no checkpoint state: %w", store.ErrInvalid))
 			return
 		}
 		ck := &checkpointer{s: s, owner: owner, threadID: cp.ThreadID, parent: cp.ID, persisted: len(cp.State.Transcript), agent: cp.State.Agent}
