@@ -1,0 +1,465 @@
+package anthropicmodel
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/param"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/model/internal/httperr"
+	"github.com/batonhq/baton/model/internal/outputschema"
+)
+
+// Provider is the provider name in errors and reasoning parts.
+const Provider = "anthropic"
+
+// DefaultBaseURL is the API base used when Config.BaseURL is empty.
+const DefaultBaseURL = "https://api.anthropic.com/"
+
+// DefaultMaxTokens is max_tokens when neither the settings nor the config set it.
+const DefaultMaxTokens = 4096
+
+// RedactedThinking is the ID of a reasoning part that holds a
+// redacted_thinking block (its data is in Signature).
+const RedactedThinking = "redacted_thinking"
+
+// Structured output modes.
+const (
+	// OutputNative sends Request.Output as output_config.format.
+	OutputNative = "native"
+	// OutputTool sends Request.Output as a tool the model must call.
+	OutputTool = "tool"
+)
+
+// Error codes of [*model.Error] values made by this package.
+const (
+	// CodeInvalidToolArguments: a tool_use input is not a JSON object.
+	CodeInvalidToolArguments = "invalid_tool_arguments"
+	// CodeOutputMismatch: structured output does not match Request.Output.
+	CodeOutputMismatch = "output_schema_mismatch"
+)
+
+var (
+	// ErrConfig is wrapped by [New] for an invalid [Config].
+	ErrConfig = errors.New("anthropic: invalid config")
+	// ErrUnsupported is wrapped when a request holds something the API
+	// cannot take (an image outside a user message, an unknown role, a bad
+	// schema, a forced tool choice while thinking).
+	ErrUnsupported = errors.New("anthropic: unsupported request")
+)
+
+// Config configures a [Model]. The zero value of each optional field means
+// its default.
+type Config struct {
+	// Model is the model name, e.g. "claude-sonnet-4-5". Required.
+	Model string
+	// BaseURL defaults to DefaultBaseURL.
+	BaseURL string
+	// APIKey is sent as x-api-key. It never appears in errors.
+	APIKey string
+	// HTTPClient makes the requests. Defaults to a client without a total
+	// timeout (streams may be long); cancel through the context instead.
+	HTTPClient *http.Client
+	// Headers are added to every request (e.g. anthropic-beta).
+	Headers map[string]string
+	// MaxTokens is max_tokens when Settings.MaxTokens is 0. Defaults to
+	// DefaultMaxTokens.
+	MaxTokens int
+	// StructuredOutput is OutputNative (default) or OutputTool.
+	StructuredOutput string
+}
+
+// Model is an Anthropic model. It is safe for concurrent use.
+type Model struct {
+	cfg      Config
+	messages anthropic.MessageService
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New returns a Model for cfg after checking it.
+func New(cfg Config) (*Model, error) {
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, fmt.Errorf("%w: Model is required", ErrConfig)
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: BaseURL %q is not an http(s) URL", ErrConfig, cfg.BaseURL)
+	}
+	if cfg.MaxTokens < 0 {
+		return nil, fmt.Errorf("%w: MaxTokens %d is negative", ErrConfig, cfg.MaxTokens)
+	}
+	if cfg.MaxTokens == 0 {
+		cfg.MaxTokens = DefaultMaxTokens
+	}
+	switch cfg.StructuredOutput {
+	case "":
+		cfg.StructuredOutput = OutputNative
+	case OutputNative, OutputTool:
+	default:
+		return nil, fmt.Errorf("%w: StructuredOutput %q is not %q or %q", ErrConfig, cfg.StructuredOutput, OutputNative, OutputTool)
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	opts := []option.RequestOption{
+		option.WithoutEnvironmentDefaults(),
+		option.WithHTTPClient(hc),
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithAPIKey(cfg.APIKey),
+		option.WithMaxRetries(0),
+		// baton's telemetry owns the model-call spans.
+		option.WithoutOpenTelemetry(),
+	}
+	keys := make([]string, 0, len(cfg.Headers))
+	for k := range cfg.Headers {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
+	}
+	client := anthropic.NewClient(opts...)
+	return &Model{cfg: cfg, messages: client.Messages}, nil
+}
+
+// Name returns "anthropic:<model>".
+func (m *Model) Name() string { return Provider + ":" + m.cfg.Model }
+
+// Stream calls the Messages API once and streams its answer; see the package
+// documentation and [model.Model] for the contract.
+func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+	return func(yield func(model.Chunk, error) bool) {
+		if req == nil {
+			yield(model.Chunk{}, fmt.Errorf("%w: nil request", ErrUnsupported))
+			return
+		}
+		if ctx.Err() != nil {
+			yield(model.Chunk{}, httperr.Canceled(ctx, Provider))
+			return
+		}
+		m.stream(ctx, req, yield)
+	}
+}
+
+// thinkingBudget maps a reasoning effort to a thinking budget in tokens; 0
+// means no thinking.
+func thinkingBudget(effort string) (int64, error) {
+	switch effort {
+	case "", "none":
+		return 0, nil
+	case "minimal":
+		return 1024, nil
+	case "low":
+		return 2048, nil
+	case "medium":
+		return 8192, nil
+	case "high":
+		return 16384, nil
+	case "xhigh", "max":
+		return 32000, nil
+	}
+	return 0, fmt.Errorf("%w: reasoning_effort %q", ErrUnsupported, effort)
+}
+
+// outputTool is the name of the structured-output tool (OutputTool mode).
+func outputToolName(o *model.OutputSchema) string {
+	b := []byte(o.Name)
+	out := b[:0]
+	for _, c := range b {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return "final_output"
+	}
+	return string(out[:min(len(out), 64)])
+}
+
+// params maps a request to Messages API parameters. outTool is the name of
+// the structured-output tool, if one is used.
+func (m *Model) params(req *model.Request) (p anthropic.MessageNewParams, outTool string, err error) {
+	p.Model = anthropic.Model(m.cfg.Model)
+	s := req.Settings
+	maxTokens := int64(m.cfg.MaxTokens)
+	if s.MaxTokens > 0 {
+		maxTokens = int64(s.MaxTokens)
+	}
+	budget, err := thinkingBudget(s.ReasoningEffort)
+	if err != nil {
+		return p, "", err
+	}
+	if budget > 0 {
+		if s.MaxTokens == 0 {
+			maxTokens = max(maxTokens, budget+int64(m.cfg.MaxTokens))
+		}
+		budget = min(budget, maxTokens-1)
+		if budget < 1024 {
+			budget = 0
+		}
+	}
+	p.MaxTokens = maxTokens
+	if budget > 0 {
+		p.Thinking = anthropic.ThinkingConfigParamUnion{OfEnabled: &anthropic.ThinkingConfigEnabledParam{BudgetTokens: budget}}
+	}
+
+	if req.System != "" {
+		p.System = append(p.System, anthropic.TextBlockParam{Text: req.System})
+	}
+	var msgs []anthropic.MessageParam
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		if msg.Role == message.RoleSystem {
+			for j := range msg.Parts {
+				pt := &msg.Parts[j]
+				if pt.Type != message.PartText {
+					return p, "", fmt.Errorf("message %d: %w: %s part in a system message", i, ErrUnsupported, pt.Type)
+				}
+				if pt.Text != "" {
+					p.System = append(p.System, anthropic.TextBlockParam{Text: pt.Text})
+				}
+			}
+			continue
+		}
+		role, blocks, err := m.blocks(msg)
+		if err != nil {
+			return p, "", fmt.Errorf("message %d: %w", i, err)
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		if n := len(msgs); n > 0 && msgs[n-1].Role == role {
+			msgs[n-1].Content = append(msgs[n-1].Content, blocks...)
+			continue
+		}
+		msgs = append(msgs, anthropic.MessageParam{Role: role, Content: blocks})
+	}
+	p.Messages = msgs
+
+	for _, t := range req.Tools {
+		tp, err := toolParam(t.Name, t.Description, t.Parameters)
+		if err != nil {
+			return p, "", err
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
+	}
+	var choice anthropic.ToolChoiceUnionParam
+	disableParallel := s.ParallelToolCalls != nil && !*s.ParallelToolCalls
+	if len(req.Tools) > 0 {
+		switch s.ToolChoice {
+		case "":
+			if disableParallel {
+				choice.OfAuto = &anthropic.ToolChoiceAutoParam{}
+			}
+		case "auto":
+			choice.OfAuto = &anthropic.ToolChoiceAutoParam{}
+		case "none":
+			choice.OfNone = &anthropic.ToolChoiceNoneParam{}
+		case "required":
+			choice.OfAny = &anthropic.ToolChoiceAnyParam{}
+		default:
+			if !slices.ContainsFunc(req.Tools, func(t model.Tool) bool { return t.Name == s.ToolChoice }) {
+				return p, "", fmt.Errorf("%w: tool_choice %q names no tool of the request", ErrUnsupported, s.ToolChoice)
+			}
+			choice.OfTool = &anthropic.ToolChoiceToolParam{Name: s.ToolChoice}
+		}
+		if budget > 0 && (choice.OfAny != nil || choice.OfTool != nil) {
+			return p, "", fmt.Errorf("%w: tool_choice %q cannot force a tool while thinking (reasoning_effort %q)", ErrUnsupported, s.ToolChoice, s.ReasoningEffort)
+		}
+	}
+
+	if o := req.Output; o != nil {
+		sch, err := outputschema.Object(o.Schema)
+		if err != nil || len(strings.TrimSpace(string(o.Schema))) == 0 {
+			return p, "", fmt.Errorf("%w: output schema is not a JSON object", ErrUnsupported)
+		}
+		if m.cfg.StructuredOutput == OutputTool {
+			outTool = outputToolName(o)
+			if slices.ContainsFunc(req.Tools, func(t model.Tool) bool { return t.Name == outTool }) {
+				return p, "", fmt.Errorf("%w: output tool name %q is taken by a tool", ErrUnsupported, outTool)
+			}
+			tp, err := toolParam(outTool, "Give the final answer by calling this tool with it as input.", o.Schema)
+			if err != nil {
+				return p, "", err
+			}
+			p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
+			// A forced tool is not allowed while thinking.
+			if budget == 0 && choice.OfNone == nil {
+				if len(req.Tools) == 0 {
+					choice = anthropic.ToolChoiceUnionParam{OfTool: &anthropic.ToolChoiceToolParam{Name: outTool}}
+				} else if choice.OfTool == nil {
+					choice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
+				}
+			}
+		} else {
+			p.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: sch}
+		}
+	}
+	if disableParallel {
+		switch {
+		case choice.OfAuto != nil:
+			choice.OfAuto.DisableParallelToolUse = param.NewOpt(true)
+		case choice.OfAny != nil:
+			choice.OfAny.DisableParallelToolUse = param.NewOpt(true)
+		case choice.OfTool != nil:
+			choice.OfTool.DisableParallelToolUse = param.NewOpt(true)
+		}
+	}
+	p.ToolChoice = choice
+
+	if s.Temperature != nil && budget == 0 {
+		p.Temperature = param.NewOpt(*s.Temperature)
+	}
+	if s.TopP != nil && (budget == 0 || *s.TopP >= 0.95) {
+		p.TopP = param.NewOpt(*s.TopP)
+	}
+	return p, outTool, nil
+}
+
+// toolParam maps a JSON Schema object to a tool's input_schema.
+func toolParam(name, desc string, schema json.RawMessage) (*anthropic.ToolParam, error) {
+	sch, err := outputschema.Object(schema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tool %q parameters: %v", ErrUnsupported, name, err)
+	}
+	in := anthropic.ToolInputSchemaParam{Properties: map[string]any{}}
+	for k, v := range sch {
+		switch k {
+		case "type":
+		case "properties":
+			in.Properties = v
+		case "required":
+			l, ok := v.([]any)
+			if !ok {
+				return nil, fmt.Errorf("%w: tool %q: required is not a list", ErrUnsupported, name)
+			}
+			for _, e := range l {
+				s, ok := e.(string)
+				if !ok {
+					return nil, fmt.Errorf("%w: tool %q: required holds a non-string", ErrUnsupported, name)
+				}
+				in.Required = append(in.Required, s)
+			}
+		default:
+			if in.ExtraFields == nil {
+				in.ExtraFields = make(map[string]any)
+			}
+			in.ExtraFields[k] = v
+		}
+	}
+	tp := &anthropic.ToolParam{Name: name, InputSchema: in}
+	if desc != "" {
+		tp.Description = param.NewOpt(desc)
+	}
+	return tp, nil
+}
+
+// blocks maps a user, assistant or tool message to content blocks.
+func (m *Model) blocks(msg *message.Message) (anthropic.MessageParamRole, []anthropic.ContentBlockParamUnion, error) {
+	var out []anthropic.ContentBlockParamUnion
+	switch msg.Role {
+	case message.RoleUser:
+		for j := range msg.Parts {
+			pt := &msg.Parts[j]
+			switch pt.Type {
+			case message.PartText:
+				if pt.Text != "" {
+					out = append(out, anthropic.NewTextBlock(pt.Text))
+				}
+			case message.PartImage:
+				b, err := imageBlock(pt)
+				if err != nil {
+					return "", nil, err
+				}
+				out = append(out, b)
+			case message.PartReasoning:
+			default:
+				return "", nil, fmt.Errorf("%w: %s part in a user message", ErrUnsupported, pt.Type)
+			}
+		}
+		return anthropic.MessageParamRoleUser, out, nil
+	case message.RoleAssistant:
+		for j := range msg.Parts {
+			pt := &msg.Parts[j]
+			switch pt.Type {
+			case message.PartText:
+				if pt.Text != "" {
+					out = append(out, anthropic.NewTextBlock(pt.Text))
+				}
+			case message.PartReasoning:
+				if pt.Provider != Provider || pt.Signature == "" {
+					continue
+				}
+				if pt.ID == RedactedThinking {
+					out = append(out, anthropic.ContentBlockParamUnion{OfRedactedThinking: &anthropic.RedactedThinkingBlockParam{Data: pt.Signature}})
+				} else {
+					out = append(out, anthropic.ContentBlockParamUnion{OfThinking: &anthropic.ThinkingBlockParam{Thinking: pt.Text, Signature: pt.Signature}})
+				}
+			case message.PartToolCall:
+				args := json.RawMessage(pt.Arguments)
+				if len(strings.TrimSpace(string(args))) == 0 || !json.Valid(args) {
+					args = json.RawMessage("{}")
+				}
+				out = append(out, anthropic.ContentBlockParamUnion{OfToolUse: &anthropic.ToolUseBlockParam{ID: pt.CallID, Name: pt.Name, Input: args}})
+			default:
+				return "", nil, fmt.Errorf("%w: %s part in an assistant message", ErrUnsupported, pt.Type)
+			}
+		}
+		return anthropic.MessageParamRoleAssistant, out, nil
+	case message.RoleTool:
+		for j := range msg.Parts {
+			pt := &msg.Parts[j]
+			if pt.Type != message.PartToolResult {
+				return "", nil, fmt.Errorf("%w: %s part in a tool message", ErrUnsupported, pt.Type)
+			}
+			r := &anthropic.ToolResultBlockParam{ToolUseID: pt.CallID}
+			if pt.Text != "" {
+				r.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: pt.Text}}}
+			}
+			if pt.IsError {
+				r.IsError = param.NewOpt(true)
+			}
+			out = append(out, anthropic.ContentBlockParamUnion{OfToolResult: r})
+		}
+		return anthropic.MessageParamRoleUser, out, nil
+	}
+	return "", nil, fmt.Errorf("%w: role %q", ErrUnsupported, msg.Role)
+}
+
+func imageBlock(p *message.Part) (anthropic.ContentBlockParamUnion, error) {
+	if p.URL != "" {
+		return anthropic.ContentBlockParamUnion{OfImage: &anthropic.ImageBlockParam{Source: anthropic.ImageBlockParamSourceUnion{OfURL: &anthropic.URLImageSourceParam{URL: p.URL}}}}, nil
+	}
+	if len(p.Data) == 0 {
+		return anthropic.ContentBlockParamUnion{}, fmt.Errorf("%w: image part without URL or data", ErrUnsupported)
+	}
+	mt := p.MediaType
+	if mt == "" {
+		mt = http.DetectContentType(p.Data)
+	}
+	switch mt {
+	case "image/jpeg", "image/png", "image/gif", "image/webp":
+	default:
+		return anthropic.ContentBlockParamUnion{}, fmt.Errorf("%w: image media type %q (want jpeg, png, gif or webp)", ErrUnsupported, mt)
+	}
+	return anthropic.ContentBlockParamUnion{OfImage: &anthropic.ImageBlockParam{Source: anthropic.ImageBlockParamSourceUnion{OfBase64: &anthropic.Base64ImageSourceParam{
+		Data: base64.StdEncoding.EncodeToString(p.Data), MediaType: anthropic.Base64ImageSourceMediaType(mt),
+	}}}}, nil
+}

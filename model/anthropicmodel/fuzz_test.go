@@ -1,0 +1,45 @@
+package anthropicmodel_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/model/anthropicmodel"
+	"github.com/batonhq/baton/model/internal/providertest"
+	"github.com/batonhq/baton/model/modeltest"
+)
+
+// FuzzAnthropicStream feeds arbitrary bodies through the adapter as a
+// Messages event stream: each must end in a parse or an error, never a panic
+// or a hang. The second input selects the structured-output mode.
+func FuzzAnthropicStream(f *testing.F) {
+	for _, name := range []string{
+		"anthropic_stream_1.sse", "anthropic_stream_4.sse", "anthropic_stream_thinking.sse",
+		"anthropic_stream_cut.sse", "anthropic_stream_error_event.sse",
+	} {
+		f.Add(providertest.Fixture(f, name), uint8(0))
+		f.Add(providertest.Fixture(f, name), uint8(2))
+	}
+	f.Add([]byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), uint8(1))
+	srv := providertest.NewFuzzServer(f, "text/event-stream; charset=utf-8")
+	f.Fuzz(func(t *testing.T, body []byte, mode uint8) {
+		cfg := anthropicmodel.Config{Model: "m", BaseURL: srv.URL, HTTPClient: srv.Client(), Headers: srv.Register(t, body)}
+		req := modeltest.Request()
+		switch mode % 3 {
+		case 1:
+			req.Output = &model.OutputSchema{Name: "final_output", Schema: []byte(`{"type":"object"}`)}
+		case 2:
+			cfg.StructuredOutput = anthropicmodel.OutputTool
+			req.Output = &model.OutputSchema{Name: "final_output", Schema: []byte(`{"type":"object"}`)}
+		}
+		m, err := anthropicmodel.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		providertest.CheckStream(ctx, t, req, m.Stream(ctx, req))
+	})
+}
