@@ -33,8 +33,12 @@ fi
 {
 	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "commit: ${REV:-$(git -C "$here" rev-parse HEAD 2>/dev/null || echo unknown)}"
-	dirty=$(git -C "$here/.." status --porcelain -- agent handoff message model runner runstate policy internal 2>/dev/null | tr '\n' ' ')
-	echo "dirty: ${dirty:-none}"
+	dirty=$({ git -C "$here/.." status --porcelain -- agent handoff message model runner runstate policy internal 2>/dev/null || true; } | tr '\n' ' ')
+	if git -C "$here" rev-parse --git-dir >/dev/null 2>&1; then
+		echo "dirty: ${dirty:-none}"
+	else
+		echo "dirty: unknown (not a git checkout)"
+	fi
 	echo "go: $(go version)"
 	echo "nproc: $(nproc)"
 	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //')"
