@@ -172,21 +172,22 @@ type Decision struct {
 // applied (unknown type, an edit without a title or Markdown).
 var ErrInvalidDecision = errors.New("summary: invalid decision")
 
-// apply returns the summary and Markdown that d makes of p, and whether it
-// edited anything. It writes nothing.
-func (d Decision) apply(p *Proposal, maxChars int) (Summary, string, bool, error) {
+// apply returns the summary and Markdown that d makes of p, whether it
+// edited anything and whether it truncated the edited Markdown. It writes
+// nothing.
+func (d Decision) apply(p *Proposal, maxChars int) (s Summary, md string, edited, cut bool, err error) {
 	switch d.Type {
 	case DecisionApprove:
-		return p.Summary, p.Markdown, false, nil
+		return p.Summary, p.Markdown, false, false, nil
 	case DecisionEdit:
 	default:
-		return Summary{}, "", false, fmt.Errorf("%w: type %q is not approve, edit or reject", ErrInvalidDecision, d.Type)
+		return Summary{}, "", false, false, fmt.Errorf("%w: type %q is not approve, edit or reject", ErrInvalidDecision, d.Type)
 	}
 	title, md := strings.TrimSpace(d.Title), strings.TrimSpace(d.Markdown)
 	if title == "" && md == "" {
-		return Summary{}, "", false, fmt.Errorf("%w: an edit needs a title or Markdown", ErrInvalidDecision)
+		return Summary{}, "", false, false, fmt.Errorf("%w: an edit needs a title or Markdown", ErrInvalidDecision)
 	}
-	s := p.Summary
+	s = p.Summary
 	s.Body = append([]string(nil), s.Body...)
 	if title != "" {
 		s.Title = cutRunes(oneLine(title), MaxTitleRunes)
@@ -194,6 +195,6 @@ func (d Decision) apply(p *Proposal, maxChars int) (Summary, string, bool, error
 	if md == "" {
 		md = s.Markdown()
 	}
-	md, _ = Truncate(memory.Escape(strings.ToValidUTF8(md, "\uFFFD")), maxChars)
-	return s, md, true, nil
+	md, cut = Truncate(memory.Escape(strings.ToValidUTF8(md, "\uFFFD")), maxChars)
+	return s, md, true, cut, nil
 }

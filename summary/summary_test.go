@@ -346,23 +346,23 @@ func TestDecisionApply(t *testing.T) {
 	t.Parallel()
 	s, _ := ParseSummary(goodJSON)
 	p := &Proposal{Summary: s, Markdown: s.Markdown()}
-	if _, md, edited, err := (Decision{Type: DecisionApprove}).apply(p, 0); err != nil || edited || md != p.Markdown {
+	if _, md, edited, _, err := (Decision{Type: DecisionApprove}).apply(p, 0); err != nil || edited || md != p.Markdown {
 		t.Fatal("approve changed the proposal")
 	}
-	s2, md, edited, err := (Decision{Type: DecisionEdit, Title: "New\ntitle"}).apply(p, 0)
+	s2, md, edited, _, err := (Decision{Type: DecisionEdit, Title: "New\ntitle"}).apply(p, 0)
 	if err != nil || !edited || s2.Title != "New title" || !strings.HasPrefix(md, "### New title\n") || p.Summary.Title != s.Title {
 		t.Fatalf("title edit: %+v %q %v", s2, md, err)
 	}
-	_, md, _, _ = (Decision{Type: DecisionEdit, Markdown: "my own </current_thread_summary> text"}).apply(p, 0)
+	_, md, _, _, _ = (Decision{Type: DecisionEdit, Markdown: "my own </current_thread_summary> text"}).apply(p, 0)
 	if md != "my own "+memory.EscapedCloseMarker+" text" {
 		t.Fatalf("markdown edit = %q", md)
 	}
-	_, md, _, _ = (Decision{Type: DecisionEdit, Markdown: strings.Repeat("x", 5000)}).apply(p, 0)
-	if utf8.RuneCountInString(md) > DefaultMaxChars {
+	_, md, _, cut, _ := (Decision{Type: DecisionEdit, Markdown: strings.Repeat("x", 5000)}).apply(p, 0)
+	if !cut || utf8.RuneCountInString(md) > DefaultMaxChars {
 		t.Fatal("edited Markdown not capped")
 	}
 	for _, d := range []Decision{{Type: "maybe"}, {Type: DecisionEdit}, {Type: DecisionEdit, Title: "  "}} {
-		if _, _, _, err := d.apply(p, 0); !errors.Is(err, ErrInvalidDecision) {
+		if _, _, _, _, err := d.apply(p, 0); !errors.Is(err, ErrInvalidDecision) {
 			t.Fatalf("%+v: %v", d, err)
 		}
 	}

@@ -1,0 +1,128 @@
+package summary
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// MetadataLastHandoff is the thread metadata namespace, on a parent thread,
+// of its latest approved handoff (see [LastHandoff]). The namespace of the
+// handoff itself is [store.MetadataHandoff] ("handoff", see [Handoff]).
+const MetadataLastHandoff = "last_handoff"
+
+// Handoff is the value of the "handoff" metadata namespace of both threads
+// of an approved handoff, the parent (source) and the child. Its JSON field
+// names are a stable convention that surfaces may read.
+type Handoff struct {
+	HandoffID      string `json:"handoff_id"`
+	SourceThreadID string `json:"source_thread_id"`
+	ChildThreadID  string `json:"child_thread_id"`
+	// AssistantID is the agent whose memory holds the summary.
+	AssistantID string `json:"assistant_id"`
+	// Pending is true from approval until the child's first complete turn
+	// has seen the summary.
+	Pending bool `json:"pending"`
+	// CleanupRequired is true while the memory block still has to be reset
+	// to its placeholder.
+	CleanupRequired bool `json:"cleanup_required"`
+	// LastCleanupAt is when the cleanup ran; absent (nil) before.
+	LastCleanupAt *time.Time `json:"last_cleanup_at,omitempty"`
+	ApprovedAt    time.Time  `json:"approved_at"`
+}
+
+// LastHandoff is the value of the [MetadataLastHandoff] namespace of a
+// parent thread: its latest approved handoff and the summary it wrote.
+type LastHandoff struct {
+	HandoffID     string    `json:"handoff_id"`
+	ChildThreadID string    `json:"child_thread_id"`
+	AssistantID   string    `json:"assistant_id"`
+	Title         string    `json:"title"`
+	Summary       Summary   `json:"summary_json"`
+	Markdown      string    `json:"summary_md"`
+	Edited        bool      `json:"edited,omitempty"`
+	ModelRunID    string    `json:"model_run_id,omitempty"`
+	TokensUsed    int64     `json:"tokens_used,omitempty"`
+	ApprovedAt    time.Time `json:"approved_at"`
+}
+
+// HandoffOf returns the "handoff" metadata of th, or nil if it has none or
+// it cannot be decoded.
+func HandoffOf(th *store.Thread) *Handoff {
+	var h Handoff
+	if !decodeNS(th, store.MetadataHandoff, &h) || h.HandoffID == "" {
+		return nil
+	}
+	return &h
+}
+
+// LastHandoffOf returns the [MetadataLastHandoff] metadata of th, or nil.
+func LastHandoffOf(th *store.Thread) *LastHandoff {
+	var h LastHandoff
+	if !decodeNS(th, MetadataLastHandoff, &h) || h.HandoffID == "" {
+		return nil
+	}
+	return &h
+}
+
+func decodeNS(th *store.Thread, ns string, v any) bool {
+	raw, ok := th.Metadata[ns]
+	return ok && json.Unmarshal(raw, v) == nil
+}
+
+// handoffPatch is the merge patch that writes h whole: last_cleanup_at is
+// removed (null) when h has none, so a value of an earlier handoff does not
+// linger.
+func handoffPatch(h *Handoff) json.RawMessage {
+	b, _ := json.Marshal(h)
+	if h.LastCleanupAt != nil {
+		return b
+	}
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	m["last_cleanup_at"] = nil
+	b, _ = json.Marshal(m)
+	return b
+}
+
+// cleanedPatch is the merge patch of a finished cleanup.
+func cleanedPatch(at time.Time) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"pending": false, "cleanup_required": false, "last_cleanup_at": at.UTC()})
+	return b
+}
+
+// The first line of a seeded block says which handoff wrote it, so that
+// injection shows the summary to the child thread only and cleanup clears
+// only its own summary:
+//
+//	<!-- baton:handoff child_thread_id=…&handoff_id=…&parent_thread_id=… -->
+const headerPrefix, headerSuffix = "<!-- baton:handoff ", " -->"
+
+type header struct{ HandoffID, ChildThreadID, ParentThreadID string }
+
+func (h header) render() string {
+	v := url.Values{"handoff_id": {h.HandoffID}, "child_thread_id": {h.ChildThreadID}, "parent_thread_id": {h.ParentThreadID}}
+	return headerPrefix + v.Encode() + headerSuffix
+}
+
+// splitHeader returns the header of block content, if its first line is
+// one, and the rest.
+func splitHeader(content string) (header, string) {
+	line, rest, _ := strings.Cut(content, "\n")
+	q, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), headerPrefix)
+	if !ok {
+		return header{}, content
+	}
+	q, ok = strings.CutSuffix(q, headerSuffix)
+	if !ok {
+		return header{}, content
+	}
+	v, err := url.ParseQuery(q)
+	if err != nil {
+		return header{}, content
+	}
+	return header{HandoffID: v.Get("handoff_id"), ChildThreadID: v.Get("child_thread_id"), ParentThreadID: v.Get("parent_thread_id")}, rest
+}

@@ -1,0 +1,465 @@
+package summary
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/memory"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/store"
+)
+
+// Config configures a [Service]. Only Store is required (and Model for
+// [Service.Preview]); every other zero field means its default.
+type Config struct {
+	// Store keeps the threads, their messages and metadata, and — unless
+	// Memory is set — the agents' memory documents.
+	Store store.Store
+	// Memory keeps the agents' memory documents. Defaults to the Store's
+	// own ([StoreMemory]); then an approval and a cleanup are each one
+	// transaction. With another store (a [memory.Dir] for --memory-dir) the
+	// memory write is a separate atomic step, ordered so that retrying a
+	// failed call completes it (see [Service.Decide]).
+	Memory memory.Store
+	// Model is the summary model. Required by Preview.
+	Model model.Model
+	// Summarise holds the defaults of the summary call (Agent,
+	// Instructions, Settings, Select, Budget, MaxTokens, MaxChars,
+	// MaxAttempts). Its identity fields (HandoffID, Owner, AssistantID,
+	// ParentThreadID) are ignored.
+	Summarise Options
+
+	// Mirror receives every accepted summary (an upsert into
+	// thread_summaries, unique by owner and handoff id). Defaults to Store;
+	// set it to another store (the PostgreSQL one) to mirror there. When it
+	// fails, the handoff completes anyway and "handoff_store_status" is
+	// logged as "degraded"; a later handoff retries it.
+	Mirror MirrorTarget
+	// NoMirror disables the mirror.
+	NoMirror bool
+	// MirrorRetry bounds the tries of one mirror upsert. Defaults to 3
+	// attempts, 100ms base delay, 2s cap.
+	MirrorRetry RetryPolicy
+	// MirrorTimeout bounds one mirror attempt. Defaults to 2 seconds.
+	MirrorTimeout time.Duration
+	// MirrorMinInterval is the storm guard: the same handoff is not
+	// mirrored again within it (repeated approvals, retries by clients).
+	// Defaults to 1 second.
+	MirrorMinInterval time.Duration
+
+	// StrictMemory makes a malformed memory document an error (a
+	// *memory.ParseError) instead of repairing it with [memory.Repair]
+	// (which only escapes stray markers; the repair is logged).
+	StrictMemory bool
+
+	// Logger defaults to slog.Default(). Now defaults to time.Now. Sleep
+	// replaces retry waits, for tests.
+	Logger *slog.Logger
+	Now    func() time.Time
+	Sleep  func(ctx context.Context, d time.Duration) error
+}
+
+// RetryPolicy configures retries: exponential backoff with jitter. The zero
+// value means the caller's defaults.
+type RetryPolicy struct {
+	MaxAttempts int
+	BaseDelay   time.Duration
+	MaxDelay    time.Duration
+}
+
+// MirrorTarget receives accepted summaries. [store.Store] implements it.
+type MirrorTarget interface {
+	UpsertThreadSummary(ctx context.Context, params *store.UpsertThreadSummaryParams) (*store.ThreadSummary, error)
+}
+
+// Service runs thread → thread handoffs on a store: [Service.Preview],
+// [Service.Decide], [Service.SystemText] and [Service.Cleanup]. It is safe
+// for concurrent use, and several processes may share the store.
+type Service struct {
+	cfg        Config
+	mem        memory.Store
+	memInStore bool
+	log        *slog.Logger
+	now        func() time.Time
+	mirror     *mirror
+}
+
+// New returns a service for cfg.
+func New(cfg Config) (*Service, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("summary: Config.Store is required")
+	}
+	s := &Service{cfg: cfg, mem: cfg.Memory, log: cfg.Logger, now: cfg.Now}
+	if s.mem == nil {
+		s.mem, s.memInStore = StoreMemory(cfg.Store), true
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if !cfg.NoMirror {
+		target := cfg.Mirror
+		if target == nil {
+			target = cfg.Store
+		}
+		s.mirror = newMirror(target, cfg, s.log, s.now)
+	}
+	return s, nil
+}
+
+// Memory returns the memory store the service uses.
+func (s *Service) Memory() memory.Store { return s.mem }
+
+// PreviewParams are the params of [Service.Preview].
+type PreviewParams struct {
+	Owner    string
+	ThreadID string
+	// AssistantID is the agent whose memory will receive the summary.
+	// Defaults to the thread's active agent.
+	AssistantID string
+	// HandoffID defaults to a new id.
+	HandoffID string
+}
+
+// Preview summarises the last messages of a thread ([Summarise] with the
+// configured model and defaults) and returns the proposal to show for
+// approval, with [Proposal.Interrupt] as its payload. It writes nothing. A
+// thread of another owner is store.ErrNotFound.
+func (s *Service) Preview(ctx context.Context, p *PreviewParams) (*Proposal, error) {
+	if s.cfg.Model == nil {
+		return nil, errors.New("summary: Config.Model is required to preview a handoff")
+	}
+	th, err := s.cfg.Store.GetThread(ctx, &store.GetThreadParams{OwnerID: p.Owner, ID: p.ThreadID})
+	if err != nil {
+		return nil, fmt.Errorf("preview handoff of thread %s: %w", p.ThreadID, err)
+	}
+	assistant := p.AssistantID
+	if assistant == "" {
+		assistant = th.ActiveAgent
+	}
+	if assistant == "" {
+		return nil, fmt.Errorf("preview handoff of thread %s: the thread has no active agent: name the assistant", p.ThreadID)
+	}
+	o := s.cfg.Summarise
+	window := o.Select.Window
+	if window <= 0 {
+		window = DefaultWindow
+	}
+	stored, err := s.cfg.Store.ListMessages(ctx, &store.ListMessagesParams{OwnerID: p.Owner, ThreadID: p.ThreadID, Limit: window, Last: true})
+	if err != nil {
+		return nil, fmt.Errorf("preview handoff of thread %s: %w", p.ThreadID, err)
+	}
+	msgs := make([]message.Message, len(stored))
+	for i, m := range stored {
+		msgs[i] = m.Message
+	}
+	o.HandoffID, o.Owner, o.AssistantID, o.ParentThreadID = p.HandoffID, p.Owner, assistant, p.ThreadID
+	if o.Logger == nil {
+		o.Logger = s.log
+	}
+	if o.Now == nil {
+		o.Now = s.now
+	}
+	if o.Sleep == nil {
+		o.Sleep = s.cfg.Sleep
+	}
+	return Summarise(ctx, s.cfg.Model, msgs, o)
+}
+
+// Mirror statuses of an [Outcome], logged as handoff_store_status.
+const (
+	MirrorOK       = "ok"
+	MirrorDegraded = "degraded"
+	MirrorSkipped  = "skipped" // the storm guard: mirrored moments ago
+	MirrorDisabled = "disabled"
+)
+
+// Outcome is the result of [Service.Decide].
+type Outcome struct {
+	HandoffID string
+	Decision  DecisionType
+	// Applied is true when the handoff is in effect (approve or edit).
+	Applied bool
+	// AlreadyApplied reports that an earlier Decide applied this handoff;
+	// this call wrote nothing new and describes that handoff.
+	AlreadyApplied bool
+	ParentThreadID string
+	// ChildThreadID is the new thread: surfaces switch to it.
+	ChildThreadID string
+	AssistantID   string
+	// Summary and Markdown are what was written, edits included.
+	Summary   Summary
+	Markdown  string
+	Edited    bool
+	Truncated bool
+	// ReplacedHandoffID is another handoff whose summary was still pending
+	// in the same agent memory and has been replaced by this one.
+	ReplacedHandoffID string
+	// MemoryRepairs are the markers escaped in a malformed memory document.
+	MemoryRepairs []memory.Fix
+	// MirrorStatus is MirrorOK, MirrorDegraded, MirrorSkipped or
+	// MirrorDisabled; "" for a rejection.
+	MirrorStatus string
+	// Message says what happened, for people.
+	Message string
+
+	owner string
+}
+
+// ErrInvalidProposal is wrapped by the error of Decide for a proposal that
+// lacks its handoff id, owner, assistant, parent thread or Markdown.
+var ErrInvalidProposal = errors.New("summary: invalid proposal")
+
+// Decide applies a person's decision on a proposal.
+//
+// A rejection writes nothing and says so. An approval, or an edit (a new
+// title and/or Markdown), does all of the following, atomically when the
+// memory is in the store (one transaction):
+//
+//   - writes the Markdown into the <current_thread_summary> block of the
+//     memory document of p.AssistantID for p.Owner, creating the document
+//     or the block when missing and keeping everything outside the block
+//     byte for byte;
+//   - creates the child thread, with ParentID, the parent's network and the
+//     assistant as its active agent;
+//   - sets the "handoff" metadata ([Handoff]) of both threads, with pending
+//     and cleanup_required true, and the [MetadataLastHandoff] metadata of
+//     the parent;
+//
+// then mirrors the summary (see [Config].Mirror) and logs handoff_id,
+// thread_id, child_thread_id, model_run_id, tokens_used and
+// handoff_store_status. The caller switches its active thread to
+// Outcome.ChildThreadID.
+//
+// Decide is idempotent per handoff id: deciding again on an applied
+// handoff, or two processes deciding at once, applies it once, and the
+// others get AlreadyApplied. With a separate memory store, the threads are
+// committed first and the memory written after; if that write fails, Decide
+// returns the error and calling it again completes the handoff.
+func (s *Service) Decide(ctx context.Context, p *Proposal, d Decision) (*Outcome, error) {
+	if p == nil || p.HandoffID == "" || p.Owner == "" || p.AssistantID == "" || p.ParentThreadID == "" || strings.TrimSpace(p.Markdown) == "" {
+		return nil, fmt.Errorf("%w: handoff id, owner, assistant, parent thread and Markdown are required", ErrInvalidProposal)
+	}
+	log := s.log.With("handoff_id", p.HandoffID, "thread_id", p.ParentThreadID, "model_run_id", p.ModelRunID, "tokens_used", p.TokensUsed)
+	if d.Type == DecisionReject {
+		log.InfoContext(ctx, "handoff rejected: nothing written", "reason", d.Reason)
+		return &Outcome{HandoffID: p.HandoffID, Decision: DecisionReject, ParentThreadID: p.ParentThreadID, AssistantID: p.AssistantID,
+			Summary: p.Summary, Markdown: p.Markdown, Message: "Handoff rejected: nothing was written."}, nil
+	}
+	maxChars := s.cfg.Summarise.MaxChars
+	summ, md, edited, cut, err := d.apply(p, maxChars)
+	if err != nil {
+		return nil, err
+	}
+	if cut {
+		log.WarnContext(ctx, "handoff summary truncated", "max_chars", maxChars, "edited", true)
+	}
+	truncated := cut || (p.Truncated && md == p.Markdown)
+	a := &approval{p: p, summary: summ, md: md, edited: edited, at: s.now().UTC()}
+	var out *Outcome
+	if s.memInStore {
+		err = s.withTx(ctx, func(tx store.Tx) error {
+			var err error
+			out, err = s.approveTx(ctx, tx, StoreMemory(tx), a)
+			return err
+		})
+	} else {
+		err = s.withTx(ctx, func(tx store.Tx) error {
+			var err error
+			out, err = s.approveTx(ctx, tx, nil, a)
+			return err
+		})
+		if err == nil {
+			err = s.seedSeparateMemory(ctx, out)
+		}
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "handoff approval failed", "error", err)
+		return nil, fmt.Errorf("approve handoff %s: %w", p.HandoffID, err)
+	}
+	out.Decision, out.Truncated = d.Type, truncated || out.Truncated
+	for _, f := range out.MemoryRepairs {
+		log.WarnContext(ctx, "agent memory was malformed and has been repaired", "assistant_id", p.AssistantID, "repair", f.String())
+	}
+	out.MirrorStatus = MirrorDisabled
+	if s.mirror != nil {
+		out.MirrorStatus = s.mirror.upsert(ctx, &store.UpsertThreadSummaryParams{
+			OwnerID: p.Owner, HandoffID: p.HandoffID, AgentID: out.AssistantID, ThreadID: out.ParentThreadID,
+			ChildThreadID: out.ChildThreadID, Summary: mustJSON(out.Summary), Markdown: out.Markdown,
+		}, "handoff_id", p.HandoffID, "thread_id", out.ParentThreadID, "child_thread_id", out.ChildThreadID,
+			"model_run_id", p.ModelRunID, "tokens_used", p.TokensUsed)
+	}
+	msg := "handoff approved"
+	if out.AlreadyApplied {
+		msg = "handoff already approved"
+	}
+	log.InfoContext(ctx, msg, "child_thread_id", out.ChildThreadID, "assistant_id", out.AssistantID, "edited", out.Edited,
+		"truncated", out.Truncated, "replaced_handoff_id", out.ReplacedHandoffID, "handoff_store_status", out.MirrorStatus)
+	out.Message = "Handoff approved: continue in thread " + out.ChildThreadID + "."
+	if out.MirrorStatus == MirrorDegraded {
+		out.Message += " (The summary could not be mirrored to the summary store; it will be retried.)"
+	}
+	return out, nil
+}
+
+// approval is what Decide writes.
+type approval struct {
+	p       *Proposal
+	summary Summary
+	md      string
+	edited  bool
+	at      time.Time
+}
+
+// approveTx writes the threads (and the memory, when mem is not nil) of an
+// approval in tx, or describes the approval already made.
+func (s *Service) approveTx(ctx context.Context, tx store.Tx, mem memory.Store, a *approval) (*Outcome, error) {
+	p := a.p
+	parent, err := tx.GetThread(ctx, &store.GetThreadParams{OwnerID: p.Owner, ID: p.ParentThreadID})
+	if err != nil {
+		return nil, fmt.Errorf("parent thread: %w", err)
+	}
+	if lh := LastHandoffOf(parent); lh != nil && lh.HandoffID == p.HandoffID {
+		return &Outcome{owner: p.Owner, HandoffID: p.HandoffID, Applied: true, AlreadyApplied: true, ParentThreadID: parent.ID,
+			ChildThreadID: lh.ChildThreadID, AssistantID: lh.AssistantID, Summary: lh.Summary, Markdown: lh.Markdown, Edited: lh.Edited}, nil
+	}
+	// Locks are taken in one order everywhere (parent, child, memory) so
+	// that concurrent approvals and cleanups never deadlock: the parent is
+	// updated first, before the child's foreign key share-locks it.
+	childID := NewID()
+	h := &Handoff{HandoffID: p.HandoffID, SourceThreadID: parent.ID, ChildThreadID: childID, AssistantID: p.AssistantID,
+		Pending: true, CleanupRequired: true, ApprovedAt: a.at}
+	th, err := tx.UpdateThreadMetadata(ctx, &store.UpdateThreadMetadataParams{OwnerID: p.Owner, ThreadID: parent.ID,
+		Namespace: store.MetadataHandoff, Patch: handoffPatch(h), ExpectedVersion: parent.Version})
+	if err != nil {
+		return nil, fmt.Errorf("parent thread metadata: %w", err)
+	}
+	lh := &LastHandoff{HandoffID: p.HandoffID, ChildThreadID: childID, AssistantID: p.AssistantID, Title: a.summary.Title,
+		Summary: a.summary, Markdown: a.md, Edited: a.edited, ModelRunID: p.ModelRunID, TokensUsed: p.TokensUsed, ApprovedAt: a.at}
+	if _, err := tx.UpdateThreadMetadata(ctx, &store.UpdateThreadMetadataParams{OwnerID: p.Owner, ThreadID: parent.ID,
+		Namespace: MetadataLastHandoff, Patch: mustJSON(lh), ExpectedVersion: th.Version}); err != nil {
+		return nil, fmt.Errorf("parent thread metadata: %w", err)
+	}
+	if _, err := tx.CreateThread(ctx, &store.CreateThreadParams{
+		OwnerID: p.Owner, ID: childID, ParentID: parent.ID, Name: a.summary.Title, Network: parent.Network,
+		ActiveAgent: p.AssistantID, Metadata: map[string]json.RawMessage{store.MetadataHandoff: mustJSON(h)},
+	}); err != nil {
+		return nil, fmt.Errorf("create child thread: %w", err)
+	}
+	out := &Outcome{owner: p.Owner, HandoffID: p.HandoffID, Applied: true, ParentThreadID: parent.ID, ChildThreadID: childID,
+		AssistantID: p.AssistantID, Summary: a.summary, Markdown: a.md, Edited: a.edited}
+	if mem != nil {
+		if err := s.seed(ctx, mem, p.Owner, out, false); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// seedSeparateMemory writes the memory of an approval whose threads are
+// committed, when the memory is not in the store. For an approval made
+// before, it writes only while the child still waits for its cleanup, so
+// that a repeated Decide never seeds a summary that was already cleared.
+func (s *Service) seedSeparateMemory(ctx context.Context, out *Outcome) error {
+	onlyIfFree := false
+	if out.AlreadyApplied {
+		child, err := s.cfg.Store.GetThread(ctx, &store.GetThreadParams{OwnerID: out.owner, ID: out.ChildThreadID})
+		if err != nil {
+			return fmt.Errorf("child thread: %w", err)
+		}
+		if h := HandoffOf(child); h == nil || h.HandoffID != out.HandoffID || !h.CleanupRequired {
+			return nil
+		}
+		onlyIfFree = true
+	}
+	return s.seed(ctx, s.mem, out.owner, out, onlyIfFree)
+}
+
+// seed writes out's summary into the memory block of out.AssistantID. With
+// onlyIfFree it leaves a block that holds another handoff's summary alone.
+func (s *Service) seed(ctx context.Context, mem memory.Store, owner string, out *Outcome, onlyIfFree bool) error {
+	content := header{HandoffID: out.HandoffID, ChildThreadID: out.ChildThreadID, ParentThreadID: out.ParentThreadID}.render() + "\n" + out.Markdown
+	_, _, err := memory.Update(ctx, mem, owner, out.AssistantID, 0, func(doc string) (string, bool, error) {
+		out.ReplacedHandoffID, out.MemoryRepairs = "", nil
+		doc, fixes, err := s.wellFormed(doc)
+		if err != nil {
+			return "", false, err
+		}
+		out.MemoryRepairs = fixes
+		if b, _ := memory.Parse(doc); b != nil {
+			if h, _ := splitHeader(b.Content); h.HandoffID != "" && h.HandoffID != out.HandoffID {
+				if onlyIfFree {
+					return "", false, nil
+				}
+				out.ReplacedHandoffID = h.HandoffID
+			}
+		}
+		next, err := memory.Set(doc, content)
+		return next, err == nil, err
+	})
+	if err != nil {
+		return fmt.Errorf("memory of agent %s: %w", out.AssistantID, err)
+	}
+	return nil
+}
+
+// wellFormed returns doc repaired, or a parse error in strict mode.
+func (s *Service) wellFormed(doc string) (string, []memory.Fix, error) {
+	if _, err := memory.Parse(doc); err == nil {
+		return doc, nil, nil
+	} else if s.cfg.StrictMemory {
+		return "", nil, err
+	}
+	fixed, fixes := memory.Repair(doc)
+	return fixed, fixes, nil
+}
+
+// withTx runs fn in a transaction, again when it fails with a conflict
+// (another writer changed a thread or the memory document since it was
+// read), up to 8 times with a short random pause.
+func (s *Service) withTx(ctx context.Context, fn func(tx store.Tx) error) error {
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = s.cfg.Store.Tx(ctx, fn)
+		if err == nil || !errors.Is(err, store.ErrConflict) || attempt == 8 {
+			return err
+		}
+		d := time.Duration(1+rand.IntN(5*attempt)) * time.Millisecond
+		if s.cfg.Sleep != nil {
+			err = s.cfg.Sleep(ctx, d)
+		} else {
+			err = sleepCtx(ctx, d)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("summary: encode %T: %v", v, err))
+	}
+	return b
+}

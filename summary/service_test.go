@@ -1,0 +1,847 @@
+package summary_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/memory"
+	"github.com/batonhq/baton/memory/memorytest"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/model/scripted"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/summary/internal/storetesting"
+)
+
+const (
+	owner      = "acme"
+	assistant  = "support"
+	notes      = "# Support memory\n\nThe customer prefers e-mail.\n  Trailing spaces stay.  \n"
+	summaryOut = `{"title":"Refund for order 1142","body":["Customer asked for a refund of order 1142.","Refund of 42.10 EUR approved.","Bank confirmation still open."],"tldr":"Refund approved; waiting for the bank."}`
+)
+
+type bundle struct {
+	st     store.Store
+	target storetesting.Target
+	svc    *summary.Service
+	mem    memory.Store
+	parent *store.Thread
+	logs   *logSink
+	cfg    summary.Config
+}
+
+type setupOpts struct {
+	memDir  bool // memory in a memory.Dir instead of the store
+	noNotes bool
+	mutate  func(*summary.Config)
+}
+
+func setup(t *testing.T, be storetesting.Backend, o setupOpts) *bundle {
+	t.Helper()
+	ctx := t.Context()
+	st, tg := be.Open(t)
+	b := &bundle{st: st, target: tg, logs: &logSink{}}
+	if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
+		t.Fatal(err)
+	}
+	parent, err := st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Name: "refund", Network: "support-net", ActiveAgent: assistant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nm []store.NewMessage
+	for _, m := range conversation() {
+		nm = append(nm, store.NewMessage{Message: m})
+	}
+	if _, err := st.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: parent.ID, Messages: nm}); err != nil {
+		t.Fatal(err)
+	}
+	b.parent = parent
+	b.cfg = summary.Config{
+		Store:  st,
+		Model:  scripted.New(summary.DefaultAgent, []scripted.Step{{Text: summaryOut, Usage: &message.Usage{InputTokens: 400, OutputTokens: 80}}}, scripted.Options{}),
+		Logger: slog.New(slog.NewJSONHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Sleep:  func(context.Context, time.Duration) error { return nil },
+	}
+	if o.memDir {
+		b.cfg.Memory = &memory.Dir{Path: t.TempDir()}
+	}
+	if o.mutate != nil {
+		o.mutate(&b.cfg)
+	}
+	if b.svc, err = summary.New(b.cfg); err != nil {
+		t.Fatal(err)
+	}
+	b.mem = b.svc.Memory()
+	if !o.noNotes {
+		if _, err := b.mem.Put(ctx, owner, assistant, notes, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
+func conversation() []message.Message {
+	return []message.Message{
+		message.User("I want a refund for order 1142"),
+		{Role: message.RoleAssistant, Agent: assistant, Parts: []message.Part{{Type: message.PartToolCall, CallID: "c1", Name: "lookup_order", Arguments: json.RawMessage(`{"id":1142}`)}}},
+		message.ToolResult(assistant, "c1", "lookup_order", `{"total":"42.10 EUR"}`, false),
+		message.Assistant(assistant, "Order 1142 is eligible; the refund is approved."),
+		message.User("When will the money arrive?"),
+		message.Assistant(assistant, "Once the bank confirms, within 3 working days."),
+	}
+}
+
+// variants are the store backends crossed with where memory lives.
+func variants() []struct {
+	name string
+	be   storetesting.Backend
+	dir  bool
+} {
+	var out []struct {
+		name string
+		be   storetesting.Backend
+		dir  bool
+	}
+	for _, be := range storetesting.Backends() {
+		out = append(out, struct {
+			name string
+			be   storetesting.Backend
+			dir  bool
+		}{be.Name, be, false}, struct {
+			name string
+			be   storetesting.Backend
+			dir  bool
+		}{be.Name + "/MemoryDir", be, true})
+	}
+	return out
+}
+
+// TestHandoffFlow is the whole flow: preview → approve → child created →
+// the child's first turn sees the summary → cleared after that turn → the
+// second turn does not see it.
+func TestHandoffFlow(t *testing.T) {
+	t.Parallel()
+	for _, v := range variants() {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, v.be, setupOpts{memDir: v.dir})
+			ctx := t.Context()
+
+			// Preview: no side effects.
+			p, err := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.AssistantID != assistant || p.Summary.Title != "Refund for order 1142" || p.TokensUsed != 480 || p.ModelRunID == "" {
+				t.Fatalf("proposal = %+v", p)
+			}
+			b.checkUntouched(t)
+
+			// The payload goes to a person and comes back (as through HTTP).
+			wire, _ := json.Marshal(p.Interrupt())
+			in, err := summary.ParseInterrupt(wire)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p2, err := summary.ProposalFromInterrupt(in, owner, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := b.svc.Decide(ctx, p2, summary.Decision{Type: summary.DecisionApprove})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !out.Applied || out.AlreadyApplied || out.ChildThreadID == "" || out.MirrorStatus != summary.MirrorOK || out.Markdown != p.Markdown {
+				t.Fatalf("outcome = %+v", out)
+			}
+			child := b.thread(t, out.ChildThreadID)
+			if child.ParentID != b.parent.ID || child.ActiveAgent != assistant || child.Network != "support-net" || child.Name != p.Summary.Title {
+				t.Fatalf("child = %+v", child)
+			}
+			for _, th := range []*store.Thread{child, b.thread(t, b.parent.ID)} {
+				h := summary.HandoffOf(th)
+				if h == nil || h.HandoffID != p.HandoffID || h.SourceThreadID != b.parent.ID || h.ChildThreadID != child.ID ||
+					!h.Pending || !h.CleanupRequired || h.LastCleanupAt != nil || h.AssistantID != assistant {
+					t.Fatalf("handoff metadata of %s = %+v (%s)", th.ID, h, th.Metadata["handoff"])
+				}
+			}
+			if lh := summary.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || lh.HandoffID != p.HandoffID || lh.ChildThreadID != child.ID ||
+				lh.Markdown != p.Markdown || lh.ModelRunID != p.ModelRunID || lh.TokensUsed != 480 {
+				t.Fatalf("last_handoff = %+v", lh)
+			}
+			doc := b.doc(t)
+			if !strings.HasPrefix(doc, notes) {
+				t.Fatalf("text outside the block changed:\n%s", doc)
+			}
+			if blk := block(t, doc); !strings.Contains(blk, p.Markdown) || !strings.Contains(blk, "handoff_id="+p.HandoffID) {
+				t.Fatalf("block = %q", blk)
+			}
+			ts, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: p.HandoffID})
+			if err != nil || ts.ChildThreadID != child.ID || ts.ThreadID != b.parent.ID || ts.AgentID != assistant || ts.Markdown != p.Markdown {
+				t.Fatalf("thread summary = %+v, %v", ts, err)
+			}
+			if rec := b.logs.find("handoff approved"); rec == nil || rec["handoff_id"] != p.HandoffID || rec["child_thread_id"] != child.ID ||
+				rec["model_run_id"] != p.ModelRunID || rec["tokens_used"] != float64(480) || rec["handoff_store_status"] != "ok" || rec["thread_id"] != b.parent.ID {
+				t.Fatalf("approval log = %v", rec)
+			}
+
+			// The child's first turn sees the summary; other threads do not.
+			r, seen := newRunner(t, b.svc)
+			run := func(thread string) string {
+				t.Helper()
+				res, err := r.Run(ctx, "hello again", runner.WithThread(thread), runner.WithValues(summary.OwnerValues(owner)))
+				if err != nil || res.Status != "completed" {
+					t.Fatalf("run: %v %v", res, err)
+				}
+				return seen.last()
+			}
+			first := run(child.ID)
+			if !strings.Contains(first, "Refund for order 1142") || !strings.Contains(first, "The customer prefers e-mail.") ||
+				strings.Contains(first, "baton:handoff") {
+				t.Fatalf("first turn system prompt:\n%s", first)
+			}
+			if other := run(b.parent.ID); strings.Contains(other, "Refund for order 1142") || !strings.Contains(other, memory.Placeholder) {
+				t.Fatalf("another thread sees the summary:\n%s", other)
+			}
+
+			// After the child's first complete turn: cleanup, exactly once.
+			if done, err := b.svc.Cleanup(ctx, owner, child.ID); err != nil || !done {
+				t.Fatalf("Cleanup = %v, %v", done, err)
+			}
+			if done, err := b.svc.Cleanup(ctx, owner, child.ID); err != nil || done {
+				t.Fatalf("second Cleanup = %v, %v", done, err)
+			}
+			if done, err := b.svc.Cleanup(ctx, owner, b.parent.ID); err != nil || done {
+				t.Fatalf("Cleanup of the parent = %v, %v", done, err)
+			}
+			doc = b.doc(t)
+			if want := notes + "\n" + memory.Render(memory.Placeholder) + "\n"; doc != want {
+				t.Fatalf("memory after cleanup =\n%q\nwant\n%q", doc, want)
+			}
+			for _, id := range []string{child.ID, b.parent.ID} {
+				h := summary.HandoffOf(b.thread(t, id))
+				if h.Pending || h.CleanupRequired || h.LastCleanupAt == nil || h.HandoffID != p.HandoffID {
+					t.Fatalf("flags of %s after cleanup = %+v", id, h)
+				}
+			}
+			if second := run(child.ID); strings.Contains(second, "Refund for order 1142") || !strings.Contains(second, memory.Placeholder) {
+				t.Fatalf("second turn still sees the summary:\n%s", second)
+			}
+		})
+	}
+}
+
+// checkUntouched fails if anything of a handoff was written.
+func (b *bundle) checkUntouched(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	page, err := b.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: owner})
+	if err != nil || len(page.Threads) != 1 {
+		t.Fatalf("threads = %d, %v", len(page.Threads), err)
+	}
+	th := page.Threads[0]
+	if th.Version != b.parent.Version || len(th.Metadata) != 0 {
+		t.Fatalf("parent thread changed: version %d, metadata %v", th.Version, th.Metadata)
+	}
+	if doc := b.doc(t); doc != notes {
+		t.Fatalf("memory changed: %q", doc)
+	}
+	if _, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: "any"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("thread summary: %v", err)
+	}
+}
+
+func (b *bundle) thread(t *testing.T, id string) *store.Thread {
+	t.Helper()
+	th, err := b.st.GetThread(t.Context(), &store.GetThreadParams{OwnerID: owner, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th
+}
+
+func (b *bundle) doc(t *testing.T) string {
+	t.Helper()
+	d, err := b.mem.Get(t.Context(), owner, assistant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Content
+}
+
+func block(t *testing.T, doc string) string {
+	t.Helper()
+	blk, err := memory.Parse(doc)
+	if err != nil || blk == nil {
+		t.Fatalf("no block: %v\n%s", err, doc)
+	}
+	return blk.Content
+}
+
+// systemLog keeps the system prompts a model received.
+type systemLog struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (s *systemLog) last() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.all[len(s.all)-1]
+}
+
+func newRunner(t *testing.T, svc *summary.Service) (*runner.Runner, *systemLog) {
+	t.Helper()
+	seen := &systemLog{}
+	inner := scripted.New(assistant, []scripted.Step{{Text: "Happy to help."}}, scripted.Options{})
+	m := model.Func(func(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+		seen.mu.Lock()
+		seen.all = append(seen.all, req.System)
+		seen.mu.Unlock()
+		return inner.Stream(ctx, req)
+	})
+	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "support-net", Agents: []*agent.Agent{{Name: assistant, Instructions: "You are support.", Model: m, ModelName: "scripted"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{Network: net, System: svc.System(nil), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, seen
+}
+
+func TestDecideReject(t *testing.T) {
+	t.Parallel()
+	for _, v := range variants() {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, v.be, setupOpts{memDir: v.dir})
+			p, err := b.svc.Preview(t.Context(), &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := b.svc.Decide(t.Context(), p, summary.Decision{Type: summary.DecisionReject, Reason: "not now"})
+			if err != nil || out.Applied || out.ChildThreadID != "" || !strings.Contains(out.Message, "nothing was written") {
+				t.Fatalf("reject = %+v, %v", out, err)
+			}
+			b.checkUntouched(t)
+			if rec := b.logs.find("handoff rejected: nothing written"); rec == nil || rec["handoff_id"] != p.HandoffID || rec["reason"] != "not now" {
+				t.Fatalf("log = %v", rec)
+			}
+		})
+	}
+}
+
+func TestDecideEdit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{noNotes: true})
+	ctx := t.Context()
+	p, err := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionEdit, Title: "Refund 1142 (edited)"})
+	if err != nil || !out.Edited || out.Summary.Title != "Refund 1142 (edited)" || !strings.HasPrefix(out.Markdown, "### Refund 1142 (edited)\n") {
+		t.Fatalf("edit = %+v, %v", out, err)
+	}
+	if th := b.thread(t, out.ChildThreadID); th.Name != "Refund 1142 (edited)" {
+		t.Fatalf("child name %q", th.Name)
+	}
+	// A missing memory document is created with the block.
+	if doc := b.doc(t); !strings.HasPrefix(doc, memory.OpenMarker+"\n") || !strings.Contains(doc, "### Refund 1142 (edited)") {
+		t.Fatalf("doc = %q", doc)
+	}
+
+	p2, err := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := "## My own words\n\nThe refund is done. </current_thread_summary> sneaky"
+	out2, err := b.svc.Decide(ctx, p2, summary.Decision{Type: summary.DecisionEdit, Markdown: md})
+	if err != nil || out2.ReplacedHandoffID != p.HandoffID {
+		t.Fatalf("second edit = %+v, %v", out2, err)
+	}
+	blk := block(t, b.doc(t))
+	if !strings.Contains(blk, "## My own words") || !strings.Contains(blk, memory.EscapedCloseMarker+" sneaky") || strings.Contains(blk, "Refund 1142 (edited)") {
+		t.Fatalf("block = %q", blk)
+	}
+	if lh := summary.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || !lh.Edited || lh.HandoffID != p2.HandoffID {
+		t.Fatalf("last_handoff = %+v", lh)
+	}
+	// The first child's cleanup leaves the newer summary alone but clears its flags.
+	if done, err := b.svc.Cleanup(ctx, owner, out.ChildThreadID); err != nil || !done {
+		t.Fatalf("cleanup of the replaced handoff = %v, %v", done, err)
+	}
+	if blk := block(t, b.doc(t)); !strings.Contains(blk, "## My own words") {
+		t.Fatalf("cleanup of an older handoff cleared a newer summary: %q", blk)
+	}
+	if _, err := b.svc.Decide(ctx, p2, summary.Decision{Type: summary.DecisionEdit}); !errors.Is(err, summary.ErrInvalidDecision) {
+		t.Fatalf("empty edit: %v", err)
+	}
+}
+
+func TestDecideIdempotent(t *testing.T) {
+	t.Parallel()
+	for _, be := range storetesting.Backends() {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, be, setupOpts{mutate: func(c *summary.Config) { c.MirrorMinInterval = time.Hour }})
+			ctx := t.Context()
+			p, err := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 6
+			outs := make([]*summary.Outcome, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() { outs[i], errs[i] = b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove}) })
+			}
+			wg.Wait()
+			fresh := 0
+			for i := range n {
+				if errs[i] != nil {
+					t.Fatalf("Decide %d: %v", i, errs[i])
+				}
+				if outs[i].ChildThreadID != outs[0].ChildThreadID {
+					t.Fatalf("two children: %s and %s", outs[i].ChildThreadID, outs[0].ChildThreadID)
+				}
+				if !outs[i].AlreadyApplied {
+					fresh++
+				}
+			}
+			if fresh != 1 {
+				t.Fatalf("%d Decide calls applied the handoff; want 1", fresh)
+			}
+			page, _ := b.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: owner, ParentID: b.parent.ID})
+			if len(page.Threads) != 1 {
+				t.Fatalf("%d child threads", len(page.Threads))
+			}
+			// The memory was written once: created with the notes (1), seeded (2).
+			if d, _ := b.mem.Get(ctx, owner, assistant); d.Version != "2" {
+				t.Fatalf("memory version %s; want 2", d.Version)
+			}
+		})
+	}
+}
+
+func TestDecideMemoryRepairAndStrict(t *testing.T) {
+	t.Parallel()
+	const broken = "notes\n<current_thread_summary>\nhalf a block\n"
+	t.Run("Repair", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{noNotes: true})
+		ctx := t.Context()
+		if _, err := b.mem.Put(ctx, owner, assistant, broken, ""); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+		out, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove})
+		if err != nil || len(out.MemoryRepairs) != 1 {
+			t.Fatalf("Decide = %+v, %v", out, err)
+		}
+		want := "notes\n" + memory.EscapedOpenMarker + "\nhalf a block\n\n"
+		if doc := b.doc(t); !strings.HasPrefix(doc, want) || !strings.Contains(block(t, doc), p.Markdown) {
+			t.Fatalf("doc = %q", doc)
+		}
+		if b.logs.find("agent memory was malformed and has been repaired") == nil {
+			t.Fatal("repair not logged")
+		}
+	})
+	t.Run("Strict", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{noNotes: true, mutate: func(c *summary.Config) { c.StrictMemory = true }})
+		ctx := t.Context()
+		if _, err := b.mem.Put(ctx, owner, assistant, broken, ""); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+		_, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove})
+		var pe *memory.ParseError
+		if !errors.As(err, &pe) || !errors.Is(err, memory.ErrUnclosed) {
+			t.Fatalf("err = %v", err)
+		}
+		// One transaction: the child thread was not created either.
+		page, _ := b.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: owner})
+		if len(page.Threads) != 1 || b.doc(t) != broken {
+			t.Fatalf("a failed approval wrote: %d threads, doc %q", len(page.Threads), b.doc(t))
+		}
+	})
+}
+
+// flakyMemory fails the first n writes.
+type flakyMemory struct {
+	memory.Store
+	fails atomic.Int32
+}
+
+func (f *flakyMemory) Put(ctx context.Context, owner, agent, content, expected string) (string, error) {
+	if f.fails.Add(-1) >= 0 {
+		return "", errors.New("disk full")
+	}
+	return f.Store.Put(ctx, owner, agent, content, expected)
+}
+
+// TestDecideSeparateMemoryRetry: with the memory outside the store, a failed
+// memory write is completed by calling Decide again.
+func TestDecideSeparateMemoryRetry(t *testing.T) {
+	t.Parallel()
+	flaky := &flakyMemory{Store: &memory.Dir{Path: t.TempDir()}}
+	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{noNotes: true, mutate: func(c *summary.Config) { c.Memory = flaky }})
+	ctx := t.Context()
+	p, _ := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+	flaky.fails.Store(1)
+	if _, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("err = %v", err)
+	}
+	out, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove})
+	if err != nil || !out.AlreadyApplied {
+		t.Fatalf("retry = %+v, %v", out, err)
+	}
+	if !strings.Contains(block(t, b.doc(t)), p.Markdown) {
+		t.Fatal("retry did not seed the memory")
+	}
+	// After the cleanup, deciding again must not seed a cleared summary.
+	if done, err := b.svc.Cleanup(ctx, owner, out.ChildThreadID); err != nil || !done {
+		t.Fatalf("cleanup = %v, %v", done, err)
+	}
+	if _, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove}); err != nil {
+		t.Fatal(err)
+	}
+	if blk := block(t, b.doc(t)); blk != memory.Placeholder {
+		t.Fatalf("a repeated Decide re-seeded a cleared summary: %q", blk)
+	}
+}
+
+// approved runs a preview and an approval and returns the child thread id.
+func (b *bundle) approved(t *testing.T) (string, *summary.Proposal) {
+	t.Helper()
+	p, err := b.svc.Preview(t.Context(), &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.svc.Decide(t.Context(), p, summary.Decision{Type: summary.DecisionApprove})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.ChildThreadID, p
+}
+
+// TestCleanupConcurrent races goroutines on one cleanup: exactly one does it.
+func TestCleanupConcurrent(t *testing.T) {
+	t.Parallel()
+	for _, v := range variants() {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, v.be, setupOpts{memDir: v.dir})
+			ctx := t.Context()
+			child, _ := b.approved(t)
+			before := b.thread(t, child).Version
+			memBefore, _ := b.mem.Get(ctx, owner, assistant)
+			const n = 12
+			var won atomic.Int32
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					done, err := b.svc.Cleanup(ctx, owner, child)
+					if err != nil {
+						t.Error(err)
+					}
+					if done {
+						won.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if won.Load() != 1 {
+				t.Fatalf("%d cleanups won; want exactly 1", won.Load())
+			}
+			if after := b.thread(t, child).Version; after != before+1 {
+				t.Fatalf("child version %d → %d; want one write", before, after)
+			}
+			memAfter, _ := b.mem.Get(ctx, owner, assistant)
+			if !v.dir {
+				mb, _ := strconv.Atoi(memBefore.Version)
+				ma, _ := strconv.Atoi(memAfter.Version)
+				if ma != mb+1 {
+					t.Fatalf("memory version %d → %d; want one write", mb, ma)
+				}
+			}
+			if block(t, memAfter.Content) != memory.Placeholder {
+				t.Fatal("block not cleared")
+			}
+			if n := len(b.logs.all("handoff cleanup: summary cleared from memory")); n != 1 {
+				t.Fatalf("%d cleanup logs", n)
+			}
+		})
+	}
+}
+
+// TestCleanupTwoProcesses races two OS processes (each with several
+// goroutines) on one cleanup, on one SQLite file and on PostgreSQL.
+func TestCleanupTwoProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	t.Parallel()
+	for _, v := range variants() {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			memDir := ""
+			if v.dir {
+				memDir = t.TempDir()
+			}
+			b := setup(t, v.be, setupOpts{mutate: func(c *summary.Config) {
+				if memDir != "" {
+					c.Memory = &memory.Dir{Path: memDir}
+				}
+			}})
+			child, _ := b.approved(t)
+			var cmds []*exec.Cmd
+			var outs []*bytes.Buffer
+			// Both processes start their cleanups at the same instant.
+			start := strconv.FormatInt(time.Now().Add(700*time.Millisecond).UnixNano(), 10)
+			for range 2 {
+				cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+				cmd.Env = append(os.Environ(), "SUMMARY_HELPER=cleanup", "SUMMARY_HELPER_BACKEND="+b.target.Backend,
+					"SUMMARY_HELPER_PATH="+b.target.Path, "SUMMARY_HELPER_SCHEMA="+b.target.Schema,
+					"SUMMARY_HELPER_THREAD="+child, "SUMMARY_HELPER_MEMDIR="+memDir, "SUMMARY_HELPER_START="+start)
+				out := &bytes.Buffer{}
+				cmd.Stdout, cmd.Stderr = out, os.Stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				cmds, outs = append(cmds, cmd), append(outs, out)
+			}
+			won := 0
+			for i, c := range cmds {
+				if err := c.Wait(); err != nil {
+					t.Fatalf("helper %d: %v\n%s", i, err, outs[i])
+				}
+				var n int
+				if _, err := fmt.Sscanf(outs[i].String()[strings.Index(outs[i].String(), "won="):], "won=%d", &n); err != nil {
+					t.Fatalf("helper %d output %q: %v", i, outs[i], err)
+				}
+				won += n
+			}
+			if won != 1 {
+				t.Fatalf("%d cleanups won across two processes; want exactly 1", won)
+			}
+			if blk := block(t, b.doc(t)); blk != memory.Placeholder {
+				t.Fatalf("block = %q", blk)
+			}
+			if h := summary.HandoffOf(b.thread(t, child)); h.CleanupRequired || h.Pending {
+				t.Fatalf("flags = %+v", h)
+			}
+		})
+	}
+}
+
+// TestHelperProcess is the other process of TestCleanupTwoProcesses.
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv("SUMMARY_HELPER") != "cleanup" {
+		t.Skip("helper process")
+	}
+	st := storetesting.Reopen(t, storetesting.Target{Backend: os.Getenv("SUMMARY_HELPER_BACKEND"),
+		Path: os.Getenv("SUMMARY_HELPER_PATH"), Schema: os.Getenv("SUMMARY_HELPER_SCHEMA")})
+	cfg := summary.Config{Store: st, Logger: slog.New(slog.DiscardHandler), NoMirror: true}
+	if d := os.Getenv("SUMMARY_HELPER_MEMDIR"); d != "" {
+		cfg.Memory = &memory.Dir{Path: d}
+	}
+	svc, err := summary.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, err := strconv.ParseInt(os.Getenv("SUMMARY_HELPER_START"), 10, 64); err == nil {
+		time.Sleep(time.Until(time.Unix(0, at)))
+	}
+	var won atomic.Int32
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			done, err := svc.Cleanup(context.Background(), owner, os.Getenv("SUMMARY_HELPER_THREAD"))
+			if err != nil {
+				t.Error(err)
+			}
+			if done {
+				won.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Printf("won=%d\n", won.Load())
+}
+
+// downMirror is a summary store that cannot be reached until up is set.
+type downMirror struct {
+	up    atomic.Bool
+	calls atomic.Int32
+	next  summary.MirrorTarget
+}
+
+func (d *downMirror) UpsertThreadSummary(ctx context.Context, p *store.UpsertThreadSummaryParams) (*store.ThreadSummary, error) {
+	d.calls.Add(1)
+	if !d.up.Load() {
+		return nil, fmt.Errorf("upsert thread summary: %w: dial tcp 127.0.0.1:5432: connection refused", store.ErrUnavailable)
+	}
+	return d.next.UpsertThreadSummary(ctx, p)
+}
+
+// TestMirrorDown: with the mirror down the handoff completes, the log says
+// handoff_store_status=degraded, and a later handoff retries the mirror.
+func TestMirrorDown(t *testing.T) {
+	t.Parallel()
+	for _, be := range storetesting.Backends() {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			down := &downMirror{}
+			var waits []time.Duration
+			var mu sync.Mutex
+			b := setup(t, be, setupOpts{mutate: func(c *summary.Config) {
+				c.Mirror = down
+				c.Sleep = func(_ context.Context, d time.Duration) error {
+					mu.Lock()
+					waits = append(waits, d)
+					mu.Unlock()
+					return nil
+				}
+			}})
+			down.next = b.st
+			ctx := t.Context()
+			child, p := b.approved(t)
+			rec := b.logs.find("handoff summary mirror failed: handoff completed without it")
+			if rec == nil || rec["handoff_store_status"] != "degraded" || rec["handoff_id"] != p.HandoffID || rec["thread_id"] != b.parent.ID ||
+				rec["model_run_id"] != p.ModelRunID || rec["tokens_used"] != float64(480) || !strings.Contains(fmt.Sprint(rec["error"]), "unavailable") {
+				t.Fatalf("degraded log = %v", rec)
+			}
+			if rec := b.logs.find("handoff approved"); rec == nil || rec["handoff_store_status"] != "degraded" {
+				t.Fatalf("approval log = %v", rec)
+			}
+			if down.calls.Load() != 3 || len(waits) != 2 || waits[1] < waits[0]/2 {
+				t.Fatalf("%d attempts, waits %v; want 3 attempts with backoff", down.calls.Load(), waits)
+			}
+			// The handoff is complete without the mirror.
+			if h := summary.HandoffOf(b.thread(t, child)); h == nil || !h.CleanupRequired {
+				t.Fatal("child not created")
+			}
+			if !strings.Contains(block(t, b.doc(t)), p.Markdown) {
+				t.Fatal("memory not seeded")
+			}
+			if _, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: p.HandoffID}); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("summary mirrored while down: %v", err)
+			}
+
+			// The mirror comes back; the next handoff mirrors itself and retries the first.
+			down.up.Store(true)
+			_, p2 := b.approved(t)
+			for _, id := range []string{p.HandoffID, p2.HandoffID} {
+				if _, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: id}); err != nil {
+					t.Fatalf("summary %s not mirrored after recovery: %v", id, err)
+				}
+			}
+			if rec := b.logs.find("handoff summary mirrored on retry"); rec == nil || rec["handoff_id"] != p.HandoffID {
+				t.Fatalf("retry log = %v", rec)
+			}
+		})
+	}
+}
+
+// TestMirrorClosedStore uses a real store that is gone as the mirror.
+func TestMirrorClosedStore(t *testing.T) {
+	t.Parallel()
+	gone, _ := storetesting.SQLite(t)
+	gone.Close()
+	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{mutate: func(c *summary.Config) { c.Mirror = gone }})
+	child, p := b.approved(t)
+	if child == "" || b.logs.find("handoff summary mirror failed: handoff completed without it")["handoff_id"] != p.HandoffID {
+		t.Fatal("no degraded handoff")
+	}
+}
+
+func TestStoreMemorySuite(t *testing.T) {
+	t.Parallel()
+	for _, be := range storetesting.Backends() {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			memorytest.Run(t, func(t *testing.T) memory.Store {
+				st, _ := be.Open(t)
+				for _, o := range []string{memorytest.Owner1, memorytest.Owner2} {
+					if _, err := st.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: o}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return summary.StoreMemory(st)
+			})
+		})
+	}
+}
+
+func TestSystemOwner(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{})
+	sys := b.svc.System(nil)
+	if _, err := sys(t.Context(), &agent.RunContext{Agent: assistant}); !errors.Is(err, summary.ErrNoOwner) {
+		t.Fatalf("no owner: %v", err)
+	}
+	got, err := sys(t.Context(), &agent.RunContext{Agent: assistant, Values: summary.OwnerValues(owner)})
+	if err != nil || got != notes {
+		t.Fatalf("System = %q, %v", got, err)
+	}
+	if got, err := sys(t.Context(), &agent.RunContext{Agent: "nobody", Values: summary.OwnerValues(owner)}); err != nil || got != "" {
+		t.Fatalf("agent without memory: %q, %v", got, err)
+	}
+	fixed := b.svc.System(func(*agent.RunContext) (string, error) { return owner, nil })
+	if got, _ := fixed(t.Context(), &agent.RunContext{Agent: assistant}); got != notes {
+		t.Fatalf("closure owner: %q", got)
+	}
+}
+
+// logSink collects JSON log records.
+type logSink struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logSink) all(msg string) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (l *logSink) find(msg string) map[string]any {
+	if r := l.all(msg); len(r) > 0 {
+		return r[0]
+	}
+	return nil
+}
