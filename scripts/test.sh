@@ -34,7 +34,7 @@ else
 fi
 
 log "tools"
-command -v staticcheck >/dev/null || go install honnef.co/go/tools/cmd/staticcheck@2025.1.1
+command -v staticcheck >/dev/null || go install honnef.co/go/tools/cmd/staticcheck@v0.6.1
 
 log "go vet + staticcheck"
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { gofmt -l $(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1; }
