@@ -1,12 +1,12 @@
 package handoff
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/batonhq/baton/internal/schemas"
 	"github.com/batonhq/baton/message"
@@ -152,7 +152,7 @@ func (h *Handoff) BuildContext(from string, args json.RawMessage) (*Context, err
 			return nil, err
 		}
 	}
-	if len(strings.TrimSpace(string(args))) == 0 {
+	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
 	}
 	// One decode serves validation and the well-known fields.

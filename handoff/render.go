@@ -18,7 +18,15 @@ const PreviewLimit = 400
 // reference ("ref": "handoff:<id>/<field>"), to be read in full through the
 // handoff context tool; the full data stays in the run context.
 func (hc *Context) Render() string {
+	s, _ := hc.RenderRefs()
+	return s
+}
+
+// RenderRefs returns Render and HasRefs with one parse of the data.
+func (hc *Context) RenderRefs() (string, bool) {
+	refs := false
 	var b strings.Builder
+	b.Grow(64 + len(hc.From) + len(hc.Reason) + len(hc.ExpectedOutput) + len(hc.Data))
 	b.WriteString("<handoff_context from=\"")
 	b.WriteString(hc.From)
 	b.WriteString("\" type=\"")
@@ -47,6 +55,7 @@ func (hc *Context) Render() string {
 		b.WriteString(k)
 		b.WriteString(": ")
 		if len(v) > PreviewLimit {
+			refs = true
 			b.WriteString(oneLine(string(v), 120))
 			b.WriteString(" (")
 			b.WriteString(strconv.Itoa(len(v)))
@@ -59,7 +68,7 @@ func (hc *Context) Render() string {
 		b.WriteByte('\n')
 	}
 	b.WriteString("</handoff_context>")
-	return b.String()
+	return b.String(), refs
 }
 
 // HasRefs reports whether Render delivers at least one field by reference.

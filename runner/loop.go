@@ -40,7 +40,9 @@ type run struct {
 	limitHit string
 	endObs   func(*Result, error)
 	// block caches the rendering of the active handoff context.
-	block block
+	block   block
+	onChunk func(model.Chunk, error) bool
+	cs      chunkState
 	// endSeq is the seq reserved for run_end by the last checkpoint, so that
 	// a resumed run's events continue after it.
 	endSeq int
@@ -164,12 +166,14 @@ func (x *run) finish(err error) (*Result, error) {
 	if ctxErr {
 		res.Status = runstate.StatusFailed
 	}
-	end := &RunEndEvent{Header: Header{Type: TypeRunEnd}, Status: res.Status, LastAgent: st.Agent, Turns: st.Turns, Handoffs: st.Handoffs, Usage: st.Usage, Output: st.FinalOutput, Limit: x.limitHit}
-	if x.endSeq != 0 && x.sink != nil && !x.stopped {
-		end.Seq = x.endSeq
-		x.stopped = !x.sink(end)
-	} else {
-		x.emit(end)
+	if x.streaming() {
+		end := &RunEndEvent{Header: Header{Type: TypeRunEnd}, Status: res.Status, LastAgent: st.Agent, Turns: st.Turns, Handoffs: st.Handoffs, Usage: st.Usage, Output: st.FinalOutput, Limit: x.limitHit}
+		if x.endSeq != 0 {
+			end.Seq = x.endSeq
+			x.stopped = !x.sink(end)
+		} else {
+			x.emit(end)
+		}
 	}
 	if x.endObs != nil {
 		x.endObs(res, err)
@@ -302,28 +306,56 @@ func (x *run) callModel(ctx context.Context, p *plan, withTools bool) (*message.
 
 // stream drains one model stream, emitting text deltas.
 func (x *run) stream(ctx context.Context, a *agent.Agent, req *model.Request) (*model.Response, error) {
-	for c, err := range a.Model.Stream(ctx, req) {
-		if err != nil {
-			return nil, err
-		}
-		switch c.Type {
-		case model.ChunkText:
-			if x.streaming() && c.Text != "" {
-				if !x.emit(&TextDeltaEvent{Header: Header{Type: TypeTextDelta}, Agent: a.Name, Delta: c.Text}) {
-					return nil, errStopped
-				}
-			}
-		case model.ChunkDone:
-			if c.Message == nil {
-				return nil, model.ErrNoDone
-			}
-			return &model.Response{Message: *c.Message, Usage: c.Usage, FinishReason: c.FinishReason, RequestID: c.RequestID, Model: c.Model}, nil
-		}
+	if x.onChunk == nil {
+		x.onChunk = x.chunk // one closure per run, reused by every model call
+	}
+	x.cs = chunkState{a: a}
+	a.Model.Stream(ctx, req)(x.onChunk)
+	cs := &x.cs
+	switch {
+	case cs.err != nil:
+		return nil, cs.err
+	case cs.done:
+		return &cs.resp, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return nil, model.ErrNoDone
+}
+
+// chunkState is the state of the model stream being drained.
+type chunkState struct {
+	a    *agent.Agent
+	resp model.Response
+	done bool
+	err  error
+}
+
+func (x *run) chunk(c model.Chunk, err error) bool {
+	cs := &x.cs
+	if err != nil {
+		cs.err = err
+		return false
+	}
+	switch c.Type {
+	case model.ChunkText:
+		if x.streaming() && c.Text != "" {
+			if !x.emit(&TextDeltaEvent{Header: Header{Type: TypeTextDelta}, Agent: cs.a.Name, Delta: c.Text}) {
+				cs.err = errStopped
+				return false
+			}
+		}
+	case model.ChunkDone:
+		if c.Message == nil {
+			cs.err = model.ErrNoDone
+			return false
+		}
+		cs.resp = model.Response{Message: *c.Message, Usage: c.Usage, FinishReason: c.FinishReason, RequestID: c.RequestID, Model: c.Model}
+		cs.done = true
+		return false
+	}
+	return true
 }
 
 func (x *run) msgID() string {
@@ -369,7 +401,8 @@ type block struct {
 
 func (x *run) handoffBlock(hc *handoff.Context) *block {
 	if x.block.hc != hc {
-		x.block = block{hc: hc, text: hc.Render(), refs: hc.HasRefs()}
+		text, refs := hc.RenderRefs()
+		x.block = block{hc: hc, text: text, refs: refs}
 	}
 	return &x.block
 }
@@ -686,6 +719,10 @@ func (x *run) execTools(ctx context.Context, p *plan) error {
 	if len(todo) == 1 {
 		return x.execOne(ctx, p, todo[0])
 	}
+	return x.execParallel(ctx, p, todo)
+}
+
+func (x *run) execParallel(ctx context.Context, p *plan, todo []int) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := make(chan struct{}, x.r.cfg.MaxParallelTools)
@@ -856,7 +893,7 @@ func (x *run) prepareHandoff(ctx context.Context, p *plan, pc *runstate.PendingC
 			return nil, nil
 		}
 	}
-	pc.Result = &runstate.Result{Output: "Transferred to " + h.To + "."}
+	pc.Result = &runstate.Result{Output: p.byName[pc.Call.Name].done}
 	return &pendingMove{h: h, hc: hc}, nil
 }
 
@@ -870,10 +907,16 @@ func (x *run) handoffLimit(to string) *LimitError {
 	if n := lim.PingPong; n > 0 {
 		// The trail would end with to; count how many of its last steps
 		// alternate between the same two agents.
-		trail := append(slices.Clip(st.Trail), to)
-		k := len(trail) - 1
+		tn := len(st.Trail)
+		at := func(i int) string {
+			if i == tn {
+				return to
+			}
+			return st.Trail[i]
+		}
+		k := tn
 		alt := 0
-		for k >= 2 && trail[k] == trail[k-2] && trail[k] != trail[k-1] {
+		for k >= 2 && at(k) == at(k-2) && at(k) != at(k-1) {
 			alt++
 			k--
 		}

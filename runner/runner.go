@@ -98,6 +98,7 @@ type toolEntry struct {
 	tool      *agent.Tool
 	handoff   *handoff.Handoff
 	agentTool *agent.AgentTool
+	done      string // the result of a handoff call that was taken
 }
 
 // HandoffContextTool is the tool offered to an agent whose handoff context
@@ -155,7 +156,7 @@ func New(cfg Config) (*Runner, error) {
 				desc = "Transfer the conversation to " + h.To + ". " + target.Description
 			}
 			p.tools = append(p.tools, model.Tool{Name: h.Tool(), Description: desc, Parameters: h.Parameters()})
-			p.byName[h.Tool()] = toolEntry{kind: runstate.CallHandoff, handoff: h}
+			p.byName[h.Tool()] = toolEntry{kind: runstate.CallHandoff, handoff: h, done: "Transferred to " + h.To + "."}
 			if h.Enabled != nil {
 				p.dynamic = true
 			}
@@ -353,11 +354,14 @@ func (r *Runner) newRunID() string {
 }
 
 func collectOpts(opts []RunOption) runOpts {
-	var o runOpts
-	for _, f := range opts {
-		f(&o)
+	if len(opts) == 0 {
+		return runOpts{}
 	}
-	return o
+	o := new(runOpts)
+	for _, f := range opts {
+		f(o)
+	}
+	return *o
 }
 
 func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit func(Event) bool) (*run, error) {
@@ -395,13 +399,15 @@ func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit
 	st := &runstate.State{
 		SchemaVersion: runstate.SchemaVersion, RunID: runID, ThreadID: o.threadID,
 		Network: r.net.Name(), Fingerprint: r.net.Fingerprint(), Agent: a.Name,
-		Messages: msgs, Transcript: tr, Trail: []string{a.Name}, Status: runstate.StatusRunning,
+		Messages: msgs, Transcript: tr, Trail: append(make([]string, 0, 4), a.Name), Status: runstate.StatusRunning,
 		StartedAt: time.Now().UTC(), Values: o.values,
 	}
 	x := r.newRun(st, o, emit)
 	x.input = input
-	x.emit(&RunStartEvent{Header: Header{Type: TypeRunStart}, RunID: runID, ThreadID: o.threadID, Network: r.net.Name(), Fingerprint: r.net.Fingerprint(), Agent: a.Name})
-	x.emit(&AgentStartEvent{Header: Header{Type: TypeAgentStart}, Agent: a.Name, Reason: reason})
+	if x.streaming() {
+		x.emit(&RunStartEvent{Header: Header{Type: TypeRunStart}, RunID: runID, ThreadID: o.threadID, Network: r.net.Name(), Fingerprint: r.net.Fingerprint(), Agent: a.Name})
+		x.emit(&AgentStartEvent{Header: Header{Type: TypeAgentStart}, Agent: a.Name, Reason: reason})
+	}
 	for _, g := range a.InputGuardrails {
 		if err := g.Check(ctx, agent.GuardrailInput{Agent: a.Name, Text: input, Messages: msgs}); err != nil {
 			x.preErr = &Error{Kind: KindUserInput, Agent: a.Name, Err: &GuardrailError{Guardrail: g.Name, Agent: a.Name, Phase: "input", Err: err}}
