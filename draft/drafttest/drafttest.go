@@ -1,0 +1,306 @@
+// Package drafttest is the conformance suite of [draft.Broker]
+// implementations.
+package drafttest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/draft"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/store"
+)
+
+// Setup returns a broker under test and the store its subscribers read.
+// Each call gets a fresh one; closing them is the setup's business
+// (t.Cleanup).
+type Setup func(t *testing.T) (draft.Broker, store.Store)
+
+// wait bounds how long an expected update may take.
+const wait = 10 * time.Second
+
+var seq atomic.Int64
+
+// Run checks b's behaviour as a [draft.Broker]: late subscribers get the
+// current draft first, then live updates; thread and message filters; owner
+// scoping; slow subscribers get the latest draft without blocking
+// publishers; a message subscription ends when the message is final.
+func Run(t *testing.T, setup Setup) {
+	t.Run("LateSubscriberGetsCurrentDraft", func(t *testing.T) {
+		t.Parallel()
+		b, st := setup(t)
+		f := newFixture(t, st)
+		m := f.message(t, f.thread)
+		f.draft(t, b, m, "Looking up")
+		sub := subscribe(t, b, draft.Filter{OwnerID: f.owner, MessageID: m})
+		u := sub.next(t)
+		if u.Text != "Looking up" || u.Version != 1 || u.Status != message.StatusStreaming || u.Final || u.ThreadID != f.thread {
+			t.Fatalf("first update = %+v, want the current draft", u)
+		}
+		f.draft(t, b, m, "Looking up your order")
+		if u := sub.next(t); u.Text != "Looking up your order" || u.Version != 2 {
+			t.Fatalf("live update = %+v", u)
+		}
+		f.finish(t, b, m, "Your order ships today.")
+		if u := sub.next(t); !u.Final || u.Status != message.StatusCompleted || u.Text != "Your order ships today." {
+			t.Fatalf("final update = %+v", u)
+		}
+		sub.ended(t)
+	})
+	t.Run("FinalMessageEndsAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b, st := setup(t)
+		f := newFixture(t, st)
+		m := f.message(t, f.thread)
+		f.finish(t, b, m, "done")
+		sub := subscribe(t, b, draft.Filter{OwnerID: f.owner, MessageID: m})
+		if u := sub.next(t); !u.Final || u.Text != "done" {
+			t.Fatalf("update = %+v, want the final message", u)
+		}
+		sub.ended(t)
+	})
+	t.Run("ThreadSubscription", func(t *testing.T) {
+		t.Parallel()
+		b, st := setup(t)
+		f := newFixture(t, st)
+		old := f.message(t, f.thread)
+		f.draft(t, b, old, "earlier draft")
+		other := f.newThread(t)
+		sub := subscribe(t, b, draft.Filter{OwnerID: f.owner, ThreadID: f.thread})
+		if u := sub.next(t); u.MessageID != old || u.Text != "earlier draft" {
+			t.Fatalf("catch-up update = %+v", u)
+		}
+		f.finish(t, b, old, "earlier answer")
+		if u := sub.next(t); u.MessageID != old || !u.Final {
+			t.Fatalf("final update = %+v", u)
+		}
+		elsewhere := f.message(t, other)
+		f.draft(t, b, elsewhere, "not for this thread")
+		m := f.message(t, f.thread)
+		f.draft(t, b, m, "new draft")
+		if u := sub.next(t); u.MessageID != m || u.Text != "new draft" {
+			t.Fatalf("update = %+v, want the new message of the thread only", u)
+		}
+		sub.cancel()
+		sub.ended(t)
+	})
+	t.Run("OtherOwnerSeesNothing", func(t *testing.T) {
+		t.Parallel()
+		b, st := setup(t)
+		f := newFixture(t, st)
+		intruder := newFixture(t, st)
+		m := f.message(t, f.thread)
+		sub := subscribe(t, b, draft.Filter{OwnerID: intruder.owner, MessageID: m})
+		f.draft(t, b, m, "secret")
+		// A forged event naming the intruder does not help: data is read as
+		// the intruder.
+		if err := b.Publish(t.Context(), draft.Event{OwnerID: intruder.owner, ThreadID: f.thread, MessageID: m}); err != nil {
+			t.Fatal(err)
+		}
+		sub.none(t, 500*time.Millisecond)
+		tsub := subscribe(t, b, draft.Filter{OwnerID: intruder.owner, ThreadID: f.thread})
+		if u, err, ok := tsub.poll(t, 500*time.Millisecond); ok && (err == nil || !errors.Is(err, store.ErrNotFound)) {
+			t.Fatalf("intruder's thread subscription got %+v, %v", u, err)
+		}
+	})
+	t.Run("SlowSubscriberGetsLatest", func(t *testing.T) {
+		t.Parallel()
+		b, st := setup(t)
+		f := newFixture(t, st)
+		m := f.message(t, f.thread)
+		f.draft(t, b, m, "v1")
+		sub := subscribe(t, b, draft.Filter{OwnerID: f.owner, MessageID: m})
+		if u := sub.next(t); u.Version != 1 {
+			t.Fatalf("first = %+v", u)
+		}
+		const n = 30
+		start := time.Now()
+		for i := 2; i <= n; i++ {
+			f.draft(t, b, m, fmt.Sprintf("v%d", i))
+		}
+		if d := time.Since(start); d > wait {
+			t.Fatalf("publishing took %s", d)
+		}
+		got := 0
+		for {
+			u := sub.next(t)
+			got++
+			if u.Version < 2 || u.Version > n {
+				t.Fatalf("update = %+v", u)
+			}
+			if u.Version == n {
+				if u.Text != fmt.Sprintf("v%d", n) {
+					t.Fatalf("latest = %+v", u)
+				}
+				break
+			}
+		}
+		if got > n-1 {
+			t.Errorf("got %d updates for %d drafts", got, n-1)
+		}
+	})
+	t.Run("InvalidFilter", func(t *testing.T) {
+		t.Parallel()
+		b, _ := setup(t)
+		for _, f := range []draft.Filter{{}, {OwnerID: "o"}, {OwnerID: "o", ThreadID: "t", MessageID: "m"}, {ThreadID: "t"}} {
+			for _, err := range b.Subscribe(t.Context(), f) {
+				if !errors.Is(err, draft.ErrInvalidFilter) {
+					t.Errorf("filter %+v: %v", f, err)
+				}
+				break
+			}
+		}
+	})
+}
+
+type fixture struct {
+	st     store.Store
+	owner  string
+	thread string
+}
+
+func newFixture(t *testing.T, st store.Store) *fixture {
+	t.Helper()
+	f := &fixture{st: st, owner: fmt.Sprintf("owner-%d-%d", time.Now().UnixNano(), seq.Add(1))}
+	if _, err := st.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: f.owner}); err != nil {
+		t.Fatal(err)
+	}
+	f.thread = f.newThread(t)
+	return f
+}
+
+func (f *fixture) newThread(t *testing.T) string {
+	t.Helper()
+	th, err := f.st.CreateThread(t.Context(), &store.CreateThreadParams{OwnerID: f.owner, Name: "drafts"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th.ID
+}
+
+// message appends a streaming assistant message to thread.
+func (f *fixture) message(t *testing.T, thread string) string {
+	t.Helper()
+	ms, err := f.st.AppendMessages(t.Context(), &store.AppendMessagesParams{OwnerID: f.owner, ThreadID: thread, Messages: []store.NewMessage{{
+		Message: message.Message{Role: message.RoleAssistant, Agent: "a", Status: message.StatusStreaming}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms[0].ID
+}
+
+func (f *fixture) draft(t *testing.T, b draft.Broker, id, text string) {
+	t.Helper()
+	if _, err := f.st.UpsertDraft(t.Context(), &store.UpsertDraftParams{OwnerID: f.owner, MessageID: id, Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	f.publish(t, b, id)
+}
+
+func (f *fixture) publish(t *testing.T, b draft.Broker, id string) {
+	t.Helper()
+	m, err := f.st.GetMessage(t.Context(), &store.GetMessageParams{OwnerID: f.owner, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Publish(t.Context(), draft.Event{OwnerID: f.owner, ThreadID: m.ThreadID, MessageID: id}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// finish completes a message with text and clears its draft, in one
+// transaction, as a finaliser does.
+func (f *fixture) finish(t *testing.T, b draft.Broker, id, text string) {
+	t.Helper()
+	err := f.st.Tx(t.Context(), func(tx store.Tx) error {
+		if _, err := tx.UpdateMessage(t.Context(), &store.UpdateMessageParams{OwnerID: f.owner, ID: id, Status: message.StatusCompleted,
+			Parts: []message.Part{{Type: message.PartText, Text: text}}}); err != nil {
+			return err
+		}
+		return tx.DeleteDraft(t.Context(), &store.DeleteDraftParams{OwnerID: f.owner, MessageID: id})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.publish(t, b, id)
+}
+
+type item struct {
+	u   draft.Update
+	err error
+}
+
+// sub consumes a subscription in a goroutine.
+type sub struct {
+	ch     chan item
+	done   chan struct{}
+	cancel context.CancelFunc
+}
+
+func subscribe(t *testing.T, b draft.Broker, f draft.Filter) *sub {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	s := &sub{ch: make(chan item), done: make(chan struct{}), cancel: cancel}
+	t.Cleanup(cancel)
+	go func() {
+		defer close(s.done)
+		for u, err := range b.Subscribe(ctx, f) {
+			select {
+			case s.ch <- item{u, err}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return s
+}
+
+func (s *sub) poll(t *testing.T, d time.Duration) (draft.Update, error, bool) {
+	t.Helper()
+	select {
+	case it := <-s.ch:
+		return it.u, it.err, true
+	case <-s.done:
+		return draft.Update{}, nil, false
+	case <-time.After(d):
+		return draft.Update{}, nil, false
+	}
+}
+
+func (s *sub) next(t *testing.T) draft.Update {
+	t.Helper()
+	select {
+	case it := <-s.ch:
+		if it.err != nil {
+			t.Fatalf("subscription error: %v", it.err)
+		}
+		return it.u
+	case <-s.done:
+		t.Fatal("subscription ended")
+	case <-time.After(wait):
+		t.Fatal("no update before the deadline")
+	}
+	return draft.Update{}
+}
+
+func (s *sub) none(t *testing.T, d time.Duration) {
+	t.Helper()
+	if u, err, ok := s.poll(t, d); ok {
+		t.Fatalf("unexpected update %+v, %v", u, err)
+	}
+}
+
+func (s *sub) ended(t *testing.T) {
+	t.Helper()
+	select {
+	case it := <-s.ch:
+		t.Fatalf("update after the end: %+v, %v", it.u, it.err)
+	case <-s.done:
+	case <-time.After(wait):
+		t.Fatal("subscription did not end")
+	}
+}

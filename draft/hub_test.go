@@ -1,0 +1,22 @@
+package draft_test
+
+import (
+	"testing"
+
+	"github.com/batonhq/baton/draft"
+	"github.com/batonhq/baton/draft/drafttest"
+	"github.com/batonhq/baton/store"
+)
+
+func TestHub(t *testing.T) {
+	t.Parallel()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			drafttest.Run(t, func(t *testing.T) (draft.Broker, store.Store) {
+				st := open(t)
+				return draft.NewHub(st), st
+			})
+		})
+	}
+}

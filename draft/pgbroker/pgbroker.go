@@ -1,0 +1,198 @@
+// Package pgbroker is a [draft.Broker] that carries draft events across
+// processes with PostgreSQL LISTEN/NOTIFY, so that a client connected to
+// any `baton serve` sees the progress of a run worked by any `baton
+// worker` sharing the database.
+//
+// Publish sends pg_notify on a channel named after the store's schema, with
+// the event's ids as the payload (never text: subscribers read the data
+// from the store, scoped to their owner, so row-level security applies).
+// Each Broker holds one connection of the store's pool that LISTENs and
+// hands what it receives to a [draft.Hub], which does the subscriber side.
+// When that connection fails it reconnects with backoff and makes every
+// subscription read its state again, so a notification lost meanwhile
+// costs nothing.
+package pgbroker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/draft"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/pgstore"
+)
+
+// Options tune a [Broker]. A nil *Options means the defaults.
+type Options struct {
+	// Logger receives connection failures. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// Broker is a [draft.Broker] and [draft.TxPublisher] on PostgreSQL. It is
+// safe for concurrent use. Close it when done; it does not close the store.
+type Broker struct {
+	st      *pgstore.Store
+	hub     *draft.Hub
+	channel string
+	log     *slog.Logger
+
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+var (
+	_ draft.Broker      = (*Broker)(nil)
+	_ draft.TxPublisher = (*Broker)(nil)
+)
+
+// New returns a Broker on st once it listens, so that nothing published
+// after New returns is missed by its subscribers. It listens until Close.
+func New(ctx context.Context, st *pgstore.Store, opts *Options) (*Broker, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	b := &Broker{st: st, hub: draft.NewHub(st), log: opts.Logger, done: make(chan struct{})}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	var schema string
+	if err := st.Pool().QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return nil, fmt.Errorf("pgbroker: %w: %w", store.ErrUnavailable, err)
+	}
+	b.channel = Channel(schema)
+	conn, err := b.listen(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	b.cancel = cancel
+	go b.run(lctx, conn)
+	return b, nil
+}
+
+// Channel returns the NOTIFY channel of the baton schema named schema:
+// "baton_drafts_" and a hash of the name, so that it is a valid identifier
+// of any schema name and schemas of one database do not hear each other.
+func Channel(schema string) string {
+	h := sha256.Sum256([]byte(schema))
+	return "baton_drafts_" + hex.EncodeToString(h[:8])
+}
+
+// listen acquires a connection and LISTENs on it.
+func (b *Broker) listen(ctx context.Context) (*pgx.Conn, error) {
+	pc, err := b.st.Pool().Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgbroker: listen: %w: %w", store.ErrUnavailable, err)
+	}
+	// The connection leaves the pool for good: a LISTENing session must not
+	// serve other queries.
+	conn := pc.Hijack()
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{b.channel}.Sanitize()); err != nil {
+		conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("pgbroker: listen: %w: %w", store.ErrUnavailable, err)
+	}
+	return conn, nil
+}
+
+// run delivers notifications to the hub and reconnects after failures.
+func (b *Broker) run(ctx context.Context, conn *pgx.Conn) {
+	defer close(b.done)
+	delay := 100 * time.Millisecond
+	for {
+		if conn != nil {
+			err := b.receive(ctx, conn)
+			conn.Close(context.WithoutCancel(ctx))
+			conn = nil
+			if ctx.Err() != nil {
+				return
+			}
+			b.log.WarnContext(ctx, "draft broker lost its LISTEN connection; reconnecting", "channel", b.channel, "error", err)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		c, err := b.listen(ctx)
+		if err != nil {
+			delay = min(2*delay, 10*time.Second)
+			continue
+		}
+		conn, delay = c, 100*time.Millisecond
+		// Anything published while disconnected was not heard: re-read.
+		b.hub.Resync()
+	}
+}
+
+func (b *Broker) receive(ctx context.Context, conn *pgx.Conn) error {
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var ev draft.Event
+		if err := json.Unmarshal([]byte(n.Payload), &ev); err != nil {
+			b.log.WarnContext(ctx, "draft broker: malformed notification", "channel", b.channel, "error", err)
+			continue
+		}
+		b.hub.Deliver(ev)
+	}
+}
+
+// Publish implements [draft.Broker]: it sends a NOTIFY, which reaches the
+// subscribers of every process listening on the schema, this one included.
+func (b *Broker) Publish(ctx context.Context, ev draft.Event) error {
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("pgbroker: publish: %w", err)
+	}
+	if _, err := b.st.Pool().Exec(ctx, `SELECT pg_notify($1, $2)`, b.channel, string(payload)); err != nil {
+		return fmt.Errorf("pgbroker: publish: %w: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// PublishTx implements [draft.TxPublisher]: the NOTIFY is sent by tx, a
+// transaction of the same store, and goes out only if it commits.
+func (b *Broker) PublishTx(ctx context.Context, tx store.Tx, ev draft.Event) error {
+	ptx, ok := pgstore.PgxTx(tx)
+	if !ok {
+		return errors.New("pgbroker: publish: not a PostgreSQL store transaction")
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("pgbroker: publish: %w", err)
+	}
+	if _, err := ptx.Exec(ctx, `SELECT pg_notify($1, $2)`, b.channel, string(payload)); err != nil {
+		return fmt.Errorf("pgbroker: publish: %w", err)
+	}
+	return nil
+}
+
+// Subscribe implements [draft.Broker].
+func (b *Broker) Subscribe(ctx context.Context, f draft.Filter) iter.Seq2[draft.Update, error] {
+	return b.hub.Subscribe(ctx, f)
+}
+
+// Close stops listening and releases the connection. Subscriptions stop
+// receiving updates; end them with their context.
+func (b *Broker) Close() error {
+	b.once.Do(func() {
+		b.cancel()
+		<-b.done
+	})
+	return nil
+}

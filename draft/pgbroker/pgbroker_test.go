@@ -1,0 +1,159 @@
+package pgbroker_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/draft"
+	"github.com/batonhq/baton/draft/drafttest"
+	"github.com/batonhq/baton/draft/pgbroker"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/pgstore"
+)
+
+func pgURL(t *testing.T) string {
+	t.Helper()
+	u := os.Getenv("BATON_TEST_DATABASE_URL")
+	if u == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("BATON_TEST_DATABASE_URL is not set in CI: the PostgreSQL tests must run")
+		}
+		t.Skip("BATON_TEST_DATABASE_URL is not set: skipping the PostgreSQL tests")
+	}
+	return u
+}
+
+var schemaSeq atomic.Int64
+
+func openPG(t *testing.T, url, schema string) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(t.Context(), url, &store.Options{Schema: schema, MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func newSchema(t *testing.T, url string) string {
+	t.Helper()
+	schema := fmt.Sprintf("pgbroker_test_%d_%d", os.Getpid(), schemaSeq.Add(1))
+	t.Cleanup(func() {
+		s, err := pgstore.Open(context.Background(), url, &store.Options{Schema: schema, NoMigrate: true})
+		if err == nil {
+			_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+			s.Close()
+		}
+	})
+	return schema
+}
+
+func newBroker(t *testing.T, st *pgstore.Store) *pgbroker.Broker {
+	t.Helper()
+	b, err := pgbroker.New(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	url := pgURL(t)
+	drafttest.Run(t, func(t *testing.T) (draft.Broker, store.Store) {
+		st := openPG(t, url, newSchema(t, url))
+		return newBroker(t, st), st
+	})
+}
+
+// TestAcrossProcesses publishes through one store and broker (a worker
+// process) and subscribes through another (a server process) on the same
+// schema; a broker on another schema hears nothing.
+func TestAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	url := pgURL(t)
+	schema := newSchema(t, url)
+	worker := openPG(t, url, schema)
+	server := openPG(t, url, schema)
+	wb, sb := newBroker(t, worker), newBroker(t, server)
+	ob := newBroker(t, openPG(t, url, newSchema(t, url)))
+	ctx := t.Context()
+	if _, err := worker.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	th, err := worker.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := worker.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: "o", ThreadID: th.ID, Messages: []store.NewMessage{{
+		Message: message.Message{Role: message.RoleAssistant, Status: message.StatusStreaming}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := draft.Filter{OwnerID: "o", ThreadID: th.ID}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan draft.Update, 16)
+	go func() {
+		for u, err := range sb.Subscribe(sctx, f) {
+			if err != nil {
+				return
+			}
+			got <- u
+		}
+	}()
+	other := make(chan draft.Update, 16)
+	go func() {
+		for u, err := range ob.Subscribe(sctx, f) {
+			if err == nil {
+				other <- u
+			}
+		}
+	}()
+	w := draft.NewWriter(ctx, worker, wb, draft.Target{OwnerID: "o", ThreadID: th.ID, MessageID: ms[0].ID}, draft.Options{})
+	w.WriteString("working on it")
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case u := <-got:
+		if u.Text != "working on it" || u.MessageID != ms[0].ID {
+			t.Fatalf("update = %+v", u)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the other process's subscriber got nothing")
+	}
+	// The final message, notified inside the finalising transaction.
+	err = worker.Tx(ctx, func(tx store.Tx) error {
+		if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: "o", ID: ms[0].ID, Status: message.StatusCompleted,
+			Parts: []message.Part{{Type: message.PartText, Text: "done"}}}); err != nil {
+			return err
+		}
+		if err := tx.DeleteDraft(ctx, &store.DeleteDraftParams{OwnerID: "o", MessageID: ms[0].ID}); err != nil {
+			return err
+		}
+		return wb.PublishTx(ctx, tx, draft.Event{OwnerID: "o", ThreadID: th.ID, MessageID: ms[0].ID})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case u := <-got:
+		if !u.Final || u.Text != "done" {
+			t.Fatalf("final update = %+v", u)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no final update")
+	}
+	select {
+	case u := <-other:
+		t.Fatalf("a broker of another schema got %+v", u)
+	default:
+	}
+}
