@@ -354,45 +354,28 @@ type txOps struct {
 	tx pgx.Tx
 }
 
-// setScope configures row-level security for the rest of the transaction.
-func setScope(ctx context.Context, tx pgx.Tx, role string, sc sqlcore.Scope) error {
-	var err error
+// scopeStmt is the statement that configures row-level security for the
+// rest of a transaction.
+func scopeStmt(role string, sc sqlcore.Scope) queued {
 	if role != "" {
-		_, err = tx.Exec(ctx, `SELECT set_config('role', $1, true), set_config('baton.owner', $2, true), set_config('baton.api_key_hash', $3, true)`,
-			role, sc.Owner, sc.APIKeyHash)
-	} else {
-		_, err = tx.Exec(ctx, `SELECT set_config('baton.owner', $1, true), set_config('baton.api_key_hash', $2, true)`,
-			sc.Owner, sc.APIKeyHash)
+		return queued{`SELECT set_config('role', $1, true), set_config('baton.owner', $2, true), set_config('baton.api_key_hash', $3, true)`,
+			[]any{role, sc.Owner, sc.APIKeyHash}}
 	}
-	return err
+	return queued{`SELECT set_config('baton.owner', $1, true), set_config('baton.api_key_hash', $2, true)`,
+		[]any{sc.Owner, sc.APIKeyHash}}
 }
 
-// storeExec runs each call of the Store in a transaction of its own.
+// storeExec runs each call of the Store in a transaction of its own,
+// pipelined by lazyQuerier.
 type storeExec struct{ s *Store }
 
 func (x storeExec) Run(ctx context.Context, sc sqlcore.Scope, write bool, fn func(sqlcore.Querier) error) error {
-	opts := pgx.TxOptions{}
-	if !write {
-		opts.AccessMode = pgx.ReadOnly
-	}
-	tx, err := x.s.pool.BeginTx(ctx, opts)
-	if err != nil {
+	q := &lazyQuerier{pool: x.s.pool, write: write, scope: scopeStmt(x.s.role, sc)}
+	defer q.abort(ctx)
+	if err := fn(q); err != nil {
 		return err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			rollback(ctx, tx)
-		}
-	}()
-	if err := setScope(ctx, tx, x.s.role, sc); err != nil {
-		return err
-	}
-	if err := fn(querier{tx}); err != nil {
-		return err
-	}
-	committed = true
-	return tx.Commit(ctx)
+	return q.commit(ctx)
 }
 
 // txExec runs calls in the caller's transaction, rescoping it when the owner
@@ -408,7 +391,8 @@ func (x *txExec) scope(ctx context.Context, sc sqlcore.Scope) error {
 	if x.valid && x.cur == sc {
 		return nil
 	}
-	if err := setScope(ctx, x.tx, x.role, sc); err != nil {
+	st := scopeStmt(x.role, sc)
+	if _, err := x.tx.Exec(ctx, st.sql, st.args...); err != nil {
 		x.valid = false
 		return err
 	}
@@ -461,8 +445,17 @@ func (dialect) Time(t time.Time) any {
 
 func (dialect) ForUpdate() string { return " FOR UPDATE" }
 
+// LockRun takes a transaction-scoped advisory lock on the run. Through a
+// lazyQuerier it is pipelined with the next statement, which runs after
+// the lock is granted, on a fresh snapshot (READ COMMITTED).
 func (dialect) LockRun(ctx context.Context, q sqlcore.Querier, ownerID, runID string) error {
-	_, err := q.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, runLockClass, ownerID+"\x1f"+runID)
+	const lock = `SELECT pg_advisory_xact_lock($1, hashtext($2))`
+	key := ownerID + "\x1f" + runID
+	if d, ok := q.(interface{ Defer(string, ...any) }); ok {
+		d.Defer(lock, runLockClass, key)
+		return nil
+	}
+	_, err := q.Exec(ctx, lock, runLockClass, key)
 	return err
 }
 

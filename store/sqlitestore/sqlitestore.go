@@ -43,6 +43,8 @@ type Store struct {
 	*engine
 	writer *sql.DB
 	reader *sql.DB // == writer for in-memory databases
+	wstmts *stmtCache
+	rstmts *stmtCache // == wstmts for in-memory databases
 	log    *slog.Logger
 	clock  func() time.Time
 }
@@ -130,6 +132,12 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		s.reader.SetMaxOpenConns(readConns)
 		s.reader.SetMaxIdleConns(readConns)
 		s.reader.SetConnMaxIdleTime(5 * time.Minute)
+	}
+	s.wstmts, s.rstmts = newStmtCache(s.writer), nil
+	if s.reader == s.writer {
+		s.rstmts = s.wstmts
+	} else {
+		s.rstmts = newStmtCache(s.reader)
 	}
 	s.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: storeExec{s}, Clock: s.clock}
 	if err := s.open(ctx, opts.NoMigrate); err != nil {
@@ -245,7 +253,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx store.Tx) error) error {
 		return wrap("begin transaction", err)
 	}
 	t := &txOps{tx: tx}
-	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: txExec{tx}, Clock: s.clock}
+	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: txExec{querier{db: tx, tx: tx, stmts: s.wstmts}}, Clock: s.clock}
 	// Roll back unless committed, also when fn panics or calls
 	// runtime.Goexit (t.FailNow): the write connection must come back.
 	committed := false
@@ -275,7 +283,7 @@ func (s *Store) MigrateTo(ctx context.Context, version int) error {
 		return wrap("migrate", err)
 	}
 	defer tx.Rollback()
-	q := querier{tx}
+	q := querier{db: tx}
 	if _, err := q.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+sqlcore.VersionTable+` (
 		version    INTEGER PRIMARY KEY,
 		name       TEXT NOT NULL,
@@ -303,7 +311,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	v, err := sqlcore.CurrentVersion(ctx, querier{s.reader})
+	v, err := sqlcore.CurrentVersion(ctx, querier{db: s.reader})
 	return v, wrap("schema version", err)
 }
 
@@ -323,6 +331,12 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close implements [store.Store].
 func (s *Store) Close() error {
 	var errs []error
+	if s.rstmts != nil && s.rstmts != s.wstmts {
+		s.rstmts.close()
+	}
+	if s.wstmts != nil {
+		s.wstmts.close()
+	}
 	if s.reader != nil && s.reader != s.writer {
 		errs = append(errs, s.reader.Close())
 	}
@@ -348,7 +362,7 @@ type storeExec struct{ s *Store }
 
 func (x storeExec) Run(ctx context.Context, _ sqlcore.Scope, write bool, fn func(sqlcore.Querier) error) error {
 	if !write {
-		return fn(querier{x.s.reader})
+		return fn(querier{db: x.s.reader, stmts: x.s.rstmts})
 	}
 	tx, err := x.s.writer.BeginTx(ctx, nil)
 	if err != nil {
@@ -360,7 +374,7 @@ func (x storeExec) Run(ctx context.Context, _ sqlcore.Scope, write bool, fn func
 			_ = tx.Rollback()
 		}
 	}()
-	if err := fn(querier{tx}); err != nil {
+	if err := fn(querier{db: tx, tx: tx, stmts: x.s.wstmts}); err != nil {
 		return err
 	}
 	committed = true
@@ -368,23 +382,45 @@ func (x storeExec) Run(ctx context.Context, _ sqlcore.Scope, write bool, fn func
 }
 
 // txExec runs calls in the caller's transaction.
-type txExec struct{ tx *sql.Tx }
+type txExec struct{ q querier }
 
 func (x txExec) Run(_ context.Context, _ sqlcore.Scope, _ bool, fn func(sqlcore.Querier) error) error {
-	return fn(querier{x.tx})
+	return fn(x.q)
 }
 
-// querier adapts database/sql.
+// querier adapts database/sql. Queries with arguments use the prepared
+// statements of stmts when there are some.
 type querier struct {
 	db interface {
 		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	}
+	tx    *sql.Tx    // db, when it is a transaction
+	stmts *stmtCache // statements of the pool db is or belongs to; may be nil
+}
+
+// stmt returns a prepared statement for query usable on q.db, or nil.
+func (q querier) stmt(ctx context.Context, query string, args []any) *sql.Stmt {
+	if q.stmts == nil || len(args) == 0 { // no arguments: DDL, migrations
+		return nil
+	}
+	st := q.stmts.lookup(query)
+	if st != nil && q.tx != nil {
+		// Reuses the statement prepared on the transaction's connection.
+		st = q.tx.StmtContext(ctx, st)
+	}
+	return st
 }
 
 func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := q.db.ExecContext(ctx, query, args...)
+	var res sql.Result
+	var err error
+	if st := q.stmt(ctx, query, args); st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = q.db.ExecContext(ctx, query, args...)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -392,11 +428,20 @@ func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, er
 }
 
 func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
+	if st := q.stmt(ctx, query, args); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
 	return q.db.QueryRowContext(ctx, query, args...)
 }
 
 func (q querier) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {
-	rows, err := q.db.QueryContext(ctx, query, args...)
+	var rows *sql.Rows
+	var err error
+	if st := q.stmt(ctx, query, args); st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = q.db.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		return nil, err
 	}

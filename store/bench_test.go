@@ -1,0 +1,217 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/pgstore"
+	"github.com/batonhq/baton/store/sqlitestore"
+)
+
+// The benchmarks compare one durable step of a run (SaveCheckpoint of the
+// next step, fenced on the previous checkpoint, then LatestCheckpoint, as a
+// resuming worker reads it) with the bare cost of one committed single-row
+// INSERT of the same bytes on the same database:
+//
+//	go test -run '^$' -bench 'CheckpointStep|BareInsert' -benchtime 2s -count 5 ./store/
+//
+// PostgreSQL runs when BATON_TEST_DATABASE_URL is set, in a fresh schema.
+
+// benchBackend is a store and a bare insert on the same database.
+type benchBackend struct {
+	name  string
+	store store.Store
+	bare  func(ctx context.Context, id string, payload []byte) error
+}
+
+func benchBackends(b *testing.B) []benchBackend {
+	b.Helper()
+	ctx := context.Background()
+	var out []benchBackend
+
+	sq, err := sqlitestore.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sq.Close() })
+	if _, err := sq.DB().ExecContext(ctx, `CREATE TABLE bench_bare (id TEXT PRIMARY KEY, payload BLOB NOT NULL)`); err != nil {
+		b.Fatal(err)
+	}
+	out = append(out, benchBackend{"sqlite", sq, func(ctx context.Context, id string, p []byte) error {
+		_, err := sq.DB().ExecContext(ctx, `INSERT INTO bench_bare (id, payload) VALUES ($1, $2)`, id, p)
+		return err
+	}})
+
+	if u := os.Getenv("BATON_TEST_DATABASE_URL"); u != "" {
+		schema := "baton_bench_" + randHex()
+		pg, err := pgstore.Open(ctx, u, &store.Options{Schema: schema})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			_, _ = pg.Pool().Exec(context.Background(), `DROP SCHEMA `+schema+` CASCADE`)
+			pg.Close()
+		})
+		if _, err := pg.Pool().Exec(ctx, `CREATE TABLE bench_bare (id text PRIMARY KEY, payload bytea NOT NULL)`); err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, benchBackend{"postgres", pg, func(ctx context.Context, id string, p []byte) error {
+			_, err := pg.Pool().Exec(ctx, `INSERT INTO bench_bare (id, payload) VALUES ($1, $2)`, id, p)
+			return err
+		}})
+	} else if os.Getenv("CI") == "true" {
+		b.Fatal("BATON_TEST_DATABASE_URL is not set and CI=true")
+	}
+	return out
+}
+
+func randHex() string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return hex.EncodeToString(r[:])
+}
+
+// benchState is a run of a few turns: 12 messages with a tool call, a
+// pending call and a handoff context, about 2.5 KB encoded.
+func benchState(run, thread string, step int) *runstate.State {
+	var msgs []message.Message
+	msgs = append(msgs, message.System("You are the billing agent. Be brief and precise."))
+	for i := range 5 {
+		msgs = append(msgs, message.User(fmt.Sprintf("Question %d about invoice INV-2026-%04d: why was I charged twice?", i, i)))
+		msgs = append(msgs, message.Assistant("billing", fmt.Sprintf("Answer %d: the second charge is a pre-authorisation that will be released within 3 days.", i)))
+	}
+	call := message.Message{Role: message.RoleAssistant, Agent: "billing", Parts: []message.Part{{
+		Type: message.PartToolCall, CallID: "call_1", Name: "lookup_invoice", Arguments: []byte(`{"invoice":"INV-2026-0004"}`)}}}
+	msgs = append(msgs, call)
+	return &runstate.State{
+		RunID: run, ThreadID: thread, Network: "support", Fingerprint: "sha256:0123456789abcdef", Agent: "billing",
+		Messages: msgs, Transcript: msgs,
+		Pending: []runstate.PendingCall{{Call: message.ToolCall{ID: "call_1", Name: "lookup_invoice", Arguments: []byte(`{"invoice":"INV-2026-0004"}`)}, Kind: runstate.CallTool}},
+		Trail:   []string{"triage", "billing"}, Turns: step, Handoffs: 1, Step: step,
+		Usage:  message.Usage{InputTokens: 1200, OutputTokens: 300},
+		Status: runstate.StatusSuspended,
+	}
+}
+
+func BenchmarkCheckpointStep(b *testing.B) {
+	for _, be := range benchBackends(b) {
+		b.Run(be.name, func(b *testing.B) {
+			ctx := context.Background()
+			s := be.store
+			owner := "bench-" + randHex()
+			if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
+				b.Fatal(err)
+			}
+			th, err := s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner})
+			if err != nil {
+				b.Fatal(err)
+			}
+			run := "run-" + randHex()
+			states := make([]*runstate.State, 0, b.N)
+			for i := range b.N {
+				states = append(states, benchState(run, th.ID, i+1))
+			}
+			enc, _ := runstate.Encode(states[0])
+			b.SetBytes(int64(len(enc)))
+			parent := ""
+			b.ResetTimer()
+			for i := range b.N {
+				cp, err := s.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: states[i], ParentID: parent})
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, err := s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run, Fingerprint: "sha256:0123456789abcdef"})
+				if err != nil || got.ID != cp.ID {
+					b.Fatalf("latest = %v, %v", got, err)
+				}
+				parent = cp.ID
+			}
+		})
+	}
+}
+
+func BenchmarkBareInsert(b *testing.B) {
+	for _, be := range benchBackends(b) {
+		b.Run(be.name, func(b *testing.B) {
+			ctx := context.Background()
+			payload, _ := runstate.Encode(benchState("run", "thread", 1))
+			b.SetBytes(int64(len(payload)))
+			prefix := randHex()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := be.bare(ctx, fmt.Sprintf("%s-%d", prefix, i), payload); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCheckpointStepVsBare alternates one checkpoint step and one bare
+// insert on the same database and reports the median of each and their
+// ratio, so that disk and CPU noise from other processes weighs on both
+// alike. ns/op is one step plus one insert.
+func BenchmarkCheckpointStepVsBare(b *testing.B) {
+	for _, be := range benchBackends(b) {
+		b.Run(be.name, func(b *testing.B) {
+			ctx := context.Background()
+			s := be.store
+			owner := "bench-" + randHex()
+			if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
+				b.Fatal(err)
+			}
+			th, err := s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner})
+			if err != nil {
+				b.Fatal(err)
+			}
+			run, prefix := "run-"+randHex(), randHex()
+			states := make([]*runstate.State, 0, b.N)
+			for i := range b.N {
+				states = append(states, benchState(run, th.ID, i+1))
+			}
+			payload, _ := runstate.Encode(states[0])
+			steps := make([]time.Duration, 0, b.N)
+			bares := make([]time.Duration, 0, b.N)
+			parent := ""
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				cp, err := s.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: states[i], ParentID: parent})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run}); err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				if err := be.bare(ctx, fmt.Sprintf("%s-%d", prefix, i), payload); err != nil {
+					b.Fatal(err)
+				}
+				steps = append(steps, t1.Sub(t0))
+				bares = append(bares, time.Since(t1))
+				parent = cp.ID
+			}
+			b.StopTimer()
+			step, bare := median(steps), median(bares)
+			b.ReportMetric(float64(step.Nanoseconds()), "step-ns")
+			b.ReportMetric(float64(bare.Nanoseconds()), "bare-ns")
+			b.ReportMetric(float64(step)/float64(bare), "step/bare")
+		})
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
