@@ -45,7 +45,8 @@ func FuzzLoad(f *testing.F) {
 			if len(ne.Problems) == 0 {
 				t.Fatal("*netspec.Error without problems")
 			}
-			lines := bytes.Count(data, []byte("\n")) + 1
+			// YAML breaks lines at \n, \r\n and a lone \r.
+			lines := 1 + bytes.Count(data, []byte("\n")) + bytes.Count(data, []byte("\r")) - bytes.Count(data, []byte("\r\n"))
 			for _, p := range ne.Problems {
 				if p.Message == "" {
 					t.Errorf("problem without a message: %+v", p)
