@@ -39,16 +39,20 @@ type Options struct {
 }
 
 // Broker is a [draft.Broker] and [draft.TxPublisher] on PostgreSQL. It is
-// safe for concurrent use. Close it when done; it does not close the store.
+// safe for concurrent use. Publish works from New; subscribers hear other
+// processes from Start until Close. Close does not close the store.
 type Broker struct {
-	st      *pgstore.Store
-	hub     *draft.Hub
-	channel string
-	log     *slog.Logger
+	st  *pgstore.Store
+	hub *draft.Hub
+	log *slog.Logger
 
-	cancel context.CancelFunc
-	done   chan struct{}
-	once   sync.Once
+	chMu    sync.Mutex
+	channel string
+
+	mu      sync.Mutex
+	started bool
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 var (
@@ -56,29 +60,49 @@ var (
 	_ draft.TxPublisher = (*Broker)(nil)
 )
 
-// New returns a Broker on st once it listens, so that nothing published
-// after New returns is missed by its subscribers. It listens until Close.
-func New(ctx context.Context, st *pgstore.Store, opts *Options) (*Broker, error) {
+// New returns a Broker on st. Call Start to hear other processes.
+func New(st *pgstore.Store, opts *Options) *Broker {
 	if opts == nil {
 		opts = &Options{}
 	}
-	b := &Broker{st: st, hub: draft.NewHub(st), log: opts.Logger, done: make(chan struct{})}
+	b := &Broker{st: st, hub: draft.NewHub(st), log: opts.Logger}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
-	var schema string
-	if err := st.Pool().QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return nil, fmt.Errorf("pgbroker: %w: %w", store.ErrUnavailable, err)
+	return b
+}
+
+// Start listens; when it returns, everything published afterwards reaches
+// this process's subscribers. It listens until Close (not until ctx ends:
+// ctx bounds the first connection). Starting twice does nothing.
+func (b *Broker) Start(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.started {
+		return nil
 	}
-	b.channel = Channel(schema)
 	conn, err := b.listen(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	b.cancel = cancel
+	b.started, b.cancel, b.done = true, cancel, make(chan struct{})
 	go b.run(lctx, conn)
-	return b, nil
+	return nil
+}
+
+// channelName returns the schema's NOTIFY channel, looked up once.
+func (b *Broker) channelName(ctx context.Context) (string, error) {
+	b.chMu.Lock()
+	defer b.chMu.Unlock()
+	if b.channel == "" {
+		var schema string
+		if err := b.st.Pool().QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+			return "", fmt.Errorf("pgbroker: %w: %w", store.ErrUnavailable, err)
+		}
+		b.channel = Channel(schema)
+	}
+	return b.channel, nil
 }
 
 // Channel returns the NOTIFY channel of the baton schema named schema:
@@ -91,6 +115,10 @@ func Channel(schema string) string {
 
 // listen acquires a connection and LISTENs on it.
 func (b *Broker) listen(ctx context.Context) (*pgx.Conn, error) {
+	channel, err := b.channelName(ctx)
+	if err != nil {
+		return nil, err
+	}
 	pc, err := b.st.Pool().Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("pgbroker: listen: %w: %w", store.ErrUnavailable, err)
@@ -98,7 +126,7 @@ func (b *Broker) listen(ctx context.Context) (*pgx.Conn, error) {
 	// The connection leaves the pool for good: a LISTENing session must not
 	// serve other queries.
 	conn := pc.Hijack()
-	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{b.channel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, `LISTEN `+pgx.Identifier{channel}.Sanitize()); err != nil {
 		conn.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("pgbroker: listen: %w: %w", store.ErrUnavailable, err)
 	}
@@ -117,7 +145,7 @@ func (b *Broker) run(ctx context.Context, conn *pgx.Conn) {
 			if ctx.Err() != nil {
 				return
 			}
-			b.log.WarnContext(ctx, "draft broker lost its LISTEN connection; reconnecting", "channel", b.channel, "error", err)
+			b.log.WarnContext(ctx, "draft broker lost its LISTEN connection; reconnecting", "error", err)
 		}
 		t := time.NewTimer(delay)
 		select {
@@ -145,7 +173,7 @@ func (b *Broker) receive(ctx context.Context, conn *pgx.Conn) error {
 		}
 		var ev draft.Event
 		if err := json.Unmarshal([]byte(n.Payload), &ev); err != nil {
-			b.log.WarnContext(ctx, "draft broker: malformed notification", "channel", b.channel, "error", err)
+			b.log.WarnContext(ctx, "draft broker: malformed notification", "error", err)
 			continue
 		}
 		b.hub.Deliver(ev)
@@ -155,11 +183,15 @@ func (b *Broker) receive(ctx context.Context, conn *pgx.Conn) error {
 // Publish implements [draft.Broker]: it sends a NOTIFY, which reaches the
 // subscribers of every process listening on the schema, this one included.
 func (b *Broker) Publish(ctx context.Context, ev draft.Event) error {
+	channel, err := b.channelName(ctx)
+	if err != nil {
+		return err
+	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("pgbroker: publish: %w", err)
 	}
-	if _, err := b.st.Pool().Exec(ctx, `SELECT pg_notify($1, $2)`, b.channel, string(payload)); err != nil {
+	if _, err := b.st.Pool().Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(payload)); err != nil {
 		return fmt.Errorf("pgbroker: publish: %w: %w", store.ErrUnavailable, err)
 	}
 	return nil
@@ -172,11 +204,15 @@ func (b *Broker) PublishTx(ctx context.Context, tx store.Tx, ev draft.Event) err
 	if !ok {
 		return errors.New("pgbroker: publish: not a PostgreSQL store transaction")
 	}
+	channel, err := b.channelName(ctx)
+	if err != nil {
+		return err
+	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("pgbroker: publish: %w", err)
 	}
-	if _, err := ptx.Exec(ctx, `SELECT pg_notify($1, $2)`, b.channel, string(payload)); err != nil {
+	if _, err := ptx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(payload)); err != nil {
 		return fmt.Errorf("pgbroker: publish: %w", err)
 	}
 	return nil
@@ -190,9 +226,12 @@ func (b *Broker) Subscribe(ctx context.Context, f draft.Filter) iter.Seq2[draft.
 // Close stops listening and releases the connection. Subscriptions stop
 // receiving updates; end them with their context.
 func (b *Broker) Close() error {
-	b.once.Do(func() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.started {
 		b.cancel()
 		<-b.done
-	})
+		b.started = false
+	}
 	return nil
 }

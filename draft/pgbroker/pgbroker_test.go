@@ -55,8 +55,8 @@ func newSchema(t *testing.T, url string) string {
 
 func newBroker(t *testing.T, st *pgstore.Store) *pgbroker.Broker {
 	t.Helper()
-	b, err := pgbroker.New(t.Context(), st, nil)
-	if err != nil {
+	b := pgbroker.New(st, nil)
+	if err := b.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
