@@ -25,16 +25,8 @@ import (
 // memory store the block is reset first, so a crash in between leaves the
 // flags set and the next call finishes.
 func (s *Service) Cleanup(ctx context.Context, owner, threadID string) (bool, error) {
-	if s.memInStore {
-		var done bool
-		var h *Handoff
-		err := s.withTx(ctx, func(tx store.Tx) error {
-			var err error
-			done, h, err = s.cleanupTx(ctx, tx, StoreMemory(tx), owner, threadID)
-			return err
-		})
-		return s.cleaned(ctx, owner, threadID, done, h, err)
-	}
+	// A plain read first: most runs are not a child's first turn, and a
+	// transaction would take SQLite's write lock for nothing.
 	child, err := s.cfg.Store.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: threadID})
 	if err != nil {
 		return false, fmt.Errorf("handoff cleanup of thread %s: %w", threadID, err)
@@ -42,6 +34,15 @@ func (s *Service) Cleanup(ctx context.Context, owner, threadID string) (bool, er
 	h := HandoffOf(child)
 	if !due(h, threadID) {
 		return false, nil
+	}
+	if s.memInStore {
+		var done bool
+		err := s.withTx(ctx, func(tx store.Tx) error {
+			var err error
+			done, h, err = s.cleanupTx(ctx, tx, StoreMemory(tx), owner, threadID)
+			return err
+		})
+		return s.cleaned(ctx, threadID, done, h, err)
 	}
 	if err := s.clearBlock(ctx, s.mem, owner, h); err != nil {
 		return false, fmt.Errorf("handoff cleanup of thread %s: %w", threadID, err)
@@ -52,10 +53,10 @@ func (s *Service) Cleanup(ctx context.Context, owner, threadID string) (bool, er
 		done, h, err = s.cleanupTx(ctx, tx, nil, owner, threadID)
 		return err
 	})
-	return s.cleaned(ctx, owner, threadID, done, h, err)
+	return s.cleaned(ctx, threadID, done, h, err)
 }
 
-func (s *Service) cleaned(ctx context.Context, owner, threadID string, done bool, h *Handoff, err error) (bool, error) {
+func (s *Service) cleaned(ctx context.Context, threadID string, done bool, h *Handoff, err error) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("handoff cleanup of thread %s: %w", threadID, err)
 	}

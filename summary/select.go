@@ -51,14 +51,15 @@ type unit struct {
 // units groups msgs into units: an assistant message with tool calls takes
 // the tool messages right after it whose results all answer its calls. Other
 // messages are units of their own; a tool message outside a group is an
-// orphan. System messages and messages without parts are left out when
-// skipSystem is set.
+// orphan. System messages, messages without parts and messages still queued
+// or streaming are left out when skipSystem is set.
 func units(msgs []message.Message, skipSystem bool, buf []unit) []unit {
 	out := buf[:0]
 	var calls []string
 	for i := 0; i < len(msgs); {
 		m := &msgs[i]
-		if skipSystem && (m.Role == message.RoleSystem || len(m.Parts) == 0) {
+		if skipSystem && (m.Role == message.RoleSystem || len(m.Parts) == 0 ||
+			m.Status == message.StatusQueued || m.Status == message.StatusStreaming) {
 			i++
 			continue
 		}
@@ -105,7 +106,7 @@ func answers(m *message.Message, calls []string) bool {
 // kept together with their results, more for recent ones, less for tool
 // output whose call is out of the window or a call without a result — and
 // keeps the best units up to opts.Keep messages, in their original order.
-// System messages are left out. The result satisfies the pairing invariant
+// System messages and messages still queued or streaming are left out. The result satisfies the pairing invariant
 // (orphans are dropped with [message.Repair]). It shares messages (not
 // parts) with msgs and never modifies msgs. It is safe for concurrent use.
 func Select(msgs []message.Message, opts SelectOptions) []message.Message {

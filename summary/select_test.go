@@ -58,6 +58,8 @@ func TestSelect(t *testing.T) {
 		{name: "Empty", in: nil, want: nil},
 		{name: "Short", in: []message.Message{message.System("sys"), u("hi"), a("hello"), u("refund?"), call("a", "c1", "lookup"), result("c1", "lookup", "ok"), a("done")},
 			want: []string{"hi", "hello", "refund?", "C:c1", "R:c1", "done"}},
+		{name: "DraftsLeftOut", in: []message.Message{u("q"), {Role: message.RoleAssistant, Status: message.StatusStreaming, Parts: []message.Part{{Type: message.PartText, Text: "half"}}}},
+			want: []string{"q"}},
 		{name: "OrphanResultDropped", in: []message.Message{result("c0", "lookup", "stale"), u("q"), a("a")},
 			want: []string{"q", "a"}},
 		{name: "UnansweredCallDropped", in: []message.Message{u("q"), call("a", "c1", "lookup"), u("next"), a("ok")},

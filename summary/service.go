@@ -185,32 +185,32 @@ const (
 
 // Outcome is the result of [Service.Decide].
 type Outcome struct {
-	HandoffID string
-	Decision  DecisionType
+	HandoffID string       `json:"handoff_id"`
+	Decision  DecisionType `json:"decision"`
 	// Applied is true when the handoff is in effect (approve or edit).
-	Applied bool
+	Applied bool `json:"applied"`
 	// AlreadyApplied reports that an earlier Decide applied this handoff;
 	// this call wrote nothing new and describes that handoff.
-	AlreadyApplied bool
-	ParentThreadID string
+	AlreadyApplied bool   `json:"already_applied,omitempty"`
+	ParentThreadID string `json:"parent_thread_id"`
 	// ChildThreadID is the new thread: surfaces switch to it.
-	ChildThreadID string
-	AssistantID   string
+	ChildThreadID string `json:"child_thread_id,omitempty"`
+	AssistantID   string `json:"assistant_id"`
 	// Summary and Markdown are what was written, edits included.
-	Summary   Summary
-	Markdown  string
-	Edited    bool
-	Truncated bool
+	Summary   Summary `json:"summary_json"`
+	Markdown  string  `json:"summary_md"`
+	Edited    bool    `json:"edited,omitempty"`
+	Truncated bool    `json:"truncated,omitempty"`
 	// ReplacedHandoffID is another handoff whose summary was still pending
 	// in the same agent memory and has been replaced by this one.
-	ReplacedHandoffID string
+	ReplacedHandoffID string `json:"replaced_handoff_id,omitempty"`
 	// MemoryRepairs are the markers escaped in a malformed memory document.
-	MemoryRepairs []memory.Fix
+	MemoryRepairs []memory.Fix `json:"-"`
 	// MirrorStatus is MirrorOK, MirrorDegraded, MirrorSkipped or
 	// MirrorDisabled; "" for a rejection.
-	MirrorStatus string
+	MirrorStatus string `json:"mirror_status,omitempty"`
 	// Message says what happened, for people.
-	Message string
+	Message string `json:"message"`
 
 	owner string
 }

@@ -69,28 +69,28 @@ type Options struct {
 // Proposal is a summary awaiting a human decision, with what produced it.
 // It has no side effects until passed to [Service.Decide].
 type Proposal struct {
-	HandoffID      string
-	Owner          string
-	AssistantID    string
-	ParentThreadID string
+	HandoffID      string `json:"handoff_id"`
+	Owner          string `json:"owner"`
+	AssistantID    string `json:"assistant_id"`
+	ParentThreadID string `json:"parent_thread_id"`
 	// Summary is the structured summary; Markdown its rendering, truncated
 	// to MaxChars runes when Truncated is set.
-	Summary   Summary
-	Markdown  string
-	Truncated bool
+	Summary   Summary `json:"summary_json"`
+	Markdown  string  `json:"summary_md"`
+	Truncated bool    `json:"truncated,omitempty"`
 	// ModelRunID identifies the summary model call in logs; RequestID and
 	// Model are what the provider reported.
-	ModelRunID string
-	RequestID  string
-	Model      string
+	ModelRunID string `json:"model_run_id"`
+	RequestID  string `json:"request_id,omitempty"`
+	Model      string `json:"model,omitempty"`
 	// Usage is what the call cost; TokensUsed is Usage.Total().
-	Usage      message.Usage
-	TokensUsed int64
+	Usage      message.Usage `json:"usage"`
+	TokensUsed int64         `json:"tokens_used"`
 	// Messages is how many messages were summarised, InputTokens their
 	// [HistoryTokens].
-	Messages    int
-	InputTokens int
-	CreatedAt   time.Time
+	Messages    int       `json:"messages"`
+	InputTokens int       `json:"input_tokens"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // Summarise selects and trims msgs ([Select], then [Trim] to opts.Budget),
