@@ -121,6 +121,7 @@ func TestParseArguments(t *testing.T) {
 		{`[1]`, "must be a JSON object"},
 		{`{"a":1`, "not valid JSON"},
 		{`null`, "must be a JSON object"},
+		{"{\"a\":1,\"s\":\"\xff\"}", "not valid UTF-8"},
 	}
 	for _, tt := range tests {
 		got, err := agent.ParseArguments("add", json.RawMessage(tt.in), s)

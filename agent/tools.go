@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"unicode/utf8"
 
 	"github.com/batonhq/baton/internal/schemas"
 )
@@ -26,7 +27,8 @@ func (e *ArgumentError) Error() string {
 const maxArgumentBytes = 1 << 20
 
 // ParseArguments checks the raw arguments of a call of tool: they must be one
-// JSON object (empty means {}), at most 1 MiB, and match s when s is not nil.
+// JSON object (empty means {}) in valid UTF-8, at most 1 MiB, and match s
+// when s is not nil.
 // It returns the arguments to pass to the tool, or an *[ArgumentError].
 func ParseArguments(tool string, raw json.RawMessage, s *schemas.Schema) (json.RawMessage, error) {
 	trimmed := bytes.TrimSpace(raw)
@@ -41,6 +43,10 @@ func ParseArguments(tool string, raw json.RawMessage, s *schemas.Schema) (json.R
 	}
 	if !json.Valid(trimmed) {
 		return nil, &ArgumentError{Tool: tool, Detail: "arguments are not valid JSON"}
+	}
+	if !utf8.Valid(trimmed) {
+		// json.Valid accepts invalid UTF-8 in strings; providers do not.
+		return nil, &ArgumentError{Tool: tool, Detail: "arguments are not valid UTF-8"}
 	}
 	if s != nil {
 		if err := s.Validate(trimmed); err != nil {

@@ -371,6 +371,9 @@ func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit
 	}
 	first := o.agent
 	reason := ""
+	if first != "" {
+		reason = "requested"
+	}
 	if first == "" && r.cfg.Picker != nil {
 		a, why, err := r.cfg.Picker.Pick(ctx, policy.PickInput{Input: input, LastAgent: o.lastAgent, ThreadID: o.threadID})
 		if err != nil {

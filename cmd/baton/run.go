@@ -17,7 +17,11 @@ import (
 )
 
 func loadNetwork(path string) (*netspec.Spec, error) {
-	spec, err := netspec.Load(path, netspec.Options{Provider: providerFactory()})
+	return loadNetworkWith(path, false)
+}
+
+func loadNetworkWith(path string, offline bool) (*netspec.Spec, error) {
+	spec, err := netspec.Load(path, netspec.Options{Provider: providerFactory(offline)})
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -37,7 +41,7 @@ func cmdValidate(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if fs.NArg() != 1 {
 		return usagef("want one network file: baton validate NETWORK.yaml")
 	}
-	spec, err := loadNetwork(fs.Arg(0))
+	spec, err := loadNetworkWith(fs.Arg(0), true)
 	if err != nil {
 		return err
 	}
