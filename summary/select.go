@@ -55,7 +55,8 @@ type unit struct {
 // or streaming are left out when skipSystem is set.
 func units(msgs []message.Message, skipSystem bool, buf []unit) []unit {
 	out := buf[:0]
-	var calls []string
+	var cbuf [16]string
+	calls := cbuf[:0]
 	for i := 0; i < len(msgs); {
 		m := &msgs[i]
 		if skipSystem && (m.Role == message.RoleSystem || len(m.Parts) == 0 ||
