@@ -17,7 +17,9 @@ import (
 // benchRun measures one triage → billing transfer per iteration (scripted
 // models: triage's transfer call with a typed context, the handoff,
 // billing's answer), observed by telemetry built from cfg. The runner logs
-// to a discarding handler, as in bench/.
+// to a discarding handler, as in bench/. Besides wall time it reports
+// cpu-ns/op, the process's CPU time per run (the batch span processor's
+// goroutine and GC included), which is steadier on a shared machine.
 func benchRun(b *testing.B, cfg telemetry.Config) {
 	tel, err := telemetry.New(cfg)
 	if err != nil {
@@ -36,10 +38,14 @@ func benchRun(b *testing.B, cfg telemetry.Config) {
 		b.Fatalf("run: %v, %+v", err, res)
 	}
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	for b.Loop() {
 		if _, err := r.Run(ctx, input); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if cpu := cpuTime() - cpu0; cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
 

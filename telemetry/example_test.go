@@ -33,7 +33,7 @@ func Example() {
 	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "support", Agents: []*agent.Agent{
 		{
 			Name: "triage", Instructions: "Route the customer.", ModelName: "scripted",
-			Model: scripted.New("triage", []scripted.Step{{ToolCalls: []scripted.Call{{Name: "transfer_to_billing"}}}}, scripted.Options{}),
+			Model:    scripted.New("triage", []scripted.Step{{ToolCalls: []scripted.Call{{Name: "transfer_to_billing"}}}}, scripted.Options{}),
 			Handoffs: []*handoff.Handoff{{To: "billing"}},
 		},
 		{

@@ -68,7 +68,20 @@ var (
 	opInvokeAgent = attribute.String(keyOperation, "invoke_agent")
 	opChat        = attribute.String(keyOperation, "chat")
 	opExecuteTool = attribute.String(keyOperation, "execute_tool")
+
+	// Span options made once: building them per span allocates.
+	kindInternal = trace.WithSpanKind(trace.SpanKindInternal)
+	kindClient   = trace.WithSpanKind(trace.SpanKindClient)
+
+	// finishReasons are the attributes of the normalised finish reasons.
+	finishReasons = map[string]attribute.KeyValue{}
 )
+
+func init() {
+	for _, r := range []string{"stop", "tool_calls", "length", "content_filter"} {
+		finishReasons[r] = attribute.StringSlice(keyFinishReasons, []string{r})
+	}
+}
 
 // observer implements runner.Observer. Each of tracer, m and log may be nil
 // (that part off); the hot paths check before doing any work.
@@ -79,6 +92,7 @@ type observer struct {
 
 	models sync.Map // runner.ModelInfo.Model -> *modelDesc
 	tools  sync.Map // tool name -> *toolDesc
+	agents sync.Map // agent name -> invoke_agent span name
 }
 
 // runTrack is what the run summary line needs from a run's model calls and
@@ -109,7 +123,7 @@ func (o *observer) StartRun(ctx context.Context, info runner.RunInfo) (context.C
 		if info.Resumed {
 			attrs = append(attrs, attribute.Bool(keyResumed, true))
 		}
-		ctx, span = o.tracer.Start(ctx, "invoke_agent "+info.Agent, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		ctx, span = o.tracer.Start(ctx, o.agentSpanName(info.Agent), kindInternal, trace.WithAttributes(attrs...))
 	}
 	var rt *runTrack
 	if o.log != nil {
@@ -154,6 +168,16 @@ func (o *observer) StartRun(ctx context.Context, info runner.RunInfo) (context.C
 	}
 }
 
+// agentSpanName returns "invoke_agent <agent>", made once per agent.
+func (o *observer) agentSpanName(agent string) string {
+	if n, ok := o.agents.Load(agent); ok {
+		return n.(string)
+	}
+	n := "invoke_agent " + agent
+	o.agents.Store(agent, n)
+	return n
+}
+
 // summary logs the run's summary line.
 func (o *observer) summary(ctx context.Context, info runner.RunInfo, rt *runTrack, start time.Time, res *runner.Result, err error, status, kind string) {
 	rt.mu.Lock()
@@ -186,7 +210,7 @@ func (o *observer) summary(ctx context.Context, info runner.RunInfo, rt *runTrac
 type modelDesc struct {
 	provider, model string
 	spanName        string
-	startAttrs      trace.SpanStartOption
+	startAttrs      []attribute.KeyValue
 }
 
 // splitModel parses an agent's ModelName ("openai:gpt-4o", "scripted").
@@ -212,7 +236,7 @@ func (o *observer) model(name string) *modelDesc {
 	}
 	p, m := splitModel(name)
 	d := &modelDesc{provider: p, model: m, spanName: "chat " + m,
-		startAttrs: trace.WithAttributes(opChat, attribute.String(keyProvider, p), attribute.String(keyRequestModel, m), attribute.String(keyModel, name))}
+		startAttrs: []attribute.KeyValue{opChat, attribute.String(keyProvider, p), attribute.String(keyRequestModel, m), attribute.String(keyModel, name)}}
 	o.models.Store(name, d)
 	return d
 }
@@ -232,8 +256,10 @@ func (o *observer) StartModel(ctx context.Context, info runner.ModelInfo) (conte
 	start := time.Now()
 	var span trace.Span
 	if o.tracer != nil {
-		ctx, span = o.tracer.Start(ctx, d.spanName, trace.WithSpanKind(trace.SpanKindClient), d.startAttrs,
-			trace.WithAttributes(attribute.String(keyAgentName, info.Agent), attribute.Int(keyAttempt, info.Attempt)))
+		attrs := make([]attribute.KeyValue, 0, len(d.startAttrs)+2)
+		attrs = append(attrs, d.startAttrs...)
+		attrs = append(attrs, attribute.String(keyAgentName, info.Agent), attribute.Int(keyAttempt, info.Attempt))
+		ctx, span = o.tracer.Start(ctx, d.spanName, kindClient, trace.WithAttributes(attrs...))
 	}
 	rt := trackOf(ctx)
 	return ctx, func(resp *model.Response, err error) {
@@ -272,8 +298,12 @@ func (o *observer) StartModel(ctx context.Context, info runner.ModelInfo) (conte
 				if resp.Model != "" {
 					attrs = append(attrs, attribute.String(keyResponseModel, resp.Model))
 				}
-				if resp.FinishReason != "" {
-					attrs = append(attrs, attribute.StringSlice(keyFinishReasons, []string{resp.FinishReason}))
+				if r := resp.FinishReason; r != "" {
+					kv, ok := finishReasons[r]
+					if !ok {
+						kv = attribute.StringSlice(keyFinishReasons, []string{r})
+					}
+					attrs = append(attrs, kv)
 				}
 				if u.CachedTokens > 0 {
 					attrs = append(attrs, attribute.Int64(keyCacheReadTokens, u.CachedTokens))
@@ -319,7 +349,7 @@ func modelErrorType(err error) string {
 // label sets.
 type toolDesc struct {
 	spanName   string
-	startAttrs trace.SpanStartOption
+	startAttrs []attribute.KeyValue
 	ok, failed metric.MeasurementOption
 	dur        metric.MeasurementOption
 }
@@ -341,7 +371,7 @@ func (o *observer) tool(info *runner.ToolInfo) *toolDesc {
 	} else {
 		label = unknownTool
 	}
-	d := &toolDesc{spanName: "execute_tool " + info.Tool, startAttrs: trace.WithAttributes(kvs...)}
+	d := &toolDesc{spanName: "execute_tool " + info.Tool, startAttrs: kvs}
 	if o.m != nil {
 		d.ok = o.m.opt(labelKey{metric: metricToolCalls, a: label, b: "ok"}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("tool", label), attribute.String("outcome", "ok")}
@@ -364,8 +394,10 @@ func (o *observer) StartTool(ctx context.Context, info runner.ToolInfo) (context
 	start := time.Now()
 	var span trace.Span
 	if o.tracer != nil {
-		ctx, span = o.tracer.Start(ctx, d.spanName, trace.WithSpanKind(trace.SpanKindInternal), d.startAttrs,
-			trace.WithAttributes(attribute.String(keyToolCallID, info.CallID), attribute.String(keyAgentName, info.Agent)))
+		attrs := make([]attribute.KeyValue, 0, len(d.startAttrs)+2)
+		attrs = append(attrs, d.startAttrs...)
+		attrs = append(attrs, attribute.String(keyToolCallID, info.CallID), attribute.String(keyAgentName, info.Agent))
+		ctx, span = o.tracer.Start(ctx, d.spanName, kindInternal, trace.WithAttributes(attrs...))
 	}
 	return ctx, func(_ string, isError bool, err error) {
 		if o.m != nil {
@@ -409,14 +441,16 @@ func (o *observer) Handoff(ctx context.Context, hc *handoff.Context, outcome str
 	attrs := make([]attribute.KeyValue, 0, 9)
 	attrs = append(attrs, attribute.String(keyHandoffFrom, hc.From), attribute.String(keyHandoffTo, hc.To),
 		attribute.String(keyHandoffType, string(hc.Type)), attribute.String(keyHandoffHistory, string(hc.History)),
-		attribute.StringSlice(keyHandoffXforms, hc.Transforms), attribute.String(keyHandoffOutcome, outcome),
-		attribute.String(keyAgentName, hc.From))
+		attribute.String(keyHandoffOutcome, outcome), attribute.String(keyAgentName, hc.From))
+	if len(hc.Transforms) > 0 {
+		attrs = append(attrs, attribute.StringSlice(keyHandoffXforms, hc.Transforms))
+	}
 	if hc.ID != "" {
 		attrs = append(attrs, attribute.String(keyHandoffID, hc.ID))
 	}
 	if hc.Tool != "" {
 		attrs = append(attrs, attribute.String(keyHandoffTool, hc.Tool))
 	}
-	_, span := o.tracer.Start(ctx, SpanHandoff, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	_, span := o.tracer.Start(ctx, SpanHandoff, kindInternal, trace.WithAttributes(attrs...))
 	span.End()
 }
