@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
@@ -270,5 +271,47 @@ func TestWALAndForeignKeys(t *testing.T) {
 	}
 	if st := db.Stats(); st.MaxOpenConnections != 1 {
 		t.Fatalf("write pool has %d connections, want 1", st.MaxOpenConnections)
+	}
+}
+
+// TestBusyUnavailable holds the write lock from one store while another,
+// with a short busy timeout, tries to write: ErrUnavailable, and nothing
+// written; once the lock is released the write goes through.
+func TestBusyUnavailable(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "baton.db")
+	holder := openFile(t, path, nil)
+	impatient := openFile(t, path, &store.Options{BusyTimeout: 50 * time.Millisecond})
+	ctx := t.Context()
+	if _, err := holder.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	locked, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- holder.Tx(ctx, func(tx store.Tx) error {
+			if _, err := tx.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "o"}); err != nil {
+				return err
+			}
+			close(locked)
+			<-release
+			return nil
+		})
+	}()
+	<-locked
+	_, err := impatient.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "o", ID: "t-busy"})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("write while another process holds the lock: %v, want ErrUnavailable", err)
+	}
+	// Reads are not blocked by the writer (WAL).
+	if _, err := impatient.GetOwner(ctx, &store.GetOwnerParams{ID: "o"}); err != nil {
+		t.Errorf("read while locked: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := impatient.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "o", ID: "t-busy"}); err != nil {
+		t.Fatalf("after the lock is released: %v", err)
 	}
 }
