@@ -193,11 +193,13 @@ func parsePath(path string) (file string, query url.Values, memory bool, err err
 // dsn builds the driver DSN. Baton's settings override the caller's.
 func dsn(file string, query url.Values, memory bool, busy time.Duration, readOnly bool) string {
 	q := url.Values{}
-	for k, v := range query {
-		if k == "_txlock" || k == "_pragma" && hasBatonPragma(v) {
-			continue
+	for k, vs := range query {
+		for _, v := range vs {
+			if k == "_txlock" || k == "_pragma" && isBatonPragma(v) {
+				continue
+			}
+			q.Add(k, v)
 		}
-		q[k] = append([]string(nil), v...)
 	}
 	pragmas := []string{
 		"busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")",
@@ -217,13 +219,12 @@ func dsn(file string, query url.Values, memory bool, busy time.Duration, readOnl
 	return "file:" + r.Replace(file) + "?" + q.Encode()
 }
 
-func hasBatonPragma(vs []string) bool {
-	for _, v := range vs {
-		name, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(v)), "(")
-		switch strings.TrimSpace(name) {
-		case "busy_timeout", "foreign_keys", "journal_mode", "query_only":
-			return true
-		}
+// isBatonPragma reports whether a _pragma value sets something Open sets.
+func isBatonPragma(v string) bool {
+	name, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(v)), "(")
+	switch strings.TrimSpace(name) {
+	case "busy_timeout", "foreign_keys", "journal_mode", "query_only", "synchronous":
+		return true
 	}
 	return false
 }

@@ -315,3 +315,15 @@ func TestBusyUnavailable(t *testing.T) {
 		t.Fatalf("after the lock is released: %v", err)
 	}
 }
+
+func TestOpenOddPath(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "we?ird #dir %20 ü")
+	s := openFile(t, filepath.Join(dir, "b.db"), nil)
+	if _, err := s.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.db")); err != nil {
+		t.Fatalf("database not at the path given: %v", err)
+	}
+}
