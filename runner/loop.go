@@ -39,6 +39,8 @@ type run struct {
 	// limitHit names the limit that ended the run with a final answer.
 	limitHit string
 	endObs   func(*Result, error)
+	// modelRunID is the provider request id of the last model call.
+	modelRunID string
 	// block caches the rendering of the active handoff context.
 	block   block
 	onChunk func(model.Chunk, error) bool
@@ -268,6 +270,7 @@ func (x *run) callModel(ctx context.Context, p *plan, withTools bool) (*message.
 	}
 	st.Turns++
 	st.Usage.Add(resp.Usage)
+	x.modelRunID = resp.RequestID
 	m := resp.Message
 	m.Role = message.RoleAssistant
 	m.Agent = a.Name
@@ -958,7 +961,7 @@ func (x *run) move(ctx context.Context, hc *handoff.Context, msgs []message.Mess
 	}
 	if x.r.log.Enabled(ctx, slog.LevelInfo) {
 		x.r.log.InfoContext(ctx, "handoff", "run_id", st.RunID, "thread_id", st.ThreadID, "handoff_id", hc.ID, "from", hc.From, "to", hc.To,
-			"type", hc.Type, "history", hc.History, "transforms", hc.Transforms, "tokens_used", st.Usage.Total())
+			"type", hc.Type, "history", hc.History, "transforms", hc.Transforms, "model_run_id", x.modelRunID, "tokens_used", st.Usage.Total())
 	}
 	x.r.cfg.Observer.Handoff(ctx, hc, "ok")
 	if x.streaming() {
