@@ -1,0 +1,51 @@
+package continuation
+
+import (
+	"strconv"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Kind is the River job kind of a continuation. It is persisted.
+const Kind = "baton.continue"
+
+// DefaultQueue is the River queue continuations go to by default.
+const DefaultQueue = "baton"
+
+// Args are the River job args of a continuation. They are persisted as
+// JSON; the field names are stable.
+type Args struct {
+	OwnerID string `json:"owner_id"`
+	// ThreadID makes the job unique per thread: one continuation of a
+	// thread is queued or running at a time.
+	ThreadID string `json:"thread_id" river:"unique"`
+	RunID    string `json:"run_id"`
+	// EventID identifies the hand-over (see [EventID]). It is also the id
+	// of the placeholder message and the job run's idempotency key.
+	EventID  string `json:"handoff_event_id"`
+	JobRunID string `json:"job_run_id"`
+	// Fingerprint is the network version the run was suspended under.
+	Fingerprint string `json:"fingerprint"`
+}
+
+// Kind implements river.JobArgs.
+func (Args) Kind() string { return Kind }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: the default queue,
+// unique by thread among the jobs not finished.
+func (Args) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: DefaultQueue, UniqueOpts: uniqueOpts}
+}
+
+var uniqueOpts = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+	rivertype.JobStateRunning, rivertype.JobStateScheduled,
+}}
+
+// EventID returns the id of the hand-over of run runID at checkpoint step:
+// runID + "-c" + step. It is stable, so that the same event always names
+// the same placeholder message and job run.
+func EventID(runID string, step int) string {
+	return runID + "-c" + strconv.Itoa(step)
+}

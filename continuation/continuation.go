@@ -1,0 +1,315 @@
+package continuation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/batonhq/baton/draft"
+	"github.com/batonhq/baton/draft/pgbroker"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/pgstore"
+	"github.com/batonhq/baton/threads"
+)
+
+// Defaults of [Config].
+const (
+	DefaultWorkers        = 10
+	DefaultJobTimeout     = 5 * time.Minute
+	DefaultMaxAttempts    = 10
+	DefaultRetryBaseDelay = time.Second
+	DefaultRetryMaxDelay  = 5 * time.Minute
+	// DefaultErrorText is the placeholder's text when a continuation fails.
+	DefaultErrorText = "Sorry, something went wrong while working on this request. Please try again."
+	// DefaultIncompatibleText is the placeholder's text when the run was
+	// suspended under another version of the network.
+	DefaultIncompatibleText = "This request was started with another version of the assistant and cannot be continued. Please send it again."
+)
+
+// Config configures a [Service]. Store and Threads are required; the zero
+// value of every other field means its default.
+type Config struct {
+	// Store is baton's store: a *sqlitestore.Store or a *pgstore.Store.
+	// River's tables live in the same database (and schema).
+	Store store.Store
+	// Threads runs the turns that hand over and resumes them in workers.
+	// New installs the service's Hook on it (after any Hook already there)
+	// and an Exclude that keeps placeholders out of the model's history.
+	Threads *threads.Service
+	// Broker fans drafts out to subscribers. Defaults to a pgbroker.Broker
+	// (LISTEN/NOTIFY) on PostgreSQL and a draft.Hub (in-process) on SQLite;
+	// Start starts and Stop closes a default broker.
+	Broker draft.Broker
+	// Draft tunes the draft writer of each continuation (flush every 200ms
+	// or 1.5 KiB by default).
+	Draft draft.Options
+
+	// Workers is how many continuations this process works at once.
+	// Defaults to 10.
+	Workers int
+	// NoWorkers makes the service enqueue only: Start starts no River
+	// workers (`baton serve --no-workers`).
+	NoWorkers bool
+	// Queue is the River queue. Defaults to "baton".
+	Queue string
+	// JobTimeout bounds one attempt of a continuation: its context is
+	// cancelled after it, and a job run being worked is leased for it (a
+	// duplicate delivery within the lease snoozes). Defaults to 5 minutes.
+	JobTimeout time.Duration
+	// RescueStuckJobsAfter is when River's rescuer retries a job whose
+	// worker died (SIGKILL, power loss): it must exceed JobTimeout.
+	// Defaults to JobTimeout + 1 minute. (River's rescuer runs every 30
+	// seconds on the elected leader.)
+	RescueStuckJobsAfter time.Duration
+	// MaxAttempts is how many times a continuation is tried before its
+	// placeholder goes to error. Defaults to 10.
+	MaxAttempts int
+	// RetryBaseDelay and RetryMaxDelay shape the retry backoff of transient
+	// failures: exponential from the base, with jitter, capped. Default to
+	// 1 second and 5 minutes.
+	RetryBaseDelay time.Duration
+	RetryMaxDelay  time.Duration
+	// FetchCooldown and FetchPollInterval are River's (minimum time between
+	// fetches; fetch period without notifications). Default to River's
+	// defaults, 100ms and 1s.
+	FetchCooldown     time.Duration
+	FetchPollInterval time.Duration
+
+	// Notice, if set, is told why a hand-over failed and returns the
+	// notice the inline run's model gets instead of the slow tools' results
+	// (see runner.WithBackgroundFallback). Defaults to logging the error
+	// and runner.DefaultFallbackNotice.
+	Notice func(ctx context.Context, err error) string
+	// ErrorText is the placeholder's text when a continuation fails for
+	// good. Defaults to [DefaultErrorText].
+	ErrorText string
+	// NoMigrate skips River's migrations in Start.
+	NoMigrate bool
+	// Logger defaults to slog.Default(). River logs to it too.
+	Logger *slog.Logger
+
+	// testHook, in tests, runs between the writes of a hand-over; an error
+	// rolls it back.
+	testHook func(step string) error
+	// testNoUnique lets tests enqueue duplicates of one job.
+	testNoUnique bool
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Store == nil:
+		return errors.New("continuation: Config.Store is required")
+	case c.Threads == nil:
+		return errors.New("continuation: Config.Threads is required")
+	case c.Workers < 0, c.JobTimeout < 0, c.RescueStuckJobsAfter < 0, c.MaxAttempts < 0,
+		c.RetryBaseDelay < 0, c.RetryMaxDelay < 0, c.FetchCooldown < 0, c.FetchPollInterval < 0:
+		return errors.New("continuation: Config has a negative count or duration")
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	if c.Queue == "" {
+		c.Queue = DefaultQueue
+	}
+	if c.JobTimeout == 0 {
+		c.JobTimeout = DefaultJobTimeout
+	}
+	if c.RescueStuckJobsAfter == 0 {
+		c.RescueStuckJobsAfter = c.JobTimeout + time.Minute
+	}
+	if c.RescueStuckJobsAfter <= c.JobTimeout {
+		return fmt.Errorf("continuation: RescueStuckJobsAfter (%s) must exceed JobTimeout (%s)", c.RescueStuckJobsAfter, c.JobTimeout)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.RetryBaseDelay == 0 {
+		c.RetryBaseDelay = DefaultRetryBaseDelay
+	}
+	if c.RetryMaxDelay == 0 {
+		c.RetryMaxDelay = DefaultRetryMaxDelay
+	}
+	if c.ErrorText == "" {
+		c.ErrorText = DefaultErrorText
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Service hands runs to background workers and works them. Create it with
+// [New]; it is safe for concurrent use.
+type Service struct {
+	cfg     Config
+	st      store.Store
+	threads *threads.Service
+	fp      string
+	q       queue
+	broker  draft.Broker
+	// ownBroker is the default broker, which Start starts and Stop closes.
+	ownBroker *pgbroker.Broker
+	log       *slog.Logger
+
+	mu      sync.Mutex
+	started bool
+}
+
+// New returns a Service for cfg. It installs the service's Hook (and an
+// Exclude for placeholders) on cfg.Threads, so that every suspension of a
+// run of that threads.Service is handed to a worker. It connects to
+// nothing: Start does.
+func New(cfg Config) (*Service, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, st: cfg.Store, threads: cfg.Threads, fp: cfg.Threads.Runner().Network().Fingerprint(), log: cfg.Logger}
+	s.broker = cfg.Broker
+	if s.broker == nil {
+		if pg, ok := cfg.Store.(*pgstore.Store); ok {
+			s.ownBroker = pgbroker.New(pg, &pgbroker.Options{Logger: cfg.Logger})
+			s.broker = s.ownBroker
+		} else {
+			s.broker = draft.NewHub(cfg.Store)
+		}
+	}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
+		return nil, fmt.Errorf("continuation: %w", err)
+	}
+	rc := &river.Config{
+		Logger:               cfg.Logger,
+		Workers:              workers,
+		JobTimeout:           cfg.JobTimeout,
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
+		MaxAttempts:          cfg.MaxAttempts,
+		FetchCooldown:        cfg.FetchCooldown,
+		FetchPollInterval:    cfg.FetchPollInterval,
+		RetryPolicy:          backoff{base: cfg.RetryBaseDelay, max: cfg.RetryMaxDelay},
+	}
+	rc.Test.DisableUniqueEnforcement = cfg.testNoUnique
+	if !cfg.NoWorkers {
+		rc.Queues = map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.Workers}}
+	}
+	q, err := newQueue(cfg.Store, rc, !cfg.NoWorkers)
+	if err != nil {
+		return nil, err
+	}
+	s.q = q
+	prev := cfg.Threads.Hook
+	cfg.Threads.Hook = func(ctx context.Context, tx store.Tx, owner string, cp *store.Checkpoint, st *runstate.State) error {
+		if prev != nil {
+			if err := prev(ctx, tx, owner, cp, st); err != nil {
+				return err
+			}
+		}
+		return s.Hook(ctx, tx, owner, cp, st)
+	}
+	prevEx := cfg.Threads.Exclude
+	cfg.Threads.Exclude = func(m *store.Message) bool {
+		return IsPlaceholder(m) || prevEx != nil && prevEx(m)
+	}
+	return s, nil
+}
+
+// Broker returns the draft broker subscribers use: Subscribe(ctx,
+// draft.Filter{OwnerID, ThreadID or MessageID}). On PostgreSQL it hears
+// other processes between Start and Stop.
+func (s *Service) Broker() draft.Broker { return s.broker }
+
+// RunOptions are the options of an inline run that hands its slow tools to
+// a worker: runner.WithBackgroundBoundary, and runner.WithBackgroundFallback
+// so that a failed hand-over answers without tools instead of failing.
+func (s *Service) RunOptions() []runner.RunOption {
+	return []runner.RunOption{runner.WithBackgroundBoundary(), runner.WithBackgroundFallback(s.notice)}
+}
+
+func (s *Service) notice(ctx context.Context, err error) string {
+	s.log.ErrorContext(ctx, "hand-over to a background worker failed; the run answers without its slow tools", "error", err)
+	if s.cfg.Notice != nil {
+		return s.cfg.Notice(ctx, err)
+	}
+	return ""
+}
+
+// Migrate applies River's migrations (the store's own are applied when it
+// is opened). It is safe to call from several processes at once.
+func (s *Service) Migrate(ctx context.Context) error {
+	return s.q.migrate(ctx, s.log)
+}
+
+// Start migrates River's tables (unless Config.NoMigrate), starts the
+// default broker and, unless Config.NoWorkers, River's workers. Workers
+// stop when Stop is called or ctx ends.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("continuation: already started")
+	}
+	if !s.cfg.NoMigrate {
+		if err := s.Migrate(ctx); err != nil {
+			return err
+		}
+	}
+	if s.ownBroker != nil {
+		if err := s.ownBroker.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if err := s.q.start(ctx); err != nil {
+		if s.ownBroker != nil {
+			s.ownBroker.Close()
+		}
+		return fmt.Errorf("continuation: start workers: %w", err)
+	}
+	s.started = true
+	return nil
+}
+
+// Stop stops the workers gracefully: running continuations finish, until
+// ctx ends; then they are cancelled and resume later from their last
+// checkpoint, in this or another process. It closes the default broker.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		return nil
+	}
+	s.started = false
+	err := s.q.stop(ctx)
+	if s.ownBroker != nil {
+		s.ownBroker.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("continuation: stop workers: %w", err)
+	}
+	return nil
+}
+
+// backoff is the retry policy of transient failures: exponential from
+// base, with full jitter over its upper half, capped at max.
+type backoff struct{ base, max time.Duration }
+
+// NextRetry implements river.ClientRetryPolicy.
+func (b backoff) NextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(b.delay(job.Attempt))
+}
+
+func (b backoff) delay(attempt int) time.Duration {
+	d := b.base
+	for i := 1; i < attempt && d < b.max; i++ {
+		d *= 2
+	}
+	d = min(d, b.max)
+	return d/2 + rand.N(d/2+1)
+}

@@ -1,0 +1,187 @@
+package continuation
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model/scripted"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/threads"
+)
+
+// TestHandover: an inline run stops at the slow tool; placeholder,
+// checkpoint, job run and River job are written; a worker resumes the run
+// and completes it with the transcript of an all-inline run.
+func TestHandover(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			tools := newToolLog()
+			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, nil)
+			thread, run, end := b.turn(t, "Where is my order 1234?")
+			if end == nil || end.Status != runstate.StatusSuspended {
+				t.Fatalf("inline run ended %+v, want suspended", end)
+			}
+			if keys, _ := tools.total(); keys != 0 {
+				t.Fatal("the slow tool ran inline")
+			}
+			h, err := b.cont.Lookup(ctx, owner, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ph, err := b.st.GetMessage(ctx, &store.GetMessageParams{OwnerID: owner, ID: h.MessageID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ph.Status != message.StatusQueued || ph.Metadata[MetaHandoffEventID] != h.EventID || ph.ThreadID != thread || !IsPlaceholder(ph) {
+				t.Fatalf("placeholder = %+v", ph)
+			}
+			if h.JobRun.Status != store.JobQueued || h.JobRun.IdempotencyKey != h.EventID || h.JobRun.Kind != Kind {
+				t.Fatalf("job run = %+v", h.JobRun)
+			}
+			if jobs := riverJobs(t, b.st); jobs["available"] != 1 {
+				t.Fatalf("river jobs = %v", jobs)
+			}
+			// The thread is busy until the worker is done.
+			var busy *threads.BusyError
+			for _, err := range b.svc.Turn(ctx, owner, "hello?", threads.TurnOptions{ThreadID: thread}) {
+				if err != nil && !errors.As(err, &busy) {
+					t.Fatalf("turn while handed over: %v", err)
+				}
+			}
+			if busy == nil {
+				t.Fatal("a turn while handed over was not refused")
+			}
+
+			b.start(t)
+			final := b.waitMessage(t, h.MessageID, 30*time.Second)
+			if final.Status != message.StatusCompleted || final.Text() != "Your order 1234 has shipped." {
+				t.Fatalf("placeholder after the worker = %s %q", final.Status, final.Text())
+			}
+			if keys, calls := tools.total(); keys != 1 || calls != 1 {
+				t.Errorf("tool executions: %d keys, %d calls", keys, calls)
+			}
+			if _, err := b.st.GetDraft(ctx, &store.GetDraftParams{OwnerID: owner, MessageID: h.MessageID}); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("draft after completion: %v", err)
+			}
+			jr, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
+			if err != nil || jr.Status != store.JobCompleted || jr.Attempt != 1 {
+				t.Errorf("job run = %+v, %v", jr, err)
+			}
+			if jobs := waitRiver(t, b.st, 10*time.Second); jobs["completed"] != 1 {
+				t.Errorf("river jobs = %v", jobs)
+			}
+			got, phs := stored(t, b.st, thread)
+			if len(phs) != 1 {
+				t.Fatalf("%d placeholders", len(phs))
+			}
+
+			// The same conversation, all inline, on another store.
+			itools := newToolLog()
+			ib := setup(t, be, network(t, itools, "", scripted.Options{}), itools, nil)
+			var ithread string
+			for ev, err := range ib.svc.Turn(ctx, owner, "Where is my order 1234?", threads.TurnOptions{}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e, ok := ev.(*runner.RunStartEvent); ok {
+					ithread = e.ThreadID
+				}
+			}
+			want, _ := stored(t, ib.st, ithread)
+			if shape(got) != shape(want) {
+				t.Errorf("stored thread after the worker:\n%s\nwant (all inline):\n%s", shape(got), shape(want))
+			}
+			cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
+			if err != nil || cp.Status != runstate.StatusCompleted {
+				t.Fatalf("final checkpoint: %+v, %v", cp, err)
+			}
+			icp, _ := ib.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: ithread})
+			if shape(cp.State.Transcript) != shape(icp.State.Transcript) {
+				t.Errorf("run transcript:\n%s\nwant:\n%s", shape(cp.State.Transcript), shape(icp.State.Transcript))
+			}
+			if final.Metadata[MetaContinuation].(map[string]any)["final_message_id"] != cp.State.Transcript[len(cp.State.Transcript)-1].ID {
+				t.Errorf("placeholder metadata = %v", final.Metadata)
+			}
+			// The next turn's history leaves the placeholder out, and the
+			// thread takes turns again.
+			for _, err := range b.svc.Turn(ctx, owner, "thanks", threads.TurnOptions{ThreadID: thread}) {
+				if err != nil && errors.As(err, &busy) {
+					t.Fatalf("thread still busy: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestHandoverIsAtomic injects a failure between the writes of the
+// hand-over: none of them is left, and the inline run answers without the
+// tool, with a notice.
+func TestHandoverIsAtomic(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends(t) {
+		for _, step := range []string{"job run", "placeholder", "river"} {
+			t.Run(be.name+"/"+step, func(t *testing.T) {
+				t.Parallel()
+				ctx := t.Context()
+				tools := newToolLog()
+				injected := errors.New("injected failure")
+				var told error
+				net := network(t, tools, "", scripted.Options{}, scripted.Step{Text: "Sorry, I cannot look orders up right now."})
+				b := setup(t, be, net, tools, func(c *Config) {
+					c.testHook = func(s string) error {
+						if s == step {
+							return injected
+						}
+						return nil
+					}
+					c.Notice = func(_ context.Context, err error) string { told = err; return "lookup unavailable" }
+				})
+				thread, run, end := b.turn(t, "Where is my order 1234?")
+				if end == nil || end.Status != runstate.StatusCompleted {
+					t.Fatalf("inline run ended %+v, want completed without the tool", end)
+				}
+				var ee *EnqueueError
+				if !errors.As(told, &ee) || !errors.Is(told, injected) || ee.Step != step {
+					t.Errorf("notice was told %v", told)
+				}
+				for _, s := range statuses(t, b.st, run) {
+					if s == runstate.StatusSuspended {
+						t.Errorf("a suspended checkpoint was left: %v", statuses(t, b.st, run))
+					}
+				}
+				msgs, phs := stored(t, b.st, thread)
+				if len(phs) != 0 {
+					t.Errorf("placeholder left: %+v", phs[0])
+				}
+				if _, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: EventID(run, 2)}); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("job run left: %v", err)
+				}
+				if jobs := riverJobs(t, b.st); len(jobs) != 0 {
+					t.Errorf("river jobs left: %v", jobs)
+				}
+				if keys, _ := tools.total(); keys != 0 {
+					t.Errorf("the slow tool ran")
+				}
+				var notice bool
+				for _, m := range msgs {
+					for _, p := range m.Parts {
+						if p.Type == message.PartToolResult && p.Text == "lookup unavailable" && p.IsError {
+							notice = true
+						}
+					}
+				}
+				if !notice || msgs[len(msgs)-1].Text() != "Sorry, I cannot look orders up right now." {
+					t.Errorf("stored thread:\n%s", shape(msgs))
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,304 @@
+package continuation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/batonhq/baton/draft"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+)
+
+// Metadata keys of a placeholder message.
+const (
+	// MetaHandoffEventID holds the hand-over's event id (also the message id).
+	MetaHandoffEventID = "handoff_event_id"
+	// MetaContinuation holds an object: run_id, job_run_id, status
+	// (queued, streaming, completed, interrupted, error), and once final
+	// final_message_id (the run's answer in the thread) or error_kind.
+	MetaContinuation = "continuation"
+)
+
+// IsPlaceholder reports whether m is the placeholder message of a
+// hand-over. Its final text repeats the run's answer, so it is kept out of
+// the model's history.
+func IsPlaceholder(m *store.Message) bool {
+	_, ok := m.Metadata[MetaHandoffEventID]
+	return ok && m.Metadata[MetaContinuation] != nil
+}
+
+// Hook is threads.Service.Hook (New installs it). Inside the transaction of
+// a checkpoint it hands a suspended run to a worker: job-run row,
+// placeholder message and River job, all or nothing with the checkpoint. In
+// a worker, it finalises the continuation with the run's final checkpoint.
+// Other checkpoints pass through.
+func (s *Service) Hook(ctx context.Context, tx store.Tx, owner string, cp *store.Checkpoint, st *runstate.State) error {
+	if jc := jobFrom(ctx); jc != nil && jc.args.RunID == st.RunID && jc.args.OwnerID == owner {
+		switch st.Status {
+		case runstate.StatusCompleted, runstate.StatusInterrupted:
+			return s.finishTx(ctx, tx, jc, st)
+		}
+		return nil
+	}
+	if st.Status != runstate.StatusSuspended {
+		return nil
+	}
+	_, err := s.enqueueTx(ctx, tx, owner, cp, st)
+	return err
+}
+
+// Handover describes the hand-over of a run to a worker.
+type Handover struct {
+	// EventID is the hand-over's id; the placeholder message has it as id.
+	EventID string
+	// MessageID is the placeholder message, to follow with the Broker.
+	MessageID string
+	// JobRun is the job-run row.
+	JobRun *store.JobRun
+	// Duplicate reports that the hand-over existed already.
+	Duplicate bool
+}
+
+// enqueueTx writes the hand-over of the suspension at cp in tx.
+func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner string, cp *store.Checkpoint, st *runstate.State) (*Handover, error) {
+	ev := EventID(st.RunID, cp.Step)
+	fail := func(step string, err error) (*Handover, error) {
+		return nil, &EnqueueError{RunID: st.RunID, EventID: ev, Step: step, Err: err}
+	}
+	if st.ThreadID == "" {
+		return fail("job run", ErrNoThread)
+	}
+	md, _ := json.Marshal(map[string]string{"run_id": st.RunID, "checkpoint_id": cp.ID, "message_id": ev})
+	res, err := tx.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, IdempotencyKey: ev, Kind: Kind, ThreadID: st.ThreadID,
+		Metadata: map[string]json.RawMessage{MetaContinuation: md}})
+	if err != nil {
+		return fail("job run", err)
+	}
+	h := &Handover{EventID: ev, MessageID: ev, JobRun: res.Run, Duplicate: res.Duplicate}
+	if res.Duplicate {
+		// The same event again: everything was written the first time.
+		return h, nil
+	}
+	if err := s.inject("job run"); err != nil {
+		return fail("job run", err)
+	}
+	ph := message.Message{ID: ev, Role: message.RoleAssistant, Agent: st.Agent, Status: message.StatusQueued,
+		Metadata: map[string]any{
+			MetaHandoffEventID: ev,
+			MetaContinuation:   map[string]any{"run_id": st.RunID, "job_run_id": res.Run.ID, "status": "queued"},
+		}}
+	if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: st.ThreadID, Messages: []store.NewMessage{{Message: ph}}}); err != nil {
+		return fail("placeholder", err)
+	}
+	if err := s.inject("placeholder"); err != nil {
+		return fail("placeholder", err)
+	}
+	args := Args{OwnerID: owner, ThreadID: st.ThreadID, RunID: st.RunID, EventID: ev, JobRunID: res.Run.ID, Fingerprint: st.Fingerprint}
+	ir, err := s.q.insertTx(ctx, tx, args, &river.InsertOpts{Queue: s.cfg.Queue, MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: uniqueOpts})
+	if err != nil {
+		return fail("river", err)
+	}
+	if ir.UniqueSkippedAsDuplicate {
+		var cur Args
+		_ = json.Unmarshal(ir.Job.EncodedArgs, &cur)
+		if cur.EventID != ev {
+			return fail("river", &BusyError{ThreadID: st.ThreadID, EventID: ev, Current: cur.EventID})
+		}
+	}
+	if err := s.inject("river"); err != nil {
+		return fail("river", err)
+	}
+	if tp, ok := s.broker.(draft.TxPublisher); ok {
+		if err := tp.PublishTx(ctx, tx, draft.Event{OwnerID: owner, ThreadID: st.ThreadID, MessageID: ev}); err != nil {
+			return fail("publish", err)
+		}
+	}
+	return h, nil
+}
+
+func (s *Service) inject(step string) error {
+	if s.cfg.testHook != nil {
+		return s.cfg.testHook(step)
+	}
+	return nil
+}
+
+// Enqueue hands run runID of owner to a worker if its latest checkpoint is
+// a suspension without one (written by a process without this service, for
+// instance), and returns the run's latest hand-over. It is idempotent:
+// calling it again, or at once from several processes, enqueues nothing
+// more. A run that never suspended is [ErrNotSuspended].
+func (s *Service) Enqueue(ctx context.Context, owner, runID string) (*Handover, error) {
+	var h *Handover
+	err := s.st.Tx(ctx, func(tx store.Tx) error {
+		cp, latest, err := lastSuspension(ctx, tx, owner, runID)
+		if err != nil {
+			return err
+		}
+		if cp.ID == latest.ID {
+			h, err = s.enqueueTx(ctx, tx, owner, cp, cp.State)
+			return err
+		}
+		jr, err := tx.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: EventID(runID, cp.Step)})
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("continuation: run %s was resumed without a worker: %w", runID, ErrNotSuspended)
+		}
+		if err != nil {
+			return err
+		}
+		ev := EventID(runID, cp.Step)
+		h = &Handover{EventID: ev, MessageID: ev, JobRun: jr, Duplicate: true}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if h != nil && !h.Duplicate {
+		if _, ok := s.broker.(draft.TxPublisher); !ok {
+			s.publish(ctx, owner, h.JobRun.ThreadID, h.MessageID)
+		}
+	}
+	return h, nil
+}
+
+// Lookup returns the latest hand-over of run runID of owner.
+func (s *Service) Lookup(ctx context.Context, owner, runID string) (*Handover, error) {
+	cp, _, err := lastSuspension(ctx, s.st, owner, runID)
+	if err != nil {
+		return nil, err
+	}
+	ev := EventID(runID, cp.Step)
+	jr, err := s.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: ev})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("continuation: run %s suspended at step %d without a worker: %w", runID, cp.Step, ErrNotSuspended)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Handover{EventID: ev, MessageID: ev, JobRun: jr, Duplicate: true}, nil
+}
+
+// maxWalk bounds the walk back through a run's checkpoints.
+const maxWalk = 10000
+
+// lastSuspension returns the run's latest suspended checkpoint, walking
+// back from the latest one.
+func lastSuspension(ctx context.Context, ops store.Ops, owner, runID string) (suspended, latest *store.Checkpoint, err error) {
+	latest, err = ops.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
+	if err != nil {
+		return nil, nil, fmt.Errorf("continuation: run %s: %w", runID, err)
+	}
+	cp := latest
+	for range maxWalk {
+		if cp.Status == runstate.StatusSuspended {
+			return cp, latest, nil
+		}
+		if cp.ParentID == "" {
+			break
+		}
+		if cp, err = ops.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ParentID}); err != nil {
+			return nil, nil, fmt.Errorf("continuation: run %s: %w", runID, err)
+		}
+	}
+	return nil, nil, fmt.Errorf("continuation: run %s: %w", runID, ErrNotSuspended)
+}
+
+// jobCtx is the continuation a worker is running, carried by the run's
+// context down to the Hook.
+type jobCtx struct {
+	args    Args
+	job     *river.Job[Args]
+	attempt int // the job run's attempt
+	writer  *draft.Writer
+	// finished is set by the Hook once the final transaction is written
+	// (it may still roll back; the worker checks the run's outcome).
+	finished bool
+	final    runstate.Status
+}
+
+type jobKey struct{}
+
+func withJob(ctx context.Context, jc *jobCtx) context.Context {
+	return context.WithValue(ctx, jobKey{}, jc)
+}
+
+func jobFrom(ctx context.Context) *jobCtx {
+	jc, _ := ctx.Value(jobKey{}).(*jobCtx)
+	return jc
+}
+
+// finishTx finalises a continuation in the transaction of the run's final
+// checkpoint: the placeholder gets the answer (or, for a run now waiting for
+// a human, an empty text and status interrupted in its metadata), the draft
+// is cleared, the job run and the River job are completed.
+func (s *Service) finishTx(ctx context.Context, tx store.Tx, jc *jobCtx, st *runstate.State) error {
+	if jc.writer != nil {
+		jc.writer.Abandon()
+	}
+	a := jc.args
+	meta := map[string]any{"run_id": a.RunID, "job_run_id": a.JobRunID, "status": "completed"}
+	var parts []message.Part
+	switch st.Status {
+	case runstate.StatusCompleted:
+		parts = []message.Part{{Type: message.PartText, Text: st.FinalOutput}}
+		if id := lastAnswerID(st); id != "" {
+			meta["final_message_id"] = id
+		}
+	case runstate.StatusInterrupted:
+		meta["status"] = "interrupted"
+		if st.Interrupt != nil {
+			meta["interrupt_id"] = st.Interrupt.ID
+		}
+		parts = []message.Part{}
+	}
+	usage := st.Usage
+	if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusCompleted,
+		Parts: parts, Usage: &usage, Metadata: map[string]any{MetaContinuation: meta}, ExpectedStatus: message.StatusStreaming}); err != nil {
+		return fmt.Errorf("continuation: finalise placeholder %s: %w", a.EventID, err)
+	}
+	if err := tx.DeleteDraft(ctx, &store.DeleteDraftParams{OwnerID: a.OwnerID, MessageID: a.EventID}); err != nil {
+		return fmt.Errorf("continuation: clear draft %s: %w", a.EventID, err)
+	}
+	if _, err := tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobCompleted,
+		ExpectedAttempt: jc.attempt}); err != nil {
+		return fmt.Errorf("continuation: complete job run %s: %w", a.JobRunID, err)
+	}
+	if jc.job != nil {
+		// Completing the River job here closes the window in which the
+		// thread is free (its run is over) but River still holds the
+		// thread's unique job. A job no longer running (rescued meanwhile)
+		// is left to its next delivery, which finds the job run completed.
+		if err := s.q.completeTx(ctx, tx, jc.job); err != nil && !errors.Is(err, rivertype.ErrNotFound) {
+			return fmt.Errorf("continuation: complete river job %d: %w", jc.job.ID, err)
+		}
+	}
+	if tp, ok := s.broker.(draft.TxPublisher); ok {
+		if err := tp.PublishTx(ctx, tx, draft.Event{OwnerID: a.OwnerID, ThreadID: a.ThreadID, MessageID: a.EventID}); err != nil {
+			return err
+		}
+	}
+	jc.finished, jc.final = true, st.Status
+	return nil
+}
+
+// lastAnswerID returns the id of the run's last assistant message.
+func lastAnswerID(st *runstate.State) string {
+	for i := len(st.Transcript) - 1; i >= 0; i-- {
+		if st.Transcript[i].Role == message.RoleAssistant {
+			return st.Transcript[i].ID
+		}
+	}
+	return ""
+}
+
+func (s *Service) publish(ctx context.Context, owner, thread, msg string) {
+	if err := s.broker.Publish(ctx, draft.Event{OwnerID: owner, ThreadID: thread, MessageID: msg}); err != nil {
+		s.log.WarnContext(ctx, "draft publish failed", "message_id", msg, "error", err)
+	}
+}

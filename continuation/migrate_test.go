@@ -1,0 +1,83 @@
+package continuation
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/batonhq/baton/model/scripted"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/pgstore"
+	"github.com/batonhq/baton/store/sqlitestore"
+	"github.com/batonhq/baton/threads"
+)
+
+// TestMigrateConcurrently runs River's migrations from three "processes"
+// (stores) on one database at once, then again: every call succeeds.
+func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
+	opens := map[string]func(t *testing.T) func() store.Store{
+		"SQLite": func(t *testing.T) func() store.Store {
+			path := filepath.Join(t.TempDir(), "baton.db")
+			return func() store.Store {
+				s, err := sqlitestore.Open(context.Background(), path, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+				return s
+			}
+		},
+	}
+	if u := os.Getenv("BATON_TEST_DATABASE_URL"); u != "" {
+		opens["Postgres"] = func(t *testing.T) func() store.Store {
+			schema := newSchema()
+			return func() store.Store {
+				s, err := pgstore.Open(context.Background(), u, &store.Options{Schema: schema, MaxConns: 4})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() {
+					_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+					s.Close()
+				})
+				return s
+			}
+		}
+	}
+	for name, open := range opens {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			next := open(t)
+			var svcs []*Service
+			for range 3 {
+				st := next()
+				r, err := runner.New(runner.Config{Network: network(t, newToolLog(), "", scripted.Options{})})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := New(testConfig(st, threads.New(st, r, nil)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				svcs = append(svcs, s)
+			}
+			for round := range 2 {
+				var wg sync.WaitGroup
+				errs := make([]error, len(svcs))
+				for i, s := range svcs {
+					wg.Go(func() { errs[i] = s.Migrate(t.Context()) })
+				}
+				wg.Wait()
+				for i, err := range errs {
+					if err != nil {
+						t.Errorf("round %d, migrator %d: %v", round, i, err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,392 @@
+package continuation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/batonhq/baton/draft"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+)
+
+// worker is the River worker of continuations.
+type worker struct {
+	river.WorkerDefaults[Args]
+	s *Service
+}
+
+// Work implements river.Worker.
+func (w *worker) Work(ctx context.Context, job *river.Job[Args]) error {
+	return w.s.work(ctx, job)
+}
+
+// claim is what a delivery found when it claimed its run.
+type claim struct {
+	// cp is the checkpoint written to claim the run, to resume from.
+	cp      *store.Checkpoint
+	attempt int
+	// done: the continuation is finished (or finished now, by the claim).
+	done bool
+	// failure: the run failed for good before this delivery.
+	failure *runstate.Failure
+	// lease: another delivery is working the run; come back after it.
+	lease time.Duration
+}
+
+// errNoRun marks a delivery whose job run does not exist.
+var errNoRun = errors.New("continuation: job run not found")
+
+func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
+	a := job.Args
+	log := s.log.With("run_id", a.RunID, "thread_id", a.ThreadID, "handoff_event_id", a.EventID, "job_id", job.ID, "river_attempt", job.Attempt)
+	c, err := s.claim(ctx, job)
+	var ie *runstate.IncompatibleError
+	switch {
+	case errors.As(err, &ie):
+		log.ErrorContext(ctx, "continuation refused: the run was suspended under another network version", "error", err)
+		if ferr := s.fail(ctx, a, 0, runner.KindSystem, DefaultIncompatibleText, err); ferr != nil {
+			return ferr
+		}
+		return river.JobCancel(err)
+	case errors.Is(err, errNoRun):
+		log.WarnContext(ctx, "continuation dropped: its job run is gone (thread deleted?)", "error", err)
+		return river.JobCancel(err)
+	case isLost(err):
+		// Another delivery claimed the run at the same moment.
+		log.InfoContext(ctx, "continuation claimed by another delivery; checking back later", "error", err)
+		return river.JobSnooze(s.cfg.JobTimeout)
+	case err != nil:
+		return err
+	case c.done:
+		log.DebugContext(ctx, "continuation already finished")
+		return nil
+	case c.lease > 0:
+		log.InfoContext(ctx, "continuation being worked by another delivery; checking back later", "in", c.lease)
+		return river.JobSnooze(c.lease)
+	case c.failure != nil:
+		cause := fmt.Errorf("run %s failed: %s: %s", a.RunID, c.failure.Kind, c.failure.Message)
+		if ferr := s.fail(ctx, a, c.attempt, runner.Kind(c.failure.Kind), s.cfg.ErrorText, cause); ferr != nil {
+			return ferr
+		}
+		return river.JobCancel(cause)
+	}
+	return s.resume(ctx, job, c, log)
+}
+
+// resume runs the claimed run to its end, streaming progress into the
+// placeholder's draft.
+func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, log *slog.Logger) error {
+	a := job.Args
+	s.publish(ctx, a.OwnerID, a.ThreadID, a.EventID)
+	w := draft.NewWriter(ctx, s.st, s.broker, draft.Target{OwnerID: a.OwnerID, ThreadID: a.ThreadID, MessageID: a.EventID}, s.cfg.Draft)
+	defer w.Abandon()
+	p := progress{w: w}
+	for _, pc := range c.cp.State.Pending {
+		if pc.Result == nil && pc.Kind != runstate.CallHandoff {
+			p.tool(pc.Call.Name)
+		}
+	}
+	jc := &jobCtx{args: a, job: job, attempt: c.attempt, writer: w}
+	var runErr error
+	var end runstate.Status
+	for ev, err := range s.threads.ResumeCheckpoint(withJob(ctx, jc), a.OwnerID, c.cp) {
+		if err != nil {
+			runErr = err
+			break
+		}
+		switch e := ev.(type) {
+		case *runner.TextDeltaEvent:
+			p.delta(e.Delta)
+		case *runner.MessageEvent:
+			p.message(e.Text)
+		case *runner.ToolCallEvent:
+			p.tool(e.Name)
+		case *runner.RunEndEvent:
+			end = e.Status
+		}
+	}
+	if runErr == nil && jc.finished {
+		if _, ok := s.broker.(draft.TxPublisher); !ok {
+			s.publish(ctx, a.OwnerID, a.ThreadID, a.EventID)
+		}
+		log.DebugContext(ctx, "continuation finished", "status", jc.final)
+		return nil
+	}
+	if runErr == nil {
+		runErr = fmt.Errorf("continuation: run %s stopped with status %s", a.RunID, end)
+	}
+	return s.failed(ctx, job, jc.attempt, runErr, log)
+}
+
+// progress turns a resumed run's events into draft text.
+type progress struct {
+	w        *draft.Writer
+	streamed bool // text deltas of the current message were written
+	sep      bool // a separator is due before the next text
+}
+
+func (p *progress) write(s string) {
+	if p.sep {
+		p.w.WriteString("\n\n")
+		p.sep = false
+	}
+	p.w.WriteString(s)
+}
+
+func (p *progress) delta(s string) {
+	p.write(s)
+	p.streamed = true
+}
+
+func (p *progress) message(text string) {
+	if !p.streamed && text != "" {
+		p.write(text)
+	}
+	p.streamed = false
+	p.sep = p.w.Text() != ""
+}
+
+func (p *progress) tool(name string) {
+	p.write("Running " + name + "…")
+	p.sep = true
+}
+
+// claim takes the run of job for this delivery, in one transaction: the job
+// run moves to processing (its attempt counts deliveries), a checkpoint
+// fenced on the run's latest one is written (so that a concurrent claimer,
+// or the previous worker if it still runs, fails), and the placeholder
+// moves to streaming. A run that already ended is finalised instead.
+func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, error) {
+	a := job.Args
+	c := &claim{}
+	err := s.st.Tx(ctx, func(tx store.Tx) error {
+		jr, err := tx.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID})
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w: %s", errNoRun, a.JobRunID)
+		}
+		if err != nil {
+			return err
+		}
+		switch jr.Status {
+		case store.JobCompleted, store.JobCanceled:
+			c.done = true
+			return nil
+		case store.JobProcessing:
+			if held := time.Since(jr.StartedAt); held < s.cfg.JobTimeout {
+				c.lease = s.cfg.JobTimeout - held + time.Second
+				return nil
+			}
+		}
+		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: a.OwnerID, RunID: a.RunID, Fingerprint: s.fp})
+		if err != nil {
+			return err
+		}
+		st := cp.State
+		if st.Status == runstate.StatusFailed && !resumable(st) {
+			c.failure = st.Failure
+			if c.failure == nil {
+				c.failure = &runstate.Failure{Kind: string(runner.KindSystem), Message: "failed"}
+			}
+			c.attempt = jr.Attempt
+			return nil
+		}
+		jr, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing,
+			ExpectedAttempt: jr.Attempt})
+		if err != nil {
+			return err
+		}
+		c.attempt = jr.Attempt
+		if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusStreaming,
+			Metadata: map[string]any{MetaContinuation: map[string]any{"run_id": a.RunID, "job_run_id": a.JobRunID, "status": "streaming", "attempt": c.attempt}}}); err != nil {
+			return err
+		}
+		switch st.Status {
+		case runstate.StatusCompleted, runstate.StatusInterrupted:
+			// The run ended (resumed elsewhere, or finalising failed):
+			// finalise now.
+			c.done = true
+			return s.finishTx(ctx, tx, &jobCtx{args: a, job: job, attempt: c.attempt}, st)
+		}
+		st.Status, st.Failure = runstate.StatusRunning, nil
+		st.Step++
+		c.cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// resumable reports whether a failed run failed transiently, so that
+// resuming it retries from where it stopped (as runner.Resume does).
+func resumable(st *runstate.State) bool {
+	if st.Failure == nil {
+		return false
+	}
+	switch runner.Kind(st.Failure.Kind) {
+	case runner.KindModelTransient, runner.KindToolTransient:
+		return true
+	}
+	return false
+}
+
+// isLost reports whether err says another writer got to the run first.
+func isLost(err error) bool {
+	var sw *store.StaleWriteError
+	var te *store.TransitionError
+	return errors.As(err, &sw) || errors.As(err, &te)
+}
+
+// transient reports whether a run error is worth another attempt.
+func transient(err error) bool {
+	if errors.Is(err, store.ErrUnavailable) {
+		return true
+	}
+	switch runner.KindOf(err) {
+	case runner.KindModelTransient, runner.KindToolTransient:
+		return true
+	}
+	return false
+}
+
+// failed handles a run that stopped with err.
+func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int, err error, log *slog.Logger) error {
+	a := job.Args
+	switch {
+	case isLost(err):
+		// Another worker claimed the run after this one's lease (or
+		// finalised it): it carries on; check back after its lease.
+		log.WarnContext(ctx, "continuation taken over by another worker", "error", err)
+		return river.JobSnooze(s.cfg.JobTimeout)
+	case ctx.Err() != nil:
+		// Job timeout or shutdown: the run resumes from its last checkpoint.
+		log.WarnContext(ctx, "continuation interrupted; it will resume from its last checkpoint", "error", err)
+		s.retryLater(context.WithoutCancel(ctx), a, attempt, err, log)
+		return err
+	case transient(err) && job.Attempt < job.MaxAttempts:
+		log.WarnContext(ctx, "continuation failed transiently; retrying", "error", err, "kind", runner.KindOf(err))
+		s.retryLater(ctx, a, attempt, err, log)
+		return err
+	}
+	log.ErrorContext(ctx, "continuation failed", "error", err, "kind", runner.KindOf(err))
+	if ferr := s.fail(ctx, a, attempt, runner.KindOf(err), s.cfg.ErrorText, err); ferr != nil {
+		log.ErrorContext(ctx, "continuation: recording the failure failed", "error", ferr)
+		return ferr
+	}
+	if transient(err) {
+		return err // attempts exhausted: River discards the job
+	}
+	return river.JobCancel(err)
+}
+
+// retryLater hands the run back to the queue after a transient failure:
+// a failed checkpoint becomes suspended again, so that the thread stays busy
+// until the retry, and the job run records the error, ending its lease.
+func (s *Service) retryLater(ctx context.Context, a Args, attempt int, cause error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err := s.st.Tx(ctx, func(tx store.Tx) error {
+		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: a.OwnerID, RunID: a.RunID})
+		if err != nil {
+			return err
+		}
+		if st := cp.State; st.Status == runstate.StatusFailed {
+			st.Status, st.Failure = runstate.StatusSuspended, nil
+			st.Step++
+			if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID}); err != nil {
+				return err
+			}
+		}
+		_, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobError,
+			Error: cause.Error(), ExpectedAttempt: attempt})
+		return err
+	})
+	if err != nil {
+		log.WarnContext(ctx, "continuation: recording the retry failed", "error", err)
+	}
+}
+
+// fail finalises a continuation that failed for good: the run gets a
+// failed checkpoint if it has none (so that its thread is free), the
+// placeholder goes to error with text (user-safe), the draft is cleared and
+// the job run records the detail. attempt 0 does not fence the job run.
+func (s *Service) fail(ctx context.Context, a Args, attempt int, kind runner.Kind, text string, cause error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err := s.st.Tx(ctx, func(tx store.Tx) error {
+		jr, err := tx.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID})
+		if err != nil {
+			return err
+		}
+		if jr.Status == store.JobCompleted || jr.Status == store.JobCanceled {
+			return nil
+		}
+		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: a.OwnerID, RunID: a.RunID})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err == nil && !cp.State.Status.Terminal() {
+			st := cp.State
+			st.Status = runstate.StatusFailed
+			st.Failure = &runstate.Failure{Kind: string(kind), Message: cause.Error()}
+			st.Step++
+			if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID}); err != nil {
+				return err
+			}
+		}
+		m, err := tx.GetMessage(ctx, &store.GetMessageParams{OwnerID: a.OwnerID, ID: a.EventID})
+		if err != nil {
+			return err
+		}
+		if m.Status == message.StatusQueued || m.Status == message.StatusStreaming {
+			if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusError,
+				Parts:    []message.Part{{Type: message.PartText, Text: text}},
+				Metadata: map[string]any{MetaContinuation: map[string]any{"run_id": a.RunID, "job_run_id": a.JobRunID, "status": "error", "error_kind": string(kind)}},
+			}); err != nil {
+				return err
+			}
+		}
+		if err := tx.DeleteDraft(ctx, &store.DeleteDraftParams{OwnerID: a.OwnerID, MessageID: a.EventID}); err != nil {
+			return err
+		}
+		if jr.Status == store.JobQueued {
+			if jr, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing}); err != nil {
+				return err
+			}
+			attempt = jr.Attempt
+		}
+		if _, err := tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobError,
+			Error: detail(kind, cause), ExpectedAttempt: attempt}); err != nil {
+			return err
+		}
+		if tp, ok := s.broker.(draft.TxPublisher); ok {
+			return tp.PublishTx(ctx, tx, draft.Event{OwnerID: a.OwnerID, ThreadID: a.ThreadID, MessageID: a.EventID})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("continuation: record failure of %s: %w", a.EventID, err)
+	}
+	if _, ok := s.broker.(draft.TxPublisher); !ok {
+		s.publish(ctx, a.OwnerID, a.ThreadID, a.EventID)
+	}
+	return nil
+}
+
+func detail(kind runner.Kind, err error) string {
+	var b strings.Builder
+	if kind != "" {
+		b.WriteString(string(kind) + ": ")
+	}
+	b.WriteString(err.Error())
+	return b.String()
+}
