@@ -23,9 +23,8 @@ func FuzzAnthropicStream(f *testing.F) {
 		f.Add(providertest.Fixture(f, name), uint8(2))
 	}
 	f.Add([]byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), uint8(1))
-	srv := providertest.NewFuzzServer(f, "text/event-stream; charset=utf-8")
 	f.Fuzz(func(t *testing.T, body []byte, mode uint8) {
-		cfg := anthropicmodel.Config{Model: "m", BaseURL: srv.URL, HTTPClient: srv.Client(), Headers: srv.Register(t, body)}
+		cfg := anthropicmodel.Config{Model: "m", BaseURL: "http://fuzz.invalid", HTTPClient: providertest.BodyClient("text/event-stream; charset=utf-8", body)}
 		req := modeltest.Request()
 		switch mode % 3 {
 		case 1:

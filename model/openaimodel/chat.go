@@ -330,6 +330,9 @@ func (m *Model) readChatJSON(ctx context.Context, body io.Reader, acc *chatAcc, 
 // a chunk: {"error":...} (OpenAI and most servers) or {"object":"error",...}
 // (vLLM).
 func isErrorEvent(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"error"`)) {
+		return false
+	}
 	var probe struct {
 		Error  json.RawMessage `json:"error"`
 		Object string          `json:"object"`
@@ -402,6 +405,9 @@ func (a *chatAcc) setModel(s string) {
 }
 
 func (a *chatAcc) setUsage(u *openai.CompletionUsage) {
+	if u.PromptTokens == 0 && u.CompletionTokens == 0 && !a.usage.IsZero() {
+		return // an empty usage object after the real one (some servers)
+	}
 	a.usage = message.Usage{
 		InputTokens:     u.PromptTokens,
 		OutputTokens:    u.CompletionTokens,

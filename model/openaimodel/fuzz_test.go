@@ -23,15 +23,14 @@ func fuzzStream(f *testing.F, contentType, api string, seeds []string, extra ...
 	for _, b := range extra {
 		f.Add(b, false)
 	}
-	srv := providertest.NewFuzzServer(f, contentType)
 	f.Fuzz(func(t *testing.T, body []byte, compatible bool) {
 		provider := openaimodel.ProviderOpenAI
 		if compatible {
 			provider = openaimodel.ProviderCompatible
 		}
 		m, err := openaimodel.New(openaimodel.Config{
-			Model: "m", API: api, Provider: provider, BaseURL: srv.URL,
-			HTTPClient: srv.Client(), Headers: srv.Register(t, body),
+			Model: "m", API: api, Provider: provider, BaseURL: "http://fuzz.invalid/v1",
+			HTTPClient: providertest.BodyClient(contentType, body),
 		})
 		if err != nil {
 			t.Fatal(err)

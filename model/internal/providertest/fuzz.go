@@ -4,48 +4,42 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"iter"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 )
 
-// FuzzServer serves fuzz bodies: each body is registered under an id, which
-// the model under test sends in the X-Fuzz-Id header.
-type FuzzServer struct {
-	*httptest.Server
-	contentType string
-	bodies      sync.Map
-	next        atomic.Int64
-}
-
-// NewFuzzServer starts a FuzzServer that answers 200 with contentType.
-func NewFuzzServer(f *testing.F, contentType string) *FuzzServer {
-	s := &FuzzServer{contentType: contentType}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := s.bodies.Load(r.Header.Get("X-Fuzz-Id"))
-		body, _ := b.([]byte)
-		w.Header().Set("Content-Type", s.contentType)
+// BodyClient returns an HTTP client whose every request is answered, in
+// process, with a 200 of contentType and body: the handler runs through
+// httptest.NewRecorder behind a RoundTripper, so the adapter's whole HTTP path
+// (SDK, headers, body reading) runs without sockets or extra goroutines.
+// Fuzz targets use it because their coverage must not depend on scheduling.
+func BodyClient(contentType string, body []byte) *http.Client {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
 		w.Header().Set("X-Request-Id", "req_fuzz")
 		_, _ = w.Write(body)
-	}))
-	f.Cleanup(s.Close)
-	return s
+	})
+	return &http.Client{Transport: recorderTransport{h}}
 }
 
-// Register stores body and returns the header that selects it; the body is
-// dropped when t ends.
-func (s *FuzzServer) Register(t *testing.T, body []byte) map[string]string {
-	id := strconv.FormatInt(s.next.Add(1), 10)
-	s.bodies.Store(id, body)
-	t.Cleanup(func() { s.bodies.Delete(id) })
-	return map[string]string{"X-Fuzz-Id": id}
+type recorderTransport struct{ h http.Handler }
+
+func (rt recorderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		_ = req.Body.Close()
+	}
+	rec := httptest.NewRecorder()
+	rt.h.ServeHTTP(rec, req)
+	res := rec.Result()
+	res.Request = req
+	return res, nil
 }
 
 // CheckStream drains seq and fails t unless it ended with exactly one
