@@ -1,0 +1,255 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/sse"
+	"github.com/batonhq/baton/netspec"
+	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/sqlitestore"
+)
+
+// bundle is what a test gets from setup.
+type bundle struct {
+	srv   *server.Server
+	http  *httptest.Server
+	st    store.Store
+	keyA  string // owner "alice"
+	keyB  string // owner "bob"
+	url   string
+	cfg   server.Config
+	owner string
+}
+
+type option func(*server.Config)
+
+func loadNetwork(t testing.TB, name string) server.Network {
+	t.Helper()
+	spec, err := netspec.Load(filepath.Join("..", "examples", name, "network.yaml"), netspec.Options{})
+	if err != nil {
+		t.Fatalf("load %s: %v", name, err)
+	}
+	return server.NetworkFromSpec(spec)
+}
+
+func setup(t testing.TB, opts ...option) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "baton.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return setupStore(t, st, opts...)
+}
+
+func setupStore(t testing.TB, st store.Store, opts ...option) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	cfg := server.Config{Store: st, Networks: []server.Network{loadNetwork(t, "support"), loadNetwork(t, "research")}, KeyCacheTTL: -1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+		hs.Close()
+	})
+	b := &bundle{srv: srv, http: hs, st: st, url: hs.URL, cfg: cfg}
+	b.keyA = newKey(t, st, "alice")
+	b.keyB = newKey(t, st, "bob")
+	_ = ctx
+	return b
+}
+
+func newKey(t testing.TB, st store.Store, owner string) string {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
+		t.Fatal(err)
+	}
+	k, err := st.CreateAPIKey(ctx, &store.CreateAPIKeyParams{OwnerID: owner, Name: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.Secret
+}
+
+// response is a decoded HTTP response.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r *response) json(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// errType returns the error type of an error body.
+func (r *response) errType(t testing.TB) string {
+	t.Helper()
+	var e struct {
+		Error struct{ Type, Message string }
+	}
+	if err := json.Unmarshal(r.body, &e); err != nil || e.Error.Type == "" || e.Error.Message == "" {
+		t.Fatalf("status %d: not an error body: %s", r.status, r.body)
+	}
+	return e.Error.Type
+}
+
+func (b *bundle) do(t testing.TB, key, method, path string, body any, hdr ...string) *response {
+	t.Helper()
+	var rd io.Reader
+	switch v := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(v)
+	case []byte:
+		rd = bytes.NewReader(v)
+	default:
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, b.url+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// thread creates a thread of network for key and returns its id.
+func (b *bundle) thread(t testing.TB, key, network string) string {
+	t.Helper()
+	r := b.do(t, key, "POST", "/v1/threads", map[string]any{"network": network})
+	if r.status != http.StatusCreated {
+		t.Fatalf("create thread: %d %s", r.status, r.body)
+	}
+	var th struct{ ID string }
+	r.json(t, &th)
+	return th.ID
+}
+
+// event is an SSE event with its JSON.
+type event struct {
+	ID, Type string
+	Data     map[string]any
+	Raw      string
+}
+
+// stream opens an SSE request and returns its events as they come.
+func (b *bundle) stream(t testing.TB, key, method, path string, body any, hdr ...string) (*http.Response, <-chan event) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		data, _ := json.Marshal(body)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, b.url+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Accept", "text/event-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan event, 1024)
+	if resp.StatusCode != http.StatusOK {
+		close(ch)
+		return resp, ch
+	}
+	go func() {
+		defer close(ch)
+		defer resp.Body.Close()
+		rd := sse.NewReader(resp.Body, 0)
+		for {
+			ev, err := rd.Next()
+			if err != nil {
+				return
+			}
+			e := event{ID: ev.ID, Type: ev.Type, Raw: string(ev.Data)}
+			_ = json.Unmarshal(ev.Data, &e.Data)
+			ch <- e
+		}
+	}()
+	return resp, ch
+}
+
+// collect reads events until the channel closes or stop returns true.
+func collect(t testing.TB, ch <-chan event, stop func(event) bool) []event {
+	t.Helper()
+	var out []event
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return out
+			}
+			out = append(out, ev)
+			if stop != nil && stop(ev) {
+				return out
+			}
+		case <-timeout:
+			t.Fatalf("timed out after %d events: %v", len(out), types(out))
+		}
+	}
+}
+
+func types(evs []event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+func isFinalEnd(ev event) bool {
+	return ev.Type == "run_end" && ev.Data["status"] != "suspended"
+}

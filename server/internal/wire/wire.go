@@ -1,0 +1,300 @@
+// Package wire holds the JSON shapes of the HTTP API (docs/api.md): request
+// and response bodies, kept apart from the runtime's own types so that the
+// API changes only on purpose.
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runstate"
+)
+
+// Error types: the "type" of an [ErrorBody].
+const (
+	ErrInvalidRequest = "invalid_request"
+	ErrUnauthorized   = "unauthorized"
+	ErrNotFound       = "not_found"
+	ErrConflict       = "conflict"
+	ErrTooLarge       = "request_too_large"
+	ErrRateLimited    = "rate_limited"
+	ErrOverloaded     = "overloaded"
+	ErrUnavailable    = "unavailable"
+	ErrTimeout        = "timeout"
+	ErrUnsupported    = "unsupported"
+	ErrUpstream       = "upstream_error"
+	ErrInternal       = "internal_error"
+)
+
+// ErrorBody is every error response: {"error": {"type", "message"}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail is the content of an [ErrorBody]. Code repeats Type for
+// OpenAI clients, which read "code".
+type ErrorDetail struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	Param   string `json:"param,omitempty"`
+	Code    string `json:"code,omitempty"`
+}
+
+// Network is a network the server runs (GET /v1/networks).
+type Network struct {
+	Object      string  `json:"object"`
+	Name        string  `json:"name"`
+	Fingerprint string  `json:"fingerprint"`
+	Entry       string  `json:"entry"`
+	Agents      []Agent `json:"agents"`
+	// ThreadHandoff says whether POST /v1/threads/{id}/handoff works
+	// (the network declares a summary model).
+	ThreadHandoff bool `json:"thread_handoff"`
+}
+
+// Agent describes an agent of a [Network].
+type Agent struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Handoffs    []string `json:"handoffs,omitempty"`
+}
+
+// List is a page of items.
+type List[T any] struct {
+	Object string `json:"object"`
+	Data   []T    `json:"data"`
+	// NextCursor continues the listing; absent on the last page.
+	NextCursor string `json:"next_cursor,omitempty"`
+	HasMore    bool   `json:"has_more"`
+}
+
+// CreateThread is the body of POST /v1/threads.
+type CreateThread struct {
+	Network  string                     `json:"network"`
+	Name     string                     `json:"name,omitempty"`
+	ParentID string                     `json:"parent_id,omitempty"`
+	Metadata map[string]json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Thread is a conversation.
+type Thread struct {
+	ID          string                     `json:"id"`
+	Object      string                     `json:"object"`
+	Network     string                     `json:"network"`
+	Name        string                     `json:"name,omitempty"`
+	ParentID    string                     `json:"parent_id,omitempty"`
+	ActiveAgent string                     `json:"active_agent,omitempty"`
+	Metadata    map[string]json.RawMessage `json:"metadata"`
+	Version     int64                      `json:"version"`
+	CreatedAt   time.Time                  `json:"created_at"`
+	UpdatedAt   time.Time                  `json:"updated_at"`
+	// Run is the thread's latest run (GET /v1/threads/{id} only).
+	Run *RunStatus `json:"run,omitempty"`
+}
+
+// RunStatus is the state of a thread's latest run.
+type RunStatus struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	// Active is set while the run is executing in this server (inline or
+	// on its in-process worker).
+	Active    bool                `json:"active"`
+	Agent     string              `json:"agent,omitempty"`
+	Interrupt *runstate.Interrupt `json:"interrupt,omitempty"`
+	// EventsURL resumes the run's event stream.
+	EventsURL string `json:"events_url"`
+}
+
+// Part is one piece of a [Message].
+type Part struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	CallID    string          `json:"call_id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// Message is a stored message of a thread.
+type Message struct {
+	ID       string         `json:"id"`
+	Object   string         `json:"object"`
+	ThreadID string         `json:"thread_id"`
+	Seq      int64          `json:"seq"`
+	Role     string         `json:"role"`
+	Agent    string         `json:"agent,omitempty"`
+	Status   string         `json:"status"`
+	Text     string         `json:"text"`
+	Parts    []Part         `json:"parts"`
+	Usage    *message.Usage `json:"usage,omitempty"`
+	// Draft is the text streamed so far into a message that is not final.
+	Draft     string         `json:"draft,omitempty"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+// CreateRun is the body of POST /v1/threads/{id}/runs.
+type CreateRun struct {
+	Input  string `json:"input"`
+	Stream bool   `json:"stream,omitempty"`
+	// Agent starts the run with this agent instead of the picker's choice.
+	Agent string `json:"agent,omitempty"`
+}
+
+// Run is the outcome of a run, or its state while it waits.
+type Run struct {
+	ID        string              `json:"id"`
+	Object    string              `json:"object"`
+	ThreadID  string              `json:"thread_id"`
+	Network   string              `json:"network"`
+	Status    string              `json:"status"`
+	LastAgent string              `json:"last_agent,omitempty"`
+	Output    string              `json:"output,omitempty"`
+	Turns     int                 `json:"turns"`
+	Handoffs  int                 `json:"handoffs"`
+	Usage     message.Usage       `json:"usage"`
+	Interrupt *runstate.Interrupt `json:"interrupt,omitempty"`
+	Error     *RunError           `json:"error,omitempty"`
+	Limit     string              `json:"limit,omitempty"`
+	EventsURL string              `json:"events_url"`
+}
+
+// RunError is why a run failed.
+type RunError struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Limit   string `json:"limit,omitempty"`
+}
+
+// Decision answers an interrupt: one decision for every action, or one per
+// call in Decisions.
+type Decision struct {
+	Type string `json:"type,omitempty"`
+	// Args are the edited arguments of an edit decision.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Message is a reason shown to the model on rejection.
+	Message   string         `json:"message,omitempty"`
+	Decisions []CallDecision `json:"decisions,omitempty"`
+	// Stream answers with the resumed run's events (SSE) instead of its
+	// result.
+	Stream bool `json:"stream,omitempty"`
+}
+
+// CallDecision answers one action of an interrupt.
+type CallDecision struct {
+	Type    string          `json:"type"`
+	CallID  string          `json:"call_id,omitempty"`
+	Args    json.RawMessage `json:"args,omitempty"`
+	Message string          `json:"message,omitempty"`
+}
+
+// Interrupt is an approval a run waits for.
+type Interrupt struct {
+	ID             string                   `json:"id"`
+	Object         string                   `json:"object"`
+	RunID          string                   `json:"run_id"`
+	ThreadID       string                   `json:"thread_id"`
+	Network        string                   `json:"network"`
+	Agent          string                   `json:"agent"`
+	Status         string                   `json:"status"`
+	SchemaVersion  int                      `json:"schema_version"`
+	Source         string                   `json:"source"`
+	ActionRequests []runstate.ActionRequest `json:"action_requests"`
+}
+
+// HandoffRequest is the body of POST /v1/threads/{id}/handoff: empty (or
+// with AssistantID) to preview a summary, or an interrupt and a decision
+// to apply one.
+type HandoffRequest struct {
+	AssistantID string          `json:"assistant_id,omitempty"`
+	Interrupt   json.RawMessage `json:"interrupt,omitempty"`
+	Decision    *HandoffDecide  `json:"decision,omitempty"`
+}
+
+// HandoffDecide is a person's decision on a thread handoff summary.
+type HandoffDecide struct {
+	Type     string `json:"type"`
+	Title    string `json:"title,omitempty"`
+	Markdown string `json:"markdown,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// HandoffOutcome is the result of a handoff decision.
+type HandoffOutcome struct {
+	Object         string `json:"object"`
+	HandoffID      string `json:"handoff_id"`
+	Decision       string `json:"decision"`
+	Applied        bool   `json:"applied"`
+	AlreadyApplied bool   `json:"already_applied,omitempty"`
+	ParentThreadID string `json:"parent_thread_id"`
+	ChildThreadID  string `json:"child_thread_id,omitempty"`
+	AssistantID    string `json:"assistant_id,omitempty"`
+	Markdown       string `json:"summary_md,omitempty"`
+	MirrorStatus   string `json:"mirror_status,omitempty"`
+	Message        string `json:"message"`
+}
+
+// ChatRequest is the body of POST /v1/chat/completions (the fields baton
+// uses; others are accepted and ignored).
+type ChatRequest struct {
+	Model         string         `json:"model"`
+	Messages      []ChatMessage  `json:"messages"`
+	Stream        bool           `json:"stream,omitempty"`
+	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
+	User          string         `json:"user,omitempty"`
+}
+
+// StreamOptions are the stream options of a [ChatRequest].
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// ChatMessage is a message of a [ChatRequest]. Content is a string or an
+// array of parts ({"type": "text", "text": …}).
+type ChatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+// ChatCompletion is a chat completion or one chunk of a streamed one.
+type ChatCompletion struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	SystemFingerprint string       `json:"system_fingerprint,omitempty"`
+	Choices           []ChatChoice `json:"choices"`
+	Usage             *ChatUsage   `json:"usage,omitempty"`
+}
+
+// ChatChoice is the one choice of a [ChatCompletion].
+type ChatChoice struct {
+	Index        int         `json:"index"`
+	Message      *ChatOutput `json:"message,omitempty"`
+	Delta        *ChatOutput `json:"delta,omitempty"`
+	FinishReason *string     `json:"finish_reason"`
+	Logprobs     *struct{}   `json:"logprobs"`
+}
+
+// ChatOutput is the assistant message (or delta) of a [ChatChoice].
+type ChatOutput struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+	Refusal *string `json:"refusal,omitempty"`
+}
+
+// ChatUsage counts the tokens of a chat completion.
+type ChatUsage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+// Health is the body of /healthz and /readyz.
+type Health struct {
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks,omitempty"`
+}

@@ -1,0 +1,258 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/server/internal/runlog"
+	"github.com/batonhq/baton/store"
+)
+
+// maxChain bounds the checkpoints read to rebuild a run's events.
+const maxChain = 2000
+
+// rebuild returns the events of a run after cursor from, made from its
+// stored checkpoints: the checkpoint chain is read back from the newest
+// until one at or before from, and each step's new messages become the
+// events that produced them. Text deltas are folded into their message
+// events; ids end at each checkpoint's seq, so that they line up with the
+// ids of the live events.
+func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.Cursor) ([]runlog.Entry, error) {
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
+	if err != nil {
+		return nil, err
+	}
+	chain := []*runstate.State{cp.State}
+	for cp.ParentID != "" && cp.State.Seq > from.Seq && len(chain) < maxChain {
+		cp, err = s.st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ParentID})
+		if err != nil {
+			return nil, err
+		}
+		chain = append(chain, cp.State)
+	}
+	var start *runstate.State
+	if cp.ParentID != "" || cp.State.Seq <= from.Seq {
+		// The oldest read is the baseline, not part of the range.
+		start = chain[len(chain)-1]
+		chain = chain[:len(chain)-1]
+	}
+	var out []runlog.Entry
+	prevState := start
+	var last runlog.Cursor
+	if start != nil {
+		last = runlog.Cursor{Seq: start.Seq}
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		st := chain[i]
+		evs := synthesize(prevState, st)
+		n := len(evs)
+		for j, ev := range evs {
+			at := runlog.Cursor{Seq: st.Seq - (n - 1 - j)}
+			if !last.Less(at) {
+				at = runlog.Cursor{Seq: last.Seq, Sub: last.Sub + 1}
+			}
+			data, err := json.Marshal(ev)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, runlog.Entry{At: at, Type: string(ev.EventType()), Data: data})
+			last = at
+		}
+		prevState = st
+	}
+	return out, nil
+}
+
+// synthesize returns the events that took a run from state prev (nil: its
+// start) to state cur.
+func synthesize(prev, cur *runstate.State) []runner.Event {
+	var evs []runner.Event
+	h := func(t runner.EventType) runner.Header { return runner.Header{Type: t} }
+	skip := 0
+	agent := cur.Agent
+	if len(cur.Trail) > 0 {
+		agent = cur.Trail[0]
+	}
+	if prev == nil {
+		evs = append(evs, &runner.RunStartEvent{Header: h(runner.TypeRunStart), RunID: cur.RunID, ThreadID: cur.ThreadID, Network: cur.Network, Fingerprint: cur.Fingerprint, Agent: agent},
+			&runner.AgentStartEvent{Header: h(runner.TypeAgentStart), Agent: agent})
+		skip = 1 // the input
+	} else {
+		skip = len(prev.Transcript)
+		agent = prev.Agent
+		if prev.Status != runstate.StatusRunning {
+			// prev stopped the run (waiting, or a transient failure): cur resumed it.
+			evs = append(evs, &runner.RunStartEvent{Header: h(runner.TypeRunStart), RunID: cur.RunID, ThreadID: cur.ThreadID, Network: cur.Network, Fingerprint: cur.Fingerprint, Agent: prev.Agent, Resumed: true})
+		}
+	}
+	names := map[string]string{}
+	for _, m := range cur.Transcript[min(skip, len(cur.Transcript)):] {
+		switch m.Role {
+		case message.RoleAssistant:
+			if t := m.Text(); t != "" {
+				evs = append(evs, &runner.MessageEvent{Header: h(runner.TypeMessage), Agent: m.Agent, Text: t, MessageID: m.ID, Usage: m.Usage})
+			}
+			for _, c := range m.ToolCalls() {
+				names[c.ID] = c.Name
+				evs = append(evs, &runner.ToolCallEvent{Header: h(runner.TypeToolCall), Agent: m.Agent, Name: c.Name, ID: c.ID, Arguments: c.Arguments})
+			}
+		case message.RoleTool:
+			for _, p := range m.Parts {
+				if p.Type != message.PartToolResult {
+					continue
+				}
+				ev := &runner.ToolResultEvent{Header: h(runner.TypeToolResult), Agent: m.Agent, Name: p.Name, ID: p.CallID}
+				if p.IsError {
+					ev.Error = p.Text
+				} else {
+					ev.Output = p.Text
+				}
+				evs = append(evs, ev)
+			}
+		}
+	}
+	if cur.Agent != agent {
+		ev := &runner.HandoffEvent{Header: h(runner.TypeHandoff), From: agent, To: cur.Agent}
+		if hc := cur.Handoff; hc != nil && hc.To == cur.Agent {
+			ev.ID, ev.From, ev.HandoffType, ev.Tool, ev.Reason, ev.Context, ev.HistoryPolicy, ev.Transforms = hc.ID, hc.From, hc.Type, hc.Tool, hc.Reason, hc.Data, hc.History, hc.Transforms
+		}
+		evs = append(evs, ev, &runner.AgentStartEvent{Header: h(runner.TypeAgentStart), Agent: cur.Agent, Reason: "handoff"})
+	}
+	switch cur.Status {
+	case runstate.StatusRunning:
+		return evs
+	case runstate.StatusInterrupted:
+		if cur.Interrupt != nil {
+			evs = append(evs, &runner.InterruptEvent{Header: h(runner.TypeInterrupt), Interrupt: cur.Interrupt})
+		}
+	case runstate.StatusSuspended:
+		var calls []string
+		for _, p := range cur.Pending {
+			if p.Result == nil {
+				calls = append(calls, p.Call.ID)
+			}
+		}
+		evs = append(evs, &runner.SuspendedEvent{Header: h(runner.TypeSuspended), Agent: cur.Agent, Calls: calls})
+	case runstate.StatusFailed:
+		if f := cur.Failure; f != nil {
+			evs = append(evs, &runner.ErrorEvent{Header: h(runner.TypeError), Kind: runner.Kind(f.Kind), Message: f.Message, Limit: f.Limit, Agent: cur.Agent})
+		}
+	}
+	evs = append(evs, &runner.RunEndEvent{Header: h(runner.TypeRunEnd), Status: cur.Status, LastAgent: cur.Agent, Turns: cur.Turns,
+		Handoffs: cur.Handoffs, Usage: cur.Usage, Output: cur.FinalOutput})
+	return evs
+}
+
+// follow streams the progress of a run that a worker of another process
+// executes: it polls the run's checkpoints (waking early on draft updates
+// when Config.Drafts is set) and appends the events they imply, and the
+// drafts, to the run's log, until the run is final or waits for a decision,
+// or nobody has read the log for a minute.
+func (s *Server) follow(run *runEntry) {
+	run.mu.Lock()
+	if run.following || run.producing {
+		run.mu.Unlock()
+		return
+	}
+	run.following = true
+	run.lastRead = time.Now()
+	run.mu.Unlock()
+	go func() {
+		defer func() {
+			run.mu.Lock()
+			run.following = false
+			run.mu.Unlock()
+		}()
+		ctx, cancel := context.WithCancel(s.runCtx)
+		defer cancel()
+		wake := make(chan DraftUpdate, 1)
+		if s.cfg.Drafts != nil {
+			go func() {
+				for u, err := range s.cfg.Drafts.SubscribeThread(ctx, run.owner, run.threadID) {
+					if err != nil {
+						return
+					}
+					select {
+					case wake <- u:
+					default:
+						// The follower is busy: it reads the store next anyway.
+						select {
+						case <-wake:
+						default:
+						}
+						wake <- u
+					}
+				}
+			}()
+		}
+		t := time.NewTicker(s.cfg.FollowInterval)
+		defer t.Stop()
+		for {
+			done, err := s.followOnce(ctx, run)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Warn("follow run", "run_id", run.id, "error", err)
+			}
+			if done {
+				return
+			}
+			run.mu.Lock()
+			idle := run.readers == 0 && time.Since(run.lastRead) > time.Minute
+			run.mu.Unlock()
+			if idle {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			case u := <-wake:
+				if !u.Final {
+					data, _ := json.Marshal(u)
+					last := run.log.Last()
+					run.log.Append(runlog.Entry{At: runlog.Cursor{Seq: last.Seq, Sub: last.Sub + 1}, Type: "draft", Data: data})
+				}
+			}
+		}
+	}()
+}
+
+// followOnce appends the events of the run's checkpoints written since its
+// log's last event. It reports whether the run stopped.
+func (s *Server) followOnce(ctx context.Context, run *runEntry) (bool, error) {
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: run.owner, RunID: run.id})
+	if err != nil {
+		return false, err
+	}
+	last := run.log.Last()
+	run.mu.Lock()
+	if last.Less(run.base) {
+		last = run.base
+	}
+	run.mu.Unlock()
+	if cp.State.Seq > last.Seq {
+		entries, err := s.rebuild(ctx, run.owner, run.id, runlog.Cursor{Seq: last.Seq})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range entries {
+			if last.Less(e.At) {
+				run.log.Append(e)
+				last = e.At
+			}
+		}
+		run.mu.Lock()
+		run.res = runFromState(cp.State)
+		run.mu.Unlock()
+	}
+	switch cp.State.Status {
+	case runstate.StatusCompleted, runstate.StatusFailed, runstate.StatusInterrupted:
+		run.log.Close(string(cp.State.Status))
+		return true, nil
+	}
+	return false, nil
+}

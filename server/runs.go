@@ -1,0 +1,614 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/batonhq/baton/internal/sse"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/server/internal/runlog"
+	"github.com/batonhq/baton/server/internal/wire"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/threads"
+)
+
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *caller) error {
+	var req wire.CreateRun
+	if err := decodeJSON(r, &req, true); err != nil {
+		return err
+	}
+	if err := s.checkInput(req.Input); err != nil {
+		return err
+	}
+	th, err := s.thread(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	nw, err := s.threadNetwork(th)
+	if err != nil {
+		return err
+	}
+	if req.Agent != "" {
+		if _, ok := nw.net.Agent(req.Agent); !ok {
+			return badParam("agent", "network %s has no agent %q", nw.name, req.Agent)
+		}
+	}
+	var opts []runner.RunOption
+	if req.Agent != "" {
+		opts = append(opts, runner.WithAgent(req.Agent))
+	}
+	run, err := s.startTurn(r.Context(), c.owner, th.ID, nw, req.Input, opts)
+	if err != nil {
+		return err
+	}
+	if req.Stream {
+		return s.streamRun(w, r, run, runlog.Cursor{})
+	}
+	return s.waitRun(w, r, run)
+}
+
+func (s *Server) checkInput(input string) error {
+	switch {
+	case strings.TrimSpace(input) == "":
+		return badParam("input", "input is required: the user's message, a non-empty string")
+	case len(input) > s.cfg.MaxInputBytes:
+		return badParam("input", "input is %d bytes, more than the limit of %d", len(input), s.cfg.MaxInputBytes)
+	case !utf8.ValidString(input):
+		return badParam("input", "input is not valid UTF-8")
+	}
+	return nil
+}
+
+// thread returns a thread of the caller; another owner's is 404.
+func (s *Server) thread(ctx context.Context, c *caller, id string) (*store.Thread, error) {
+	if id == "" || len(id) > 128 {
+		return nil, notFound("thread", id)
+	}
+	th, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: c.owner, ID: id})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound("thread", id)
+	}
+	return th, err
+}
+
+func (s *Server) threadNetwork(th *store.Thread) (*network, error) {
+	nw, ok := s.nets[th.Network]
+	if !ok {
+		return nil, errorf(http.StatusConflict, "network_unavailable", "thread %s belongs to network %q, which this server does not run", th.ID, th.Network)
+	}
+	return nw, nil
+}
+
+// startTurn starts a user turn on a thread in a goroutine of the server and
+// returns once its first event (or the error that kept it from starting)
+// is known.
+func (s *Server) startTurn(ctx context.Context, owner, threadID string, nw *network, input string, opts []runner.RunOption) (*runEntry, error) {
+	runID := newRunID()
+	opts = append([]runner.RunOption{runner.WithRunID(runID), runner.WithBackgroundBoundary()}, opts...)
+	if nw.sum != nil {
+		opts = append(opts, runner.WithValues(summary.OwnerValues(owner)))
+	}
+	return s.launch(ctx, owner, threadID, runID, nw, nil, func(ctx context.Context) iter.Seq2[runner.Event, error] {
+		return nw.svc.Turn(ctx, owner, input, threads.TurnOptions{ThreadID: threadID, RunOptions: opts})
+	})
+}
+
+// launch runs events in a goroutine on the thread, one run per thread at a
+// time in this process. resumeAt, for a resumed run, is the seq of the
+// checkpoint it resumes from: its events before are in the store.
+func (s *Server) launch(ctx context.Context, owner, threadID, runID string, nw *network, resumeAt *runlog.Cursor, events func(context.Context) iter.Seq2[runner.Event, error]) (*runEntry, error) {
+	if s.draining.Load() {
+		return nil, errShuttingDown
+	}
+	te := s.reg.thread(owner, threadID)
+	te.mu.Lock()
+	if a := te.active; a != nil {
+		te.mu.Unlock()
+		e := errorf(http.StatusConflict, wire.ErrConflict, "thread %s has a run in progress (%s): wait for it to end, or follow it at %s", threadID, a.id, eventsURL(threadID, a.id))
+		e.param = a.id
+		return nil, e
+	}
+	run := s.reg.newRun(owner, threadID, runID, nw.name)
+	run.mu.Lock()
+	if run.producing {
+		run.mu.Unlock()
+		te.mu.Unlock()
+		return nil, errorf(http.StatusConflict, wire.ErrConflict, "run %s is in progress", runID)
+	}
+	run.producing = true
+	if resumeAt != nil {
+		// Events up to now are in the store (or still in the log): new
+		// events continue after them.
+		if last := run.log.Last(); run.base.Less(last) {
+			run.base = last
+		}
+		if run.base.Less(*resumeAt) {
+			run.base = *resumeAt
+		}
+		run.started = make(chan struct{})
+		run.startErr = nil
+	}
+	started := run.started
+	run.mu.Unlock()
+	te.active = run
+	te.mu.Unlock()
+	run.log.Reopen()
+
+	s.inflight.add()
+	go func() {
+		defer s.inflight.done()
+		s.drive(run, te, nw, events(s.runCtx))
+	}()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	run.mu.Lock()
+	err := run.startErr
+	run.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// drive consumes a run's events into its logs, then hands a suspended run
+// to the background, or closes its log.
+func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.Seq2[runner.Event, error]) {
+	started := false
+	var runErr error
+	status := ""
+	for ev, err := range events {
+		if err != nil {
+			runErr = err
+			break
+		}
+		if !started {
+			started = true
+			close(run.started)
+		}
+		s.publish(run, te, ev)
+		if end, ok := ev.(*runner.RunEndEvent); ok {
+			status = string(end.Status)
+		}
+	}
+	if !started {
+		// The run did not start: the request answers with the error.
+		run.mu.Lock()
+		run.startErr, run.producing = runErr, false
+		run.mu.Unlock()
+		te.mu.Lock()
+		if te.active == run {
+			te.active = nil
+		}
+		te.mu.Unlock()
+		if run.log.Last() == (runlog.Cursor{}) && run.base == (runlog.Cursor{}) {
+			s.reg.forget(run)
+		}
+		run.log.Close(string(runstate.StatusFailed))
+		close(run.started)
+		if runErr != nil {
+			s.recoverBusy(runErr, run.owner, nw)
+		}
+		return
+	}
+	if status == "" {
+		status = string(runstate.StatusFailed)
+	}
+	if runErr != nil {
+		s.log.Warn("run failed", "run_id", run.id, "thread_id", run.threadID, "error", runErr)
+	}
+	if status == string(runstate.StatusCompleted) && nw.sum != nil {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.runCtx), 10*time.Second)
+		if _, err := nw.sum.Cleanup(ctx, run.owner, run.threadID); err != nil {
+			s.log.Warn("thread handoff cleanup failed", "thread_id", run.threadID, "error", err)
+		}
+		cancel()
+	}
+	if status == string(runstate.StatusSuspended) && runErr == nil {
+		s.continueRun(run, te, nw)
+		return
+	}
+	s.finish(run, te, status)
+}
+
+// finish closes a run's log with its status and frees its thread.
+func (s *Server) finish(run *runEntry, te *threadEntry, status string) {
+	run.mu.Lock()
+	run.producing = false
+	run.mu.Unlock()
+	te.mu.Lock()
+	if te.active == run {
+		te.active = nil
+	}
+	te.mu.Unlock()
+	run.log.Close(status)
+}
+
+// publish appends an event to the run's and the thread's logs.
+func (s *Server) publish(run *runEntry, te *threadEntry, ev runner.Event) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		s.log.Error("encode event", "run_id", run.id, "error", err)
+		return
+	}
+	run.observe(ev)
+	typ := string(ev.EventType())
+	s.appendRun(run, typ, ev.Sequence(), data)
+	te.append(run.id, typ, data)
+}
+
+// appendRun appends an event at seq, or right after the last event when
+// seq is not after it (ids stay increasing whatever happens).
+func (s *Server) appendRun(run *runEntry, typ string, seq int, data []byte) {
+	at := runlog.Cursor{Seq: seq}
+	last := run.log.Last()
+	run.mu.Lock()
+	if last.Less(run.base) {
+		last = run.base
+	}
+	run.mu.Unlock()
+	if !last.Less(at) {
+		at = runlog.Cursor{Seq: last.Seq, Sub: last.Sub + 1}
+	}
+	run.log.Append(runlog.Entry{At: at, Type: typ, Data: data})
+}
+
+// continueRun hands a suspended run to the background; its log stays open
+// for the worker's events.
+func (s *Server) continueRun(run *runEntry, te *threadEntry, nw *network) {
+	inProcess := false
+	if s.bg != nil {
+		job := Job{Owner: run.owner, ThreadID: run.threadID, RunID: run.id, Network: nw.name,
+			Resume: func(ctx context.Context) error { return s.resumeJob(ctx, run, te, nw) }}
+		var err error
+		inProcess, err = s.bg.Continue(s.runCtx, job)
+		if err != nil {
+			s.log.Warn("background hand-over failed; the run stays suspended for another worker", "run_id", run.id, "error", err)
+			inProcess = false
+		}
+	}
+	if inProcess {
+		return // the thread stays busy until the worker ends the run
+	}
+	run.mu.Lock()
+	run.producing = false
+	run.mu.Unlock()
+	te.mu.Lock()
+	if te.active == run {
+		te.active = nil
+	}
+	te.mu.Unlock()
+	s.follow(run)
+}
+
+// resumeJob resumes a suspended run on the in-process worker.
+func (s *Server) resumeJob(ctx context.Context, run *runEntry, te *threadEntry, nw *network) error {
+	s.inflight.add()
+	defer s.inflight.done()
+	var runErr error
+	status := ""
+	for ev, err := range nw.svc.Resume(ctx, run.owner, run.id) {
+		if err != nil {
+			runErr = err
+			break
+		}
+		s.publish(run, te, ev)
+		if end, ok := ev.(*runner.RunEndEvent); ok {
+			status = string(end.Status)
+		}
+	}
+	if status == "" {
+		status = string(runstate.StatusFailed)
+	}
+	if status == string(runstate.StatusCompleted) && nw.sum != nil {
+		if _, err := nw.sum.Cleanup(context.WithoutCancel(ctx), run.owner, run.threadID); err != nil {
+			s.log.Warn("thread handoff cleanup failed", "thread_id", run.threadID, "error", err)
+		}
+	}
+	if runErr != nil && ctx.Err() != nil {
+		// Canceled at shutdown: the run stays at its last checkpoint, to be
+		// resumed by the next worker; its streams end here.
+		s.finish(run, te, string(runstate.StatusSuspended))
+		return runErr
+	}
+	s.finish(run, te, status)
+	return runErr
+}
+
+// recoverBusy hands an orphaned run to the background: a turn was refused
+// because the thread's last run is unfinished (suspended, or running at a
+// checkpoint left by a stopped process) and no goroutine of this process
+// executes it.
+func (s *Server) recoverBusy(err error, owner string, nw *network) {
+	var busy *threads.BusyError
+	if !errors.As(err, &busy) || busy.Status == runstate.StatusInterrupted || s.bg == nil || s.draining.Load() {
+		return
+	}
+	seq := 0
+	if cp, err := s.st.LatestCheckpoint(s.runCtx, &store.LatestCheckpointParams{OwnerID: owner, RunID: busy.RunID}); err == nil {
+		seq = cp.State.Seq
+	}
+	te := s.reg.thread(owner, busy.ThreadID)
+	te.mu.Lock()
+	if te.active != nil {
+		te.mu.Unlock()
+		return
+	}
+	run := s.reg.newRun(owner, busy.ThreadID, busy.RunID, nw.name)
+	run.mu.Lock()
+	if run.producing || run.following {
+		run.mu.Unlock()
+		te.mu.Unlock()
+		return
+	}
+	run.producing = true
+	if last := run.log.Last(); run.base.Less(last) {
+		run.base = last
+	}
+	if run.base.Seq < seq {
+		run.base = runlog.Cursor{Seq: seq}
+	}
+	run.mu.Unlock()
+	te.active = run
+	te.mu.Unlock()
+	run.log.Reopen()
+	s.log.Info("resuming an unfinished run on the background", "run_id", busy.RunID, "thread_id", busy.ThreadID, "status", busy.Status)
+	s.continueRun(run, te, nw)
+}
+
+// streamRun streams a run's events after from as SSE until the run is
+// final, or waits for a decision, or the client goes.
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *runEntry, from runlog.Cursor) error {
+	if !s.acquireStream(r.Context()) {
+		return s.tooManyStreams()
+	}
+	defer s.releaseStream(r.Context())
+	run.addReader(1)
+	defer run.addReader(-1)
+	sw, err := sse.NewWriter(w, s.sseOptions(http.Header{"Baton-Run-Id": {run.id}, "Baton-Thread-Id": {run.threadID}}))
+	if err != nil {
+		return nil
+	}
+	run.mu.Lock()
+	base := run.base
+	run.mu.Unlock()
+	cur := from
+	if cur.Less(base) {
+		// Events before the log: rebuilt from the store.
+		if cur, err = s.sendRebuilt(r.Context(), sw, run, cur, base); err != nil {
+			return nil
+		}
+	}
+	hb := time.NewTimer(s.cfg.Heartbeat)
+	defer hb.Stop()
+	var buf []runlog.Entry
+	for {
+		rd := run.log.Since(cur, 256, buf[:0])
+		if rd.Lost && len(rd.Entries) > 0 {
+			if cur, err = s.sendRebuilt(r.Context(), sw, run, cur, prev(rd.Entries[0].At)); err != nil {
+				return nil
+			}
+		}
+		for i := range rd.Entries {
+			e := &rd.Entries[i]
+			if !cur.Less(e.At) {
+				continue
+			}
+			if err := queue(sw, sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}); err != nil {
+				return nil
+			}
+			cur = e.At
+		}
+		if len(rd.Entries) > 0 {
+			if sw.Flush() != nil {
+				return nil
+			}
+			resetTimer(hb, s.cfg.Heartbeat)
+		}
+		buf = rd.Entries
+		if rd.Done {
+			return nil
+		}
+		select {
+		case <-rd.Wait:
+		case <-r.Context().Done():
+			return nil
+		case <-hb.C:
+			if sw.Comment("ping") != nil {
+				return nil
+			}
+			hb.Reset(s.cfg.Heartbeat)
+		}
+	}
+}
+
+// prev returns a cursor just before c.
+func prev(c runlog.Cursor) runlog.Cursor {
+	if c.Sub > 0 {
+		return runlog.Cursor{Seq: c.Seq, Sub: c.Sub - 1}
+	}
+	return runlog.Cursor{Seq: c.Seq - 1, Sub: 1 << 30}
+}
+
+// queue frames an event, flushing first when the client's buffer is full.
+func queue(sw *sse.Writer, ev sse.Event) error {
+	err := sw.Queue(ev)
+	if errors.Is(err, sse.ErrSlowClient) {
+		if err := sw.Flush(); err != nil {
+			return err
+		}
+		err = sw.Queue(ev)
+	}
+	return err
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	t.Stop()
+	t.Reset(d)
+}
+
+// sendRebuilt sends the events in (from, upto] rebuilt from the run's
+// checkpoints, and returns the cursor reached.
+func (s *Server) sendRebuilt(ctx context.Context, sw *sse.Writer, run *runEntry, from, upto runlog.Cursor) (runlog.Cursor, error) {
+	entries, err := s.rebuild(ctx, run.owner, run.id, from)
+	if err != nil {
+		s.log.Warn("rebuild events from the store", "run_id", run.id, "error", err)
+		return upto, nil // the client gets what the log has
+	}
+	for _, e := range entries {
+		if !from.Less(e.At) || upto.Less(e.At) {
+			continue
+		}
+		if err := queue(sw, sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}); err != nil {
+			return from, err
+		}
+		from = e.At
+	}
+	if err := sw.Flush(); err != nil {
+		return from, err
+	}
+	if from.Less(upto) {
+		from = upto
+	}
+	return from, nil
+}
+
+func (s *Server) sseOptions(h http.Header) sse.Options {
+	return sse.Options{MaxBuffer: s.cfg.StreamBuffer, WriteTimeout: s.cfg.StreamWriteTimeout, Retry: 2 * time.Second, Header: h}
+}
+
+func (s *Server) acquireStream(ctx context.Context) bool {
+	if s.streams.Add(1) > int64(s.cfg.MaxStreams) {
+		s.streams.Add(-1)
+		return false
+	}
+	s.tel.StreamOpened(ctx)
+	return true
+}
+
+func (s *Server) releaseStream(ctx context.Context) {
+	s.streams.Add(-1)
+	s.tel.StreamClosed(ctx)
+}
+
+func (s *Server) tooManyStreams() error {
+	e := errorf(http.StatusServiceUnavailable, wire.ErrOverloaded, "too many open streams (limit %d); retry shortly", s.cfg.MaxStreams)
+	e.retry = 1
+	return e
+}
+
+// waitRun answers with the run's result once it is final or waits for a
+// decision; past the request timeout, with 202 and its state so far.
+func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, run *runEntry) error {
+	var cur runlog.Cursor
+	for {
+		rd := run.log.Since(cur, 0, nil)
+		if n := len(rd.Entries); n > 0 {
+			cur = rd.Entries[n-1].At
+		}
+		if rd.Done {
+			writeJSON(w, http.StatusOK, run.result())
+			return nil
+		}
+		select {
+		case <-rd.Wait:
+		case <-r.Context().Done():
+			w.Header().Set("Location", eventsURL(run.threadID, run.id))
+			writeJSON(w, http.StatusAccepted, run.result())
+			return nil
+		}
+	}
+}
+
+// runOf returns a run of the caller on a thread: from memory, or adopted
+// from the store (its events rebuilt from its checkpoints).
+func (s *Server) runOf(ctx context.Context, c *caller, th *store.Thread, runID string) (*runEntry, error) {
+	if run := s.reg.run(c.owner, runID); run != nil {
+		if run.threadID != th.ID {
+			return nil, notFound("run", runID)
+		}
+		return run, nil
+	}
+	if runID == "" || len(runID) > 128 {
+		return nil, notFound("run", runID)
+	}
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, RunID: runID})
+	if errors.Is(err, store.ErrNotFound) || err == nil && cp.ThreadID != th.ID {
+		return nil, notFound("run", runID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	run := s.reg.newRun(c.owner, th.ID, runID, cp.State.Network)
+	run.mu.Lock()
+	fresh := run.log.Last() == (runlog.Cursor{}) && run.base == (runlog.Cursor{}) && !run.producing
+	if fresh {
+		run.base = runlog.Cursor{Seq: cp.State.Seq}
+		run.res = runFromState(cp.State)
+	}
+	run.mu.Unlock()
+	if fresh {
+		select {
+		case <-run.started:
+		default:
+			close(run.started)
+		}
+		switch cp.State.Status {
+		case runstate.StatusCompleted, runstate.StatusFailed, runstate.StatusInterrupted:
+			run.log.Close(string(cp.State.Status))
+		default:
+			s.follow(run)
+		}
+	}
+	return run, nil
+}
+
+func runFromState(st *runstate.State) wire.Run {
+	out := wire.Run{Status: string(st.Status), LastAgent: st.Agent, Output: st.FinalOutput, Turns: st.Turns,
+		Handoffs: st.Handoffs, Usage: st.Usage, Interrupt: st.Interrupt}
+	if st.Failure != nil {
+		out.Error = &wire.RunError{Kind: st.Failure.Kind, Message: st.Failure.Message, Limit: st.Failure.Limit}
+		out.Limit = st.Failure.Limit
+	}
+	return out
+}
+
+// runEvents resumes a run's event stream after Last-Event-ID.
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, c *caller) error {
+	from, err := runlog.ParseCursor(sse.LastEventID(r))
+	if err != nil {
+		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want N or N.M)", sse.LastEventID(r))
+	}
+	th, err := s.thread(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	run, err := s.runOf(r.Context(), c, th, r.PathValue("run_id"))
+	if err != nil {
+		return err
+	}
+	return s.streamRun(w, r, run, from)
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *caller) error {
+	th, err := s.thread(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	run, err := s.runOf(r.Context(), c, th, r.PathValue("run_id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, run.result())
+	return nil
+}

@@ -1,0 +1,464 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/netspec"
+	"github.com/batonhq/baton/policy"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/server/internal/runlog"
+	"github.com/batonhq/baton/server/internal/wire"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/telemetry"
+	"github.com/batonhq/baton/threads"
+	"github.com/batonhq/baton/webui"
+)
+
+// Network is a network the server runs, by its name.
+type Network struct {
+	Network *agent.Network
+	// Policy and Picker are as in runner.Config.
+	Policy policy.Policy
+	Picker policy.Picker
+	// Summary is the model of thread → thread handoff summaries; nil turns
+	// POST /v1/threads/{id}/handoff off for the network.
+	Summary model.Model
+}
+
+// NetworkFromSpec returns the Network of a loaded network file.
+func NetworkFromSpec(spec *netspec.Spec) Network {
+	return Network{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Summary: spec.Summary}
+}
+
+// Config configures a [Server]. Store and Networks are required; every zero
+// field means its default.
+type Config struct {
+	// Store keeps threads, messages, checkpoints and API keys. The server
+	// does not close it.
+	Store store.Store
+	// Networks are the networks served, by name (unique).
+	Networks []Network
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+	// Telemetry, if set, observes runs (runner.Config.Observer), counts
+	// open streams and serves GET /metrics.
+	Telemetry *telemetry.Telemetry
+
+	// Background continues runs that stop at the background boundary.
+	// Defaults to an in-process worker pool of Workers goroutines, unless
+	// NoWorkers is set: then suspended runs wait for a worker of another
+	// process, and streams follow them through the store.
+	Background Background
+	// Workers is the size of the default in-process worker pool. Defaults
+	// to 4.
+	Workers int
+	// NoWorkers turns the default in-process worker pool off.
+	NoWorkers bool
+	// Hook is installed as threads.Service.Hook of every network: it runs in
+	// the transaction of every checkpoint (a durable queue enqueues the
+	// continuation of a suspended run there).
+	Hook func(ctx context.Context, tx store.Tx, owner string, cp *store.Checkpoint, st *runstate.State) error
+	// Exclude is installed as threads.Service.Exclude of every network.
+	Exclude func(m *store.Message) bool
+	// Drafts, if set, reports the draft progress of messages written by
+	// workers of other processes; streams that follow such runs, and thread
+	// event streams, carry it as "draft" events.
+	Drafts DraftSource
+	// FollowInterval is how often a stream that follows a run executed by
+	// another process polls its checkpoints. Defaults to 500ms.
+	FollowInterval time.Duration
+
+	// MaxStreams bounds the SSE streams open at once; more are refused with
+	// 503. Defaults to 10000.
+	MaxStreams int
+	// RateLimit is the sustained requests per second allowed per API key;
+	// 0 means no limit. RateBurst is the burst (default: RateLimit rounded
+	// up). Excess requests get 429 with Retry-After.
+	RateLimit float64
+	RateBurst int
+	// RequestTimeout bounds requests that are not streams, a non-streaming
+	// run included (which then answers 202 with the run's state). Defaults
+	// to 60 seconds.
+	RequestTimeout time.Duration
+	// MaxBodyBytes bounds request bodies (413 beyond). Defaults to 1 MiB.
+	MaxBodyBytes int64
+	// MaxInputBytes bounds a run's input text. Defaults to 64 KiB.
+	MaxInputBytes int
+	// Heartbeat is the interval of comment lines on idle streams. Defaults
+	// to 15 seconds.
+	Heartbeat time.Duration
+	// StreamWriteTimeout drops a stream client that takes no bytes for
+	// this long. Defaults to 10 seconds.
+	StreamWriteTimeout time.Duration
+	// StreamBuffer bounds the bytes queued for one stream client. Defaults
+	// to 64 KiB.
+	StreamBuffer int
+	// LogEvents and LogBytes bound the in-memory event log of each run;
+	// a client that falls further behind gets the missed events rebuilt
+	// from the store. Default 4096 events, 1 MiB.
+	LogEvents int
+	LogBytes  int
+	// LogTTL is how long the event log of a finished run is kept for
+	// reconnecting clients. Defaults to 5 minutes.
+	LogTTL time.Duration
+	// KeyCacheTTL is how long an API key lookup is cached (a revoked key
+	// works at most this long). Defaults to 5 seconds; negative disables.
+	KeyCacheTTL time.Duration
+	// NoUI turns the web UI off.
+	NoUI bool
+}
+
+// Server is baton's HTTP API. It is an http.Handler, safe for concurrent
+// use. Call Shutdown to stop it.
+type Server struct {
+	cfg  Config
+	st   store.Store
+	log  *slog.Logger
+	tel  *telemetry.Telemetry
+	nets map[string]*network
+	// netList is the networks in name order.
+	netList []*network
+	mux     *http.ServeMux
+	keys    *keyCache
+	limiter *rateLimiter
+	reg     *registry
+	bg      Background
+
+	// inflight counts the runs executing in this process (inline runs and
+	// in-process worker jobs), for Shutdown.
+	inflight tracker
+
+	streams  atomic.Int64
+	draining atomic.Bool
+	drain    chan struct{} // closed when Shutdown starts
+	runCtx   context.Context
+	stopRuns context.CancelFunc
+	stopOnce sync.Once
+	janitor  chan struct{}
+}
+
+// network is a served network.
+type network struct {
+	name string
+	net  *agent.Network
+	svc  *threads.Service
+	sum  *summary.Service
+	wire wire.Network
+}
+
+// New returns a server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("server: Config.Store is required")
+	}
+	if len(cfg.Networks) == 0 {
+		return nil, errors.New("server: Config.Networks needs at least one network")
+	}
+	setDefaults(&cfg)
+	s := &Server{cfg: cfg, st: cfg.Store, log: cfg.Logger, tel: cfg.Telemetry, nets: map[string]*network{},
+		keys: &keyCache{ttl: cfg.KeyCacheTTL, m: map[string]keyEntry{}}, limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst),
+		drain: make(chan struct{}), janitor: make(chan struct{})}
+	s.reg = newRegistry(runlog.Limits{MaxEvents: cfg.LogEvents, MaxBytes: cfg.LogBytes}, cfg.LogTTL)
+	for i, n := range cfg.Networks {
+		if n.Network == nil {
+			return nil, fmt.Errorf("server: Config.Networks[%d] has no network", i)
+		}
+		name := n.Network.Name()
+		if _, dup := s.nets[name]; dup {
+			return nil, fmt.Errorf("server: network %q is given twice", name)
+		}
+		nw, err := s.newNetwork(n)
+		if err != nil {
+			return nil, err
+		}
+		s.nets[name] = nw
+		s.netList = append(s.netList, nw)
+	}
+	slices.SortFunc(s.netList, func(a, b *network) int {
+		if a.name < b.name {
+			return -1
+		}
+		return 1
+	})
+	s.runCtx, s.stopRuns = context.WithCancel(context.WithoutCancel(context.Background()))
+	s.bg = cfg.Background
+	if s.bg == nil && !cfg.NoWorkers {
+		s.bg = newWorkerPool(cfg.Workers, &s.inflight)
+	}
+	s.routes()
+	go s.sweep()
+	return s, nil
+}
+
+func setDefaults(cfg *Config) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if cfg.FollowInterval <= 0 {
+		cfg.FollowInterval = 500 * time.Millisecond
+	}
+	if cfg.MaxStreams <= 0 {
+		cfg.MaxStreams = 10000
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 60 * time.Second
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.MaxInputBytes <= 0 {
+		cfg.MaxInputBytes = 64 << 10
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 15 * time.Second
+	}
+	if cfg.LogTTL <= 0 {
+		cfg.LogTTL = 5 * time.Minute
+	}
+	if cfg.KeyCacheTTL == 0 {
+		cfg.KeyCacheTTL = 5 * time.Second
+	}
+}
+
+func (s *Server) newNetwork(n Network) (*network, error) {
+	name := n.Network.Name()
+	rc := runner.Config{Network: n.Network, Policy: n.Policy, Picker: n.Picker, Logger: s.log}
+	if s.tel != nil {
+		rc.Observer = s.tel.Observer()
+	}
+	var sum *summary.Service
+	if n.Summary != nil {
+		var err error
+		sum, err = summary.New(summary.Config{Store: s.st, Model: n.Summary, Logger: s.log})
+		if err != nil {
+			return nil, fmt.Errorf("server: network %s: %w", name, err)
+		}
+		rc.System = sum.System(nil)
+	}
+	r, err := runner.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("server: network %s: %w", name, err)
+	}
+	svc := threads.New(s.st, r, s.log)
+	svc.Hook = s.cfg.Hook
+	svc.Exclude = s.cfg.Exclude
+	w := wire.Network{Object: "network", Name: name, Fingerprint: n.Network.Fingerprint(), Entry: n.Network.Entry(), ThreadHandoff: sum != nil}
+	for _, a := range n.Network.Agents() {
+		wa := wire.Agent{Name: a.Name, Description: a.Description}
+		for _, h := range a.Handoffs {
+			wa.Handoffs = append(wa.Handoffs, h.To)
+		}
+		w.Agents = append(w.Agents, wa)
+	}
+	return &network{name: name, net: n.Network, svc: svc, sum: sum, wire: w}, nil
+}
+
+// handlerFunc is an API handler: it returns an error to answer with.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, c *caller) error
+
+// route options.
+const (
+	public    = 1 << iota // no API key
+	streaming             // no request timeout: the handler bounds itself
+)
+
+func (s *Server) routes() {
+	mux := http.NewServeMux()
+	s.mux = mux
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.tel != nil {
+		mux.Handle("GET /metrics", s.tel.MetricsHandler())
+	}
+	s.handle("GET /v1/networks", 0, s.listNetworks)
+	s.handle("GET /v1/models", 0, s.listModels)
+	s.handle("POST /v1/threads", 0, s.createThread)
+	s.handle("GET /v1/threads", 0, s.listThreads)
+	s.handle("GET /v1/threads/{id}", 0, s.getThread)
+	s.handle("GET /v1/threads/{id}/messages", 0, s.listMessages)
+	s.handle("POST /v1/threads/{id}/runs", streaming, s.createRun)
+	s.handle("GET /v1/threads/{id}/runs/{run_id}", 0, s.getRun)
+	s.handle("GET /v1/threads/{id}/runs/{run_id}/events", streaming, s.runEvents)
+	s.handle("GET /v1/threads/{id}/events", streaming, s.threadEvents)
+	s.handle("POST /v1/threads/{id}/handoff", 0, s.threadHandoff)
+	s.handle("GET /v1/interrupts/{id}", 0, s.getInterrupt)
+	s.handle("POST /v1/interrupts/{id}/decision", streaming, s.decide)
+	s.handle("POST /v1/chat/completions", streaming, s.chatCompletions)
+	if !s.cfg.NoUI {
+		ui := webui.Handler()
+		mux.Handle("GET /{$}", ui)
+		mux.Handle("GET /assets/", ui)
+	}
+}
+
+// handle registers an API route: authentication, rate limit, body limit
+// and (unless streaming) the request timeout around h.
+func (s *Server) handle(pattern string, opts int, h handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		var c *caller
+		if opts&public == 0 {
+			var err error
+			if c, err = s.authenticate(r); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			if ok, wait := s.limiter.allow(c.keyID, time.Now()); !ok {
+				e := errorf(http.StatusTooManyRequests, wire.ErrRateLimited, "rate limit of %g requests per second exceeded; retry in %s", s.cfg.RateLimit, wait.Round(time.Millisecond))
+				e.retry = int(math.Ceil(wait.Seconds()))
+				s.writeError(w, r, e)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		}
+		if opts&streaming == 0 {
+			ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		if err := h(w, r, c); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil {
+				err = errorf(http.StatusGatewayTimeout, wire.ErrTimeout, "the request took longer than %s", s.cfg.RequestTimeout)
+			}
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// ServeHTTP routes a request. Unknown routes and methods answer JSON
+// errors (404, 405).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		s.mux.ServeHTTP(w, r) // sets the path values
+		return
+	}
+	// The mux's own 404 or 405: find which, answer in JSON.
+	probe := &statusProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		s.writeError(w, r, errorf(http.StatusMethodNotAllowed, wire.ErrInvalidRequest, "method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, probe.header.Get("Allow")))
+		return
+	}
+	if probe.status >= 300 && probe.status < 400 {
+		h.ServeHTTP(w, r) // the mux's redirects (clean paths)
+		return
+	}
+	s.writeError(w, r, errorf(http.StatusNotFound, wire.ErrNotFound, "no route for %s %s", r.Method, r.URL.Path))
+}
+
+// statusProbe records the status the mux's fallback handler writes.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(code int)        { p.status = code }
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	checks := map[string]string{}
+	status, code := "ready", http.StatusOK
+	if s.draining.Load() {
+		status, code = "draining", http.StatusServiceUnavailable
+		checks["server"] = "shutting down"
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.st.Ping(ctx); err != nil {
+		status, code = "unavailable", http.StatusServiceUnavailable
+		checks["database"] = "unreachable"
+	} else {
+		checks["database"] = "ok"
+	}
+	checks["streams"] = strconv.FormatInt(s.streams.Load(), 10) + "/" + strconv.Itoa(s.cfg.MaxStreams)
+	if code != http.StatusOK {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, code, wire.Health{Status: status, Checks: checks})
+}
+
+func (s *Server) listNetworks(w http.ResponseWriter, r *http.Request, c *caller) error {
+	out := wire.List[wire.Network]{Object: "list", Data: make([]wire.Network, 0, len(s.netList))}
+	for _, n := range s.netList {
+		out.Data = append(out.Data, n.wire)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// listModels is OpenAI's GET /v1/models: the networks, as models.
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request, c *caller) error {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	out := wire.List[model]{Object: "list", Data: []model{}}
+	for _, n := range s.netList {
+		out.Data = append(out.Data, model{ID: n.name, Object: "model", OwnedBy: "baton"})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// network returns the served network of a name.
+func (s *Server) network(name string) (*network, error) {
+	if n, ok := s.nets[name]; ok {
+		return n, nil
+	}
+	names := make([]string, len(s.netList))
+	for i, n := range s.netList {
+		names[i] = n.name
+	}
+	return nil, badParam("network", "unknown network %q (this server runs: %v)", name, names)
+}
+
+// Shutdown stops the server gracefully: readiness fails, new runs are
+// refused, thread event streams end, and the runs in flight (inline or on
+// the in-process worker) get until ctx ends to finish, their streams with
+// them. Runs still going then are canceled at their last checkpoint, from
+// which a worker resumes them. Shutdown does not close the store nor the
+// http.Server: call http.Server.Shutdown after it.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.draining.Store(true)
+		close(s.drain)
+		close(s.janitor)
+	})
+	if s.inflight.wait(ctx) == nil {
+		s.stopRuns()
+		return nil
+	}
+	s.stopRuns()
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.inflight.wait(wctx)
+	return fmt.Errorf("server: shutdown: runs still in flight were canceled at their last checkpoint: %w", ctx.Err())
+}

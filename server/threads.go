@@ -1,0 +1,340 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/internal/sse"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/server/internal/runlog"
+	"github.com/batonhq/baton/server/internal/wire"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/summary"
+)
+
+// Metadata bounds of POST /v1/threads.
+const (
+	maxMetadataKeys  = 16
+	maxMetadataBytes = 16 << 10
+	maxNameLen       = 200
+)
+
+var metadataKey = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+
+// reservedMetadata are the namespaces baton writes itself.
+var reservedMetadata = map[string]bool{store.MetadataHandoff: true, summary.MetadataLastHandoff: true}
+
+func (s *Server) createThread(w http.ResponseWriter, r *http.Request, c *caller) error {
+	var req wire.CreateThread
+	if err := decodeJSON(r, &req, true); err != nil {
+		return err
+	}
+	if req.Network == "" {
+		return badParam("network", "network is required: the name of the network that runs the thread (GET /v1/networks)")
+	}
+	nw, err := s.network(req.Network)
+	if err != nil {
+		return err
+	}
+	if len(req.Name) > maxNameLen || strings.ContainsAny(req.Name, "\r\n") {
+		return badParam("name", "name must be one line of at most %d bytes", maxNameLen)
+	}
+	if err := checkMetadata(req.Metadata); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	if req.ParentID != "" {
+		if _, err := s.thread(ctx, c, req.ParentID); err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) && ae.status == http.StatusNotFound {
+				return errorf(http.StatusNotFound, wire.ErrNotFound, "parent thread %q not found", req.ParentID)
+			}
+			return err
+		}
+	}
+	if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: c.owner}); err != nil {
+		return err
+	}
+	th, err := s.st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: c.owner, ParentID: req.ParentID, Name: req.Name, Network: nw.name, Metadata: req.Metadata})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/threads/"+th.ID)
+	writeJSON(w, http.StatusCreated, threadDTO(th))
+	return nil
+}
+
+func checkMetadata(m map[string]json.RawMessage) error {
+	if len(m) > maxMetadataKeys {
+		return badParam("metadata", "metadata has %d keys; at most %d are allowed", len(m), maxMetadataKeys)
+	}
+	size := 0
+	for k, v := range m {
+		if !metadataKey.MatchString(k) {
+			return badParam("metadata", "metadata key %q: use 1 to 64 letters, digits, '_', '.' or '-'", k)
+		}
+		if reservedMetadata[k] {
+			return badParam("metadata", "metadata key %q is reserved for baton", k)
+		}
+		size += len(k) + len(v)
+	}
+	if size > maxMetadataBytes {
+		return badParam("metadata", "metadata is %d bytes; at most %d are allowed", size, maxMetadataBytes)
+	}
+	return nil
+}
+
+func threadDTO(th *store.Thread) wire.Thread {
+	md := th.Metadata
+	if md == nil {
+		md = map[string]json.RawMessage{}
+	}
+	return wire.Thread{ID: th.ID, Object: "thread", Network: th.Network, Name: th.Name, ParentID: th.ParentID, ActiveAgent: th.ActiveAgent,
+		Metadata: md, Version: th.Version, CreatedAt: th.CreatedAt, UpdatedAt: th.UpdatedAt}
+}
+
+func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, c *caller) error {
+	q := r.URL.Query()
+	limit, err := queryInt(q.Get("limit"), "limit", 20, 1, 100)
+	if err != nil {
+		return err
+	}
+	cursor := q.Get("cursor")
+	if len(cursor) > 512 {
+		return badParam("cursor", "cursor is not one this server returned")
+	}
+	p := &store.ListThreadsParams{OwnerID: c.owner, Limit: limit, Cursor: cursor, ParentID: q.Get("parent_id")}
+	page, err := s.st.ListThreads(r.Context(), p)
+	if errors.Is(err, store.ErrInvalid) {
+		return badParam("cursor", "cursor is not one this server returned")
+	}
+	if err != nil {
+		return err
+	}
+	out := wire.List[wire.Thread]{Object: "list", Data: make([]wire.Thread, 0, len(page.Threads)), NextCursor: page.NextCursor, HasMore: page.NextCursor != ""}
+	for _, th := range page.Threads {
+		out.Data = append(out.Data, threadDTO(th))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func queryInt(v, name string, def, lo, hi int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return 0, badParam(name, "%s must be a whole number from %d to %d", name, lo, hi)
+	}
+	return n, nil
+}
+
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request, c *caller) error {
+	th, err := s.thread(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	dto := threadDTO(th)
+	if rs, err := s.runStatus(r.Context(), c.owner, th.ID); err != nil {
+		return err
+	} else {
+		dto.Run = rs
+	}
+	writeJSON(w, http.StatusOK, dto)
+	return nil
+}
+
+// runStatus returns the state of a thread's latest run, nil without runs.
+func (s *Server) runStatus(ctx context.Context, owner, threadID string) (*wire.RunStatus, error) {
+	te := s.reg.thread(owner, threadID)
+	te.mu.Lock()
+	active := te.active
+	te.mu.Unlock()
+	if active != nil {
+		res := active.result()
+		return &wire.RunStatus{ID: active.id, Status: res.Status, Active: true, Agent: res.LastAgent, Interrupt: res.Interrupt, EventsURL: res.EventsURL}, nil
+	}
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: threadID})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	var inc *runstate.IncompatibleError
+	if errors.As(err, &inc) || errors.Is(err, store.ErrCorrupt) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &wire.RunStatus{ID: cp.RunID, Status: string(cp.State.Status), Agent: cp.State.Agent, Interrupt: cp.State.Interrupt, EventsURL: eventsURL(threadID, cp.RunID)}, nil
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller) error {
+	q := r.URL.Query()
+	limit, err := queryInt(q.Get("limit"), "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	after, err := queryInt(q.Get("after"), "after", 0, 0, 1<<62)
+	if err != nil {
+		return err
+	}
+	th, err := s.thread(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	msgs, err := s.st.ListMessages(r.Context(), &store.ListMessagesParams{OwnerID: c.owner, ThreadID: th.ID, AfterSeq: int64(after), Limit: limit + 1})
+	if err != nil {
+		return err
+	}
+	out := wire.List[wire.Message]{Object: "list", Data: make([]wire.Message, 0, min(len(msgs), limit))}
+	if len(msgs) > limit {
+		msgs, out.HasMore = msgs[:limit], true
+		out.NextCursor = strconv.FormatInt(msgs[limit-1].Seq, 10)
+	}
+	for _, m := range msgs {
+		dto := messageDTO(m)
+		if m.Status == message.StatusQueued || m.Status == message.StatusStreaming {
+			if d, err := s.st.GetDraft(r.Context(), &store.GetDraftParams{OwnerID: c.owner, MessageID: m.ID}); err == nil {
+				dto.Draft = d.Text
+			}
+		}
+		out.Data = append(out.Data, dto)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func messageDTO(m *store.Message) wire.Message {
+	status := string(m.Status)
+	if status == "" {
+		status = string(message.StatusCompleted)
+	}
+	dto := wire.Message{ID: m.ID, Object: "thread.message", ThreadID: m.ThreadID, Seq: m.Seq, Role: string(m.Role), Agent: m.Agent,
+		Status: status, Text: m.Text(), Usage: m.Usage, Metadata: m.Metadata, CreatedAt: m.CreatedAt, Parts: make([]wire.Part, 0, len(m.Parts))}
+	for _, p := range m.Parts {
+		switch p.Type {
+		case message.PartText, message.PartToolCall, message.PartToolResult:
+			dto.Parts = append(dto.Parts, wire.Part{Type: string(p.Type), Text: p.Text, CallID: p.CallID, Name: p.Name, Arguments: p.Arguments, IsError: p.IsError})
+		}
+	}
+	return dto
+}
+
+// threadEvents streams a thread's events: the events of its runs (with
+// their run_id), drafts of other processes' workers, and thread handoffs.
+// Without a Last-Event-ID it first sends a "thread" snapshot.
+func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller) error {
+	last := sse.LastEventID(r)
+	from, err := runlog.ParseCursor(last)
+	if err != nil {
+		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream", last)
+	}
+	ctx := r.Context()
+	th, err := s.thread(ctx, c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	if !s.acquireStream(ctx) {
+		return s.tooManyStreams()
+	}
+	defer s.releaseStream(ctx)
+	te := s.reg.thread(c.owner, th.ID)
+	te.mu.Lock()
+	te.subs++
+	te.mu.Unlock()
+	defer func() {
+		te.mu.Lock()
+		te.subs--
+		te.touched = time.Now()
+		te.mu.Unlock()
+	}()
+	sw, err := sse.NewWriter(w, s.sseOptions(http.Header{"Baton-Thread-Id": {th.ID}}))
+	if err != nil {
+		return nil
+	}
+	cur := from
+	rd := te.log.Since(cur, 1, nil)
+	if last == "" || rd.Lost || te.log.Last().Less(from) {
+		// A new subscription, or one whose missed events are gone: start
+		// from a snapshot.
+		cur = te.log.Last()
+		dto := threadDTO(th)
+		if dto.Run, err = s.runStatus(ctx, c.owner, th.ID); err != nil {
+			s.log.Warn("thread snapshot", "thread_id", th.ID, "error", err)
+		}
+		data, _ := json.Marshal(dto)
+		if sw.Send(sse.Event{ID: cur.String(), Type: "thread", Data: data}) != nil {
+			return nil
+		}
+	}
+	var drafts chan DraftUpdate
+	if s.cfg.Drafts != nil {
+		drafts = make(chan DraftUpdate, 16)
+		dctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			for u, err := range s.cfg.Drafts.SubscribeThread(dctx, c.owner, th.ID) {
+				if err != nil {
+					return
+				}
+				select {
+				case drafts <- u:
+				case <-dctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	hb := time.NewTimer(s.cfg.Heartbeat)
+	defer hb.Stop()
+	var buf []runlog.Entry
+	for {
+		rd := te.log.Since(cur, 256, buf[:0])
+		if rd.Lost && len(rd.Entries) > 0 && cur.Less(prev(rd.Entries[0].At)) {
+			if sw.Send(sse.Event{ID: cur.String(), Type: "resync", Data: []byte(`{"reason":"events were dropped: reload the thread"}`)}) != nil {
+				return nil
+			}
+		}
+		for i := range rd.Entries {
+			e := &rd.Entries[i]
+			if err := queue(sw, sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}); err != nil {
+				return nil
+			}
+			cur = e.At
+		}
+		if len(rd.Entries) > 0 {
+			if sw.Flush() != nil {
+				return nil
+			}
+			resetTimer(hb, s.cfg.Heartbeat)
+		}
+		buf = rd.Entries
+		select {
+		case <-rd.Wait:
+		case <-ctx.Done():
+			return nil
+		case <-s.drain:
+			_ = sw.Send(sse.Event{Type: "shutdown", Data: []byte(`{"reason":"the server is shutting down: reconnect"}`)})
+			return nil
+		case u := <-drafts:
+			data, _ := json.Marshal(u)
+			cur = runlog.Cursor{Seq: cur.Seq, Sub: cur.Sub + 1}
+			if sw.Send(sse.Event{ID: cur.String(), Type: "draft", Data: data}) != nil {
+				return nil
+			}
+		case <-hb.C:
+			if sw.Comment("ping") != nil {
+				return nil
+			}
+			hb.Reset(s.cfg.Heartbeat)
+		}
+	}
+}
