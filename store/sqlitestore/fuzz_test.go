@@ -51,6 +51,20 @@ func FuzzDecodeCheckpoint(f *testing.F) {
 			t.Fatal(err)
 		}
 		got, err := s.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: "o", ID: cp.ID})
+		// The store decodes as runstate.Decode does, and then checks the
+		// state is the row's.
+		want, wantErr := runstate.Decode(b)
+		rowState := wantErr == nil && want.RunID == "run" && want.Step == 1 && want.Fingerprint == "fp"
+		if (err == nil) != rowState {
+			t.Fatalf("store: %v; runstate.Decode: %v, %+v", err, wantErr, want)
+		}
+		if err == nil {
+			w, _ := runstate.Encode(want)
+			g, _ := runstate.Encode(got.State)
+			if !bytes.Equal(w, g) {
+				t.Fatalf("store decoded\n%s\nrunstate.Decode decoded\n%s", g, w)
+			}
+		}
 		if err != nil {
 			var ce *store.CorruptError
 			if !errors.As(err, &ce) || !errors.Is(err, store.ErrCorrupt) ||
