@@ -517,13 +517,31 @@ func (x *run) limit(ctx context.Context, le *LimitError) error {
 
 // answerAll answers every pending call with an error text, so that the
 // history keeps the pairing invariant when calls will not run.
-func (x *run) answerAll(_ *message.Message, text string) {
+func (x *run) answerAll(_ *message.Message, text string) { x.joinResults(text) }
+
+// joinResults appends the results of the pending calls to the history in
+// call order, emits them, and clears the pending calls. A call without a
+// recorded result is answered with missing as an error result.
+func (x *run) joinResults(missing string) {
 	st := x.st
-	for _, pc := range st.Pending {
-		tm := message.ToolResult(st.Agent, pc.Call.ID, pc.Call.Name, text, true)
+	for i := range st.Pending {
+		pc := &st.Pending[i]
+		if pc.Result == nil {
+			pc.Result = &runstate.Result{Output: missing, IsError: true}
+		}
+		tm := message.ToolResult(st.Agent, pc.Call.ID, pc.Call.Name, pc.Result.Output, pc.Result.IsError)
 		tm.ID = x.msgID()
 		st.Messages = append(st.Messages, tm)
 		st.Transcript = append(st.Transcript, tm)
+		if x.streaming() {
+			ev := &ToolResultEvent{Header: Header{Type: TypeToolResult}, Agent: st.Agent, Name: pc.Call.Name, ID: pc.Call.ID}
+			if pc.Result.IsError {
+				ev.Error = pc.Result.Output
+			} else {
+				ev.Output = pc.Result.Output
+			}
+			x.emit(ev)
+		}
 	}
 	st.Pending = nil
 }
@@ -596,23 +614,7 @@ func (x *run) runPending(ctx context.Context) (wait bool, err error) {
 		}
 	}
 	// 4. The results join the history in call order.
-	for i := range st.Pending {
-		pc := &st.Pending[i]
-		tm := message.ToolResult(st.Agent, pc.Call.ID, pc.Call.Name, pc.Result.Output, pc.Result.IsError)
-		tm.ID = x.msgID()
-		st.Messages = append(st.Messages, tm)
-		st.Transcript = append(st.Transcript, tm)
-		if x.streaming() {
-			ev := &ToolResultEvent{Header: Header{Type: TypeToolResult}, Agent: st.Agent, Name: pc.Call.Name, ID: pc.Call.ID}
-			if pc.Result.IsError {
-				ev.Error = pc.Result.Output
-			} else {
-				ev.Output = pc.Result.Output
-			}
-			x.emit(ev)
-		}
-	}
-	st.Pending = nil
+	x.joinResults("")
 	if move != nil {
 		if move.limit != nil {
 			return false, x.limit(ctx, move.limit)
@@ -652,26 +654,7 @@ func (x *run) inlineFallback(ctx context.Context, p *plan, cause error) error {
 		notice = DefaultFallbackNotice
 	}
 	x.r.log.WarnContext(ctx, "background hand-over failed; answering without tools", "run_id", st.RunID, "thread_id", st.ThreadID, "agent", st.Agent, "error", cause)
-	for i := range st.Pending {
-		pc := &st.Pending[i]
-		if pc.Result == nil {
-			pc.Result = &runstate.Result{Output: notice, IsError: true}
-		}
-		tm := message.ToolResult(st.Agent, pc.Call.ID, pc.Call.Name, pc.Result.Output, pc.Result.IsError)
-		tm.ID = x.msgID()
-		st.Messages = append(st.Messages, tm)
-		st.Transcript = append(st.Transcript, tm)
-		if x.streaming() {
-			ev := &ToolResultEvent{Header: Header{Type: TypeToolResult}, Agent: st.Agent, Name: pc.Call.Name, ID: pc.Call.ID}
-			if pc.Result.IsError {
-				ev.Error = pc.Result.Output
-			} else {
-				ev.Output = pc.Result.Output
-			}
-			x.emit(ev)
-		}
-	}
-	st.Pending = nil
+	x.joinResults(notice)
 	msg, err := x.callModel(ctx, p, false)
 	if err != nil {
 		return err
