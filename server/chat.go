@@ -112,6 +112,8 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, c *call
 		}
 		select {
 		case <-rd.Wait:
+		case <-s.runCtx.Done():
+			return errShuttingDown
 		case <-ctx.Done():
 			return errorf(http.StatusGatewayTimeout, wire.ErrTimeout, "the run did not finish within %s; follow it at %s", s.cfg.RequestTimeout, eventsURL(run.threadID, run.id))
 		}
@@ -344,6 +346,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, run *runEntr
 		select {
 		case <-rd.Wait:
 		case <-ctx.Done():
+			return nil
+		case <-s.runCtx.Done():
 			return nil
 		case <-hb.C:
 			if sw.Comment("ping") != nil {

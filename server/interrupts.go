@@ -113,7 +113,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *caller) error
 	if !ok {
 		return errorf(http.StatusConflict, "network_unavailable", "run %s belongs to network %q, which this server does not run", cp.RunID, cp.State.Network)
 	}
-	opts := []runner.RunOption{runner.WithDecisions(decisions...), runner.WithBackgroundBoundary()}
+	opts := append([]runner.RunOption{runner.WithDecisions(decisions...)}, nw.inlineOptions()...)
 	run, err := s.launch(ctx, c.owner, cp.ThreadID, cp.RunID, nw, &runlog.Cursor{Seq: cp.State.Seq}, func(rctx context.Context) iter.Seq2[runner.Event, error] {
 		return nw.svc.Resume(rctx, c.owner, cp.RunID, opts...)
 	})

@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"slices"
 	"time"
 
 	"github.com/batonhq/baton/message"
@@ -16,39 +16,42 @@ import (
 // maxChain bounds the checkpoints read to rebuild a run's events.
 const maxChain = 2000
 
-// rebuild returns the events of a run after cursor from, made from its
-// stored checkpoints: the checkpoint chain is read back from the newest
-// until one at or before from, and each step's new messages become the
-// events that produced them. Text deltas are folded into their message
-// events; ids end at each checkpoint's seq, so that they line up with the
-// ids of the live events.
-func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.Cursor) ([]runlog.Entry, error) {
-	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
+// chain reads a run's checkpoints back from the newest until stop accepts
+// one, which is the baseline, or the run's first. It returns the newest
+// checkpoint, the baseline's state (nil when the chain reaches the run's
+// start) and the states after the baseline, oldest first.
+func (s *Server) chain(ctx context.Context, owner, runID string, stop func(*store.Checkpoint) bool) (*store.Checkpoint, *runstate.State, []*runstate.State, error) {
+	latest, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	chain := []*runstate.State{cp.State}
-	for cp.ParentID != "" && cp.State.Seq > from.Seq && len(chain) < maxChain {
-		cp, err = s.st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ParentID})
-		if err != nil {
-			return nil, err
+	var states []*runstate.State
+	cp := latest
+	for n := 0; ; n++ {
+		if stop(cp) {
+			slices.Reverse(states)
+			return latest, cp.State, states, nil
 		}
-		chain = append(chain, cp.State)
+		states = append(states, cp.State)
+		if cp.ParentID == "" || n >= maxChain {
+			slices.Reverse(states)
+			return latest, nil, states, nil
+		}
+		if cp, err = s.st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ParentID}); err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	var start *runstate.State
-	if cp.ParentID != "" || cp.State.Seq <= from.Seq {
-		// The oldest read is the baseline, not part of the range.
-		start = chain[len(chain)-1]
-		chain = chain[:len(chain)-1]
-	}
+}
+
+// entriesOf returns the events that took a run from state base (nil: its
+// start) through states, encoded, with ids after after: each step's events
+// end at its checkpoint's seq when that is free, so that they line up with
+// the ids of the live events.
+func entriesOf(base *runstate.State, states []*runstate.State, after runlog.Cursor) ([]runlog.Entry, error) {
 	var out []runlog.Entry
-	prevState := start
-	var last runlog.Cursor
-	if start != nil {
-		last = runlog.Cursor{Seq: start.Seq}
-	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		st := chain[i]
+	last := after
+	prevState := base
+	for _, st := range states {
 		evs := synthesize(prevState, st)
 		n := len(evs)
 		for j, ev := range evs {
@@ -56,6 +59,7 @@ func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.C
 			if !last.Less(at) {
 				at = runlog.Cursor{Seq: last.Seq, Sub: last.Sub + 1}
 			}
+			setSeq(ev, at.Seq)
 			data, err := json.Marshal(ev)
 			if err != nil {
 				return nil, err
@@ -64,6 +68,31 @@ func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.C
 			last = at
 		}
 		prevState = st
+	}
+	return out, nil
+}
+
+// rebuild returns the events of a run after cursor from, made from its
+// stored checkpoints (see [synthesize]): text deltas are folded into their
+// message events.
+func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.Cursor) ([]runlog.Entry, error) {
+	_, base, states, err := s.chain(ctx, owner, runID, func(cp *store.Checkpoint) bool { return cp.State.Seq <= from.Seq })
+	if err != nil {
+		return nil, err
+	}
+	var start runlog.Cursor
+	if base != nil {
+		start = runlog.Cursor{Seq: base.Seq}
+	}
+	all, err := entriesOf(base, states, start)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, e := range all {
+		if from.Less(e.At) {
+			out = append(out, e)
+		}
 	}
 	return out, nil
 }
@@ -149,10 +178,10 @@ func synthesize(prev, cur *runstate.State) []runner.Event {
 }
 
 // follow streams the progress of a run that a worker of another process
-// executes: it polls the run's checkpoints (waking early on draft updates
-// when Config.Drafts is set) and appends the events they imply, and the
-// drafts, to the run's log, until the run is final or waits for a decision,
-// or nobody has read the log for a minute.
+// (or River's) executes: it reads the run's new checkpoints (at each draft
+// update when Config.Drafts is set, else every FollowInterval) and appends
+// the events they imply, and the drafts, to the run's log, until the run is
+// final or waits for a decision, or nobody has read it for a minute.
 func (s *Server) follow(run *runEntry) {
 	run.mu.Lock()
 	if run.following || run.producing {
@@ -161,7 +190,14 @@ func (s *Server) follow(run *runEntry) {
 	}
 	run.following = true
 	run.lastRead = time.Now()
+	if run.followCP == "" {
+		run.followFrom = run.log.Last()
+		if run.followFrom.Less(run.base) {
+			run.followFrom = run.base
+		}
+	}
 	run.mu.Unlock()
+	te := s.reg.thread(run.owner, run.threadID)
 	go func() {
 		defer func() {
 			run.mu.Lock()
@@ -180,7 +216,7 @@ func (s *Server) follow(run *runEntry) {
 					select {
 					case wake <- u:
 					default:
-						// The follower is busy: it reads the store next anyway.
+						// The follower is busy: keep the newest update only.
 						select {
 						case <-wake:
 						default:
@@ -193,8 +229,8 @@ func (s *Server) follow(run *runEntry) {
 		t := time.NewTicker(s.cfg.FollowInterval)
 		defer t.Stop()
 		for {
-			done, err := s.followOnce(ctx, run)
-			if err != nil && !errors.Is(err, context.Canceled) {
+			done, err := s.followOnce(ctx, run, te)
+			if err != nil && ctx.Err() == nil {
 				s.log.Warn("follow run", "run_id", run.id, "error", err)
 			}
 			if done {
@@ -203,6 +239,11 @@ func (s *Server) follow(run *runEntry) {
 			run.mu.Lock()
 			idle := run.readers == 0 && time.Since(run.lastRead) > time.Minute
 			run.mu.Unlock()
+			if idle {
+				te.mu.Lock()
+				idle = te.subs == 0
+				te.mu.Unlock()
+			}
 			if idle {
 				return
 			}
@@ -221,38 +262,72 @@ func (s *Server) follow(run *runEntry) {
 	}()
 }
 
-// followOnce appends the events of the run's checkpoints written since its
-// log's last event. It reports whether the run stopped.
-func (s *Server) followOnce(ctx context.Context, run *runEntry) (bool, error) {
-	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: run.owner, RunID: run.id})
+// followOnce appends the events of the run's checkpoints written since the
+// last one followed. It reports whether the run stopped.
+func (s *Server) followOnce(ctx context.Context, run *runEntry, te *threadEntry) (bool, error) {
+	run.mu.Lock()
+	seen, from := run.followCP, run.followFrom
+	run.mu.Unlock()
+	latest, base, states, err := s.chain(ctx, run.owner, run.id, func(cp *store.Checkpoint) bool {
+		if seen != "" {
+			return cp.ID == seen
+		}
+		return cp.State.Seq <= from.Seq && cp.State.Status != runstate.StatusRunning
+	})
 	if err != nil {
 		return false, err
 	}
-	last := run.log.Last()
-	run.mu.Lock()
-	if last.Less(run.base) {
-		last = run.base
-	}
-	run.mu.Unlock()
-	if cp.State.Seq > last.Seq {
-		entries, err := s.rebuild(ctx, run.owner, run.id, runlog.Cursor{Seq: last.Seq})
+	if len(states) > 0 {
+		last := run.log.Last()
+		run.mu.Lock()
+		if last.Less(run.base) {
+			last = run.base
+		}
+		run.mu.Unlock()
+		entries, err := entriesOf(base, states, last)
 		if err != nil {
 			return false, err
 		}
 		for _, e := range entries {
-			if last.Less(e.At) {
-				run.log.Append(e)
-				last = e.At
+			if run.log.Append(e) {
+				te.append(run.id, e.Type, e.Data)
 			}
 		}
-		run.mu.Lock()
-		run.res = runFromState(cp.State)
-		run.mu.Unlock()
 	}
-	switch cp.State.Status {
+	run.mu.Lock()
+	run.followCP = latest.ID
+	run.res = runFromState(latest.State)
+	run.mu.Unlock()
+	switch latest.State.Status {
 	case runstate.StatusCompleted, runstate.StatusFailed, runstate.StatusInterrupted:
-		run.log.Close(string(cp.State.Status))
+		run.log.Close(string(latest.State.Status))
 		return true, nil
 	}
 	return false, nil
+}
+
+// setSeq sets the seq of a synthesized event.
+func setSeq(ev runner.Event, seq int) {
+	switch e := ev.(type) {
+	case *runner.RunStartEvent:
+		e.Seq = seq
+	case *runner.AgentStartEvent:
+		e.Seq = seq
+	case *runner.MessageEvent:
+		e.Seq = seq
+	case *runner.ToolCallEvent:
+		e.Seq = seq
+	case *runner.ToolResultEvent:
+		e.Seq = seq
+	case *runner.HandoffEvent:
+		e.Seq = seq
+	case *runner.InterruptEvent:
+		e.Seq = seq
+	case *runner.SuspendedEvent:
+		e.Seq = seq
+	case *runner.ErrorEvent:
+		e.Seq = seq
+	case *runner.RunEndEvent:
+		e.Seq = seq
+	}
 }

@@ -47,8 +47,12 @@ type runEntry struct {
 	res       wire.Run
 	producing bool // a goroutine of this process executes the run
 	following bool // a goroutine follows the run through the store
-	readers   int
-	lastRead  time.Time
+	// followCP is the last checkpoint followed; until there is one,
+	// followFrom is the cursor of the last event the log got live.
+	followCP   string
+	followFrom runlog.Cursor
+	readers    int
+	lastRead   time.Time
 }
 
 func (r *runEntry) addReader(d int) {

@@ -92,7 +92,7 @@ func (s *Server) threadNetwork(th *store.Thread) (*network, error) {
 // is known.
 func (s *Server) startTurn(ctx context.Context, owner, threadID string, nw *network, input string, opts []runner.RunOption) (*runEntry, error) {
 	runID := newRunID()
-	opts = append([]runner.RunOption{runner.WithRunID(runID), runner.WithBackgroundBoundary()}, opts...)
+	opts = append(append([]runner.RunOption{runner.WithRunID(runID)}, nw.inlineOptions()...), opts...)
 	if nw.sum != nil {
 		opts = append(opts, runner.WithValues(summary.OwnerValues(owner)))
 	}
@@ -423,6 +423,8 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *runEntry
 		case <-rd.Wait:
 		case <-r.Context().Done():
 			return nil
+		case <-s.runCtx.Done():
+			return nil // stopped: the client reconnects with Last-Event-ID
 		case <-hb.C:
 			if sw.Comment("ping") != nil {
 				return nil
@@ -522,6 +524,8 @@ func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, run *runEntry) 
 		}
 		select {
 		case <-rd.Wait:
+		case <-s.runCtx.Done():
+			return errShuttingDown
 		case <-r.Context().Done():
 			w.Header().Set("Location", eventsURL(run.threadID, run.id))
 			writeJSON(w, http.StatusAccepted, run.result())
@@ -555,6 +559,7 @@ func (s *Server) runOf(ctx context.Context, c *caller, th *store.Thread, runID s
 	if fresh {
 		run.base = runlog.Cursor{Seq: cp.State.Seq}
 		run.res = runFromState(cp.State)
+		run.followCP = cp.ID
 	}
 	run.mu.Unlock()
 	if fresh {
@@ -611,4 +616,14 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *caller) error
 	}
 	writeJSON(w, http.StatusOK, run.result())
 	return nil
+}
+
+// inlineOptions are the options of runs started by a request: the
+// background boundary, and with durable continuation its fallback (a failed
+// hand-over answers without the slow tools instead of failing).
+func (nw *network) inlineOptions() []runner.RunOption {
+	if nw.cont != nil {
+		return nw.cont.RunOptions()
+	}
+	return []runner.RunOption{runner.WithBackgroundBoundary()}
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/continuation"
+	"github.com/batonhq/baton/draft/pgbroker"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/policy"
@@ -58,10 +60,20 @@ type Config struct {
 	// open streams and serves GET /metrics.
 	Telemetry *telemetry.Telemetry
 
-	// Background continues runs that stop at the background boundary.
-	// Defaults to an in-process worker pool of Workers goroutines, unless
-	// NoWorkers is set: then suspended runs wait for a worker of another
-	// process, and streams follow them through the store.
+	// Continuation, if not nil, makes background continuation durable:
+	// every network gets a continuation.Service (River, on the store's
+	// database) made from this template, whose Store, Threads and (unless
+	// set) Broker, Logger and Queue the server fills in; Start starts them
+	// and Shutdown stops them. Streams follow their runs through the store
+	// and the draft broker. Set its NoWorkers to leave the work to `baton
+	// worker` processes. Several networks get a queue each ([QueueName]).
+	Continuation *continuation.Config
+	// Background continues runs that stop at the background boundary when
+	// Continuation is nil. Defaults to an in-process worker pool of Workers
+	// goroutines (not durable: a run cut off by a stop is resumed when its
+	// thread is next used), unless NoWorkers is set: then suspended runs
+	// wait for a worker of another process, and streams follow them through
+	// the store.
 	Background Background
 	// Workers is the size of the default in-process worker pool. Defaults
 	// to 4.
@@ -137,6 +149,9 @@ type Server struct {
 	limiter *rateLimiter
 	reg     *registry
 	bg      Background
+	// pgBroker is the draft broker the server made for durable
+	// continuation on PostgreSQL.
+	pgBroker *pgbroker.Broker
 
 	// inflight counts the runs executing in this process (inline runs and
 	// in-process worker jobs), for Shutdown.
@@ -157,6 +172,7 @@ type network struct {
 	net  *agent.Network
 	svc  *threads.Service
 	sum  *summary.Service
+	cont *continuation.Service
 	wire wire.Network
 }
 
@@ -196,7 +212,11 @@ func New(cfg Config) (*Server, error) {
 	})
 	s.runCtx, s.stopRuns = context.WithCancel(context.WithoutCancel(context.Background()))
 	s.bg = cfg.Background
-	if s.bg == nil && !cfg.NoWorkers {
+	if cfg.Continuation != nil {
+		if err := s.setupContinuation(); err != nil {
+			return nil, err
+		}
+	} else if s.bg == nil && !cfg.NoWorkers {
 		s.bg = newWorkerPool(cfg.Workers, &s.inflight)
 	}
 	s.routes()
@@ -452,13 +472,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.drain)
 		close(s.janitor)
 	})
-	if s.inflight.wait(ctx) == nil {
-		s.stopRuns()
-		return nil
-	}
+	err := s.inflight.wait(ctx)
+	cerr := s.stopContinuation(ctx)
 	s.stopRuns()
+	if err == nil {
+		return cerr
+	}
 	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.inflight.wait(wctx)
-	return fmt.Errorf("server: shutdown: runs still in flight were canceled at their last checkpoint: %w", ctx.Err())
+	return errors.Join(fmt.Errorf("server: shutdown: runs still in flight were canceled at their last checkpoint: %w", ctx.Err()), cerr)
 }

@@ -36,6 +36,8 @@ func commands() []command {
 		{"validate", "check a network file: baton validate NETWORK.yaml", cmdValidate},
 		{"resume", "continue a stopped run: baton resume NETWORK.yaml --run ID [--decision approve|reject|edit]", cmdResume},
 		{"migrate", "create or update the database schema: baton migrate [--database URL]", cmdMigrate},
+		{"serve", "serve the HTTP API, web UI and workers: baton serve --network NETWORK.yaml [--addr 127.0.0.1:8080]", cmdServe},
+		{"keys", "manage API keys: baton keys create|list|revoke --owner NAME", cmdKeys},
 	}
 }
 
