@@ -34,10 +34,12 @@ func commands() []command {
 	return []command{
 		{"run", "run one conversation turn: baton run NETWORK.yaml \"message\"", cmdRun},
 		{"validate", "check a network file: baton validate NETWORK.yaml", cmdValidate},
+		{"chat", "chat in the terminal, with /handoff: baton chat --network NETWORK.yaml", cmdChat},
 		{"resume", "continue a stopped run: baton resume NETWORK.yaml --run ID [--decision approve|reject|edit]", cmdResume},
 		{"migrate", "create or update the database schema: baton migrate [--database URL]", cmdMigrate},
 		{"serve", "serve the HTTP API, web UI and workers: baton serve --network NETWORK.yaml [--addr 127.0.0.1:8080]", cmdServe},
 		{"keys", "manage API keys: baton keys create|list|revoke --owner NAME", cmdKeys},
+		{"worker", "work background continuations: baton worker --network NETWORK.yaml --database URL [--concurrency N]", cmdWorker},
 	}
 }
 

@@ -28,8 +28,14 @@ func loadNetworkWith(path string, offline bool) (*netspec.Spec, error) {
 	return spec, nil
 }
 
-func newRunner(spec *netspec.Spec) (*runner.Runner, error) {
-	return runner.New(runner.Config{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker})
+// newRunner returns the runner of spec; configure, if given, adjusts its
+// config first (the agents' memory, for instance).
+func newRunner(spec *netspec.Spec, configure ...func(*runner.Config)) (*runner.Runner, error) {
+	cfg := runner.Config{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	return runner.New(cfg)
 }
 
 func cmdValidate(_ context.Context, args []string, stdout, _ io.Writer) error {
@@ -82,6 +88,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	thread := fs.String("thread", "", "continue this stored thread (default: a new thread)")
 	var sf storeFlags
 	sf.register(fs)
+	var mf memoryFlags
+	mf.register(fs)
 	if err := fs.Parse(reorder(args, map[string]bool{"json": true, "no-migrate": true})); err != nil {
 		return usageError{err}
 	}
@@ -97,22 +105,26 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usagef("unknown agent %q", *agentName)
 		}
 	}
-	r, err := newRunner(spec)
-	if err != nil {
-		return err
-	}
 	st, err := sf.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	var opts []runner.RunOption
+	hm, err := newHandoffMemory(st, sf.owner, mf, nil)
+	if err != nil {
+		return err
+	}
+	r, err := hm.runner(spec)
+	if err != nil {
+		return err
+	}
+	opts, _ := hm.turnOptions(ctx, spec.Network, *thread, *agentName != "")
 	if *agentName != "" {
 		opts = append(opts, runner.WithAgent(*agentName))
 	}
 	svc := threads.New(st, r, nil)
 	events := svc.Turn(ctx, sf.owner, fs.Arg(1), threads.TurnOptions{ThreadID: *thread, RunOptions: opts})
-	return printRun(events, *jsonOut, stdout, fs.Arg(0), sf.database)
+	return printRun(hm.afterRun(ctx, events, nil), *jsonOut, stdout, fs.Arg(0), sf.database)
 }
 
 // printRun prints a run's events and classifies its error for the exit code.
@@ -150,6 +162,8 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	message := fs.String("message", "", "a reason shown to the model, with --decision reject")
 	var sf storeFlags
 	sf.register(fs)
+	var mf memoryFlags
+	mf.register(fs)
 	if err := fs.Parse(reorder(args, map[string]bool{"json": true, "no-migrate": true})); err != nil {
 		return usageError{err}
 	}
@@ -185,17 +199,21 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	r, err := newRunner(spec)
-	if err != nil {
-		return err
-	}
 	st, err := sf.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	hm, err := newHandoffMemory(st, sf.owner, mf, nil)
+	if err != nil {
+		return err
+	}
+	r, err := hm.runner(spec)
+	if err != nil {
+		return err
+	}
 	svc := threads.New(st, r, nil)
-	return printRun(svc.Resume(ctx, sf.owner, id, opts...), *jsonOut, stdout, fs.Arg(0), sf.database)
+	return printRun(hm.afterRun(ctx, svc.Resume(ctx, sf.owner, id, opts...), nil), *jsonOut, stdout, fs.Arg(0), sf.database)
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {

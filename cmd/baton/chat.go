@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/netspec"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/threads"
+)
+
+const chatUsage = `usage: baton chat --network FILE [--database URL] [--owner NAME] [--thread ID] [--memory-dir DIR]
+
+An interactive chat with a network in the terminal. Answers stream as they
+are written; handoffs, tool calls and their results are shown as they happen.
+Tools that need approval ask inline: [a]pprove / [r]eject.
+
+Commands:
+  /handoff            summarise this thread, show the summary, then
+                      [a]ccept, [e]dit ($EDITOR, or inline when it is unset)
+                      or [d]ecline; on acceptance a child thread starts,
+                      seeded with the summary, and the chat switches to it
+  /handoff --preview  show the summary only; nothing is written
+  /handoff --apply    accept the summary without asking
+  /threads            list your threads (id, name, parent, active agent)
+  /switch ID          continue another thread (an id or a unique prefix)
+  /new                start a new thread with the next message
+  /help               show the commands
+  /quit               leave (also ctrl+d on an empty line)
+
+Keys: enter sends, alt+enter or ctrl+j adds a line, pgup/pgdown scroll,
+ctrl+c stops a running answer (or leaves when idle).
+
+The summary model is the network's summary: model. A network without one
+summarises with its first agent's model (a scripted first agent rarely
+answers with a summary; declare summary: for offline networks).
+
+The agents' memory (with a pending summary) goes into every model call. A
+child thread's first turn starts with the agent whose memory holds the
+summary; after that turn completes the summary is cleared from memory.
+
+Logs at BATON_LOG_LEVEL (default warn) are shown in the chat, or written to
+--log FILE.
+
+Flags:
+`
+
+func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	network := fs.String("network", "", "the network file (required)")
+	thread := fs.String("thread", "", "continue this stored thread (default: a new thread with the first message)")
+	logFile := fs.String("log", "", "write logs to FILE instead of showing them in the chat")
+	var sf storeFlags
+	sf.register(fs)
+	var mf memoryFlags
+	mf.register(fs)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), chatUsage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected arguments %q: baton chat --network FILE", fs.Args())
+	}
+	if *network == "" {
+		return usagef("want --network FILE: baton chat --network NETWORK.yaml")
+	}
+	spec, err := loadNetwork(*network)
+	if err != nil {
+		return err
+	}
+	out, ok := stdout.(*os.File)
+	if !ok || !term.IsTerminal(out.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
+		return usagef("baton chat needs a terminal; use baton run for scripts")
+	}
+	summaryModel, summaryNote := chatSummaryModel(spec)
+
+	st, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	hm, err := newHandoffMemory(st, sf.owner, mf, summaryModel)
+	if err != nil {
+		return err
+	}
+	r, err := hm.runner(spec)
+	if err != nil {
+		return err
+	}
+	be := &chatStore{hm: hm, threads: threads.New(st, r, nil), spec: spec, owner: sf.owner}
+	info := chatInfo{Network: spec.Network.Name(), Fingerprint: spec.Network.Fingerprint(), Owner: sf.owner, File: *network, SummaryNote: summaryNote}
+	if *thread != "" {
+		th, err := be.Thread(ctx, *thread)
+		if err != nil {
+			return usageError{err}
+		}
+		info.Thread, info.ThreadName, info.Agent = th.ID, th.Name, th.ActiveAgent
+	}
+
+	m := newChatModel(ctx, be, info)
+	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(out))
+
+	// Logs: into a file, or into the chat (never onto the screen under it).
+	level := os.Getenv("BATON_LOG_LEVEL")
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return usagef("--log: %v", err)
+		}
+		defer f.Close()
+		slog.SetDefault(newLogger(f, level, os.Getenv("BATON_LOG_FORMAT")))
+	} else {
+		lw := newChatLogWriter(p)
+		defer lw.close()
+		slog.SetDefault(chatLogger(lw, level))
+	}
+
+	final, err := p.Run()
+	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
+		return err
+	}
+	if fm, ok := final.(*chatModel); ok && fm.thread != "" {
+		fmt.Fprintf(stdout, "baton chat: thread %s (continue with: baton chat --network %s --thread %s)\n", fm.thread, *network, fm.thread)
+	}
+	return nil
+}
+
+// chatSummaryModel returns the network's summary model, or its first
+// agent's model with a note saying so.
+func chatSummaryModel(spec *netspec.Spec) (model.Model, string) {
+	if spec.Summary != nil {
+		return spec.Summary, ""
+	}
+	agents := spec.Network.Agents()
+	if len(agents) == 0 {
+		return nil, "the network has no summary: model and no agent: /handoff is unavailable"
+	}
+	return agents[0].Model, fmt.Sprintf("the network declares no summary: model; /handoff summarises with the model of agent %s", agents[0].Name)
+}
+
+// chatBackend is what the chat needs from baton: runs on the owner's
+// threads and the thread → thread handoff. Its methods are called from
+// goroutines other than the UI's.
+type chatBackend interface {
+	// Turn runs a user turn on threadID ("" creates a thread) and streams
+	// its events; report learns what the cleanup after a completed run did.
+	Turn(ctx context.Context, threadID, input string, report func(cleanupResult)) iter.Seq2[runner.Event, error]
+	// Resume continues an interrupted run with decisions.
+	Resume(ctx context.Context, runID string, ds []runner.Decision, report func(cleanupResult)) iter.Seq2[runner.Event, error]
+	Preview(ctx context.Context, threadID string) (*summary.Proposal, error)
+	Decide(ctx context.Context, p *summary.Proposal, d summary.Decision) (*summary.Outcome, error)
+	// Threads lists the owner's threads, newest first.
+	Threads(ctx context.Context) ([]*store.Thread, error)
+	// Thread finds a thread by id or unique id prefix.
+	Thread(ctx context.Context, id string) (*store.Thread, error)
+	// Recent returns the last n messages of a thread.
+	Recent(ctx context.Context, threadID string, n int) ([]*store.Message, error)
+}
+
+// chatStore is the chatBackend of `baton chat`: a store, a network and
+// the handoff memory wiring.
+type chatStore struct {
+	hm      *handoffMemory
+	threads *threads.Service
+	spec    *netspec.Spec
+	owner   string
+}
+
+func (c *chatStore) Turn(ctx context.Context, threadID, input string, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+	return func(yield func(runner.Event, error) bool) {
+		opts, _ := c.hm.turnOptions(ctx, c.spec.Network, threadID, false)
+		events := c.threads.Turn(ctx, c.owner, input, threads.TurnOptions{ThreadID: threadID, RunOptions: opts})
+		for ev, err := range c.hm.afterRun(ctx, events, report) {
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+func (c *chatStore) Resume(ctx context.Context, runID string, ds []runner.Decision, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+	return c.hm.afterRun(ctx, c.threads.Resume(ctx, c.owner, runID, runner.WithDecisions(ds...)), report)
+}
+
+func (c *chatStore) Preview(ctx context.Context, threadID string) (*summary.Proposal, error) {
+	return c.hm.svc.Preview(ctx, &summary.PreviewParams{Owner: c.owner, ThreadID: threadID})
+}
+
+func (c *chatStore) Decide(ctx context.Context, p *summary.Proposal, d summary.Decision) (*summary.Outcome, error) {
+	return c.hm.svc.Decide(ctx, p, d)
+}
+
+func (c *chatStore) Threads(ctx context.Context) ([]*store.Thread, error) {
+	page, err := c.hm.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: c.owner, Limit: 100})
+	if err != nil {
+		return nil, err
+	}
+	return page.Threads, nil
+}
+
+func (c *chatStore) Thread(ctx context.Context, id string) (*store.Thread, error) {
+	th, err := c.hm.st.GetThread(ctx, &store.GetThreadParams{OwnerID: c.owner, ID: id})
+	if err == nil || !errors.Is(err, store.ErrNotFound) || len(id) < 4 {
+		if err != nil {
+			return nil, fmt.Errorf("thread %s: %w", id, err)
+		}
+		return th, nil
+	}
+	page, lerr := c.hm.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: c.owner, Limit: 1000})
+	if lerr != nil {
+		return nil, fmt.Errorf("thread %s: %w", id, lerr)
+	}
+	var found *store.Thread
+	for _, t := range page.Threads {
+		if strings.HasPrefix(t.ID, id) {
+			if found != nil {
+				return nil, fmt.Errorf("thread %s: the prefix names more than one thread", id)
+			}
+			found = t
+		}
+	}
+	if found == nil {
+		return nil, fmt.Errorf("thread %s: %w", id, err)
+	}
+	return found, nil
+}
+
+func (c *chatStore) Recent(ctx context.Context, threadID string, n int) ([]*store.Message, error) {
+	return c.hm.st.ListMessages(ctx, &store.ListMessagesParams{OwnerID: c.owner, ThreadID: threadID, Limit: n, Last: true})
+}
+
+// chatLogWriter shows log records in the chat: each Write is one record
+// (slog writes a record at a time), forwarded to the program without ever
+// blocking the caller; records are dropped when 64 are waiting.
+type chatLogWriter struct {
+	mu     sync.Mutex
+	closed bool
+	ch     chan string
+	done   chan struct{}
+}
+
+func newChatLogWriter(p *tea.Program) *chatLogWriter {
+	w := &chatLogWriter{ch: make(chan string, 64), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for line := range w.ch {
+			p.Send(logMsg{line: line})
+		}
+	}()
+	return w
+}
+
+func (w *chatLogWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return len(b), nil
+	}
+	for _, line := range bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n")) {
+		select {
+		case w.ch <- string(line):
+		default:
+		}
+	}
+	return len(b), nil
+}
+
+func (w *chatLogWriter) close() {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.ch)
+	}
+	w.mu.Unlock()
+	<-w.done
+}
+
+// chatLogger is the logger of the chat: text records without the time.
+func chatLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil || level == "" {
+		l = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}}))
+}
+
+// messageLine renders a stored message on one line, for recaps.
+func messageLine(m *store.Message) string {
+	who := string(m.Role)
+	if m.Role == message.RoleAssistant && m.Agent != "" {
+		who = m.Agent
+	}
+	text := oneLine(m.Text())
+	if text == "" {
+		for _, p := range m.Parts {
+			switch p.Type {
+			case message.PartToolCall:
+				text = "→ calls " + p.Name + " " + compact(p.Arguments)
+			case message.PartToolResult:
+				text = "← " + p.Name + ": " + oneLine(p.Text)
+			}
+			if text != "" {
+				break
+			}
+		}
+	}
+	return who + ": " + text
+}

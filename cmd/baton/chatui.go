@@ -1,0 +1,828 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"charm.land/bubbles/v2/textarea"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/threads"
+)
+
+// chatInfo is what the chat shows about its setting.
+type chatInfo struct {
+	Network, Fingerprint, Owner, File string
+	// Thread, ThreadName and Agent describe the thread to continue, if any.
+	Thread, ThreadName, Agent string
+	// SummaryNote says where the summary model comes from, when it is not
+	// the network's summary: model.
+	SummaryNote string
+}
+
+// chatMode is what the chat waits for.
+type chatMode int
+
+const (
+	modeInput      chatMode = iota // a message or a command
+	modeRunning                    // a turn is streaming
+	modeBusy                       // a handoff is summarised or applied
+	modeApprove                    // a tool call waits for approve / reject
+	modeChoice                     // a handoff summary waits for accept / edit / decline
+	modeEditInline                 // the summary is edited in the chat
+	modeEditor                     // the summary is edited in $EDITOR
+)
+
+// handoffMode is how /handoff goes on after the preview.
+type handoffMode int
+
+const (
+	handoffAsk handoffMode = iota
+	handoffPreviewOnly
+	handoffApply
+)
+
+// Messages of the chat program.
+type (
+	runEventMsg struct{ ev runner.Event }
+	runDoneMsg  struct{ err error }
+	cleanupMsg  struct{ res cleanupResult }
+	previewMsg  struct {
+		p    *summary.Proposal
+		err  error
+		mode handoffMode
+	}
+	decideMsg struct {
+		out *summary.Outcome
+		err error
+	}
+	editorDoneMsg struct {
+		path string
+		err  error
+	}
+	threadsMsg struct {
+		list []*store.Thread
+		err  error
+	}
+	switchMsg struct {
+		th     *store.Thread
+		recent []*store.Message
+		err    error
+	}
+	logMsg struct{ line string }
+)
+
+// inputHeight is the height of the message box.
+const inputHeight = 3
+
+var (
+	styleStatus = lipgloss.NewStyle().Reverse(true)
+	styleAsk    = lipgloss.NewStyle().Bold(true)
+	styleDim    = lipgloss.NewStyle().Faint(true)
+)
+
+// chatModel is the Bubble Tea model of `baton chat`.
+type chatModel struct {
+	ctx  context.Context
+	be   chatBackend
+	info chatInfo
+
+	thread, threadName, agent string
+
+	width, height int
+	vp            viewport.Model
+	input         textarea.Model
+	editor        textarea.Model
+	transcript    strings.Builder
+	printer       *textPrinter
+
+	mode   chatMode
+	status string // what a busy chat is doing
+	cancel context.CancelFunc
+	events chan tea.Msg
+
+	// A run waiting for tool approvals.
+	runID     string
+	interrupt *runstate.Interrupt
+	decisions []runner.Decision
+
+	// A handoff waiting for a decision.
+	proposal *summary.Proposal
+}
+
+func newChatModel(ctx context.Context, be chatBackend, info chatInfo) *chatModel {
+	m := &chatModel{ctx: ctx, be: be, info: info, thread: info.Thread, threadName: info.ThreadName, agent: info.Agent, width: 80, height: 24}
+	m.printer = &textPrinter{w: &m.transcript, file: info.File}
+	m.vp = viewport.New()
+	m.vp.SoftWrap = true // refresh wraps at spaces; this breaks words still too long
+	m.vp.KeyMap = viewport.KeyMap{}
+
+	m.input = textarea.New()
+	m.input.SetPromptFunc(2, func(pi textarea.PromptInfo) string {
+		if pi.LineNumber == 0 {
+			return "› "
+		}
+		return "  "
+	})
+	m.input.Placeholder = "Send a message, or /help"
+	m.input.ShowLineNumbers = false
+	m.input.SetVirtualCursor(false)
+	m.input.KeyMap.InsertNewline.SetKeys("alt+enter", "ctrl+j")
+	m.input.SetHeight(inputHeight)
+	m.input.Focus()
+
+	m.editor = textarea.New()
+	m.editor.ShowLineNumbers = false
+	m.editor.Prompt = "  "
+	m.editor.SetVirtualCursor(false)
+
+	fmt.Fprintf(&m.transcript, "baton chat · network %s (%s) · owner %s\n", info.Network, info.Fingerprint, info.Owner)
+	if info.Thread != "" {
+		fmt.Fprintf(&m.transcript, "continuing thread %s%s\n", info.Thread, quoteName(info.ThreadName))
+	} else {
+		fmt.Fprintln(&m.transcript, "a new thread starts with your first message")
+	}
+	if info.SummaryNote != "" {
+		fmt.Fprintln(&m.transcript, "note: "+info.SummaryNote)
+	}
+	fmt.Fprintln(&m.transcript, "/help lists the commands")
+	m.layout()
+	return m
+}
+
+func (m *chatModel) Init() tea.Cmd { return nil }
+
+// println adds a line to the transcript, ending a streamed answer first.
+func (m *chatModel) println(s string) {
+	m.printer.endLine()
+	m.transcript.WriteString(s + "\n")
+}
+
+// refresh shows the transcript, following it when it was at the bottom.
+func (m *chatModel) refresh() {
+	follow := m.vp.AtBottom() || m.vp.TotalLineCount() <= m.vp.Height()
+	m.vp.SetContent(wrapWords(m.transcript.String(), max(m.width, 20)))
+	if follow {
+		m.vp.GotoBottom()
+	}
+}
+
+func (m *chatModel) layout() {
+	m.vp.SetWidth(m.width)
+	m.vp.SetHeight(max(1, m.height-inputHeight-1))
+	m.input.SetWidth(m.width)
+	m.editor.SetWidth(m.width)
+	m.editor.SetHeight(max(1, m.height-inputHeight-1))
+	m.refresh()
+	m.vp.GotoBottom()
+}
+
+func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.layout()
+		return m, nil
+	case tea.KeyPressMsg:
+		cmd = m.key(msg)
+	case tea.PasteMsg:
+		switch m.mode {
+		case modeInput:
+			m.input, cmd = m.input.Update(msg)
+		case modeEditInline:
+			m.editor, cmd = m.editor.Update(msg)
+		}
+	case runEventMsg:
+		m.event(msg.ev)
+		cmd = m.wait()
+	case cleanupMsg:
+		switch r := msg.res; {
+		case r.Err != nil:
+			m.println("✗ handoff cleanup failed (the summary stays in memory until a later turn completes): " + r.Err.Error())
+		case r.Cleared:
+			m.println("· this was the child thread's first turn: its summary is now cleared from the agent's memory")
+		}
+		cmd = m.wait()
+	case runDoneMsg:
+		cmd = m.runDone(msg.err)
+	case previewMsg:
+		cmd = m.previewed(msg)
+	case decideMsg:
+		m.decided(msg)
+	case editorDoneMsg:
+		cmd = m.edited(msg)
+	case threadsMsg:
+		m.listThreads(msg)
+	case switchMsg:
+		m.switched(msg)
+	case logMsg:
+		m.println("⚠ " + msg.line)
+	}
+	m.refresh()
+	return m, cmd
+}
+
+// key handles a key press in the current mode.
+func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
+	switch k.String() {
+	case "pgup":
+		m.vp.PageUp()
+		return nil
+	case "pgdown":
+		m.vp.PageDown()
+		return nil
+	}
+	switch m.mode {
+	case modeInput:
+		switch k.String() {
+		case "ctrl+c":
+			if m.input.Value() != "" {
+				m.input.Reset()
+				return nil
+			}
+			return tea.Quit
+		case "ctrl+d":
+			if m.input.Value() == "" {
+				return tea.Quit
+			}
+		case "enter":
+			text := strings.TrimSpace(m.input.Value())
+			m.input.Reset()
+			if text == "" {
+				return nil
+			}
+			return m.submit(text)
+		}
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(k)
+		return cmd
+	case modeRunning:
+		if k.String() == "ctrl+c" && m.cancel != nil {
+			m.cancel()
+			m.status = "stopping…"
+		}
+	case modeBusy, modeEditor:
+		if k.String() == "ctrl+c" {
+			return tea.Quit
+		}
+	case modeApprove:
+		switch k.String() {
+		case "a", "y":
+			return m.approve(runner.DecisionApprove)
+		case "r", "n":
+			return m.approve(runner.DecisionReject)
+		case "ctrl+c":
+			m.println("· left undecided: the run waits; answer it with baton resume, or here after /switch")
+			m.interrupt, m.mode = nil, modeInput
+		}
+	case modeChoice:
+		switch k.String() {
+		case "a", "y", "enter":
+			return m.decide(summary.Decision{Type: summary.DecisionApprove})
+		case "e":
+			return m.edit()
+		case "d", "n", "esc", "ctrl+c":
+			return m.decide(summary.Decision{Type: summary.DecisionReject, Reason: "declined in baton chat"})
+		}
+	case modeEditInline:
+		switch k.String() {
+		case "ctrl+s":
+			return m.decideEdit(m.editor.Value())
+		case "esc":
+			m.editor.Blur()
+			m.println("· edit abandoned")
+			m.mode = modeChoice
+			return nil
+		}
+		var cmd tea.Cmd
+		m.editor, cmd = m.editor.Update(k)
+		return cmd
+	}
+	return nil
+}
+
+// submit handles a line typed by the user.
+func (m *chatModel) submit(text string) tea.Cmd {
+	if !strings.HasPrefix(text, "/") {
+		m.println("")
+		m.println("you: " + strings.ReplaceAll(text, "\n", "\n     "))
+		thread := m.thread
+		return m.start(func(ctx context.Context, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+			return m.be.Turn(ctx, thread, text, report)
+		})
+	}
+	fields := strings.Fields(text)
+	cmd, args := fields[0], fields[1:]
+	m.println("")
+	m.println("› " + text)
+	switch cmd {
+	case "/quit", "/exit":
+		return tea.Quit
+	case "/help":
+		m.println(chatCommandsHelp)
+		return nil
+	case "/new":
+		m.thread, m.threadName, m.agent = "", "", ""
+		m.println("· a new thread starts with your next message")
+		return nil
+	case "/threads":
+		return func() tea.Msg {
+			list, err := m.be.Threads(m.ctx)
+			return threadsMsg{list: list, err: err}
+		}
+	case "/switch":
+		if len(args) != 1 {
+			m.println("✗ usage: /switch THREAD_ID (see /threads)")
+			return nil
+		}
+		id := args[0]
+		m.mode, m.status = modeBusy, "switching…"
+		return func() tea.Msg {
+			th, err := m.be.Thread(m.ctx, id)
+			if err != nil {
+				return switchMsg{err: err}
+			}
+			recent, err := m.be.Recent(m.ctx, th.ID, 6)
+			return switchMsg{th: th, recent: recent, err: err}
+		}
+	case "/handoff":
+		mode := handoffAsk
+		switch {
+		case len(args) == 0:
+		case len(args) == 1 && args[0] == "--preview":
+			mode = handoffPreviewOnly
+		case len(args) == 1 && args[0] == "--apply":
+			mode = handoffApply
+		default:
+			m.println("✗ usage: /handoff [--preview | --apply]")
+			return nil
+		}
+		if m.thread == "" {
+			m.println("✗ nothing to hand off yet: send a message first")
+			return nil
+		}
+		thread := m.thread
+		m.mode, m.status = modeBusy, "summarising the thread…"
+		return func() tea.Msg {
+			p, err := m.be.Preview(m.ctx, thread)
+			return previewMsg{p: p, err: err, mode: mode}
+		}
+	}
+	m.println(fmt.Sprintf("✗ unknown command %s: /help lists the commands", cmd))
+	return nil
+}
+
+// chatCommandsHelp is what /help shows.
+const chatCommandsHelp = `commands:
+  /handoff            summarise this thread, then [a]ccept, [e]dit or [d]ecline;
+                      accepting starts a child thread seeded with the summary
+  /handoff --preview  show the summary only (nothing is written)
+  /handoff --apply    accept the summary without asking
+  /threads            list your threads
+  /switch ID          continue another thread (id or unique prefix)
+  /new                start a new thread with the next message
+  /quit               leave
+keys: enter sends · alt+enter or ctrl+j adds a line · pgup/pgdown scroll · ctrl+c stops an answer`
+
+// start runs a turn (or a resumed run) in a goroutine that feeds its
+// events to the program through m.events.
+func (m *chatModel) start(run func(ctx context.Context, report func(cleanupResult)) iter.Seq2[runner.Event, error]) tea.Cmd {
+	ctx, cancel := context.WithCancel(m.ctx)
+	ch := make(chan tea.Msg, 256)
+	m.cancel, m.events, m.mode, m.status = cancel, ch, modeRunning, "answering…"
+	m.interrupt, m.runID = nil, ""
+	root := m.ctx
+	go func() {
+		defer close(ch)
+		send := func(msg tea.Msg) {
+			select {
+			case ch <- msg:
+			case <-root.Done():
+			}
+		}
+		var runErr error
+		for ev, err := range run(ctx, func(r cleanupResult) { send(cleanupMsg{res: r}) }) {
+			if err != nil {
+				runErr = err
+				break
+			}
+			send(runEventMsg{ev: ev})
+		}
+		send(runDoneMsg{err: runErr})
+	}()
+	return m.wait()
+}
+
+// wait returns the next message of the running turn.
+func (m *chatModel) wait() tea.Cmd {
+	ch := m.events
+	if ch == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		msg, ok := <-ch
+		if !ok {
+			return nil
+		}
+		return msg
+	}
+}
+
+// event shows one run event.
+func (m *chatModel) event(ev runner.Event) {
+	switch e := ev.(type) {
+	case *runner.RunStartEvent:
+		m.runID = e.RunID
+		if m.thread == "" && e.ThreadID != "" {
+			m.thread = e.ThreadID
+		}
+	case *runner.AgentStartEvent:
+		m.agent = e.Agent
+		m.status = e.Agent + " is answering…"
+	case *runner.InterruptEvent:
+		m.printer.endLine()
+		m.interrupt, m.decisions = e.Interrupt, nil
+		m.println(fmt.Sprintf("⏸ waiting for approval (interrupt %s)", e.Interrupt.ID))
+		for _, ar := range e.Interrupt.ActionRequests {
+			m.println(fmt.Sprintf("  - %s %s", ar.Name, compact(ar.Args)))
+		}
+		return
+	}
+	m.printer.print(ev)
+}
+
+// runDone ends a turn: an error, an approval to ask for, or the next message.
+func (m *chatModel) runDone(err error) tea.Cmd {
+	m.printer.endLine()
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.cancel, m.events, m.status = nil, nil, ""
+	m.mode = modeInput
+	if err != nil {
+		m.println("✗ " + err.Error())
+		return nil
+	}
+	if m.interrupt != nil && len(m.interrupt.ActionRequests) > 0 {
+		m.mode = modeApprove
+	}
+	return nil
+}
+
+// approve records the decision on the current action request; the run
+// resumes once every request is decided.
+func (m *chatModel) approve(t runner.DecisionType) tea.Cmd {
+	ar := m.interrupt.ActionRequests[len(m.decisions)]
+	d := runner.Decision{Type: t, CallID: ar.CallID}
+	if t == runner.DecisionReject {
+		d.Message = "rejected in baton chat"
+	}
+	m.decisions = append(m.decisions, d)
+	verb := "approved"
+	if t == runner.DecisionReject {
+		verb = "rejected"
+	}
+	m.println(fmt.Sprintf("  %s %s", verb, ar.Name))
+	if len(m.decisions) < len(m.interrupt.ActionRequests) {
+		return nil
+	}
+	runID, ds := m.runID, m.decisions
+	if runID == "" {
+		runID, _ = threads.RunIDOfInterrupt(m.interrupt.ID)
+	}
+	return m.start(func(ctx context.Context, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+		return m.be.Resume(ctx, runID, ds, report)
+	})
+}
+
+// previewed shows a handoff summary and asks what to do with it.
+func (m *chatModel) previewed(msg previewMsg) tea.Cmd {
+	m.mode, m.status = modeInput, ""
+	if msg.err != nil {
+		m.println("✗ handoff: " + msg.err.Error())
+		return nil
+	}
+	p := msg.p
+	m.proposal = p
+	head := fmt.Sprintf("── handoff summary · for %s · %d messages · %d tokens", p.AssistantID, p.Messages, p.TokensUsed)
+	if p.Truncated {
+		head += " · truncated"
+	}
+	m.println(head + " ──")
+	for _, line := range strings.Split(p.Markdown, "\n") {
+		m.println("  " + line)
+	}
+	m.println("──")
+	switch msg.mode {
+	case handoffPreviewOnly:
+		m.println("· preview only: nothing was written")
+		m.proposal = nil
+		return nil
+	case handoffApply:
+		return m.decide(summary.Decision{Type: summary.DecisionApprove})
+	}
+	m.mode = modeChoice
+	return nil
+}
+
+// decide sends the decision on the current proposal.
+func (m *chatModel) decide(d summary.Decision) tea.Cmd {
+	p := m.proposal
+	if p == nil {
+		m.mode = modeInput
+		return nil
+	}
+	m.mode, m.status = modeBusy, "applying the handoff…"
+	if d.Type == summary.DecisionReject {
+		m.status = "declining…"
+	}
+	return func() tea.Msg {
+		out, err := m.be.Decide(m.ctx, p, d)
+		return decideMsg{out: out, err: err}
+	}
+}
+
+// decided reports a decision and switches to the child thread.
+func (m *chatModel) decided(msg decideMsg) {
+	m.mode, m.status = modeInput, ""
+	m.editor.Blur()
+	if msg.err != nil {
+		m.println("✗ handoff: " + msg.err.Error())
+		return
+	}
+	out := msg.out
+	m.proposal = nil
+	if !out.Applied {
+		m.println("✗ " + out.Message)
+		return
+	}
+	m.println("✓ " + out.Message)
+	m.thread, m.threadName, m.agent = out.ChildThreadID, out.Summary.Title, out.AssistantID
+	edited := ""
+	if out.Edited {
+		edited = " (edited)"
+	}
+	m.println(fmt.Sprintf("→ switched to thread %s%s, child of %s; the summary%s is in %s's memory for its first turn",
+		out.ChildThreadID, quoteName(out.Summary.Title), out.ParentThreadID, edited, out.AssistantID))
+}
+
+// edit opens the summary in $EDITOR, or in the chat when it is unset.
+func (m *chatModel) edit() tea.Cmd {
+	editor := strings.Fields(os.Getenv("EDITOR"))
+	if len(editor) == 0 {
+		m.editor.SetValue(m.proposal.Markdown)
+		m.editor.MoveToBegin()
+		m.mode = modeEditInline
+		return m.editor.Focus()
+	}
+	f, err := os.CreateTemp("", "baton-handoff-*.md")
+	if err == nil {
+		_, err = f.WriteString(m.proposal.Markdown + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		m.println("✗ edit: " + err.Error())
+		return nil
+	}
+	path := f.Name()
+	m.mode, m.status = modeEditor, "editing in "+filepath.Base(editor[0])+"…"
+	c := exec.Command(editor[0], append(editor[1:], path)...)
+	return tea.ExecProcess(c, func(err error) tea.Msg { return editorDoneMsg{path: path, err: err} })
+}
+
+// edited takes the Markdown back from $EDITOR.
+func (m *chatModel) edited(msg editorDoneMsg) tea.Cmd {
+	b, err := os.ReadFile(msg.path)
+	_ = os.Remove(msg.path)
+	m.mode, m.status = modeChoice, ""
+	switch {
+	case msg.err != nil:
+		m.println("✗ editor: " + msg.err.Error())
+		return nil
+	case err != nil:
+		m.println("✗ edit: " + err.Error())
+		return nil
+	}
+	return m.decideEdit(string(b))
+}
+
+// decideEdit approves the proposal with edited Markdown; its first
+// heading, if changed, becomes the title (the child thread's name).
+func (m *chatModel) decideEdit(md string) tea.Cmd {
+	md = strings.TrimSpace(md)
+	switch {
+	case md == "":
+		m.println("· the edited summary is empty: not applied")
+		m.editor.Blur()
+		m.mode = modeChoice
+		return nil
+	case md == strings.TrimSpace(m.proposal.Markdown):
+		m.println("· the summary is unchanged")
+		m.editor.Blur()
+		m.mode = modeChoice
+		return nil
+	}
+	d := summary.Decision{Type: summary.DecisionEdit, Markdown: md}
+	if t := markdownTitle(md); t != "" && t != m.proposal.Summary.Title {
+		d.Title = t
+	}
+	m.println("· edited summary:")
+	for _, line := range strings.Split(md, "\n") {
+		m.println("  " + line)
+	}
+	return m.decide(d)
+}
+
+// markdownTitle returns the text of the first heading of md, if it starts
+// with one.
+func markdownTitle(md string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(md), "\n")
+	if !strings.HasPrefix(first, "#") {
+		return ""
+	}
+	return strings.TrimSpace(strings.TrimLeft(first, "#"))
+}
+
+func (m *chatModel) listThreads(msg threadsMsg) {
+	if msg.err != nil {
+		m.println("✗ threads: " + msg.err.Error())
+		return
+	}
+	if len(msg.list) == 0 {
+		m.println("no threads yet")
+		return
+	}
+	m.println(fmt.Sprintf("threads of %s, newest first (* is the current one):", m.info.Owner))
+	for _, th := range msg.list {
+		mark := " "
+		if th.ID == m.thread {
+			mark = "*"
+		}
+		name := th.Name
+		if name == "" {
+			name = "(no name)"
+		}
+		parent := "—"
+		if th.ParentID != "" {
+			parent = th.ParentID
+		}
+		agent := th.ActiveAgent
+		if agent == "" {
+			agent = "—"
+		}
+		m.println(fmt.Sprintf("%s %s  %s", mark, th.ID, name))
+		m.println(fmt.Sprintf("    parent %s · agent %s", parent, agent))
+	}
+}
+
+func (m *chatModel) switched(msg switchMsg) {
+	m.mode, m.status = modeInput, ""
+	if msg.err != nil {
+		m.println("✗ switch: " + msg.err.Error())
+		return
+	}
+	th := msg.th
+	m.thread, m.threadName, m.agent = th.ID, th.Name, th.ActiveAgent
+	line := fmt.Sprintf("→ switched to thread %s%s", th.ID, quoteName(th.Name))
+	if th.ParentID != "" {
+		line += ", child of " + th.ParentID
+	}
+	m.println(line)
+	if len(msg.recent) > 0 {
+		m.println("  last messages:")
+		for _, rm := range msg.recent {
+			m.println("    " + messageLine(rm))
+		}
+	}
+}
+
+func (m *chatModel) View() tea.View {
+	var top string
+	if m.mode == modeEditInline {
+		top = m.editor.View()
+	} else {
+		top = m.vp.View()
+	}
+	v := tea.NewView(top + "\n" + m.statusLine() + "\n" + m.bottom())
+	v.AltScreen = true
+	v.WindowTitle = "baton chat · " + m.info.Network
+	topHeight := m.vp.Height()
+	switch m.mode {
+	case modeInput:
+		if c := m.input.Cursor(); c != nil {
+			c.Y += topHeight + 1
+			v.Cursor = c
+		}
+	case modeEditInline:
+		v.Cursor = m.editor.Cursor()
+	}
+	return v
+}
+
+// statusLine describes the current thread.
+func (m *chatModel) statusLine() string {
+	thread := "new thread"
+	if m.thread != "" {
+		thread = "thread " + m.thread + quoteName(m.threadName)
+	}
+	s := " " + m.info.Network + " · " + thread
+	if m.agent != "" {
+		s += " · " + m.agent
+	}
+	if w := lipgloss.Width(s); w < m.width {
+		s += strings.Repeat(" ", m.width-w)
+	}
+	return styleStatus.Render(cut(s, m.width))
+}
+
+// bottom is the input box, or what the chat asks or does instead.
+func (m *chatModel) bottom() string {
+	var lines []string
+	switch m.mode {
+	case modeInput:
+		return m.input.View()
+	case modeRunning, modeBusy, modeEditor:
+		lines = []string{styleDim.Render("⋯ " + m.status + "  (ctrl+c to stop)")}
+	case modeApprove:
+		ar := m.interrupt.ActionRequests[len(m.decisions)]
+		lines = []string{styleAsk.Render("approve " + ar.Name + " " + compact(ar.Args) + "?"), "[a]pprove / [r]eject"}
+	case modeChoice:
+		lines = []string{styleAsk.Render("accept this summary and continue in a new child thread?"), "[a]ccept / [e]dit / [d]ecline"}
+	case modeEditInline:
+		lines = []string{styleAsk.Render("editing the summary"), "ctrl+s accepts the edit · esc goes back"}
+	}
+	for len(lines) < inputHeight {
+		lines = append(lines, "")
+	}
+	for i := range lines {
+		lines[i] = cut(lines[i], m.width)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// cut shortens s (styled or not) to w cells.
+func cut(s string, w int) string {
+	if w <= 0 {
+		return s
+	}
+	return ansi.Truncate(s, w, "…")
+}
+
+// wrapWords wraps the lines of s (plain text) at spaces to width cells,
+// indenting continuation lines like the line they continue. Unlike
+// ansi.Wrap it never breaks at hyphens, so that ids stay whole.
+func wrapWords(s string, width int) string {
+	var b strings.Builder
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if ansi.StringWidth(line) <= width {
+			b.WriteString(line)
+			continue
+		}
+		body := strings.TrimLeft(line, " ")
+		indent := line[:len(line)-len(body)]
+		if len(indent) > width/2 {
+			indent = ""
+		}
+		col := 0
+		for j, word := range strings.Split(body, " ") {
+			w := ansi.StringWidth(word)
+			switch {
+			case j == 0:
+				b.WriteString(indent + word)
+				col = len(indent) + w
+			case col+1+w > width:
+				b.WriteString("\n" + indent + word)
+				col = len(indent) + w
+			default:
+				b.WriteString(" " + word)
+				col += 1 + w
+			}
+		}
+	}
+	return b.String()
+}
+
+func quoteName(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " «" + name + "»"
+}
