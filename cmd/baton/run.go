@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/batonhq/baton/netspec"
@@ -21,7 +23,11 @@ func loadNetwork(path string) (*netspec.Spec, error) {
 }
 
 func loadNetworkWith(path string, offline bool) (*netspec.Spec, error) {
-	spec, err := netspec.Load(path, netspec.Options{Provider: providerFactory(offline)})
+	return loadNetworkOpts(path, netspec.Options{Provider: providerFactory(offline)})
+}
+
+func loadNetworkOpts(path string, opts netspec.Options) (*netspec.Spec, error) {
+	spec, err := netspec.Load(path, opts)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -86,6 +92,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	jsonOut := fs.Bool("json", false, "print one JSON object per event")
 	agentName := fs.String("agent", "", "start with this agent instead of the picker's choice")
 	thread := fs.String("thread", "", "continue this stored thread (default: a new thread)")
+	record := fs.String("record", "", "write what each agent's model answered to this file, as a scripted network")
 	var sf storeFlags
 	sf.register(fs)
 	var mf memoryFlags
@@ -96,7 +103,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() != 2 {
 		return usagef("want a network file and a message: baton run NETWORK.yaml \"message\"")
 	}
-	spec, err := loadNetwork(fs.Arg(0))
+	lopts := netspec.Options{Provider: providerFactory(false)}
+	var rec *netspec.Recorder
+	if *record != "" {
+		rec = netspec.NewRecorder()
+		lopts.WrapModel = rec.Wrap
+	}
+	spec, err := loadNetworkOpts(fs.Arg(0), lopts)
 	if err != nil {
 		return err
 	}
@@ -124,7 +137,33 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	svc := threads.New(st, r, nil)
 	events := svc.Turn(ctx, sf.owner, fs.Arg(1), threads.TurnOptions{ThreadID: *thread, RunOptions: opts})
-	return printRun(hm.afterRun(ctx, events, nil), *jsonOut, stdout, fs.Arg(0), sf.database)
+	runErr := printRun(hm.afterRun(ctx, events, nil), *jsonOut, stdout, fs.Arg(0), sf.database)
+	if rec != nil {
+		if err := writeRecording(*record, rec, spec.File); err != nil {
+			return errors.Join(runErr, err)
+		}
+	}
+	return runErr
+}
+
+// writeRecording writes a recorded network to path atomically.
+func writeRecording(path string, rec *netspec.Recorder, f *netspec.File) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".baton-record-*")
+	if err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := rec.Write(tmp, f); err != nil {
+		tmp.Close()
+		return fmt.Errorf("record: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	return nil
 }
 
 // printRun prints a run's events and classifies its error for the exit code.
