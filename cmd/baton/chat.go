@@ -20,6 +20,7 @@ import (
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/summary"
 	"github.com/batonhq/baton/threads"
@@ -41,11 +42,13 @@ Commands:
   /threads            list your threads (id, name, parent, active agent)
   /switch ID          continue another thread (an id or a unique prefix)
   /new                start a new thread with the next message
+  /resume             continue this thread's run that was stopped mid-step
   /help               show the commands
   /quit               leave (also ctrl+d on an empty line)
 
 Keys: enter sends, alt+enter or ctrl+j adds a line, pgup/pgdown scroll,
-ctrl+c stops a running answer (or leaves when idle).
+ctrl+c stops a running answer after its current step (twice: at once, and
+/resume continues it later), or leaves when idle.
 
 The summary model is the network's summary: model. A network without one
 summarises with its first agent's model (a scripted first agent rarely
@@ -178,6 +181,17 @@ type chatBackend interface {
 	Thread(ctx context.Context, id string) (*store.Thread, error)
 	// Recent returns the last n messages of a thread.
 	Recent(ctx context.Context, threadID string, n int) ([]*store.Message, error)
+	// Unfinished returns the unfinished run of a thread (waiting for
+	// approvals, stopped mid-step, or with a background worker), or nil.
+	Unfinished(ctx context.Context, threadID string) (*unfinishedRun, error)
+}
+
+// unfinishedRun is a run of a thread that has not ended.
+type unfinishedRun struct {
+	RunID  string
+	Status runstate.Status
+	// Interrupt is what a run with status interrupted waits for.
+	Interrupt *runstate.Interrupt
 }
 
 // chatStore is the chatBackend of `baton chat`: a store, a network and
@@ -250,6 +264,19 @@ func (c *chatStore) Thread(ctx context.Context, id string) (*store.Thread, error
 
 func (c *chatStore) Recent(ctx context.Context, threadID string, n int) ([]*store.Message, error) {
 	return c.hm.st.ListMessages(ctx, &store.ListMessagesParams{OwnerID: c.owner, ThreadID: threadID, Limit: n, Last: true})
+}
+
+func (c *chatStore) Unfinished(ctx context.Context, threadID string) (*unfinishedRun, error) {
+	cp, err := c.hm.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, ThreadID: threadID})
+	switch {
+	case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrIncompatible):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case cp.State == nil || cp.State.Status.Terminal():
+		return nil, nil
+	}
+	return &unfinishedRun{RunID: cp.RunID, Status: cp.State.Status, Interrupt: cp.State.Interrupt}, nil
 }
 
 // chatLogWriter shows log records in the chat: each Write is one record

@@ -372,3 +372,27 @@ func (s *tmuxSession) waitExit(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestChatUsage(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"Help", []string{"chat", "--help"}, 0, "/handoff --preview"},
+		{"NoNetwork", []string{"chat"}, exitUsage, "baton chat: want --network FILE"},
+		{"Arguments", []string{"chat", "--network", supportNet, "hello"}, exitUsage, `unexpected arguments ["hello"]`},
+		{"NotATerminal", []string{"chat", "--network", supportNet}, exitUsage, "baton chat needs a terminal; use baton run for scripts"},
+		{"BadNetwork", []string{"chat", "--network", "testdata/nope.yaml"}, exitUsage, "no such file or directory"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			code, _, stderr := runCLI(t, tt.args...)
+			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("exit code %d, stderr:\n%s\nwant code %d and %q", code, stderr, tt.code, tt.stderr)
+			}
+		})
+	}
+}

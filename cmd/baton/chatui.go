@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"charm.land/bubbles/v2/textarea"
 	"charm.land/bubbles/v2/viewport"
@@ -79,6 +81,15 @@ type (
 	switchMsg struct {
 		th     *store.Thread
 		recent []*store.Message
+		// unfinished is a run of the thread that has not ended.
+		unfinished *unfinishedRun
+		// initial is the thread of --thread, shown at start.
+		initial bool
+		err     error
+	}
+	unfinishedMsg struct {
+		run    *unfinishedRun
+		resume bool // /resume: continue a run stopped mid-step
 		err    error
 	}
 	logMsg struct{ line string }
@@ -112,6 +123,10 @@ type chatModel struct {
 	status string // what a busy chat is doing
 	cancel context.CancelFunc
 	events chan tea.Msg
+	// stop asks the running turn to stop at its next event; stopped says
+	// it was asked.
+	stop             *atomic.Bool
+	stopped, aborted bool
 
 	// A run waiting for tool approvals.
 	runID     string
@@ -149,9 +164,7 @@ func newChatModel(ctx context.Context, be chatBackend, info chatInfo) *chatModel
 	m.editor.SetVirtualCursor(false)
 
 	fmt.Fprintf(&m.transcript, "baton chat · network %s (%s) · owner %s\n", info.Network, info.Fingerprint, info.Owner)
-	if info.Thread != "" {
-		fmt.Fprintf(&m.transcript, "continuing thread %s%s\n", info.Thread, quoteName(info.ThreadName))
-	} else {
+	if info.Thread == "" {
 		fmt.Fprintln(&m.transcript, "a new thread starts with your first message")
 	}
 	if info.SummaryNote != "" {
@@ -162,7 +175,13 @@ func newChatModel(ctx context.Context, be chatBackend, info chatInfo) *chatModel
 	return m
 }
 
-func (m *chatModel) Init() tea.Cmd { return nil }
+// Init shows the thread to continue, if any.
+func (m *chatModel) Init() tea.Cmd {
+	if m.thread == "" {
+		return nil
+	}
+	return m.switchTo(m.thread)
+}
 
 // println adds a line to the transcript, ending a streamed answer first.
 func (m *chatModel) println(s string) {
@@ -228,6 +247,8 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.listThreads(msg)
 	case switchMsg:
 		m.switched(msg)
+	case unfinishedMsg:
+		cmd = m.unfinished(msg)
 	case logMsg:
 		m.println("⚠ " + msg.line)
 	}
@@ -270,7 +291,19 @@ func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
 		m.input, cmd = m.input.Update(k)
 		return cmd
 	case modeRunning:
-		if k.String() == "ctrl+c" && m.cancel != nil {
+		if k.String() != "ctrl+c" {
+			return nil
+		}
+		switch {
+		case !m.stopped:
+			// The run stops at its next event and is recorded as failed,
+			// so that the thread takes the next message.
+			m.stopped = true
+			m.stop.Store(true)
+			m.status = "stopping after the current step… (ctrl+c again: at once)"
+		case m.cancel != nil && !m.aborted:
+			// Cancelled mid-step, the run stays resumable (/resume).
+			m.aborted = true
 			m.cancel()
 			m.status = "stopping…"
 		}
@@ -285,7 +318,7 @@ func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
 		case "r", "n":
 			return m.approve(runner.DecisionReject)
 		case "ctrl+c":
-			m.println("· left undecided: the run waits; answer it with baton resume, or here after /switch")
+			m.println("· left undecided: the run waits; /switch to this thread (or baton resume) to answer it")
 			m.interrupt, m.mode = nil, modeInput
 		}
 	case modeChoice:
@@ -338,6 +371,12 @@ func (m *chatModel) submit(text string) tea.Cmd {
 		m.thread, m.threadName, m.agent = "", "", ""
 		m.println("· a new thread starts with your next message")
 		return nil
+	case "/resume":
+		if m.thread == "" {
+			m.println("· nothing to resume: no thread yet")
+			return nil
+		}
+		return m.checkUnfinished(true)
 	case "/threads":
 		return func() tea.Msg {
 			list, err := m.be.Threads(m.ctx)
@@ -348,16 +387,7 @@ func (m *chatModel) submit(text string) tea.Cmd {
 			m.println("✗ usage: /switch THREAD_ID (see /threads)")
 			return nil
 		}
-		id := args[0]
-		m.mode, m.status = modeBusy, "switching…"
-		return func() tea.Msg {
-			th, err := m.be.Thread(m.ctx, id)
-			if err != nil {
-				return switchMsg{err: err}
-			}
-			recent, err := m.be.Recent(m.ctx, th.ID, 6)
-			return switchMsg{th: th, recent: recent, err: err}
-		}
+		return m.switchTo(args[0])
 	case "/handoff":
 		mode := handoffAsk
 		switch {
@@ -385,6 +415,24 @@ func (m *chatModel) submit(text string) tea.Cmd {
 	return nil
 }
 
+// switchTo loads a thread to continue: its last messages and a run that
+// waits for approvals.
+func (m *chatModel) switchTo(id string) tea.Cmd {
+	m.mode, m.status = modeBusy, "switching…"
+	return func() tea.Msg {
+		th, err := m.be.Thread(m.ctx, id)
+		if err != nil {
+			return switchMsg{err: err}
+		}
+		recent, err := m.be.Recent(m.ctx, th.ID, 6)
+		if err != nil {
+			return switchMsg{err: err}
+		}
+		u, err := m.be.Unfinished(m.ctx, th.ID)
+		return switchMsg{th: th, recent: recent, unfinished: u, initial: id == m.info.Thread && m.thread == id, err: err}
+	}
+}
+
 // chatCommandsHelp is what /help shows.
 const chatCommandsHelp = `commands:
   /handoff            summarise this thread, then [a]ccept, [e]dit or [d]ecline;
@@ -394,6 +442,7 @@ const chatCommandsHelp = `commands:
   /threads            list your threads
   /switch ID          continue another thread (id or unique prefix)
   /new                start a new thread with the next message
+  /resume             continue this thread's run that was stopped mid-step
   /quit               leave
 keys: enter sends · alt+enter or ctrl+j adds a line · pgup/pgdown scroll · ctrl+c stops an answer`
 
@@ -402,7 +451,9 @@ keys: enter sends · alt+enter or ctrl+j adds a line · pgup/pgdown scroll · ct
 func (m *chatModel) start(run func(ctx context.Context, report func(cleanupResult)) iter.Seq2[runner.Event, error]) tea.Cmd {
 	ctx, cancel := context.WithCancel(m.ctx)
 	ch := make(chan tea.Msg, 256)
+	stop := new(atomic.Bool)
 	m.cancel, m.events, m.mode, m.status = cancel, ch, modeRunning, "answering…"
+	m.stop, m.stopped, m.aborted = stop, false, false
 	m.interrupt, m.runID = nil, ""
 	root := m.ctx
 	go func() {
@@ -418,6 +469,9 @@ func (m *chatModel) start(run func(ctx context.Context, report func(cleanupResul
 			if err != nil {
 				runErr = err
 				break
+			}
+			if stop.Load() {
+				break // the runner records the run as stopped (failed)
 			}
 			send(runEventMsg{ev: ev})
 		}
@@ -474,7 +528,17 @@ func (m *chatModel) runDone(err error) tea.Cmd {
 	m.mode = modeInput
 	if err != nil {
 		m.println("✗ " + err.Error())
+		var busy *threads.BusyError
+		if errors.As(err, &busy) && busy.ThreadID == m.thread {
+			return m.checkUnfinished(false)
+		}
 		return nil
+	}
+	switch {
+	case m.aborted:
+		m.println("· stopped mid-step: /resume continues the run (the thread takes no new message until then)")
+	case m.stopped:
+		m.println("· stopped")
 	}
 	if m.interrupt != nil && len(m.interrupt.ActionRequests) > 0 {
 		m.mode = modeApprove
@@ -586,7 +650,8 @@ func (m *chatModel) edit() tea.Cmd {
 		m.editor.SetValue(m.proposal.Markdown)
 		m.editor.MoveToBegin()
 		m.mode = modeEditInline
-		return m.editor.Focus()
+		m.editor.Focus()
+		return nil
 	}
 	f, err := os.CreateTemp("", "baton-handoff-*.md")
 	if err == nil {
@@ -698,7 +763,11 @@ func (m *chatModel) switched(msg switchMsg) {
 	}
 	th := msg.th
 	m.thread, m.threadName, m.agent = th.ID, th.Name, th.ActiveAgent
-	line := fmt.Sprintf("→ switched to thread %s%s", th.ID, quoteName(th.Name))
+	verb := "switched to"
+	if msg.initial {
+		verb = "continuing"
+	}
+	line := fmt.Sprintf("→ %s thread %s%s", verb, th.ID, quoteName(th.Name))
 	if th.ParentID != "" {
 		line += ", child of " + th.ParentID
 	}
@@ -708,6 +777,55 @@ func (m *chatModel) switched(msg switchMsg) {
 		for _, rm := range msg.recent {
 			m.println("    " + messageLine(rm))
 		}
+	}
+	m.showUnfinished(msg.unfinished)
+}
+
+// showUnfinished says what a run of the current thread that has not ended
+// waits for, and asks for its approvals.
+func (m *chatModel) showUnfinished(u *unfinishedRun) {
+	switch {
+	case u == nil:
+	case u.Status == runstate.StatusInterrupted && u.Interrupt != nil && len(u.Interrupt.ActionRequests) > 0:
+		m.runID, m.interrupt, m.decisions = u.RunID, u.Interrupt, nil
+		m.println(fmt.Sprintf("⏸ run %s of this thread waits for approval (interrupt %s)", u.RunID, u.Interrupt.ID))
+		for _, ar := range u.Interrupt.ActionRequests {
+			m.println(fmt.Sprintf("  - %s %s", ar.Name, compact(ar.Args)))
+		}
+		m.mode = modeApprove
+	case u.Status == runstate.StatusSuspended:
+		m.println(fmt.Sprintf("⏸ run %s of this thread is with a background worker; the thread takes new messages once it ends", u.RunID))
+	default:
+		m.println(fmt.Sprintf("⏸ run %s of this thread stopped mid-step (%s): /resume continues it", u.RunID, u.Status))
+	}
+}
+
+// unfinished handles /resume and a turn refused for an unfinished run.
+func (m *chatModel) unfinished(msg unfinishedMsg) tea.Cmd {
+	m.mode, m.status = modeInput, ""
+	switch u := msg.run; {
+	case msg.err != nil:
+		m.println("✗ " + msg.err.Error())
+	case u == nil && msg.resume:
+		m.println("· nothing to resume: this thread has no unfinished run")
+	case msg.resume && u.Status == runstate.StatusRunning:
+		runID := u.RunID
+		return m.start(func(ctx context.Context, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+			return m.be.Resume(ctx, runID, nil, report)
+		})
+	default:
+		m.showUnfinished(u)
+	}
+	return nil
+}
+
+// checkUnfinished looks up the unfinished run of the current thread.
+func (m *chatModel) checkUnfinished(resume bool) tea.Cmd {
+	thread := m.thread
+	m.mode, m.status = modeBusy, "looking up the thread's run…"
+	return func() tea.Msg {
+		u, err := m.be.Unfinished(m.ctx, thread)
+		return unfinishedMsg{run: u, resume: resume, err: err}
 	}
 }
 
@@ -757,7 +875,11 @@ func (m *chatModel) bottom() string {
 	case modeInput:
 		return m.input.View()
 	case modeRunning, modeBusy, modeEditor:
-		lines = []string{styleDim.Render("⋯ " + m.status + "  (ctrl+c to stop)")}
+		hint := "  (ctrl+c to stop)"
+		if strings.Contains(m.status, "ctrl+c") || m.mode == modeEditor {
+			hint = ""
+		}
+		lines = []string{styleDim.Render("⋯ " + m.status + hint)}
 	case modeApprove:
 		ar := m.interrupt.ActionRequests[len(m.decisions)]
 		lines = []string{styleAsk.Render("approve " + ar.Name + " " + compact(ar.Args) + "?"), "[a]pprove / [r]eject"}

@@ -1,0 +1,346 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/summary"
+)
+
+// fakeChat is a chatBackend that plays scripted events and records what
+// the chat asked for.
+type fakeChat struct {
+	// turn and resume return the events of a turn or a resumed run.
+	turn    func(input string) []runner.Event
+	resume  func(ds []runner.Decision) []runner.Event
+	cleared bool // report a cleanup after each completed run
+
+	mu        sync.Mutex
+	inputs    []string
+	resumed   [][]runner.Decision
+	decisions []summary.Decision
+}
+
+func (f *fakeChat) play(events []runner.Event, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+	return func(yield func(runner.Event, error) bool) {
+		for _, ev := range events {
+			if !yield(ev, nil) {
+				return
+			}
+		}
+		if f.cleared && report != nil {
+			report(cleanupResult{ThreadID: "t1", Cleared: true})
+		}
+	}
+}
+
+func (f *fakeChat) Turn(_ context.Context, _, input string, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+	f.mu.Lock()
+	f.inputs = append(f.inputs, input)
+	f.mu.Unlock()
+	return f.play(f.turn(input), report)
+}
+
+func (f *fakeChat) Resume(_ context.Context, _ string, ds []runner.Decision, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+	f.mu.Lock()
+	f.resumed = append(f.resumed, ds)
+	f.mu.Unlock()
+	return f.play(f.resume(ds), report)
+}
+
+func (f *fakeChat) Preview(_ context.Context, threadID string) (*summary.Proposal, error) {
+	s := summary.Summary{Title: "Old title", Body: []string{"one", "two", "three"}, TLDR: "Done."}
+	return &summary.Proposal{HandoffID: "h1", Owner: "local", AssistantID: "billing", ParentThreadID: threadID,
+		Summary: s, Markdown: s.Markdown(), Messages: 4, TokensUsed: 42}, nil
+}
+
+func (f *fakeChat) Decide(_ context.Context, p *summary.Proposal, d summary.Decision) (*summary.Outcome, error) {
+	f.mu.Lock()
+	f.decisions = append(f.decisions, d)
+	f.mu.Unlock()
+	if d.Type == summary.DecisionReject {
+		return &summary.Outcome{HandoffID: p.HandoffID, Decision: d.Type, ParentThreadID: p.ParentThreadID, Message: "Handoff rejected: nothing was written."}, nil
+	}
+	s := p.Summary
+	if d.Title != "" {
+		s.Title = d.Title
+	}
+	return &summary.Outcome{HandoffID: p.HandoffID, Decision: d.Type, Applied: true, ParentThreadID: p.ParentThreadID,
+		ChildThreadID: "child", AssistantID: p.AssistantID, Summary: s, Edited: d.Type == summary.DecisionEdit,
+		Message: "Handoff approved: continue in thread child."}, nil
+}
+
+func (f *fakeChat) Threads(context.Context) ([]*store.Thread, error) {
+	return []*store.Thread{{ID: "child", ParentID: "t1", Name: "Old title", ActiveAgent: "billing"}, {ID: "t1", ActiveAgent: "billing"}}, nil
+}
+
+func (f *fakeChat) Thread(_ context.Context, id string) (*store.Thread, error) {
+	return &store.Thread{ID: id, ActiveAgent: "billing"}, nil
+}
+
+func (f *fakeChat) Recent(context.Context, string, int) ([]*store.Message, error) { return nil, nil }
+
+func (f *fakeChat) Unfinished(context.Context, string) (*unfinishedRun, error) { return nil, nil }
+
+// drive updates m with msg and then with the messages of the commands it
+// returns (those of the chat only), until none is left.
+func drive(t *testing.T, m *chatModel, msgs ...tea.Msg) {
+	t.Helper()
+	for len(msgs) > 0 {
+		msg := msgs[0]
+		msgs = msgs[1:]
+		_, cmd := m.Update(msg)
+		if cmd == nil {
+			continue
+		}
+		done := make(chan tea.Msg, 1)
+		go func() { done <- cmd() }()
+		select {
+		case r := <-done:
+			switch r.(type) {
+			case runEventMsg, runDoneMsg, cleanupMsg, previewMsg, decideMsg, threadsMsg, switchMsg, unfinishedMsg:
+				msgs = append(msgs, r)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a command of %T did not return", msg)
+		}
+	}
+}
+
+func press(k string) tea.Msg {
+	switch k {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "ctrl+s", "ctrl+k", "ctrl+c":
+		return tea.KeyPressMsg{Code: rune(k[len(k)-1]), Mod: tea.ModCtrl}
+	}
+	r := []rune(k)[0]
+	return tea.KeyPressMsg{Code: r, Text: k}
+}
+
+// typeLine types text and presses enter.
+func typeLine(t *testing.T, m *chatModel, text string) {
+	t.Helper()
+	var msgs []tea.Msg
+	for _, r := range text {
+		msgs = append(msgs, tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	drive(t, m, append(msgs, press("enter"))...)
+}
+
+func newTestChat(t *testing.T, f *fakeChat, thread string) *chatModel {
+	t.Helper()
+	m := newChatModel(t.Context(), f, chatInfo{Network: "support", Owner: "local", Thread: thread})
+	drive(t, m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	return m
+}
+
+func wantTranscript(t *testing.T, m *chatModel, wants ...string) {
+	t.Helper()
+	got := m.transcript.String()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("the transcript lacks %q:\n%s", w, got)
+		}
+	}
+}
+
+func TestChatHandoffInlineEdit(t *testing.T) {
+	t.Setenv("EDITOR", "")
+	f := &fakeChat{}
+	m := newTestChat(t, f, "t1")
+	typeLine(t, m, "/handoff")
+	if m.mode != modeChoice {
+		t.Fatalf("mode %d after the preview, want the accept/edit/decline choice", m.mode)
+	}
+	wantTranscript(t, m, "── handoff summary · for billing · 4 messages · 42 tokens ──", "  ### Old title", "**TL;DR:** Done.")
+	if v := m.View().Content; !strings.Contains(v, "[a]ccept / [e]dit / [d]ecline") {
+		t.Errorf("the screen does not ask:\n%s", v)
+	}
+
+	drive(t, m, press("e"))
+	if m.mode != modeEditInline || m.editor.Value() != m.proposal.Markdown {
+		t.Fatalf("mode %d, editor %q: want the Markdown in the inline editor", m.mode, m.editor.Value())
+	}
+	// Back to the choice, then edit again: replace the heading.
+	drive(t, m, press("esc"))
+	if m.mode != modeChoice {
+		t.Fatalf("mode %d after esc, want the choice", m.mode)
+	}
+	drive(t, m, press("e"), press("ctrl+k"))
+	for _, r := range "### New title" {
+		drive(t, m, tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	drive(t, m, press("ctrl+s"))
+
+	if len(f.decisions) != 1 {
+		t.Fatalf("decisions %+v, want one", f.decisions)
+	}
+	d := f.decisions[0]
+	if d.Type != summary.DecisionEdit || d.Title != "New title" || !strings.HasPrefix(d.Markdown, "### New title\n\n- one") {
+		t.Errorf("decision %+v, want an edit titled New title with the edited Markdown", d)
+	}
+	if m.thread != "child" || m.mode != modeInput {
+		t.Errorf("thread %q, mode %d: want the child thread, waiting for input", m.thread, m.mode)
+	}
+	wantTranscript(t, m, "✓ Handoff approved: continue in thread child.", "→ switched to thread child «New title», child of t1; the summary (edited) is in billing's memory")
+}
+
+func TestChatHandoff(t *testing.T) {
+	t.Parallel()
+	t.Run("Decline", func(t *testing.T) {
+		t.Parallel()
+		f := &fakeChat{}
+		m := newTestChat(t, f, "t1")
+		typeLine(t, m, "/handoff")
+		drive(t, m, press("d"))
+		if len(f.decisions) != 1 || f.decisions[0].Type != summary.DecisionReject || m.thread != "t1" {
+			t.Errorf("decisions %+v, thread %q: want one rejection, still on t1", f.decisions, m.thread)
+		}
+		wantTranscript(t, m, "✗ Handoff rejected: nothing was written.")
+	})
+	t.Run("Accept", func(t *testing.T) {
+		t.Parallel()
+		f := &fakeChat{}
+		m := newTestChat(t, f, "t1")
+		typeLine(t, m, "/handoff")
+		drive(t, m, press("a"))
+		if len(f.decisions) != 1 || f.decisions[0].Type != summary.DecisionApprove || m.thread != "child" {
+			t.Errorf("decisions %+v, thread %q: want one approval, on the child", f.decisions, m.thread)
+		}
+	})
+	t.Run("Preview", func(t *testing.T) {
+		t.Parallel()
+		f := &fakeChat{}
+		m := newTestChat(t, f, "t1")
+		typeLine(t, m, "/handoff --preview")
+		if len(f.decisions) != 0 || m.mode != modeInput || m.thread != "t1" {
+			t.Errorf("decisions %+v, mode %d, thread %q: want nothing decided", f.decisions, m.mode, m.thread)
+		}
+		wantTranscript(t, m, "### Old title", "· preview only: nothing was written")
+	})
+	t.Run("Apply", func(t *testing.T) {
+		t.Parallel()
+		f := &fakeChat{}
+		m := newTestChat(t, f, "t1")
+		typeLine(t, m, "/handoff --apply")
+		if len(f.decisions) != 1 || f.decisions[0].Type != summary.DecisionApprove || m.thread != "child" {
+			t.Errorf("decisions %+v, thread %q: want an approval without asking", f.decisions, m.thread)
+		}
+	})
+	t.Run("Usage", func(t *testing.T) {
+		t.Parallel()
+		f := &fakeChat{}
+		m := newTestChat(t, f, "")
+		typeLine(t, m, "/handoff")
+		typeLine(t, m, "/handoff --now")
+		typeLine(t, m, "/bogus")
+		wantTranscript(t, m, "✗ nothing to hand off yet: send a message first", "✗ usage: /handoff [--preview | --apply]",
+			"✗ unknown command /bogus: /help lists the commands")
+	})
+}
+
+func TestChatToolApproval(t *testing.T) {
+	t.Parallel()
+	args := json.RawMessage(`{"order_id":"1234"}`)
+	f := &fakeChat{
+		turn: func(string) []runner.Event {
+			return []runner.Event{
+				&runner.RunStartEvent{RunID: "r1", ThreadID: "t9", Network: "support"},
+				&runner.AgentStartEvent{Agent: "refunds"},
+				&runner.InterruptEvent{Interrupt: &runstate.Interrupt{ID: "r1-i3", ActionRequests: []runstate.ActionRequest{
+					{Name: "issue_refund", Args: args, CallID: "c1"}, {Name: "cancel_order", Args: args, CallID: "c2"}}}},
+				&runner.RunEndEvent{Status: runstate.StatusInterrupted, LastAgent: "refunds"},
+			}
+		},
+		resume: func([]runner.Decision) []runner.Event {
+			return []runner.Event{
+				&runner.RunStartEvent{RunID: "r1", ThreadID: "t9", Resumed: true},
+				&runner.TextDeltaEvent{Agent: "refunds", Delta: "Refund "},
+				&runner.TextDeltaEvent{Agent: "refunds", Delta: "issued."},
+				&runner.MessageEvent{Agent: "refunds", Text: "Refund issued."},
+				&runner.RunEndEvent{Status: runstate.StatusCompleted, LastAgent: "refunds"},
+			}
+		},
+		cleared: true,
+	}
+	m := newTestChat(t, f, "")
+	typeLine(t, m, "I want a refund")
+	if m.mode != modeApprove || m.thread != "t9" {
+		t.Fatalf("mode %d, thread %q: want an approval asked on the new thread t9", m.mode, m.thread)
+	}
+	if v := m.View().Content; !strings.Contains(v, `approve issue_refund {"order_id":"1234"}?`) {
+		t.Errorf("the screen does not ask about issue_refund:\n%s", v)
+	}
+	drive(t, m, press("a"))
+	if m.mode != modeApprove || len(f.resumed) != 0 {
+		t.Fatalf("mode %d, resumed %v: want the second request asked", m.mode, f.resumed)
+	}
+	drive(t, m, press("r"))
+	got, _ := json.Marshal(f.resumed)
+	if want := `[[{"type":"approve","call_id":"c1"},{"type":"reject","call_id":"c2","message":"rejected in baton chat"}]]`; string(got) != want {
+		t.Errorf("resumed with %s, want %s", got, want)
+	}
+	if m.mode != modeInput {
+		t.Errorf("mode %d after the run, want input", m.mode)
+	}
+	wantTranscript(t, m, "you: I want a refund", "⏸ waiting for approval (interrupt r1-i3)", "  approved issue_refund", "  rejected cancel_order",
+		"refunds: Refund issued.\n", "── completed · last agent refunds", "its summary is now cleared")
+}
+
+func TestChatThreads(t *testing.T) {
+	t.Parallel()
+	m := newTestChat(t, &fakeChat{}, "child")
+	typeLine(t, m, "/threads")
+	wantTranscript(t, m, "* child  Old title\n    parent t1 · agent billing", "  t1  (no name)\n    parent — · agent billing")
+	typeLine(t, m, "/switch t1")
+	if m.thread != "t1" {
+		t.Errorf("thread %q after /switch t1", m.thread)
+	}
+	typeLine(t, m, "/new")
+	if m.thread != "" {
+		t.Errorf("thread %q after /new", m.thread)
+	}
+}
+
+func TestWrapWords(t *testing.T) {
+	t.Parallel()
+	id := "01a206c5-693e-74df-af18-2b3f7ed740b7"
+	tests := []struct{ in, want string }{
+		{"short line", "short line"},
+		{"→ switched to " + id + " now", "→ switched to\n" + id + "\nnow"},
+		{"  indented words go on and on", "  indented words go\n  on and on"},
+		{"a\nb", "a\nb"},
+	}
+	for _, tt := range tests {
+		if got := wrapWords(tt.in, 20); got != tt.want {
+			t.Errorf("wrapWords(%q, 20) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestMarkdownTitle(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"### Refund\n\n- a": "Refund",
+		"\n# Top  \nrest":   "Top",
+		"no heading\n### x": "",
+		"":                  "",
+	} {
+		if got := markdownTitle(in); got != want {
+			t.Errorf("markdownTitle(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
