@@ -49,6 +49,8 @@ func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller
 			if _, ok := nw.net.Agent(req.AssistantID); !ok {
 				return badParam("assistant_id", "network %s has no agent %q", nw.name, req.AssistantID)
 			}
+		} else if th.ActiveAgent == "" {
+			return errorf(http.StatusUnprocessableEntity, wire.ErrInvalidRequest, "thread %s has nothing to summarise yet: no agent has answered on it", th.ID)
 		}
 		p, err := nw.sum.Preview(ctx, &summary.PreviewParams{Owner: c.owner, ThreadID: th.ID, AssistantID: req.AssistantID})
 		var ise *summary.InvalidSummaryError

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -21,17 +22,16 @@ import (
 
 // bundle is what a test gets from setup.
 type bundle struct {
-	srv   *server.Server
-	http  *httptest.Server
-	st    store.Store
-	keyA  string // owner "alice"
-	keyB  string // owner "bob"
-	url   string
-	cfg   server.Config
-	owner string
+	srv  *server.Server
+	http *httptest.Server
+	st   store.Store
+	keyA string // owner "alice"
+	keyB string // owner "bob"
+	url  string
+	cfg  server.Config
 }
 
-type option func(*server.Config)
+type cfgOption func(*server.Config)
 
 func loadNetwork(t testing.TB, name string) server.Network {
 	t.Helper()
@@ -42,7 +42,7 @@ func loadNetwork(t testing.TB, name string) server.Network {
 	return server.NetworkFromSpec(spec)
 }
 
-func setup(t testing.TB, opts ...option) *bundle {
+func setup(t testing.TB, opts ...cfgOption) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "baton.db"), nil)
@@ -53,10 +53,11 @@ func setup(t testing.TB, opts ...option) *bundle {
 	return setupStore(t, st, opts...)
 }
 
-func setupStore(t testing.TB, st store.Store, opts ...option) *bundle {
+func setupStore(t testing.TB, st store.Store, opts ...cfgOption) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	cfg := server.Config{Store: st, Networks: []server.Network{loadNetwork(t, "support"), loadNetwork(t, "research")}, KeyCacheTTL: -1}
+	cfg := server.Config{Store: st, Networks: []server.Network{loadNetwork(t, "support"), loadNetwork(t, "research")}, KeyCacheTTL: -1,
+		Logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -75,7 +76,9 @@ func setupStore(t testing.TB, st store.Store, opts ...option) *bundle {
 	b := &bundle{srv: srv, http: hs, st: st, url: hs.URL, cfg: cfg}
 	b.keyA = newKey(t, st, "alice")
 	b.keyB = newKey(t, st, "bob")
-	_ = ctx
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	return b
 }
 
@@ -248,8 +251,4 @@ func types(evs []event) []string {
 		out[i] = e.Type
 	}
 	return out
-}
-
-func isFinalEnd(ev event) bool {
-	return ev.Type == "run_end" && ev.Data["status"] != "suspended"
 }

@@ -25,6 +25,11 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err := decodeJSON(r, &req, true); err != nil {
 		return err
 	}
+	if !req.Stream {
+		var cancel context.CancelFunc
+		r, cancel = s.withTimeout(r)
+		defer cancel()
+	}
 	if err := s.checkInput(req.Input); err != nil {
 		return err
 	}
@@ -53,6 +58,12 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *caller) er
 		return s.streamRun(w, r, run, runlog.Cursor{})
 	}
 	return s.waitRun(w, r, run)
+}
+
+// withTimeout bounds a request that turned out not to be a stream.
+func (s *Server) withTimeout(r *http.Request) (*http.Request, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	return r.WithContext(ctx), cancel
 }
 
 func (s *Server) checkInput(input string) error {

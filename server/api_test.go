@@ -1,0 +1,381 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/store"
+)
+
+// route is one API route with a body that is valid for it.
+type route struct {
+	method, path string
+	body         any
+}
+
+// routes returns every /v1 route, on a thread, run and interrupt of
+// owner A.
+func routes(thread, run, interrupt string) []route {
+	return []route{
+		{"GET", "/v1/networks", nil},
+		{"GET", "/v1/models", nil},
+		{"POST", "/v1/threads", map[string]any{"network": "support"}},
+		{"GET", "/v1/threads", nil},
+		{"GET", "/v1/threads/" + thread, nil},
+		{"GET", "/v1/threads/" + thread + "/messages", nil},
+		{"POST", "/v1/threads/" + thread + "/runs", map[string]any{"input": "hello"}},
+		{"GET", "/v1/threads/" + thread + "/runs/" + run, nil},
+		{"GET", "/v1/threads/" + thread + "/runs/" + run + "/events", nil},
+		{"GET", "/v1/threads/" + thread + "/events", nil},
+		{"POST", "/v1/threads/" + thread + "/handoff", map[string]any{}},
+		{"GET", "/v1/interrupts/" + interrupt, nil},
+		{"POST", "/v1/interrupts/" + interrupt + "/decision", map[string]any{"type": "approve"}},
+		{"POST", "/v1/chat/completions", map[string]any{"model": "support", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}},
+	}
+}
+
+// interrupted makes a thread of key whose run waits for an approval and
+// returns the thread, run and interrupt ids.
+func interrupted(t *testing.T, b *bundle, key string) (thread, run, interrupt string) {
+	t.Helper()
+	thread = b.thread(t, key, "support")
+	r := b.do(t, key, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I want a refund for order 1234"})
+	if r.status != http.StatusOK {
+		t.Fatalf("run: %d %s", r.status, r.body)
+	}
+	var res struct {
+		ID        string
+		Status    string
+		Interrupt struct {
+			ID string `json:"interrupt_id"`
+		}
+	}
+	r.json(t, &res)
+	if res.Status != "interrupted" || res.Interrupt.ID == "" {
+		t.Fatalf("run: %s", r.body)
+	}
+	return thread, res.ID, res.Interrupt.ID
+}
+
+func TestAuthRequired(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	thread, run, intr := interrupted(t, b, b.keyA)
+	revoked := newKey(t, b.st, "carol")
+	keys, err := b.st.ListAPIKeys(t.Context(), &store.ListAPIKeysParams{OwnerID: "carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.st.RevokeAPIKey(t.Context(), &store.RevokeAPIKeyParams{OwnerID: "carol", ID: keys[0].ID}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rt := range routes(thread, run, intr) {
+		for name, hdr := range map[string][]string{
+			"missing":  nil,
+			"invalid":  {"Authorization", "Bearer baton_not-a-key"},
+			"revoked":  {"Authorization", "Bearer " + revoked},
+			"basic":    {"Authorization", "Basic " + b.keyA},
+			"empty":    {"Authorization", "Bearer "},
+			"long-key": {"Authorization", "Bearer " + strings.Repeat("x", 600)},
+		} {
+			r := b.do(t, "", rt.method, rt.path, rt.body, hdr...)
+			if r.status != http.StatusUnauthorized || r.errType(t) != "unauthorized" || r.header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%s %s (%s key): %d %s", rt.method, rt.path, name, r.status, r.body)
+			}
+		}
+	}
+	// Health, readiness and the UI need no key.
+	for _, p := range []string{"/healthz", "/readyz", "/", "/assets/app.js"} {
+		if r := b.do(t, "", "GET", p, nil); r.status != http.StatusOK {
+			t.Errorf("GET %s: %d", p, r.status)
+		}
+	}
+}
+
+// Every route that names a thread, run or interrupt of another owner
+// answers 404, as if it did not exist; nothing of it leaks.
+func TestCrossOwnerNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	thread, run, intr := interrupted(t, b, b.keyA)
+	for _, rt := range routes(thread, run, intr) {
+		if !strings.Contains(rt.path, thread) && !strings.Contains(rt.path, intr) {
+			continue
+		}
+		r := b.do(t, b.keyB, rt.method, rt.path, rt.body)
+		if r.status != http.StatusNotFound || r.errType(t) != "not_found" {
+			t.Errorf("%s %s as another owner: %d %s", rt.method, rt.path, r.status, r.body)
+		}
+		if strings.Contains(string(r.body), "refund") {
+			t.Errorf("%s %s leaks content: %s", rt.method, rt.path, r.body)
+		}
+	}
+	// A parent thread, a chat continuation and the listings of another owner.
+	if r := b.do(t, b.keyB, "POST", "/v1/threads", map[string]any{"network": "support", "parent_id": thread}); r.status != http.StatusNotFound {
+		t.Errorf("parent of another owner: %d %s", r.status, r.body)
+	}
+	chat := map[string]any{"model": "support", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
+	if r := b.do(t, b.keyB, "POST", "/v1/chat/completions", chat, server.ThreadHeader, thread); r.status != http.StatusNotFound {
+		t.Errorf("chat on a thread of another owner: %d %s", r.status, r.body)
+	}
+	// A run id of A under a thread of B.
+	threadB := b.thread(t, b.keyB, "support")
+	if r := b.do(t, b.keyB, "GET", "/v1/threads/"+threadB+"/runs/"+run, nil); r.status != http.StatusNotFound {
+		t.Errorf("run of another owner under own thread: %d %s", r.status, r.body)
+	}
+	r := b.do(t, b.keyB, "GET", "/v1/threads", nil)
+	if strings.Contains(string(r.body), thread) {
+		t.Errorf("listing shows another owner's thread: %s", r.body)
+	}
+	// The owner still sees everything.
+	if r := b.do(t, b.keyA, "GET", "/v1/interrupts/"+intr, nil); r.status != http.StatusOK {
+		t.Errorf("own interrupt: %d %s", r.status, r.body)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *server.Config) { c.MaxBodyBytes = 4096; c.MaxInputBytes = 1000 })
+	thread := b.thread(t, b.keyA, "support")
+	runs := "/v1/threads/" + thread + "/runs"
+	for _, tc := range []struct {
+		name, method, path string
+		body               any
+		status             int
+		want               string // in the message
+	}{
+		{"syntax", "POST", "/v1/threads", `{"network": "support",}`, 400, "invalid JSON at byte"},
+		{"truncated", "POST", "/v1/threads", `{"network": "sup`, 400, "ends in the middle"},
+		{"empty body", "POST", "/v1/threads", ``, 400, "body is empty"},
+		{"not an object", "POST", "/v1/threads", `[1,2]`, 400, "must be a JSON object"},
+		{"wrong type", "POST", "/v1/threads", `{"network": 42}`, 400, `"network" must be a string`},
+		{"unknown field", "POST", "/v1/threads", `{"network": "support", "colour": "red"}`, 400, `unknown field "colour"`},
+		{"trailing data", "POST", "/v1/threads", `{"network": "support"} {}`, 400, "nothing after it"},
+		{"no network", "POST", "/v1/threads", `{}`, 400, "network is required"},
+		{"unknown network", "POST", "/v1/threads", `{"network": "nope"}`, 400, `unknown network "nope"`},
+		{"reserved metadata", "POST", "/v1/threads", `{"network": "support", "metadata": {"handoff": {}}}`, 400, "reserved"},
+		{"bad metadata key", "POST", "/v1/threads", `{"network": "support", "metadata": {"a b": 1}}`, 400, "metadata key"},
+		{"oversized", "POST", "/v1/threads", `{"network": "support", "name": "` + strings.Repeat("x", 5000) + `"}`, 413, "larger than 4096 bytes"},
+		{"no input", "POST", runs, `{}`, 400, "input is required"},
+		{"blank input", "POST", runs, `{"input": "   "}`, 400, "input is required"},
+		{"long input", "POST", runs, `{"input": "` + strings.Repeat("y", 1200) + `"}`, 400, "more than the limit of 1000"},
+		{"unknown agent", "POST", runs, `{"input": "hi", "agent": "ghost"}`, 400, `no agent "ghost"`},
+		{"bad limit", "GET", "/v1/threads?limit=0", nil, 400, "limit must be"},
+		{"bad cursor", "GET", "/v1/threads?cursor=garbage", nil, 400, "cursor"},
+		{"bad last event id", "GET", "/v1/threads/" + thread + "/events?last_event_id=x1", nil, 400, "Last-Event-ID"},
+		{"unknown model", "POST", "/v1/chat/completions", `{"model": "nope", "messages": [{"role": "user", "content": "hi"}]}`, 404, `model "nope" does not exist`},
+		{"no messages", "POST", "/v1/chat/completions", `{"model": "support", "messages": []}`, 400, "at least one message"},
+		{"last not user", "POST", "/v1/chat/completions", `{"model": "support", "messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}`, 400, "last message must be from the user"},
+		{"image part", "POST", "/v1/chat/completions", `{"model": "support", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}`, 400, "not supported"},
+		{"bad decision", "POST", "/v1/interrupts/run_x-i1/decision", `{"type": "maybe"}`, 400, "not approve, edit or reject"},
+		{"edit without args", "POST", "/v1/interrupts/run_x-i1/decision", `{"type": "edit"}`, 400, "edit needs args"},
+		{"unknown route", "GET", "/v1/nothing", nil, 404, "no route"},
+		{"wrong method", "DELETE", "/v1/threads", nil, 405, "not allowed"},
+	} {
+		var body any
+		if s, ok := tc.body.(string); ok {
+			body = []byte(s)
+		}
+		r := b.do(t, b.keyA, tc.method, tc.path, body)
+		var e struct{ Error struct{ Message string } }
+		_ = json.Unmarshal(r.body, &e)
+		if r.status != tc.status || !strings.Contains(e.Error.Message, tc.want) {
+			t.Errorf("%s: %d %s, want %d with %q", tc.name, r.status, r.body, tc.status, tc.want)
+			continue
+		}
+		r.errType(t)
+	}
+}
+
+func TestThreads(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.do(t, b.keyA, "POST", "/v1/threads", map[string]any{"network": "support", "name": "first", "metadata": map[string]any{"app": map[string]any{"ticket": 7}}})
+	if r.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	var th struct {
+		ID, Object, Network, Name string
+		Metadata                  map[string]map[string]int
+	}
+	r.json(t, &th)
+	if th.Object != "thread" || th.Network != "support" || th.Name != "first" || th.Metadata["app"]["ticket"] != 7 || r.header.Get("Location") != "/v1/threads/"+th.ID {
+		t.Fatalf("create: %s (location %q)", r.body, r.header.Get("Location"))
+	}
+	child := b.do(t, b.keyA, "POST", "/v1/threads", map[string]any{"network": "research", "parent_id": th.ID})
+	if child.status != http.StatusCreated || !strings.Contains(string(child.body), `"parent_id":"`+th.ID+`"`) {
+		t.Fatalf("child: %d %s", child.status, child.body)
+	}
+	b.thread(t, b.keyA, "support")
+	// Paging, newest first.
+	var seen []string
+	cursor := ""
+	for range 10 {
+		r := b.do(t, b.keyA, "GET", "/v1/threads?limit=2&cursor="+cursor, nil)
+		var page struct {
+			Data       []struct{ ID string }
+			NextCursor string `json:"next_cursor"`
+			HasMore    bool   `json:"has_more"`
+		}
+		r.json(t, &page)
+		for _, d := range page.Data {
+			seen = append(seen, d.ID)
+		}
+		if !page.HasMore {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	if len(seen) != 3 || seen[2] != th.ID {
+		t.Fatalf("paging: %v", seen)
+	}
+	// Children of a thread.
+	r = b.do(t, b.keyA, "GET", "/v1/threads?parent_id="+th.ID, nil)
+	if strings.Count(string(r.body), `"object":"thread"`) != 1 {
+		t.Fatalf("children: %s", r.body)
+	}
+	// A run, then its messages with status and agent, and the thread's run.
+	run := b.do(t, b.keyA, "POST", "/v1/threads/"+th.ID+"/runs", map[string]any{"input": "I was charged twice for order 1234"})
+	var res struct {
+		ID, Status, Output string
+		LastAgent          string `json:"last_agent"`
+	}
+	run.json(t, &res)
+	if run.status != 200 || res.Status != "completed" || res.LastAgent != "billing" || !strings.Contains(res.Output, "duplicate") {
+		t.Fatalf("run: %d %s", run.status, run.body)
+	}
+	r = b.do(t, b.keyA, "GET", "/v1/threads/"+th.ID+"/messages", nil)
+	var msgs struct {
+		Data []struct{ Role, Agent, Status, Text string }
+	}
+	r.json(t, &msgs)
+	if len(msgs.Data) < 5 || msgs.Data[0].Role != "user" || msgs.Data[1].Agent != "triage" {
+		t.Fatalf("messages: %s", r.body)
+	}
+	last := msgs.Data[len(msgs.Data)-1]
+	if last.Agent != "billing" || last.Status != "completed" || !strings.Contains(last.Text, "duplicate") {
+		t.Fatalf("last message: %+v", last)
+	}
+	r = b.do(t, b.keyA, "GET", "/v1/threads/"+th.ID+"/messages?limit=2&after=1", nil)
+	r.json(t, &msgs)
+	if len(msgs.Data) != 2 || msgs.Data[0].Agent != "triage" || !strings.Contains(string(r.body), `"has_more":true`) {
+		t.Fatalf("messages page: %s", r.body)
+	}
+	r = b.do(t, b.keyA, "GET", "/v1/threads/"+th.ID, nil)
+	if !strings.Contains(string(r.body), `"run":{"id":"`+res.ID+`","status":"completed"`) || !strings.Contains(string(r.body), `"active_agent":"billing"`) {
+		t.Fatalf("thread: %s", r.body)
+	}
+	// Networks and models.
+	r = b.do(t, b.keyA, "GET", "/v1/networks", nil)
+	if !strings.Contains(string(r.body), `"name":"research"`) || !strings.Contains(string(r.body), `"thread_handoff":true`) {
+		t.Fatalf("networks: %s", r.body)
+	}
+	r = b.do(t, b.keyA, "GET", "/v1/models", nil)
+	if !strings.Contains(string(r.body), `"id":"support"`) {
+		t.Fatalf("models: %s", r.body)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if r := b.do(t, "", "GET", "/healthz", nil); r.status != 200 || !strings.Contains(string(r.body), `"ok"`) {
+		t.Fatalf("healthz: %d %s", r.status, r.body)
+	}
+	if r := b.do(t, "", "GET", "/readyz", nil); r.status != 200 || !strings.Contains(string(r.body), `"database":"ok"`) {
+		t.Fatalf("readyz: %d %s", r.status, r.body)
+	}
+	if r := b.do(t, "", "GET", "/", nil); r.status != 200 || !strings.Contains(r.header.Get("Content-Security-Policy"), "default-src 'self'") {
+		t.Fatalf("ui: %d %v", r.status, r.header)
+	}
+}
+
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *server.Config) { c.RateLimit = 0.5; c.RateBurst = 2 })
+	for i := range 2 {
+		if r := b.do(t, b.keyA, "GET", "/v1/networks", nil); r.status != 200 {
+			t.Fatalf("request %d: %d", i, r.status)
+		}
+	}
+	r := b.do(t, b.keyA, "GET", "/v1/networks", nil)
+	if r.status != http.StatusTooManyRequests || r.errType(t) != "rate_limited" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("third request: %d %s %v", r.status, r.body, r.header)
+	}
+	// Per key: another key is not limited.
+	if r := b.do(t, b.keyB, "GET", "/v1/networks", nil); r.status != 200 {
+		t.Fatalf("other key: %d", r.status)
+	}
+}
+
+func TestMaxStreams(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *server.Config) { c.MaxStreams = 1 })
+	thread := b.thread(t, b.keyA, "support")
+	resp, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("first stream: %d", resp.StatusCode)
+	}
+	collect(t, ch, func(e event) bool { return e.Type == "thread" })
+	r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
+	if r.status != http.StatusServiceUnavailable || r.errType(t) != "overloaded" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("second stream: %d %s", r.status, r.body)
+	}
+	resp.Body.Close()
+	// The slot is freed when the first stream ends.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, _ := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stream slot not freed: %d", resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A non-streaming run that outlasts the request timeout answers 202 with
+// its state and where to follow it; the run goes on.
+func TestRequestTimeout(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *server.Config) { c.RequestTimeout = 300 * time.Millisecond })
+	thread := b.thread(t, b.keyA, "research")
+	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "EV sales?"})
+	var res struct {
+		ID, Status string
+		EventsURL  string `json:"events_url"`
+	}
+	r.json(t, &res)
+	if r.status != http.StatusAccepted || res.Status == "completed" || r.header.Get("Location") != res.EventsURL {
+		t.Fatalf("run: %d %s", r.status, r.body)
+	}
+	resp, ch := b.stream(t, b.keyA, "GET", res.EventsURL, nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("follow: %d", resp.StatusCode)
+	}
+	evs := collect(t, ch, nil)
+	if last := evs[len(evs)-1]; last.Type != "run_end" || last.Data["status"] != "completed" {
+		t.Fatalf("the run did not go on: %v", types(evs))
+	}
+}
+
+func TestUnknownNetworkOfThread(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	th, err := b.st.CreateThread(t.Context(), &store.CreateThreadParams{OwnerID: "alice", Network: "retired"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := b.do(t, b.keyA, "POST", fmt.Sprintf("/v1/threads/%s/runs", th.ID), map[string]any{"input": "hi"})
+	if r.status != http.StatusConflict || !strings.Contains(string(r.body), "does not run") {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+}

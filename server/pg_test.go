@@ -1,0 +1,142 @@
+package server_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/pgstore"
+)
+
+// pgStore opens the PostgreSQL store of BATON_TEST_DATABASE_URL in a fresh
+// schema, dropped at the end; the test skips without it (except in CI).
+func pgStore(t *testing.T) (*pgstore.Store, string) {
+	t.Helper()
+	u := os.Getenv("BATON_TEST_DATABASE_URL")
+	if u == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("BATON_TEST_DATABASE_URL is not set and CI=true: the PostgreSQL tests must run")
+		}
+		t.Skip("BATON_TEST_DATABASE_URL is not set")
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "baton_srv_" + hex.EncodeToString(b[:])
+	ctx := context.Background()
+	st, err := pgstore.Open(ctx, u, &store.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		st.Close()
+		conn, err := pgx.Connect(context.Background(), u)
+		if err != nil {
+			t.Errorf("drop schema: %v", err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return st, schema
+}
+
+// On PostgreSQL, row-level security isolates owners in the database too:
+// the server's rows, queried directly as another owner (the application
+// role, with baton.owner set per transaction as the server does), are
+// invisible and cannot be changed.
+func TestRowLevelSecurityPostgres(t *testing.T) {
+	t.Parallel()
+	pg, schema := pgStore(t)
+	b := setupStore(t, pg)
+	thread := b.thread(t, b.keyA, "support")
+	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I was charged twice for order 1234"})
+	if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
+		t.Fatalf("run: %d %s", r.status, r.body)
+	}
+	if r := b.do(t, b.keyB, "GET", "/v1/threads/"+thread+"/messages", nil); r.status != http.StatusNotFound {
+		t.Fatalf("API as another owner: %d %s", r.status, r.body)
+	}
+	ctx := t.Context()
+	// asOwner runs fn in a transaction scoped like the store's: the
+	// application role and baton.owner.
+	asOwner := func(owner string, fn func(tx pgx.Tx) error) error {
+		tx, err := pg.Pool().Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, `SET LOCAL search_path TO `+schema); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT set_config('role', 'baton_app', true), set_config('baton.owner', $1, true)`, owner); err != nil {
+			return err
+		}
+		return fn(tx)
+	}
+	count := func(owner, table string) int {
+		t.Helper()
+		var n int
+		err := asOwner(owner, func(tx pgx.Tx) error {
+			// No owner filter: row-level security alone decides.
+			return tx.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n)
+		})
+		if err != nil {
+			t.Fatalf("count %s as %s: %v", table, owner, err)
+		}
+		return n
+	}
+	for _, table := range []string{"threads", "messages", "checkpoints"} {
+		if n := count("alice", table); n == 0 {
+			t.Errorf("alice sees no %s", table)
+		}
+		if n := count("bob", table); n != 0 {
+			t.Errorf("bob sees %d of alice's %s", n, table)
+		}
+	}
+	if n := count("bob", "owners"); n != 1 {
+		t.Errorf("bob sees %d owners, want only himself", n)
+	}
+	if n := count("bob", "api_keys"); n != 1 {
+		t.Errorf("bob sees %d API keys, want only his own", n)
+	}
+	// Writes across owners change nothing or are refused.
+	err := asOwner("bob", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE threads SET name = 'stolen' WHERE id = $1`, thread)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 0 {
+			t.Errorf("bob updated %d of alice's threads", tag.RowsAffected())
+		}
+		tag, err = tx.Exec(ctx, `DELETE FROM messages`)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 0 {
+			t.Errorf("bob deleted %d of alice's messages", tag.RowsAffected())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = asOwner("bob", func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `INSERT INTO threads (id, owner_id, network) VALUES ('planted', 'alice', 'support')`)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "row-level security") {
+		t.Errorf("bob inserted a thread for alice: %v", err)
+	}
+	if r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil); r.status != 200 || strings.Contains(string(r.body), "stolen") {
+		t.Fatalf("alice's thread: %d %s", r.status, r.body)
+	}
+}

@@ -1,0 +1,434 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/continuation"
+	"github.com/batonhq/baton/server"
+)
+
+// idLess compares SSE ids "N" or "N.M".
+func idLess(a, b string) bool {
+	pa, pb := splitID(a), splitID(b)
+	return pa[0] < pb[0] || pa[0] == pb[0] && pa[1] < pb[1]
+}
+
+func splitID(s string) [2]int {
+	x, y, _ := strings.Cut(s, ".")
+	a, _ := strconv.Atoi(x)
+	b, _ := strconv.Atoi(y)
+	return [2]int{a, b}
+}
+
+func checkIncreasing(t *testing.T, evs []event) {
+	t.Helper()
+	for i := 1; i < len(evs); i++ {
+		if !idLess(evs[i-1].ID, evs[i].ID) {
+			t.Fatalf("ids not increasing at %d: %s then %s (%v)", i, evs[i-1].ID, evs[i].ID, types(evs))
+		}
+	}
+}
+
+func TestRunStream(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	thread := b.thread(t, b.keyA, "support")
+	resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I was charged twice for order 1234", "stream": true})
+	if resp.StatusCode != 200 || resp.Header.Get("Baton-Run-Id") == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("stream: %d %v", resp.StatusCode, resp.Header)
+	}
+	evs := collect(t, ch, nil)
+	checkIncreasing(t, evs)
+	want := []string{"run_start", "agent_start"}
+	if got := types(evs); !reflect.DeepEqual(got[:2], want) || got[len(got)-1] != "run_end" {
+		t.Fatalf("events: %v", got)
+	}
+	var handoff bool
+	for _, e := range evs {
+		// The SSE id is the event's seq and the event name its type, as in `baton run --json`.
+		if e.Data["type"] != e.Type || fmt.Sprint(e.Data["seq"]) != e.ID {
+			t.Fatalf("event %s %s: data %s", e.ID, e.Type, e.Raw)
+		}
+		if e.Type == "handoff" && e.Data["from"] == "triage" && e.Data["to"] == "billing" {
+			handoff = true
+		}
+	}
+	if !handoff || evs[len(evs)-1].Data["status"] != "completed" {
+		t.Fatalf("no handoff or not completed: %v", types(evs))
+	}
+}
+
+// A client that drops the stream reconnects with Last-Event-ID and gets
+// exactly the events it missed: no loss, no repeat.
+func TestReconnectLastEventID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	thread := b.thread(t, b.keyA, "research")
+	resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
+	runID := resp.Header.Get("Baton-Run-Id")
+	first := collect(t, ch, func(e event) bool { return e.ID == "8" })
+	resp.Body.Close() // the client goes away mid-run
+	events := "/v1/threads/" + thread + "/runs/" + runID + "/events"
+	resp2, ch2 := b.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", "8")
+	if resp2.StatusCode != 200 {
+		t.Fatalf("reconnect: %d", resp2.StatusCode)
+	}
+	rest := collect(t, ch2, nil)
+	got := append(first, rest...)
+	checkIncreasing(t, got)
+	// The whole run, read again from the start, is the same sequence.
+	_, ch3 := b.stream(t, b.keyA, "GET", events, nil)
+	all := collect(t, ch3, nil)
+	if len(all) != len(got) {
+		t.Fatalf("reconnected %d events, full stream %d: %v vs %v", len(got), len(all), types(got), types(all))
+	}
+	for i := range all {
+		if all[i].ID != got[i].ID || all[i].Raw != got[i].Raw {
+			t.Fatalf("event %d differs: %s %s vs %s %s", i, got[i].ID, got[i].Raw, all[i].ID, all[i].Raw)
+		}
+	}
+	if last := all[len(all)-1]; last.Type != "run_end" || last.Data["status"] != "completed" {
+		t.Fatalf("the background continuation did not complete: %v", types(all))
+	}
+	var suspended bool
+	for _, e := range all {
+		suspended = suspended || e.Type == "suspended"
+	}
+	if !suspended {
+		t.Fatalf("the run was not handed to the background: %v", types(all))
+	}
+	// After the end, a reconnect from the middle gets the tail.
+	mid := all[len(all)/2].ID
+	_, ch4 := b.stream(t, b.keyA, "GET", events+"?last_event_id="+mid, nil)
+	tail := collect(t, ch4, nil)
+	if len(tail) == 0 || !reflect.DeepEqual(tail, all[len(all)/2+1:]) {
+		t.Fatalf("tail after %s: %v", mid, types(tail))
+	}
+}
+
+// Events that are no longer in memory (the log's bound, a restart) are
+// rebuilt from the stored checkpoints, in order.
+func TestReconnectRebuildsFromStore(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *server.Config) { c.LogEvents = 4 })
+	thread := b.thread(t, b.keyA, "support")
+	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I was charged twice for order 1234"})
+	var res struct{ ID string }
+	r.json(t, &res)
+	events := "/v1/threads/" + thread + "/runs/" + res.ID + "/events"
+	check := func(name string, evs []event) {
+		t.Helper()
+		checkIncreasing(t, evs)
+		kinds := map[string]bool{}
+		for _, e := range evs {
+			kinds[e.Type] = true
+		}
+		if !kinds["handoff"] || !kinds["message"] || !kinds["tool_result"] || evs[len(evs)-1].Type != "run_end" || evs[len(evs)-1].Data["status"] != "completed" {
+			t.Fatalf("%s: %v", name, types(evs))
+		}
+	}
+	_, ch := b.stream(t, b.keyA, "GET", events, nil)
+	bounded := collect(t, ch, nil)
+	check("bounded log", bounded)
+
+	// A new server on the same store knows nothing of the run in memory.
+	srv2, err := server.New(server.Config{Store: b.st, Networks: b.cfg.Networks, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv2)
+	defer hs.Close()
+	b2 := *b
+	b2.url = hs.URL
+	_, ch = b2.stream(t, b.keyA, "GET", events, nil)
+	rebuilt := collect(t, ch, nil)
+	check("rebuilt", rebuilt)
+	for _, e := range rebuilt {
+		if e.Type == "text_delta" {
+			t.Fatalf("rebuilt events have deltas: %v", types(rebuilt))
+		}
+	}
+	mid := rebuilt[len(rebuilt)/2]
+	_, ch = b2.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", mid.ID)
+	tail := collect(t, ch, nil)
+	if len(tail) == 0 || !idLess(mid.ID, tail[0].ID) || !reflect.DeepEqual(tail, rebuilt[len(rebuilt)/2+1:]) {
+		t.Fatalf("rebuilt tail after %s: %v", mid.ID, types(tail))
+	}
+}
+
+func TestThreadEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	thread := b.thread(t, b.keyA, "support")
+	resp, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("subscribe: %d", resp.StatusCode)
+	}
+	snap := collect(t, ch, func(e event) bool { return e.Type == "thread" })
+	if snap[0].Data["id"] != thread {
+		t.Fatalf("snapshot: %s", snap[0].Raw)
+	}
+	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I want a refund for order 1234"})
+	var res struct{ ID string }
+	r.json(t, &res)
+	evs := collect(t, ch, func(e event) bool { return e.Type == "run_end" })
+	checkIncreasing(t, evs)
+	for _, e := range evs {
+		if e.Data["run_id"] != res.ID {
+			t.Fatalf("event without run_id: %s", e.Raw)
+		}
+	}
+	kinds := strings.Join(types(evs), ",")
+	if !strings.Contains(kinds, "handoff") || !strings.Contains(kinds, "interrupt") {
+		t.Fatalf("thread events: %s", kinds)
+	}
+	resp.Body.Close()
+	// Reconnect after the third event: the rest again, nothing before.
+	_, ch = b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil, "Last-Event-ID", evs[2].ID)
+	again := collect(t, ch, func(e event) bool { return e.Type == "run_end" })
+	if len(again) != len(evs)-3 || again[0].ID != evs[3].ID {
+		t.Fatalf("reconnect: %v after %s, want %v", types(again), evs[2].ID, types(evs[3:]))
+	}
+}
+
+func TestInterrupts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	thread, run, intr := interrupted(t, b, b.keyA)
+	r := b.do(t, b.keyA, "GET", "/v1/interrupts/"+intr, nil)
+	var in struct {
+		ID, Status, RunID, ThreadID string
+		RunIDx                      string `json:"run_id"`
+		ThreadIDx                   string `json:"thread_id"`
+		ActionRequests              []struct {
+			Name   string
+			CallID string `json:"call_id"`
+		} `json:"action_requests"`
+	}
+	r.json(t, &in)
+	if r.status != 200 || in.Status != "pending" || in.RunIDx != run || in.ThreadIDx != thread || len(in.ActionRequests) != 1 || in.ActionRequests[0].Name != "issue_refund" {
+		t.Fatalf("interrupt: %d %s", r.status, r.body)
+	}
+	// A new turn waits for the decision.
+	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "hello?"}); r.status != http.StatusConflict {
+		t.Fatalf("turn on an interrupted thread: %d %s", r.status, r.body)
+	}
+	if r := b.do(t, b.keyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"decisions": []any{map[string]any{"type": "approve", "call_id": "nope"}}}); r.status != 400 {
+		t.Fatalf("decision for an unknown call: %d %s", r.status, r.body)
+	}
+	if r := b.do(t, b.keyA, "GET", "/v1/interrupts/"+run+"-i99", nil); r.status != 404 {
+		t.Fatalf("unknown interrupt of the run: %d %s", r.status, r.body)
+	}
+	// Approve with edited arguments, streaming the resumed run.
+	resp, ch := b.stream(t, b.keyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"type": "edit", "args": map[string]any{"order_id": "1234", "amount": 10}, "stream": true})
+	if resp.StatusCode != 200 {
+		t.Fatalf("decision: %d", resp.StatusCode)
+	}
+	evs := collect(t, ch, nil)
+	checkIncreasing(t, evs)
+	if evs[0].Type != "run_start" || evs[0].Data["resumed"] != true || evs[len(evs)-1].Data["status"] != "completed" {
+		t.Fatalf("resumed: %v", types(evs))
+	}
+	var edited bool
+	for _, e := range evs {
+		if e.Type == "tool_result" && e.Data["name"] == "issue_refund" && strings.Contains(e.Raw, "R-77") {
+			edited = true
+		}
+	}
+	if !edited {
+		t.Fatalf("the refund did not run: %v", types(evs))
+	}
+	r = b.do(t, b.keyA, "GET", "/v1/interrupts/"+intr, nil)
+	if !strings.Contains(string(r.body), `"status":"resolved"`) {
+		t.Fatalf("after decision: %s", r.body)
+	}
+	if r := b.do(t, b.keyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"type": "approve"}); r.status != http.StatusConflict {
+		t.Fatalf("second decision: %d %s", r.status, r.body)
+	}
+	// The thread's messages show the approved call, its result and the answer.
+	r = b.do(t, b.keyA, "GET", "/v1/threads/"+thread+"/messages", nil)
+	if !strings.Contains(string(r.body), `"refund_id\":\"R-77`) || !strings.Contains(string(r.body), "has been issued") {
+		t.Fatalf("messages: %s", r.body)
+	}
+	// Reject, without streaming: the model is told, the run completes.
+	_, _, intr2 := interrupted(t, b, b.keyA)
+	r = b.do(t, b.keyA, "POST", "/v1/interrupts/"+intr2+"/decision", map[string]any{"type": "reject", "message": "not eligible"})
+	if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
+		t.Fatalf("reject: %d %s", r.status, r.body)
+	}
+}
+
+func TestThreadHandoff(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	thread := b.thread(t, b.keyA, "research")
+	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil); r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("handoff of an empty thread: %d %s", r.status, r.body)
+	}
+	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?"}); r.status != 200 {
+		t.Fatalf("run: %d %s", r.status, r.body)
+	}
+	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil)
+	if r.status != 200 {
+		t.Fatalf("preview: %d %s", r.status, r.body)
+	}
+	var in map[string]any
+	r.json(t, &in)
+	if in["middleware_source"] != "baton.summary.handoff" || !strings.Contains(string(r.body), "EV market report 2025") {
+		t.Fatalf("preview: %s", r.body)
+	}
+	if r := b.do(t, b.keyB, "POST", "/v1/threads/"+thread+"/handoff", map[string]any{"interrupt": in, "decision": map[string]any{"type": "approve"}}); r.status != 404 {
+		t.Fatalf("decision by another owner: %d %s", r.status, r.body)
+	}
+	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", map[string]any{"interrupt": in, "decision": map[string]any{"type": "later"}}); r.status != 400 {
+		t.Fatalf("bad decision: %d %s", r.status, r.body)
+	}
+	r = b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", map[string]any{"interrupt": in, "decision": map[string]any{"type": "edit", "title": "EV report, edited"}})
+	var out struct {
+		Applied bool
+		Child   string `json:"child_thread_id"`
+	}
+	r.json(t, &out)
+	if r.status != 200 || !out.Applied || out.Child == "" {
+		t.Fatalf("approve: %d %s", r.status, r.body)
+	}
+	r = b.do(t, b.keyA, "GET", "/v1/threads/"+out.Child, nil)
+	if !strings.Contains(string(r.body), `"parent_id":"`+thread+`"`) || !strings.Contains(string(r.body), "EV report, edited") {
+		t.Fatalf("child: %s", r.body)
+	}
+	// The support network declares no summary model.
+	st := b.thread(t, b.keyA, "support")
+	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+st+"/handoff", nil); r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("network without summary: %d %s", r.status, r.body)
+	}
+}
+
+// A stuck client (it never reads) is not the run's problem: the run
+// completes, and the server drops the client.
+func TestStuckClientDoesNotHoldTheRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *server.Config) { c.StreamWriteTimeout = 200 * time.Millisecond; c.StreamBuffer = 1024 })
+	thread := b.thread(t, b.keyA, "support")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(b.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"input": "I was charged twice for order 1234", "stream": true}`
+	fmt.Fprintf(conn, "POST /v1/threads/%s/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", thread, b.keyA, len(body), body)
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.Contains(line, "200") {
+		t.Fatalf("status line %q: %v", line, err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil)
+		if strings.Contains(string(r.body), `"status":"completed"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run did not complete: %s", r.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Shutdown: readiness fails, new runs are refused, and a run in flight
+// (handed to the in-process worker) completes, its stream with it.
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	thread := b.thread(t, b.keyA, "research")
+	other := b.thread(t, b.keyA, "support")
+	resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "EV sales?", "stream": true})
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.StatusCode)
+	}
+	got := collect(t, ch, func(e event) bool { return e.Type == "suspended" })
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		done <- b.srv.Shutdown(ctx)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := b.do(t, "", "GET", "/readyz", nil)
+		if r.status == http.StatusServiceUnavailable && strings.Contains(string(r.body), "draining") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz while draining: %d %s", r.status, r.body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+other+"/runs", map[string]any{"input": "hi"}); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("new run while draining: %d %s", r.status, r.body)
+	}
+	got = append(got, collect(t, ch, nil)...)
+	if last := got[len(got)-1]; last.Type != "run_end" || last.Data["status"] != "completed" {
+		t.Fatalf("in-flight run: %v", types(got))
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+}
+
+// With durable continuation (River on the SQLite store) the stream follows
+// the worker through drafts and checkpoints until the answer is final.
+func TestDurableContinuation(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *server.Config) {
+		c.Continuation = &continuation.Config{Logger: slog.New(slog.DiscardHandler)}
+		c.FollowInterval = 100 * time.Millisecond
+	})
+	thread := b.thread(t, b.keyA, "research")
+	_, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
+	evs := collect(t, ch, nil)
+	checkIncreasing(t, evs)
+	kinds := map[string]int{}
+	for _, e := range evs {
+		kinds[e.Type]++
+	}
+	last := evs[len(evs)-1]
+	if kinds["suspended"] != 1 || kinds["draft"] == 0 || last.Type != "run_end" || last.Data["status"] != "completed" || !strings.Contains(last.Raw, "RPT-42") {
+		t.Fatalf("durable stream: %v", types(evs))
+	}
+	r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread+"/messages", nil)
+	var msgs struct {
+		Data []struct {
+			Status   string
+			Metadata map[string]any
+		}
+	}
+	r.json(t, &msgs)
+	placeholders := 0
+	for _, m := range msgs.Data {
+		if m.Status != "completed" {
+			t.Fatalf("message left %s: %s", m.Status, r.body)
+		}
+		if m.Metadata[continuation.MetaContinuation] != nil {
+			placeholders++
+		}
+	}
+	if placeholders != 1 {
+		t.Fatalf("placeholders: %d in %s", placeholders, r.body)
+	}
+	// Non-streaming, the run answers once the worker is done.
+	thread2 := b.thread(t, b.keyA, "research")
+	r = b.do(t, b.keyA, "POST", "/v1/threads/"+thread2+"/runs", map[string]any{"input": "And in 2024?"})
+	if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
+		t.Fatalf("non-streaming durable run: %d %s", r.status, r.body)
+	}
+}

@@ -1,0 +1,783 @@
+// baton web UI: log in with an API key, list threads, watch one live over
+// Server-Sent Events (read with fetch, so that the key goes in a header),
+// send messages, answer approval interrupts and hand threads off.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const md = () => window.batonMarkdown;
+  const KEY = "baton.apiKey";
+
+  const state = {
+    key: sessionStorage.getItem(KEY) || "",
+    networks: [],
+    cursor: "",
+    thread: null, // the open thread
+    sub: null, // AbortController of the thread's event stream
+    live: new Map(), // run_id + agent -> live bubble
+    bg: new Map(), // run_id -> background bubble
+    runs: new Map(), // run_id -> timeline row
+    proposal: null, // the thread handoff interrupt being decided
+    interrupt: null,
+  };
+
+  // ---- HTTP ----------------------------------------------------------
+
+  class APIError extends Error {
+    constructor(status, type, message) {
+      super(message);
+      this.status = status;
+      this.type = type;
+    }
+  }
+
+  async function api(method, path, body) {
+    const opts = { method, headers: { Authorization: "Bearer " + state.key } };
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    const resp = await fetch(path, opts);
+    const text = await resp.text();
+    let data = null;
+    try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
+    if (!resp.ok) {
+      const err = (data && data.error) || {};
+      if (resp.status === 401) logout("Your API key was refused: " + (err.message || "unauthorized"));
+      throw new APIError(resp.status, err.type || "error", err.message || resp.statusText);
+    }
+    return data;
+  }
+
+  // sse reads an event stream with fetch. onEvent gets {id, type, data};
+  // it returns the last event id when the stream ends.
+  async function sse(path, opts, onEvent) {
+    const headers = { Authorization: "Bearer " + state.key, Accept: "text/event-stream" };
+    if (opts.lastEventId) headers["Last-Event-ID"] = opts.lastEventId;
+    if (opts.body !== undefined) headers["Content-Type"] = "application/json";
+    const resp = await fetch(path, {
+      method: opts.method || "GET", headers, signal: opts.signal,
+      body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
+    });
+    if (!resp.ok) {
+      let err = {};
+      try { err = (await resp.json()).error || {}; } catch (e) { /* not JSON */ }
+      if (resp.status === 401) logout("Your API key was refused.");
+      throw new APIError(resp.status, err.type || "error", err.message || resp.statusText);
+    }
+    if (opts.onOpen) opts.onOpen(resp);
+    const reader = resp.body.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    let ev = { id: opts.lastEventId || "", type: "", data: [] };
+    let last = opts.lastEventId || "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += dec.decode(value, { stream: true });
+      let i;
+      while ((i = buf.search(/\r\n|\r|\n/)) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(buf[i] === "\r" && buf[i + 1] === "\n" ? i + 2 : i + 1);
+        if (line === "") {
+          if (ev.data.length) {
+            last = ev.id;
+            let data = ev.data.join("\n");
+            try { data = JSON.parse(data); } catch (e) { /* plain text */ }
+            onEvent({ id: ev.id, type: ev.type || "message", data });
+          }
+          ev = { id: last, type: "", data: [] };
+          continue;
+        }
+        if (line[0] === ":") continue;
+        const c = line.indexOf(":");
+        const field = c < 0 ? line : line.slice(0, c);
+        let val = c < 0 ? "" : line.slice(c + 1);
+        if (val[0] === " ") val = val.slice(1);
+        if (field === "data") ev.data.push(val);
+        else if (field === "event") ev.type = val;
+        else if (field === "id") ev.id = val;
+      }
+    }
+    return last;
+  }
+
+  // drain follows a stream to its end without rendering it: the thread's
+  // own event stream renders everything.
+  function drain(path, body) {
+    return sse(path, { method: "POST", body }, () => {});
+  }
+
+  // ---- login ---------------------------------------------------------
+
+  function logout(message) {
+    sessionStorage.removeItem(KEY);
+    state.key = "";
+    if (state.sub) state.sub.abort();
+    $("app").hidden = true;
+    $("logout").hidden = true;
+    $("who").textContent = "";
+    $("login").hidden = false;
+    $("login-error").textContent = message || "";
+  }
+
+  async function login(key) {
+    state.key = key;
+    try {
+      const nets = await api("GET", "/v1/networks");
+      state.networks = nets.data;
+    } catch (e) {
+      logout(e.status === 401 ? "That API key is not valid." : e.message);
+      return false;
+    }
+    sessionStorage.setItem(KEY, key);
+    $("login").hidden = true;
+    $("app").hidden = false;
+    $("logout").hidden = false;
+    $("who").textContent = "key " + key.slice(0, 12) + "…";
+    const sel = $("network");
+    sel.textContent = "";
+    for (const n of state.networks) {
+      const o = document.createElement("option");
+      o.value = n.name;
+      o.textContent = n.name;
+      sel.appendChild(o);
+    }
+    await loadThreads(true);
+    route();
+    return true;
+  }
+
+  // ---- threads list --------------------------------------------------
+
+  async function loadThreads(reset) {
+    if (reset) { state.cursor = ""; $("threads").textContent = ""; }
+    const page = await api("GET", "/v1/threads?limit=30" + (state.cursor ? "&cursor=" + encodeURIComponent(state.cursor) : ""));
+    for (const th of page.data) $("threads").appendChild(threadItem(th));
+    state.cursor = page.next_cursor || "";
+    $("more-threads").hidden = !page.has_more;
+  }
+
+  function threadItem(th) {
+    const li = document.createElement("li");
+    li.dataset.id = th.id;
+    li.dataset.testid = "thread-item";
+    li.setAttribute("data-testid", "thread-item");
+    const a = document.createElement("a");
+    a.href = "#/threads/" + th.id;
+    const name = document.createElement("span");
+    name.className = "name";
+    name.textContent = th.name || "Thread " + th.id.slice(-6);
+    const meta = document.createElement("span");
+    meta.className = "meta";
+    meta.textContent = th.network + " · " + new Date(th.created_at).toLocaleString();
+    a.append(name, meta);
+    li.appendChild(a);
+    if (state.thread && state.thread.id === th.id) li.classList.add("active");
+    return li;
+  }
+
+  function markActive() {
+    for (const li of $("threads").children) li.classList.toggle("active", !!state.thread && li.dataset.id === state.thread.id);
+  }
+
+  // ---- thread view ---------------------------------------------------
+
+  function route() {
+    const m = /^#\/threads\/([\w.-]+)$/.exec(location.hash);
+    if (m) openThread(m[1]);
+  }
+
+  async function openThread(id) {
+    if (state.sub) state.sub.abort();
+    state.live.clear(); state.bg.clear(); state.runs.clear();
+    state.proposal = null; state.interrupt = null;
+    $("messages").textContent = "";
+    $("timeline").textContent = "";
+    $("interrupt").hidden = true;
+    $("handoff").hidden = true;
+    $("handoff-done").hidden = true;
+    $("send-error").textContent = "";
+    let th;
+    try {
+      th = await api("GET", "/v1/threads/" + encodeURIComponent(id));
+    } catch (e) {
+      $("empty").hidden = false;
+      $("thread").hidden = true;
+      $("empty").firstElementChild.textContent = e.status === 404 ? "Thread not found." : e.message;
+      return;
+    }
+    state.thread = th;
+    $("empty").hidden = true;
+    $("thread").hidden = false;
+    showThreadHead(th);
+    markActive();
+    subscribe(th.id);
+  }
+
+  function showThreadHead(th) {
+    $("thread-title").textContent = th.name || "Thread " + th.id.slice(-6);
+    $("thread-network").textContent = th.network;
+    $("thread-id").textContent = th.id;
+    const parent = th.parent_id;
+    $("thread-parent").hidden = !parent;
+    if (parent) {
+      $("parent-link").textContent = parent.slice(-8);
+      $("parent-link").href = "#/threads/" + parent;
+    }
+    const net = state.networks.find((n) => n.name === th.network);
+    $("handoff-btn").hidden = !(net && net.thread_handoff);
+    setAgent(th.active_agent);
+    if (th.run) {
+      setStatus(th.run.status, th.run.active);
+      if (th.run.status === "interrupted" && th.run.interrupt) showInterrupt(th.run.interrupt);
+    } else {
+      setStatus("idle");
+    }
+  }
+
+  const statusText = {
+    idle: "idle", running: "running", suspended: "background", interrupted: "waiting for approval",
+    completed: "completed", failed: "failed",
+  };
+
+  function setStatus(s) {
+    const el = $("status");
+    el.textContent = statusText[s] || s;
+    el.className = "badge s-" + s;
+    el.dataset.status = s;
+    $("send").disabled = s === "running" || s === "suspended" || s === "interrupted";
+  }
+
+  function setAgent(a) {
+    $("agent").textContent = a ? "▶ " + a : "";
+  }
+
+  // subscribe follows the thread's events, reconnecting with
+  // Last-Event-ID until another thread is opened.
+  async function subscribe(threadID) {
+    const ctl = new AbortController();
+    state.sub = ctl;
+    let last = "";
+    let wait = 500;
+    while (!ctl.signal.aborted) {
+      try {
+        last = await sse("/v1/threads/" + encodeURIComponent(threadID) + "/events",
+          { signal: ctl.signal, lastEventId: last, onOpen: () => { wait = 500; } },
+          (ev) => onThreadEvent(threadID, ev));
+      } catch (e) {
+        if (ctl.signal.aborted) return;
+        if (e instanceof APIError && e.status !== 503) return;
+      }
+      await new Promise((r) => setTimeout(r, wait));
+      wait = Math.min(wait * 2, 8000);
+    }
+  }
+
+  async function loadMessages(threadID) {
+    const box = $("messages");
+    box.textContent = "";
+    $("timeline").textContent = "";
+    state.live.clear(); state.bg.clear(); state.runs.clear();
+    let after = 0;
+    const msgs = [];
+    for (let i = 0; i < 20; i++) {
+      const page = await api("GET", "/v1/threads/" + threadID + "/messages?limit=500&after=" + after);
+      msgs.push(...page.data);
+      if (!page.has_more) break;
+      after = page.next_cursor;
+    }
+    const results = new Map();
+    for (const m of msgs) for (const p of m.parts) if (p.type === "tool_result") results.set(p.call_id, p);
+    for (const m of msgs) {
+      const run = runOf(m.id);
+      if (m.metadata && m.metadata.continuation) {
+        if (m.status !== "completed") {
+          timelineWorker(run, m.status);
+          backgroundBubble(run, m.draft || "");
+        } else {
+          timelineWorker(run, "completed");
+        }
+        continue;
+      }
+      if (m.role === "user") {
+        userBubble(m.text);
+      } else if (m.role === "assistant") {
+        timelineAgent(run, m.agent);
+        const b = bubble(m.agent);
+        if (m.text) setBubbleText(b, m.text, true);
+        for (const p of m.parts) if (p.type === "tool_call") toolChip(b, p.name, p.arguments, results.get(p.call_id));
+      }
+    }
+    box.scrollTop = box.scrollHeight;
+  }
+
+  // runOf returns the run id of a message id ("RUN-m3", "RUN-c4").
+  function runOf(id) {
+    const m = /^(.*)-[mc]\d+$/.exec(id || "");
+    return m ? m[1] : "";
+  }
+
+  function onThreadEvent(threadID, ev) {
+    if (!state.thread || state.thread.id !== threadID) return;
+    const d = ev.data || {};
+    const run = d.run_id || "";
+    switch (ev.type) {
+      case "thread":
+        state.thread = d;
+        showThreadHead(d);
+        loadMessages(threadID).catch((e) => { $("send-error").textContent = e.message; });
+        break;
+      case "resync":
+        openThread(threadID);
+        break;
+      case "run_start":
+        setStatus("running");
+        if (!d.resumed) timelineRun(run);
+        timelineAgent(run, d.agent);
+        setAgent(d.agent);
+        break;
+      case "agent_start":
+        timelineAgent(run, d.agent);
+        setAgent(d.agent);
+        break;
+      case "text_delta": {
+        const b = liveBubble(run, d.agent);
+        b.raw = (b.raw || "") + d.delta;
+        b.body.textContent = b.raw;
+        b.el.classList.add("streaming");
+        scroll();
+        break;
+      }
+      case "message": {
+        const bg = state.bg.get(run);
+        if (bg) { bg.el.remove(); state.bg.delete(run); }
+        const b = liveBubble(run, d.agent);
+        setBubbleText(b, d.text, true);
+        b.el.classList.remove("streaming");
+        b.done = true;
+        scroll();
+        break;
+      }
+      case "tool_call": {
+        const b = liveBubble(run, d.agent);
+        toolChip(b, d.name, d.arguments, null, d.id);
+        break;
+      }
+      case "tool_result": {
+        const chip = document.querySelector('[data-call="' + cssEscape(d.id) + '"]');
+        if (chip) setResult(chip, d.output, d.error);
+        break;
+      }
+      case "handoff":
+        timelineHandoff(run, d.from, d.to, d.reason);
+        notice("⇒ " + d.from + " handed off to " + d.to + (d.reason ? ": " + d.reason : ""), "handoff", "handoff-notice");
+        closeLive(run);
+        break;
+      case "handoff_rejected":
+        notice("✗ handoff " + d.from + " → " + d.to + " rejected: " + d.error, "warn");
+        break;
+      case "suspended":
+        closeLive(run);
+        setStatus("suspended");
+        timelineWorker(run, "queued");
+        notice("⏸ handed to a background worker before " + (d.calls || []).length + " slow call(s); the answer streams here when it is ready", "bg", "background-notice");
+        backgroundBubble(run, "");
+        break;
+      case "draft": {
+        setStatus("suspended");
+        timelineWorker(run, d.status);
+        const b = backgroundBubble(run, d.text || "");
+        b.el.dataset.status = d.status;
+        scroll();
+        break;
+      }
+      case "interrupt":
+        closeLive(run);
+        setStatus("interrupted");
+        showInterrupt(d.interrupt);
+        break;
+      case "error":
+        notice("✗ " + (d.kind || "error") + ": " + d.message, "warn");
+        break;
+      case "run_end": {
+        closeLive(run);
+        setStatus(d.status);
+        timelineEnd(run, d.status);
+        if (d.status !== "suspended") {
+          const bg = state.bg.get(run);
+          if (bg) { bg.el.remove(); state.bg.delete(run); }
+          timelineWorker(run, null);
+        }
+        if (d.status === "completed" || d.status === "failed") $("interrupt").hidden = true;
+        break;
+      }
+      case "thread_handoff":
+        if (d.applied) showHandoffDone(d);
+        break;
+      case "shutdown":
+        notice("The server is restarting; reconnecting…", "warn");
+        break;
+    }
+  }
+
+  function cssEscape(s) {
+    return String(s).replace(/["\\]/g, "\\$&");
+  }
+
+  function scroll() {
+    const box = $("messages");
+    box.scrollTop = box.scrollHeight;
+  }
+
+  function userBubble(text) {
+    const el = document.createElement("div");
+    el.className = "msg user";
+    el.setAttribute("data-testid", "user-message");
+    const body = document.createElement("div");
+    body.className = "body";
+    body.textContent = text;
+    el.appendChild(body);
+    $("messages").appendChild(el);
+    scroll();
+  }
+
+  function bubble(agent) {
+    const el = document.createElement("div");
+    el.className = "msg assistant";
+    el.setAttribute("data-testid", "assistant-message");
+    el.dataset.agent = agent || "";
+    const who = document.createElement("div");
+    who.className = "who";
+    who.textContent = agent || "assistant";
+    const body = document.createElement("div");
+    body.className = "body md";
+    const tools = document.createElement("div");
+    tools.className = "tools";
+    el.append(who, body, tools);
+    $("messages").appendChild(el);
+    return { el, body, tools, raw: "", done: false };
+  }
+
+  function liveBubble(run, agent) {
+    const k = run + "\u0000" + agent;
+    let b = state.live.get(k);
+    if (!b || b.done) {
+      b = bubble(agent);
+      state.live.set(k, b);
+    }
+    return b;
+  }
+
+  function closeLive(run) {
+    for (const [k, b] of state.live) if (k.startsWith(run + "\u0000")) b.done = true;
+  }
+
+  function setBubbleText(b, text, markdown) {
+    b.raw = text;
+    if (markdown) b.body.innerHTML = md().render(text); // escaped by the renderer
+    else b.body.textContent = text;
+  }
+
+  function backgroundBubble(run, text) {
+    let b = state.bg.get(run);
+    if (!b) {
+      b = bubble("background worker");
+      b.el.classList.add("background");
+      b.el.setAttribute("data-testid", "background-message");
+      state.bg.set(run, b);
+    }
+    if (text) setBubbleText(b, text, true);
+    else b.body.textContent = "working…";
+    return b;
+  }
+
+  function toolChip(b, name, args, result, callID) {
+    const chip = document.createElement("details");
+    chip.className = "tool" + (/^transfer_to_/.test(name) ? " handoff-call" : "");
+    chip.setAttribute("data-testid", "tool-call");
+    if (callID) chip.dataset.call = callID;
+    const sum = document.createElement("summary");
+    sum.textContent = "→ " + name;
+    const pre = document.createElement("pre");
+    pre.textContent = pretty(args);
+    chip.append(sum, pre);
+    b.tools.appendChild(chip);
+    if (result) setResult(chip, result.is_error ? "" : result.text, result.is_error ? result.text : "");
+    return chip;
+  }
+
+  function setResult(chip, output, error) {
+    const sum = chip.querySelector("summary");
+    sum.textContent += error ? "  ✗" : "  ✓";
+    chip.classList.add(error ? "failed" : "done");
+    const pre = document.createElement("pre");
+    pre.className = "result";
+    pre.textContent = "← " + pretty(error || output);
+    chip.appendChild(pre);
+  }
+
+  function pretty(v) {
+    if (v === undefined || v === null) return "";
+    if (typeof v === "string") {
+      try { return JSON.stringify(JSON.parse(v), null, 2); } catch (e) { return v; }
+    }
+    return JSON.stringify(v, null, 2);
+  }
+
+  function notice(text, kind, testid) {
+    const el = document.createElement("div");
+    el.className = "notice " + (kind || "");
+    if (testid) el.setAttribute("data-testid", testid);
+    el.textContent = text;
+    $("messages").appendChild(el);
+    scroll();
+  }
+
+  // ---- timeline ------------------------------------------------------
+
+  function timelineRun(run) {
+    let row = state.runs.get(run);
+    if (row) return row;
+    row = document.createElement("div");
+    row.className = "run";
+    row.dataset.run = run;
+    const label = document.createElement("span");
+    label.className = "run-label mono";
+    label.textContent = run ? run.slice(-6) : "run";
+    label.title = run;
+    const chain = document.createElement("div");
+    chain.className = "chain";
+    const end = document.createElement("span");
+    end.className = "run-end";
+    row.append(label, chain, end);
+    $("timeline").appendChild(row);
+    state.runs.set(run, row);
+    row.lastAgent = "";
+    return row;
+  }
+
+  function node(cls, text, testid) {
+    const n = document.createElement("span");
+    n.className = cls;
+    n.textContent = text;
+    if (testid) n.setAttribute("data-testid", testid);
+    return n;
+  }
+
+  function timelineAgent(run, agent) {
+    if (!agent) return;
+    const row = timelineRun(run);
+    if (row.lastAgent === agent) return;
+    const chain = row.querySelector(".chain");
+    if (row.lastAgent) chain.appendChild(node("edge", "→"));
+    const n = node("agent-node", agent, "timeline-node");
+    n.dataset.agent = agent;
+    chain.appendChild(n);
+    row.lastAgent = agent;
+  }
+
+  function timelineHandoff(run, from, to, reason) {
+    const row = timelineRun(run);
+    const chain = row.querySelector(".chain");
+    if (row.lastAgent !== from) timelineAgent(run, from);
+    const e = node("edge handoff", "⇒", "timeline-handoff");
+    e.title = reason || "handoff";
+    chain.appendChild(e);
+    const n = node("agent-node", to, "timeline-node");
+    n.dataset.agent = to;
+    chain.appendChild(n);
+    row.lastAgent = to;
+  }
+
+  function timelineWorker(run, status) {
+    const row = timelineRun(run);
+    let w = row.querySelector(".worker");
+    if (!w) {
+      w = node("worker", "", "timeline-worker");
+      row.querySelector(".chain").appendChild(w);
+    }
+    if (status) {
+      w.textContent = "⚙ background: " + status;
+      w.dataset.status = status;
+    } else if (w.dataset.status !== "completed") {
+      w.textContent = "⚙ background: done";
+      w.dataset.status = "completed";
+    }
+  }
+
+  function timelineEnd(run, status) {
+    const row = timelineRun(run);
+    const end = row.querySelector(".run-end");
+    end.textContent = { completed: "✓", failed: "✗", interrupted: "⏸ approval", suspended: "⏸ background" }[status] || status;
+    end.dataset.status = status;
+  }
+
+  // ---- interrupts ----------------------------------------------------
+
+  function showInterrupt(intr) {
+    if (!intr) return;
+    state.interrupt = intr;
+    const box = $("interrupt-actions");
+    box.textContent = "";
+    for (const ar of intr.action_requests || []) {
+      const div = document.createElement("div");
+      div.className = "action";
+      const h = document.createElement("div");
+      h.className = "action-name";
+      h.textContent = ar.name + (ar.description ? " — " + ar.description : "");
+      const ta = document.createElement("textarea");
+      ta.rows = 4;
+      ta.value = JSON.stringify(ar.args, null, 2);
+      ta.dataset.call = ar.call_id || "";
+      ta.setAttribute("data-testid", "interrupt-args");
+      ta.setAttribute("aria-label", "Arguments of " + ar.name);
+      div.append(h, ta);
+      box.appendChild(div);
+    }
+    $("interrupt-error").textContent = "";
+    $("interrupt").hidden = false;
+  }
+
+  async function decide(kind) {
+    const intr = state.interrupt;
+    if (!intr) return;
+    let body;
+    if (kind === "edit") {
+      const decisions = [];
+      for (const ta of $("interrupt-actions").querySelectorAll("textarea")) {
+        let args;
+        try { args = JSON.parse(ta.value); } catch (e) {
+          $("interrupt-error").textContent = "The arguments are not valid JSON: " + e.message;
+          return;
+        }
+        decisions.push({ type: "edit", call_id: ta.dataset.call, args });
+      }
+      body = { decisions, stream: true };
+    } else if (kind === "reject") {
+      body = { type: "reject", message: $("reject-reason").value, stream: true };
+    } else {
+      body = { type: "approve", stream: true };
+    }
+    for (const b of ["approve", "edit-approve", "reject"]) $(b).disabled = true;
+    try {
+      await sse("/v1/interrupts/" + encodeURIComponent(intr.interrupt_id || intr.id) + "/decision",
+        { method: "POST", body, onOpen: () => { $("interrupt").hidden = true; state.interrupt = null; } }, () => {});
+    } catch (e) {
+      $("interrupt-error").textContent = e.message;
+    } finally {
+      for (const b of ["approve", "edit-approve", "reject"]) $(b).disabled = false;
+    }
+  }
+
+  // ---- thread handoff ------------------------------------------------
+
+  async function requestHandoff() {
+    const th = state.thread;
+    $("handoff-error").textContent = "";
+    $("handoff-btn").disabled = true;
+    try {
+      const intr = await api("POST", "/v1/threads/" + th.id + "/handoff", {});
+      state.proposal = intr;
+      const args = intr.action_requests[0].args;
+      $("handoff-title").value = args.summary_json.title;
+      $("handoff-md").value = args.summary_md;
+      $("handoff-preview").innerHTML = md().render(args.summary_md);
+      $("handoff").hidden = false;
+    } catch (e) {
+      $("send-error").textContent = e.message;
+    } finally {
+      $("handoff-btn").disabled = false;
+    }
+  }
+
+  async function decideHandoff(approve) {
+    const p = state.proposal;
+    if (!p) return;
+    const args = p.action_requests[0].args;
+    let decision = { type: "reject" };
+    if (approve) {
+      const title = $("handoff-title").value.trim();
+      const markdown = $("handoff-md").value.trim();
+      decision = (title !== args.summary_json.title || markdown !== args.summary_md.trim())
+        ? { type: "edit", title, markdown } : { type: "approve" };
+    }
+    try {
+      const out = await api("POST", "/v1/threads/" + state.thread.id + "/handoff", { interrupt: p, decision });
+      $("handoff").hidden = true;
+      state.proposal = null;
+      if (out.applied) {
+        showHandoffDone(out);
+        await loadThreads(true);
+      } else {
+        notice(out.message, "");
+      }
+    } catch (e) {
+      $("handoff-error").textContent = e.message;
+    }
+  }
+
+  function showHandoffDone(out) {
+    const box = $("handoff-done");
+    box.textContent = "";
+    box.append(document.createTextNode((out.message || "Handoff approved.") + " "));
+    const a = document.createElement("a");
+    a.href = "#/threads/" + out.child_thread_id;
+    a.textContent = "Open the new thread";
+    a.setAttribute("data-testid", "open-child");
+    box.appendChild(a);
+    box.hidden = false;
+  }
+
+  // ---- sending -------------------------------------------------------
+
+  async function send() {
+    const th = state.thread;
+    const text = $("input").value.trim();
+    if (!th || !text) return;
+    $("send-error").textContent = "";
+    $("input").value = "";
+    userBubble(text);
+    setStatus("running");
+    try {
+      await drain("/v1/threads/" + th.id + "/runs", { input: text, stream: true });
+    } catch (e) {
+      $("send-error").textContent = e.message;
+      setStatus(state.thread && state.thread.run ? state.thread.run.status : "idle");
+    }
+  }
+
+  // ---- wiring --------------------------------------------------------
+
+  $("login-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    login($("api-key").value.trim());
+  });
+  $("logout").addEventListener("click", () => logout(""));
+  $("new-thread").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const th = await api("POST", "/v1/threads", { network: $("network").value });
+      $("threads").prepend(threadItem(th));
+      location.hash = "#/threads/" + th.id;
+    } catch (err) {
+      $("send-error").textContent = err.message;
+    }
+  });
+  $("more-threads").addEventListener("click", () => loadThreads(false));
+  $("composer").addEventListener("submit", (e) => { e.preventDefault(); send(); });
+  $("input").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); if (!$("send").disabled) send(); }
+  });
+  $("approve").addEventListener("click", () => decide("approve"));
+  $("edit-approve").addEventListener("click", () => decide("edit"));
+  $("reject").addEventListener("click", () => decide("reject"));
+  $("handoff-btn").addEventListener("click", requestHandoff);
+  $("handoff-approve").addEventListener("click", () => decideHandoff(true));
+  $("handoff-reject").addEventListener("click", () => decideHandoff(false));
+  $("handoff-md").addEventListener("input", () => { $("handoff-preview").innerHTML = md().render($("handoff-md").value); });
+  window.addEventListener("hashchange", route);
+
+  if (state.key) login(state.key);
+  else $("login").hidden = false;
+})();
