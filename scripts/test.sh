@@ -35,6 +35,12 @@ fi
 
 log "tools"
 command -v staticcheck >/dev/null || go install honnef.co/go/tools/cmd/staticcheck@v0.6.1
+# tmux runs the terminal test of `baton chat` (it fails without tmux when CI=true).
+if ! command -v tmux >/dev/null && command -v apt-get >/dev/null; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo -n"
+  { $sudo apt-get update -qq && $sudo apt-get install -y -qq tmux; } || true
+fi
+command -v tmux >/dev/null || echo "tmux is missing: the terminal test of baton chat skips (fails with CI=true)" >&2
 
 log "go vet + staticcheck"
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { gofmt -l $(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1; }
