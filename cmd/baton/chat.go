@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/term"
@@ -123,7 +124,14 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		info.Thread, info.ThreadName, info.Agent = th.ID, th.Name, th.ActiveAgent
 	}
 
-	m := newChatModel(ctx, be, info)
+	// Leaving stops a running turn (it stays resumable: /resume) before the
+	// store closes.
+	chatCtx, stop := context.WithCancel(ctx)
+	m := newChatModel(chatCtx, be, info)
+	defer func() {
+		stop()
+		waitTimeout(m.runs, 5*time.Second)
+	}()
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(out))
 
 	// Logs: into a file, or into the chat (never onto the screen under it).
@@ -149,6 +157,16 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "baton chat: thread %s (continue with: baton chat --network %s --thread %s)\n", fm.thread, *network, fm.thread)
 	}
 	return nil
+}
+
+// waitTimeout waits for wg, at most d.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 // chatSummaryModel returns the network's summary model, or its first

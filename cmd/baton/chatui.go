@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"charm.land/bubbles/v2/textarea"
@@ -117,7 +118,10 @@ type chatModel struct {
 	input         textarea.Model
 	editor        textarea.Model
 	transcript    strings.Builder
+	wrap          wrapCache
 	printer       *textPrinter
+	// runs counts the goroutines of running turns, for a clean exit.
+	runs *sync.WaitGroup
 
 	mode   chatMode
 	status string // what a busy chat is doing
@@ -138,7 +142,8 @@ type chatModel struct {
 }
 
 func newChatModel(ctx context.Context, be chatBackend, info chatInfo) *chatModel {
-	m := &chatModel{ctx: ctx, be: be, info: info, thread: info.Thread, threadName: info.ThreadName, agent: info.Agent, width: 80, height: 24}
+	m := &chatModel{ctx: ctx, be: be, info: info, thread: info.Thread, threadName: info.ThreadName, agent: info.Agent, width: 80, height: 24,
+		runs: new(sync.WaitGroup)}
 	m.printer = &textPrinter{w: &m.transcript, file: info.File}
 	m.vp = viewport.New()
 	m.vp.SoftWrap = true // refresh wraps at spaces; this breaks words still too long
@@ -192,10 +197,30 @@ func (m *chatModel) println(s string) {
 // refresh shows the transcript, following it when it was at the bottom.
 func (m *chatModel) refresh() {
 	follow := m.vp.AtBottom() || m.vp.TotalLineCount() <= m.vp.Height()
-	m.vp.SetContent(wrapWords(m.transcript.String(), max(m.width, 20)))
+	m.vp.SetContent(m.wrapped())
 	if follow {
 		m.vp.GotoBottom()
 	}
+}
+
+// wrapped returns the transcript wrapped to the width. The transcript only
+// grows, so complete lines are wrapped once (again when the width changes).
+func (m *chatModel) wrapped() string {
+	s, w := m.transcript.String(), max(m.width, 20)
+	if m.wrap.width != w || m.wrap.done > len(s) {
+		m.wrap = wrapCache{width: w}
+	}
+	if end := strings.LastIndexByte(s, '\n') + 1; end > m.wrap.done {
+		m.wrap.text.WriteString(wrapWords(s[m.wrap.done:end], w))
+		m.wrap.done = end
+	}
+	return m.wrap.text.String() + wrapWords(s[m.wrap.done:], w)
+}
+
+// wrapCache holds the wrapped complete lines of the transcript.
+type wrapCache struct {
+	width, done int // done: bytes of the transcript wrapped into text
+	text        strings.Builder
 }
 
 func (m *chatModel) layout() {
@@ -323,7 +348,7 @@ func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
 		}
 	case modeChoice:
 		switch k.String() {
-		case "a", "y", "enter":
+		case "a", "y":
 			return m.decide(summary.Decision{Type: summary.DecisionApprove})
 		case "e":
 			return m.edit()
@@ -456,7 +481,9 @@ func (m *chatModel) start(run func(ctx context.Context, report func(cleanupResul
 	m.stop, m.stopped, m.aborted = stop, false, false
 	m.interrupt, m.runID = nil, ""
 	root := m.ctx
+	m.runs.Add(1)
 	go func() {
+		defer m.runs.Done()
 		defer close(ch)
 		send := func(msg tea.Msg) {
 			select {

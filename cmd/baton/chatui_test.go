@@ -344,3 +344,20 @@ func TestMarkdownTitle(t *testing.T) {
 		}
 	}
 }
+
+// The transcript is wrapped incrementally; the result is that of wrapping
+// it whole, at any width.
+func TestChatWrappedIncrementally(t *testing.T) {
+	t.Parallel()
+	m := newTestChat(t, &fakeChat{}, "")
+	for _, piece := range []string{"billing: streamed ", "answer words that go on ", "and on past the width\n", "  ← tool: out\n", "partial"} {
+		m.transcript.WriteString(piece)
+		if got, want := m.wrapped(), wrapWords(m.transcript.String(), 100); got != want {
+			t.Fatalf("after %q: wrapped\n%q\nwant\n%q", piece, got, want)
+		}
+	}
+	drive(t, m, tea.WindowSizeMsg{Width: 24, Height: 30})
+	if got, want := m.wrapped(), wrapWords(m.transcript.String(), 24); got != want {
+		t.Fatalf("after a resize: wrapped\n%q\nwant\n%q", got, want)
+	}
+}
