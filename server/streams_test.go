@@ -271,7 +271,7 @@ func TestInterrupts(t *testing.T) {
 
 func TestThreadHandoff(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, func(c *server.Config) { c.Networks = append(c.Networks, loadNetwork(t, "pipeline")) })
 	thread := b.thread(t, b.keyA, "research")
 	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil); r.status != http.StatusUnprocessableEntity {
 		t.Fatalf("handoff of an empty thread: %d %s", r.status, r.body)
@@ -307,8 +307,8 @@ func TestThreadHandoff(t *testing.T) {
 	if !strings.Contains(string(r.body), `"parent_id":"`+thread+`"`) || !strings.Contains(string(r.body), "EV report, edited") {
 		t.Fatalf("child: %s", r.body)
 	}
-	// The support network declares no summary model.
-	st := b.thread(t, b.keyA, "support")
+	// The pipeline network declares no summary model.
+	st := b.thread(t, b.keyA, "pipeline")
 	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+st+"/handoff", nil); r.status != http.StatusUnprocessableEntity {
 		t.Fatalf("network without summary: %d %s", r.status, r.body)
 	}

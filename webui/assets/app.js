@@ -321,7 +321,8 @@
   function onThreadEvent(threadID, ev) {
     if (!state.thread || state.thread.id !== threadID) return;
     const d = ev.data || {};
-    const run = d.run_id || "";
+    // Drafts name their message, whose id starts with its run's.
+    const run = d.run_id || runOf(d.message_id);
     switch (ev.type) {
       case "thread":
         state.thread = d;
@@ -342,7 +343,7 @@
         setAgent(d.agent);
         break;
       case "text_delta": {
-        const b = liveBubble(run, d.agent);
+        const b = liveBubble(run, d.agent, true);
         b.raw = (b.raw || "") + d.delta;
         b.body.textContent = b.raw;
         b.el.classList.add("streaming");
@@ -352,10 +353,10 @@
       case "message": {
         const bg = state.bg.get(run);
         if (bg) { bg.el.remove(); state.bg.delete(run); }
-        const b = liveBubble(run, d.agent);
+        const b = liveBubble(run, d.agent, true);
         setBubbleText(b, d.text, true);
         b.el.classList.remove("streaming");
-        b.done = true;
+        b.final = true;
         scroll();
         break;
       }
@@ -381,7 +382,7 @@
         closeLive(run);
         setStatus("suspended");
         timelineWorker(run, "queued");
-        notice("⏸ handed to a background worker before " + (d.calls || []).length + " slow call(s); the answer streams here when it is ready", "bg", "background-notice");
+        notice("Handed to a background worker before " + (d.calls || []).length + " slow call(s); the answer streams here when it is ready", "bg", "background-notice");
         backgroundBubble(run, "");
         break;
       case "draft": {
@@ -407,7 +408,8 @@
         if (d.status !== "suspended") {
           const bg = state.bg.get(run);
           if (bg) { bg.el.remove(); state.bg.delete(run); }
-          timelineWorker(run, null);
+          const row = state.runs.get(run);
+          if (row && row.querySelector(".worker")) timelineWorker(run, null);
         }
         if (d.status === "completed" || d.status === "failed") $("interrupt").hidden = true;
         break;
@@ -459,10 +461,13 @@
     return { el, body, tools, raw: "", done: false };
   }
 
-  function liveBubble(run, agent) {
+  // liveBubble returns the bubble of the agent's current model turn; with
+  // text, a bubble whose turn is over (its message or tool calls came)
+  // gives way to a new one.
+  function liveBubble(run, agent, text) {
     const k = run + "\u0000" + agent;
     let b = state.live.get(k);
-    if (!b || b.done) {
+    if (!b || b.done || text && (b.final || b.hasTools)) {
       b = bubble(agent);
       state.live.set(k, b);
     }
@@ -497,6 +502,7 @@
     chip.className = "tool" + (/^transfer_to_/.test(name) ? " handoff-call" : "");
     chip.setAttribute("data-testid", "tool-call");
     if (callID) chip.dataset.call = callID;
+    b.hasTools = true;
     const sum = document.createElement("summary");
     sum.textContent = "→ " + name;
     const pre = document.createElement("pre");
@@ -609,7 +615,7 @@
   function timelineEnd(run, status) {
     const row = timelineRun(run);
     const end = row.querySelector(".run-end");
-    end.textContent = { completed: "✓", failed: "✗", interrupted: "⏸ approval", suspended: "⏸ background" }[status] || status;
+    end.textContent = { completed: "✓ completed", failed: "✗ failed", interrupted: "waiting for approval", suspended: "in the background" }[status] || status;
     end.dataset.status = status;
   }
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Browser tests of the web UI: builds baton, starts `baton serve` on a free
+# loopback port with a temporary SQLite database and the example networks,
+# creates an API key with `baton keys create`, and drives Debian's Chromium
+# with playwright-core (installed with npm ci from package-lock.json) through
+# test.mjs. Screenshots and the server log go to webui/e2e/artifacts/.
+# The last line says PASS or FAIL; the exit code is non-zero on failure.
+set -euo pipefail
+cd "$(dirname "$0")"
+E2E=$(pwd)
+ROOT=$(cd ../.. && pwd)
+ART="$E2E/artifacts"
+rm -rf "$ART"
+mkdir -p "$ART"
+
+fail() { echo "browser tests: FAIL ($*)"; exit 1; }
+
+if [ ! -x /usr/bin/chromium ]; then
+  echo "installing Debian's chromium"
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq || fail "apt-get update"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null || fail "apt-get install chromium"
+fi
+command -v node >/dev/null || fail "node is not installed"
+npm ci --no-audit --no-fund --loglevel=error >/dev/null || fail "npm ci"
+
+TMP=$(mktemp -d)
+PID=""
+cleanup() {
+  if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
+    kill -TERM "$PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$PID" 2>/dev/null || true
+  fi
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+(cd "$ROOT" && go build -o "$TMP/baton" ./cmd/baton) || fail "go build"
+DB="sqlite:$TMP/baton.db"
+KEY=$("$TMP/baton" keys create --owner e2e --name browser --database "$DB" 2>/dev/null) || fail "baton keys create"
+
+"$TMP/baton" serve --addr 127.0.0.1:0 --database "$DB" \
+  --network "$ROOT/examples/support/network.yaml" \
+  --network "$ROOT/examples/research/network.yaml" >"$ART/serve.log" 2>&1 &
+PID=$!
+URL=""
+for _ in $(seq 1 150); do
+  URL=$(grep -o 'listening on http://[0-9.:]*' "$ART/serve.log" | head -n1 | sed 's/^listening on //' || true)
+  [ -n "$URL" ] && break
+  kill -0 "$PID" 2>/dev/null || { cat "$ART/serve.log"; fail "baton serve exited"; }
+  sleep 0.2
+done
+[ -n "$URL" ] || { cat "$ART/serve.log"; fail "baton serve did not start"; }
+echo "baton serve at $URL"
+
+status=0
+BATON_URL="$URL" BATON_KEY="$KEY" ARTIFACTS="$ART" node --test --test-concurrency=1 test.mjs || status=$?
+ls "$ART"
+if [ "$status" -ne 0 ]; then
+  tail -n 30 "$ART/serve.log"
+  fail "see the output above and the screenshots in $ART"
+fi
+echo "browser tests: PASS"
