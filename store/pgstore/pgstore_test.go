@@ -92,6 +92,14 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(*testing.T) store.Store { return s }, storetest.WithCorruptCheckpoint(corrupt))
 }
 
+// TestStoreSmallPool runs the suite, whose subtests run in parallel and
+// start goroutines, on a pool of two connections: no call may hold two.
+func TestStoreSmallPool(t *testing.T) {
+	t.Parallel()
+	s := open(t, databaseURL(t), &store.Options{Schema: freshSchema(t), MaxConns: 2})
+	storetest.Run(t, func(*testing.T) store.Store { return s })
+}
+
 // withUser returns the test URL with another user.
 func withUser(t testing.TB, user string) string {
 	t.Helper()

@@ -107,32 +107,36 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 		if err := e.Dialect.LockRun(ctx, q, p.OwnerID, s.RunID); err != nil {
 			return err
 		}
-		var latestID string
-		latestStep := -1
-		err := q.QueryRow(ctx, `SELECT id, step FROM checkpoints WHERE owner_id = $1 AND run_id = $2 ORDER BY step DESC LIMIT 1`,
-			p.OwnerID, s.RunID).Scan(&latestID, &latestStep)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if (latestID != "" && s.Step <= latestStep) || (p.ParentID != "" && p.ParentID != latestID) {
-			stale := &store.StaleWriteError{RunID: s.RunID, Step: s.Step, ParentID: p.ParentID, LatestID: latestID, LatestStep: latestStep}
-			if latestID == "" {
-				stale.LatestStep = 0
+		// One statement reads the run's newest checkpoint and inserts only
+		// if the fence holds; the run's writers are serialised (LockRun, or
+		// SQLite's single writer), so nothing can slip in between. The
+		// composite foreign key (thread_id, owner_id) rejects a thread that
+		// is missing or another owner's, as ErrNotFound.
+		last(q)
+		var created nullTime
+		var parent nullStr
+		err := q.QueryRow(ctx, `INSERT INTO checkpoints
+			(id, owner_id, thread_id, run_id, parent_id, step, status, fingerprint, network, created_at, state)
+			SELECT $1, $2, $3, $4, latest.id, $5, $6, $7, $8, $9, $10
+			FROM (SELECT (SELECT id FROM checkpoints WHERE owner_id = $2 AND run_id = $4 ORDER BY step DESC LIMIT 1) AS id,
+				(SELECT max(step) FROM checkpoints WHERE owner_id = $2 AND run_id = $4) AS step) AS latest
+			WHERE (latest.step IS NULL OR latest.step < $5) AND ($11 = '' OR latest.id = $11)
+			RETURNING created_at, parent_id`,
+			cp.ID, p.OwnerID, nullString(s.ThreadID), s.RunID, s.Step, string(s.Status),
+			s.Fingerprint, s.Network, e.Dialect.Time(e.now()), b, p.ParentID).Scan(&created, &parent)
+		if errors.Is(err, sql.ErrNoRows) {
+			stale := &store.StaleWriteError{RunID: s.RunID, Step: s.Step, ParentID: p.ParentID}
+			err = q.QueryRow(ctx, `SELECT id, step FROM checkpoints WHERE owner_id = $1 AND run_id = $2 ORDER BY step DESC LIMIT 1`,
+				p.OwnerID, s.RunID).Scan(&stale.LatestID, &stale.LatestStep)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
 			}
 			return stale
 		}
-		cp.ParentID = latestID
-		// The composite foreign key (thread_id, owner_id) rejects a thread
-		// that is missing or another owner's, as ErrNotFound.
-		var created nullTime
-		if err := q.QueryRow(ctx, `INSERT INTO checkpoints
-			(id, owner_id, thread_id, run_id, parent_id, step, status, fingerprint, network, created_at, state)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING created_at`,
-			cp.ID, p.OwnerID, nullString(s.ThreadID), s.RunID, nullString(latestID), s.Step, string(s.Status),
-			s.Fingerprint, s.Network, e.Dialect.Time(e.now()), b).Scan(&created); err != nil {
+		if err != nil {
 			return err
 		}
-		cp.CreatedAt = created.T
+		cp.CreatedAt, cp.ParentID = created.T, parent.S
 		return nil
 	})
 	if err != nil {

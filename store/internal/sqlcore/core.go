@@ -115,6 +115,15 @@ func (e *Engine) write(ctx context.Context, owner string, fn func(q Querier) err
 	return e.Exec.Run(ctx, Scope{Owner: owner}, true, fn)
 }
 
+// last tells q that the next statement is the last of the transaction, so
+// that a backend may send the COMMIT with it. Statements after it, if any,
+// run outside the transaction and must only read.
+func last(q Querier) {
+	if l, ok := q.(interface{ Last() }); ok {
+		l.Last()
+	}
+}
+
 // storeSentinels are errors that already say what happened.
 var storeSentinels = []error{
 	store.ErrNotFound, store.ErrConflict, store.ErrIncompatible, store.ErrUnavailable,

@@ -32,6 +32,7 @@ func (e *Engine) UpsertDraft(ctx context.Context, p *store.UpsertDraftParams) (*
 		if err := q.QueryRow(ctx, `SELECT 1 FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.MessageID).Scan(&one); err != nil {
 			return err
 		}
+		last(q)
 		var err error
 		d, err = scanDraft(q.QueryRow(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, version, updated_at)
 			VALUES ($1, $2, $3, 1, $4)
@@ -65,6 +66,7 @@ func (e *Engine) DeleteDraft(ctx context.Context, p *store.DeleteDraftParams) er
 		return e.wrap(op, err)
 	}
 	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+		last(q)
 		_, err := q.Exec(ctx, `DELETE FROM message_drafts WHERE owner_id = $1 AND message_id = $2`, p.OwnerID, p.MessageID)
 		return err
 	})

@@ -36,6 +36,7 @@ func (e *Engine) UpsertThreadSummary(ctx context.Context, p *store.UpsertThreadS
 	}
 	var s *store.ThreadSummary
 	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+		last(q)
 		var err error
 		s, err = scanSummary(q.QueryRow(ctx, `INSERT INTO thread_summaries
 			(id, owner_id, handoff_id, agent_id, thread_id, child_thread_id, summary, markdown, created_at, updated_at)
@@ -104,6 +105,7 @@ func (e *Engine) PutMemoryDocument(ctx context.Context, p *store.PutMemoryDocume
 	var m *store.MemoryDocument
 	err := e.write(ctx, p.OwnerID, func(q Querier) error {
 		now := e.Dialect.Time(e.now())
+		last(q)
 		var err error
 		if p.ExpectedVersion == 0 {
 			m, err = scanMemory(q.QueryRow(ctx, `INSERT INTO memory_documents (owner_id, agent_id, content, version, created_at, updated_at)

@@ -57,6 +57,7 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 		now := e.Dialect.Time(e.now())
 		// ON CONFLICT DO NOTHING waits for a concurrent inserter of the same
 		// key and then yields to it, so one row wins without an error.
+		last(q)
 		run, err := scanJobRun(q.QueryRow(ctx, `INSERT INTO job_runs
 			(id, owner_id, idempotency_key, kind, thread_id, status, attempt, error, metadata, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, 'queued', 0, '', $6, $7, $7)
@@ -141,6 +142,7 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 		if err != nil {
 			return err
 		}
+		last(q)
 		out, err = scanJobRun(q.QueryRow(ctx, `UPDATE job_runs SET status = $3, attempt = $4, error = $5, metadata = $6,
 			updated_at = $7, started_at = $8, finished_at = $9
 			WHERE owner_id = $1 AND id = $2 RETURNING `+jobRunCols,

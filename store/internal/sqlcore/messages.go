@@ -149,6 +149,9 @@ func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesPara
 		now := e.Dialect.Time(e.now())
 		// Reserving the sequence numbers locks the thread row, which orders
 		// concurrent appenders, and proves the thread is the owner's.
+		if len(p.Messages) == 0 {
+			last(q)
+		}
 		var next int64
 		if err := q.QueryRow(ctx, `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
 			WHERE owner_id = $1 AND id = $2 RETURNING next_seq`,
@@ -159,6 +162,9 @@ func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesPara
 		for i := range p.Messages {
 			seq++
 			nm := &p.Messages[i]
+			if i == len(p.Messages)-1 {
+				last(q)
+			}
 			m, err := scanMessage(q.QueryRow(ctx, `INSERT INTO messages
 				(id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING `+messageCols,
@@ -293,6 +299,7 @@ func (e *Engine) UpdateMessage(ctx context.Context, p *store.UpdateMessageParams
 		if err != nil {
 			return err
 		}
+		last(q)
 		out, err = scanMessage(q.QueryRow(ctx, `UPDATE messages SET status = $3, parts = $4, usage = $5, metadata = $6, updated_at = $7
 			WHERE owner_id = $1 AND id = $2 RETURNING `+messageCols,
 			p.OwnerID, p.ID, string(m.Status), enc.parts, enc.usage, enc.metadata, e.Dialect.Time(e.now())))

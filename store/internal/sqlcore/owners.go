@@ -32,6 +32,7 @@ func (e *Engine) EnsureOwner(ctx context.Context, p *store.EnsureOwnerParams) (*
 			p.ID, p.Name, e.Dialect.Time(e.now())); err != nil {
 			return err
 		}
+		last(q)
 		var err error
 		o, err = scanOwner(q.QueryRow(ctx, `SELECT `+ownerCols+` FROM owners WHERE id = $1`, p.ID))
 		return err
@@ -83,6 +84,7 @@ func (e *Engine) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) 
 		if err := q.QueryRow(ctx, `SELECT 1 FROM owners WHERE id = $1`, p.OwnerID).Scan(&one); err != nil {
 			return err
 		}
+		last(q)
 		var err error
 		k, err = scanAPIKey(q.QueryRow(ctx, `INSERT INTO api_keys (id, owner_id, name, prefix, key_hash, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+apiKeyCols,
@@ -143,6 +145,7 @@ func (e *Engine) RevokeAPIKey(ctx context.Context, p *store.RevokeAPIKeyParams) 
 	}
 	var k *store.APIKey
 	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+		last(q)
 		var err error
 		k, err = scanAPIKey(q.QueryRow(ctx, `UPDATE api_keys SET revoked_at = $3
 			WHERE owner_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING `+apiKeyCols,

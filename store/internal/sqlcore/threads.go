@@ -78,6 +78,7 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 			}
 		}
 		now := e.Dialect.Time(e.now())
+		last(q)
 		var err error
 		t, err = scanThread(q.QueryRow(ctx, `INSERT INTO threads
 			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
@@ -220,6 +221,7 @@ func (e *Engine) updateThread(ctx context.Context, op, owner, id string, expecte
 		if err != nil {
 			return err
 		}
+		last(q)
 		out, err = scanThread(q.QueryRow(ctx, `UPDATE threads SET metadata = $3, active_agent = $4, version = version + 1, updated_at = $5
 			WHERE owner_id = $1 AND id = $2 RETURNING `+threadCols,
 			owner, id, md, t.ActiveAgent, e.Dialect.Time(e.now())))
