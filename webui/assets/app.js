@@ -17,6 +17,7 @@
     live: new Map(), // run_id + agent -> live bubble
     bg: new Map(), // run_id -> background bubble
     runs: new Map(), // run_id -> timeline row
+    ended: new Set(), // runs whose run_end came
     proposal: null, // the thread handoff interrupt being decided
     interrupt: null,
   };
@@ -190,7 +191,7 @@
 
   async function openThread(id) {
     if (state.sub) state.sub.abort();
-    state.live.clear(); state.bg.clear(); state.runs.clear();
+    state.live.clear(); state.bg.clear(); state.runs.clear(); state.ended.clear();
     state.proposal = null; state.interrupt = null;
     $("messages").textContent = "";
     $("timeline").textContent = "";
@@ -333,6 +334,7 @@
         openThread(threadID);
         break;
       case "run_start":
+        state.ended.delete(run);
         setStatus("running");
         if (!d.resumed) timelineRun(run);
         timelineAgent(run, d.agent);
@@ -386,6 +388,9 @@
         backgroundBubble(run, "");
         break;
       case "draft": {
+        // A final draft repeats the answer, which its message event brings;
+        // drafts may also trail the run's end (they come from the store).
+        if (d.final || d.status === "completed" || d.status === "error" || state.ended.has(run)) break;
         setStatus("suspended");
         timelineWorker(run, d.status);
         const b = backgroundBubble(run, d.text || "");
@@ -403,6 +408,8 @@
         break;
       case "run_end": {
         closeLive(run);
+        if (d.status !== "suspended") state.ended.add(run);
+        else state.ended.delete(run);
         setStatus(d.status);
         timelineEnd(run, d.status);
         if (d.status !== "suspended") {
