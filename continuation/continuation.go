@@ -247,6 +247,21 @@ func (s *Service) Migrate(ctx context.Context) error {
 	return s.q.migrate(ctx, s.log)
 }
 
+// Migrate applies River's migrations to st's database (its schema, on
+// PostgreSQL), after the store's own, which opening st applies: what
+// `baton migrate` runs. It is safe to call from several processes at once.
+// logger may be nil.
+func Migrate(ctx context.Context, st store.Store, logger *slog.Logger) error {
+	q, err := newQueue(st, nil, false)
+	if err != nil {
+		return err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return q.migrate(ctx, logger)
+}
+
 // Start migrates River's tables (unless Config.NoMigrate), starts the
 // default broker and, unless Config.NoWorkers, River's workers. Workers
 // stop when Stop is called or ctx ends.

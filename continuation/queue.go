@@ -61,6 +61,18 @@ func (q *riverQueue[TTx, D]) completeTx(ctx context.Context, tx store.Tx, job *r
 	return err
 }
 
+func (q *riverQueue[TTx, D]) newClient(rc *river.Config) error {
+	if rc == nil {
+		return nil
+	}
+	c, err := river.NewClient(q.driver, rc)
+	if err != nil {
+		return fmt.Errorf("continuation: river client: %w", err)
+	}
+	q.client = c
+	return nil
+}
+
 func (q *riverQueue[TTx, D]) start(ctx context.Context) error {
 	if !q.works {
 		return nil
@@ -102,7 +114,8 @@ const riverMigrateLockKey int64 = 0x62746e726976726d
 // after its grace period.
 const stopCancelWait = 10 * time.Second
 
-// newQueue builds River on the store's backend.
+// newQueue builds River on the store's backend. With a nil rc it builds no
+// client: the queue can only migrate.
 func newQueue(st store.Store, rc *river.Config, works bool) (queue, error) {
 	switch s := st.(type) {
 	case *pgstore.Store:
@@ -126,12 +139,7 @@ func newQueue(st store.Store, rc *river.Config, works bool) (queue, error) {
 			_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
 			return err
 		}
-		c, err := river.NewClient(q.driver, rc)
-		if err != nil {
-			return nil, fmt.Errorf("continuation: river client: %w", err)
-		}
-		q.client = c
-		return q, nil
+		return q, q.newClient(rc)
 	case *sqlitestore.Store:
 		// River's SQLite driver runs on the store's write pool: a single
 		// connection whose transactions BEGIN IMMEDIATE, with a busy timeout
@@ -171,12 +179,7 @@ func newQueue(st store.Store, rc *river.Config, works bool) (queue, error) {
 			}
 			return tx.Commit()
 		}
-		c, err := river.NewClient(q.driver, rc)
-		if err != nil {
-			return nil, fmt.Errorf("continuation: river client: %w", err)
-		}
-		q.client = c
-		return q, nil
+		return q, q.newClient(rc)
 	case nil:
 		return nil, errors.New("continuation: no store")
 	}

@@ -94,7 +94,12 @@ func TestSameEventManyTimes(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			tools := newToolLog()
-			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) { c.testNoUnique = true; c.Workers = 8 })
+			// A lease long enough that no delivery outlives it, even on a
+			// loaded machine: then exactly one delivery claims the run.
+			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) {
+				c.testNoUnique, c.Workers = true, 8
+				c.JobTimeout, c.RescueStuckJobsAfter = 10*time.Second, 15*time.Second
+			})
 			_, run, _ := b.turn(t, "Where is my order 1234?")
 			h, err := b.cont.Lookup(ctx, owner, run)
 			if err != nil {
@@ -122,7 +127,7 @@ func TestSameEventManyTimes(t *testing.T) {
 			if m := b.waitMessage(t, h.MessageID, 30*time.Second); m.Status != message.StatusCompleted {
 				t.Fatalf("placeholder = %s", m.Status)
 			}
-			jobs := waitRiver(t, b.st, 60*time.Second)
+			jobs := waitRiver(t, b.st, 90*time.Second)
 			if jobs["completed"] != 100 {
 				t.Errorf("river jobs = %v, want 100 completed", jobs)
 			}

@@ -175,15 +175,8 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 		if err != nil {
 			return err
 		}
-		switch jr.Status {
-		case store.JobCompleted, store.JobCanceled:
-			c.done = true
+		if s.taken(c, jr) {
 			return nil
-		case store.JobProcessing:
-			if held := time.Since(jr.StartedAt); held < s.cfg.JobTimeout {
-				c.lease = s.cfg.JobTimeout - held + time.Second
-				return nil
-			}
 		}
 		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: a.OwnerID, RunID: a.RunID, Fingerprint: s.fp})
 		if err != nil {
@@ -198,32 +191,77 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 			c.attempt = jr.Attempt
 			return nil
 		}
-		jr, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing,
-			ExpectedAttempt: jr.Attempt})
-		if err != nil {
-			return err
-		}
-		c.attempt = jr.Attempt
-		if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusStreaming,
-			Metadata: map[string]any{MetaContinuation: map[string]any{"run_id": a.RunID, "job_run_id": a.JobRunID, "status": "streaming", "attempt": c.attempt}}}); err != nil {
-			return err
+		// Locks are taken in one order by every transaction that takes
+		// several (claim, final checkpoint, failure): the run's checkpoint
+		// lock (SaveCheckpoint), the placeholder, the job run.
+		start := func() error {
+			if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusStreaming,
+				Metadata: map[string]any{MetaContinuation: map[string]any{"run_id": a.RunID, "job_run_id": a.JobRunID, "status": "streaming"}}}); err != nil {
+				return err
+			}
+			jr, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing,
+				ExpectedAttempt: jr.Attempt})
+			if err != nil {
+				return err
+			}
+			c.attempt = jr.Attempt
+			return nil
 		}
 		switch st.Status {
 		case runstate.StatusCompleted, runstate.StatusInterrupted:
 			// The run ended (resumed elsewhere, or finalising failed):
 			// finalise now.
+			if err := start(); err != nil {
+				return err
+			}
 			c.done = true
 			return s.finishTx(ctx, tx, &jobCtx{args: a, job: job, attempt: c.attempt}, st)
 		}
+		// The claim: a checkpoint fenced on the latest one. Of concurrent
+		// claimers (or a previous worker still writing), one wins; the
+		// others get a *store.StaleWriteError.
 		st.Status, st.Failure = runstate.StatusRunning, nil
 		st.Step++
-		c.cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID})
-		return err
+		if c.cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID}); err != nil {
+			return err
+		}
+		// Read the job run again under the run's lock: the first read may
+		// predate a claim that committed since (its checkpoint is the parent
+		// of ours).
+		if jr, err = tx.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID}); err != nil {
+			return err
+		}
+		if s.taken(c, jr) {
+			return errTaken // roll the claim back
+		}
+		return start()
 	})
+	if errors.Is(err, errTaken) {
+		return c, nil
+	}
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// errTaken rolls back a claim whose job run is finished or leased.
+var errTaken = errors.New("continuation: job run taken")
+
+// taken reports (in c) whether the job run is finished or being worked by
+// another delivery within its lease.
+func (s *Service) taken(c *claim, jr *store.JobRun) bool {
+	switch jr.Status {
+	case store.JobCompleted, store.JobCanceled:
+		c.done = true
+		return true
+	case store.JobProcessing:
+		if held := time.Since(jr.StartedAt); held < s.cfg.JobTimeout {
+			c.lease = s.cfg.JobTimeout - held + time.Second
+			return true
+		}
+	}
+	return false
 }
 
 // resumable reports whether a failed run failed transiently, so that

@@ -91,18 +91,27 @@ func (b *Broker) Start(ctx context.Context) error {
 	return nil
 }
 
-// channelName returns the schema's NOTIFY channel, looked up once.
-func (b *Broker) channelName(ctx context.Context) (string, error) {
+// channelName returns the schema's NOTIFY channel, looked up once with q
+// (the pool, or the caller's transaction: a caller holding a connection must
+// not wait for another one, which a full pool would never give).
+func (b *Broker) channelName(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}) (string, error) {
 	b.chMu.Lock()
-	defer b.chMu.Unlock()
-	if b.channel == "" {
-		var schema string
-		if err := b.st.Pool().QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-			return "", fmt.Errorf("pgbroker: %w: %w", store.ErrUnavailable, err)
-		}
-		b.channel = Channel(schema)
+	channel := b.channel
+	b.chMu.Unlock()
+	if channel != "" {
+		return channel, nil
 	}
-	return b.channel, nil
+	// Not under the lock: the query may wait for a connection.
+	var schema string
+	if err := q.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return "", fmt.Errorf("pgbroker: %w: %w", store.ErrUnavailable, err)
+	}
+	b.chMu.Lock()
+	b.channel = Channel(schema)
+	b.chMu.Unlock()
+	return Channel(schema), nil
 }
 
 // Channel returns the NOTIFY channel of the baton schema named schema:
@@ -115,7 +124,7 @@ func Channel(schema string) string {
 
 // listen acquires a connection and LISTENs on it.
 func (b *Broker) listen(ctx context.Context) (*pgx.Conn, error) {
-	channel, err := b.channelName(ctx)
+	channel, err := b.channelName(ctx, b.st.Pool())
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +192,7 @@ func (b *Broker) receive(ctx context.Context, conn *pgx.Conn) error {
 // Publish implements [draft.Broker]: it sends a NOTIFY, which reaches the
 // subscribers of every process listening on the schema, this one included.
 func (b *Broker) Publish(ctx context.Context, ev draft.Event) error {
-	channel, err := b.channelName(ctx)
+	channel, err := b.channelName(ctx, b.st.Pool())
 	if err != nil {
 		return err
 	}
@@ -204,7 +213,7 @@ func (b *Broker) PublishTx(ctx context.Context, tx store.Tx, ev draft.Event) err
 	if !ok {
 		return errors.New("pgbroker: publish: not a PostgreSQL store transaction")
 	}
-	channel, err := b.channelName(ctx)
+	channel, err := b.channelName(ctx, ptx)
 	if err != nil {
 		return err
 	}
