@@ -24,7 +24,8 @@ type queued struct {
 //   - a write sends BEGIN, the scope (role and owner), deferred statements
 //     (locks) and its first statement in one batch, continues on that
 //     connection, and sends COMMIT with its last statement when the engine
-//     marks it (Last), so that a one-statement write is one round trip;
+//     marks it (Last); a write of one statement is sent like a read, in an
+//     implicit transaction, with no BEGIN or COMMIT;
 //   - a read sends the scope with every statement: each batch runs in an
 //     implicit transaction of its own, which set_config(…, true) covers,
 //     with no BEGIN or COMMIT.
@@ -83,6 +84,14 @@ func (b *batch) finish(err error) error {
 func (q *lazyQuerier) send(ctx context.Context, sql string, args []any) (*batch, error) {
 	b := &pgx.Batch{}
 	inTx := q.write && !q.done
+	commit := inTx && q.last
+	q.last = false
+	if inTx && commit && q.conn == nil {
+		// A write of one statement: the batch's implicit transaction,
+		// committed at its end (or rolled back on error), is the
+		// transaction; no BEGIN or COMMIT needed.
+		inTx, commit, q.done = false, false, true
+	}
 	if inTx && q.conn == nil {
 		conn, err := q.pool.Acquire(ctx)
 		if err != nil {
@@ -98,8 +107,6 @@ func (q *lazyQuerier) send(ctx context.Context, sql string, args []any) (*batch,
 		b.Queue(p.sql, p.args...)
 	}
 	q.prelude = nil
-	commit := inTx && q.last
-	q.last = false
 	if len(b.QueuedQueries) == 0 && !commit {
 		return nil, nil // nothing to pipeline
 	}

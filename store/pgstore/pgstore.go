@@ -356,13 +356,22 @@ type txOps struct {
 
 // scopeStmt is the statement that configures row-level security for the
 // rest of a transaction.
-func scopeStmt(role string, sc sqlcore.Scope) queued {
-	if role != "" {
+//
+// A fresh transaction (reset false) leaves baton.api_key_hash alone when
+// the scope has none: it starts unset, as settings made with
+// set_config(…, true) end with their transaction. A transaction that
+// changes scope (reset true) always sets both.
+func scopeStmt(role string, sc sqlcore.Scope, reset bool) queued {
+	switch {
+	case role != "" && sc.APIKeyHash == "" && !reset:
+		return queued{`SELECT set_config('role', $1, true), set_config('baton.owner', $2, true)`, []any{role, sc.Owner}}
+	case role != "":
 		return queued{`SELECT set_config('role', $1, true), set_config('baton.owner', $2, true), set_config('baton.api_key_hash', $3, true)`,
 			[]any{role, sc.Owner, sc.APIKeyHash}}
+	case sc.APIKeyHash == "" && !reset:
+		return queued{`SELECT set_config('baton.owner', $1, true)`, []any{sc.Owner}}
 	}
-	return queued{`SELECT set_config('baton.owner', $1, true), set_config('baton.api_key_hash', $2, true)`,
-		[]any{sc.Owner, sc.APIKeyHash}}
+	return queued{`SELECT set_config('baton.owner', $1, true), set_config('baton.api_key_hash', $2, true)`, []any{sc.Owner, sc.APIKeyHash}}
 }
 
 // storeExec runs each call of the Store in a transaction of its own,
@@ -370,7 +379,7 @@ func scopeStmt(role string, sc sqlcore.Scope) queued {
 type storeExec struct{ s *Store }
 
 func (x storeExec) Run(ctx context.Context, sc sqlcore.Scope, write bool, fn func(sqlcore.Querier) error) error {
-	q := &lazyQuerier{pool: x.s.pool, write: write, scope: scopeStmt(x.s.role, sc)}
+	q := &lazyQuerier{pool: x.s.pool, write: write, scope: scopeStmt(x.s.role, sc, false)}
 	defer q.abort(ctx)
 	if err := fn(q); err != nil {
 		return err
@@ -391,7 +400,7 @@ func (x *txExec) scope(ctx context.Context, sc sqlcore.Scope) error {
 	if x.valid && x.cur == sc {
 		return nil
 	}
-	st := scopeStmt(x.role, sc)
+	st := scopeStmt(x.role, sc, true)
 	if _, err := x.tx.Exec(ctx, st.sql, st.args...); err != nil {
 		x.valid = false
 		return err

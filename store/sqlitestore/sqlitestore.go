@@ -365,22 +365,91 @@ func (x storeExec) Run(ctx context.Context, _ sqlcore.Scope, write bool, fn func
 	if !write {
 		return fn(querier{db: x.s.reader, stmts: x.s.rstmts})
 	}
-	tx, err := x.s.writer.BeginTx(ctx, nil)
+	q := &lazyTx{s: x.s}
+	defer q.rollback()
+	if err := fn(q); err != nil {
+		return err
+	}
+	return q.commit()
+}
+
+// lazyTx begins the write transaction of a call at its first statement,
+// except when that statement is also its last (the engine says so with
+// Last): a single statement runs on its own, in autocommit mode, which is
+// as atomic and saves the BEGIN and COMMIT statements. An autocommit INSERT,
+// UPDATE or DELETE takes the write lock as it starts, like BEGIN IMMEDIATE.
+// Statements after the last one only read, on the read pool.
+type lazyTx struct {
+	s    *Store
+	tx   *sql.Tx
+	last bool // the next statement is the last
+	done bool // the last statement ran in autocommit mode
+}
+
+// Last marks the next statement as the last of the transaction.
+func (q *lazyTx) Last() { q.last = true }
+
+func (q *lazyTx) querier(ctx context.Context) (querier, error) {
+	switch {
+	case q.tx != nil:
+		return querier{db: q.tx, tx: q.tx, stmts: q.s.wstmts}, nil
+	case q.done:
+		return querier{db: q.s.reader, stmts: q.s.rstmts}, nil
+	case q.last:
+		q.done = true
+		return querier{db: q.s.writer, stmts: q.s.wstmts}, nil
+	}
+	tx, err := q.s.writer.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return querier{}, err
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = tx.Rollback()
-		}
-	}()
-	if err := fn(querier{db: tx, tx: tx, stmts: x.s.wstmts}); err != nil {
-		return err
+	q.tx = tx
+	return querier{db: tx, tx: tx, stmts: q.s.wstmts}, nil
+}
+
+func (q *lazyTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	qq, err := q.querier(ctx)
+	if err != nil {
+		return 0, err
 	}
-	committed = true
+	return qq.Exec(ctx, query, args...)
+}
+
+func (q *lazyTx) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
+	qq, err := q.querier(ctx)
+	if err != nil {
+		return errRow{err}
+	}
+	return qq.QueryRow(ctx, query, args...)
+}
+
+func (q *lazyTx) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {
+	qq, err := q.querier(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return qq.Query(ctx, query, args...)
+}
+
+func (q *lazyTx) commit() error {
+	if q.tx == nil {
+		return nil
+	}
+	tx := q.tx
+	q.tx = nil
 	return tx.Commit()
 }
+
+func (q *lazyTx) rollback() {
+	if q.tx != nil {
+		_ = q.tx.Rollback()
+		q.tx = nil
+	}
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // txExec runs calls in the caller's transaction.
 type txExec struct{ q querier }
