@@ -111,6 +111,7 @@ type threadEntry struct {
 
 	mu      sync.Mutex
 	n       int
+	network string    // the thread's network, once read
 	active  *runEntry // the run this process executes on the thread
 	subs    int
 	touched time.Time
@@ -136,7 +137,27 @@ func (t *threadEntry) append(runID, typ string, data []byte) {
 	t.mu.Unlock()
 }
 
+func (t *threadEntry) setNetwork(n string) {
+	t.mu.Lock()
+	t.network = n
+	t.mu.Unlock()
+}
+
 func threadKey(owner, id string) string { return owner + "\x00" + id }
+
+// network returns the network of a thread of owner this process has read,
+// or "".
+func (g *registry) network(owner, id string) string {
+	g.mu.Lock()
+	t := g.threads[threadKey(owner, id)]
+	g.mu.Unlock()
+	if t == nil {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.network
+}
 
 // thread returns the entry of a thread, made if needed.
 func (g *registry) thread(owner, id string) *threadEntry {

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -33,11 +34,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err := s.checkInput(req.Input); err != nil {
 		return err
 	}
-	th, err := s.thread(r.Context(), c, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	nw, err := s.threadNetwork(th)
+	th, nw, err := s.threadForRun(r.Context(), c, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -50,12 +47,12 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *caller) er
 	if req.Agent != "" {
 		opts = append(opts, runner.WithAgent(req.Agent))
 	}
+	if req.Stream {
+		return s.streamTurn(w, r, c.owner, th.ID, nw, req.Input, opts)
+	}
 	run, err := s.startTurn(r.Context(), c.owner, th.ID, nw, req.Input, opts)
 	if err != nil {
 		return err
-	}
-	if req.Stream {
-		return s.streamRun(w, r, run, runlog.Cursor{})
 	}
 	return s.waitRun(w, r, run)
 }
@@ -90,6 +87,27 @@ func (s *Server) thread(ctx context.Context, c *caller, id string) (*store.Threa
 	return th, err
 }
 
+// threadForRun returns a thread of the caller and its network, from the
+// registry when this process has seen the thread (a thread's network never
+// changes and threads are not deleted), else from the store.
+func (s *Server) threadForRun(ctx context.Context, c *caller, id string) (*store.Thread, *network, error) {
+	if netName := s.reg.network(c.owner, id); netName != "" {
+		if nw, ok := s.nets[netName]; ok {
+			return &store.Thread{ID: id, OwnerID: c.owner, Network: netName}, nw, nil
+		}
+	}
+	th, err := s.thread(ctx, c, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	nw, err := s.threadNetwork(th)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.reg.thread(c.owner, th.ID).setNetwork(th.Network)
+	return th, nw, nil
+}
+
 func (s *Server) threadNetwork(th *store.Thread) (*network, error) {
 	nw, ok := s.nets[th.Network]
 	if !ok {
@@ -113,11 +131,38 @@ func (s *Server) startTurn(ctx context.Context, owner, threadID string, nw *netw
 }
 
 // launch runs events in a goroutine on the thread, one run per thread at a
-// time in this process. resumeAt, for a resumed run, is the seq of the
-// checkpoint it resumes from: its events before are in the store.
+// time in this process, and returns once its first event (or the error
+// that kept it from starting) is known. resumeAt, for a resumed run, is the
+// seq of the checkpoint it resumes from: its events before are in the
+// store.
 func (s *Server) launch(ctx context.Context, owner, threadID, runID string, nw *network, resumeAt *runlog.Cursor, events func(context.Context) iter.Seq2[runner.Event, error]) (*runEntry, error) {
+	run, te, started, err := s.register(owner, threadID, runID, nw, resumeAt)
+	if err != nil {
+		return nil, err
+	}
+	s.inflight.add()
+	go func() {
+		defer s.inflight.done()
+		s.drive(run, te, nw, events(s.runCtx), nil)
+	}()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	run.mu.Lock()
+	err = run.startErr
+	run.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return run, nil
+}
+
+// register makes a run the thread's active run in this process.
+func (s *Server) register(owner, threadID, runID string, nw *network, resumeAt *runlog.Cursor) (*runEntry, *threadEntry, chan struct{}, error) {
 	if s.draining.Load() {
-		return nil, errShuttingDown
+		return nil, nil, nil, errShuttingDown
 	}
 	te := s.reg.thread(owner, threadID)
 	te.mu.Lock()
@@ -125,14 +170,14 @@ func (s *Server) launch(ctx context.Context, owner, threadID, runID string, nw *
 		te.mu.Unlock()
 		e := errorf(http.StatusConflict, wire.ErrConflict, "thread %s has a run in progress (%s): wait for it to end, or follow it at %s", threadID, a.id, eventsURL(threadID, a.id))
 		e.param = a.id
-		return nil, e
+		return nil, nil, nil, e
 	}
 	run := s.reg.newRun(owner, threadID, runID, nw.name)
 	run.mu.Lock()
 	if run.producing {
 		run.mu.Unlock()
 		te.mu.Unlock()
-		return nil, errorf(http.StatusConflict, wire.ErrConflict, "run %s is in progress", runID)
+		return nil, nil, nil, errorf(http.StatusConflict, wire.ErrConflict, "run %s is in progress", runID)
 	}
 	run.producing = true
 	if resumeAt != nil {
@@ -152,29 +197,135 @@ func (s *Server) launch(ctx context.Context, owner, threadID, runID string, nw *
 	te.active = run
 	te.mu.Unlock()
 	run.log.Reopen()
+	return run, te, started, nil
+}
 
-	s.inflight.add()
-	go func() {
-		defer s.inflight.done()
-		s.drive(run, te, nw, events(s.runCtx))
-	}()
-	select {
-	case <-started:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// streamTurn starts a user turn and streams it in the request's own
+// goroutine: the handler drives the run and writes each event to its
+// client as it is produced, so that a streaming conversation costs no
+// goroutine of its own. If the client goes, the run goes on to its end (or
+// its hand-over to the background); other clients follow it through its
+// log. After a hand-over the handler follows the worker's progress like
+// any reader.
+func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, owner, threadID string, nw *network, input string, opts []runner.RunOption) error {
+	if !s.acquireStream(r.Context()) {
+		return s.tooManyStreams()
 	}
-	run.mu.Lock()
-	err := run.startErr
-	run.mu.Unlock()
+	defer s.releaseStream(r.Context())
+	runID := newRunID()
+	opts = append(append([]runner.RunOption{runner.WithRunID(runID)}, nw.inlineOptions()...), opts...)
+	if nw.sum != nil {
+		opts = append(opts, runner.WithValues(summary.OwnerValues(owner)))
+	}
+	run, te, _, err := s.register(owner, threadID, runID, nw, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return run, nil
+	run.addReader(1)
+	defer run.addReader(-1)
+	c := &inlineClient{s: s, r: r, w: w, run: run}
+	s.inflight.add()
+	s.drive(run, te, nw, nw.svc.Turn(s.runCtx, owner, input, threads.TurnOptions{ThreadID: threadID, RunOptions: opts}), c.onEvent)
+	s.inflight.done()
+	run.mu.Lock()
+	startErr := run.startErr
+	run.mu.Unlock()
+	if c.sw == nil {
+		if startErr == nil {
+			startErr = errorf(http.StatusInternalServerError, wire.ErrInternal, "the run ended without events")
+		}
+		return startErr
+	}
+	if gone := c.stop(); gone {
+		return nil
+	}
+	// Handed to the background (or done): follow the log from here.
+	return s.followLog(r, c.sw, run, c.cur)
+}
+
+// inlineClient writes the events of a run to the client of the request
+// that drives it.
+type inlineClient struct {
+	s   *Server
+	r   *http.Request
+	w   http.ResponseWriter
+	run *runEntry
+
+	mu   sync.Mutex
+	sw   *sse.Writer
+	cur  runlog.Cursor
+	gone bool
+	hb   *time.Timer
+	buf  []runlog.Entry
+}
+
+// onEvent writes the events the log got since the last call. It never
+// blocks longer than the stream's write timeout; a client that fails is
+// dropped and the run goes on.
+func (c *inlineClient) onEvent() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone {
+		return
+	}
+	if c.sw == nil {
+		sw, err := sse.NewWriter(c.w, c.s.sseOptions(http.Header{"Baton-Run-Id": {c.run.id}, "Baton-Thread-Id": {c.run.threadID}}))
+		c.sw = sw
+		if err != nil {
+			c.gone = true
+			return
+		}
+		c.hb = time.AfterFunc(c.s.cfg.Heartbeat, c.heartbeat)
+	}
+	if c.r.Context().Err() != nil {
+		c.gone = true
+		return
+	}
+	rd := c.run.log.Since(c.cur, 0, c.buf[:0])
+	for i := range rd.Entries {
+		e := &rd.Entries[i]
+		if queue(c.sw, sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}) != nil {
+			c.gone = true
+			return
+		}
+		c.cur = e.At
+	}
+	c.buf = rd.Entries
+	if c.sw.Flush() != nil {
+		c.gone = true
+		return
+	}
+	c.hb.Reset(c.s.cfg.Heartbeat)
+}
+
+func (c *inlineClient) heartbeat() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone || c.hb == nil {
+		return
+	}
+	if c.r.Context().Err() != nil || c.sw.Comment("ping") != nil {
+		c.gone = true
+		return
+	}
+	c.hb.Reset(c.s.cfg.Heartbeat)
+}
+
+// stop ends the heartbeats; it reports whether the client is gone.
+func (c *inlineClient) stop() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.hb != nil {
+		c.hb.Stop()
+		c.hb = nil
+	}
+	return c.gone
 }
 
 // drive consumes a run's events into its logs, then hands a suspended run
-// to the background, or closes its log.
-func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.Seq2[runner.Event, error]) {
+// to the background, or closes its log. onEvent, if not nil, is called
+// after each event is in the log.
+func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.Seq2[runner.Event, error], onEvent func()) {
 	started := false
 	var runErr error
 	status := ""
@@ -188,6 +339,9 @@ func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.
 			close(run.started)
 		}
 		s.publish(run, te, ev)
+		if onEvent != nil {
+			onEvent()
+		}
 		if end, ok := ev.(*runner.RunEndEvent); ok {
 			status = string(end.Status)
 		}
@@ -390,10 +544,16 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *runEntry
 	if err != nil {
 		return nil
 	}
+	return s.followLog(r, sw, run, from)
+}
+
+// followLog writes a run's events after cur from its log (and the store,
+// for events no longer in the log) until the log is closed.
+func (s *Server) followLog(r *http.Request, sw *sse.Writer, run *runEntry, cur runlog.Cursor) error {
+	var err error
 	run.mu.Lock()
 	base := run.base
 	run.mu.Unlock()
-	cur := from
 	if cur.Less(base) {
 		// Events before the log: rebuilt from the store.
 		if cur, err = s.sendRebuilt(r.Context(), sw, run, cur, base); err != nil {

@@ -66,6 +66,7 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request, c *caller)
 	if err != nil {
 		return err
 	}
+	s.reg.thread(c.owner, th.ID).setNetwork(th.Network)
 	w.Header().Set("Location", "/v1/threads/"+th.ID)
 	writeJSON(w, http.StatusCreated, threadDTO(th))
 	return nil
