@@ -122,6 +122,8 @@ type Ops interface {
 	// newest checkpoint is params.ParentID. Otherwise it returns a
 	// *[StaleWriteError] and writes nothing. Concurrent writers of one run
 	// are serialised, so exactly one of two writers of the same step wins.
+	// A state that runstate.Decode would refuse is [ErrInvalid]. The
+	// returned checkpoint's State is a shallow copy of params.State.
 	SaveCheckpoint(ctx context.Context, params *SaveCheckpointParams) (*Checkpoint, error)
 	// GetCheckpoint returns a checkpoint. A state that cannot be decoded is a
 	// *[CorruptError]; a fingerprint mismatch a *[runstate.IncompatibleError].
