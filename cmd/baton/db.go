@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/pgstore"
-	"github.com/batonhq/baton/store/sqlitestore"
+	"github.com/batonhq/baton/store/open"
 )
 
 // databaseHelp documents the --database flag.
@@ -29,21 +29,17 @@ func resolveDatabase(flagValue string) (string, error) {
 	return "sqlite:" + p, nil
 }
 
-// openStore opens the database named by url: postgres:// or postgresql://
-// URLs on PostgreSQL, sqlite:PATH (or a bare path) on embedded SQLite.
+// openStore opens the database named by url (see store/open: sqlite:PATH,
+// a bare path, postgres://…). An invalid url is a usage error.
 func openStore(ctx context.Context, url string, noMigrate bool) (store.Store, error) {
-	opts := &store.Options{NoMigrate: noMigrate}
-	switch {
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return pgstore.Open(ctx, url, opts)
-	case strings.HasPrefix(url, "sqlite://"):
-		return sqlitestore.Open(ctx, strings.TrimPrefix(url, "sqlite://"), opts)
-	case strings.HasPrefix(url, "sqlite:"):
-		return sqlitestore.Open(ctx, strings.TrimPrefix(url, "sqlite:"), opts)
-	case strings.Contains(url, "://"):
-		return nil, usagef("database %q: want sqlite:PATH or postgres://…", url)
+	st, err := open.Open(ctx, url, &store.Options{NoMigrate: noMigrate})
+	if err != nil {
+		if errors.Is(err, store.ErrInvalid) {
+			return nil, usageError{err}
+		}
+		return nil, err
 	}
-	return sqlitestore.Open(ctx, url, opts)
+	return st, nil
 }
 
 // redactURL hides the password of a database URL for messages.
