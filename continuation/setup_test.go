@@ -66,7 +66,7 @@ func newSchema() string {
 func openPG(t testing.TB, url string) store.Store {
 	t.Helper()
 	schema := newSchema()
-	s, err := pgstore.Open(context.Background(), url, &store.Options{Schema: schema, MaxConns: 8})
+	s, err := pgstore.Open(context.Background(), url, &store.Options{Schema: schema, MaxConns: pgMaxConns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,3 +353,7 @@ func statuses(t testing.TB, st store.Store, runID string) []runstate.Status {
 		}
 	}
 }
+
+// pgMaxConns is the pool size of the tests' PostgreSQL stores: room for
+// the workers, River's own connections and producers.
+var pgMaxConns int32 = 8

@@ -85,6 +85,10 @@ func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
 // placeholder's draft.
 func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, log *slog.Logger) error {
 	a := job.Args
+	// The placeholder is streaming now. Published after the claim's commit,
+	// not in it: on PostgreSQL a transaction that NOTIFYs holds a global
+	// lock through its commit, and this event is not worth serialising
+	// claims for (a lost one is made up by the first draft).
 	s.publish(ctx, a.OwnerID, a.ThreadID, a.EventID)
 	w := draft.NewWriter(ctx, s.st, s.broker, draft.Target{OwnerID: a.OwnerID, ThreadID: a.ThreadID, MessageID: a.EventID}, s.cfg.Draft)
 	defer w.Abandon()
