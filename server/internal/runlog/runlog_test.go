@@ -148,3 +148,22 @@ func TestReadersFollowWriter(t *testing.T) {
 	l.Close("completed")
 	wg.Wait()
 }
+
+func FuzzParseCursor(f *testing.F) {
+	for _, s := range []string{"", "0", "12", "12.3", "-1", "1.", ".1", "1.2.3", "99999999999", " 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := runlog.ParseCursor(s)
+		if err != nil {
+			return
+		}
+		if c.Seq < 0 || c.Sub < 0 {
+			t.Fatalf("%q: negative cursor %v", s, c)
+		}
+		back, err := runlog.ParseCursor(c.String())
+		if err != nil || back != c {
+			t.Fatalf("%q: %v does not round-trip: %v %v", s, c, back, err)
+		}
+	})
+}
