@@ -45,7 +45,9 @@ func FuzzRequestBodies(f *testing.F) {
 			t.Fatalf("POST %s %q: %d %s", path, body, rec.Code, rec.Body.Bytes())
 		}
 		if rec.Code >= 400 {
-			var e struct{ Error struct{ Type, Message string } }
+			var e struct {
+				Error struct{ Type, Message string }
+			}
 			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Type == "" || e.Error.Message == "" {
 				t.Fatalf("POST %s %q: %d with a body that is not a JSON error: %s", path, body, rec.Code, rec.Body.Bytes())
 			}
