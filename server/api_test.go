@@ -128,6 +128,9 @@ func TestCrossOwnerNotFound(t *testing.T) {
 	if r := b.do(t, b.keyB, "GET", "/v1/threads/"+threadB+"/runs/"+run, nil); r.status != http.StatusNotFound {
 		t.Errorf("run of another owner under own thread: %d %s", r.status, r.body)
 	}
+	if r := b.do(t, b.keyB, "GET", "/v1/threads?parent_id="+thread, nil); r.status != http.StatusNotFound {
+		t.Errorf("children of another owner's thread: %d %s", r.status, r.body)
+	}
 	r := b.do(t, b.keyB, "GET", "/v1/threads", nil)
 	if strings.Contains(string(r.body), thread) {
 		t.Errorf("listing shows another owner's thread: %s", r.body)

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +19,8 @@ import (
 type registry struct {
 	lim runlog.Limits
 	ttl time.Duration
+	// retain bounds the finished runs kept (maxRetained).
+	retain int
 
 	mu      sync.Mutex
 	runs    map[string]*runEntry
@@ -25,7 +28,7 @@ type registry struct {
 }
 
 func newRegistry(lim runlog.Limits, ttl time.Duration) *registry {
-	return &registry{lim: lim, ttl: ttl, runs: map[string]*runEntry{}, threads: map[string]*threadEntry{}}
+	return &registry{lim: lim, ttl: ttl, retain: maxRetained, runs: map[string]*runEntry{}, threads: map[string]*threadEntry{}}
 }
 
 // runEntry is a run known to this process: its event log and what its
@@ -204,11 +207,21 @@ func (g *registry) forget(r *runEntry) {
 	g.mu.Unlock()
 }
 
-// sweep forgets runs finished more than ttl ago with no reader, and idle
-// threads.
+// maxRetained bounds the finished runs whose logs are kept for reconnects;
+// beyond it the oldest are forgotten first (their events are rebuilt from
+// the store if a client asks).
+const maxRetained = 20000
+
+// sweepOnce forgets runs finished more than ttl ago with no reader (and
+// the oldest finished ones beyond maxRetained), and idle threads.
 func (g *registry) sweepOnce(now time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	type done struct {
+		id string
+		at time.Time
+	}
+	var finished []done
 	for id, r := range g.runs {
 		closed, _, at := r.log.Closed()
 		r.mu.Lock()
@@ -217,6 +230,14 @@ func (g *registry) sweepOnce(now time.Time) {
 		r.mu.Unlock()
 		if stale {
 			delete(g.runs, id)
+		} else if idle && closed {
+			finished = append(finished, done{id, at})
+		}
+	}
+	if extra := len(finished) - g.retain; extra > 0 {
+		slices.SortFunc(finished, func(a, b done) int { return a.at.Compare(b.at) })
+		for _, d := range finished[:extra] {
+			delete(g.runs, d.id)
 		}
 	}
 	for k, t := range g.threads {
@@ -230,7 +251,7 @@ func (g *registry) sweepOnce(now time.Time) {
 }
 
 func (s *Server) sweep() {
-	every := min(s.cfg.LogTTL/4, 30*time.Second)
+	every := min(s.cfg.LogTTL/4, 10*time.Second)
 	t := time.NewTicker(max(every, time.Second))
 	defer t.Stop()
 	for {

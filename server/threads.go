@@ -111,7 +111,13 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, c *caller) 
 	if len(cursor) > 512 {
 		return badParam("cursor", "cursor is not one this server returned")
 	}
-	p := &store.ListThreadsParams{OwnerID: c.owner, Limit: limit, Cursor: cursor, ParentID: q.Get("parent_id")}
+	parent := q.Get("parent_id")
+	if parent != "" {
+		if _, err := s.thread(r.Context(), c, parent); err != nil {
+			return err
+		}
+	}
+	p := &store.ListThreadsParams{OwnerID: c.owner, Limit: limit, Cursor: cursor, ParentID: parent}
 	page, err := s.st.ListThreads(r.Context(), p)
 	if errors.Is(err, store.ErrInvalid) {
 		return badParam("cursor", "cursor is not one this server returned")

@@ -1,0 +1,48 @@
+package server
+
+import (
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/server/internal/runlog"
+)
+
+func TestRegistrySweep(t *testing.T) {
+	t.Parallel()
+	g := newRegistry(runlog.Limits{}, time.Minute)
+	g.retain = 2
+	now := time.Now()
+	var runs []*runEntry
+	for i := range 5 {
+		r := g.newRun("o", "t", "run"+string(rune('a'+i)), "n")
+		runs = append(runs, r)
+	}
+	runs[0].log.Close("completed") // finished: kept for the TTL, then gone
+	runs[1].log.Close("completed")
+	runs[2].log.Close("completed")
+	runs[3].mu.Lock()
+	runs[3].producing = true // executing: kept
+	runs[3].mu.Unlock()
+	runs[4].addReader(1) // read: kept
+	runs[4].log.Close("completed")
+	g.sweepOnce(now)
+	if len(g.runs) != 4 || g.run("o", "runa") != nil {
+		t.Fatalf("beyond the bound, the oldest finished run goes first: %d runs", len(g.runs))
+	}
+	g.sweepOnce(now.Add(2 * time.Minute))
+	if len(g.runs) != 2 || g.run("o", "rund") == nil || g.run("o", "rune") == nil {
+		t.Fatalf("after the TTL only busy runs stay: %d", len(g.runs))
+	}
+	if g.run("other", "rund") != nil {
+		t.Fatal("a run is found for another owner")
+	}
+	te := g.thread("o", "t")
+	te.setNetwork("n")
+	if g.network("o", "t") != "n" || g.network("x", "t") != "" {
+		t.Fatal("thread network cache")
+	}
+	g.sweepOnce(now.Add(10 * time.Minute))
+	if g.network("o", "t") != "" {
+		t.Fatal("idle thread kept")
+	}
+}
