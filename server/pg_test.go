@@ -4,13 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/batonhq/baton/continuation"
+	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
 )
@@ -138,5 +142,28 @@ func TestRowLevelSecurityPostgres(t *testing.T) {
 	}
 	if r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil); r.status != 200 || strings.Contains(string(r.body), "stolen") {
 		t.Fatalf("alice's thread: %d %s", r.status, r.body)
+	}
+}
+
+// Durable continuation on PostgreSQL: River's worker in this process, the
+// drafts through LISTEN/NOTIFY, the stream following the run to its end.
+func TestDurableContinuationPostgres(t *testing.T) {
+	t.Parallel()
+	pg, _ := pgStore(t)
+	b := setupStore(t, pg, func(c *server.Config) {
+		c.Continuation = &continuation.Config{Logger: slog.New(slog.DiscardHandler)}
+		c.FollowInterval = 100 * time.Millisecond
+	})
+	thread := b.thread(t, b.keyA, "research")
+	_, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
+	evs := collect(t, ch, nil)
+	checkIncreasing(t, evs)
+	last := evs[len(evs)-1]
+	if last.Type != "run_end" || last.Data["status"] != "completed" || !strings.Contains(last.Raw, "RPT-42") {
+		t.Fatalf("durable stream on PostgreSQL: %v", types(evs))
+	}
+	// Another owner sees none of it.
+	if r := b.do(t, b.keyB, "GET", "/v1/threads/"+thread+"/messages", nil); r.status != http.StatusNotFound {
+		t.Fatalf("messages as another owner: %d", r.status)
 	}
 }
