@@ -21,6 +21,9 @@ type registry struct {
 	ttl time.Duration
 	// retain bounds the finished runs kept (maxRetained).
 	retain int
+	// epoch starts the event ids of thread logs (the process's start, in
+	// Unix seconds), so that an id of an earlier process is recognised.
+	epoch int
 
 	mu      sync.Mutex
 	runs    map[string]*runEntry
@@ -28,7 +31,7 @@ type registry struct {
 }
 
 func newRegistry(lim runlog.Limits, ttl time.Duration) *registry {
-	return &registry{lim: lim, ttl: ttl, retain: maxRetained, runs: map[string]*runEntry{}, threads: map[string]*threadEntry{}}
+	return &registry{lim: lim, ttl: ttl, retain: maxRetained, epoch: int(time.Now().Unix()), runs: map[string]*runEntry{}, threads: map[string]*threadEntry{}}
 }
 
 // runEntry is a run known to this process: its event log and what its
@@ -107,7 +110,8 @@ func eventsURL(threadID, runID string) string {
 }
 
 // threadEntry is the event log of a thread: the events of its runs (with
-// their run id) and thread-level events.
+// their run id) and thread-level events. Its ids start after the
+// registry's epoch.
 type threadEntry struct {
 	owner, id string
 	log       *runlog.Log
@@ -169,7 +173,7 @@ func (g *registry) thread(owner, id string) *threadEntry {
 	defer g.mu.Unlock()
 	t := g.threads[k]
 	if t == nil {
-		t = &threadEntry{owner: owner, id: id, log: runlog.New(runlog.Limits{MaxEvents: 1024, MaxBytes: 512 << 10}), touched: time.Now()}
+		t = &threadEntry{owner: owner, id: id, n: g.epoch, log: runlog.New(runlog.Limits{MaxEvents: 1024, MaxBytes: 512 << 10}), touched: time.Now()}
 		g.threads[k] = t
 	}
 	return t

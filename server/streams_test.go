@@ -200,6 +200,12 @@ func TestThreadEvents(t *testing.T) {
 	if len(again) != len(evs)-3 || again[0].ID != evs[3].ID {
 		t.Fatalf("reconnect: %v after %s, want %v", types(again), evs[2].ID, types(evs[3:]))
 	}
+	// An id of an earlier server process (a restart) starts over from a
+	// snapshot.
+	_, ch = b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil, "Last-Event-ID", "5")
+	if snap := collect(t, ch, func(e event) bool { return true }); snap[0].Type != "thread" || snap[0].Data["run"] == nil {
+		t.Fatalf("reconnect from an earlier process: %v", types(snap))
+	}
 }
 
 func TestInterrupts(t *testing.T) {

@@ -269,10 +269,14 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 	}
 	cur := from
 	rd := te.log.Since(cur, 1, nil)
-	if last == "" || rd.Lost || te.log.Last().Less(from) {
-		// A new subscription, or one whose missed events are gone: start
-		// from a snapshot.
+	if last == "" || rd.Lost || te.log.Last().Less(from) || from.Seq <= s.reg.epoch {
+		// A new subscription, one whose missed events are gone, or one of
+		// an earlier process (before this one's epoch): start from a
+		// snapshot.
 		cur = te.log.Last()
+		if cur.Seq < s.reg.epoch {
+			cur = runlog.Cursor{Seq: s.reg.epoch}
+		}
 		dto := threadDTO(th)
 		if dto.Run, err = s.runStatus(ctx, c.owner, th.ID); err != nil {
 			s.log.Warn("thread snapshot", "thread_id", th.ID, "error", err)
