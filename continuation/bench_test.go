@@ -45,6 +45,9 @@ const (
 //   - River: River's bare round trip, a no-op job: latency from Insert
 //     returning (committed) to Work starting, one job at a time; then jobs/s
 //     from 16 producers, from the first insert to the last job worked.
+//   - Inline (reference, not a target): the same turn run all inline, no
+//     hand-over, from 16 producers: turns/s. What a continuation costs
+//     beyond it is the hand-over, the claim and the finalisation.
 //   - Baton: a continuation: latency from the hand-over's commit (the inline
 //     run returns suspended) to the worker resuming the run (its slow tool
 //     starting), one at a time; then continuations/s from 16 producers, end
@@ -63,6 +66,7 @@ func BenchmarkContinuation(b *testing.B) {
 			}
 			b.Run("River", func(b *testing.B) { benchRiver(b, st) })
 			b.Run("Baton", func(b *testing.B) { benchBaton(b, st) })
+			b.Run("Inline", func(b *testing.B) { benchInline(b, st) })
 		})
 	}
 }
@@ -239,17 +243,7 @@ func benchBaton(b *testing.B, st store.Store) {
 		resumed.mark(ci.RunID)
 		return `{"status":"shipped"}`, nil
 	}
-	a := &agent.Agent{Name: "assistant", ModelName: "scripted",
-		Model: scripted.New("assistant", []scripted.Step{
-			{ToolCalls: []scripted.Call{{Name: "lookup", Arguments: json.RawMessage(`{"order":"1234"}`)}}},
-			{Text: "Your order 1234 has shipped."},
-		}, scripted.Options{}),
-		Tools: []*agent.Tool{{Name: "lookup", Slow: true, Func: tool}}}
-	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "bench", Agents: []*agent.Agent{a}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := runner.New(runner.Config{Network: net, Logger: testLogger()})
+	r, err := runner.New(runner.Config{Network: benchNetwork(b, tool), Logger: testLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -355,4 +349,51 @@ func benchBaton(b *testing.B, st store.Store) {
 		time.Sleep(time.Millisecond)
 	}
 	b.ReportMetric(float64(benchBatonJobs)/time.Unix(0, last.Load()).Sub(start).Seconds(), "worker-per-s")
+}
+
+// benchNetwork is the benchmarks' network: a call of the slow tool, then
+// the answer.
+func benchNetwork(b *testing.B, tool func(context.Context, json.RawMessage) (string, error)) *agent.Network {
+	a := &agent.Agent{Name: "assistant", ModelName: "scripted",
+		Model: scripted.New("assistant", []scripted.Step{
+			{ToolCalls: []scripted.Call{{Name: "lookup", Arguments: json.RawMessage(`{"order":"1234"}`)}}},
+			{Text: "Your order 1234 has shipped."},
+		}, scripted.Options{}),
+		Tools: []*agent.Tool{{Name: "lookup", Slow: true, Func: tool}}}
+	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "bench", Agents: []*agent.Agent{a}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return net
+}
+
+func benchInline(b *testing.B, st store.Store) {
+	ctx := context.Background()
+	r, err := runner.New(runner.Config{Network: benchNetwork(b, func(context.Context, json.RawMessage) (string, error) {
+		return `{"status":"shipped"}`, nil
+	}), Logger: testLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := threads.New(st, r, testLogger())
+	start := time.Now()
+	var wg sync.WaitGroup
+	for p := range benchProducers {
+		wg.Go(func() {
+			for i := p; i < benchBatonJobs; i += benchProducers {
+				for ev, err := range svc.Turn(ctx, owner, fmt.Sprintf("Where is order %d?", i), threads.TurnOptions{}) {
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if e, ok := ev.(*runner.RunEndEvent); ok && e.Status != runstate.StatusCompleted {
+						b.Errorf("turn %d ended %s", i, e.Status)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(benchBatonJobs)/time.Since(start).Seconds(), "per-s")
+	b.ReportMetric(0, "ns/op")
 }

@@ -85,11 +85,9 @@ func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
 // placeholder's draft.
 func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, log *slog.Logger) error {
 	a := job.Args
-	// The placeholder is streaming now. Published after the claim's commit,
-	// not in it: on PostgreSQL a transaction that NOTIFYs holds a global
-	// lock through its commit, and this event is not worth serialising
-	// claims for (a lost one is made up by the first draft).
-	s.publish(ctx, a.OwnerID, a.ThreadID, a.EventID)
+	// The claim is not announced: subscribers see the placeholder streaming
+	// with the first draft flush. (On PostgreSQL a NOTIFY in the claim would
+	// hold the global notify lock through its commit, serialising claims.)
 	w := draft.NewWriter(ctx, s.st, s.broker, draft.Target{OwnerID: a.OwnerID, ThreadID: a.ThreadID, MessageID: a.EventID}, s.cfg.Draft)
 	defer w.Abandon()
 	p := progress{w: w}
