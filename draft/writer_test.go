@@ -73,16 +73,18 @@ func TestWriterCadence(t *testing.T) {
 				if err := w.Close(); err != nil {
 					t.Fatal(err)
 				}
-				// 2s of trickle at one flush per 200ms: about 10 flushes.
-				if len(at) < 6 || len(at) > 11 {
+				// 2s of trickle at one flush per 200ms: about 10 flushes, never
+				// more often than the interval. (The upper bounds are loose: a
+				// loaded machine delays timers and writes.)
+				if len(at) < 4 || len(at) > 11 {
 					t.Fatalf("%d flushes in 2s, want about 10", len(at))
 				}
-				if first := at[0].Sub(start); first < interval*3/4 || first > 3*interval {
+				if first := at[0].Sub(start); first < interval*3/4 || first > interval+time.Second {
 					t.Errorf("first flush after %s, want about %s", first, interval)
 				}
 				for i := 1; i < len(at); i++ {
 					gap := at[i].Sub(at[i-1])
-					if gap < interval*3/4 || gap > 3*interval {
+					if gap < interval*3/4 || gap > interval+time.Second {
 						t.Errorf("flush %d came %s after the previous one, want about %s", i, gap, interval)
 					}
 				}
