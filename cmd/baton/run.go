@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/store"
@@ -278,7 +279,11 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("migrate %s: %w", redactURL(url), err)
 	}
 	defer st.Close()
-	fmt.Fprintf(stdout, "database %s is up to date\n", redactURL(url))
+	// River's tables, for the background continuation workers.
+	if err := continuation.Migrate(ctx, st, nil); err != nil {
+		return fmt.Errorf("migrate %s: river: %w", redactURL(url), err)
+	}
+	fmt.Fprintf(stdout, "database %s is up to date (baton and River schemas)\n", redactURL(url))
 	return nil
 }
 

@@ -46,6 +46,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	jobTimeout := fs.Duration("job-timeout", continuation.DefaultJobTimeout, "longest attempt of one continuation")
 	rescueAfter := fs.Duration("rescue-after", 0, "retry a continuation whose worker died after this long (default: job-timeout + 1m)")
 	maxAttempts := fs.Int("max-attempts", continuation.DefaultMaxAttempts, "attempts of a continuation before its message goes to error")
+	queue := fs.String("queue", "", "the River queue to work (default \"baton\"; a baton serve with several networks uses baton_<network>, see server.QueueName)")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long running continuations may finish before they are cancelled (they resume later from their last checkpoint)")
 	tools := toolURLs{}
 	fs.Var(tools, "tool", "implement tool NAME by an HTTP POST of its arguments to URL, with an Idempotency-Key header (repeatable): NAME=URL")
@@ -93,7 +94,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	cont, err := continuation.New(continuation.Config{
 		Store: st, Threads: threads.New(st, r, log), Workers: *concurrency,
 		JobTimeout: *jobTimeout, RescueStuckJobsAfter: *rescueAfter, MaxAttempts: *maxAttempts,
-		NoMigrate: *noMigrate, Logger: log,
+		NoMigrate: *noMigrate, Logger: log, Queue: *queue,
 	})
 	if err != nil {
 		return usageError{err}
