@@ -27,6 +27,9 @@ type Args struct {
 	JobRunID string `json:"job_run_id"`
 	// Fingerprint is the network version the run was suspended under.
 	Fingerprint string `json:"fingerprint"`
+	// Trace carries the request's trace context (W3C traceparent) to the
+	// worker, whose spans link to the request's (see Config.Inject, Link).
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // Kind implements river.JobArgs.

@@ -38,6 +38,14 @@ const (
 // Config configures a [Service]. Store and Threads are required; the zero
 // value of every other field means its default.
 type Config struct {
+	// Inject, if set, is called with the request's context when a run is
+	// handed over; what it returns (a trace context, e.g. telemetry.Inject)
+	// travels in the job's args.
+	Inject func(ctx context.Context) map[string]string
+	// Link, if set, starts the context a worker resumes the run in from the
+	// carried trace context (e.g. a new trace linked to the request's span,
+	// telemetry.StartLinked); end is called when the delivery ends.
+	Link func(ctx context.Context, carrier map[string]string) (_ context.Context, end func())
 	// Store is baton's store: a *sqlitestore.Store or a *pgstore.Store.
 	// River's tables live in the same database (and schema).
 	Store store.Store

@@ -100,6 +100,9 @@ func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner string, cp *
 		return fail("placeholder", err)
 	}
 	args := Args{OwnerID: owner, ThreadID: st.ThreadID, RunID: st.RunID, EventID: ev, JobRunID: res.Run.ID, Fingerprint: st.Fingerprint}
+	if s.cfg.Inject != nil {
+		args.Trace = s.cfg.Inject(ctx)
+	}
 	ir, err := s.q.insertTx(ctx, tx, args, &river.InsertOpts{Queue: s.cfg.Queue, MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: uniqueOpts})
 	if err != nil {
 		return fail("river", err)

@@ -46,6 +46,11 @@ var errNoRun = errors.New("continuation: job run not found")
 
 func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
 	a := job.Args
+	if s.cfg.Link != nil {
+		var end func()
+		ctx, end = s.cfg.Link(ctx, a.Trace)
+		defer end()
+	}
 	log := s.log.With("run_id", a.RunID, "thread_id", a.ThreadID, "handoff_event_id", a.EventID, "job_id", job.ID, "river_attempt", job.Attempt)
 	c, err := s.claim(ctx, job)
 	var ie *runstate.IncompatibleError

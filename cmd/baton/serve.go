@@ -101,9 +101,11 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	defer st.Close()
 
+	cc := &continuation.Config{Workers: *workers, NoWorkers: *noWorkers, NoMigrate: *noMigrate, Logger: log}
+	traceContinuations(cc, tel)
 	srv, err := server.New(server.Config{
 		Store: st, Networks: nets, Logger: log, Telemetry: tel,
-		Continuation: &continuation.Config{Workers: *workers, NoWorkers: *noWorkers, NoMigrate: *noMigrate, Logger: log},
+		Continuation: cc,
 		MaxStreams:   *maxStreams, RateLimit: rate, RequestTimeout: *requestTimeout, NoUI: *noUI,
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/telemetry"
 	"github.com/batonhq/baton/threads"
 )
 
@@ -78,7 +79,16 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}
 	log := slog.Default()
-	r, err := runner.New(runner.Config{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Logger: log})
+	tcfg, err := telemetry.FromEnv()
+	if err != nil {
+		return usageError{err}
+	}
+	tel, err := telemetry.New(tcfg)
+	if err != nil {
+		return err
+	}
+	defer tel.Shutdown(context.WithoutCancel(ctx))
+	r, err := runner.New(runner.Config{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Logger: log, Observer: tel.Observer()})
 	if err != nil {
 		return err
 	}
@@ -91,11 +101,13 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("open database %s: %w", redactURL(url), err)
 	}
 	defer st.Close()
-	cont, err := continuation.New(continuation.Config{
+	ccfg := continuation.Config{
 		Store: st, Threads: threads.New(st, r, log), Workers: *concurrency,
 		JobTimeout: *jobTimeout, RescueStuckJobsAfter: *rescueAfter, MaxAttempts: *maxAttempts,
 		NoMigrate: *noMigrate, Logger: log, Queue: *queue,
-	})
+	}
+	traceContinuations(&ccfg, tel)
+	cont, err := continuation.New(ccfg)
 	if err != nil {
 		return usageError{err}
 	}
