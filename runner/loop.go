@@ -218,7 +218,7 @@ func (x *run) loop(ctx context.Context) error {
 		if b := x.r.limits.TokenBudget; b > 0 && st.Usage.Total() > b {
 			if msg.HasToolCalls() {
 				// The calls will not run: answer them so the history stays valid.
-				x.answerAll(msg, "not run: the run's token budget is spent")
+				x.joinResults("not run: the run's token budget is spent")
 			}
 			return x.limit(ctx, &LimitError{Limit: LimitTokenBudget, Max: b, Agent: st.Agent})
 		}
@@ -508,16 +508,12 @@ func (x *run) limit(ctx context.Context, le *LimitError) error {
 		return err
 	}
 	if msg.HasToolCalls() {
-		x.answerAll(msg, "not run: the run reached its "+le.Limit+" limit")
+		x.joinResults("not run: the run reached its " + le.Limit + " limit")
 	}
 	st.Status = runstate.StatusCompleted
 	st.FinalOutput = msg.Text()
 	return x.checkpoint(ctx)
 }
-
-// answerAll answers every pending call with an error text, so that the
-// history keeps the pairing invariant when calls will not run.
-func (x *run) answerAll(_ *message.Message, text string) { x.joinResults(text) }
 
 // joinResults appends the results of the pending calls to the history in
 // call order, emits them, and clears the pending calls. A call without a
@@ -660,7 +656,7 @@ func (x *run) inlineFallback(ctx context.Context, p *plan, cause error) error {
 		return err
 	}
 	if msg.HasToolCalls() {
-		x.answerAll(msg, notice)
+		x.joinResults(notice)
 	}
 	st.Status = runstate.StatusCompleted
 	st.FinalOutput = msg.Text()

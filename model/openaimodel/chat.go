@@ -215,21 +215,13 @@ func imageURL(p *message.Part) (string, error) {
 	return "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(p.Data), nil
 }
 
-// streamChat runs one Chat Completions call.
-func (m *Model) streamChat(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
-	params, err := m.chatParams(req)
-	if err != nil {
-		yield(model.Chunk{}, fmt.Errorf("%s: %w", m.provider, err))
-		return
-	}
+// rawStream sends one streaming request through send, which passes the
+// given options to the SDK call, and returns the raw response, whose body
+// the caller closes; a failure is classified by callError.
+func (m *Model) rawStream(ctx context.Context, send func(opts ...option.RequestOption) error) (*http.Response, error) {
 	var capture httperr.Capture
 	var res *http.Response
-	// The raw response is taken (instead of the SDK's stream) so that the
-	// [DONE] line can be told apart from a connection that just closed.
-	_, err = m.chat.New(ctx, params,
-		option.WithJSONSet("stream", true),
-		option.WithMiddleware(capture.Middleware),
-		option.WithResponseBodyInto(&res))
+	err := send(option.WithJSONSet("stream", true), option.WithMiddleware(capture.Middleware), option.WithResponseBodyInto(&res))
 	if err == nil && res == nil {
 		err = errors.New("no response")
 	}
@@ -237,7 +229,26 @@ func (m *Model) streamChat(ctx context.Context, req *model.Request, yield func(m
 		if res != nil && res.Body != nil {
 			_ = res.Body.Close()
 		}
-		yield(model.Chunk{}, m.callError(ctx, &capture, err))
+		return nil, m.callError(ctx, &capture, err)
+	}
+	return res, nil
+}
+
+// streamChat runs one Chat Completions call.
+func (m *Model) streamChat(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
+	params, err := m.chatParams(req)
+	if err != nil {
+		yield(model.Chunk{}, fmt.Errorf("%s: %w", m.provider, err))
+		return
+	}
+	// The raw response is taken (instead of the SDK's stream) so that the
+	// [DONE] line can be told apart from a connection that just closed.
+	res, err := m.rawStream(ctx, func(opts ...option.RequestOption) error {
+		_, err := m.chat.New(ctx, params, opts...)
+		return err
+	})
+	if err != nil {
+		yield(model.Chunk{}, err)
 		return
 	}
 	defer res.Body.Close()

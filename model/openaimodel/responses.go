@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/openai/openai-go/v3/option"
@@ -229,20 +227,12 @@ func (m *Model) streamResponses(ctx context.Context, req *model.Request, yield f
 		yield(model.Chunk{}, fmt.Errorf("%s: %w", m.provider, err))
 		return
 	}
-	var capture httperr.Capture
-	var res *http.Response
-	_, err = m.responses.New(ctx, params,
-		option.WithJSONSet("stream", true),
-		option.WithMiddleware(capture.Middleware),
-		option.WithResponseBodyInto(&res))
-	if err == nil && res == nil {
-		err = errors.New("no response")
-	}
+	res, err := m.rawStream(ctx, func(opts ...option.RequestOption) error {
+		_, err := m.responses.New(ctx, params, opts...)
+		return err
+	})
 	if err != nil {
-		if res != nil && res.Body != nil {
-			_ = res.Body.Close()
-		}
-		yield(model.Chunk{}, m.callError(ctx, &capture, err))
+		yield(model.Chunk{}, err)
 		return
 	}
 	defer res.Body.Close()
