@@ -333,3 +333,47 @@ func TestCheckFingerprint(t *testing.T) {
 		t.Fatalf("message %q does not name both versions", msg)
 	}
 }
+
+// TestValidateMatchesDecode: Validate accepts exactly the states whose
+// encoding Decode accepts, so that a store that validates before writing
+// never stores a state it cannot read back.
+func TestValidateMatchesDecode(t *testing.T) {
+	t.Parallel()
+	base := func() *runstate.State {
+		return &runstate.State{RunID: "r", Agent: "a", Fingerprint: "f", Status: runstate.StatusRunning,
+			Pending: []runstate.PendingCall{{Call: message.ToolCall{ID: "c", Arguments: json.RawMessage(`{}`)}, Kind: runstate.CallTool}}}
+	}
+	for name, tc := range map[string]struct {
+		mutate func(s *runstate.State)
+		valid  bool
+	}{
+		"valid":             {func(*runstate.State) {}, true},
+		"no run":            {func(s *runstate.State) { s.RunID = "" }, false},
+		"no agent":          {func(s *runstate.State) { s.Agent = "" }, false},
+		"no fingerprint":    {func(s *runstate.State) { s.Fingerprint = "" }, false},
+		"no status":         {func(s *runstate.State) { s.Status = "" }, false},
+		"unknown status":    {func(s *runstate.State) { s.Status = "paused" }, false},
+		"interrupted":       {func(s *runstate.State) { s.Status = runstate.StatusInterrupted }, false},
+		"interrupted ok":    {func(s *runstate.State) { s.Status, s.Interrupt = runstate.StatusInterrupted, &runstate.Interrupt{} }, true},
+		"suspended":         {func(s *runstate.State) { s.Status = runstate.StatusSuspended }, true},
+		"completed":         {func(s *runstate.State) { s.Status = runstate.StatusCompleted }, true},
+		"failed":            {func(s *runstate.State) { s.Status = runstate.StatusFailed }, true},
+		"pending no id":     {func(s *runstate.State) { s.Pending[0].Call.ID = "" }, false},
+		"pending no kind":   {func(s *runstate.State) { s.Pending[0].Kind = "" }, false},
+		"pending handoff":   {func(s *runstate.State) { s.Pending[0].Kind = runstate.CallHandoff }, true},
+		"pending agentTool": {func(s *runstate.State) { s.Pending[0].Kind = runstate.CallAgentTool }, true},
+		"no pending":        {func(s *runstate.State) { s.Pending = nil }, true},
+	} {
+		s := base()
+		tc.mutate(s)
+		b, err := runstate.Encode(s)
+		if err != nil {
+			t.Fatalf("%s: Encode: %v", name, err)
+		}
+		_, decErr := runstate.Decode(b)
+		verr := s.Validate()
+		if (verr == nil) != tc.valid || (decErr == nil) != tc.valid {
+			t.Errorf("%s: Validate = %v, Decode = %v; want valid %v", name, verr, decErr, tc.valid)
+		}
+	}
+}

@@ -5,9 +5,6 @@ import (
 	"reflect"
 	"testing"
 	"testing/fstest"
-
-	"github.com/batonhq/baton/message"
-	"github.com/batonhq/baton/runstate"
 )
 
 // TestMergePatch runs the examples of RFC 7396, appendix A.
@@ -93,46 +90,6 @@ func TestCursor(t *testing.T) {
 	for _, bad := range []string{"", "!!", "bm9jb2xvbg", "MTIzOg"} { // "nocolon", "123:"
 		if _, _, err := decodeCursor(bad); err == nil {
 			t.Errorf("decodeCursor(%q) succeeded", bad)
-		}
-	}
-}
-
-// TestCheckStateMatchesDecode: checkState accepts exactly the states whose
-// encoding runstate.Decode accepts.
-func TestCheckStateMatchesDecode(t *testing.T) {
-	t.Parallel()
-	base := func() *runstate.State {
-		return &runstate.State{RunID: "r", Agent: "a", Fingerprint: "f", Status: runstate.StatusRunning,
-			Pending: []runstate.PendingCall{{Call: message.ToolCall{ID: "c", Arguments: json.RawMessage(`{}`)}, Kind: runstate.CallTool}}}
-	}
-	for name, mutate := range map[string]func(s *runstate.State){
-		"valid":             func(*runstate.State) {},
-		"no run":            func(s *runstate.State) { s.RunID = "" },
-		"no agent":          func(s *runstate.State) { s.Agent = "" },
-		"no fingerprint":    func(s *runstate.State) { s.Fingerprint = "" },
-		"no status":         func(s *runstate.State) { s.Status = "" },
-		"unknown status":    func(s *runstate.State) { s.Status = "paused" },
-		"interrupted":       func(s *runstate.State) { s.Status = runstate.StatusInterrupted },
-		"interrupted ok":    func(s *runstate.State) { s.Status, s.Interrupt = runstate.StatusInterrupted, &runstate.Interrupt{} },
-		"suspended":         func(s *runstate.State) { s.Status = runstate.StatusSuspended },
-		"completed":         func(s *runstate.State) { s.Status = runstate.StatusCompleted },
-		"failed":            func(s *runstate.State) { s.Status = runstate.StatusFailed },
-		"pending no id":     func(s *runstate.State) { s.Pending[0].Call.ID = "" },
-		"pending no kind":   func(s *runstate.State) { s.Pending[0].Kind = "" },
-		"pending handoff":   func(s *runstate.State) { s.Pending[0].Kind = runstate.CallHandoff },
-		"pending agentTool": func(s *runstate.State) { s.Pending[0].Kind = runstate.CallAgentTool },
-		"no pending":        func(s *runstate.State) { s.Pending = nil },
-		"schema version":    func(s *runstate.State) { s.SchemaVersion = 42 },
-	} {
-		s := base()
-		mutate(s)
-		b, err := runstate.Encode(s)
-		if err != nil {
-			t.Fatalf("%s: Encode: %v", name, err)
-		}
-		_, decErr := runstate.Decode(b)
-		if chk := checkState(s); (chk == nil) != (decErr == nil) {
-			t.Errorf("%s: checkState = %v, Decode = %v", name, chk, decErr)
 		}
 	}
 }

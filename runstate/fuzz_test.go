@@ -1,0 +1,86 @@
+package runstate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/message"
+)
+
+// FuzzDecode checks Decode's two paths against each other: whatever the
+// one-pass encoding/json/v2 path accepts, the encoding/json path accepts
+// too, as the same state; what it refuses is left to the encoding/json
+// path, whose errors are typed. Never a panic.
+func FuzzDecode(f *testing.F) {
+	valid := &State{RunID: "run", Network: "n", Fingerprint: "fp", Agent: "a", Status: StatusRunning, Step: 1,
+		Messages: []message.Message{message.User("hi"), {Role: message.RoleAssistant, Parts: []message.Part{
+			{Type: message.PartToolCall, CallID: "c1", Name: "t", Arguments: []byte(`{"x": [1, 2.5e3, "é"]}`)},
+			{Type: message.PartImage, MediaType: "image/png", Data: []byte{0, 1, 2, 0xff}}}}},
+		Pending:   []PendingCall{{Call: message.ToolCall{ID: "c1", Name: "t", Arguments: []byte(`{}`)}, Kind: CallTool}},
+		StartedAt: time.Date(2026, 11, 23, 10, 0, 0, 123456789, time.UTC), Elapsed: 1500 * time.Millisecond,
+		Values: map[string]json.RawMessage{"k": json.RawMessage(`{"a":1}`)},
+	}
+	good, err := Encode(valid)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	for _, s := range []string{
+		`{"schema_version":1,"run_id":"run","agent":"a","fingerprint":"fp","status":"running","step":1}`,
+		`{"Schema_Version":1,"RUN_ID":"run","agent":"a","fingerprint":"fp","status":"running","step":1}`,
+		`{"schema_version":1,"run_id":"x","run_id":"run","agent":"a","fingerprint":"fp","status":"running"}`,
+		`{"schema_version":1,"run_id":"r\xff","agent":"a","fingerprint":"fp","status":"running"}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","started_at":"2026-11-23T10:00:00+00:00"}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","started_at":"2026-11-23T10:00:00+02:00"}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","elapsed_ns":1e3}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","elapsed_ns":"1s"}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","messages":[{"role":"user","parts":[{"type":"image","data":"AAE="}]}]}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","messages":[{"role":"user","parts":[{"type":"image","data":"AAE"}]}]}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","pending":[{"call":{"id":"c","arguments": { "a" : 1 } },"kind":"tool"}]}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","values":{"k":null,"k":1}}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","handoff":{"data":{"n":1.5,"l":[true,null]}}}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"interrupted"}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running"} {}`,
+		`{"schema_version":2}`,
+		`null`, ``, "\xff\xfe",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, ok := decodeFast(b)
+		slow, slowErr := decodeV1(b)
+		if ok {
+			if slowErr != nil {
+				t.Fatalf("the v2 path accepted what encoding/json refuses (%v)", slowErr)
+			}
+			fb, err1 := Encode(fast)
+			sb, err2 := Encode(slow)
+			if err1 != nil || err2 != nil || !bytes.Equal(fb, sb) {
+				t.Fatalf("the paths decode differently:\nv2:   %s\nv1:   %s", fb, sb)
+			}
+			if !fast.StartedAt.Equal(slow.StartedAt) || !reflect.DeepEqual(fast.Messages, slow.Messages) ||
+				!reflect.DeepEqual(fast.Pending, slow.Pending) || !reflect.DeepEqual(fast.Values, slow.Values) {
+				t.Fatalf("the paths decode differently:\nv2: %+v\nv1: %+v", fast, slow)
+			}
+		}
+		got, err := Decode(b)
+		if (err == nil) != (ok || slowErr == nil) {
+			t.Fatalf("Decode = %v; fast %v, encoding/json %v", err, ok, slowErr)
+		}
+		if err != nil {
+			var ve *VersionError
+			if !errors.Is(err, ErrCorrupt) && !errors.As(err, &ve) {
+				t.Fatalf("error %v (%T) is neither ErrCorrupt nor a *VersionError", err, err)
+			}
+			return
+		}
+		if err := got.Validate(); err != nil {
+			t.Fatalf("Decode returned a state that does not validate: %v", err)
+		}
+	})
+}
