@@ -223,6 +223,12 @@ func (x *run) loop(ctx context.Context) error {
 			return x.limit(ctx, &LimitError{Limit: LimitTokenBudget, Max: b, Agent: st.Agent})
 		}
 		if msg.HasToolCalls() {
+			// Calls that stop the run (for a human decision or a background
+			// worker) are checkpointed once, with the stop, rather than
+			// after the turn and again at the stop.
+			if stopped, err := x.stopForCalls(ctx, p); stopped || err != nil {
+				return err
+			}
 			if err := x.checkpoint(ctx); err != nil {
 				return err
 			}
@@ -548,6 +554,26 @@ func (x *run) runPending(ctx context.Context) (wait bool, err error) {
 	st := x.st
 	p := x.r.plans[st.Agent]
 
+	// 1, 2. Calls that need a decision or a worker stop the run.
+	if stopped, err := x.stopForCalls(ctx, p); stopped || err != nil {
+		return true, err
+	}
+	// 3. Tools and agent tools run (concurrently when several); the first
+	// handoff call wins and the others are answered "not taken".
+	if err := x.execTools(ctx, p); err != nil {
+		return false, err
+	}
+	return x.afterTools(ctx, p)
+}
+
+// stopForCalls stops the run before its pending calls run when one needs a
+// human decision (interrupted) or, inline with a background boundary, a
+// worker (suspended), and writes the checkpoint of the stop. It reports
+// stopped when the run no longer continues here: it waits, or the failed
+// hand-over's fallback answered without tools. Calling it again for the
+// same calls changes nothing.
+func (x *run) stopForCalls(ctx context.Context, p *plan) (stopped bool, err error) {
+	st := x.st
 	// 1. Calls that need a human decision stop the run.
 	if ir := x.approvals(ctx, p); ir != nil {
 		if x.sub {
@@ -580,14 +606,16 @@ func (x *run) runPending(ctx context.Context) (wait bool, err error) {
 			if err == nil || x.o.fallback == nil || ctx.Err() != nil {
 				return true, err
 			}
-			return false, x.inlineFallback(ctx, p, err)
+			return true, x.inlineFallback(ctx, p, err)
 		}
 	}
-	// 3. Tools and agent tools run (concurrently when several); the first
-	// handoff call wins and the others are answered "not taken".
-	if err := x.execTools(ctx, p); err != nil {
-		return false, err
-	}
+	return false, nil
+}
+
+// afterTools finishes a turn whose calls ran: the winning handoff, the
+// results joined to the history, the checkpoint, the policy.
+func (x *run) afterTools(ctx context.Context, p *plan) (wait bool, err error) {
+	st := x.st
 	win := -1
 	for i := range st.Pending {
 		pc := &st.Pending[i]
@@ -742,7 +770,25 @@ func (x *run) execOne(ctx context.Context, p *plan, i int) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	st.Pending[i].Result = &runstate.Result{Output: out, IsError: isErr}
+	if x.joinFollows() {
+		// The turn's last result, and no handoff to prepare: afterTools
+		// joins the results and checkpoints them right away, with nothing
+		// in between, so this checkpoint would be written twice.
+		return nil
+	}
 	return x.checkpoint(ctx)
+}
+
+// joinFollows reports whether every pending call has its result and none
+// is a handoff (whose preparation, with its hook, comes before the join):
+// what afterTools checkpoints next is then this state, joined.
+func (x *run) joinFollows() bool {
+	for _, pc := range x.st.Pending {
+		if pc.Result == nil || pc.Kind == runstate.CallHandoff {
+			return false
+		}
+	}
+	return true
 }
 
 // callTool executes one call. Failures the model should see come back as

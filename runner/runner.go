@@ -22,7 +22,10 @@ import (
 
 // Checkpointer persists run state at step boundaries: after each model turn,
 // after each tool result, after each handoff, and when the run stops
-// (completed, failed, interrupted, suspended). st.Step has been incremented
+// (completed, failed, interrupted, suspended). Boundaries with nothing in
+// between share one write: a model turn whose calls stop the run is
+// written once, with the stop; the last result of a turn without handoff
+// calls is written with the results joined to the history. st.Step has been incremented
 // for this write. Checkpoint must not retain st or its slices after it
 // returns. An error stops the run; it can be resumed from the last
 // checkpoint that was written.

@@ -90,18 +90,19 @@ func TestExcludeAndResumeCheckpoint(t *testing.T) {
 	if err != nil || cp.State.Status != runstate.StatusInterrupted {
 		t.Fatalf("latest = %+v, %v", cp, err)
 	}
-	stale, err := st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ParentID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = drain(t, svc.ResumeCheckpoint(ctx, owner, stale))
-	var sw *store.StaleWriteError
-	if !errors.As(err, &sw) {
-		t.Fatalf("resume from a superseded checkpoint: %v, want a StaleWriteError", err)
-	}
+	// Resuming the latest checkpoint moves the run on; the checkpoint it
+	// resumed from is then superseded.
+	stale := *cp
+	staleState := *cp.State
+	stale.State = &staleState
 	end, err := drain(t, svc.ResumeCheckpoint(ctx, owner, cp, runner.WithDecisions(runner.Decision{Type: runner.DecisionApprove})))
 	if err != nil || end.Status != runstate.StatusCompleted {
 		t.Fatalf("resume from the latest checkpoint: %+v, %v", end, err)
+	}
+	_, err = drain(t, svc.ResumeCheckpoint(ctx, owner, &stale, runner.WithDecisions(runner.Decision{Type: runner.DecisionApprove})))
+	var sw *store.StaleWriteError
+	if !errors.As(err, &sw) {
+		t.Fatalf("resume from a superseded checkpoint: %v, want a StaleWriteError", err)
 	}
 	if _, err := drain(t, svc.ResumeCheckpoint(ctx, owner, nil)); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("nil checkpoint: %v", err)

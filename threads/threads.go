@@ -224,6 +224,15 @@ type checkpointer struct {
 func (c *checkpointer) Checkpoint(ctx context.Context, st *runstate.State) error {
 	var cp *store.Checkpoint
 	err := c.s.st.Tx(ctx, func(tx store.Tx) error {
+		// The fenced checkpoint is the first write: a stale writer fails
+		// here, with a *store.StaleWriteError, before it touches the
+		// thread, and the run's lock comes first in every transaction that
+		// takes several (see continuation).
+		var err error
+		cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent})
+		if err != nil {
+			return fmt.Errorf("save checkpoint: %w", err)
+		}
 		if c.threadID != "" && len(st.Transcript) > c.persisted {
 			nm := make([]store.NewMessage, 0, len(st.Transcript)-c.persisted)
 			for _, m := range st.Transcript[c.persisted:] {
@@ -232,11 +241,6 @@ func (c *checkpointer) Checkpoint(ctx context.Context, st *runstate.State) error
 			if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: c.owner, ThreadID: c.threadID, Messages: nm}); err != nil {
 				return fmt.Errorf("append messages: %w", err)
 			}
-		}
-		var err error
-		cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent})
-		if err != nil {
-			return fmt.Errorf("save checkpoint: %w", err)
 		}
 		if c.threadID != "" && st.Agent != c.agent {
 			if _, err := tx.SetActiveAgent(ctx, &store.SetActiveAgentParams{OwnerID: c.owner, ThreadID: c.threadID, Agent: st.Agent}); err != nil {

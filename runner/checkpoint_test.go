@@ -1,0 +1,128 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/handoff"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+)
+
+// describe renders each checkpoint as "status/pending results/last
+// transcript role", e.g. "running/0of1/assistant".
+func (m *memCheckpoints) describe(t *testing.T) []string {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for i, b := range m.saved {
+		st, err := runstate.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Step != i+1 {
+			t.Errorf("checkpoint %d has step %d", i+1, st.Step)
+		}
+		done := 0
+		for _, pc := range st.Pending {
+			if pc.Result != nil {
+				done++
+			}
+		}
+		last := "-"
+		if n := len(st.Transcript); n > 0 {
+			last = string(st.Transcript[n-1].Role)
+		}
+		out = append(out, fmt.Sprintf("%s/%dof%d/%s", st.Status, done, len(st.Pending), last))
+	}
+	return out
+}
+
+// TestCheckpointBoundaries: every step boundary is written, and boundaries
+// with nothing in between share one write: a model turn whose calls stop
+// the run is written once, with the stop; the last tool result of a turn
+// without handoffs is written with the results joined.
+func TestCheckpointBoundaries(t *testing.T) {
+	t.Parallel()
+	tool := func(name string) *agent.Tool {
+		return &agent.Tool{Name: name, Func: func(context.Context, json.RawMessage) (string, error) { return name + " done", nil }}
+	}
+	for name, tc := range map[string]struct {
+		build func() []*agent.Agent
+		opts  []runner.RunOption
+		want  []string
+	}{
+		"suspended at the boundary": {
+			build: func() []*agent.Agent {
+				a, _ := ag("a", calls("report", `{}`), text("done"))
+				slow := tool("report")
+				slow.Slow = true
+				a.Tools = []*agent.Tool{slow}
+				return []*agent.Agent{a}
+			},
+			opts: []runner.RunOption{runner.WithBackgroundBoundary()},
+			want: []string{"suspended/0of1/assistant"},
+		},
+		"interrupted for approval": {
+			build: func() []*agent.Agent {
+				a, _ := ag("a", calls("refund", `{}`), text("done"))
+				ask := tool("refund")
+				ask.RequireApproval = func(context.Context, json.RawMessage) bool { return true }
+				a.Tools = []*agent.Tool{ask}
+				return []*agent.Agent{a}
+			},
+			want: []string{"interrupted/0of1/assistant"},
+		},
+		"one tool": {
+			build: func() []*agent.Agent {
+				a, _ := ag("a", calls("lookup", `{}`), text("done"))
+				a.Tools = []*agent.Tool{tool("lookup")}
+				return []*agent.Agent{a}
+			},
+			// The turn; its result joined; the answer.
+			want: []string{"running/0of1/assistant", "running/0of0/tool", "completed/0of0/assistant"},
+		},
+		"two tools": {
+			build: func() []*agent.Agent {
+				a, _ := ag("a", calls("lookup", `{}`, "lookup", `{"again":true}`), text("done"))
+				a.Tools = []*agent.Tool{tool("lookup")}
+				return []*agent.Agent{a}
+			},
+			// The first result to return is written on its own.
+			want: []string{"running/0of2/assistant", "running/1of2/assistant", "running/0of0/tool", "completed/0of0/assistant"},
+		},
+		"tool and handoff": {
+			build: func() []*agent.Agent {
+				a, _ := ag("a", calls("lookup", `{}`, "transfer_to_b", `{}`))
+				a.Tools = []*agent.Tool{tool("lookup")}
+				a.Handoffs = []*handoff.Handoff{{To: "b"}}
+				b, _ := ag("b", text("b here"))
+				return []*agent.Agent{a, b}
+			},
+			// The tool's result is written before the handoff is prepared.
+			want: []string{"running/0of2/assistant", "running/1of2/assistant", "running/0of0/tool", "completed/0of0/assistant"},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ck := &memCheckpoints{}
+			r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, tc.build()...), Checkpointer: ck})
+			res, err := r.Run(t.Context(), "go", append([]runner.RunOption{runner.WithRunID("r1")}, tc.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ck.describe(t); !slices.Equal(got, tc.want) {
+				t.Fatalf("checkpoints:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
+			}
+			if res.Interrupt != nil && res.Interrupt.ID != "r1-i1" {
+				t.Errorf("interrupt id %s, want r1-i1 (the step of its checkpoint)", res.Interrupt.ID)
+			}
+		})
+	}
+}
