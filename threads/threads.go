@@ -99,10 +99,16 @@ func (s *Service) Run(ctx context.Context, owner, input string, o TurnOptions) (
 func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*store.Thread, []message.Message, error) {
 	net := s.r.Network()
 	if o.ThreadID == "" {
-		if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
-			return nil, nil, fmt.Errorf("threads: owner %s: %w", owner, err)
+		// The owner usually exists: create the thread, and only when the
+		// store says the owner is missing, create the owner and retry.
+		create := &store.CreateThreadParams{OwnerID: owner, Name: o.Name, Network: net.Name()}
+		th, err := s.st.CreateThread(ctx, create)
+		if errors.Is(err, store.ErrNotFound) {
+			if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
+				return nil, nil, fmt.Errorf("threads: owner %s: %w", owner, err)
+			}
+			th, err = s.st.CreateThread(ctx, create)
 		}
-		th, err := s.st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Name: o.Name, Network: net.Name()})
 		if err != nil {
 			return nil, nil, fmt.Errorf("threads: create thread: %w", err)
 		}

@@ -43,8 +43,6 @@ type Store struct {
 	*engine
 	writer *sql.DB
 	reader *sql.DB // == writer for in-memory databases
-	wstmts *stmtCache
-	rstmts *stmtCache // == wstmts for in-memory databases
 	log    *slog.Logger
 	clock  func() time.Time
 }
@@ -114,30 +112,26 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	if s.clock == nil {
 		s.clock = time.Now
 	}
-	s.writer, err = sql.Open("sqlite", dsn(file, query, memory, busy, false))
+	wc, err := newConnector(dsn(file, query, memory, busy, false))
 	if err != nil {
-		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlitestore: open %s: %w: %v", path, store.ErrInvalid, err)
 	}
+	s.writer = sql.OpenDB(wc)
 	s.writer.SetMaxOpenConns(1)
 	s.writer.SetMaxIdleConns(1)
 	s.writer.SetConnMaxLifetime(0)
 	s.writer.SetConnMaxIdleTime(0)
 	s.reader = s.writer
 	if !memory {
-		s.reader, err = sql.Open("sqlite", dsn(file, query, memory, busy, true))
+		rc, err := newConnector(dsn(file, query, memory, busy, true))
 		if err != nil {
 			s.writer.Close()
-			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+			return nil, fmt.Errorf("sqlitestore: open %s: %w: %v", path, store.ErrInvalid, err)
 		}
+		s.reader = sql.OpenDB(rc)
 		s.reader.SetMaxOpenConns(readConns)
 		s.reader.SetMaxIdleConns(readConns)
 		s.reader.SetConnMaxIdleTime(5 * time.Minute)
-	}
-	s.wstmts, s.rstmts = newStmtCache(s.writer), nil
-	if s.reader == s.writer {
-		s.rstmts = s.wstmts
-	} else {
-		s.rstmts = newStmtCache(s.reader)
 	}
 	s.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: storeExec{s}, Clock: s.clock}
 	if err := s.open(ctx, opts.NoMigrate); err != nil {
@@ -254,7 +248,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx store.Tx) error) error {
 		return wrap("begin transaction", err)
 	}
 	t := &txOps{tx: tx}
-	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: txExec{querier{db: tx, tx: tx, stmts: s.wstmts}}, Clock: s.clock}
+	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: txExec{querier{db: tx}}, Clock: s.clock}
 	// Roll back unless committed, also when fn panics or calls
 	// runtime.Goexit (t.FailNow): the write connection must come back.
 	committed := false
@@ -332,12 +326,6 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close implements [store.Store].
 func (s *Store) Close() error {
 	var errs []error
-	if s.rstmts != nil && s.rstmts != s.wstmts {
-		s.rstmts.close()
-	}
-	if s.wstmts != nil {
-		s.wstmts.close()
-	}
 	if s.reader != nil && s.reader != s.writer {
 		errs = append(errs, s.reader.Close())
 	}
@@ -363,7 +351,7 @@ type storeExec struct{ s *Store }
 
 func (x storeExec) Run(ctx context.Context, _ sqlcore.Scope, write bool, fn func(sqlcore.Querier) error) error {
 	if !write {
-		return fn(querier{db: x.s.reader, stmts: x.s.rstmts})
+		return fn(querier{db: x.s.reader})
 	}
 	q := &lazyTx{s: x.s}
 	defer q.rollback()
@@ -392,19 +380,19 @@ func (q *lazyTx) Last() { q.last = true }
 func (q *lazyTx) querier(ctx context.Context) (querier, error) {
 	switch {
 	case q.tx != nil:
-		return querier{db: q.tx, tx: q.tx, stmts: q.s.wstmts}, nil
+		return querier{db: q.tx}, nil
 	case q.done:
-		return querier{db: q.s.reader, stmts: q.s.rstmts}, nil
+		return querier{db: q.s.reader}, nil
 	case q.last:
 		q.done = true
-		return querier{db: q.s.writer, stmts: q.s.wstmts}, nil
+		return querier{db: q.s.writer}, nil
 	}
 	tx, err := q.s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return querier{}, err
 	}
 	q.tx = tx
-	return querier{db: tx, tx: tx, stmts: q.s.wstmts}, nil
+	return querier{db: tx}, nil
 }
 
 func (q *lazyTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
@@ -458,39 +446,18 @@ func (x txExec) Run(_ context.Context, _ sqlcore.Scope, _ bool, fn func(sqlcore.
 	return fn(x.q)
 }
 
-// querier adapts database/sql. Queries with arguments use the prepared
-// statements of stmts when there are some.
+// querier adapts database/sql. The connections keep a prepared statement
+// per query text (see newConnector), so queries are not parsed again.
 type querier struct {
 	db interface {
 		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 	}
-	tx    *sql.Tx    // db, when it is a transaction
-	stmts *stmtCache // statements of the pool db is or belongs to; may be nil
-}
-
-// stmt returns a prepared statement for query usable on q.db, or nil.
-func (q querier) stmt(ctx context.Context, query string, args []any) *sql.Stmt {
-	if q.stmts == nil || len(args) == 0 { // no arguments: DDL, migrations
-		return nil
-	}
-	st := q.stmts.lookup(query)
-	if st != nil && q.tx != nil {
-		// Reuses the statement prepared on the transaction's connection.
-		st = q.tx.StmtContext(ctx, st)
-	}
-	return st
 }
 
 func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	var res sql.Result
-	var err error
-	if st := q.stmt(ctx, query, args); st != nil {
-		res, err = st.ExecContext(ctx, args...)
-	} else {
-		res, err = q.db.ExecContext(ctx, query, args...)
-	}
+	res, err := q.db.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -498,20 +465,11 @@ func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, er
 }
 
 func (q querier) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
-	if st := q.stmt(ctx, query, args); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
 	return q.db.QueryRowContext(ctx, query, args...)
 }
 
 func (q querier) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {
-	var rows *sql.Rows
-	var err error
-	if st := q.stmt(ctx, query, args); st != nil {
-		rows, err = st.QueryContext(ctx, args...)
-	} else {
-		rows, err = q.db.QueryContext(ctx, query, args...)
-	}
+	rows, err := q.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

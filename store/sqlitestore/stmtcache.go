@@ -2,77 +2,210 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
-	"sync"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"modernc.org/sqlite"
 )
 
-// stmtCache keeps prepared statements of a pool, so that hot queries are
-// parsed by SQLite once per connection rather than at every call (the
-// driver has no statement cache of its own).
-//
-// A statement missing from the cache is prepared in the background: the
-// caller may hold the pool's only connection in a transaction, where
-// preparing on the pool would wait for itself. Until it is ready, callers
-// run the query unprepared.
-type stmtCache struct {
-	db     *sql.DB
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+// maxCachedStmts bounds the statements a connection keeps. The store and
+// River run about 150 distinct texts; past the bound, the idle statements
+// are dropped and the cache refills with what is used.
+const maxCachedStmts = 512
 
-	mu      sync.Mutex
-	closed  bool
-	stmts   map[string]*sql.Stmt
-	pending map[string]bool
-}
-
-func newStmtCache(db *sql.DB) *stmtCache {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &stmtCache{db: db, ctx: ctx, cancel: cancel, stmts: map[string]*sql.Stmt{}, pending: map[string]bool{}}
-}
-
-// lookup returns the prepared statement of query, or nil while it is not
-// prepared yet.
-func (c *stmtCache) lookup(query string) *sql.Stmt {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st := c.stmts[query]; st != nil {
-		return st
+// newConnector returns a connector of the SQLite driver whose connections
+// keep a prepared statement per SQL text for the queries database/sql runs
+// without a prepared statement of its own (Exec and Query on a DB or a Tx):
+// every query of the store and of River, which shares the write
+// connection. The driver otherwise parses and plans the SQL at every call,
+// which was a quarter of the CPU of a continuation, most of it River's
+// large queries.
+func newConnector(dsn string) (driver.Connector, error) {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
 	}
-	if c.closed || c.pending[query] {
-		return nil
-	}
-	c.pending[query] = true
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		st, err := c.db.PrepareContext(c.ctx, query)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		delete(c.pending, query)
-		if err != nil {
-			return // tried again at the next lookup
-		}
-		if c.closed {
-			st.Close()
-			return
-		}
-		c.stmts[query] = st
-	}()
-	return nil
+	return &connector{inner: c}, nil
 }
 
-// close closes the statements; it waits for background preparations.
-func (c *stmtCache) close() {
-	c.mu.Lock()
-	c.closed = true
-	c.mu.Unlock()
-	c.cancel()
-	c.wg.Wait()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for q, st := range c.stmts {
-		st.Close()
+type connector struct{ inner driver.Connector }
+
+// Connect implements [driver.Connector].
+func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ic, ok := conn.(innerConn)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("sqlitestore: the SQLite driver's connection %T lacks a context interface", conn)
+	}
+	return &cachingConn{innerConn: ic, stmts: map[string]*cachedStmt{}}, nil
+}
+
+// Driver implements [driver.Connector].
+func (c *connector) Driver() driver.Driver { return c.inner.Driver() }
+
+// innerConn is what the driver's connections implement and database/sql
+// uses.
+type innerConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+}
+
+// cachingConn is a connection that reuses prepared statements for Exec
+// and Query. database/sql uses a connection from one goroutine at a time
+// (rows included), so it needs no lock.
+type cachingConn struct {
+	innerConn
+	stmts map[string]*cachedStmt
+}
+
+// cachedStmt is a prepared statement; busy while rows of it are open,
+// since the driver resets the statement when they close.
+type cachedStmt struct {
+	st   stmt
+	busy bool
+}
+
+type stmt interface {
+	driver.Stmt
+	driver.StmtExecContext
+	driver.StmtQueryContext
+}
+
+// stmt returns the idle prepared statement of query, preparing it if it
+// is new; nil when it is busy (the caller runs the query unprepared).
+func (c *cachingConn) stmt(ctx context.Context, query string) (*cachedStmt, error) {
+	if s := c.stmts[query]; s != nil {
+		if s.busy {
+			return nil, nil
+		}
+		return s, nil
+	}
+	ds, err := c.innerConn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := ds.(stmt)
+	if !ok {
+		ds.Close()
+		return nil, nil
+	}
+	if len(c.stmts) >= maxCachedStmts {
+		c.evictIdle()
+	}
+	s := &cachedStmt{st: st}
+	c.stmts[query] = s
+	return s, nil
+}
+
+func (c *cachingConn) evictIdle() {
+	for q, s := range c.stmts {
+		if !s.busy {
+			s.st.Close()
+			delete(c.stmts, q)
+		}
+	}
+}
+
+// ExecContext implements [driver.ExecerContext] with a cached statement.
+func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	s, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return c.innerConn.ExecContext(ctx, query, args)
+	}
+	s.busy = true
+	defer func() { s.busy = false }()
+	return s.st.ExecContext(ctx, args)
+}
+
+// QueryContext implements [driver.QueryerContext] with a cached statement.
+func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	s, err := c.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return c.innerConn.QueryContext(ctx, query, args)
+	}
+	s.busy = true
+	rows, err := s.st.QueryContext(ctx, args)
+	if err != nil {
+		s.busy = false
+		return nil, err
+	}
+	return &cachedRows{Rows: rows, s: s}, nil
+}
+
+// Close implements [driver.Conn]: it closes the cached statements, then
+// the connection.
+func (c *cachingConn) Close() error {
+	var errs []error
+	for q, s := range c.stmts {
+		errs = append(errs, s.st.Close())
 		delete(c.stmts, q)
 	}
+	errs = append(errs, c.innerConn.Close())
+	return errors.Join(errs...)
+}
+
+// cachedRows frees its statement when closed. It passes the driver's
+// column type information through.
+type cachedRows struct {
+	driver.Rows
+	s *cachedStmt
+}
+
+func (r *cachedRows) Close() error {
+	err := r.Rows.Close()
+	r.s.busy = false
+	return err
+}
+
+func (r *cachedRows) ColumnTypeDatabaseTypeName(i int) string {
+	if t, ok := r.Rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		return t.ColumnTypeDatabaseTypeName(i)
+	}
+	return ""
+}
+
+func (r *cachedRows) ColumnTypeLength(i int) (int64, bool) {
+	if t, ok := r.Rows.(driver.RowsColumnTypeLength); ok {
+		return t.ColumnTypeLength(i)
+	}
+	return 0, false
+}
+
+func (r *cachedRows) ColumnTypeNullable(i int) (bool, bool) {
+	if t, ok := r.Rows.(driver.RowsColumnTypeNullable); ok {
+		return t.ColumnTypeNullable(i)
+	}
+	return false, false
+}
+
+func (r *cachedRows) ColumnTypePrecisionScale(i int) (int64, int64, bool) {
+	if t, ok := r.Rows.(driver.RowsColumnTypePrecisionScale); ok {
+		return t.ColumnTypePrecisionScale(i)
+	}
+	return 0, 0, false
+}
+
+func (r *cachedRows) ColumnTypeScanType(i int) reflect.Type {
+	if t, ok := r.Rows.(driver.RowsColumnTypeScanType); ok {
+		return t.ColumnTypeScanType(i)
+	}
+	return reflect.TypeFor[any]()
 }

@@ -68,15 +68,9 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 	}
 	var t *store.Thread
 	err = e.write(ctx, p.OwnerID, func(q Querier) error {
-		var one int
-		if err := q.QueryRow(ctx, `SELECT 1 FROM owners WHERE id = $1`, p.OwnerID).Scan(&one); err != nil {
-			return err
-		}
-		if p.ParentID != "" {
-			if err := q.QueryRow(ctx, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ParentID).Scan(&one); err != nil {
-				return err
-			}
-		}
+		// One statement: the foreign keys reject an owner that does not
+		// exist and a parent that is missing or another owner's
+		// ((parent_id, owner_id) references threads), as ErrNotFound.
 		now := e.Dialect.Time(e.now())
 		last(q)
 		var err error
