@@ -18,8 +18,9 @@ type queued struct {
 	args []any
 }
 
-// lazyQuerier runs one call of the Store in as few round trips as it can,
-// pipelining statements whose results are not needed with the next one:
+// lazyQuerier runs one call of the Store, or all the calls of a Store.Tx,
+// in as few round trips as it can, pipelining statements whose results are
+// not needed with the next one:
 //
 //   - a write sends BEGIN, the scope (role and owner), deferred statements
 //     (locks) and its first statement in one batch, continues on that
@@ -28,16 +29,26 @@ type queued struct {
 //     implicit transaction, with no BEGIN or COMMIT;
 //   - a read sends the scope with every statement: each batch runs in an
 //     implicit transaction of its own, which set_config(…, true) covers,
-//     with no BEGIN or COMMIT.
+//     with no BEGIN or COMMIT;
+//   - a Store.Tx (held) is a write that Last does not end: BEGIN and the
+//     scope go with its first statement, whether the engine or PgxTx runs
+//     it, and a later change of scope (setScope) is deferred to the next
+//     statement; Store.Tx commits or aborts it after its function returns.
+//     It holds no connection until its first statement, then exactly one.
+//
+// Deferred statements that no statement follows are never sent. A
+// lazyQuerier is not safe for concurrent use.
 type lazyQuerier struct {
 	pool    *pgxpool.Pool
-	write   bool
-	scope   queued   // scopes every transaction
-	prelude []queued // deferred statements for the next batch
-	last    bool     // commit with the next statement
+	role    string        // the application role, "" for the connecting one
+	sc      sqlcore.Scope // scopes every transaction
+	write   bool          // statements run in one transaction (BEGIN … COMMIT)
+	held    bool          // a Store.Tx: ended only by commit or abort
+	prelude []queued      // deferred statements for the next batch
+	last    bool          // commit with the next statement
 
 	conn *pgxpool.Conn // the write transaction's connection, once begun
-	done bool          // the write transaction was committed in a batch
+	done bool          // the write transaction was committed in a batch, or ended
 }
 
 var errRolledBack = errors.New("pgstore: transaction rolled back at commit")
@@ -48,8 +59,29 @@ func (q *lazyQuerier) Defer(sql string, args ...any) {
 	q.prelude = append(q.prelude, queued{sql, args})
 }
 
-// Last marks the next statement as the transaction's last.
-func (q *lazyQuerier) Last() { q.last = q.write }
+// Last marks the next statement as the transaction's last. It does nothing
+// in a Store.Tx, which commits after its function returns.
+func (q *lazyQuerier) Last() { q.last = q.write && !q.held }
+
+// setScope makes sc the scope of the statements that follow. Before the
+// transaction begins, the scope is sent with its BEGIN; after, a change is
+// deferred to the next statement.
+func (q *lazyQuerier) setScope(sc sqlcore.Scope) {
+	if sc == q.sc {
+		return
+	}
+	q.sc = sc
+	if q.conn != nil {
+		q.deferScope()
+	}
+}
+
+// deferScope queues the statement that sets the scope anew, replacing
+// whatever the transaction had.
+func (q *lazyQuerier) deferScope() {
+	st := scopeStmt(q.role, q.sc, true)
+	q.Defer(st.sql, st.args...)
+}
 
 // batch is a sent batch positioned at the result of the statement, with
 // how many results (a COMMIT) follow it.
@@ -79,10 +111,39 @@ func (b *batch) finish(err error) error {
 	return err
 }
 
-// send runs sql, with what must precede it, and returns the batch
+// lead returns a batch of what must precede the next statement: BEGIN and
+// the scope when it begins the write transaction (inTx; the connection is
+// acquired here), the scope alone when it runs in an implicit transaction
+// of its own, nothing more when it continues the write transaction; then
+// the deferred statements.
+func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, error) {
+	if q.held && q.done {
+		return nil, pgx.ErrTxClosed
+	}
+	b := &pgx.Batch{}
+	switch {
+	case inTx && q.conn == nil:
+		conn, err := q.pool.Acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		q.conn = conn
+		b.Queue("begin")
+		fallthrough
+	case !inTx:
+		st := scopeStmt(q.role, q.sc, false)
+		b.Queue(st.sql, st.args...)
+	}
+	for _, p := range q.prelude {
+		b.Queue(p.sql, p.args...)
+	}
+	q.prelude = nil
+	return b, nil
+}
+
+// send runs sql, with what must precede it (lead), and returns the batch
 // positioned at its result, or nil to run sql directly on q.conn.
 func (q *lazyQuerier) send(ctx context.Context, sql string, args []any) (*batch, error) {
-	b := &pgx.Batch{}
 	inTx := q.write && !q.done
 	commit := inTx && q.last
 	q.last = false
@@ -92,21 +153,10 @@ func (q *lazyQuerier) send(ctx context.Context, sql string, args []any) (*batch,
 		// transaction; no BEGIN or COMMIT needed.
 		inTx, commit, q.done = false, false, true
 	}
-	if inTx && q.conn == nil {
-		conn, err := q.pool.Acquire(ctx)
-		if err != nil {
-			return nil, err
-		}
-		q.conn = conn
-		b.Queue("begin")
-		b.Queue(q.scope.sql, q.scope.args...)
-	} else if !inTx {
-		b.Queue(q.scope.sql, q.scope.args...)
+	b, err := q.lead(ctx, inTx)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range q.prelude {
-		b.Queue(p.sql, p.args...)
-	}
-	q.prelude = nil
 	if len(b.QueuedQueries) == 0 && !commit {
 		return nil, nil // nothing to pipeline
 	}
@@ -135,19 +185,45 @@ func (q *lazyQuerier) send(ctx context.Context, sql string, args []any) (*batch,
 	return &batch{q: q, br: br, commit: commit}, nil
 }
 
-func (q *lazyQuerier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
-	b, err := q.send(ctx, sql, args)
-	if err != nil {
-		return 0, err
+// flush sends what a Store.Tx has pending before its next statement (lead)
+// in a batch of its own and reads its results, so that the caller may then
+// use q.conn directly.
+func (q *lazyQuerier) flush(ctx context.Context) error {
+	b, err := q.lead(ctx, true)
+	if err != nil || len(b.QueuedQueries) == 0 {
+		return err
 	}
-	if b == nil {
-		return querier{q.conn}.Exec(ctx, sql, args...)
-	}
-	tag, err := b.br.Exec()
-	return tag.RowsAffected(), b.finish(err)
+	return q.conn.SendBatch(ctx, b).Close()
 }
 
+// Exec runs sql, pipelined with what must precede it (send), and returns
+// the rows it affected.
+func (q *lazyQuerier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := q.exec(ctx, sql, args)
+	return tag.RowsAffected(), err
+}
+
+// exec is Exec, with pgx's command tag (for PgxTx).
+func (q *lazyQuerier) exec(ctx context.Context, sql string, args []any) (pgconn.CommandTag, error) {
+	b, err := q.send(ctx, sql, args)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	if b == nil {
+		return q.conn.Exec(ctx, sql, args...)
+	}
+	tag, err := b.br.Exec()
+	return tag, b.finish(err)
+}
+
+// QueryRow runs sql, pipelined with what must precede it (send), and with
+// COMMIT after it when it is the transaction's last (Last).
 func (q *lazyQuerier) QueryRow(ctx context.Context, sql string, args ...any) sqlcore.Row {
+	return q.queryRow(ctx, sql, args)
+}
+
+// queryRow is QueryRow, as a pgx.Row (for PgxTx).
+func (q *lazyQuerier) queryRow(ctx context.Context, sql string, args []any) pgx.Row {
 	b, err := q.send(ctx, sql, args)
 	if err != nil {
 		return errRow{err}
@@ -158,7 +234,14 @@ func (q *lazyQuerier) QueryRow(ctx context.Context, sql string, args ...any) sql
 	return batchRow{b.br.QueryRow(), b}
 }
 
+// Query runs sql, pipelined with what must precede it (send) but never
+// with COMMIT: the caller reads the rows first.
 func (q *lazyQuerier) Query(ctx context.Context, sql string, args ...any) (sqlcore.Rows, error) {
+	return q.query(ctx, sql, args)
+}
+
+// query is Query, as pgx.Rows (for PgxTx).
+func (q *lazyQuerier) query(ctx context.Context, sql string, args []any) (pgx.Rows, error) {
 	q.last = false // rows are read by the caller: commit separately
 	b, err := q.send(ctx, sql, args)
 	if err != nil {
@@ -175,42 +258,45 @@ func (q *lazyQuerier) Query(ctx context.Context, sql string, args ...any) (sqlco
 }
 
 // commit ends the write transaction, if one began, and releases its
-// connection.
+// connection. A Store.Tx sends its COMMIT here, alone; deferred statements
+// still pending are dropped.
 func (q *lazyQuerier) commit(ctx context.Context) error {
-	if q.conn == nil {
+	conn, done := q.conn, q.done
+	q.conn, q.done, q.prelude = nil, true, nil
+	if conn == nil {
 		return nil
 	}
-	var err error
-	if !q.done {
-		var tag pgconn.CommandTag
-		tag, err = q.conn.Exec(ctx, "commit")
-		if err == nil && tag.String() == "ROLLBACK" {
-			err = errRolledBack
-		}
-		q.done = true
+	defer conn.Release() // a connection left in a transaction is closed, not reused
+	if done {
+		return nil
 	}
-	q.conn.Release() // a connection left in a transaction is closed, not reused
-	q.conn = nil
+	tag, err := conn.Exec(ctx, "commit")
+	if err == nil && tag.String() == "ROLLBACK" {
+		err = errRolledBack
+	}
 	return err
 }
 
 // abort rolls the write transaction back, if one is open, and releases its
 // connection.
 func (q *lazyQuerier) abort(ctx context.Context) {
-	if q.conn == nil {
+	conn, done := q.conn, q.done
+	q.conn, q.done, q.prelude = nil, true, nil
+	if conn == nil {
 		return
 	}
-	if !q.done {
+	if !done {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_, _ = q.conn.Exec(ctx, "rollback")
+		_, _ = conn.Exec(ctx, "rollback")
 		cancel()
 	}
-	q.conn.Release()
-	q.conn = nil
+	conn.Release()
 }
 
+// errRow is the row of a statement that could not be sent.
 type errRow struct{ err error }
 
+// Scan returns the error.
 func (r errRow) Scan(...any) error { return r.err }
 
 // batchRow finishes its batch once scanned.
@@ -219,6 +305,7 @@ type batchRow struct {
 	b   *batch
 }
 
+// Scan scans the row, then reads the rest of the batch (a COMMIT).
 func (r batchRow) Scan(dest ...any) error {
 	err := r.row.Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -237,6 +324,7 @@ type batchRows struct {
 	br pgx.BatchResults
 }
 
+// Close closes the rows, then the batch.
 func (r *batchRows) Close() {
 	r.Rows.Close()
 	r.br.Close()

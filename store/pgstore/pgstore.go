@@ -70,6 +70,15 @@ func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) 
 	if opts == nil {
 		opts = &store.Options{}
 	}
+	cfg, err := parseConfig(url, opts)
+	if err != nil {
+		return nil, err
+	}
+	return openConfig(ctx, cfg, opts)
+}
+
+// parseConfig is the pool configuration of Open.
+func parseConfig(url string, opts *store.Options) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w: %v", store.ErrInvalid, err)
@@ -89,6 +98,12 @@ func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) 
 	if opts.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
 	}
+	return cfg, nil
+}
+
+// openConfig opens the store on a pool of cfg (tests set a tracer on it).
+func openConfig(ctx context.Context, cfg *pgxpool.Config, opts *store.Options) (*Store, error) {
+	var err error
 	s := &Store{log: opts.Logger, clock: opts.Now}
 	if !opts.NoAppRole {
 		s.role = opts.AppRole
@@ -139,9 +154,16 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // PgxTx returns the pgx transaction under tx, a transaction of a PostgreSQL
 // store, so that other rows (River's InsertTx) commit with it. It reports
 // false for a tx of another backend. Statements run on it are in the
-// store's application role (see [store.Options.AppRole]); Migrate grants
-// that role the tables of the schema, River's included when River's
+// store's application role (see [store.Options.AppRole]), scoped to the
+// owner of the store call before them (none before the first); Migrate
+// grants that role the tables of the schema, River's included when River's
 // migrations run as the same user before or after.
+//
+// They are pipelined like the store's own: the first statement of the
+// transaction carries its BEGIN and scope, and the next one carries the
+// store's deferred statements. The store owns the transaction: Commit and
+// Rollback of the returned pgx.Tx fail, and Begin makes a savepoint. See
+// pgxTx for what else is supported.
 func PgxTx(tx store.Tx) (pgx.Tx, bool) {
 	t, ok := tx.(*txOps)
 	if !ok {
@@ -150,33 +172,27 @@ func PgxTx(tx store.Tx) (pgx.Tx, bool) {
 	return t.tx, true
 }
 
-// Tx implements [store.Store].
+// Tx implements [store.Store]. The transaction begins with its first
+// statement, which carries BEGIN and the scope of the call that runs it in
+// one batch, and it commits after fn returns nil; a Tx whose fn runs no
+// statement takes no connection and sends nothing.
 func (s *Store) Tx(ctx context.Context, fn func(tx store.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return wrap("begin transaction", err)
-	}
-	x := &txExec{tx: tx, role: s.role}
-	t := &txOps{tx: tx}
-	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: x, Clock: s.clock}
+	q := &lazyQuerier{pool: s.pool, role: s.role, write: true, held: true}
+	t := &txOps{tx: &pgxTx{q: q}}
+	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: txExec{q}, Clock: s.clock}
 	// Roll back unless committed, also when fn panics or calls
 	// runtime.Goexit (t.FailNow).
 	committed := false
 	defer func() {
 		if !committed {
-			rollback(ctx, tx)
+			q.abort(ctx)
 		}
 	}()
-	// Switch role up front, so that statements run directly on the pgx.Tx
-	// are under row-level security too.
-	if err := x.scope(ctx, sqlcore.Scope{}); err != nil {
-		return wrap("begin transaction", err)
-	}
 	if err := fn(t); err != nil {
 		return err
 	}
 	committed = true
-	return wrap("commit", tx.Commit(ctx))
+	return wrap("commit", q.commit(ctx))
 }
 
 func rollback(ctx context.Context, tx pgx.Tx) {
@@ -348,10 +364,11 @@ func wrap(op string, err error) error {
 	return sqlcore.Wrap(dialect{}, op, err)
 }
 
-// txOps is a store.Tx.
+// txOps is a store.Tx: the engine on the transaction's lazyQuerier, and
+// the pgx.Tx of PgxTx on the same.
 type txOps struct {
 	*engine
-	tx pgx.Tx
+	tx *pgxTx
 }
 
 // scopeStmt is the statement that configures row-level security for the
@@ -379,7 +396,7 @@ func scopeStmt(role string, sc sqlcore.Scope, reset bool) queued {
 type storeExec struct{ s *Store }
 
 func (x storeExec) Run(ctx context.Context, sc sqlcore.Scope, write bool, fn func(sqlcore.Querier) error) error {
-	q := &lazyQuerier{pool: x.s.pool, write: write, scope: scopeStmt(x.s.role, sc, false)}
+	q := &lazyQuerier{pool: x.s.pool, role: x.s.role, sc: sc, write: write}
 	defer q.abort(ctx)
 	if err := fn(q); err != nil {
 		return err
@@ -387,33 +404,14 @@ func (x storeExec) Run(ctx context.Context, sc sqlcore.Scope, write bool, fn fun
 	return q.commit(ctx)
 }
 
-// txExec runs calls in the caller's transaction, rescoping it when the owner
-// changes.
-type txExec struct {
-	tx    pgx.Tx
-	role  string
-	cur   sqlcore.Scope
-	valid bool
-}
+// txExec runs the calls of a Store.Tx on its lazyQuerier, rescoping the
+// transaction when the scope changes: the first scope goes with BEGIN,
+// a change with the call's first statement.
+type txExec struct{ q *lazyQuerier }
 
-func (x *txExec) scope(ctx context.Context, sc sqlcore.Scope) error {
-	if x.valid && x.cur == sc {
-		return nil
-	}
-	st := scopeStmt(x.role, sc, true)
-	if _, err := x.tx.Exec(ctx, st.sql, st.args...); err != nil {
-		x.valid = false
-		return err
-	}
-	x.cur, x.valid = sc, true
-	return nil
-}
-
-func (x *txExec) Run(ctx context.Context, sc sqlcore.Scope, _ bool, fn func(sqlcore.Querier) error) error {
-	if err := x.scope(ctx, sc); err != nil {
-		return err
-	}
-	return fn(querier{x.tx})
+func (x txExec) Run(_ context.Context, sc sqlcore.Scope, _ bool, fn func(sqlcore.Querier) error) error {
+	x.q.setScope(sc)
+	return fn(x.q)
 }
 
 // querier adapts pgx.
@@ -455,8 +453,9 @@ func (dialect) Time(t time.Time) any {
 func (dialect) ForUpdate() string { return " FOR UPDATE" }
 
 // LockRun takes a transaction-scoped advisory lock on the run. Through a
-// lazyQuerier it is pipelined with the next statement, which runs after
-// the lock is granted, on a fresh snapshot (READ COMMITTED).
+// lazyQuerier (a call of the Store, or of a Store.Tx) it is pipelined with
+// the next statement, which runs after the lock is granted, on a fresh
+// snapshot (READ COMMITTED).
 func (dialect) LockRun(ctx context.Context, q sqlcore.Querier, ownerID, runID string) error {
 	const lock = `SELECT pg_advisory_xact_lock($1, hashtext($2))`
 	key := ownerID + "\x1f" + runID

@@ -1,0 +1,414 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/pgstore"
+)
+
+// tripTracer records the statements of each round trip on a pool: a query
+// (Exec, Query, QueryRow), a batch, or a COPY.
+type tripTracer struct {
+	mu    sync.Mutex
+	trips [][]string
+}
+
+func (tr *tripTracer) add(sqls ...string) {
+	tr.mu.Lock()
+	tr.trips = append(tr.trips, sqls)
+	tr.mu.Unlock()
+}
+
+// take returns the round trips recorded since the last take.
+func (tr *tripTracer) take() [][]string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	trips := tr.trips
+	tr.trips = nil
+	return trips
+}
+
+func (tr *tripTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	tr.add(d.SQL)
+	return ctx
+}
+
+func (tr *tripTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (tr *tripTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	var sqls []string
+	for _, qq := range d.Batch.QueuedQueries {
+		sqls = append(sqls, qq.SQL)
+	}
+	tr.add(sqls...)
+	return ctx
+}
+
+func (tr *tripTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (tr *tripTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+func (tr *tripTracer) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	tr.add("COPY " + d.TableName.Sanitize())
+	return ctx
+}
+
+func (tr *tripTracer) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
+
+// txFixture is a store in a fresh schema, whose round trips tr records
+// (once taken), with a jobs table created after Migrate (River's stand-in),
+// an owner and a thread of it.
+type txFixture struct {
+	s      *pgstore.Store
+	tr     *tripTracer
+	schema string
+	owner  string
+	thread *store.Thread
+}
+
+func newTxFixture(t *testing.T, maxConns int32) *txFixture {
+	t.Helper()
+	ctx := t.Context()
+	f := &txFixture{tr: &tripTracer{}, schema: freshSchema(t), owner: randName("owner-")}
+	s, err := pgstore.OpenWith(ctx, databaseURL(t), &store.Options{Schema: f.schema, MaxConns: maxConns},
+		func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = f.tr })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	f.s = s
+	if _, err := admin(t).Exec(ctx, `CREATE TABLE `+f.schema+`.jobs (thread_id text)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: f.owner}); err != nil {
+		t.Fatal(err)
+	}
+	if f.thread, err = s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: f.owner}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// jobs counts the rows of the jobs table, as the test user.
+func (f *txFixture) jobs(t *testing.T) int {
+	t.Helper()
+	var n int
+	if err := f.s.Pool().QueryRow(t.Context(), `SELECT count(*) FROM jobs`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func contains(sql string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(sql, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestTxRoundTrips counts the round trips of store transactions: BEGIN,
+// the scope and a run's lock travel with the first statement, the scope is
+// set once per owner, and a transaction that runs nothing sends nothing.
+func TestTxRoundTrips(t *testing.T) {
+	t.Parallel()
+	f := newTxFixture(t, 0)
+	ctx := t.Context()
+	run, step := randName("run-"), 0
+	// A checkpoint transaction, as threads' checkpointer and continuation's
+	// hook write it: the fenced checkpoint, the new messages, River's job.
+	checkpoint := func(tx store.Tx) error {
+		step++
+		st := &runstate.State{RunID: run, ThreadID: f.thread.ID, Network: "n", Fingerprint: "f", Agent: "a", Status: runstate.StatusRunning, Step: step}
+		if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: f.owner, State: st}); err != nil {
+			return err
+		}
+		if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: f.owner, ThreadID: f.thread.ID,
+			Messages: []store.NewMessage{{Message: message.User("hi")}}}); err != nil {
+			return err
+		}
+		ptx, _ := pgstore.PgxTx(tx)
+		_, err := ptx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, f.thread.ID)
+		return err
+	}
+	for range 2 { // the first prepares the statements
+		f.tr.take()
+		if err := f.s.Tx(ctx, checkpoint); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trips := f.tr.take()
+	t.Logf("checkpoint transaction: %d round trips: %q", len(trips), trips)
+	first := trips[0]
+	if len(first) != 4 || first[0] != "begin" || !contains(first[1], "set_config('role'", "set_config('baton.owner'") ||
+		!contains(first[2], "pg_advisory_xact_lock") || !contains(first[3], "INSERT INTO checkpoints") {
+		t.Errorf("first round trip %q, want BEGIN, scope, the run's lock and the checkpoint's INSERT", first)
+	}
+	for _, trip := range trips[1:] {
+		if len(trip) != 1 || strings.Contains(trip[0], "set_config") || trip[0] == "begin" {
+			t.Errorf("later round trip %q, want one statement, no BEGIN or scope", trip)
+		}
+	}
+	if last := trips[len(trips)-1]; last[0] != "commit" {
+		t.Errorf("last round trip %q, want commit", last)
+	}
+
+	// A change of owner rescopes with the call's first statement.
+	other := randName("other-")
+	if err := f.s.Tx(ctx, func(tx store.Tx) error {
+		if _, err := tx.GetThread(ctx, &store.GetThreadParams{OwnerID: f.owner, ID: f.thread.ID}); err != nil {
+			return err
+		}
+		if _, err := tx.GetThread(ctx, &store.GetThreadParams{OwnerID: other, ID: f.thread.ID}); !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		_, err := tx.GetThread(ctx, &store.GetThreadParams{OwnerID: other, ID: f.thread.ID})
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	trips = f.tr.take()
+	t.Logf("two owners: %q", trips)
+	if len(trips) != 4 || len(trips[0]) != 3 || len(trips[1]) != 2 || len(trips[2]) != 1 ||
+		!contains(trips[1][0], "set_config('baton.owner'", "set_config('baton.api_key_hash'") || !contains(trips[1][1], "FROM threads") {
+		t.Errorf("two owners: round trips %q, want [BEGIN, scope, SELECT], [rescope, SELECT], [SELECT], [commit]", trips)
+	}
+
+	// Nothing run, nothing sent: not even a connection is taken.
+	acquired := f.s.Pool().Stat().AcquireCount()
+	if err := f.s.Tx(ctx, func(store.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	if err := f.s.Tx(ctx, func(store.Tx) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("Tx = %v, want boom", err)
+	}
+	if trips := f.tr.take(); len(trips) != 0 {
+		t.Errorf("empty transactions sent %q", trips)
+	}
+	if n := f.s.Pool().Stat().AcquireCount(); n != acquired {
+		t.Errorf("empty transactions acquired %d connections", n-acquired)
+	}
+}
+
+// TestPgxTxInTx runs statements on PgxTx's pgx.Tx, as River and pgbroker
+// do: they are in the store's transaction, in the application role, scoped
+// to the owner of the store call before them, and savepoints roll back on
+// their own.
+func TestPgxTxInTx(t *testing.T) {
+	t.Parallel()
+	f := newTxFixture(t, 0)
+	ctx := t.Context()
+	other := randName("other-")
+	if _, err := f.s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: other}); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	var threadID string
+	var ptx pgx.Tx
+	err := f.s.Tx(ctx, func(tx store.Tx) error {
+		ptx, _ = pgstore.PgxTx(tx)
+		if ptx.Conn() != nil {
+			t.Error("Conn before the first statement: not nil")
+		}
+		// scope checks who the pgx.Tx runs as.
+		scope := func(wantOwner string) {
+			t.Helper()
+			var user, owner string
+			if err := ptx.QueryRow(ctx, `SELECT current_user, coalesce(current_setting('baton.owner', true), '')`).Scan(&user, &owner); err != nil {
+				t.Fatal(err)
+			}
+			if user != pgstore.DefaultAppRole || owner != wantOwner {
+				t.Errorf("pgx.Tx runs as %q for owner %q, want %s for %q", user, owner, pgstore.DefaultAppRole, wantOwner)
+			}
+		}
+		scope("") // the first statement: no call before it
+		if ptx.Conn() == nil {
+			t.Error("Conn after the first statement: nil")
+		}
+		th, err := tx.CreateThread(ctx, &store.CreateThreadParams{OwnerID: f.owner})
+		if err != nil {
+			return err
+		}
+		threadID = th.ID
+		scope(f.owner)
+		var threads int
+		if err := ptx.QueryRow(ctx, `SELECT count(*) FROM threads`).Scan(&threads); err != nil || threads != 2 {
+			t.Errorf("threads seen through the pgx.Tx: %d, %v; want the owner's 2", threads, err)
+		}
+		if _, err := tx.GetOwner(ctx, &store.GetOwnerParams{ID: other}); err != nil {
+			return err
+		}
+		scope(other)
+		if err := ptx.QueryRow(ctx, `SELECT count(*) FROM threads`).Scan(&threads); err != nil || threads != 0 {
+			t.Errorf("threads seen through the pgx.Tx as another owner: %d, %v; want 0", threads, err)
+		}
+		if _, err := ptx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, "exec"); err != nil {
+			return err
+		}
+
+		// A savepoint rolled back undoes only what followed it, the scope
+		// included.
+		sp, err := ptx.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := sp.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ('undone')`); err != nil {
+			return err
+		}
+		if _, err := tx.GetOwner(ctx, &store.GetOwnerParams{ID: f.owner}); err != nil {
+			return err
+		}
+		if _, err := sp.Exec(ctx, `SELECT 1/0`); err == nil {
+			t.Error("division by zero succeeded")
+		}
+		if err := sp.Rollback(ctx); err != nil {
+			return err
+		}
+		if err := sp.Rollback(ctx); !errors.Is(err, pgx.ErrTxClosed) {
+			t.Errorf("second Rollback of a savepoint: %v, want ErrTxClosed", err)
+		}
+		scope(f.owner)
+		// A savepoint released keeps its rows; savepoints nest.
+		sp, err = ptx.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		inner, err := sp.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := inner.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ('kept')`); err != nil {
+			return err
+		}
+		if err := inner.Commit(ctx); err != nil {
+			return err
+		}
+		if err := sp.Commit(ctx); err != nil {
+			return err
+		}
+		var undone, kept int
+		if err := ptx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE thread_id = 'undone'), count(*) FILTER (WHERE thread_id = 'kept') FROM jobs`).Scan(&undone, &kept); err != nil {
+			return err
+		}
+		if undone != 0 || kept != 1 {
+			t.Errorf("after the savepoints: %d undone rows, %d kept, want 0 and 1", undone, kept)
+		}
+
+		// The other methods River may call.
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO jobs (thread_id) VALUES ('batch')`)
+		b.Queue(`SELECT current_user`)
+		if err := ptx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if _, err := ptx.CopyFrom(ctx, pgx.Identifier{"jobs"}, []string{"thread_id"}, pgx.CopyFromRows([][]any{{"copy"}})); err != nil {
+			return err
+		}
+		rows, err := ptx.Query(ctx, `SELECT thread_id FROM jobs ORDER BY thread_id`)
+		if err != nil {
+			return err
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		if strings.Join(got, ",") != "batch,copy,exec,kept" {
+			t.Errorf("jobs in the transaction: %q", got)
+		}
+		if err := ptx.Commit(ctx); err == nil {
+			t.Error("Commit of the pgx.Tx succeeded")
+		}
+		if err := ptx.Rollback(ctx); err == nil {
+			t.Error("Rollback of the pgx.Tx succeeded")
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Tx = %v, want boom", err)
+	}
+	if n := f.jobs(t); n != 0 {
+		t.Errorf("%d jobs after rollback, want 0", n)
+	}
+	if _, err := f.s.GetThread(ctx, &store.GetThreadParams{OwnerID: f.owner, ID: threadID}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("thread after rollback: %v, want ErrNotFound", err)
+	}
+	if _, err := ptx.Exec(ctx, `SELECT 1`); !errors.Is(err, pgx.ErrTxClosed) {
+		t.Errorf("pgx.Tx after Tx returned: %v, want ErrTxClosed", err)
+	}
+}
+
+// TestTxEnds ends transactions every way but a commit, on a pool of one
+// connection: each is rolled back, and its connection is not reused inside
+// the transaction. A COMMIT that PostgreSQL turns into a rollback fails.
+func TestTxEnds(t *testing.T) {
+	t.Parallel()
+	f := newTxFixture(t, 1)
+	ctx := t.Context()
+	boom := errors.New("boom")
+	for _, end := range []string{"error", "panic", "goexit", "failed statement"} {
+		var threadID string
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer func() { _ = recover() }()
+			err = f.s.Tx(ctx, func(tx store.Tx) error {
+				th, err := tx.CreateThread(ctx, &store.CreateThreadParams{OwnerID: f.owner})
+				if err != nil {
+					return err
+				}
+				threadID = th.ID
+				ptx, _ := pgstore.PgxTx(tx)
+				if _, err := ptx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, th.ID); err != nil {
+					return err
+				}
+				switch end {
+				case "panic":
+					panic(boom)
+				case "goexit":
+					runtime.Goexit()
+				case "failed statement":
+					_, err := ptx.Exec(ctx, `SELECT 1/0`)
+					if err == nil {
+						t.Error("division by zero succeeded")
+					}
+					return nil // and commit
+				}
+				return boom
+			})
+		}()
+		<-done
+		switch end {
+		case "error":
+			if !errors.Is(err, boom) {
+				t.Errorf("%s: Tx = %v, want boom", end, err)
+			}
+		case "failed statement":
+			if err == nil || !strings.HasPrefix(err.Error(), "commit: ") {
+				t.Errorf("%s: Tx = %v, want a commit error", end, err)
+			}
+		}
+		if _, err := f.s.GetThread(ctx, &store.GetThreadParams{OwnerID: f.owner, ID: threadID}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: thread after rollback: %v, want ErrNotFound", end, err)
+		}
+		if n := f.jobs(t); n != 0 {
+			t.Errorf("%s: %d jobs after rollback, want 0", end, n)
+		}
+	}
+}
