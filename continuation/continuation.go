@@ -79,7 +79,9 @@ type Config struct {
 	// seconds on the elected leader.)
 	RescueStuckJobsAfter time.Duration
 	// MaxAttempts is how many times a continuation is tried before its
-	// placeholder goes to error. Defaults to 10.
+	// placeholder goes to error. Defaults to 10. (River's jobs get three
+	// more deliveries, used only to record the failure of a continuation
+	// whose last attempt died with its worker.)
 	MaxAttempts int
 	// RetryBaseDelay and RetryMaxDelay shape the retry backoff of transient
 	// failures: exponential from the base, with jitter, capped. Default to
@@ -199,7 +201,7 @@ func New(cfg Config) (*Service, error) {
 		Workers:              workers,
 		JobTimeout:           cfg.JobTimeout,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
-		MaxAttempts:          cfg.MaxAttempts,
+		MaxAttempts:          cfg.MaxAttempts + finalAttempts,
 		FetchCooldown:        cfg.FetchCooldown,
 		FetchPollInterval:    cfg.FetchPollInterval,
 		RetryPolicy:          backoff{base: cfg.RetryBaseDelay, max: cfg.RetryMaxDelay},
@@ -318,6 +320,14 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	return nil
 }
+
+// finalAttempts are River deliveries kept beyond Config.MaxAttempts to
+// finalise a continuation whose last attempt never reported (its worker
+// was killed or stopped): that delivery marks it failed, placeholder
+// included, where River would otherwise discard the job and leave the
+// placeholder streaming. Three, so that it takes as many more crashes in a
+// row to lose it.
+const finalAttempts = 3
 
 // backoff is the retry policy of transient failures: exponential from
 // base, with full jitter over its upper half, capped at max.

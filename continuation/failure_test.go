@@ -210,3 +210,46 @@ func TestLateSubscriberSeesDraft(t *testing.T) {
 		})
 	}
 }
+
+// TestLastAttemptInterrupted: the only attempt of a continuation
+// (MaxAttempts 1) is cut off, its tool still running at the job timeout, as
+// it would be by a worker killed or stuck. River keeps reserve deliveries,
+// and the next one records the failure: the placeholder goes to error and
+// the thread is free, instead of River discarding the job and leaving the
+// placeholder streaming for ever.
+func TestLastAttemptInterrupted(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			tools := newToolLog()
+			tools.gate = make(chan struct{}) // never opens: the tool runs until the job times out
+			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) { c.MaxAttempts = 1 })
+			thread, run, _ := b.turn(t, "Where is my order 1234?")
+			h, err := b.cont.Lookup(ctx, owner, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.start(t)
+			m := b.waitMessage(t, h.MessageID, 30*time.Second)
+			if m.Status != message.StatusError || m.Text() != DefaultErrorText {
+				t.Fatalf("placeholder = %s %q", m.Status, m.Text())
+			}
+			jr, _ := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
+			if jr.Status != store.JobError || !strings.Contains(jr.Error, "attempts spent") {
+				t.Errorf("job run = %s %q", jr.Status, jr.Error)
+			}
+			if jobs := waitRiver(t, b.st, 10*time.Second); jobs["cancelled"] != 1 || jobs["discarded"] != 0 {
+				t.Errorf("river jobs = %v, want 1 cancelled", jobs)
+			}
+			cp, _ := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: thread})
+			if cp.Status != runstate.StatusFailed {
+				t.Errorf("latest checkpoint = %s, want failed (the thread is free)", cp.Status)
+			}
+			if keys, calls := tools.total(); keys != 1 || calls != 1 {
+				t.Errorf("tool: %d keys, %d calls; want it started once", keys, calls)
+			}
+		})
+	}
+}

@@ -52,6 +52,17 @@ func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
 		defer end()
 	}
 	log := s.log.With("run_id", a.RunID, "thread_id", a.ThreadID, "handoff_event_id", a.EventID, "job_id", job.ID, "river_attempt", job.Attempt)
+	if job.Attempt > s.cfg.MaxAttempts {
+		// A delivery of the reserve (see finalAttempts): the last attempt
+		// never reported, its worker died or was stopped. Give up here,
+		// where the placeholder can still be finalised.
+		cause := fmt.Errorf("continuation: run %s: %d attempts spent", a.RunID, s.cfg.MaxAttempts)
+		log.ErrorContext(ctx, "continuation gave up: its attempts are spent", "error", cause)
+		if err := s.fail(ctx, a, 0, runner.KindSystem, s.cfg.ErrorText, cause); err != nil {
+			return err
+		}
+		return river.JobCancel(cause)
+	}
 	c, err := s.claim(ctx, job)
 	var ie *runstate.IncompatibleError
 	switch {
@@ -317,7 +328,7 @@ func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int,
 		log.WarnContext(ctx, "continuation interrupted; it will resume from its last checkpoint", "error", err)
 		s.retryLater(context.WithoutCancel(ctx), a, attempt, err, log)
 		return err
-	case transient(err) && job.Attempt < job.MaxAttempts:
+	case transient(err) && job.Attempt < s.cfg.MaxAttempts:
 		log.WarnContext(ctx, "continuation failed transiently; retrying", "error", err, "kind", runner.KindOf(err))
 		s.retryLater(ctx, a, attempt, err, log)
 		return err
@@ -327,9 +338,8 @@ func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int,
 		log.ErrorContext(ctx, "continuation: recording the failure failed", "error", ferr)
 		return ferr
 	}
-	if transient(err) {
-		return err // attempts exhausted: River discards the job
-	}
+	// Recorded for good (attempts spent, or a permanent failure): River
+	// must not deliver it again.
 	return river.JobCancel(err)
 }
 
@@ -403,7 +413,9 @@ func (s *Service) fail(ctx context.Context, a Args, attempt int, kind runner.Kin
 		if err := tx.DeleteDraft(ctx, &store.DeleteDraftParams{OwnerID: a.OwnerID, MessageID: a.EventID}); err != nil {
 			return err
 		}
-		if jr.Status == store.JobQueued {
+		if jr.Status != store.JobProcessing {
+			// Never claimed (queued), or handed back after a transient
+			// failure (error): it enters processing to record the outcome.
 			if jr, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing}); err != nil {
 				return err
 			}
