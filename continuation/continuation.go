@@ -94,6 +94,13 @@ type Config struct {
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
 
+	// Finished, if set, is called in the worker after a continuation's
+	// final transaction committed, with the run's outcome (completed, or
+	// interrupted for a human decision), for work that follows a run, such
+	// as summary.Service.Cleanup of a thread handoff's seed. It is not
+	// called for continuations that fail.
+	Finished func(ctx context.Context, owner, threadID, runID string, status runstate.Status)
+
 	// Notice, if set, is told why a hand-over failed and returns the
 	// notice the inline run's model gets instead of the slow tools' results
 	// (see runner.WithBackgroundFallback). Defaults to logging the error

@@ -438,3 +438,61 @@ func TestDurableContinuation(t *testing.T) {
 		t.Fatalf("non-streaming durable run: %d %s", r.status, r.body)
 	}
 }
+
+// TestDurableChildTurnClearsSeed: the first turn of a child thread that a
+// background worker completes clears the thread handoff's seed, as an
+// inline turn does: the summary leaves the agent's memory and the handoff
+// flags of the child are cleared.
+func TestDurableChildTurnClearsSeed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(c *server.Config) {
+		c.Continuation = &continuation.Config{Logger: slog.New(slog.DiscardHandler)}
+		c.FollowInterval = 100 * time.Millisecond
+	})
+	thread := b.thread(t, b.keyA, "research")
+	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?"}); r.status != 200 {
+		t.Fatalf("run: %d %s", r.status, r.body)
+	}
+	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil)
+	var in map[string]any
+	r.json(t, &in)
+	r = b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", map[string]any{"interrupt": in, "decision": map[string]any{"type": "approve"}})
+	var out struct {
+		Child string `json:"child_thread_id"`
+	}
+	r.json(t, &out)
+	if r.status != 200 || out.Child == "" {
+		t.Fatalf("approve: %d %s", r.status, r.body)
+	}
+	seed := func() (cleanup bool, pending bool) {
+		var th struct {
+			Metadata struct {
+				Handoff struct {
+					CleanupRequired bool `json:"cleanup_required"`
+					Pending         bool `json:"pending"`
+				} `json:"handoff"`
+			} `json:"metadata"`
+		}
+		b.do(t, b.keyA, "GET", "/v1/threads/"+out.Child, nil).json(t, &th)
+		return th.Metadata.Handoff.CleanupRequired, th.Metadata.Handoff.Pending
+	}
+	if c, p := seed(); !c || !p {
+		t.Fatalf("child before its first turn: cleanup_required %v, pending %v", c, p)
+	}
+	// The child's first turn reaches the slow tool and is finished by the worker.
+	r = b.do(t, b.keyA, "POST", "/v1/threads/"+out.Child+"/runs", map[string]any{"input": "And in 2024?"})
+	if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
+		t.Fatalf("child turn: %d %s", r.status, r.body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, p := seed()
+		if !c && !p {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the child's first turn, finished by a worker: cleanup_required %v, pending %v", c, p)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

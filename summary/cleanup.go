@@ -6,8 +6,24 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/memory"
+	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 )
+
+// RunEnded calls [Service.Cleanup] for a run of owner on threadID that
+// ended with status, when it completed, and logs a failure (the summary
+// then stays in memory until the next completed run). Its signature is
+// continuation.Config.Finished's, so that a run completed by a background
+// worker clears the seed as one completed inline does.
+func (s *Service) RunEnded(ctx context.Context, owner, threadID, runID string, status runstate.Status) {
+	if status != runstate.StatusCompleted || threadID == "" {
+		return
+	}
+	if _, err := s.Cleanup(ctx, owner, threadID); err != nil {
+		s.log.WarnContext(ctx, "thread handoff cleanup failed: the summary stays in memory until the next completed run",
+			"thread_id", threadID, "run_id", runID, "error", err)
+	}
+}
 
 // Cleanup ends the seed of a handoff once its child thread has had its first
 // complete assistant turn: call it after every completed run on a thread

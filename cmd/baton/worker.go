@@ -18,6 +18,8 @@ import (
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/summary"
 	"github.com/batonhq/baton/telemetry"
 	"github.com/batonhq/baton/threads"
 )
@@ -88,10 +90,6 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
-	r, err := runner.New(runner.Config{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Logger: log, Observer: tel.Observer()})
-	if err != nil {
-		return err
-	}
 	url, err := resolveDatabase(*database)
 	if err != nil {
 		return err
@@ -101,10 +99,26 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("open database %s: %w", redactURL(url), err)
 	}
 	defer st.Close()
+	rcfg := runner.Config{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Logger: log, Observer: tel.Observer()}
+	var finished func(ctx context.Context, owner, threadID, runID string, status runstate.Status)
+	if spec.Summary != nil {
+		// As in baton serve: the agents' memory (thread handoff summaries,
+		// in the store) is in every model call of a resumed run, and the
+		// seed of a child thread is cleared once a run of it completes.
+		sum, err := summary.New(summary.Config{Store: st, Model: spec.Summary, Logger: log})
+		if err != nil {
+			return err
+		}
+		rcfg.System, finished = sum.System(nil), sum.RunEnded
+	}
+	r, err := runner.New(rcfg)
+	if err != nil {
+		return err
+	}
 	ccfg := continuation.Config{
 		Store: st, Threads: threads.New(st, r, log), Workers: *concurrency,
 		JobTimeout: *jobTimeout, RescueStuckJobsAfter: *rescueAfter, MaxAttempts: *maxAttempts,
-		NoMigrate: *noMigrate, Logger: log, Queue: *queue,
+		NoMigrate: *noMigrate, Logger: log, Queue: *queue, Finished: finished,
 	}
 	traceContinuations(&ccfg, tel)
 	cont, err := continuation.New(ccfg)
