@@ -44,23 +44,9 @@ func TestIncompatibleFingerprint(t *testing.T) {
 			}
 			w := &bundle{st: b.st, cont: cont2}
 			w.start(t)
-			m := b.waitMessage(t, h.MessageID, 30*time.Second)
-			if m.Status != message.StatusError || m.Text() != DefaultIncompatibleText {
-				t.Fatalf("placeholder = %s %q", m.Status, m.Text())
-			}
-			jr, _ := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
-			if jr.Status != store.JobError || !strings.Contains(jr.Error, "was written under version") {
-				t.Errorf("job run = %s %q", jr.Status, jr.Error)
-			}
-			if jobs := waitRiver(t, b.st, 10*time.Second); jobs["cancelled"] != 1 {
-				t.Errorf("river jobs = %v, want 1 cancelled", jobs)
-			}
+			checkGaveUp(t, b, h, thread, DefaultIncompatibleText, "was written under version")
 			if keys, _ := tools.total(); keys != 0 {
 				t.Error("the tool ran")
-			}
-			cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: thread})
-			if err != nil || cp.Status != runstate.StatusFailed {
-				t.Errorf("latest checkpoint = %+v, %v; want failed (thread free)", cp, err)
 			}
 		})
 	}
@@ -115,27 +101,21 @@ func TestPermanentFailure(t *testing.T) {
 			ctx := t.Context()
 			tools := newToolLog()
 			net := network(t, tools, "", scripted.Options{}, scripted.Step{Fail: &scripted.Fail{Status: 400, Message: "context window exceeded"}})
-			b := setup(t, be, net, tools, func(c *Config) { c.ErrorText = "That did not work." })
+			b := setup(t, be, net, tools, func(c *Config) {
+				c.ErrorText = "That did not work."
+				// Not the 2 s of the other tests: on a saturated machine the
+				// first attempt could time out and be retried, correctly,
+				// which is not what this test is about.
+				c.JobTimeout, c.RescueStuckJobsAfter = time.Minute, 2*time.Minute
+			})
 			thread, run, _ := b.turn(t, "Where is my order 1234?")
 			h, err := b.cont.Lookup(ctx, owner, run)
 			if err != nil {
 				t.Fatal(err)
 			}
 			b.start(t)
-			m := b.waitMessage(t, h.MessageID, 30*time.Second)
-			if m.Status != message.StatusError || m.Text() != "That did not work." {
-				t.Fatalf("placeholder = %s %q", m.Status, m.Text())
-			}
-			jr, _ := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
-			if jr.Status != store.JobError || !strings.Contains(jr.Error, "context window exceeded") || jr.Attempt != 1 {
-				t.Errorf("job run = %s attempt %d %q", jr.Status, jr.Attempt, jr.Error)
-			}
-			if jobs := waitRiver(t, b.st, 10*time.Second); jobs["cancelled"] != 1 {
-				t.Errorf("river jobs = %v", jobs)
-			}
-			cp, _ := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: thread})
-			if cp.Status != runstate.StatusFailed {
-				t.Errorf("latest checkpoint = %s", cp.Status)
+			if jr := checkGaveUp(t, b, h, thread, "That did not work.", "context window exceeded"); jr.Attempt != 1 {
+				t.Errorf("job run attempt %d, want 1 (not retried)", jr.Attempt)
 			}
 		})
 	}
@@ -232,24 +212,36 @@ func TestLastAttemptInterrupted(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.start(t)
-			m := b.waitMessage(t, h.MessageID, 30*time.Second)
-			if m.Status != message.StatusError || m.Text() != DefaultErrorText {
-				t.Fatalf("placeholder = %s %q", m.Status, m.Text())
-			}
-			jr, _ := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
-			if jr.Status != store.JobError || !strings.Contains(jr.Error, "attempts spent") {
-				t.Errorf("job run = %s %q", jr.Status, jr.Error)
-			}
-			if jobs := waitRiver(t, b.st, 10*time.Second); jobs["cancelled"] != 1 || jobs["discarded"] != 0 {
-				t.Errorf("river jobs = %v, want 1 cancelled", jobs)
-			}
-			cp, _ := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: thread})
-			if cp.Status != runstate.StatusFailed {
-				t.Errorf("latest checkpoint = %s, want failed (the thread is free)", cp.Status)
-			}
+			checkGaveUp(t, b, h, thread, DefaultErrorText, "attempts spent")
 			if keys, calls := tools.total(); keys != 1 || calls != 1 {
 				t.Errorf("tool: %d keys, %d calls; want it started once", keys, calls)
 			}
 		})
 	}
+}
+
+// checkGaveUp checks a continuation that failed for good: its placeholder
+// went to error with text, its job run to error with a detail containing
+// detail, River's job was cancelled (not discarded, not left open), and its
+// thread is free (the run's latest checkpoint is failed). It returns the
+// job run.
+func checkGaveUp(t *testing.T, b *bundle, h *Handover, thread, text, detail string) *store.JobRun {
+	t.Helper()
+	ctx := t.Context()
+	m := b.waitMessage(t, h.MessageID, 30*time.Second)
+	if m.Status != message.StatusError || m.Text() != text {
+		t.Fatalf("placeholder = %s %q, want error %q", m.Status, m.Text(), text)
+	}
+	jr, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
+	if err != nil || jr.Status != store.JobError || !strings.Contains(jr.Error, detail) {
+		t.Fatalf("job run = %+v, %v; want error with %q", jr, err, detail)
+	}
+	if jobs := waitRiver(t, b.st, 10*time.Second); jobs["cancelled"] != 1 || jobs["discarded"] != 0 {
+		t.Errorf("river jobs = %v, want 1 cancelled", jobs)
+	}
+	cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: thread})
+	if err != nil || cp.Status != runstate.StatusFailed {
+		t.Errorf("latest checkpoint = %+v, %v; want failed (the thread is free)", cp, err)
+	}
+	return jr
 }
