@@ -65,6 +65,7 @@ func BenchmarkContinuation(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Run("River", func(b *testing.B) { benchRiver(b, st) })
+			b.Run("RiverEquivalent", func(b *testing.B) { benchRiverEquivalent(b, st) })
 			b.Run("Baton", func(b *testing.B) { benchBaton(b, st) })
 			b.Run("Inline", func(b *testing.B) { benchInline(b, st) })
 		})
