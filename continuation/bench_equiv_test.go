@@ -283,7 +283,7 @@ func equivState(b *testing.B) []byte {
 		Fingerprint: "sha256:0123456789abcdef0123456789abcdef", Agent: "assistant", Messages: msgs, Transcript: msgs,
 		Pending: []runstate.PendingCall{{Call: message.ToolCall{ID: "call_1", Name: "lookup", Arguments: []byte(`{"order":"1234"}`)}, Kind: runstate.CallTool}},
 		Trail:   []string{"assistant"}, Turns: 1, Step: 1, Status: runstate.StatusSuspended,
-		Values:  map[string]json.RawMessage{"owner": json.RawMessage(`"acme"`)}}
+		Values: map[string]json.RawMessage{"owner": json.RawMessage(`"acme"`)}}
 	out, err := runstate.Encode(st)
 	if err != nil || len(out) < 200 {
 		b.Fatalf("state: %d bytes, %v", len(out), err)
