@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"testing"
 
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
 	"github.com/batonhq/baton/store/sqlitestore"
+	"github.com/jackc/pgx/v5"
 )
 
 func openSQLite(ctx context.Context, path string) (store.Store, error) {
@@ -35,7 +37,19 @@ func pgURL(t interface {
 
 var schemaSeq atomic.Int64
 
-func openPG(ctx context.Context, url string) (store.Store, error) {
+// openPG opens a store in a fresh schema, dropped when the test ends.
+func openPG(t *testing.T, url string) store.Store {
+	t.Helper()
 	schema := fmt.Sprintf("threads_test_%d_%d", os.Getpid(), schemaSeq.Add(1))
-	return pgstore.Open(ctx, url, &store.Options{Schema: schema})
+	s, err := pgstore.Open(t.Context(), url, &store.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := s.Pool().Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+		s.Close()
+	})
+	return s
 }

@@ -222,12 +222,5 @@ func TestSQLite(t *testing.T) {
 
 func TestPostgres(t *testing.T) {
 	url := pgURL(t)
-	testThreads(t, func(t *testing.T) store.Store {
-		s, err := openPG(t.Context(), url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
+	testThreads(t, func(t *testing.T) store.Store { return openPG(t, url) })
 }
