@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/batonhq/baton/agent"
@@ -124,5 +125,22 @@ func TestCheckpointBoundaries(t *testing.T) {
 				t.Errorf("interrupt id %s, want r1-i1 (the step of its checkpoint)", res.Interrupt.ID)
 			}
 		})
+	}
+}
+
+// TestApprovalAskedOnce: a tool's RequireApproval is asked once per call,
+// also when the calls go on to run.
+func TestApprovalAskedOnce(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int32
+	a, _ := ag("a", calls("lookup", `{}`), text("done"))
+	a.Tools = []*agent.Tool{{Name: "lookup", Func: func(context.Context, json.RawMessage) (string, error) { return "ok", nil },
+		RequireApproval: func(context.Context, json.RawMessage) bool { asked.Add(1); return false }}}
+	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a), Checkpointer: &memCheckpoints{}})
+	if _, err := r.Run(t.Context(), "go"); err != nil {
+		t.Fatal(err)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("RequireApproval asked %d times, want 1", n)
 	}
 }

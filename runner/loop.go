@@ -48,6 +48,10 @@ type run struct {
 	// endSeq is the seq reserved for run_end by the last checkpoint, so that
 	// a resumed run's events continue after it.
 	endSeq int
+	// callsChecked is set when loop has run stopForCalls on the pending
+	// calls of the turn just made, so that runPending does not ask again
+	// (a tool's RequireApproval is called once per call).
+	callsChecked bool
 	// mu guards st while the calls of a turn run concurrently.
 	mu sync.Mutex
 }
@@ -232,6 +236,7 @@ func (x *run) loop(ctx context.Context) error {
 			if err := x.checkpoint(ctx); err != nil {
 				return err
 			}
+			x.callsChecked = true
 			continue
 		}
 		done, err := x.answered(ctx, p, msg)
@@ -554,10 +559,14 @@ func (x *run) runPending(ctx context.Context) (wait bool, err error) {
 	st := x.st
 	p := x.r.plans[st.Agent]
 
-	// 1, 2. Calls that need a decision or a worker stop the run.
-	if stopped, err := x.stopForCalls(ctx, p); stopped || err != nil {
-		return true, err
+	// 1, 2. Calls that need a decision or a worker stop the run (checked
+	// here for calls resumed from a checkpoint; loop checked the others).
+	if !x.callsChecked {
+		if stopped, err := x.stopForCalls(ctx, p); stopped || err != nil {
+			return true, err
+		}
 	}
+	x.callsChecked = false
 	// 3. Tools and agent tools run (concurrently when several); the first
 	// handoff call wins and the others are answered "not taken".
 	if err := x.execTools(ctx, p); err != nil {
