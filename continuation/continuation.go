@@ -208,7 +208,7 @@ func New(cfg Config) (*Service, error) {
 		Workers:              workers,
 		JobTimeout:           cfg.JobTimeout,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
-		MaxAttempts:          cfg.MaxAttempts + finalAttempts,
+		MaxAttempts:          cfg.MaxAttempts + finalAttempts, // every job's: its insert sets none
 		FetchCooldown:        cfg.FetchCooldown,
 		FetchPollInterval:    cfg.FetchPollInterval,
 		RetryPolicy:          backoff{base: cfg.RetryBaseDelay, max: cfg.RetryMaxDelay},

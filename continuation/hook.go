@@ -103,7 +103,7 @@ func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner string, cp *
 	if s.cfg.Inject != nil {
 		args.Trace = s.cfg.Inject(ctx)
 	}
-	ir, err := s.q.insertTx(ctx, tx, args, &river.InsertOpts{Queue: s.cfg.Queue, MaxAttempts: s.cfg.MaxAttempts + finalAttempts, UniqueOpts: uniqueOpts})
+	ir, err := s.q.insertTx(ctx, tx, args, &river.InsertOpts{Queue: s.cfg.Queue, UniqueOpts: uniqueOpts})
 	if err != nil {
 		return fail("river", err)
 	}
