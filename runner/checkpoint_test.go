@@ -45,7 +45,8 @@ func (m *memCheckpoints) describe(t *testing.T) []string {
 	return out
 }
 
-// TestCheckpointBoundaries: every step boundary is written, and boundaries
+// TestCheckpointBoundaries: the input is written before the first model
+// call, every step boundary is written, and boundaries
 // with nothing in between share one write: a model turn whose calls stop
 // the run is written once, with the stop; the last tool result of a turn
 // without handoffs is written with the results joined.
@@ -68,7 +69,7 @@ func TestCheckpointBoundaries(t *testing.T) {
 				return []*agent.Agent{a}
 			},
 			opts: []runner.RunOption{runner.WithBackgroundBoundary()},
-			want: []string{"suspended/0of1/assistant"},
+			want: []string{"running/0of0/user", "suspended/0of1/assistant"},
 		},
 		"interrupted for approval": {
 			build: func() []*agent.Agent {
@@ -78,7 +79,7 @@ func TestCheckpointBoundaries(t *testing.T) {
 				a.Tools = []*agent.Tool{ask}
 				return []*agent.Agent{a}
 			},
-			want: []string{"interrupted/0of1/assistant"},
+			want: []string{"running/0of0/user", "interrupted/0of1/assistant"},
 		},
 		"one tool": {
 			build: func() []*agent.Agent {
@@ -86,8 +87,8 @@ func TestCheckpointBoundaries(t *testing.T) {
 				a.Tools = []*agent.Tool{tool("lookup")}
 				return []*agent.Agent{a}
 			},
-			// The turn; its result joined; the answer.
-			want: []string{"running/0of1/assistant", "running/0of0/tool", "completed/0of0/assistant"},
+			// The input; the turn; its result joined; the answer.
+			want: []string{"running/0of0/user", "running/0of1/assistant", "running/0of0/tool", "completed/0of0/assistant"},
 		},
 		"two tools": {
 			build: func() []*agent.Agent {
@@ -96,7 +97,7 @@ func TestCheckpointBoundaries(t *testing.T) {
 				return []*agent.Agent{a}
 			},
 			// The first result to return is written on its own.
-			want: []string{"running/0of2/assistant", "running/1of2/assistant", "running/0of0/tool", "completed/0of0/assistant"},
+			want: []string{"running/0of0/user", "running/0of2/assistant", "running/1of2/assistant", "running/0of0/tool", "completed/0of0/assistant"},
 		},
 		"tool and handoff": {
 			build: func() []*agent.Agent {
@@ -107,7 +108,7 @@ func TestCheckpointBoundaries(t *testing.T) {
 				return []*agent.Agent{a, b}
 			},
 			// The tool's result is written before the handoff is prepared.
-			want: []string{"running/0of2/assistant", "running/1of2/assistant", "running/0of0/tool", "completed/0of0/assistant"},
+			want: []string{"running/0of0/user", "running/0of2/assistant", "running/1of2/assistant", "running/0of0/tool", "completed/0of0/assistant"},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -121,8 +122,8 @@ func TestCheckpointBoundaries(t *testing.T) {
 			if got := ck.describe(t); !slices.Equal(got, tc.want) {
 				t.Fatalf("checkpoints:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
 			}
-			if res.Interrupt != nil && res.Interrupt.ID != "r1-i1" {
-				t.Errorf("interrupt id %s, want r1-i1 (the step of its checkpoint)", res.Interrupt.ID)
+			if res.Interrupt != nil && res.Interrupt.ID != "r1-i2" {
+				t.Errorf("interrupt id %s, want r1-i2 (the step of its checkpoint)", res.Interrupt.ID)
 			}
 		})
 	}

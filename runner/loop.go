@@ -52,6 +52,11 @@ type run struct {
 	// calls of the turn just made, so that runPending does not ask again
 	// (a tool's RequireApproval is called once per call).
 	callsChecked bool
+	// wrote is set once this execution has written a checkpoint.
+	wrote bool
+	// startEvents are the events of a new run, emitted by begin once the
+	// run is stored.
+	startEvents []Event
 	// mu guards st while the calls of a turn run concurrently.
 	mu sync.Mutex
 }
@@ -114,7 +119,7 @@ func (x *run) checkpoint(ctx context.Context) error {
 	x.st.Step++
 	x.st.Elapsed += time.Since(x.began)
 	x.began = time.Now()
-	if err := x.ck.Checkpoint(ctx, x.st); err != nil {
+	if err := x.write(ctx); err != nil {
 		return &Error{Kind: KindSystem, Agent: x.st.Agent, Err: fmt.Errorf("checkpoint step %d: %w", x.st.Step, err)}
 	}
 	return nil
@@ -143,9 +148,33 @@ func (x *run) exec(ctx context.Context) error {
 	return err
 }
 
-// finish records the outcome in the state, emits the closing events and
-// builds the result.
-func (x *run) finish(err error) (*Result, error) {
+// begin stores a new run before anything of it is shown: unless an input
+// guardrail refused it, its first checkpoint (the input, status running) is
+// written, then the run's first events are emitted, numbered as that
+// checkpoint says. An error means the run did not start: nothing of it was
+// emitted.
+func (x *run) begin(ctx context.Context) error {
+	evs := x.startEvents
+	x.startEvents = nil
+	if x.preErr == nil && x.ck != nil && !x.sub {
+		seq := x.st.Seq
+		if x.streaming() {
+			x.st.Seq += len(evs)
+		}
+		if err := x.checkpoint(ctx); err != nil {
+			return err
+		}
+		x.st.Seq = seq
+	}
+	for _, e := range evs {
+		x.emit(e)
+	}
+	return nil
+}
+
+// finish records the outcome in the state, emits the closing events, runs
+// the extensions' AfterRun and builds the result.
+func (x *run) finish(ctx context.Context, err error) (*Result, error) {
 	st := x.st
 	if errors.Is(err, errStopped) {
 		err = &Error{Kind: KindSystem, Agent: st.Agent, Err: errStopped}
@@ -161,7 +190,7 @@ func (x *run) finish(err error) (*Result, error) {
 			x.endSeq = 0
 			x.reserveEnd()
 			st.Step++
-			_ = x.ck.Checkpoint(context.WithoutCancel(context.Background()), st)
+			_ = x.write(context.WithoutCancel(ctx))
 		}
 	}
 	if ctxErr {
@@ -184,6 +213,7 @@ func (x *run) finish(err error) (*Result, error) {
 	if x.endObs != nil {
 		x.endObs(res, err)
 	}
+	x.afterRun(context.WithoutCancel(ctx), err)
 	if err != nil {
 		return res, err
 	}
@@ -257,7 +287,11 @@ func (x *run) callModel(ctx context.Context, p *plan, withTools bool) (*message.
 	if err != nil {
 		return nil, err
 	}
-	req.System = sys
+	extra, err := x.beforeTurn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req.System = joinPrompt(sys, extra)
 	if withTools {
 		req.Tools = x.tools(ctx, p)
 	} else {
@@ -381,12 +415,8 @@ func (x *run) system(ctx context.Context, p *plan) (string, error) {
 	st := x.st
 	a := p.a
 	sys := a.Instructions
-	var rc *agent.RunContext
-	if a.InstructionsFunc != nil || x.r.cfg.System != nil {
-		rc = x.runContext()
-	}
 	if a.InstructionsFunc != nil {
-		s, err := a.InstructionsFunc(ctx, rc)
+		s, err := a.InstructionsFunc(ctx, x.runContext())
 		if err != nil {
 			return "", &Error{Kind: KindSystem, Agent: a.Name, Err: fmt.Errorf("instructions: %w", err)}
 		}
@@ -394,13 +424,6 @@ func (x *run) system(ctx context.Context, p *plan) (string, error) {
 	}
 	if hc := st.Handoff; hc != nil && hc.To == a.Name {
 		sys = joinPrompt(sys, x.handoffBlock(hc).text)
-	}
-	if x.r.cfg.System != nil {
-		extra, err := x.r.cfg.System(ctx, rc)
-		if err != nil {
-			return "", &Error{Kind: KindSystem, Agent: a.Name, Err: fmt.Errorf("system prompt: %w", err)}
-		}
-		sys = joinPrompt(sys, extra)
 	}
 	return sys, nil
 }

@@ -69,9 +69,9 @@ type Config struct {
 	Observer Observer
 	// Sleep replaces the retry wait, for tests.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// System, if set, returns extra text appended to every agent's system
-	// prompt (agent memory, for instance).
-	System func(ctx context.Context, rc *agent.RunContext) (string, error)
+	// Extensions run around every run's turns, in order (see [Extension]):
+	// agent memory, hand-over to background workers, leases, clean-up.
+	Extensions []Extension
 }
 
 // Runner runs a network. It is safe for concurrent use; each run has its own state.
@@ -301,10 +301,13 @@ type Result struct {
 // whose State is the last state (resumable for transient failures).
 func (r *Runner) Run(ctx context.Context, input string, opts ...RunOption) (*Result, error) {
 	x, err := r.start(ctx, input, opts, nil)
+	if err == nil {
+		err = x.begin(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return x.finish(x.exec(ctx))
+	return x.finish(ctx, x.exec(ctx))
 }
 
 // Stream runs like [Runner.Run] and yields its events as they happen. After
@@ -314,11 +317,14 @@ func (r *Runner) Run(ctx context.Context, input string, opts ...RunOption) (*Res
 func (r *Runner) Stream(ctx context.Context, input string, opts ...RunOption) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		x, err := r.start(ctx, input, opts, func(e Event) bool { return yield(e, nil) })
+		if err == nil {
+			err = x.begin(ctx)
+		}
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		if _, err := x.finish(x.exec(ctx)); err != nil && !x.stopped {
+		if _, err := x.finish(ctx, x.exec(ctx)); err != nil && !x.stopped {
 			yield(nil, err)
 		}
 	}
@@ -335,7 +341,7 @@ func (r *Runner) Resume(ctx context.Context, st *runstate.State, opts ...RunOpti
 	if err != nil {
 		return nil, err
 	}
-	return x.finish(x.exec(ctx))
+	return x.finish(ctx, x.exec(ctx))
 }
 
 // ResumeStream is [Runner.Resume] with events, as [Runner.Stream].
@@ -346,7 +352,7 @@ func (r *Runner) ResumeStream(ctx context.Context, st *runstate.State, opts ...R
 			yield(nil, err)
 			return
 		}
-		if _, err := x.finish(x.exec(ctx)); err != nil && !x.stopped {
+		if _, err := x.finish(ctx, x.exec(ctx)); err != nil && !x.stopped {
 			yield(nil, err)
 		}
 	}
@@ -411,8 +417,10 @@ func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit
 	x := r.newRun(st, o, emit)
 	x.input = input
 	if x.streaming() {
-		x.emit(&RunStartEvent{Header: Header{Type: TypeRunStart}, RunID: runID, ThreadID: o.threadID, Network: r.net.Name(), Fingerprint: r.net.Fingerprint(), Agent: a.Name})
-		x.emit(&AgentStartEvent{Header: Header{Type: TypeAgentStart}, Agent: a.Name, Reason: reason})
+		x.startEvents = []Event{
+			&RunStartEvent{Header: Header{Type: TypeRunStart}, RunID: runID, ThreadID: o.threadID, Network: r.net.Name(), Fingerprint: r.net.Fingerprint(), Agent: a.Name},
+			&AgentStartEvent{Header: Header{Type: TypeAgentStart}, Agent: a.Name, Reason: reason},
+		}
 	}
 	for _, g := range a.InputGuardrails {
 		if err := g.Check(ctx, agent.GuardrailInput{Agent: a.Name, Text: input, Messages: msgs}); err != nil {

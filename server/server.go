@@ -270,7 +270,7 @@ func (s *Server) newNetwork(n Network) (*network, error) {
 		if err != nil {
 			return nil, fmt.Errorf("server: network %s: %w", name, err)
 		}
-		rc.System = sum.System(nil)
+		rc.Extensions = []runner.Extension{sum.Extension(nil)}
 	}
 	r, err := runner.New(rc)
 	if err != nil {

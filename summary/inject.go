@@ -8,6 +8,7 @@ import (
 
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/memory"
+	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/store"
 )
 
@@ -84,3 +85,17 @@ func (s *Service) System(owner func(rc *agent.RunContext) (string, error)) func(
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+// Extension returns the runner extension that injects the running agent's
+// memory into every model call (see [Service.System]).
+func (s *Service) Extension(owner func(rc *agent.RunContext) (string, error)) runner.Extension {
+	sys := s.System(owner)
+	return runner.ExtensionFuncs{Before: func(ctx context.Context, t *runner.Turn) error {
+		text, err := sys(ctx, t.Run)
+		if err != nil {
+			return fmt.Errorf("agent memory: %w", err)
+		}
+		t.AddSystem(text)
+		return nil
+	}}
+}

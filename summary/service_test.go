@@ -320,7 +320,7 @@ func newRunner(t *testing.T, svc *summary.Service) (*runner.Runner, *systemLog) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{Network: net, System: svc.System(nil), Logger: slog.New(slog.DiscardHandler)})
+	r, err := runner.New(runner.Config{Network: net, Extensions: []runner.Extension{svc.Extension(nil)}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,13 +57,13 @@ func newHandoffMemory(st store.Store, owner string, mf memoryFlags, summaryModel
 
 // runner returns a runner for spec whose model calls see the agents' memory.
 func (h *handoffMemory) runner(spec *netspec.Spec) (*runner.Runner, error) {
-	return newRunner(spec, func(c *runner.Config) { c.System = h.system() })
+	return newRunner(spec, func(c *runner.Config) { c.Extensions = []runner.Extension{h.extension()} })
 }
 
-// system injects the memory of the owner the run carries, or of the
+// extension injects the memory of the owner the run carries, or of the
 // command's owner for runs stored before runs carried one.
-func (h *handoffMemory) system() func(ctx context.Context, rc *agent.RunContext) (string, error) {
-	return h.svc.System(func(rc *agent.RunContext) (string, error) {
+func (h *handoffMemory) extension() runner.Extension {
+	return h.svc.Extension(func(rc *agent.RunContext) (string, error) {
 		if o, err := summary.OwnerFromValues(rc); err == nil {
 			return o, nil
 		}

@@ -109,7 +109,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		rcfg.System, finished = sum.System(nil), sum.RunEnded
+		rcfg.Extensions, finished = []runner.Extension{sum.Extension(nil)}, sum.RunEnded
 	}
 	r, err := runner.New(rcfg)
 	if err != nil {
