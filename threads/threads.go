@@ -59,11 +59,13 @@ type TurnOptions struct {
 }
 
 // Turn runs one user turn on a thread of owner and streams its events. The
+// run's context carries the owner (store.OwnerFromContext). The
 // thread's earlier messages are the history, its active agent goes to the
 // picker (so a sticky picker keeps it), and everything the run produces is
 // stored as it goes. A thread of another network is refused.
 func (s *Service) Turn(ctx context.Context, owner, input string, o TurnOptions) iter.Seq2[runner.Event, error] {
 	return func(yield func(runner.Event, error) bool) {
+		ctx := store.ContextWithOwner(ctx, owner)
 		th, hist, err := s.prepare(ctx, owner, o)
 		if err != nil {
 			yield(nil, err)
@@ -84,6 +86,7 @@ func (s *Service) Turn(ctx context.Context, owner, input string, o TurnOptions) 
 
 // Run is Turn without events: it returns the result.
 func (s *Service) Run(ctx context.Context, owner, input string, o TurnOptions) (*runner.Result, error) {
+	ctx = store.ContextWithOwner(ctx, owner)
 	th, hist, err := s.prepare(ctx, owner, o)
 	if err != nil {
 		return nil, err
@@ -205,7 +208,7 @@ func (s *Service) ResumeCheckpoint(ctx context.Context, owner string, cp *store.
 		}
 		ck := &checkpointer{s: s, owner: owner, threadID: cp.ThreadID, parent: cp.ID, persisted: len(cp.State.Transcript), agent: cp.State.Agent}
 		opts = append([]runner.RunOption{runner.WithCheckpointer(ck)}, opts...)
-		for ev, err := range s.r.ResumeStream(ctx, cp.State, opts...) {
+		for ev, err := range s.r.ResumeStream(store.ContextWithOwner(ctx, owner), cp.State, opts...) {
 			if !yield(ev, err) {
 				return
 			}
@@ -227,7 +230,14 @@ type checkpointer struct {
 	agent     string
 }
 
+// Checkpoint implements runner.Checkpointer.
 func (c *checkpointer) Checkpoint(ctx context.Context, st *runstate.State) error {
+	return c.CheckpointTx(ctx, st, nil)
+}
+
+// CheckpointTx implements runner.TxCheckpointer: the extensions' AtBoundary
+// run in the checkpoint's transaction, with its store.Tx.
+func (c *checkpointer) CheckpointTx(ctx context.Context, st *runstate.State, at func(tx any, checkpointID string) error) error {
 	var cp *store.Checkpoint
 	err := c.s.st.Tx(ctx, func(tx store.Tx) error {
 		// The fenced checkpoint is the first write: a stale writer fails
@@ -251,6 +261,11 @@ func (c *checkpointer) Checkpoint(ctx context.Context, st *runstate.State) error
 		if c.threadID != "" && st.Agent != c.agent {
 			if _, err := tx.SetActiveAgent(ctx, &store.SetActiveAgentParams{OwnerID: c.owner, ThreadID: c.threadID, Agent: st.Agent}); err != nil {
 				return fmt.Errorf("set active agent: %w", err)
+			}
+		}
+		if at != nil {
+			if err := at(tx, cp.ID); err != nil {
+				return err
 			}
 		}
 		if c.s.Hook != nil {
