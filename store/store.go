@@ -37,6 +37,14 @@ type Store interface {
 	// the migrations run once.
 	Migrate(ctx context.Context) error
 
+	// RenewLeases extends, by params.TTL from now, the leases params.Holder
+	// holds on params.RunIDs, across owners, and returns how many it
+	// extended. A lease released or taken over meanwhile is not touched.
+	RenewLeases(ctx context.Context, params *RenewLeasesParams) (int, error)
+	// ExpiredLeases returns leases that have expired, across owners, oldest
+	// expiry first: runs whose process is gone, to be adopted.
+	ExpiredLeases(ctx context.Context, params *ExpiredLeasesParams) ([]*Lease, error)
+
 	// Ping reports whether the database can be reached, wrapping
 	// [ErrUnavailable] if not.
 	Ping(ctx context.Context) error
@@ -145,6 +153,19 @@ type Ops interface {
 	// not allowed, or an ExpectedAttempt that is not the current attempt, is
 	// a *[TransitionError].
 	TransitionJobRun(ctx context.Context, params *TransitionJobRunParams) (*JobRun, error)
+
+	// AcquireLease gives params.Holder the lease of a run for params.TTL
+	// from now, replacing any lease the run has (the fenced checkpoint
+	// written in the same transaction decides who runs it). A thread, when
+	// set, must exist.
+	AcquireLease(ctx context.Context, params *AcquireLeaseParams) (*Lease, error)
+	// GetLease returns the lease of a run; a run without one is
+	// [ErrNotFound].
+	GetLease(ctx context.Context, params *GetLeaseParams) (*Lease, error)
+	// ReleaseLease deletes the lease of a run — only if params.Holder holds
+	// it, when set, and only if it has expired, when params.Expired — and
+	// reports whether it deleted one. A run without a lease is not an error.
+	ReleaseLease(ctx context.Context, params *ReleaseLeaseParams) (bool, error)
 
 	// UpsertThreadSummary inserts or replaces the summary of a handoff,
 	// unique by owner and handoff ID. CreatedAt is kept on replace.

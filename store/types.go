@@ -468,3 +468,59 @@ type PutMemoryDocumentParams struct {
 	// ExpectedVersion is the version being replaced; 0 creates the document.
 	ExpectedVersion int64
 }
+
+// Lease is a process's claim on a run it executes inline (not as a
+// background job): held from the run's first checkpoint to its stop and
+// renewed while it runs. A run whose lease expired has lost its process and
+// is adopted by another (package continuation). Leases compare the clocks of
+// the processes that write and read them: keep the machines' clocks in sync.
+type Lease struct {
+	OwnerID  string
+	RunID    string
+	ThreadID string
+	// Holder names the process: host, pid and a random part.
+	Holder    string
+	ExpiresAt time.Time
+}
+
+// AcquireLeaseParams are the params of [Ops.AcquireLease].
+type AcquireLeaseParams struct {
+	OwnerID  string
+	RunID    string
+	ThreadID string
+	Holder   string
+	// TTL is how long the lease holds without a renewal; required.
+	TTL time.Duration
+}
+
+// GetLeaseParams are the params of [Ops.GetLease].
+type GetLeaseParams struct {
+	OwnerID string
+	RunID   string
+}
+
+// ReleaseLeaseParams are the params of [Ops.ReleaseLease].
+type ReleaseLeaseParams struct {
+	OwnerID string
+	RunID   string
+	// Holder, if set, releases the lease only if that process holds it.
+	Holder string
+	// Expired releases the lease only if it has expired: an adopter's
+	// claim.
+	Expired bool
+}
+
+// RenewLeasesParams are the params of [Store.RenewLeases].
+type RenewLeasesParams struct {
+	Holder string
+	// RunIDs are the runs the holder still executes; its other leases are
+	// left to expire.
+	RunIDs []string
+	TTL    time.Duration
+}
+
+// ExpiredLeasesParams are the params of [Store.ExpiredLeases].
+type ExpiredLeasesParams struct {
+	// Limit bounds the leases returned, oldest expiry first. Defaults to 100.
+	Limit int
+}

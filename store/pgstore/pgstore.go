@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -374,21 +375,37 @@ type txOps struct {
 // scopeStmt is the statement that configures row-level security for the
 // rest of a transaction.
 //
-// A fresh transaction (reset false) leaves baton.api_key_hash alone when
-// the scope has none: it starts unset, as settings made with
-// set_config(…, true) end with their transaction. A transaction that
-// changes scope (reset true) always sets both.
+// A fresh transaction (reset false) leaves baton.api_key_hash and
+// baton.leases alone when the scope has none: they start unset, as settings
+// made with set_config(…, true) end with their transaction. A transaction
+// that changes scope (reset true) always sets them.
 func scopeStmt(role string, sc sqlcore.Scope, reset bool) queued {
-	switch {
-	case role != "" && sc.APIKeyHash == "" && !reset:
-		return queued{`SELECT set_config('role', $1, true), set_config('baton.owner', $2, true)`, []any{role, sc.Owner}}
-	case role != "":
-		return queued{`SELECT set_config('role', $1, true), set_config('baton.owner', $2, true), set_config('baton.api_key_hash', $3, true)`,
-			[]any{role, sc.Owner, sc.APIKeyHash}}
-	case sc.APIKeyHash == "" && !reset:
-		return queued{`SELECT set_config('baton.owner', $1, true)`, []any{sc.Owner}}
+	var b strings.Builder
+	var args []any
+	set := func(name string, v any) {
+		args = append(args, v)
+		if len(args) == 1 {
+			b.WriteString("SELECT ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString("set_config('" + name + "', $" + strconv.Itoa(len(args)) + ", true)")
 	}
-	return queued{`SELECT set_config('baton.owner', $1, true), set_config('baton.api_key_hash', $2, true)`, []any{sc.Owner, sc.APIKeyHash}}
+	if role != "" {
+		set("role", role)
+	}
+	set("baton.owner", sc.Owner)
+	if sc.APIKeyHash != "" || reset {
+		set("baton.api_key_hash", sc.APIKeyHash)
+	}
+	if sc.Leases || reset {
+		leases := ""
+		if sc.Leases {
+			leases = "on"
+		}
+		set("baton.leases", leases)
+	}
+	return queued{b.String(), args}
 }
 
 // storeExec runs each call of the Store in a transaction of its own,

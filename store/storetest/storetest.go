@@ -76,6 +76,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ThreadSummaries", testThreadSummaries},
 		{"MemoryDocumentCAS", testMemoryDocumentCAS},
 		{"MemoryDocumentConcurrentCAS", testMemoryDocumentConcurrentCAS},
+		{"Leases", testLeases},
+		{"LeaseSweep", testLeaseSweep},
 		{"TxCommit", testTxCommit},
 		{"TxRollback", testTxRollback},
 		{"TxPanic", testTxPanic},
@@ -1502,9 +1504,129 @@ func testInvalidParams(t *testing.T, s store.Store, b *bundle) {
 		},
 		"GetCheckpoint": func() error { _, err := s.GetCheckpoint(ctx, &store.GetCheckpointParams{ID: "x"}); return err },
 		"UpdateMessage": func() error { _, err := s.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: b.owner}); return err },
+		"AcquireLease": func() error {
+			_, err := s.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: "r", Holder: "h"})
+			return err
+		},
+		"ReleaseLease": func() error { _, err := s.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: b.owner}); return err },
+		"RenewLeases":  func() error { _, err := s.RenewLeases(ctx, &store.RenewLeasesParams{Holder: "h", TTL: -1}); return err },
 	} {
 		if err := call(); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: error = %v, want ErrInvalid", name, err)
 		}
+	}
+}
+
+func testLeases(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	run := "run-" + uuid.NewString()
+	_, err := s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.owner, RunID: run})
+	wantErr(t, err, store.ErrNotFound)
+	l := must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID, Holder: "p1", TTL: time.Minute}))(t)
+	if l.Holder != "p1" || l.ThreadID != th.ID || l.RunID != run || l.OwnerID != b.owner {
+		t.Fatalf("lease %+v", l)
+	}
+	checkTime(t, "ExpiresAt", l.ExpiresAt)
+	if d := time.Until(l.ExpiresAt); d < 50*time.Second || d > 70*time.Second {
+		t.Errorf("lease expires in %s, want about a minute", d)
+	}
+	// Acquiring again replaces the holder (the fenced checkpoint decides).
+	must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID, Holder: "p2", TTL: time.Minute}))(t)
+	got := must(s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.owner, RunID: run}))(t)
+	if got.Holder != "p2" {
+		t.Fatalf("holder %s, want p2", got.Holder)
+	}
+	// Another owner sees nothing and releases nothing.
+	_, err = s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.other, RunID: run})
+	wantErr(t, err, store.ErrNotFound)
+	if ok := must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.other, RunID: run}))(t); ok {
+		t.Fatal("another owner released the lease")
+	}
+	// Conditional releases: the wrong holder, an unexpired lease.
+	if ok := must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run, Holder: "p1"}))(t); ok {
+		t.Fatal("p1 released p2's lease")
+	}
+	if ok := must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run, Expired: true}))(t); ok {
+		t.Fatal("an unexpired lease was released as expired")
+	}
+	if ok := must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run, Holder: "p2"}))(t); !ok {
+		t.Fatal("the holder could not release its lease")
+	}
+	if ok := must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run}))(t); ok {
+		t.Fatal("a released lease was released again")
+	}
+	// A lease on a missing thread is refused; a lease rolls back with its
+	// transaction.
+	_, err = s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: "missing-" + run, Holder: "p1", TTL: time.Minute})
+	if err == nil {
+		t.Fatal("a lease on a missing thread was accepted")
+	}
+	boom := errors.New("boom")
+	err = s.Tx(b.ctx, func(tx store.Tx) error {
+		must(tx.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID, Holder: "p1", TTL: time.Minute}))(t)
+		return boom
+	})
+	wantErr(t, err, boom)
+	_, err = s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.owner, RunID: run})
+	wantErr(t, err, store.ErrNotFound)
+}
+
+// testLeaseSweep: renewals extend only the holder's named runs, across
+// owners; expired leases are found across owners, and an adopter's
+// conditional release takes each once.
+func testLeaseSweep(t *testing.T, s store.Store, b *bundle) {
+	holder := "sweep-" + uuid.NewString()
+	mine := newThread(t, s, b)
+	theirs := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other, Name: "thread", Network: "net"}))(t)
+	runA, runB, runC := "run-a-"+uuid.NewString(), "run-b-"+uuid.NewString(), "run-c-"+uuid.NewString()
+	short := 20 * time.Millisecond
+	must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: runA, ThreadID: mine.ID, Holder: holder, TTL: short}))(t)
+	must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.other, RunID: runB, ThreadID: theirs.ID, Holder: holder, TTL: short}))(t)
+	must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: runC, ThreadID: mine.ID, Holder: holder, TTL: short}))(t)
+	// The holder still runs A and B (two owners); C is left to expire.
+	if n := must(s.RenewLeases(b.ctx, &store.RenewLeasesParams{Holder: holder, RunIDs: []string{runA, runB}, TTL: time.Minute}))(t); n != 2 {
+		t.Fatalf("renewed %d leases, want 2", n)
+	}
+	if n := must(s.RenewLeases(b.ctx, &store.RenewLeasesParams{Holder: "someone else", RunIDs: []string{runC}, TTL: time.Minute}))(t); n != 0 {
+		t.Fatalf("another holder renewed %d leases", n)
+	}
+	time.Sleep(3 * short)
+	expired := must(s.ExpiredLeases(b.ctx, &store.ExpiredLeasesParams{Limit: 1000}))(t)
+	found := map[string]*store.Lease{}
+	for _, l := range expired {
+		found[l.RunID] = l
+		if !l.ExpiresAt.Before(time.Now()) {
+			t.Errorf("lease of %s expires at %v, in the future", l.RunID, l.ExpiresAt)
+		}
+	}
+	if found[runA] != nil || found[runB] != nil {
+		t.Fatalf("renewed leases are reported expired")
+	}
+	c := found[runC]
+	if c == nil || c.OwnerID != b.owner || c.ThreadID != mine.ID || c.Holder != holder {
+		t.Fatalf("the expired lease of C is missing or wrong: %+v", c)
+	}
+	// Two adopters race for C: one wins.
+	var wins int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: runC, Expired: true})
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				mu.Lock()
+				wins++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Fatalf("%d adopters took the expired lease, want 1", wins)
 	}
 }

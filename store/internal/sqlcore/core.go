@@ -49,6 +49,8 @@ type Scope struct {
 	Owner string
 	// APIKeyHash is set only to look an API key up by its hash.
 	APIKeyHash string
+	// Leases is set only to renew and sweep run leases, across owners.
+	Leases bool
 }
 
 // Executor runs a function in a transaction.
