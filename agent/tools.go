@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/internal/schemas"
@@ -59,7 +58,7 @@ func ParseArguments(tool string, raw json.RawMessage, s *schemas.Schema) (json.R
 // FuncTool returns a tool whose parameters are the JSON Schema of In and whose
 // result is Out encoded as JSON (a string Out is passed through as is).
 func FuncTool[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error)) *Tool {
-	params, err := schemas.For(reflect.TypeFor[In]())
+	params, err := schemas.For[In]()
 	if err != nil {
 		panic("agent: tool " + name + ": " + err.Error())
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/batonhq/baton/internal/schemas"
 	"github.com/batonhq/baton/message"
@@ -67,7 +66,7 @@ var DefaultContextSchema = json.RawMessage(`{"type":"object","properties":{"reas
 // that a Go type declares the typed handoff context. It panics if T cannot be
 // described, which is a programming error found at start-up.
 func ContextSchemaFor[T any]() json.RawMessage {
-	s, err := schemas.For(reflect.TypeFor[T]())
+	s, err := schemas.For[T]()
 	if err != nil {
 		panic("handoff: " + err.Error())
 	}

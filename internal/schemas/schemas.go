@@ -116,10 +116,11 @@ func flatten(ve *jsonschema.ValidationError) string {
 	return strings.Join(parts, "; ")
 }
 
-// For returns the JSON Schema of Go type t (a struct, usually), with
+// For returns the JSON Schema of Go type T (a struct, usually), with
 // properties named by json tags, required unless omitempty, and descriptions
 // from `jsonschema:"description=…"` tags.
-func For(t reflect.Type) (json.RawMessage, error) {
+func For[T any]() (json.RawMessage, error) {
+	t := reflect.TypeFor[T]()
 	r := &ijs.Reflector{DoNotReference: true, ExpandedStruct: true, Anonymous: true}
 	s := r.ReflectFromType(t)
 	s.Version = ""
