@@ -31,5 +31,6 @@
 // memory/storemem adapts the memory documents of a baton store. Every
 // implementation passes memory/memorytest.
 //
-// The package uses the standard library only and never imports the store.
+// The package uses the standard library (and internal/retry, for its waits)
+// only and never imports the store.
 package memory

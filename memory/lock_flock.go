@@ -8,6 +8,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/batonhq/baton/internal/retry"
 )
 
 // lockDir takes an exclusive flock(2) on dir, polling until it is free or
@@ -32,7 +34,7 @@ func lockDir(ctx context.Context, dir string) (func(), error) {
 			_ = f.Close()
 			return nil, err
 		}
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := retry.Sleep(ctx, wait); err != nil {
 			_ = f.Close()
 			return nil, err
 		}

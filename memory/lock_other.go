@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/batonhq/baton/internal/retry"
 )
 
 // staleLock is the age after which a lock file is taken to be left behind by
@@ -32,7 +34,7 @@ func lockDir(ctx context.Context, dir string) (func(), error) {
 			_ = os.Remove(name)
 			continue
 		}
-		if err := sleepCtx(ctx, wait); err != nil {
+		if err := retry.Sleep(ctx, wait); err != nil {
 			return nil, err
 		}
 		wait = min(2*wait, 20*time.Millisecond)

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 )
@@ -163,7 +164,7 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 		}
 		st := &m.steps[i]
 		if st.Delay > 0 {
-			if err := sleep(ctx, st.Delay); err != nil {
+			if err := retry.Sleep(ctx, st.Delay); err != nil {
 				yield(model.Chunk{}, err)
 				return
 			}
@@ -232,7 +233,7 @@ func (m *Model) streamText(ctx context.Context, text string, yield func(model.Ch
 	words := strings.SplitAfter(text, " ")
 	for k := 0; k < len(words); k += m.opts.ChunkWords {
 		if k > 0 && m.opts.ChunkDelay > 0 {
-			if err := sleep(ctx, m.opts.ChunkDelay); err != nil {
+			if err := retry.Sleep(ctx, m.opts.ChunkDelay); err != nil {
 				yield(model.Chunk{}, err)
 				return false
 			}
@@ -263,15 +264,4 @@ func estimate(req *model.Request, st *Step) message.Usage {
 		out += len(c.Name) + len(c.Arguments)
 	}
 	return message.Usage{InputTokens: int64(in/4 + 1), OutputTokens: int64(out/4 + 1)}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
