@@ -120,7 +120,7 @@ type accumulator struct {
 	stopped   bool
 	stop      string
 	usage     usage
-	callIDs   map[string]bool
+	callIDs   toolargs.IDs
 }
 
 type usage struct {
@@ -267,15 +267,7 @@ func (a *accumulator) close(b *block, yield func(model.Chunk, error) bool) bool 
 		yield(model.Chunk{}, httperr.Invalid(Provider, a.requestID, "tool_use block without a name", nil))
 		return false
 	}
-	id := b.id
-	if id == "" || a.callIDs[id] {
-		id = toolargs.NewCallID()
-	}
-	if a.callIDs == nil {
-		a.callIDs = make(map[string]bool)
-	}
-	a.callIDs[id] = true
-	b.call = &message.ToolCall{ID: id, Name: b.name, Arguments: args}
+	b.call = &message.ToolCall{ID: a.callIDs.Unique(b.id), Name: b.name, Arguments: args}
 	return yield(model.Chunk{Type: model.ChunkToolCall, ToolCall: b.call}, nil)
 }
 

@@ -10,7 +10,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -546,6 +545,7 @@ func (a *chatAcc) finish(sawDone bool, yield func(model.Chunk, error) bool) {
 		msg.Parts = append(msg.Parts, message.Part{Type: message.PartText, Text: text})
 	}
 	calls := make([]message.ToolCall, 0, len(a.calls))
+	var ids toolargs.IDs
 	for _, c := range a.calls {
 		if c.name == "" {
 			yield(model.Chunk{}, httperr.Invalid(m.provider, a.requestID, "tool call without a name", nil))
@@ -556,10 +556,7 @@ func (a *chatAcc) finish(sawDone bool, yield func(model.Chunk, error) bool) {
 			yield(model.Chunk{}, m.invalidArgs(a.requestID, c.name, finish, err))
 			return
 		}
-		id := c.id
-		if id == "" || slices.ContainsFunc(calls, func(tc message.ToolCall) bool { return tc.ID == id }) {
-			id = toolargs.NewCallID()
-		}
+		id := ids.Unique(c.id)
 		calls = append(calls, message.ToolCall{ID: id, Name: c.name, Arguments: args})
 		msg.Parts = append(msg.Parts, message.Part{Type: message.PartToolCall, CallID: id, Name: c.name, Arguments: args})
 	}

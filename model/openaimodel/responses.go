@@ -282,7 +282,7 @@ type respAcc struct {
 	terminal  bool
 	reason    string // incomplete_details.reason of an incomplete response
 	usage     message.Usage
-	callIDs   map[string]bool // ids given out, to keep them unique
+	callIDs   toolargs.IDs // ids given out, to keep them unique
 }
 
 type respItem struct {
@@ -474,15 +474,7 @@ func (a *respAcc) checkCall(it *respItem) (*message.ToolCall, error) {
 	if err != nil {
 		return nil, a.m.invalidArgs(a.requestID, it.name, normFinish(a.reason, true), err)
 	}
-	id := it.callID
-	if id == "" || a.callIDs[id] {
-		id = toolargs.NewCallID()
-	}
-	if a.callIDs == nil {
-		a.callIDs = make(map[string]bool)
-	}
-	a.callIDs[id] = true
-	return &message.ToolCall{ID: id, Name: it.name, Arguments: args}, nil
+	return &message.ToolCall{ID: a.callIDs.Unique(it.callID), Name: it.name, Arguments: args}, nil
 }
 
 func (a *respAcc) finish(yield func(model.Chunk, error) bool) {

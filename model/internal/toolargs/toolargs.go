@@ -62,3 +62,20 @@ func NewCallID() string {
 	_, _ = rand.Read(b[:])
 	return "call_" + hex.EncodeToString(b[:])
 }
+
+// IDs keeps the call ids of one answer unique. The zero value is ready to
+// use; it is not safe for concurrent use.
+type IDs struct{ seen map[string]bool }
+
+// Unique returns id, or a fresh one from [NewCallID] when id is empty or was
+// returned before, and remembers what it returns.
+func (s *IDs) Unique(id string) string {
+	if id == "" || s.seen[id] {
+		id = NewCallID()
+	}
+	if s.seen == nil {
+		s.seen = make(map[string]bool)
+	}
+	s.seen[id] = true
+	return id
+}

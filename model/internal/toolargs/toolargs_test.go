@@ -42,6 +42,18 @@ func TestNewCallID(t *testing.T) {
 	}
 }
 
+func TestIDsUnique(t *testing.T) {
+	t.Parallel()
+	var ids IDs
+	got := []string{ids.Unique("call_1"), ids.Unique(""), ids.Unique("call_1"), ids.Unique("call_2")}
+	if got[0] != "call_1" || got[3] != "call_2" || !strings.HasPrefix(got[1], "call_") || !strings.HasPrefix(got[2], "call_") {
+		t.Fatalf("ids %q", got)
+	}
+	if got[1] == got[2] || got[2] == "call_1" {
+		t.Errorf("ids %q are not unique", got)
+	}
+}
+
 func FuzzNormalize(f *testing.F) {
 	for _, s := range []string{"", "{}", `"{}"`, `{"a":[1,{"b":null}]}`, `{"a":`} {
 		f.Add(s)
