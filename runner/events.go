@@ -160,3 +160,207 @@ type ErrorEvent struct {
 	Limit   string `json:"limit,omitempty"`
 	Agent   string `json:"agent,omitempty"`
 }
+
+// SetSeq sets the Seq of ev, an event of this package, to seq, as
+// [EventsBetween]'s caller numbers the events it derives. An event of
+// another type is left as it is.
+func SetSeq(ev Event, seq int) {
+	if h, ok := ev.(interface{ hdr() *Header }); ok {
+		h.hdr().Seq = seq
+	}
+}
+
+func (h *Header) hdr() *Header { return h }
+
+// streaming reports whether events are wanted.
+func (x *run) streaming() bool { return x.sink != nil && !x.stopped }
+
+// emit numbers and delivers e. It returns false once the consumer stopped.
+func (x *run) emit(e Event) bool {
+	if x.sink == nil || x.stopped {
+		return !x.stopped
+	}
+	x.st.Seq++
+	SetSeq(e, x.st.Seq)
+	if !x.sink(e) {
+		x.stopped = true
+		return false
+	}
+	return true
+}
+
+// EventsBetween returns the events that took a run from checkpoint state
+// prev (nil: the run's start) to the next checkpoint state cur, so that a
+// run's events can be replayed from its stored checkpoints: the same events
+// as the runner emitted live between the two writes, built by the same
+// code. Text deltas are folded into the message events; Seq is left 0 (see
+// [SetSeq]; the live events of the step are numbered up to cur.Seq). prev
+// and cur are only read.
+//
+// What the states do not record is not derived: the Reason of the run's
+// first agent_start (the picker's), the Limit of a run_end (a limit that
+// ended the run with a final answer), handoff_rejected events (the refused
+// target is not stored), the run_start of a run resumed from a running
+// state (after a crash), and the events of an execution after its last
+// checkpoint (a cancelled run's error, a suspension whose checkpoint was
+// refused). A suspended event names every call without a result, which are
+// the slow calls the live event names unless the turn also made fast ones.
+func EventsBetween(prev, cur *runstate.State) []Event {
+	skip := 1 // a new run's input
+	if prev != nil {
+		skip = len(prev.Transcript)
+	}
+	evs := appendStartEvents(nil, prev, cur)
+	for i := min(skip, len(cur.Transcript)); i < len(cur.Transcript); i++ {
+		evs = appendAnswerEvents(evs, &cur.Transcript[i])
+	}
+	if hc := movedBetween(prev, cur); hc != nil {
+		evs = appendMoveEvents(evs, hc)
+	}
+	return appendStopEvents(evs, cur)
+}
+
+// appendStartEvents appends the events that open the execution of the run
+// that led to cur: a new run's run_start and agent_start, or the run_start
+// of a run resumed after it stopped at prev (waiting, or failed).
+func appendStartEvents(evs []Event, prev, cur *runstate.State) []Event {
+	if prev == nil {
+		first := cur.Agent
+		if len(cur.Trail) > 0 {
+			first = cur.Trail[0]
+		}
+		return append(evs, runStartEvent(cur, first, false), agentStartEvent(first, ""))
+	}
+	if prev.Status != runstate.StatusRunning {
+		return append(evs, runStartEvent(cur, prev.Agent, true))
+	}
+	return evs
+}
+
+// movedBetween returns the handoff context of the move of control between
+// prev and cur, nil if there was none. A step moves control at most once:
+// every move is checkpointed.
+func movedBetween(prev, cur *runstate.State) *handoff.Context {
+	handoffs := 0
+	if prev != nil {
+		if len(cur.Stack) < len(prev.Stack) {
+			return returnContext(&prev.Stack[len(prev.Stack)-1], prev.Agent)
+		}
+		handoffs = prev.Handoffs
+	}
+	if cur.Handoffs <= handoffs {
+		return nil
+	}
+	if hc := cur.Handoff; hc != nil && hc.To == cur.Agent {
+		return hc
+	}
+	from := cur.Agent
+	if n := len(cur.Trail); n >= 2 {
+		from = cur.Trail[n-2]
+	}
+	return &handoff.Context{From: from, To: cur.Agent}
+}
+
+// appendStopEvents appends the events of cur's status when the run stopped
+// there: the interrupt, the suspension or the failure, and run_end.
+func appendStopEvents(evs []Event, cur *runstate.State) []Event {
+	switch cur.Status {
+	case runstate.StatusRunning:
+		return evs
+	case runstate.StatusInterrupted:
+		if cur.Interrupt != nil {
+			evs = append(evs, interruptEvent(cur.Interrupt))
+		}
+	case runstate.StatusSuspended:
+		var calls []string
+		for _, p := range cur.Pending {
+			if p.Result == nil {
+				calls = append(calls, p.Call.ID)
+			}
+		}
+		evs = append(evs, suspendedEvent(cur.Agent, calls))
+	case runstate.StatusFailed:
+		if cur.Failure != nil {
+			evs = append(evs, failureEvent(cur))
+		}
+	}
+	return append(evs, runEndEvent(cur, cur.Status, ""))
+}
+
+// The constructors below build each event from what the state records;
+// the live run and EventsBetween share them.
+
+// runStartEvent opens the run of st with agent active.
+func runStartEvent(st *runstate.State, agent string, resumed bool) *RunStartEvent {
+	return &RunStartEvent{Header: Header{Type: TypeRunStart}, RunID: st.RunID, ThreadID: st.ThreadID, Network: st.Network,
+		Fingerprint: st.Fingerprint, Agent: agent, Resumed: resumed}
+}
+
+func agentStartEvent(agent, reason string) *AgentStartEvent {
+	return &AgentStartEvent{Header: Header{Type: TypeAgentStart}, Agent: agent, Reason: reason}
+}
+
+// appendAnswerEvents appends the events of a message of the transcript: an
+// assistant's text and tool calls, or the results of a tool message. Other
+// messages (the input, a request to fix an answer) have none.
+func appendAnswerEvents(evs []Event, m *message.Message) []Event {
+	switch m.Role {
+	case message.RoleAssistant:
+		if text := m.Text(); text != "" {
+			evs = append(evs, &MessageEvent{Header: Header{Type: TypeMessage}, Agent: m.Agent, Text: text, MessageID: m.ID, Usage: m.Usage})
+		}
+		for i := range m.Parts {
+			if p := &m.Parts[i]; p.Type == message.PartToolCall {
+				evs = append(evs, &ToolCallEvent{Header: Header{Type: TypeToolCall}, Agent: m.Agent, Name: p.Name, ID: p.CallID, Arguments: p.Arguments})
+			}
+		}
+	case message.RoleTool:
+		for i := range m.Parts {
+			if p := &m.Parts[i]; p.Type == message.PartToolResult {
+				evs = append(evs, toolResultEvent(m.Agent, p))
+			}
+		}
+	}
+	return evs
+}
+
+// toolResultEvent is the event of result part p of agent's tool message.
+func toolResultEvent(agent string, p *message.Part) *ToolResultEvent {
+	ev := &ToolResultEvent{Header: Header{Type: TypeToolResult}, Agent: agent, Name: p.Name, ID: p.CallID}
+	if p.IsError {
+		ev.Error = p.Text
+	} else {
+		ev.Output = p.Text
+	}
+	return ev
+}
+
+// appendMoveEvents appends the events of control moving as hc says: the
+// handoff and the target's agent_start.
+func appendMoveEvents(evs []Event, hc *handoff.Context) []Event {
+	return append(evs,
+		&HandoffEvent{Header: Header{Type: TypeHandoff}, ID: hc.ID, From: hc.From, To: hc.To, HandoffType: hc.Type, Tool: hc.Tool,
+			Reason: hc.Reason, Context: hc.Data, HistoryPolicy: hc.History, Transforms: hc.Transforms},
+		agentStartEvent(hc.To, string(hc.Type)))
+}
+
+func interruptEvent(ir *runstate.Interrupt) *InterruptEvent {
+	return &InterruptEvent{Header: Header{Type: TypeInterrupt}, Interrupt: ir}
+}
+
+func suspendedEvent(agent string, calls []string) *SuspendedEvent {
+	return &SuspendedEvent{Header: Header{Type: TypeSuspended}, Agent: agent, Calls: calls}
+}
+
+// failureEvent reports st.Failure, which must be set.
+func failureEvent(st *runstate.State) *ErrorEvent {
+	f := st.Failure
+	return &ErrorEvent{Header: Header{Type: TypeError}, Kind: Kind(f.Kind), Message: f.Message, Limit: f.Limit, Agent: st.Agent}
+}
+
+// runEndEvent closes the run of st with status; limit names the limit that
+// ended it with a final answer, if any.
+func runEndEvent(st *runstate.State, status runstate.Status, limit string) *RunEndEvent {
+	return &RunEndEvent{Header: Header{Type: TypeRunEnd}, Status: status, LastAgent: st.Agent, Turns: st.Turns,
+		Handoffs: st.Handoffs, Usage: st.Usage, Output: st.FinalOutput, Limit: limit}
+}

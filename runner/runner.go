@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/batonhq/baton/agent"
@@ -83,8 +81,6 @@ type Runner struct {
 	log    *slog.Logger
 	sleep  retry.Sleeper
 	retry  retry.Policy
-	ids    atomic.Uint64
-	boot   string
 }
 
 // plan is what the runner precomputes per agent.
@@ -136,7 +132,6 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Limits != nil {
 		r.limits = cfg.Limits.Defaults()
 	}
-	r.boot = strconv.FormatInt(time.Now().UnixNano(), 36)
 	for _, a := range cfg.Network.Agents() {
 		p := &plan{a: a, byName: map[string]toolEntry{}}
 		for _, t := range a.Tools {
@@ -208,7 +203,7 @@ func WithLastAgent(name string) RunOption { return func(o *runOpts) { o.lastAgen
 // WithAgent starts the run with the named agent, bypassing the picker.
 func WithAgent(name string) RunOption { return func(o *runOpts) { o.agent = name } }
 
-// WithRunID sets the run id (default: a new unique id).
+// WithRunID sets the run id. Defaults to a new random id ([runstate.NewRunID]).
 func WithRunID(id string) RunOption { return func(o *runOpts) { o.runID = id } }
 
 // WithValues gives small JSON application values to the run; they are kept in
@@ -358,10 +353,6 @@ func (r *Runner) ResumeStream(ctx context.Context, st *runstate.State, opts ...R
 	}
 }
 
-func (r *Runner) newRunID() string {
-	return "run_" + r.boot + strconv.FormatUint(r.ids.Add(1), 36)
-}
-
 func collectOpts(opts []RunOption) runOpts {
 	if len(opts) == 0 {
 		return runOpts{}
@@ -399,10 +390,10 @@ func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit
 	}
 	runID := o.runID
 	if runID == "" {
-		runID = r.newRunID()
+		runID = runstate.NewRunID()
 	}
 	in := message.User(input)
-	in.ID = runID + "-m1"
+	in.ID = runstate.MessageID(runID, 1)
 	hist := message.Repair(o.history, message.DropOrphans)
 	msgs := make([]message.Message, 0, len(hist)+8)
 	msgs = append(append(msgs, hist...), in)
@@ -418,8 +409,8 @@ func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit
 	x.input = input
 	if x.streaming() {
 		x.startEvents = []Event{
-			&RunStartEvent{Header: Header{Type: TypeRunStart}, RunID: runID, ThreadID: o.threadID, Network: r.net.Name(), Fingerprint: r.net.Fingerprint(), Agent: a.Name},
-			&AgentStartEvent{Header: Header{Type: TypeAgentStart}, Agent: a.Name, Reason: reason},
+			runStartEvent(st, a.Name, false),
+			agentStartEvent(a.Name, reason),
 		}
 	}
 	for _, g := range a.InputGuardrails {
@@ -457,7 +448,7 @@ func (r *Runner) resume(ctx context.Context, st *runstate.State, opts []RunOptio
 	x := r.newRun(st, o, emit)
 	x.resumed = true
 	x.input = firstUserText(st.Transcript)
-	x.emit(&RunStartEvent{Header: Header{Type: TypeRunStart}, RunID: st.RunID, ThreadID: st.ThreadID, Network: st.Network, Fingerprint: st.Fingerprint, Agent: st.Agent, Resumed: true})
+	x.emit(runStartEvent(st, st.Agent, true))
 	return x, nil
 }
 
@@ -481,61 +472,4 @@ func firstUserText(msgs []message.Message) string {
 		}
 	}
 	return ""
-}
-
-// applyDecisions answers the interrupt of st.
-func applyDecisions(st *runstate.State, ds []Decision) error {
-	if st.Interrupt == nil {
-		return errors.New("resume: interrupted run without an interrupt")
-	}
-	if len(ds) == 0 {
-		return fmt.Errorf("resume: interrupt %s needs a decision (approve, reject or edit)", st.Interrupt.ID)
-	}
-	decided := map[string]Decision{}
-	for _, d := range ds {
-		switch d.Type {
-		case DecisionApprove, DecisionReject, DecisionEdit:
-		default:
-			return fmt.Errorf("resume: unknown decision %q (want approve, reject or edit)", d.Type)
-		}
-		if d.Type == DecisionEdit && len(d.Args) == 0 {
-			return errors.New("resume: an edit decision needs args")
-		}
-		if d.CallID == "" {
-			for _, ar := range st.Interrupt.ActionRequests {
-				if _, ok := decided[ar.CallID]; !ok {
-					decided[ar.CallID] = d
-				}
-			}
-			continue
-		}
-		decided[d.CallID] = d
-	}
-	for _, ar := range st.Interrupt.ActionRequests {
-		if _, ok := decided[ar.CallID]; !ok {
-			return fmt.Errorf("resume: no decision for call %s (%s)", ar.CallID, ar.Name)
-		}
-	}
-	for i := range st.Pending {
-		p := &st.Pending[i]
-		d, ok := decided[p.Call.ID]
-		if !ok {
-			continue
-		}
-		switch d.Type {
-		case DecisionApprove:
-			p.Approved = true
-		case DecisionEdit:
-			p.Call.Arguments = d.Args
-			p.Approved = true
-		case DecisionReject:
-			msg := "rejected by a human reviewer"
-			if d.Message != "" {
-				msg += ": " + d.Message
-			}
-			p.Result = &runstate.Result{Output: msg, IsError: true}
-		}
-	}
-	st.Interrupt = nil
-	return nil
 }

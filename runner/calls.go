@@ -1,0 +1,480 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/retry"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/policy"
+	"github.com/batonhq/baton/runstate"
+)
+
+// This file is the calls of a turn: the stops before they run (approval
+// interrupts, the background boundary and its inline fallback), tools and
+// agent tools with their results recorded as they return, and the results
+// joined to the history.
+
+// runPending executes the pending calls of the last turn. It returns
+// wait=true when the run stopped for a human decision or a background worker.
+func (x *run) runPending(ctx context.Context) (wait bool, err error) {
+	p := x.r.plans[x.st.Agent]
+
+	// 1, 2. Calls that need a decision or a worker stop the run (checked
+	// here for calls resumed from a checkpoint; takeTurn checked the others).
+	if !x.callsChecked {
+		if stopped, err := x.stopForCalls(ctx, p); stopped || err != nil {
+			return true, err
+		}
+	}
+	x.callsChecked = false
+	// 3. Tools and agent tools run (concurrently when several); the first
+	// handoff call wins and the others are answered "not taken".
+	if err := x.execTools(ctx, p); err != nil {
+		return false, err
+	}
+	return x.afterTools(ctx, p)
+}
+
+// stopForCalls stops the run before its pending calls run when one needs a
+// human decision (interrupted) or, inline with a background boundary, a
+// worker (suspended), and writes the checkpoint of the stop. It reports
+// stopped when the run no longer continues here: it waits, or the failed
+// hand-over's fallback answered without tools. Calling it again for the
+// same calls changes nothing.
+func (x *run) stopForCalls(ctx context.Context, p *plan) (stopped bool, err error) {
+	// 1. Calls that need a human decision stop the run.
+	if ir := x.approvals(ctx, p); ir != nil {
+		if !x.sub {
+			return true, x.interrupt(ctx, ir)
+		}
+		x.refuseApprovals()
+	}
+	// 2. Slow calls go to a background worker when the run is inline.
+	if x.o.background && !x.sub {
+		if slow := x.slowCalls(p); len(slow) > 0 {
+			return true, x.suspend(ctx, p, slow)
+		}
+	}
+	return false, nil
+}
+
+// approvals returns an interrupt for the pending calls that need a decision.
+func (x *run) approvals(ctx context.Context, p *plan) *runstate.Interrupt {
+	st := x.st
+	var ir *runstate.Interrupt
+	for i := range st.Pending {
+		pc := &st.Pending[i]
+		if pc.Result != nil || pc.Approved || pc.Kind != runstate.CallTool {
+			continue
+		}
+		e := p.byName[pc.Call.Name]
+		if e.tool == nil || e.tool.RequireApproval == nil || !e.tool.RequireApproval(ctx, pc.Call.Arguments) {
+			continue
+		}
+		if ir == nil {
+			// Its id names the step of the checkpoint that records it.
+			ir = &runstate.Interrupt{SchemaVersion: 1, ID: runstate.InterruptID(st.RunID, st.Step+1), Source: "tool_approval"}
+		}
+		ir.ActionRequests = append(ir.ActionRequests, runstate.ActionRequest{Name: pc.Call.Name, Args: pc.Call.Arguments, CallID: pc.Call.ID,
+			Description: "Approve the call of " + pc.Call.Name + " by " + st.Agent})
+	}
+	return ir
+}
+
+// interrupt stops the run until a human decides on ir.
+func (x *run) interrupt(ctx context.Context, ir *runstate.Interrupt) error {
+	x.st.Status = runstate.StatusInterrupted
+	x.st.Interrupt = ir
+	x.emit(interruptEvent(ir))
+	return x.checkpoint(ctx)
+}
+
+// applyDecisions answers the interrupt of st.
+func applyDecisions(st *runstate.State, ds []Decision) error {
+	if st.Interrupt == nil {
+		return errors.New("resume: interrupted run without an interrupt")
+	}
+	if len(ds) == 0 {
+		return fmt.Errorf("resume: interrupt %s needs a decision (approve, reject or edit)", st.Interrupt.ID)
+	}
+	decided := map[string]Decision{}
+	for _, d := range ds {
+		switch d.Type {
+		case DecisionApprove, DecisionReject, DecisionEdit:
+		default:
+			return fmt.Errorf("resume: unknown decision %q (want approve, reject or edit)", d.Type)
+		}
+		if d.Type == DecisionEdit && len(d.Args) == 0 {
+			return errors.New("resume: an edit decision needs args")
+		}
+		if d.CallID == "" {
+			for _, ar := range st.Interrupt.ActionRequests {
+				if _, ok := decided[ar.CallID]; !ok {
+					decided[ar.CallID] = d
+				}
+			}
+			continue
+		}
+		decided[d.CallID] = d
+	}
+	for _, ar := range st.Interrupt.ActionRequests {
+		if _, ok := decided[ar.CallID]; !ok {
+			return fmt.Errorf("resume: no decision for call %s (%s)", ar.CallID, ar.Name)
+		}
+	}
+	for i := range st.Pending {
+		p := &st.Pending[i]
+		d, ok := decided[p.Call.ID]
+		if !ok {
+			continue
+		}
+		switch d.Type {
+		case DecisionApprove:
+			p.Approved = true
+		case DecisionEdit:
+			p.Call.Arguments = d.Args
+			p.Approved = true
+		case DecisionReject:
+			msg := "rejected by a human reviewer"
+			if d.Message != "" {
+				msg += ": " + d.Message
+			}
+			p.Result = &runstate.Result{Output: msg, IsError: true}
+		}
+	}
+	st.Interrupt = nil
+	return nil
+}
+
+// refuseApprovals answers, in a sub-run, the calls that would need a
+// human's approval: nobody can give it there.
+func (x *run) refuseApprovals() {
+	st := x.st
+	for i := range st.Pending {
+		if st.Pending[i].Result == nil && !st.Pending[i].Approved {
+			st.Pending[i].Result = &runstate.Result{Output: "this tool needs human approval, which is not available when an agent is called as a tool", IsError: true}
+		}
+	}
+}
+
+// slowCalls returns the ids of the pending tool calls without a result that
+// a background worker runs: slow tools, or any tool of a background agent.
+func (x *run) slowCalls(p *plan) []string {
+	var slow []string
+	for _, pc := range x.st.Pending {
+		if pc.Result == nil && pc.Kind == runstate.CallTool {
+			if e := p.byName[pc.Call.Name]; e.tool != nil && (e.tool.Slow || p.a.Background) {
+				slow = append(slow, pc.Call.ID)
+			}
+		}
+	}
+	return slow
+}
+
+// suspend stops the run for a background worker before the slow calls run.
+// When the checkpoint of the suspension is refused and the run has a
+// fallback, the run finishes inline instead.
+func (x *run) suspend(ctx context.Context, p *plan, slow []string) error {
+	x.st.Status = runstate.StatusSuspended
+	x.emit(suspendedEvent(x.st.Agent, slow))
+	err := x.checkpoint(ctx)
+	if err == nil || x.o.fallback == nil || ctx.Err() != nil {
+		return err
+	}
+	return x.inlineFallback(ctx, p, err)
+}
+
+// inlineFallback finishes a run whose hand-over to a background worker
+// failed (the checkpoint of the suspension was refused): the calls without a
+// result get the notice as an error result, and the agent answers once
+// without tools.
+func (x *run) inlineFallback(ctx context.Context, p *plan, cause error) error {
+	st := x.st
+	st.Status = runstate.StatusRunning
+	if x.end.seq != 0 {
+		// The refused checkpoint reserved run_end's seq; give it back.
+		if st.Seq == x.end.seq {
+			st.Seq--
+		}
+		x.end.seq = 0
+	}
+	notice := x.o.fallback(ctx, cause)
+	if notice == "" {
+		notice = DefaultFallbackNotice
+	}
+	x.r.log.WarnContext(ctx, "background hand-over failed; answering without tools", "run_id", st.RunID, "thread_id", st.ThreadID, "agent", st.Agent, "error", cause)
+	x.joinResults(notice)
+	msg, err := x.callModel(ctx, p, false)
+	if err != nil {
+		return err
+	}
+	if msg.HasToolCalls() {
+		x.joinResults(notice)
+	}
+	st.Status = runstate.StatusCompleted
+	st.FinalOutput = msg.Text()
+	return x.checkpoint(ctx)
+}
+
+// execTools runs every pending non-handoff call that has no result yet and
+// records each result the moment it returns.
+func (x *run) execTools(ctx context.Context, p *plan) error {
+	st := x.st
+	var todo []int
+	for i := range st.Pending {
+		if st.Pending[i].Result == nil && st.Pending[i].Kind != runstate.CallHandoff {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if len(todo) == 1 {
+		return x.execOne(ctx, p, todo[0])
+	}
+	return x.execParallel(ctx, p, todo)
+}
+
+// execParallel runs the pending calls todo concurrently, at most
+// Config.MaxParallelTools at once; the first error cancels the others.
+func (x *run) execParallel(ctx context.Context, p *plan, todo []int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, x.r.cfg.MaxParallelTools)
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for k, i := range todo {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := x.execOne(ctx, p, i); err != nil {
+				errs[k] = err
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// execOne runs pending call i and records its result.
+func (x *run) execOne(ctx context.Context, p *plan, i int) error {
+	st := x.st
+	x.mu.Lock()
+	pc := st.Pending[i]
+	x.mu.Unlock()
+	e := p.byName[pc.Call.Name]
+	tctx, end := x.r.cfg.Observer.StartTool(ctx, ToolInfo{RunID: st.RunID, Agent: st.Agent, Tool: pc.Call.Name, CallID: pc.Call.ID, Kind: string(pc.Kind)})
+	out, isErr, err := x.callTool(tctx, p, e, pc.Call)
+	end(out, isErr, err)
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	st.Pending[i].Result = &runstate.Result{Output: out, IsError: isErr}
+	if x.joinFollows() {
+		// The turn's last result, and no handoff to prepare: afterTools
+		// joins the results and checkpoints them right away, with nothing
+		// in between, so this checkpoint would be written twice.
+		return nil
+	}
+	return x.checkpoint(ctx)
+}
+
+// joinFollows reports whether every pending call has its result and none
+// is a handoff (whose preparation, with its hook, comes before the join):
+// what afterTools checkpoints next is then this state, joined.
+func (x *run) joinFollows() bool {
+	for _, pc := range x.st.Pending {
+		if pc.Result == nil || pc.Kind == runstate.CallHandoff {
+			return false
+		}
+	}
+	return true
+}
+
+// callTool executes one call. Failures the model should see come back as
+// isErr results; err is for failures that end the run.
+func (x *run) callTool(ctx context.Context, p *plan, e toolEntry, call message.ToolCall) (out string, isErr bool, err error) {
+	switch {
+	case e.kind == runstate.CallAgentTool:
+		return x.callAgentTool(ctx, e.agentTool, call)
+	case e.tool == nil && call.Name == HandoffContextTool && x.st.Handoff != nil:
+		out, isErr = x.readHandoffContext(call)
+		return out, isErr, nil
+	case e.tool == nil:
+		return "unknown tool " + strconv.Quote(call.Name) + " for agent " + p.a.Name, true, nil
+	}
+	tool := e.tool
+	args, perr := agent.ParseArguments(tool.Name, call.Arguments, tool.Validator())
+	if perr != nil {
+		return perr.Error(), true, nil
+	}
+	st := x.st
+	ci := &agent.CallInfo{RunID: st.RunID, ThreadID: st.ThreadID, Agent: st.Agent, CallID: call.ID,
+		IdempotencyKey: st.RunID + ":" + call.ID}
+	cctx := agent.WithCall(ctx, ci)
+	err = retry.Do(ctx, x.r.retry, x.r.sleep, nil, func(attempt int, err error, d time.Duration) {
+		x.r.log.WarnContext(ctx, "tool failed; retrying", "run_id", st.RunID, "tool", tool.Name, "attempt", attempt, "delay", d, "error", err)
+	}, func(int) error {
+		out, err = invoke(cctx, tool, args)
+		return err
+	})
+	switch {
+	case err == nil:
+		return out, false, nil
+	case retry.Transient(err):
+		return "", false, &Error{Kind: KindToolTransient, Agent: st.Agent, Err: fmt.Errorf("tool %s: %w", tool.Name, err)}
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return "", false, ctx.Err()
+	}
+	return "error: " + err.Error(), true, nil
+}
+
+// readHandoffContext answers a call of [HandoffContextTool]: the full value
+// of a field of the active handoff context delivered by reference.
+func (x *run) readHandoffContext(call message.ToolCall) (out string, isErr bool) {
+	var in struct {
+		Ref string `json:"ref"`
+	}
+	if json.Unmarshal(call.Arguments, &in) != nil {
+		return "invalid arguments: want {\"ref\": string}", true
+	}
+	v, ok := x.st.Handoff.Lookup(in.Ref)
+	if !ok {
+		return "unknown reference " + strconv.Quote(in.Ref), true
+	}
+	return string(v), false
+}
+
+// invoke calls a tool, turning a panic into an error and applying its timeout.
+func invoke(ctx context.Context, t *agent.Tool, args json.RawMessage) (out string, err error) {
+	if t.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("tool %s panicked: %v\n%s", t.Name, v, debug.Stack())
+		}
+	}()
+	return t.Func(ctx, args)
+}
+
+// callAgentTool runs a specialist on its own history and returns its answer.
+func (x *run) callAgentTool(ctx context.Context, at *agent.AgentTool, call message.ToolCall) (string, bool, error) {
+	var in struct {
+		Input string `json:"input"`
+	}
+	if err := json.Unmarshal(call.Arguments, &in); err != nil || in.Input == "" {
+		return "invalid arguments: want {\"input\": non-empty string}", true, nil
+	}
+	parent := x.st
+	child := &runstate.State{SchemaVersion: runstate.SchemaVersion, RunID: runstate.SubRunID(parent.RunID, call.ID), ThreadID: parent.ThreadID,
+		Network: parent.Network, Fingerprint: parent.Fingerprint, Agent: at.Agent,
+		Messages: []message.Message{message.User(in.Input)}, Trail: []string{at.Agent}, Status: runstate.StatusRunning, Values: parent.Values}
+	sub := &run{r: x.r, st: child, sub: true, input: in.Input, began: time.Now()}
+	err := sub.loop(ctx)
+	x.mu.Lock()
+	parent.Usage.Add(child.Usage)
+	x.mu.Unlock()
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return "", false, err
+		}
+		var re *Error
+		if errors.As(err, &re) && (re.Kind == KindModelTransient || re.Kind == KindToolTransient) {
+			return "", false, err
+		}
+		return "error: " + at.Agent + " failed: " + err.Error(), true, nil
+	}
+	return child.FinalOutput, false, nil
+}
+
+// afterTools finishes a turn whose calls ran: the winning handoff, the
+// results joined to the history, the checkpoint, the policy.
+func (x *run) afterTools(ctx context.Context, p *plan) (wait bool, err error) {
+	st := x.st
+	var move *pendingMove
+	if win := x.firstHandoff(p); win >= 0 {
+		move, err = x.prepareHandoff(ctx, p, &st.Pending[win])
+		if err != nil {
+			return false, err
+		}
+	}
+	// 4. The results join the history in call order.
+	x.joinResults("")
+	if move != nil {
+		if move.limit != nil {
+			return false, x.limit(ctx, move.limit)
+		}
+		x.transfer(ctx, move)
+		return false, x.checkpoint(ctx)
+	}
+	if err := x.checkpoint(ctx); err != nil {
+		return false, err
+	}
+	d, ok, err := x.r.cfg.Policy.Next(ctx, x.view(policy.AfterTools, ""))
+	if err != nil {
+		return false, &Error{Kind: KindSystem, Agent: st.Agent, Err: fmt.Errorf("policy %s: %w", x.r.cfg.Policy.Name(), err)}
+	}
+	if ok {
+		return false, x.policyHandoff(ctx, d)
+	}
+	return false, nil
+}
+
+// firstHandoff returns the index of the turn's first pending handoff call
+// without a result, the one taken (-1 if none), and answers the others
+// "not taken".
+func (x *run) firstHandoff(p *plan) int {
+	st := x.st
+	win := -1
+	for i := range st.Pending {
+		pc := &st.Pending[i]
+		if pc.Kind != runstate.CallHandoff || pc.Result != nil {
+			continue
+		}
+		if win < 0 {
+			win = i
+			continue
+		}
+		first := p.byName[st.Pending[win].Call.Name].handoff.To
+		pc.Result = &runstate.Result{Output: "not taken: this turn already hands off to " + first + "; only the first handoff of a turn is taken", IsError: true}
+		x.emit(&HandoffRejectedEvent{Header: Header{Type: TypeHandoffRejected}, From: st.Agent, To: p.byName[pc.Call.Name].handoff.To, Tool: pc.Call.Name, Error: pc.Result.Output})
+	}
+	return win
+}
+
+// joinResults appends the results of the pending calls to the history in
+// call order, emits them, and clears the pending calls. A call without a
+// recorded result is answered with missing as an error result.
+func (x *run) joinResults(missing string) {
+	st := x.st
+	for i := range st.Pending {
+		pc := &st.Pending[i]
+		if pc.Result == nil {
+			pc.Result = &runstate.Result{Output: missing, IsError: true}
+		}
+		tm := message.ToolResult(st.Agent, pc.Call.ID, pc.Call.Name, pc.Result.Output, pc.Result.IsError)
+		tm.ID = x.msgID()
+		st.Messages = append(st.Messages, tm)
+		st.Transcript = append(st.Transcript, tm)
+		if x.streaming() {
+			x.emit(toolResultEvent(tm.Agent, &tm.Parts[0]))
+		}
+	}
+	st.Pending = nil
+}

@@ -1,0 +1,304 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/handoff"
+	"github.com/batonhq/baton/internal/retry"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/runstate"
+)
+
+// This file is the model turn: the request (system prompt, tools offered),
+// the model stream with its retries and text deltas, and the answer
+// recorded in the state.
+
+// takeTurn makes one model turn of the active agent and handles its answer:
+// its calls become pending (checkpointed, or stopping the run), an answer
+// without calls goes to answered. It reports done when the loop ends here.
+func (x *run) takeTurn(ctx context.Context) (done bool, err error) {
+	st := x.st
+	p := x.r.plans[st.Agent]
+	if st.Turns >= x.r.limits.MaxTurns {
+		return true, x.limit(ctx, &LimitError{Limit: LimitMaxTurns, Max: int64(x.r.limits.MaxTurns), Agent: st.Agent})
+	}
+	msg, err := x.callModel(ctx, p, true)
+	if err != nil {
+		return true, err
+	}
+	if b := x.r.limits.TokenBudget; b > 0 && st.Usage.Total() > b {
+		if msg.HasToolCalls() {
+			// The calls will not run: answer them so the history stays valid.
+			x.joinResults("not run: the run's token budget is spent")
+		}
+		return true, x.limit(ctx, &LimitError{Limit: LimitTokenBudget, Max: b, Agent: st.Agent})
+	}
+	if msg.HasToolCalls() {
+		// Calls that stop the run (for a human decision or a background
+		// worker) are checkpointed once, with the stop, rather than after
+		// the turn and again at the stop.
+		if stopped, err := x.stopForCalls(ctx, p); stopped || err != nil {
+			return true, err
+		}
+		if err := x.checkpoint(ctx); err != nil {
+			return true, err
+		}
+		x.callsChecked = true
+		return false, nil
+	}
+	return x.answered(ctx, p, msg)
+}
+
+// callModel makes one model call for the active agent (with tools when
+// withTools), records the answer in the state and, if it has tool calls,
+// makes them pending. It returns the recorded message.
+func (x *run) callModel(ctx context.Context, p *plan, withTools bool) (*message.Message, error) {
+	req, err := x.request(ctx, p, withTools)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := x.call(ctx, p.a, req)
+	if err != nil {
+		return nil, err
+	}
+	return x.record(p, resp), nil
+}
+
+// request builds the active agent's model request: its history, its system
+// prompt (instructions, handoff context, the extensions' text), the tools
+// offered (none unless withTools) and its output schema.
+func (x *run) request(ctx context.Context, p *plan, withTools bool) (*model.Request, error) {
+	a := p.a
+	req := &model.Request{Agent: a.Name, Messages: x.st.Messages, Settings: a.Settings}
+	sys, err := x.system(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	extra, err := x.beforeTurn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req.System = joinPrompt(sys, extra)
+	if withTools {
+		req.Tools = x.tools(ctx, p)
+	} else {
+		req.Settings.ToolChoice = ""
+	}
+	if len(a.OutputSchema) > 0 {
+		req.Output = &model.OutputSchema{Name: a.Name + "_output", Schema: a.OutputSchema, Strict: true}
+	}
+	return req, nil
+}
+
+// call streams req to a's model, retrying transient failures, each attempt
+// observed.
+func (x *run) call(ctx context.Context, a *agent.Agent, req *model.Request) (*model.Response, error) {
+	st := x.st
+	var resp *model.Response
+	err := retry.Do(ctx, x.r.retry, x.r.sleep, nil, func(attempt int, err error, d time.Duration) {
+		x.r.log.WarnContext(ctx, "model call failed; retrying", "run_id", st.RunID, "agent", a.Name, "attempt", attempt, "delay", d, "error", err)
+	}, func(attempt int) error {
+		mctx, end := x.r.cfg.Observer.StartModel(ctx, ModelInfo{RunID: st.RunID, Agent: a.Name, Model: a.ModelName, Attempt: attempt})
+		var err error
+		resp, err = x.stream(mctx, a, req)
+		end(resp, err)
+		return err
+	})
+	if err != nil {
+		return nil, modelError(a.Name, err)
+	}
+	return resp, nil
+}
+
+// record appends the model's answer to the history and the transcript,
+// counts the turn and its usage, makes its tool calls pending and emits
+// the answer's events. It returns the message as recorded in the history.
+func (x *run) record(p *plan, resp *model.Response) *message.Message {
+	st := x.st
+	st.Turns++
+	st.Usage.Add(resp.Usage)
+	x.turn.requestID = resp.RequestID
+	m := resp.Message
+	m.Role = message.RoleAssistant
+	m.Agent = p.a.Name
+	m.ID = x.msgID()
+	if m.Usage == nil && !resp.Usage.IsZero() {
+		u := resp.Usage
+		m.Usage = &u
+	}
+	st.Messages = append(st.Messages, m)
+	st.Transcript = append(st.Transcript, m)
+	x.pend(p, &m)
+	if x.streaming() {
+		for _, e := range appendAnswerEvents(nil, &m) {
+			x.emit(e)
+		}
+	}
+	return &st.Messages[len(st.Messages)-1]
+}
+
+// pend makes the tool calls of m, the active agent's answer, the run's
+// pending calls.
+func (x *run) pend(p *plan, m *message.Message) {
+	calls := 0
+	for i := range m.Parts {
+		if m.Parts[i].Type == message.PartToolCall {
+			calls++
+		}
+	}
+	if calls == 0 {
+		return
+	}
+	st := x.st
+	st.Pending = make([]runstate.PendingCall, 0, calls)
+	for i := range m.Parts {
+		pt := &m.Parts[i]
+		if pt.Type != message.PartToolCall {
+			continue
+		}
+		call := message.ToolCall{ID: pt.CallID, Name: pt.Name, Arguments: pt.Arguments}
+		st.Pending = append(st.Pending, runstate.PendingCall{Call: call, Kind: p.byName[pt.Name].kind})
+	}
+}
+
+// stream drains one model stream, emitting text deltas.
+func (x *run) stream(ctx context.Context, a *agent.Agent, req *model.Request) (*model.Response, error) {
+	if x.turn.onChunk == nil {
+		x.turn.onChunk = x.chunk // one closure per run, reused by every model call
+	}
+	x.turn.cs = chunkState{a: a}
+	a.Model.Stream(ctx, req)(x.turn.onChunk)
+	cs := &x.turn.cs
+	switch {
+	case cs.err != nil:
+		return nil, cs.err
+	case cs.done:
+		return &cs.resp, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return nil, model.ErrNoDone
+}
+
+// chunkState is the state of the model stream being drained.
+type chunkState struct {
+	a    *agent.Agent
+	resp model.Response
+	done bool
+	err  error
+}
+
+// chunk takes one chunk of the model stream being drained: a text delta is
+// emitted, the done chunk is the response.
+func (x *run) chunk(c model.Chunk, err error) bool {
+	cs := &x.turn.cs
+	if err != nil {
+		cs.err = err
+		return false
+	}
+	switch c.Type {
+	case model.ChunkText:
+		if x.streaming() && c.Text != "" {
+			if !x.emit(&TextDeltaEvent{Header: Header{Type: TypeTextDelta}, Agent: cs.a.Name, Delta: c.Text}) {
+				cs.err = errStopped
+				return false
+			}
+		}
+	case model.ChunkDone:
+		if c.Message == nil {
+			cs.err = model.ErrNoDone
+			return false
+		}
+		cs.resp = model.Response{Message: *c.Message, Usage: c.Usage, FinishReason: c.FinishReason, RequestID: c.RequestID, Model: c.Model}
+		cs.done = true
+		return false
+	}
+	return true
+}
+
+// msgID is the id of the next message of the run's transcript.
+func (x *run) msgID() string {
+	return runstate.MessageID(x.st.RunID, len(x.st.Transcript)+1)
+}
+
+// system builds the active agent's system prompt.
+func (x *run) system(ctx context.Context, p *plan) (string, error) {
+	st := x.st
+	a := p.a
+	sys := a.Instructions
+	if a.InstructionsFunc != nil {
+		s, err := a.InstructionsFunc(ctx, x.runContext())
+		if err != nil {
+			return "", &Error{Kind: KindSystem, Agent: a.Name, Err: fmt.Errorf("instructions: %w", err)}
+		}
+		sys = s
+	}
+	if hc := st.Handoff; hc != nil && hc.To == a.Name {
+		sys = joinPrompt(sys, x.handoffBlock(hc).text)
+	}
+	return sys, nil
+}
+
+// block is a rendered handoff context, cached for the run: rendering parses
+// the context data, and the block goes into every call of the target.
+type block struct {
+	hc   *handoff.Context
+	text string
+	refs bool
+}
+
+func (x *run) handoffBlock(hc *handoff.Context) *block {
+	if x.turn.block.hc != hc {
+		text, refs := hc.RenderRefs()
+		x.turn.block = block{hc: hc, text: text, refs: refs}
+	}
+	return &x.turn.block
+}
+
+func joinPrompt(a, b string) string {
+	switch {
+	case b == "":
+		return a
+	case a == "":
+		return b
+	}
+	return a + "\n\n" + b
+}
+
+// tools returns the tools offered to the active agent's model.
+func (x *run) tools(ctx context.Context, p *plan) []model.Tool {
+	hc := x.st.Handoff
+	refs := hc != nil && hc.To == p.a.Name && x.handoffBlock(hc).refs
+	if !p.dynamic && !refs {
+		return p.tools
+	}
+	out := make([]model.Tool, 0, len(p.tools)+1)
+	var info *handoff.Info
+	for _, t := range p.tools {
+		if e := p.byName[t.Name]; e.kind == runstate.CallHandoff && e.handoff.Enabled != nil {
+			if info == nil {
+				info = &handoff.Info{RunID: x.st.RunID, ThreadID: x.st.ThreadID, Agent: p.a.Name, Turns: x.st.Turns, Handoffs: x.st.Handoffs, Messages: x.st.Messages}
+			}
+			if !e.handoff.Enabled(ctx, *info) {
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	if refs {
+		out = append(out, model.Tool{Name: HandoffContextTool, Description: "Read the full value of a handoff context field delivered by reference.", Parameters: handoffContextParams})
+	}
+	return out
+}
+
+// runContext is the run as instructions, tools and extensions see it.
+func (x *run) runContext() *agent.RunContext {
+	st := x.st
+	return &agent.RunContext{RunID: st.RunID, ThreadID: st.ThreadID, Agent: st.Agent, Handoff: st.Handoff,
+		Messages: st.Messages, Turns: st.Turns, Handoffs: st.Handoffs, Values: st.Values}
+}
