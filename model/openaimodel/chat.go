@@ -67,16 +67,10 @@ func (m *Model) chatParams(req *model.Request) (openai.ChatCompletionNewParams, 
 			}
 			p.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: s.ToolChoice})
 		}
-		if s.ParallelToolCalls != nil {
-			p.ParallelToolCalls = param.NewOpt(*s.ParallelToolCalls)
-		}
+		p.ParallelToolCalls = optional(s.ParallelToolCalls)
 	}
-	if s.Temperature != nil {
-		p.Temperature = param.NewOpt(*s.Temperature)
-	}
-	if s.TopP != nil {
-		p.TopP = param.NewOpt(*s.TopP)
-	}
+	p.Temperature = optional(s.Temperature)
+	p.TopP = optional(s.TopP)
 	if s.MaxTokens > 0 {
 		if m.compat {
 			p.MaxTokens = param.NewOpt(int64(s.MaxTokens))
@@ -190,6 +184,14 @@ func chatMessage(msg *message.Message) ([]openai.ChatCompletionMessageParamUnion
 	return nil, false, fmt.Errorf("%w: role %q", ErrUnsupported, msg.Role)
 }
 
+// optional is *v as an SDK parameter, or an omitted one when v is nil.
+func optional[T comparable](v *T) param.Opt[T] {
+	if v == nil {
+		return param.Opt[T]{}
+	}
+	return param.NewOpt(*v)
+}
+
 func textOnly(msg *message.Message) (string, error) {
 	for j := range msg.Parts {
 		if t := msg.Parts[j].Type; t != message.PartText {
@@ -214,13 +216,20 @@ func imageURL(p *message.Part) (string, error) {
 	return "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(p.Data), nil
 }
 
-// rawStream sends one streaming request through send, which passes the
-// given options to the SDK call, and returns the raw response, whose body
-// the caller closes; a failure is classified by callError.
-func (m *Model) rawStream(ctx context.Context, send func(opts ...option.RequestOption) error) (*http.Response, error) {
+// rawStream maps req to the parameters of one API call with build, sends
+// them as a streaming request through the SDK method call, and returns the
+// raw response, whose body the caller closes. On failure it yields the
+// error (a call failure classified by callError) and returns nil.
+func rawStream[P, R any](ctx context.Context, m *Model, req *model.Request, build func(*model.Request) (P, error),
+	call func(context.Context, P, ...option.RequestOption) (R, error), yield func(model.Chunk, error) bool) *http.Response {
+	params, err := build(req)
+	if err != nil {
+		yield(model.Chunk{}, fmt.Errorf("%s: %w", m.provider, err))
+		return nil
+	}
 	var capture httperr.Capture
 	var res *http.Response
-	err := send(option.WithJSONSet("stream", true), option.WithMiddleware(capture.Middleware), option.WithResponseBodyInto(&res))
+	_, err = call(ctx, params, option.WithJSONSet("stream", true), option.WithMiddleware(capture.Middleware), option.WithResponseBodyInto(&res))
 	if err == nil && res == nil {
 		err = errors.New("no response")
 	}
@@ -228,26 +237,18 @@ func (m *Model) rawStream(ctx context.Context, send func(opts ...option.RequestO
 		if res != nil && res.Body != nil {
 			_ = res.Body.Close()
 		}
-		return nil, m.callError(ctx, &capture, err)
+		yield(model.Chunk{}, m.callError(ctx, &capture, err))
+		return nil
 	}
-	return res, nil
+	return res
 }
 
 // streamChat runs one Chat Completions call.
 func (m *Model) streamChat(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
-	params, err := m.chatParams(req)
-	if err != nil {
-		yield(model.Chunk{}, fmt.Errorf("%s: %w", m.provider, err))
-		return
-	}
 	// The raw response is taken (instead of the SDK's stream) so that the
 	// [DONE] line can be told apart from a connection that just closed.
-	res, err := m.rawStream(ctx, func(opts ...option.RequestOption) error {
-		_, err := m.chat.New(ctx, params, opts...)
-		return err
-	})
-	if err != nil {
-		yield(model.Chunk{}, err)
+	res := rawStream(ctx, m, req, m.chatParams, m.chat.New, yield)
+	if res == nil {
 		return
 	}
 	defer res.Body.Close()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
@@ -86,16 +85,10 @@ func (m *Model) responsesParams(req *model.Request) (responses.ResponseNewParams
 			}
 			p.ToolChoice = responses.ResponseNewParamsToolChoiceUnion{OfFunctionTool: &responses.ToolChoiceFunctionParam{Name: s.ToolChoice}}
 		}
-		if s.ParallelToolCalls != nil {
-			p.ParallelToolCalls = param.NewOpt(*s.ParallelToolCalls)
-		}
+		p.ParallelToolCalls = optional(s.ParallelToolCalls)
 	}
-	if s.Temperature != nil {
-		p.Temperature = param.NewOpt(*s.Temperature)
-	}
-	if s.TopP != nil {
-		p.TopP = param.NewOpt(*s.TopP)
-	}
+	p.Temperature = optional(s.Temperature)
+	p.TopP = optional(s.TopP)
 	if s.MaxTokens > 0 {
 		p.MaxOutputTokens = param.NewOpt(int64(s.MaxTokens))
 	}
@@ -222,17 +215,8 @@ func (m *Model) responsesItems(msg *message.Message) ([]responses.ResponseInputI
 
 // streamResponses runs one Responses API call.
 func (m *Model) streamResponses(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
-	params, err := m.responsesParams(req)
-	if err != nil {
-		yield(model.Chunk{}, fmt.Errorf("%s: %w", m.provider, err))
-		return
-	}
-	res, err := m.rawStream(ctx, func(opts ...option.RequestOption) error {
-		_, err := m.responses.New(ctx, params, opts...)
-		return err
-	})
-	if err != nil {
-		yield(model.Chunk{}, err)
+	res := rawStream(ctx, m, req, m.responsesParams, m.responses.New, yield)
+	if res == nil {
 		return
 	}
 	defer res.Body.Close()
