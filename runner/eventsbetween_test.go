@@ -20,7 +20,9 @@ import (
 func TestEventsBetweenMatchesLive(t *testing.T) {
 	t.Parallel()
 	tool := func(name string) *agent.Tool {
-		return &agent.Tool{Name: name, Func: func(_ context.Context, args json.RawMessage) (string, error) { return name + " of " + string(args), nil }}
+		return &agent.Tool{Name: name, Func: func(_ context.Context, args json.RawMessage) (string, error) {
+			return name + " of " + string(args), nil
+		}}
 	}
 	for name, tc := range map[string]struct {
 		build  func() []*agent.Agent
