@@ -61,7 +61,7 @@ func BenchmarkContinuation(b *testing.B) {
 	for _, be := range backends(b) {
 		b.Run(be.name, func(b *testing.B) {
 			st := be.open(b)
-			if err := Migrate(context.Background(), st, nil); err != nil {
+			if err := driverOf(b, st).Migrate(context.Background(), nil); err != nil {
 				b.Fatal(err)
 			}
 			b.Run("River", func(b *testing.B) { benchRiver(b, st) })
@@ -244,24 +244,18 @@ func benchBaton(b *testing.B, st store.Store) {
 		resumed.mark(ci.RunID)
 		return `{"status":"shipped"}`, nil
 	}
-	r, err := runner.New(runner.Config{Network: benchNetwork(b, tool), Logger: testLogger()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc := threads.New(st, r, testLogger())
 	var done atomic.Int64
 	var last atomic.Int64
-	svc.Hook = func(_ context.Context, _ store.Tx, _ string, _ *store.Checkpoint, s *runstate.State) error {
-		if s.Status == runstate.StatusCompleted {
+	count := runner.ExtensionFuncs{Boundary: func(_ context.Context, bd *runner.Boundary) error {
+		if bd.State.Status == runstate.StatusCompleted {
 			done.Add(1)
 			last.Store(time.Now().UnixNano())
 		}
 		return nil
-	}
-	cont, err := New(Config{Store: st, Threads: svc, Workers: benchWorkers, FetchCooldown: benchFetchCooldown, Logger: testLogger(), NoMigrate: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+	}}
+	d, br := backendOf(b, st)
+	cont, svc := wire(b, st, benchNetwork(b, tool),
+		Config{Store: st, Driver: d, Broker: br, Workers: benchWorkers, FetchCooldown: benchFetchCooldown, Logger: testLogger(), NoMigrate: true}, count)
 	if err := cont.Start(ctx); err != nil {
 		b.Fatal(err)
 	}

@@ -13,11 +13,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/batonhq/baton/draft"
-	"github.com/batonhq/baton/draft/pgbroker"
 	"github.com/batonhq/baton/runner"
-	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/pgstore"
 	"github.com/batonhq/baton/threads"
 )
 
@@ -35,8 +32,8 @@ const (
 	DefaultIncompatibleText = "This request was started with another version of the assistant and cannot be continued. Please send it again."
 )
 
-// Config configures a [Service]. Store and Threads are required; the zero
-// value of every other field means its default.
+// Config configures a [Service]. Store, Driver and Broker are required; the
+// zero value of every other field means its default.
 type Config struct {
 	// Inject, if set, is called with the request's context when a run is
 	// handed over; what it returns (a trace context, e.g. telemetry.Inject)
@@ -46,16 +43,15 @@ type Config struct {
 	// carried trace context (e.g. a new trace linked to the request's span,
 	// telemetry.StartLinked); end is called when the delivery ends.
 	Link func(ctx context.Context, carrier map[string]string) (_ context.Context, end func())
-	// Store is baton's store: a *sqlitestore.Store or a *pgstore.Store.
-	// River's tables live in the same database (and schema).
+	// Store is baton's store. River's tables live in the same database (and
+	// schema).
 	Store store.Store
-	// Threads runs the turns that hand over and resumes them in workers.
-	// New installs the service's Hook on it (after any Hook already there)
-	// and an Exclude that keeps placeholders out of the model's history.
-	Threads *threads.Service
-	// Broker fans drafts out to subscribers. Defaults to a pgbroker.Broker
-	// (LISTEN/NOTIFY) on PostgreSQL and a draft.Hub (in-process) on SQLite;
-	// Start starts and Stop closes a default broker.
+	// Driver is River on the Store's database: [PostgresDriver] or
+	// [SQLiteDriver] of the same store.
+	Driver Driver
+	// Broker fans drafts out to subscribers: a pgbroker.Broker (LISTEN/NOTIFY)
+	// on PostgreSQL, a draft.Hub (in-process) on SQLite. Whoever made it
+	// starts and closes it.
 	Broker draft.Broker
 	// Draft tunes the draft writer of each continuation (flush every 200ms
 	// or 1.5 KiB by default).
@@ -65,7 +61,7 @@ type Config struct {
 	// Defaults to 10.
 	Workers int
 	// NoWorkers makes the service enqueue only: Start starts no River
-	// workers (`baton serve --no-workers`).
+	// workers (`baton serve --workers 0`, and the CLI's inline runs).
 	NoWorkers bool
 	// Queue is the River queue. Defaults to "baton".
 	Queue string
@@ -94,12 +90,20 @@ type Config struct {
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
 
-	// Finished, if set, is called in the worker after a continuation's
-	// final transaction committed, with the run's outcome (completed, or
-	// interrupted for a human decision), for work that follows a run, such
-	// as summary.Service.Cleanup of a thread handoff's seed. It is not
-	// called for continuations that fail.
-	Finished func(ctx context.Context, owner, threadID, runID string, status runstate.Status)
+	// LeaseTTL is how long the lease of a run executed inline in this
+	// process holds without a renewal; the process renews its leases every
+	// LeaseTTL/3. A run whose lease expired is adopted. Defaults to
+	// [DefaultLeaseTTL].
+	LeaseTTL time.Duration
+	// Holder names this process in the leases it holds. Defaults to the
+	// host name, the pid and a random part.
+	Holder string
+	// AdoptEvery is how often Start's adopter looks for expired leases.
+	// Defaults to LeaseTTL/2.
+	AdoptEvery time.Duration
+	// NoAdopt turns the adopter off: the process adopts no other process's
+	// runs (the CLI's inline runs; `baton serve` and `baton worker` adopt).
+	NoAdopt bool
 
 	// Notice, if set, is told why a hand-over failed and returns the
 	// notice the inline run's model gets instead of the slow tools' results
@@ -121,14 +125,22 @@ type Config struct {
 	testNoUnique bool
 }
 
+// DefaultLeaseTTL is the default [Config].LeaseTTL. With it, a run whose
+// process died is adopted within LeaseTTL + AdoptEvery (45 seconds) and
+// resumed by the next free worker.
+const DefaultLeaseTTL = 30 * time.Second
+
 func (c *Config) validate() error {
 	switch {
 	case c.Store == nil:
 		return errors.New("continuation: Config.Store is required")
-	case c.Threads == nil:
-		return errors.New("continuation: Config.Threads is required")
+	case c.Driver == nil:
+		return errors.New("continuation: Config.Driver is required")
+	case c.Broker == nil:
+		return errors.New("continuation: Config.Broker is required")
 	case c.Workers < 0, c.JobTimeout < 0, c.RescueStuckJobsAfter < 0, c.MaxAttempts < 0,
-		c.RetryBaseDelay < 0, c.RetryMaxDelay < 0, c.FetchCooldown < 0, c.FetchPollInterval < 0:
+		c.RetryBaseDelay < 0, c.RetryMaxDelay < 0, c.FetchCooldown < 0, c.FetchPollInterval < 0,
+		c.LeaseTTL < 0, c.AdoptEvery < 0:
 		return errors.New("continuation: Config has a negative count or duration")
 	}
 	if c.Workers == 0 {
@@ -155,6 +167,15 @@ func (c *Config) validate() error {
 	if c.RetryMaxDelay == 0 {
 		c.RetryMaxDelay = DefaultRetryMaxDelay
 	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.AdoptEvery == 0 {
+		c.AdoptEvery = c.LeaseTTL / 2
+	}
+	if c.Holder == "" {
+		c.Holder = newHolder()
+	}
 	if c.ErrorText == "" {
 		c.ErrorText = DefaultErrorText
 	}
@@ -164,8 +185,11 @@ func (c *Config) validate() error {
 	return nil
 }
 
-// Service hands runs to background workers and works them. Create it with
-// [New]; it is safe for concurrent use.
+// Service hands runs to background workers and works them, holds the
+// leases of the runs this process executes inline and adopts the runs of
+// processes that died. Create it with [New], put its [Service.Extension] in
+// the runner of the threads.Service given to [Service.Work]; it is safe for
+// concurrent use.
 type Service struct {
 	cfg     Config
 	st      store.Store
@@ -173,32 +197,21 @@ type Service struct {
 	fp      string
 	q       queue
 	broker  draft.Broker
-	// ownBroker is the default broker, which Start starts and Stop closes.
-	ownBroker *pgbroker.Broker
-	log       *slog.Logger
+	log     *slog.Logger
+	leases  *leases
 
 	mu      sync.Mutex
 	started bool
+	stop    context.CancelFunc
+	loops   sync.WaitGroup
 }
 
-// New returns a Service for cfg. It installs the service's Hook (and an
-// Exclude for placeholders) on cfg.Threads, so that every suspension of a
-// run of that threads.Service is handed to a worker. It connects to
-// nothing: Start does.
+// New returns a Service for cfg. It connects to nothing: Start does.
 func New(cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, st: cfg.Store, threads: cfg.Threads, fp: cfg.Threads.Runner().Network().Fingerprint(), log: cfg.Logger}
-	s.broker = cfg.Broker
-	if s.broker == nil {
-		if pg, ok := cfg.Store.(*pgstore.Store); ok {
-			s.ownBroker = pgbroker.New(pg, &pgbroker.Options{Logger: cfg.Logger})
-			s.broker = s.ownBroker
-		} else {
-			s.broker = draft.NewHub(cfg.Store)
-		}
-	}
+	s := &Service{cfg: cfg, st: cfg.Store, broker: cfg.Broker, log: cfg.Logger, leases: newLeases()}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
 		return nil, fmt.Errorf("continuation: %w", err)
@@ -217,25 +230,25 @@ func New(cfg Config) (*Service, error) {
 	if !cfg.NoWorkers {
 		rc.Queues = map[string]river.QueueConfig{cfg.Queue: {MaxWorkers: cfg.Workers}}
 	}
-	q, err := newQueue(cfg.Store, rc, !cfg.NoWorkers)
+	q, err := cfg.Driver.queue(rc, !cfg.NoWorkers)
 	if err != nil {
 		return nil, err
 	}
 	s.q = q
-	prev := cfg.Threads.Hook
-	cfg.Threads.Hook = func(ctx context.Context, tx store.Tx, owner string, cp *store.Checkpoint, st *runstate.State) error {
-		if prev != nil {
-			if err := prev(ctx, tx, owner, cp, st); err != nil {
-				return err
-			}
-		}
-		return s.Hook(ctx, tx, owner, cp, st)
-	}
-	prevEx := cfg.Threads.Exclude
-	cfg.Threads.Exclude = func(m *store.Message) bool {
+	return s, nil
+}
+
+// Work makes the service resume runs through th: its workers resume
+// continuations with th.ResumeCheckpoint, and th's turns leave placeholders
+// out of the model's history. th's runner must carry [Service.Extension].
+// Call it once, before Start.
+func (s *Service) Work(th *threads.Service) {
+	s.threads = th
+	s.fp = th.Runner().Network().Fingerprint()
+	prevEx := th.Exclude
+	th.Exclude = func(m *store.Message) bool {
 		return IsPlaceholder(m) || prevEx != nil && prevEx(m)
 	}
-	return s, nil
 }
 
 // Broker returns the draft broker subscribers use: Subscribe(ctx,
@@ -261,48 +274,43 @@ func (s *Service) notice(ctx context.Context, err error) string {
 // Migrate applies River's migrations (the store's own are applied when it
 // is opened). It is safe to call from several processes at once.
 func (s *Service) Migrate(ctx context.Context) error {
-	return s.q.migrate(ctx, s.log)
+	return s.cfg.Driver.Migrate(ctx, s.log)
 }
 
-// Migrate applies River's migrations to st's database (its schema, on
-// PostgreSQL), after the store's own, which opening st applies: what
-// `baton migrate` runs. It is safe to call from several processes at once.
-// logger may be nil.
-func Migrate(ctx context.Context, st store.Store, logger *slog.Logger) error {
-	q, err := newQueue(st, nil, false)
-	if err != nil {
-		return err
-	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	return q.migrate(ctx, logger)
-}
-
-// Start migrates River's tables (unless Config.NoMigrate), starts the
-// default broker and, unless Config.NoWorkers, River's workers. Workers
-// stop when Stop is called or ctx ends.
+// Start migrates River's tables (unless Config.NoMigrate), starts River's
+// workers (unless Config.NoWorkers), the renewal of this process's leases
+// and (unless Config.NoAdopt) the adopter of expired ones. They stop when
+// Stop is called or ctx ends. Workers need [Service.Work] first.
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
 		return errors.New("continuation: already started")
 	}
+	if !s.cfg.NoWorkers && s.threads == nil {
+		return errors.New("continuation: Start with workers needs Work(threads) first")
+	}
 	if !s.cfg.NoMigrate {
 		if err := s.Migrate(ctx); err != nil {
 			return err
 		}
 	}
-	if s.ownBroker != nil {
-		if err := s.ownBroker.Start(ctx); err != nil {
-			return err
-		}
-	}
 	if err := s.q.start(ctx); err != nil {
-		if s.ownBroker != nil {
-			s.ownBroker.Close()
-		}
 		return fmt.Errorf("continuation: start workers: %w", err)
+	}
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop = stop
+	s.loops.Add(1)
+	go func() {
+		defer s.loops.Done()
+		s.renewLoop(lctx)
+	}()
+	if !s.cfg.NoAdopt {
+		s.loops.Add(1)
+		go func() {
+			defer s.loops.Done()
+			s.adoptLoop(lctx)
+		}()
 	}
 	s.started = true
 	return nil
@@ -310,7 +318,9 @@ func (s *Service) Start(ctx context.Context) error {
 
 // Stop stops the workers gracefully: running continuations finish, until
 // ctx ends; then they are cancelled and resume later from their last
-// checkpoint, in this or another process. It closes the default broker.
+// checkpoint, in this or another process. It stops renewing leases: runs
+// this process still executes inline are adopted by another process once
+// their leases expire.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -319,9 +329,8 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	s.started = false
 	err := s.q.stop(ctx)
-	if s.ownBroker != nil {
-		s.ownBroker.Close()
-	}
+	s.stop()
+	s.loops.Wait()
 	if err != nil {
 		return fmt.Errorf("continuation: stop workers: %w", err)
 	}

@@ -187,9 +187,10 @@ func TestHandoverIsAtomic(t *testing.T) {
 	}
 }
 
-// TestFinishedOnce: Config.Finished is told once, after the final
-// transaction, that the continuation's run completed.
-func TestFinishedOnce(t *testing.T) {
+// TestAfterRunOnce: an extension of the worker's runner is told once, in
+// the worker, after the final transaction committed, that the
+// continuation's run completed (a thread handoff's seed is cleared there).
+func TestAfterRunOnce(t *testing.T) {
 	t.Parallel()
 	for _, be := range backends(t) {
 		t.Run(be.name, func(t *testing.T) {
@@ -197,31 +198,35 @@ func TestFinishedOnce(t *testing.T) {
 			type call struct {
 				owner, thread, run string
 				status             runstate.Status
+				resumed            bool
 			}
 			var mu sync.Mutex
 			var calls []call
 			var b *bundle
 			tools := newToolLog()
-			b = setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) {
-				c.Finished = func(ctx context.Context, owner, threadID, runID string, status runstate.Status) {
-					// The final transaction is committed: the placeholder is final.
-					m, err := b.st.GetMessage(ctx, &store.GetMessageParams{OwnerID: owner, ID: EventID(runID, 1)})
-					if err != nil || m.Status != message.StatusCompleted {
-						t.Errorf("placeholder when Finished is called: %+v, %v", m, err)
-					}
-					mu.Lock()
-					calls = append(calls, call{owner, threadID, runID, status})
-					mu.Unlock()
+			after := runner.ExtensionFuncs{After: func(ctx context.Context, o *runner.Outcome) {
+				if o.State.Status != runstate.StatusCompleted {
+					return
 				}
-			})
+				owner, _ := store.OwnerFromContext(ctx)
+				// The final transaction is committed: the placeholder is final.
+				m, err := b.st.GetMessage(ctx, &store.GetMessageParams{OwnerID: owner, ID: EventID(o.State.RunID, 2)})
+				if err != nil || m.Status != message.StatusCompleted {
+					t.Errorf("placeholder when the run ends: %+v, %v", m, err)
+				}
+				mu.Lock()
+				calls = append(calls, call{owner, o.State.ThreadID, o.State.RunID, o.State.Status, o.Resumed})
+				mu.Unlock()
+			}}
+			b = setup(t, be, network(t, tools, "", scripted.Options{}), tools, nil, after)
 			thread, run, _ := b.turn(t, "Where is my order 1234?")
 			b.start(t)
-			b.waitMessage(t, EventID(run, 1), 30*time.Second)
+			b.waitMessage(t, EventID(run, 2), 30*time.Second)
 			waitRiver(t, b.st, 10*time.Second)
 			mu.Lock()
 			defer mu.Unlock()
-			if want := (call{owner, thread, run, runstate.StatusCompleted}); len(calls) != 1 || calls[0] != want {
-				t.Fatalf("Finished calls = %+v, want one %+v", calls, want)
+			if want := (call{owner, thread, run, runstate.StatusCompleted, true}); len(calls) != 1 || calls[0] != want {
+				t.Fatalf("completed runs = %+v, want one %+v", calls, want)
 			}
 		})
 	}

@@ -43,13 +43,17 @@ func Example() {
 	}, scripted.Options{})}
 	net, _ := agent.NewNetwork(agent.NetworkConfig{Name: "shop", Agents: []*agent.Agent{assistant}})
 	quiet := slog.New(slog.DiscardHandler)
-	r, _ := runner.New(runner.Config{Network: net, Logger: quiet})
-	svc := threads.New(st, r, quiet)
-
-	cont, err := continuation.New(continuation.Config{Store: st, Threads: svc, Logger: quiet})
+	// River and the draft broker on the store's database (package service
+	// makes these three together when it opens a database URL).
+	cont, err := continuation.New(continuation.Config{Store: st, Driver: continuation.SQLiteDriver(st), Broker: draft.NewHub(st), Logger: quiet})
 	if err != nil {
 		panic(err)
 	}
+	// The runner carries the continuation's extension: it hands a run that
+	// reaches a slow tool to a worker, in the checkpoint's transaction.
+	r, _ := runner.New(runner.Config{Network: net, Logger: quiet, Extensions: []runner.Extension{cont.Extension()}})
+	svc := threads.New(st, r, quiet)
+	cont.Work(svc)
 	if err := cont.Start(ctx); err != nil { // River's migrations, workers
 		panic(err)
 	}

@@ -11,10 +11,8 @@ import (
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/scripted"
-	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/threads"
 )
 
 // TestIncompatibleFingerprint: a worker on another version of the network
@@ -34,14 +32,7 @@ func TestIncompatibleFingerprint(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A worker deployed with v2 of the network, on the same database.
-			r2, err := runner.New(runner.Config{Network: network(t, tools, "v2", scripted.Options{}), Logger: testLogger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cont2, err := New(testConfig(b.st, threads.New(b.st, r2, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
+			cont2, _ := wire(t, b.st, network(t, tools, "v2", scripted.Options{}), testConfig(t, b.st))
 			w := &bundle{st: b.st, cont: cont2}
 			w.start(t)
 			checkGaveUp(t, b, h, thread, DefaultIncompatibleText, "was written under version")

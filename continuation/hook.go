@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 )
@@ -33,12 +34,36 @@ func IsPlaceholder(m *store.Message) bool {
 	return ok && m.Metadata[MetaContinuation] != nil
 }
 
-// Hook is threads.Service.Hook (New installs it). Inside the transaction of
-// a checkpoint it hands a suspended run to a worker: job-run row,
-// placeholder message and River job, all or nothing with the checkpoint. In
-// a worker, it finalises the continuation with the run's final checkpoint.
-// Other checkpoints pass through.
-func (s *Service) Hook(ctx context.Context, tx store.Tx, owner string, cp *store.Checkpoint, st *runstate.State) error {
+// Extension returns the runner extension of the background path; the
+// runner of the threads.Service given to [Service.Work], and of every
+// process that runs the network, carries it. At each step boundary, inside
+// the checkpoint's transaction (the checkpointer must be package threads'):
+//
+//   - in a run executed inline, the first boundary takes the run's lease
+//     for this process, and a stop releases it; a suspension (a slow tool
+//     is next) hands the run to a worker: job-run row, placeholder message
+//     and River job, all or nothing with the checkpoint;
+//   - in a run a worker resumes, the final checkpoint finalises the
+//     continuation (placeholder, draft, job run and River job).
+//
+// After the run it stops renewing the run's lease.
+func (s *Service) Extension() runner.Extension { return extension{s: s} }
+
+type extension struct {
+	runner.NopExtension
+	s *Service
+}
+
+func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
+	s, st := e.s, b.State
+	tx, ok := b.Tx.(store.Tx)
+	if !ok {
+		return errors.New("continuation: the checkpointer gives no store transaction (use package threads)")
+	}
+	owner, ok := store.OwnerFromContext(ctx)
+	if !ok {
+		return errors.New("continuation: the run's context carries no owner (use package threads)")
+	}
 	if jc := jobFrom(ctx); jc != nil && jc.args.RunID == st.RunID && jc.args.OwnerID == owner {
 		switch st.Status {
 		case runstate.StatusCompleted, runstate.StatusInterrupted:
@@ -46,11 +71,31 @@ func (s *Service) Hook(ctx context.Context, tx store.Tx, owner string, cp *store
 		}
 		return nil
 	}
+	if st.Status == runstate.StatusRunning {
+		if !b.First {
+			return nil
+		}
+		if _, err := tx.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: owner, RunID: st.RunID, ThreadID: st.ThreadID,
+			Holder: s.cfg.Holder, TTL: s.cfg.LeaseTTL}); err != nil {
+			return fmt.Errorf("continuation: lease of run %s: %w", st.RunID, err)
+		}
+		s.leases.hold(st.RunID)
+		return nil
+	}
+	if _, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: st.RunID, Holder: s.cfg.Holder}); err != nil {
+		return fmt.Errorf("continuation: release lease of run %s: %w", st.RunID, err)
+	}
 	if st.Status != runstate.StatusSuspended {
 		return nil
 	}
-	_, err := s.enqueueTx(ctx, tx, owner, cp, st)
+	_, err := s.enqueueTx(ctx, tx, owner, b.CheckpointID, st)
 	return err
+}
+
+func (e extension) AfterRun(ctx context.Context, o *runner.Outcome) {
+	if jobFrom(ctx) == nil {
+		e.s.leases.drop(o.State.RunID)
+	}
 }
 
 // Handover describes the hand-over of a run to a worker.
@@ -65,16 +110,17 @@ type Handover struct {
 	Duplicate bool
 }
 
-// enqueueTx writes the hand-over of the suspension at cp in tx.
-func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner string, cp *store.Checkpoint, st *runstate.State) (*Handover, error) {
-	ev := EventID(st.RunID, cp.Step)
+// enqueueTx writes in tx the hand-over of the suspension st, stored as
+// checkpoint cpID.
+func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string, st *runstate.State) (*Handover, error) {
+	ev := EventID(st.RunID, st.Step)
 	fail := func(step string, err error) (*Handover, error) {
 		return nil, &EnqueueError{RunID: st.RunID, EventID: ev, Step: step, Err: err}
 	}
 	if st.ThreadID == "" {
 		return fail("job run", ErrNoThread)
 	}
-	md, _ := json.Marshal(map[string]string{"run_id": st.RunID, "checkpoint_id": cp.ID, "message_id": ev})
+	md, _ := json.Marshal(map[string]string{"run_id": st.RunID, "checkpoint_id": cpID, "message_id": ev})
 	res, err := tx.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, IdempotencyKey: ev, Kind: Kind, ThreadID: st.ThreadID,
 		Metadata: map[string]json.RawMessage{MetaContinuation: md}})
 	if err != nil {
@@ -145,7 +191,7 @@ func (s *Service) Enqueue(ctx context.Context, owner, runID string) (*Handover, 
 			return err
 		}
 		if cp.ID == latest.ID {
-			h, err = s.enqueueTx(ctx, tx, owner, cp, cp.State)
+			h, err = s.enqueueTx(ctx, tx, owner, cp.ID, cp.State)
 			return err
 		}
 		jr, err := tx.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: EventID(runID, cp.Step)})

@@ -171,7 +171,7 @@ func killTest(t *testing.T, bin string, be killBackend) {
 	)
 	ctx := t.Context()
 	st := be.open(t) // migrates baton's tables before the workers start
-	if err := Migrate(ctx, st, nil); err != nil {
+	if err := driverOf(t, st).Migrate(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	fx := &effects{calls: map[string]int{}, applied: map[string]string{}}
@@ -216,15 +216,8 @@ func killTest(t *testing.T, bin string, be killBackend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{Network: spec.Network, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := threads.New(st, r, testLogger())
-	cont, err := New(Config{Store: st, Threads: svc, NoWorkers: true, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, br := backendOf(t, st)
+	cont, svc := wire(t, st, spec.Network, Config{Store: st, Driver: d, Broker: br, NoWorkers: true, Logger: testLogger()})
 	// Kill and restart workers at random moments while runs come in.
 	stopKilling := make(chan struct{})
 	killerDone := make(chan struct{})

@@ -8,11 +8,9 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/model/scripted"
-	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
 	"github.com/batonhq/baton/store/sqlitestore"
-	"github.com/batonhq/baton/threads"
 )
 
 // TestMigrateConcurrently runs River's migrations from three "processes"
@@ -55,14 +53,7 @@ func TestMigrateConcurrently(t *testing.T) {
 			var svcs []*Service
 			for range 3 {
 				st := next()
-				r, err := runner.New(runner.Config{Network: network(t, newToolLog(), "", scripted.Options{})})
-				if err != nil {
-					t.Fatal(err)
-				}
-				s, err := New(testConfig(st, threads.New(st, r, nil)))
-				if err != nil {
-					t.Fatal(err)
-				}
+				s, _ := wire(t, st, network(t, newToolLog(), "", scripted.Options{}), testConfig(t, st))
 				svcs = append(svcs, s)
 			}
 			for round := range 2 {

@@ -3,7 +3,6 @@ package continuation
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -29,19 +28,16 @@ type queue interface {
 	// completeTx marks the running job completed in tx (River's
 	// JobCompleteTx); ctx must be the worker's.
 	completeTx(ctx context.Context, tx store.Tx, job *river.Job[Args]) error
-	// migrate applies River's migrations under a lock.
-	migrate(ctx context.Context, log *slog.Logger) error
 	start(ctx context.Context) error
 	stop(ctx context.Context) error
 }
 
 // riverQueue is a queue on River driver D with transaction type TTx.
 type riverQueue[TTx any, D riverdriver.Driver[TTx]] struct {
-	driver    D
-	client    *river.Client[TTx]
-	txOf      func(store.Tx) (TTx, bool)
-	migrateTx func(ctx context.Context, m *rivermigrate.Migrator[TTx]) error
-	works     bool
+	driver D
+	client *river.Client[TTx]
+	txOf   func(store.Tx) (TTx, bool)
+	works  bool
 }
 
 func (q *riverQueue[TTx, D]) insertTx(ctx context.Context, tx store.Tx, args Args, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
@@ -95,17 +91,6 @@ func (q *riverQueue[TTx, D]) stop(ctx context.Context) error {
 	return err
 }
 
-func (q *riverQueue[TTx, D]) migrate(ctx context.Context, log *slog.Logger) error {
-	m, err := rivermigrate.New[TTx](q.driver, &rivermigrate.Config{Logger: log})
-	if err != nil {
-		return fmt.Errorf("continuation: river migrations: %w", err)
-	}
-	if err := q.migrateTx(ctx, m); err != nil {
-		return fmt.Errorf("continuation: river migrations: %w", err)
-	}
-	return nil
-}
-
 // riverMigrateLockKey serialises River's migrations on PostgreSQL across
 // processes ("btnrivrm").
 const riverMigrateLockKey int64 = 0x62746e726976726d
@@ -114,74 +99,115 @@ const riverMigrateLockKey int64 = 0x62746e726976726d
 // after its grace period.
 const stopCancelWait = 10 * time.Second
 
-// newQueue builds River on the store's backend. With a nil rc it builds no
-// client: the queue can only migrate.
-func newQueue(st store.Store, rc *river.Config, works bool) (queue, error) {
-	switch s := st.(type) {
-	case *pgstore.Store:
-		pool := s.Pool()
-		q := &riverQueue[pgx.Tx, *riverpgxv5.Driver]{driver: riverpgxv5.New(pool), txOf: pgstore.PgxTx, works: works}
-		q.migrateTx = func(ctx context.Context, m *rivermigrate.Migrator[pgx.Tx]) error {
-			// rivermigrate takes no lock of its own: several `baton worker`
-			// processes starting at once take turns on a session advisory
-			// lock (released if the process dies). The migrations run one
-			// transaction each, as River requires on PostgreSQL (a new enum
-			// value cannot be used in the transaction that adds it).
-			conn, err := pool.Acquire(ctx)
-			if err != nil {
-				return err
-			}
-			defer conn.Release()
-			if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, riverMigrateLockKey); err != nil {
-				return err
-			}
-			defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, riverMigrateLockKey)
-			_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+// Driver is River on one store's database. Make it with [PostgresDriver] or
+// [SQLiteDriver]; the caller that opened the store chooses (package service
+// does, once, with the store and its draft broker).
+type Driver interface {
+	// Migrate applies River's migrations under a lock, so that processes
+	// starting at once take turns. It is safe to call again.
+	Migrate(ctx context.Context, log *slog.Logger) error
+	// queue builds River's client with rc (nil: no client, migrations only).
+	queue(rc *river.Config, works bool) (queue, error)
+}
+
+// PostgresDriver returns River on a PostgreSQL store's pool (riverpgxv5).
+// River's jobs are inserted in the store's transactions through
+// pgstore.PgxTx.
+func PostgresDriver(st *pgstore.Store) Driver { return pgDriver{st} }
+
+type pgDriver struct{ st *pgstore.Store }
+
+func (d pgDriver) queue(rc *river.Config, works bool) (queue, error) {
+	q := &riverQueue[pgx.Tx, *riverpgxv5.Driver]{driver: riverpgxv5.New(d.st.Pool()), txOf: pgstore.PgxTx, works: works}
+	return q, q.newClient(rc)
+}
+
+func (d pgDriver) Migrate(ctx context.Context, log *slog.Logger) error {
+	pool := d.st.Pool()
+	return migrate(riverpgxv5.New(pool), log, func(ctx context.Context, m *rivermigrate.Migrator[pgx.Tx]) error {
+		// rivermigrate takes no lock of its own: several `baton worker`
+		// processes starting at once take turns on a session advisory
+		// lock (released if the process dies). The migrations run one
+		// transaction each, as River requires on PostgreSQL (a new enum
+		// value cannot be used in the transaction that adds it).
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
 			return err
 		}
-		return q, q.newClient(rc)
-	case *sqlitestore.Store:
-		// River's SQLite driver runs on the store's write pool: a single
-		// connection whose transactions BEGIN IMMEDIATE, with a busy timeout
-		// (see sqlitestore.Open). Sharing it, rather than opening a second
-		// pool on the same file, is what makes this robust:
-		//
-		//   - InsertTx and JobCompleteTx must run in the store's transaction
-		//     anyway, which lives on that connection;
-		//   - River's documentation asks for one connection (SetMaxOpenConns(1)):
-		//     River runs many statements concurrently, and SQLite allows one
-		//     writer; with one connection they queue in database/sql instead of
-		//     failing with SQLITE_BUSY, in this process;
-		//   - BEGIN IMMEDIATE takes the write lock up front, so a transaction
-		//     never fails at the moment it upgrades a read lock, and the busy
-		//     timeout makes a writer of another process (a second `baton
-		//     worker` on the same file) wait instead of failing.
-		//
-		// Nothing in this package holds that connection while waiting for
-		// another one, which would deadlock: the worker's reads go to the
-		// store's read pool, and River's calls made inside a store
-		// transaction use that transaction.
-		db := s.DB()
-		q := &riverQueue[*sql.Tx, *riversqlite.Driver]{driver: riversqlite.New(db), txOf: sqlitestore.SQLTx, works: works}
-		q.migrateTx = func(ctx context.Context, m *rivermigrate.Migrator[*sql.Tx]) error {
-			// An IMMEDIATE transaction: other processes wait for it.
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer tx.Rollback()
-			// One transaction for all of them is what serialises processes
-			// here, and River's SQLite migrations (unlike PostgreSQL's enum
-			// changes) run in one transaction: TestMigrateConcurrently.
-			//lint:ignore SA1019 deprecated for PostgreSQL's migrations, which cannot share a transaction; SQLite's can
-			if _, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
-				return err
-			}
-			return tx.Commit()
+		defer conn.Release()
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, riverMigrateLockKey); err != nil {
+			return err
 		}
-		return q, q.newClient(rc)
-	case nil:
-		return nil, errors.New("continuation: no store")
+		defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, riverMigrateLockKey)
+		_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
+		return err
+	})(ctx)
+}
+
+// SQLiteDriver returns River on an SQLite store (riversqlite).
+//
+// River's SQLite driver runs on the store's write pool: a single
+// connection whose transactions BEGIN IMMEDIATE, with a busy timeout (see
+// sqlitestore.Open). Sharing it, rather than opening a second pool on the
+// same file, is what makes this robust:
+//
+//   - InsertTx and JobCompleteTx must run in the store's transaction anyway,
+//     which lives on that connection;
+//   - River's documentation asks for one connection (SetMaxOpenConns(1)):
+//     River runs many statements concurrently, and SQLite allows one writer;
+//     with one connection they queue in database/sql instead of failing
+//     with SQLITE_BUSY, in this process;
+//   - BEGIN IMMEDIATE takes the write lock up front, so a transaction never
+//     fails at the moment it upgrades a read lock, and the busy timeout
+//     makes a writer of another process (a second `baton worker` on the
+//     same file) wait instead of failing.
+//
+// Nothing in this package holds that connection while waiting for another
+// one, which would deadlock: the worker's reads go to the store's read
+// pool, and River's calls made inside a store transaction use that
+// transaction.
+func SQLiteDriver(st *sqlitestore.Store) Driver { return sqliteDriver{st} }
+
+type sqliteDriver struct{ st *sqlitestore.Store }
+
+func (d sqliteDriver) queue(rc *river.Config, works bool) (queue, error) {
+	q := &riverQueue[*sql.Tx, *riversqlite.Driver]{driver: riversqlite.New(d.st.DB()), txOf: sqlitestore.SQLTx, works: works}
+	return q, q.newClient(rc)
+}
+
+func (d sqliteDriver) Migrate(ctx context.Context, log *slog.Logger) error {
+	db := d.st.DB()
+	return migrate(riversqlite.New(db), log, func(ctx context.Context, m *rivermigrate.Migrator[*sql.Tx]) error {
+		// An IMMEDIATE transaction: other processes wait for it.
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		// One transaction for all of them is what serialises processes
+		// here, and River's SQLite migrations (unlike PostgreSQL's enum
+		// changes) run in one transaction: TestMigrateConcurrently.
+		//lint:ignore SA1019 deprecated for PostgreSQL's migrations, which cannot share a transaction; SQLite's can
+		if _, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})(ctx)
+}
+
+// migrate returns the migration of River's tables on driver by run.
+func migrate[TTx any](driver riverdriver.Driver[TTx], log *slog.Logger, run func(ctx context.Context, m *rivermigrate.Migrator[TTx]) error) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		m, err := rivermigrate.New[TTx](driver, &rivermigrate.Config{Logger: log})
+		if err != nil {
+			return fmt.Errorf("continuation: river migrations: %w", err)
+		}
+		if err := run(ctx, m); err != nil {
+			return fmt.Errorf("continuation: river migrations: %w", err)
+		}
+		return nil
 	}
-	return nil, fmt.Errorf("continuation: store %T is not supported (want *sqlitestore.Store or *pgstore.Store)", st)
 }

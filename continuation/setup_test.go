@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/draft"
+	"github.com/batonhq/baton/draft/pgbroker"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
@@ -159,15 +161,64 @@ type bundle struct {
 	tools *toolLog
 }
 
-// testConfig returns a config with short timings.
-func testConfig(st store.Store, svc *threads.Service) Config {
+// testConfig returns a config with short timings, on st's River and draft
+// broker.
+func testConfig(t testing.TB, st store.Store) Config {
+	t.Helper()
+	d, br := backendOf(t, st)
 	return Config{
-		Store: st, Threads: svc, Workers: 4,
+		Store: st, Driver: d, Broker: br, Workers: 4,
 		JobTimeout: 2 * time.Second, RescueStuckJobsAfter: 3 * time.Second,
 		RetryBaseDelay: 50 * time.Millisecond, RetryMaxDelay: 500 * time.Millisecond,
 		FetchCooldown: 20 * time.Millisecond, FetchPollInterval: 200 * time.Millisecond,
 		Logger: testLogger(),
 	}
+}
+
+// backendOf returns River and a started draft broker on st (what package
+// service chooses when it opens a database).
+func backendOf(t testing.TB, st store.Store) (Driver, draft.Broker) {
+	t.Helper()
+	if s, ok := st.(*pgstore.Store); ok {
+		br := pgbroker.New(s, &pgbroker.Options{Logger: testLogger()})
+		if err := br.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { br.Close() })
+		return driverOf(t, st), br
+	}
+	return driverOf(t, st), draft.NewHub(st)
+}
+
+// driverOf returns River on st.
+func driverOf(t testing.TB, st store.Store) Driver {
+	t.Helper()
+	switch s := st.(type) {
+	case *pgstore.Store:
+		return PostgresDriver(s)
+	case *sqlitestore.Store:
+		return SQLiteDriver(s)
+	}
+	t.Fatalf("store %T", st)
+	return nil
+}
+
+// wire builds a continuation service from cfg and the threads service of
+// net whose runner carries its extension, then extra.
+func wire(t testing.TB, st store.Store, net *agent.Network, cfg Config, extra ...runner.Extension) (*Service, *threads.Service) {
+	t.Helper()
+	cont, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exts := append([]runner.Extension{cont.Extension()}, extra...)
+	r, err := runner.New(runner.Config{Network: net, Logger: testLogger(), Extensions: exts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := threads.New(st, r, testLogger())
+	cont.Work(svc)
+	return cont, svc
 }
 
 func testLogger() *slog.Logger {
@@ -177,23 +228,16 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// setup builds a bundle; change adjusts the config before New.
-func setup(t testing.TB, b backend, net *agent.Network, tools *toolLog, change func(*Config)) *bundle {
+// setup builds a bundle; change adjusts the config before New; the runner
+// carries extra after the continuation's extension.
+func setup(t testing.TB, b backend, net *agent.Network, tools *toolLog, change func(*Config), extra ...runner.Extension) *bundle {
 	t.Helper()
 	st := b.open(t)
-	r, err := runner.New(runner.Config{Network: net, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc := threads.New(st, r, testLogger())
-	cfg := testConfig(st, svc)
+	cfg := testConfig(t, st)
 	if change != nil {
 		change(&cfg)
 	}
-	cont, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cont, svc := wire(t, st, net, cfg, extra...)
 	if err := cont.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -136,9 +136,6 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 			s.publish(ctx, a.OwnerID, a.ThreadID, a.EventID)
 		}
 		log.DebugContext(ctx, "continuation finished", "status", jc.final)
-		if f := s.cfg.Finished; f != nil {
-			f(ctx, a.OwnerID, a.ThreadID, a.RunID, jc.final)
-		}
 		return nil
 	}
 	if runErr == nil {

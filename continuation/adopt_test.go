@@ -1,0 +1,279 @@
+package continuation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model/scripted"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/threads"
+)
+
+// stallNet is a network whose inline tool "stall" blocks its first call
+// until released (or its context ends): a run stuck mid-step, the way a
+// process dies with it.
+type stallNet struct {
+	net     *agent.Network
+	started chan struct{}
+	release chan struct{}
+	calls   sync.Map // idempotency key -> *atomic.Int32
+}
+
+func newStallNet(t testing.TB) *stallNet {
+	t.Helper()
+	n := &stallNet{started: make(chan struct{}, 16), release: make(chan struct{})}
+	stall := &agent.Tool{Name: "stall", Description: "Think hard.", Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		ci, _ := agent.CallFromContext(ctx)
+		c, _ := n.calls.LoadOrStore(ci.IdempotencyKey, new(atomic.Int32))
+		if c.(*atomic.Int32).Add(1) == 1 {
+			n.started <- struct{}{}
+			select {
+			case <-n.release:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		return "thought", nil
+	}}
+	a := &agent.Agent{Name: "assistant", ModelName: "scripted", Tools: []*agent.Tool{stall},
+		Model: scripted.New("assistant", []scripted.Step{
+			{Text: "Let me think.", ToolCalls: []scripted.Call{{Name: "stall", Arguments: json.RawMessage(`{}`)}}},
+			{Text: "Done thinking."},
+			{Text: "You're welcome."},
+		}, scripted.Options{})}
+	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "stall", Agents: []*agent.Agent{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.net = net
+	return n
+}
+
+func (n *stallNet) executions(key string) int32 {
+	c, ok := n.calls.Load(key)
+	if !ok {
+		return 0
+	}
+	return c.(*atomic.Int32).Load()
+}
+
+// dyingTurn starts an inline turn that stalls in its tool, then "kills"
+// its process: the run's context ends without a final checkpoint and its
+// lease is no longer renewed. It returns the thread and the run.
+func dyingTurn(t *testing.T, svc *threads.Service, n *stallNet, opts ...runner.RunOption) (thread, run string) {
+	t.Helper()
+	ctx, kill := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev, err := range svc.Turn(ctx, owner, "Think about it.", threads.TurnOptions{RunOptions: opts}) {
+			if err != nil {
+				return
+			}
+			if e, ok := ev.(*runner.RunStartEvent); ok {
+				thread, run = e.ThreadID, e.RunID
+			}
+		}
+	}()
+	select {
+	case <-n.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool never started")
+	}
+	kill()
+	<-done
+	return thread, run
+}
+
+// TestAdoptOrphanedRun: a run whose process died mid-step keeps its lease
+// until it expires; then the adopter hands it to a worker, which resumes it
+// from its last checkpoint: the run completes, the interrupted call runs
+// again under the same idempotency key, and the thread takes a new run.
+func TestAdoptOrphanedRun(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			st := be.open(t)
+			n := newStallNet(t)
+			cfg := testConfig(t, st)
+			cfg.LeaseTTL, cfg.AdoptEvery = 300*time.Millisecond, 100*time.Millisecond
+			cont, svc := wire(t, st, n.net, cfg)
+			b := &bundle{st: st, svc: svc, cont: cont}
+			b.start(t)
+
+			thread, run := dyingTurn(t, svc, n)
+			// The dead run holds the thread until it is adopted.
+			if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run}); err != nil {
+				t.Fatalf("the dead run's lease: %v", err)
+			}
+			var busy *threads.BusyError
+			for _, err := range svc.Turn(ctx, owner, "Hello?", threads.TurnOptions{ThreadID: thread}) {
+				if !errors.As(err, &busy) || busy.RunID != run {
+					t.Fatalf("a turn on the dead run's thread: %v, want a BusyError naming %s", err, run)
+				}
+				break
+			}
+			close(n.release) // the tool answers from now on
+			h := waitHandover(t, cont, run, 10*time.Second)
+			m := b.waitMessage(t, h.MessageID, 30*time.Second)
+			if m.Status != message.StatusCompleted || m.Text() != "Done thinking." {
+				t.Fatalf("placeholder %s %q, want completed with the answer", m.Status, m.Text())
+			}
+			if got := statuses(t, st, run); got[len(got)-1] != runstate.StatusCompleted {
+				t.Fatalf("checkpoint statuses %v, want the run completed", got)
+			}
+			if k := run + ":" + firstCall(t, st, run); n.executions(k) != 2 {
+				t.Errorf("the interrupted call ran %d times under its key, want 2 (the dead attempt and the resume)", n.executions(k))
+			}
+			if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run}); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the adopted run's lease: %v, want none", err)
+			}
+			waitRiver(t, st, 10*time.Second)
+			var end *runner.RunEndEvent
+			for ev, err := range svc.Turn(ctx, owner, "Thanks!", threads.TurnOptions{ThreadID: thread}) {
+				if err != nil {
+					t.Fatalf("a new turn after the adoption: %v", err)
+				}
+				if e, ok := ev.(*runner.RunEndEvent); ok {
+					end = e
+				}
+			}
+			if end == nil {
+				t.Fatal("the new turn did not end")
+			}
+		})
+	}
+}
+
+// TestLiveLeaseNotAdopted: a run that takes longer than many lease TTLs is
+// not adopted while its process renews the lease, and its stop releases it.
+func TestLiveLeaseNotAdopted(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			st := be.open(t)
+			n := newStallNet(t)
+			cfg := testConfig(t, st)
+			cfg.LeaseTTL, cfg.AdoptEvery = 150*time.Millisecond, 50*time.Millisecond
+			cont, svc := wire(t, st, n.net, cfg)
+			(&bundle{cont: cont}).start(t)
+			// A second process's adopter on the same database.
+			other, _ := wire(t, st, n.net, cfg)
+			(&bundle{cont: other}).start(t)
+
+			done := make(chan *runner.RunEndEvent, 1)
+			go func() {
+				var end *runner.RunEndEvent
+				for ev, err := range svc.Turn(ctx, owner, "Think about it.", threads.TurnOptions{}) {
+					if err != nil {
+						t.Error(err)
+						break
+					}
+					if e, ok := ev.(*runner.RunEndEvent); ok {
+						end = e
+					}
+				}
+				done <- end
+			}()
+			<-n.started
+			time.Sleep(10 * cfg.LeaseTTL)
+			if n, err := other.AdoptExpired(ctx); err != nil || n != 0 {
+				t.Fatalf("adopted %d runs (%v) of a live process", n, err)
+			}
+			close(n.release)
+			end := <-done
+			if end == nil || end.Status != runstate.StatusCompleted {
+				t.Fatalf("run end %+v, want completed inline", end)
+			}
+			if ids := cont.leases.ids(); len(ids) != 0 {
+				t.Errorf("the process still renews %v", ids)
+			}
+		})
+	}
+}
+
+// TestAdoptOnce: of concurrent adopters of one orphan, one hands it over.
+func TestAdoptOnce(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			st := be.open(t)
+			n := newStallNet(t)
+			cfg := testConfig(t, st)
+			cfg.LeaseTTL = 100 * time.Millisecond
+			cfg.NoAdopt = true
+			cont, svc := wire(t, st, n.net, cfg)
+			if err := cont.Migrate(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			_, run := dyingTurn(t, svc, n)
+			time.Sleep(3 * cfg.LeaseTTL)
+			var wg sync.WaitGroup
+			var handed, orphanless atomic.Int32
+			for range 6 {
+				other, _ := wire(t, st, n.net, cfg)
+				wg.Go(func() {
+					h, err := other.Adopt(t.Context(), owner, run)
+					switch {
+					case errors.Is(err, ErrNotOrphan):
+						orphanless.Add(1)
+					case err != nil:
+						t.Error(err)
+					case h != nil:
+						handed.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if handed.Load() != 1 || orphanless.Load() != 5 {
+				t.Fatalf("%d hand-overs and %d refusals, want 1 and 5", handed.Load(), orphanless.Load())
+			}
+		})
+	}
+}
+
+// waitHandover waits until the run is handed to a worker.
+func waitHandover(t *testing.T, cont *Service, run string, d time.Duration) *Handover {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		h, err := cont.Lookup(t.Context(), owner, run)
+		if err == nil {
+			return h
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s not handed over after %s: %v", run, d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// firstCall returns the id of the run's first tool call.
+func firstCall(t *testing.T, st store.Store, run string) string {
+	t.Helper()
+	cp, err := st.LatestCheckpoint(t.Context(), &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range cp.State.Transcript {
+		for _, c := range m.ToolCalls() {
+			return c.ID
+		}
+	}
+	t.Fatal("no tool call")
+	return ""
+}

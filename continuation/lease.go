@@ -1,0 +1,191 @@
+package continuation
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+)
+
+// ErrNotOrphan: the run's lease has not expired (its process is alive) or
+// it has none (it is not executed inline, or another process adopted it).
+var ErrNotOrphan = errors.New("continuation: run is not orphaned")
+
+// newHolder names this process in its leases: host, pid, random part.
+func newHolder() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + hex.EncodeToString(b[:])
+}
+
+// leases are the runs this process executes inline and holds leases on.
+type leases struct {
+	mu   sync.Mutex
+	runs map[string]int // run id -> executions holding it
+}
+
+func newLeases() *leases { return &leases{runs: map[string]int{}} }
+
+func (l *leases) hold(run string) {
+	l.mu.Lock()
+	l.runs[run]++
+	l.mu.Unlock()
+}
+
+func (l *leases) drop(run string) {
+	l.mu.Lock()
+	if l.runs[run]--; l.runs[run] <= 0 {
+		delete(l.runs, run)
+	}
+	l.mu.Unlock()
+}
+
+func (l *leases) ids() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]string, 0, len(l.runs))
+	for id := range l.runs {
+		out = append(out, id)
+	}
+	return out
+}
+
+// Holder returns the name of this process in the leases it holds.
+func (s *Service) Holder() string { return s.cfg.Holder }
+
+// LeaseTTL returns how long a lease of this process holds unrenewed.
+func (s *Service) LeaseTTL() time.Duration { return s.cfg.LeaseTTL }
+
+// renewLoop renews the leases of the runs this process executes, every
+// LeaseTTL/3, until ctx ends.
+func (s *Service) renewLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.LeaseTTL / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ids := s.leases.ids()
+		if len(ids) == 0 {
+			continue
+		}
+		n, err := s.st.RenewLeases(ctx, &store.RenewLeasesParams{Holder: s.cfg.Holder, RunIDs: ids, TTL: s.cfg.LeaseTTL})
+		switch {
+		case err != nil && ctx.Err() == nil:
+			s.log.WarnContext(ctx, "renewing run leases failed: runs of this process may be adopted by another", "runs", len(ids), "error", err)
+		case err == nil && n < len(ids):
+			s.log.DebugContext(ctx, "some run leases were not renewed (released, or adopted meanwhile)", "runs", len(ids), "renewed", n)
+		}
+	}
+}
+
+// adoptLoop adopts the runs whose leases expired, at start and every
+// AdoptEvery, until ctx ends.
+func (s *Service) adoptLoop(ctx context.Context) {
+	t := time.NewTicker(s.cfg.AdoptEvery)
+	defer t.Stop()
+	for {
+		if _, err := s.AdoptExpired(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "adopting orphaned runs failed; retrying later", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// AdoptExpired adopts every run whose lease has expired (see
+// [Service.Adopt]) and returns how many it handed to a worker. Runs another
+// process adopts at the same moment are skipped.
+func (s *Service) AdoptExpired(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		expired, err := s.st.ExpiredLeases(ctx, &store.ExpiredLeasesParams{Limit: 100})
+		if err != nil {
+			return n, fmt.Errorf("continuation: expired leases: %w", err)
+		}
+		adopted := 0
+		for _, l := range expired {
+			h, err := s.Adopt(ctx, l.OwnerID, l.RunID)
+			switch {
+			case errors.Is(err, ErrNotOrphan):
+				continue
+			case err != nil:
+				return n, err
+			}
+			adopted++
+			if h != nil {
+				n++
+				s.log.InfoContext(ctx, "adopted a run whose process died; a worker resumes it from its last checkpoint",
+					"run_id", l.RunID, "thread_id", l.ThreadID, "holder", l.Holder, "expired_at", l.ExpiresAt, "continuation_event_id", h.EventID)
+			}
+		}
+		if len(expired) < 100 || adopted == 0 {
+			return n, nil
+		}
+	}
+}
+
+// Adopt takes over run runID of owner if its lease has expired: its process
+// died (or stalled past the lease), mid-run. In one transaction the lease is
+// released and, if the run's latest checkpoint says it was running, a
+// suspension is written after it and handed to a worker (job run,
+// placeholder, River job), which resumes the run from that checkpoint with
+// the same exactly-once guarantees as any continuation. A run that had
+// stopped (its final checkpoint committed without its lease's release,
+// which cannot happen through this package) only loses its lease; Adopt
+// then returns a nil Handover. A run whose lease is alive, or that has none,
+// is [ErrNotOrphan]. Concurrent adopters of one run: one wins, the others
+// get ErrNotOrphan. The former process, if it is still alive, fails at its
+// next checkpoint (fenced) and stops.
+func (s *Service) Adopt(ctx context.Context, owner, runID string) (*Handover, error) {
+	var h *Handover
+	err := s.st.Tx(ctx, func(tx store.Tx) error {
+		ok, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: runID, Expired: true})
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotOrphan
+		}
+		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // nothing of the run was stored
+		}
+		if err != nil {
+			return err
+		}
+		st := cp.State
+		if st.Status != runstate.StatusRunning {
+			return nil
+		}
+		// The suspension the runner would have written at a background
+		// boundary: its event and the run's end reserve two seqs.
+		st.Status, st.Failure = runstate.StatusSuspended, nil
+		st.Step++
+		st.Seq += 2
+		sus, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: cp.ID})
+		if err != nil {
+			return err
+		}
+		h, err = s.enqueueTx(ctx, tx, owner, sus.ID, st)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("continuation: adopt run %s: %w", runID, err)
+	}
+	return h, nil
+}
