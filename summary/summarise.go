@@ -29,16 +29,13 @@ Stay under 150 words in all. Use only facts from the conversation.`
 // user message to start a summary from.
 var ErrNothingToSummarise = errors.New("summary: nothing to summarise: no user message")
 
-// Options configure [Summarise]. Only the identity fields matter to the
-// approval that follows; every other zero field means its default.
+// Options configure [Summarise]. Every zero field means its default.
 type Options struct {
-	// HandoffID identifies the handoff. Defaults to a new [NewID].
+	// HandoffID identifies the summary in logs (handoff_id) and is copied
+	// into the [Result]. Defaults to a new [NewID].
 	HandoffID string
-	// Owner, AssistantID (the agent whose memory receives the summary) and
-	// ParentThreadID (the thread summarised) are copied into the proposal.
-	Owner          string
-	AssistantID    string
-	ParentThreadID string
+	// ThreadID is the thread summarised, for logs (thread_id) and errors.
+	ThreadID string
 
 	// Agent is the Request.Agent of the model call. Defaults to [DefaultAgent].
 	Agent string
@@ -66,13 +63,11 @@ type Options struct {
 	Sleep  func(ctx context.Context, d time.Duration) error
 }
 
-// Proposal is a summary awaiting a human decision, with what produced it.
-// It has no side effects until passed to [Service.Decide].
-type Proposal struct {
-	HandoffID      string `json:"handoff_id"`
-	Owner          string `json:"owner"`
-	AssistantID    string `json:"assistant_id"`
-	ParentThreadID string `json:"parent_thread_id"`
+// Result is a summary made by [Summarise], with what produced it. Package
+// threadhandoff turns it into a proposal that a person approves.
+type Result struct {
+	// HandoffID is Options.HandoffID, or the id made for it.
+	HandoffID string `json:"handoff_id"`
 	// Summary is the structured summary; Markdown its rendering, truncated
 	// to MaxChars runes when Truncated is set.
 	Summary   Summary `json:"summary_json"`
@@ -102,7 +97,7 @@ type Proposal struct {
 // Transient model errors are retried. Output that is not a valid summary is
 // an *[InvalidSummaryError]; messages without a user message
 // [ErrNothingToSummarise]. Summarise does not modify msgs.
-func Summarise(ctx context.Context, m model.Model, msgs []message.Message, opts Options) (*Proposal, error) {
+func Summarise(ctx context.Context, m model.Model, msgs []message.Message, opts Options) (*Result, error) {
 	if m == nil {
 		return nil, errors.New("summary: no summary model")
 	}
@@ -121,7 +116,7 @@ func Summarise(ctx context.Context, m model.Model, msgs []message.Message, opts 
 		Output:   &model.OutputSchema{Name: "handoff_summary", Schema: Schema, Strict: true},
 	}
 	runID := NewID()
-	log := o.Logger.With("handoff_id", o.HandoffID, "model_run_id", runID, "thread_id", o.ParentThreadID)
+	log := o.Logger.With("handoff_id", o.HandoffID, "model_run_id", runID, "thread_id", o.ThreadID)
 	var resp *model.Response
 	err := retry.Do(ctx, retry.Policy{MaxAttempts: o.MaxAttempts}, o.Sleep, nil,
 		func(attempt int, err error, d time.Duration) {
@@ -133,19 +128,18 @@ func Summarise(ctx context.Context, m model.Model, msgs []message.Message, opts 
 			return err
 		})
 	if err != nil {
-		return nil, fmt.Errorf("summarise thread %s: %w", o.ParentThreadID, err)
+		return nil, fmt.Errorf("summarise thread %s: %w", o.ThreadID, err)
 	}
 	s, err := ParseSummary(resp.Message.Text())
 	if err != nil {
 		if resp.FinishReason == "length" {
-			return nil, fmt.Errorf("summarise thread %s: output cut at %d tokens: %w", o.ParentThreadID, o.MaxTokens, err)
+			return nil, fmt.Errorf("summarise thread %s: output cut at %d tokens: %w", o.ThreadID, o.MaxTokens, err)
 		}
-		return nil, fmt.Errorf("summarise thread %s: %w", o.ParentThreadID, err)
+		return nil, fmt.Errorf("summarise thread %s: %w", o.ThreadID, err)
 	}
 	md, cut := Truncate(s.Markdown(), o.MaxChars)
-	p := &Proposal{
-		HandoffID: o.HandoffID, Owner: o.Owner, AssistantID: o.AssistantID, ParentThreadID: o.ParentThreadID,
-		Summary: s, Markdown: md, Truncated: cut,
+	p := &Result{
+		HandoffID: o.HandoffID, Summary: s, Markdown: md, Truncated: cut,
 		ModelRunID: runID, RequestID: resp.RequestID, Model: resp.Model,
 		Usage: resp.Usage, TokensUsed: resp.Usage.Total(),
 		Messages: len(sel), InputTokens: HistoryTokens(sel), CreatedAt: o.Now(),

@@ -168,6 +168,16 @@ func (s Summary) Validate() error {
 	return nil
 }
 
+// WithTitle returns s with its title replaced by title, normalised as
+// [ParseSummary] normalises titles: one line, invalid UTF-8 replaced, block
+// markers escaped, cut at [MaxTitleRunes] runes. Its body is a copy, so s
+// is left as it is.
+func (s Summary) WithTitle(title string) Summary {
+	s.Body = append([]string(nil), s.Body...)
+	s.Title = cutRunes(oneLine(title), MaxTitleRunes)
+	return s
+}
+
 func jsonString(field string, b json.RawMessage) (string, error) {
 	if len(bytes.TrimSpace(b)) == 0 || string(bytes.TrimSpace(b)) == "null" {
 		return "", &InvalidSummaryError{Field: field, Reason: "missing"}

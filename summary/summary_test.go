@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"iter"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,8 +18,6 @@ import (
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 const goodJSON = `{"title":"Refund for order 1142","body":["User asked for a refund of order 1142.","Refund approved for 42.10 EUR.","Waiting for the bank to confirm."],"tldr":"Refund approved; confirm with the bank on Monday."}`
 
@@ -111,6 +106,22 @@ func TestMarkdownAndTruncate(t *testing.T) {
 	}
 }
 
+func TestWithTitle(t *testing.T) {
+	t.Parallel()
+	s, _ := ParseSummary(goodJSON)
+	got := s.WithTitle("  New\ntitle </current_thread_summary> " + strings.Repeat("x", 2*MaxTitleRunes))
+	if !strings.HasPrefix(got.Title, "New title "+memory.EscapedCloseMarker+" x") || utf8.RuneCountInString(got.Title) > MaxTitleRunes {
+		t.Fatalf("title = %q", got.Title)
+	}
+	if err := got.Validate(); err != nil {
+		t.Fatalf("retitled summary does not validate: %v", err)
+	}
+	got.Body[0] = "changed"
+	if s.Body[0] == "changed" || s.Title != "Refund for order 1142" {
+		t.Fatal("WithTitle changed the summary it was called on")
+	}
+}
+
 // recorder wraps a model and keeps its requests.
 type recorder struct {
 	model.Model
@@ -172,13 +183,13 @@ func TestSummarise(t *testing.T) {
 	t.Parallel()
 	log, logs := logBuffer()
 	rec := &recorder{Model: scripted.New(DefaultAgent, []scripted.Step{{Text: goodJSON, Usage: &message.Usage{InputTokens: 300, OutputTokens: 60}}}, scripted.Options{})}
-	p, err := Summarise(t.Context(), rec, conversation(), Options{Owner: "o", AssistantID: "support", ParentThreadID: "t1", HandoffID: "h1", Logger: log})
+	p, err := Summarise(t.Context(), rec, conversation(), Options{ThreadID: "t1", HandoffID: "h1", Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.HandoffID != "h1" || p.Owner != "o" || p.AssistantID != "support" || p.ParentThreadID != "t1" || p.ModelRunID == "" ||
+	if p.HandoffID != "h1" || p.ModelRunID == "" ||
 		p.TokensUsed != 360 || p.Truncated || p.Messages != 6 || p.RequestID == "" || p.Summary.Title != "Refund for order 1142" {
-		t.Fatalf("proposal = %+v", p)
+		t.Fatalf("result = %+v", p)
 	}
 	if p.Markdown != p.Summary.Markdown() {
 		t.Fatal("Markdown is not the rendering of the summary")
@@ -198,7 +209,8 @@ func TestSummarise(t *testing.T) {
 		t.Error("system message in the transcript")
 	}
 	recs := logs.records("handoff summary proposed")
-	if len(recs) != 1 || recs[0]["handoff_id"] != "h1" || recs[0]["model_run_id"] != p.ModelRunID || recs[0]["tokens_used"] != float64(360) {
+	if len(recs) != 1 || recs[0]["handoff_id"] != "h1" || recs[0]["model_run_id"] != p.ModelRunID || recs[0]["tokens_used"] != float64(360) ||
+		recs[0]["thread_id"] != "t1" {
 		t.Fatalf("log = %v", recs)
 	}
 }
@@ -272,100 +284,6 @@ func TestSummariseErrors(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
-}
-
-func TestInterruptGolden(t *testing.T) {
-	t.Parallel()
-	s, _ := ParseSummary(goodJSON)
-	p := &Proposal{HandoffID: "0190c6a8-0000-7000-8000-000000000001", Owner: "o", AssistantID: "support", ParentThreadID: "thread-1",
-		Summary: s, Markdown: s.Markdown(), ModelRunID: "0190c6a8-0000-7000-8000-000000000002", TokensUsed: 360}
-	got, err := json.MarshalIndent(p.Interrupt(), "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden := filepath.Join("testdata", "interrupt_v1.json")
-	if *update {
-		if err := os.WriteFile(golden, append(got, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got)+"\n" != string(want) {
-		t.Fatalf("interrupt payload changed; run with -update if intended:\n%s", got)
-	}
-	in, err := ParseInterrupt(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := ProposalFromInterrupt(in, "owner-from-auth", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.Owner != "owner-from-auth" || back.HandoffID != p.HandoffID || back.Markdown != p.Markdown || !equalJSON(back.Summary, p.Summary) ||
-		back.ModelRunID != p.ModelRunID || back.TokensUsed != 360 {
-		t.Fatalf("round trip = %+v", back)
-	}
-}
-
-func TestParseInterruptErrors(t *testing.T) {
-	t.Parallel()
-	s, _ := ParseSummary(goodJSON)
-	base := (&Proposal{HandoffID: "h", AssistantID: "a", ParentThreadID: "t", Summary: s, Markdown: "md"}).Interrupt()
-	for name, mutate := range map[string]func(*Interrupt){
-		"Version":      func(in *Interrupt) { in.SchemaVersion = 2 },
-		"Source":       func(in *Interrupt) { in.MiddlewareSource = "other" },
-		"NoAction":     func(in *Interrupt) { in.ActionRequests = nil },
-		"ActionName":   func(in *Interrupt) { in.ActionRequests[0].Name = "x" },
-		"NoAssistant":  func(in *Interrupt) { in.ActionRequests[0].Args.AssistantID = "" },
-		"IDMismatch":   func(in *Interrupt) { in.ID = "other" },
-		"NoMarkdown":   func(in *Interrupt) { in.ActionRequests[0].Args.Markdown = " " },
-		"BadSummary":   func(in *Interrupt) { in.ActionRequests[0].Args.Summary.Body = []string{"a"} },
-		"Unnormalised": func(in *Interrupt) { in.ActionRequests[0].Args.Summary.Title = " T\n" },
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			b, _ := json.Marshal(base)
-			var in Interrupt
-			_ = json.Unmarshal(b, &in)
-			mutate(&in)
-			b, _ = json.Marshal(in)
-			if _, err := ParseInterrupt(b); !errors.Is(err, ErrInvalidInterrupt) {
-				t.Fatalf("err = %v", err)
-			}
-		})
-	}
-	if _, err := ParseInterrupt([]byte(`{`)); !errors.Is(err, ErrInvalidInterrupt) {
-		t.Fatalf("bad JSON: %v", err)
-	}
-}
-
-func TestDecisionApply(t *testing.T) {
-	t.Parallel()
-	s, _ := ParseSummary(goodJSON)
-	p := &Proposal{Summary: s, Markdown: s.Markdown()}
-	if _, md, edited, _, err := (Decision{Type: DecisionApprove}).apply(p, 0); err != nil || edited || md != p.Markdown {
-		t.Fatal("approve changed the proposal")
-	}
-	s2, md, edited, _, err := (Decision{Type: DecisionEdit, Title: "New\ntitle"}).apply(p, 0)
-	if err != nil || !edited || s2.Title != "New title" || !strings.HasPrefix(md, "### New title\n") || p.Summary.Title != s.Title {
-		t.Fatalf("title edit: %+v %q %v", s2, md, err)
-	}
-	_, md, _, _, _ = (Decision{Type: DecisionEdit, Markdown: "my own </current_thread_summary> text"}).apply(p, 0)
-	if md != "my own "+memory.EscapedCloseMarker+" text" {
-		t.Fatalf("markdown edit = %q", md)
-	}
-	_, md, _, cut, _ := (Decision{Type: DecisionEdit, Markdown: strings.Repeat("x", 5000)}).apply(p, 0)
-	if !cut || utf8.RuneCountInString(md) > DefaultMaxChars {
-		t.Fatal("edited Markdown not capped")
-	}
-	for _, d := range []Decision{{Type: "maybe"}, {Type: DecisionEdit}, {Type: DecisionEdit, Title: "  "}} {
-		if _, _, _, _, err := d.apply(p, 0); !errors.Is(err, ErrInvalidDecision) {
-			t.Fatalf("%+v: %v", d, err)
-		}
-	}
 }
 
 // FuzzParseSummary checks that ParseSummary never panics and that what it

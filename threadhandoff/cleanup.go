@@ -1,37 +1,23 @@
-package summary
+package threadhandoff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/batonhq/baton/memory"
-	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 )
 
-// RunEnded calls [Service.Cleanup] for a run of owner on threadID that
-// ended with status, when it completed, and logs a failure (the summary
-// then stays in memory until the next completed run). Its signature is
-// continuation.Config.Finished's, so that a run completed by a background
-// worker clears the seed as one completed inline does.
-func (s *Service) RunEnded(ctx context.Context, owner, threadID, runID string, status runstate.Status) {
-	if status != runstate.StatusCompleted || threadID == "" {
-		return
-	}
-	if _, err := s.Cleanup(ctx, owner, threadID); err != nil {
-		s.log.WarnContext(ctx, "thread handoff cleanup failed: the summary stays in memory until the next completed run",
-			"thread_id", threadID, "run_id", runID, "error", err)
-	}
-}
-
-// Cleanup ends the seed of a handoff once its child thread has had its first
-// complete assistant turn: call it after every completed run on a thread
-// (it is cheap and does nothing unless the thread is a child whose cleanup
-// is due). It resets the memory block to its placeholder if the block still
-// holds this handoff's summary (a newer handoff's summary is left alone),
-// and clears pending and cleanup_required and sets last_cleanup_at in the
-// "handoff" metadata of the child and of the parent.
+// Cleanup ends the seed of a handoff once its child thread has had its
+// first complete assistant turn. [Service.Extension] calls it after every
+// completed run on a thread (it is cheap and does nothing unless the
+// thread is a child whose cleanup is due). It resets the memory block to
+// its placeholder if the block still holds this handoff's summary (a newer
+// handoff's summary is left alone), and clears pending and
+// cleanup_required and sets last_cleanup_at in the "handoff" metadata of
+// the child and of the parent.
 //
 // It reports whether this call did the cleanup. Exactly one of any number
 // of concurrent callers, in any number of processes sharing the store,
@@ -109,7 +95,7 @@ func (s *Service) cleanupTx(ctx context.Context, tx store.Tx, mem memory.Store, 
 				return false, h, err
 			}
 		}
-	case !isNotFound(err):
+	case !errors.Is(err, store.ErrNotFound):
 		return false, h, err
 	}
 	if _, err := tx.UpdateThreadMetadata(ctx, &store.UpdateThreadMetadataParams{OwnerID: owner, ThreadID: threadID,

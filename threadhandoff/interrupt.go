@@ -1,4 +1,4 @@
-package summary
+package threadhandoff
 
 import (
 	"encoding/json"
@@ -8,13 +8,16 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/memory"
+	"github.com/batonhq/baton/summary"
 )
 
 // Interrupt payload constants. They are part of the public wire format.
 const (
 	// InterruptSchemaVersion is the version of [Interrupt]'s JSON shape.
 	InterruptSchemaVersion = 1
-	// MiddlewareSource is the middleware_source of handoff interrupts.
+	// MiddlewareSource is the middleware_source of handoff interrupts. It
+	// keeps the value of version 1, from when the handoff lived in package
+	// summary.
 	MiddlewareSource = "baton.summary.handoff"
 	// ActionHandoffSummary is the name of the action request to approve.
 	ActionHandoffSummary = "handoff_summary"
@@ -49,7 +52,7 @@ type ActionRequest struct {
 type HandoffArgs struct {
 	HandoffID string `json:"handoff_id"`
 	// Summary is the structured summary, an object.
-	Summary Summary `json:"summary_json"`
+	Summary summary.Summary `json:"summary_json"`
 	// Markdown is the rendering that approval writes into memory.
 	Markdown       string `json:"summary_md"`
 	AssistantID    string `json:"assistant_id"`
@@ -80,7 +83,7 @@ func (p *Proposal) Interrupt() *Interrupt {
 
 // ErrInvalidInterrupt is wrapped by the errors of [ParseInterrupt] and
 // [ProposalFromInterrupt].
-var ErrInvalidInterrupt = errors.New("summary: invalid handoff interrupt")
+var ErrInvalidInterrupt = errors.New("threadhandoff: invalid handoff interrupt")
 
 // ParseInterrupt decodes and checks an [Interrupt]: a supported
 // schema_version, the middleware source, exactly one handoff_summary action
@@ -127,14 +130,14 @@ func (in *Interrupt) check() error {
 // ProposalFromInterrupt rebuilds the proposal of a checked interrupt, for a
 // surface that keeps the payload rather than the [Proposal] (a stateless
 // server, say). owner is the authenticated caller: it is never taken from
-// the payload. Markdown longer than maxChars runes ([DefaultMaxChars] when
-// 0) is truncated and marked so.
+// the payload. Markdown longer than maxChars runes
+// ([summary.DefaultMaxChars] when 0) is truncated and marked so.
 func ProposalFromInterrupt(in *Interrupt, owner string, maxChars int) (*Proposal, error) {
 	if err := in.check(); err != nil {
 		return nil, err
 	}
 	a := in.ActionRequests[0].Args
-	md, cut := Truncate(memory.Escape(a.Markdown), maxChars)
+	md, cut := summary.Truncate(memory.Escape(a.Markdown), maxChars)
 	return &Proposal{
 		HandoffID: a.HandoffID, Owner: owner, AssistantID: a.AssistantID, ParentThreadID: a.ParentThreadID,
 		Summary: a.Summary, Markdown: md, Truncated: a.Truncated || cut,
@@ -170,31 +173,32 @@ type Decision struct {
 
 // ErrInvalidDecision is wrapped by the error of a decision that cannot be
 // applied (unknown type, an edit without a title or Markdown).
-var ErrInvalidDecision = errors.New("summary: invalid decision")
+var ErrInvalidDecision = errors.New("threadhandoff: invalid decision")
 
 // apply returns the summary and Markdown that d makes of p, whether it
 // edited anything and whether it truncated the edited Markdown. It writes
 // nothing.
-func (d Decision) apply(p *Proposal, maxChars int) (s Summary, md string, edited, cut bool, err error) {
+func (d Decision) apply(p *Proposal, maxChars int) (s summary.Summary, md string, edited, cut bool, err error) {
 	switch d.Type {
 	case DecisionApprove:
 		return p.Summary, p.Markdown, false, false, nil
 	case DecisionEdit:
 	default:
-		return Summary{}, "", false, false, fmt.Errorf("%w: type %q is not approve, edit or reject", ErrInvalidDecision, d.Type)
+		return summary.Summary{}, "", false, false, fmt.Errorf("%w: type %q is not approve, edit or reject", ErrInvalidDecision, d.Type)
 	}
 	title, md := strings.TrimSpace(d.Title), strings.TrimSpace(d.Markdown)
 	if title == "" && md == "" {
-		return Summary{}, "", false, false, fmt.Errorf("%w: an edit needs a title or Markdown", ErrInvalidDecision)
+		return summary.Summary{}, "", false, false, fmt.Errorf("%w: an edit needs a title or Markdown", ErrInvalidDecision)
 	}
 	s = p.Summary
-	s.Body = append([]string(nil), s.Body...)
 	if title != "" {
-		s.Title = cutRunes(oneLine(title), MaxTitleRunes)
+		s = s.WithTitle(title)
+	} else {
+		s.Body = append([]string(nil), s.Body...)
 	}
 	if md == "" {
 		md = s.Markdown()
 	}
-	md, cut = Truncate(memory.Escape(strings.ToValidUTF8(md, "\uFFFD")), maxChars)
+	md, cut = summary.Truncate(memory.Escape(strings.ToValidUTF8(md, "\uFFFD")), maxChars)
 	return s, md, true, cut, nil
 }

@@ -1,4 +1,4 @@
-package summary
+package threadhandoff
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/summary"
 )
 
 // MetadataLastHandoff is the thread metadata namespace, on a parent thread,
@@ -37,16 +38,16 @@ type Handoff struct {
 // LastHandoff is the value of the [MetadataLastHandoff] namespace of a
 // parent thread: its latest approved handoff and the summary it wrote.
 type LastHandoff struct {
-	HandoffID     string    `json:"handoff_id"`
-	ChildThreadID string    `json:"child_thread_id"`
-	AssistantID   string    `json:"assistant_id"`
-	Title         string    `json:"title"`
-	Summary       Summary   `json:"summary_json"`
-	Markdown      string    `json:"summary_md"`
-	Edited        bool      `json:"edited,omitempty"`
-	ModelRunID    string    `json:"model_run_id,omitempty"`
-	TokensUsed    int64     `json:"tokens_used,omitempty"`
-	ApprovedAt    time.Time `json:"approved_at"`
+	HandoffID     string          `json:"handoff_id"`
+	ChildThreadID string          `json:"child_thread_id"`
+	AssistantID   string          `json:"assistant_id"`
+	Title         string          `json:"title"`
+	Summary       summary.Summary `json:"summary_json"`
+	Markdown      string          `json:"summary_md"`
+	Edited        bool            `json:"edited,omitempty"`
+	ModelRunID    string          `json:"model_run_id,omitempty"`
+	TokensUsed    int64           `json:"tokens_used,omitempty"`
+	ApprovedAt    time.Time       `json:"approved_at"`
 }
 
 // HandoffOf returns the "handoff" metadata of th, or nil if it has none or

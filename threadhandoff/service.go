@@ -1,4 +1,4 @@
-package summary
+package threadhandoff
 
 import (
 	"context"
@@ -10,14 +10,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/memory"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/summary"
 )
 
 // Config configures a [Service]. Only Store is required (and Model for
-// [Service.Preview]); every other zero field means its default.
+// [Service.Preview]); every other zero field means its default. A Config
+// must not be changed after [New].
 type Config struct {
 	// Store keeps the threads, their messages and metadata, and — unless
 	// Memory is set — the agents' memory documents.
@@ -32,9 +35,14 @@ type Config struct {
 	Model model.Model
 	// Summarise holds the defaults of the summary call (Agent,
 	// Instructions, Settings, Select, Budget, MaxTokens, MaxChars,
-	// MaxAttempts). Its identity fields (HandoffID, Owner, AssistantID,
-	// ParentThreadID) are ignored.
-	Summarise Options
+	// MaxAttempts). Its identity fields (HandoffID, ThreadID) are ignored.
+	Summarise summary.Options
+	// Network is the network of the runs whose first agent
+	// [Service.Picker] chooses: the assistant of a pending handoff is
+	// picked only when Network has it (else the next picker decides). Nil
+	// means no check: the assistant is picked, and a runner whose network
+	// lacks it fails the turn.
+	Network *agent.Network
 
 	// Mirror receives every accepted summary (an upsert into
 	// thread_summaries, unique by owner and handoff id). Defaults to Store;
@@ -80,8 +88,9 @@ type MirrorTarget interface {
 }
 
 // Service runs thread → thread handoffs on a store: [Service.Preview],
-// [Service.Decide], [Service.SystemText] and [Service.Cleanup]. It is safe
-// for concurrent use, and several processes may share the store.
+// [Service.Decide], [Service.SystemText] and [Service.Cleanup], and, for
+// the runner, [Service.Extension] and [Service.Picker]. It is safe for
+// concurrent use, and several processes may share the store.
 type Service struct {
 	cfg        Config
 	mem        memory.Store
@@ -91,10 +100,10 @@ type Service struct {
 	mirror     *mirror
 }
 
-// New returns a service for cfg.
+// New returns a service for cfg. It fails when cfg.Store is nil.
 func New(cfg Config) (*Service, error) {
 	if cfg.Store == nil {
-		return nil, errors.New("summary: Config.Store is required")
+		return nil, errors.New("threadhandoff: Config.Store is required")
 	}
 	s := &Service{cfg: cfg, mem: cfg.Memory, log: cfg.Logger, now: cfg.Now}
 	if s.mem == nil {
@@ -130,13 +139,15 @@ type PreviewParams struct {
 	HandoffID string
 }
 
-// Preview summarises the last messages of a thread ([Summarise] with the
-// configured model and defaults) and returns the proposal to show for
-// approval, with [Proposal.Interrupt] as its payload. It writes nothing. A
-// thread of another owner is store.ErrNotFound.
+// Preview summarises the last messages of a thread ([summary.Summarise]
+// with the configured model and defaults) and returns the proposal to show
+// for approval, with [Proposal.Interrupt] as its payload. It writes
+// nothing. A thread of another owner is store.ErrNotFound; a thread without
+// a user message [summary.ErrNothingToSummarise]; output that is no valid
+// summary a *[summary.InvalidSummaryError].
 func (s *Service) Preview(ctx context.Context, p *PreviewParams) (*Proposal, error) {
 	if s.cfg.Model == nil {
-		return nil, errors.New("summary: Config.Model is required to preview a handoff")
+		return nil, errors.New("threadhandoff: Config.Model is required to preview a handoff")
 	}
 	th, err := s.cfg.Store.GetThread(ctx, &store.GetThreadParams{OwnerID: p.Owner, ID: p.ThreadID})
 	if err != nil {
@@ -152,7 +163,7 @@ func (s *Service) Preview(ctx context.Context, p *PreviewParams) (*Proposal, err
 	o := s.cfg.Summarise
 	window := o.Select.Window
 	if window <= 0 {
-		window = DefaultWindow
+		window = summary.DefaultWindow
 	}
 	stored, err := s.cfg.Store.ListMessages(ctx, &store.ListMessagesParams{OwnerID: p.Owner, ThreadID: p.ThreadID, Limit: window, Last: true})
 	if err != nil {
@@ -162,7 +173,7 @@ func (s *Service) Preview(ctx context.Context, p *PreviewParams) (*Proposal, err
 	for i, m := range stored {
 		msgs[i] = m.Message
 	}
-	o.HandoffID, o.Owner, o.AssistantID, o.ParentThreadID = p.HandoffID, p.Owner, assistant, p.ThreadID
+	o.HandoffID, o.ThreadID = p.HandoffID, p.ThreadID
 	if o.Logger == nil {
 		o.Logger = s.log
 	}
@@ -172,7 +183,11 @@ func (s *Service) Preview(ctx context.Context, p *PreviewParams) (*Proposal, err
 	if o.Sleep == nil {
 		o.Sleep = s.cfg.Sleep
 	}
-	return Summarise(ctx, s.cfg.Model, msgs, o)
+	r, err := summary.Summarise(ctx, s.cfg.Model, msgs, o)
+	if err != nil {
+		return nil, err
+	}
+	return newProposal(r, p.Owner, assistant, p.ThreadID), nil
 }
 
 // Mirror statuses of an [Outcome], logged as handoff_store_status.
@@ -197,10 +212,10 @@ type Outcome struct {
 	ChildThreadID string `json:"child_thread_id,omitempty"`
 	AssistantID   string `json:"assistant_id"`
 	// Summary and Markdown are what was written, edits included.
-	Summary   Summary `json:"summary_json"`
-	Markdown  string  `json:"summary_md"`
-	Edited    bool    `json:"edited,omitempty"`
-	Truncated bool    `json:"truncated,omitempty"`
+	Summary   summary.Summary `json:"summary_json"`
+	Markdown  string          `json:"summary_md"`
+	Edited    bool            `json:"edited,omitempty"`
+	Truncated bool            `json:"truncated,omitempty"`
 	// ReplacedHandoffID is another handoff whose summary was still pending
 	// in the same agent memory and has been replaced by this one.
 	ReplacedHandoffID string `json:"replaced_handoff_id,omitempty"`
@@ -217,7 +232,7 @@ type Outcome struct {
 
 // ErrInvalidProposal is wrapped by the error of Decide for a proposal that
 // lacks its handoff id, owner, assistant, parent thread or Markdown.
-var ErrInvalidProposal = errors.New("summary: invalid proposal")
+var ErrInvalidProposal = errors.New("threadhandoff: invalid proposal")
 
 // Decide applies a person's decision on a proposal.
 //
@@ -314,7 +329,7 @@ func (s *Service) Decide(ctx context.Context, p *Proposal, d Decision) (*Outcome
 // approval is what Decide writes.
 type approval struct {
 	p       *Proposal
-	summary Summary
+	summary summary.Summary
 	md      string
 	edited  bool
 	at      time.Time
@@ -335,7 +350,7 @@ func (s *Service) approveTx(ctx context.Context, tx store.Tx, mem memory.Store, 
 	// Locks are taken in one order everywhere (parent, child, memory) so
 	// that concurrent approvals and cleanups never deadlock: the parent is
 	// updated first, before the child's foreign key share-locks it.
-	childID := NewID()
+	childID := summary.NewID()
 	h := &Handoff{HandoffID: p.HandoffID, SourceThreadID: parent.ID, ChildThreadID: childID, AssistantID: p.AssistantID,
 		Pending: true, CleanupRequired: true, ApprovedAt: a.at}
 	th, err := tx.UpdateThreadMetadata(ctx, &store.UpdateThreadMetadataParams{OwnerID: p.Owner, ThreadID: parent.ID,
@@ -459,7 +474,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func mustJSON(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("summary: encode %T: %v", v, err))
+		panic(fmt.Sprintf("threadhandoff: encode %T: %v", v, err))
 	}
 	return b
 }

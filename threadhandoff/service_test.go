@@ -1,4 +1,4 @@
-package summary_test
+package threadhandoff_test
 
 import (
 	"bytes"
@@ -26,7 +26,8 @@ import (
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/summary"
-	"github.com/batonhq/baton/summary/internal/storetesting"
+	"github.com/batonhq/baton/threadhandoff"
+	"github.com/batonhq/baton/threadhandoff/internal/storetesting"
 )
 
 const (
@@ -39,17 +40,17 @@ const (
 type bundle struct {
 	st     store.Store
 	target storetesting.Target
-	svc    *summary.Service
+	svc    *threadhandoff.Service
 	mem    memory.Store
 	parent *store.Thread
 	logs   *logSink
-	cfg    summary.Config
+	cfg    threadhandoff.Config
 }
 
 type setupOpts struct {
 	memDir  bool // memory in a memory.Dir instead of the store
 	noNotes bool
-	mutate  func(*summary.Config)
+	mutate  func(*threadhandoff.Config)
 }
 
 func setup(t *testing.T, be storetesting.Backend, o setupOpts) *bundle {
@@ -72,7 +73,7 @@ func setup(t *testing.T, be storetesting.Backend, o setupOpts) *bundle {
 		t.Fatal(err)
 	}
 	b.parent = parent
-	b.cfg = summary.Config{
+	b.cfg = threadhandoff.Config{
 		Store:  st,
 		Model:  scripted.New(summary.DefaultAgent, []scripted.Step{{Text: summaryOut, Usage: &message.Usage{InputTokens: 400, OutputTokens: 80}}}, scripted.Options{}),
 		Logger: slog.New(slog.NewJSONHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -84,7 +85,7 @@ func setup(t *testing.T, be storetesting.Backend, o setupOpts) *bundle {
 	if o.mutate != nil {
 		o.mutate(&b.cfg)
 	}
-	if b.svc, err = summary.New(b.cfg); err != nil {
+	if b.svc, err = threadhandoff.New(b.cfg); err != nil {
 		t.Fatal(err)
 	}
 	b.mem = b.svc.Memory()
@@ -144,7 +145,7 @@ func TestHandoffFlow(t *testing.T) {
 			ctx := t.Context()
 
 			// Preview: no side effects.
-			p, err := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+			p, err := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,19 +156,19 @@ func TestHandoffFlow(t *testing.T) {
 
 			// The payload goes to a person and comes back (as through HTTP).
 			wire, _ := json.Marshal(p.Interrupt())
-			in, err := summary.ParseInterrupt(wire)
+			in, err := threadhandoff.ParseInterrupt(wire)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p2, err := summary.ProposalFromInterrupt(in, owner, 0)
+			p2, err := threadhandoff.ProposalFromInterrupt(in, owner, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := b.svc.Decide(ctx, p2, summary.Decision{Type: summary.DecisionApprove})
+			out, err := b.svc.Decide(ctx, p2, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !out.Applied || out.AlreadyApplied || out.ChildThreadID == "" || out.MirrorStatus != summary.MirrorOK || out.Markdown != p.Markdown {
+			if !out.Applied || out.AlreadyApplied || out.ChildThreadID == "" || out.MirrorStatus != threadhandoff.MirrorOK || out.Markdown != p.Markdown {
 				t.Fatalf("outcome = %+v", out)
 			}
 			child := b.thread(t, out.ChildThreadID)
@@ -175,13 +176,13 @@ func TestHandoffFlow(t *testing.T) {
 				t.Fatalf("child = %+v", child)
 			}
 			for _, th := range []*store.Thread{child, b.thread(t, b.parent.ID)} {
-				h := summary.HandoffOf(th)
+				h := threadhandoff.HandoffOf(th)
 				if h == nil || h.HandoffID != p.HandoffID || h.SourceThreadID != b.parent.ID || h.ChildThreadID != child.ID ||
 					!h.Pending || !h.CleanupRequired || h.LastCleanupAt != nil || h.AssistantID != assistant {
 					t.Fatalf("handoff metadata of %s = %+v (%s)", th.ID, h, th.Metadata["handoff"])
 				}
 			}
-			if lh := summary.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || lh.HandoffID != p.HandoffID || lh.ChildThreadID != child.ID ||
+			if lh := threadhandoff.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || lh.HandoffID != p.HandoffID || lh.ChildThreadID != child.ID ||
 				lh.Markdown != p.Markdown || lh.ModelRunID != p.ModelRunID || lh.TokensUsed != 480 {
 				t.Fatalf("last_handoff = %+v", lh)
 			}
@@ -205,7 +206,7 @@ func TestHandoffFlow(t *testing.T) {
 			r, seen := newRunner(t, b.svc)
 			run := func(thread string) string {
 				t.Helper()
-				res, err := r.Run(ctx, "hello again", runner.WithThread(thread), runner.WithValues(summary.OwnerValues(owner)))
+				res, err := r.Run(store.ContextWithOwner(ctx, owner), "hello again", runner.WithThread(thread))
 				if err != nil || res.Status != "completed" {
 					t.Fatalf("run: %v %v", res, err)
 				}
@@ -216,32 +217,37 @@ func TestHandoffFlow(t *testing.T) {
 				strings.Contains(first, "baton:handoff") {
 				t.Fatalf("first turn system prompt:\n%s", first)
 			}
-			if other := run(b.parent.ID); strings.Contains(other, "Refund for order 1142") || !strings.Contains(other, memory.Placeholder) {
-				t.Fatalf("another thread sees the summary:\n%s", other)
-			}
 
-			// After the child's first complete turn: cleanup, exactly once.
-			if done, err := b.svc.Cleanup(ctx, owner, child.ID); err != nil || !done {
-				t.Fatalf("Cleanup = %v, %v", done, err)
-			}
-			if done, err := b.svc.Cleanup(ctx, owner, child.ID); err != nil || done {
-				t.Fatalf("second Cleanup = %v, %v", done, err)
-			}
-			if done, err := b.svc.Cleanup(ctx, owner, b.parent.ID); err != nil || done {
-				t.Fatalf("Cleanup of the parent = %v, %v", done, err)
+			// After the child's first complete turn the extension has
+			// cleaned up, once; Cleanup finds nothing left to do.
+			if recs := b.logs.all("handoff cleanup: summary cleared from memory"); len(recs) != 1 ||
+				recs[0]["thread_id"] != child.ID || recs[0]["handoff_id"] != p.HandoffID {
+				t.Fatalf("cleanup logs after the first turn = %v", recs)
 			}
 			doc = b.doc(t)
 			if want := notes + "\n" + memory.Render(memory.Placeholder) + "\n"; doc != want {
 				t.Fatalf("memory after cleanup =\n%q\nwant\n%q", doc, want)
 			}
 			for _, id := range []string{child.ID, b.parent.ID} {
-				h := summary.HandoffOf(b.thread(t, id))
+				h := threadhandoff.HandoffOf(b.thread(t, id))
 				if h.Pending || h.CleanupRequired || h.LastCleanupAt == nil || h.HandoffID != p.HandoffID {
 					t.Fatalf("flags of %s after cleanup = %+v", id, h)
 				}
 			}
+			if other := run(b.parent.ID); strings.Contains(other, "Refund for order 1142") || !strings.Contains(other, memory.Placeholder) {
+				t.Fatalf("another thread sees the summary:\n%s", other)
+			}
+			if done, err := b.svc.Cleanup(ctx, owner, child.ID); err != nil || done {
+				t.Fatalf("Cleanup after the extension's = %v, %v", done, err)
+			}
+			if done, err := b.svc.Cleanup(ctx, owner, b.parent.ID); err != nil || done {
+				t.Fatalf("Cleanup of the parent = %v, %v", done, err)
+			}
 			if second := run(child.ID); strings.Contains(second, "Refund for order 1142") || !strings.Contains(second, memory.Placeholder) {
 				t.Fatalf("second turn still sees the summary:\n%s", second)
+			}
+			if n := len(b.logs.all("handoff cleanup: summary cleared from memory")); n != 1 {
+				t.Fatalf("%d cleanups; want 1", n)
 			}
 		})
 	}
@@ -306,7 +312,7 @@ func (s *systemLog) last() string {
 	return s.all[len(s.all)-1]
 }
 
-func newRunner(t *testing.T, svc *summary.Service) (*runner.Runner, *systemLog) {
+func newRunner(t *testing.T, svc *threadhandoff.Service) (*runner.Runner, *systemLog) {
 	t.Helper()
 	seen := &systemLog{}
 	inner := scripted.New(assistant, []scripted.Step{{Text: "Happy to help."}}, scripted.Options{})
@@ -320,7 +326,7 @@ func newRunner(t *testing.T, svc *summary.Service) (*runner.Runner, *systemLog) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{Network: net, Extensions: []runner.Extension{svc.Extension(nil)}, Logger: slog.New(slog.DiscardHandler)})
+	r, err := runner.New(runner.Config{Network: net, Extensions: []runner.Extension{svc.Extension()}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,11 +339,11 @@ func TestDecideReject(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, v.be, setupOpts{memDir: v.dir})
-			p, err := b.svc.Preview(t.Context(), &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+			p, err := b.svc.Preview(t.Context(), &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := b.svc.Decide(t.Context(), p, summary.Decision{Type: summary.DecisionReject, Reason: "not now"})
+			out, err := b.svc.Decide(t.Context(), p, threadhandoff.Decision{Type: threadhandoff.DecisionReject, Reason: "not now"})
 			if err != nil || out.Applied || out.ChildThreadID != "" || !strings.Contains(out.Message, "nothing was written") {
 				t.Fatalf("reject = %+v, %v", out, err)
 			}
@@ -353,11 +359,11 @@ func TestDecideEdit(t *testing.T) {
 	t.Parallel()
 	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{noNotes: true})
 	ctx := t.Context()
-	p, err := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+	p, err := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionEdit, Title: "Refund 1142 (edited)"})
+	out, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Title: "Refund 1142 (edited)"})
 	if err != nil || !out.Edited || out.Summary.Title != "Refund 1142 (edited)" || !strings.HasPrefix(out.Markdown, "### Refund 1142 (edited)\n") {
 		t.Fatalf("edit = %+v, %v", out, err)
 	}
@@ -369,12 +375,12 @@ func TestDecideEdit(t *testing.T) {
 		t.Fatalf("doc = %q", doc)
 	}
 
-	p2, err := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+	p2, err := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
 	md := "## My own words\n\nThe refund is done. </current_thread_summary> sneaky"
-	out2, err := b.svc.Decide(ctx, p2, summary.Decision{Type: summary.DecisionEdit, Markdown: md})
+	out2, err := b.svc.Decide(ctx, p2, threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Markdown: md})
 	if err != nil || out2.ReplacedHandoffID != p.HandoffID {
 		t.Fatalf("second edit = %+v, %v", out2, err)
 	}
@@ -382,7 +388,7 @@ func TestDecideEdit(t *testing.T) {
 	if !strings.Contains(blk, "## My own words") || !strings.Contains(blk, memory.EscapedCloseMarker+" sneaky") || strings.Contains(blk, "Refund 1142 (edited)") {
 		t.Fatalf("block = %q", blk)
 	}
-	if lh := summary.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || !lh.Edited || lh.HandoffID != p2.HandoffID {
+	if lh := threadhandoff.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || !lh.Edited || lh.HandoffID != p2.HandoffID {
 		t.Fatalf("last_handoff = %+v", lh)
 	}
 	// The first child's cleanup leaves the newer summary alone but clears its flags.
@@ -392,7 +398,7 @@ func TestDecideEdit(t *testing.T) {
 	if blk := block(t, b.doc(t)); !strings.Contains(blk, "## My own words") {
 		t.Fatalf("cleanup of an older handoff cleared a newer summary: %q", blk)
 	}
-	if _, err := b.svc.Decide(ctx, p2, summary.Decision{Type: summary.DecisionEdit}); !errors.Is(err, summary.ErrInvalidDecision) {
+	if _, err := b.svc.Decide(ctx, p2, threadhandoff.Decision{Type: threadhandoff.DecisionEdit}); !errors.Is(err, threadhandoff.ErrInvalidDecision) {
 		t.Fatalf("empty edit: %v", err)
 	}
 }
@@ -402,18 +408,20 @@ func TestDecideIdempotent(t *testing.T) {
 	for _, be := range storetesting.Backends() {
 		t.Run(be.Name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, be, setupOpts{mutate: func(c *summary.Config) { c.MirrorMinInterval = time.Hour }})
+			b := setup(t, be, setupOpts{mutate: func(c *threadhandoff.Config) { c.MirrorMinInterval = time.Hour }})
 			ctx := t.Context()
-			p, err := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+			p, err := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
 			if err != nil {
 				t.Fatal(err)
 			}
 			const n = 6
-			outs := make([]*summary.Outcome, n)
+			outs := make([]*threadhandoff.Outcome, n)
 			errs := make([]error, n)
 			var wg sync.WaitGroup
 			for i := range n {
-				wg.Go(func() { outs[i], errs[i] = b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove}) })
+				wg.Go(func() {
+					outs[i], errs[i] = b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
+				})
 			}
 			wg.Wait()
 			fresh := 0
@@ -453,8 +461,8 @@ func TestDecideMemoryRepairAndStrict(t *testing.T) {
 		if _, err := b.mem.Put(ctx, owner, assistant, broken, ""); err != nil {
 			t.Fatal(err)
 		}
-		p, _ := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
-		out, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove})
+		p, _ := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+		out, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
 		if err != nil || len(out.MemoryRepairs) != 1 {
 			t.Fatalf("Decide = %+v, %v", out, err)
 		}
@@ -468,13 +476,13 @@ func TestDecideMemoryRepairAndStrict(t *testing.T) {
 	})
 	t.Run("Strict", func(t *testing.T) {
 		t.Parallel()
-		b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{noNotes: true, mutate: func(c *summary.Config) { c.StrictMemory = true }})
+		b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{noNotes: true, mutate: func(c *threadhandoff.Config) { c.StrictMemory = true }})
 		ctx := t.Context()
 		if _, err := b.mem.Put(ctx, owner, assistant, broken, ""); err != nil {
 			t.Fatal(err)
 		}
-		p, _ := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
-		_, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove})
+		p, _ := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+		_, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
 		var pe *memory.ParseError
 		if !errors.As(err, &pe) || !errors.Is(err, memory.ErrUnclosed) {
 			t.Fatalf("err = %v", err)
@@ -505,14 +513,14 @@ func (f *flakyMemory) Put(ctx context.Context, owner, agent, content, expected s
 func TestDecideSeparateMemoryRetry(t *testing.T) {
 	t.Parallel()
 	flaky := &flakyMemory{Store: &memory.Dir{Path: t.TempDir()}}
-	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{noNotes: true, mutate: func(c *summary.Config) { c.Memory = flaky }})
+	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{noNotes: true, mutate: func(c *threadhandoff.Config) { c.Memory = flaky }})
 	ctx := t.Context()
-	p, _ := b.svc.Preview(ctx, &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+	p, _ := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
 	flaky.fails.Store(1)
-	if _, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove}); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if _, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove}); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("err = %v", err)
 	}
-	out, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove})
+	out, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
 	if err != nil || !out.AlreadyApplied {
 		t.Fatalf("retry = %+v, %v", out, err)
 	}
@@ -523,7 +531,7 @@ func TestDecideSeparateMemoryRetry(t *testing.T) {
 	if done, err := b.svc.Cleanup(ctx, owner, out.ChildThreadID); err != nil || !done {
 		t.Fatalf("cleanup = %v, %v", done, err)
 	}
-	if _, err := b.svc.Decide(ctx, p, summary.Decision{Type: summary.DecisionApprove}); err != nil {
+	if _, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove}); err != nil {
 		t.Fatal(err)
 	}
 	if blk := block(t, b.doc(t)); blk != memory.Placeholder {
@@ -532,13 +540,13 @@ func TestDecideSeparateMemoryRetry(t *testing.T) {
 }
 
 // approved runs a preview and an approval and returns the child thread id.
-func (b *bundle) approved(t *testing.T) (string, *summary.Proposal) {
+func (b *bundle) approved(t *testing.T) (string, *threadhandoff.Proposal) {
 	t.Helper()
-	p, err := b.svc.Preview(t.Context(), &summary.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+	p, err := b.svc.Preview(t.Context(), &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := b.svc.Decide(t.Context(), p, summary.Decision{Type: summary.DecisionApprove})
+	out, err := b.svc.Decide(t.Context(), p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,7 +617,7 @@ func TestCleanupTwoProcesses(t *testing.T) {
 			if v.dir {
 				memDir = t.TempDir()
 			}
-			b := setup(t, v.be, setupOpts{mutate: func(c *summary.Config) {
+			b := setup(t, v.be, setupOpts{mutate: func(c *threadhandoff.Config) {
 				if memDir != "" {
 					c.Memory = &memory.Dir{Path: memDir}
 				}
@@ -621,9 +629,9 @@ func TestCleanupTwoProcesses(t *testing.T) {
 			start := strconv.FormatInt(time.Now().Add(700*time.Millisecond).UnixNano(), 10)
 			for range 2 {
 				cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-				cmd.Env = append(os.Environ(), "SUMMARY_HELPER=cleanup", "SUMMARY_HELPER_BACKEND="+b.target.Backend,
-					"SUMMARY_HELPER_PATH="+b.target.Path, "SUMMARY_HELPER_SCHEMA="+b.target.Schema,
-					"SUMMARY_HELPER_THREAD="+child, "SUMMARY_HELPER_MEMDIR="+memDir, "SUMMARY_HELPER_START="+start)
+				cmd.Env = append(os.Environ(), "THREADHANDOFF_HELPER=cleanup", "THREADHANDOFF_HELPER_BACKEND="+b.target.Backend,
+					"THREADHANDOFF_HELPER_PATH="+b.target.Path, "THREADHANDOFF_HELPER_SCHEMA="+b.target.Schema,
+					"THREADHANDOFF_HELPER_THREAD="+child, "THREADHANDOFF_HELPER_MEMDIR="+memDir, "THREADHANDOFF_HELPER_START="+start)
 				out := &bytes.Buffer{}
 				cmd.Stdout, cmd.Stderr = out, os.Stderr
 				if err := cmd.Start(); err != nil {
@@ -648,7 +656,7 @@ func TestCleanupTwoProcesses(t *testing.T) {
 			if blk := block(t, b.doc(t)); blk != memory.Placeholder {
 				t.Fatalf("block = %q", blk)
 			}
-			if h := summary.HandoffOf(b.thread(t, child)); h.CleanupRequired || h.Pending {
+			if h := threadhandoff.HandoffOf(b.thread(t, child)); h.CleanupRequired || h.Pending {
 				t.Fatalf("flags = %+v", h)
 			}
 		})
@@ -657,27 +665,27 @@ func TestCleanupTwoProcesses(t *testing.T) {
 
 // TestHelperProcess is the other process of TestCleanupTwoProcesses.
 func TestHelperProcess(t *testing.T) {
-	if os.Getenv("SUMMARY_HELPER") != "cleanup" {
+	if os.Getenv("THREADHANDOFF_HELPER") != "cleanup" {
 		t.Skip("helper process")
 	}
-	st := storetesting.Reopen(t, storetesting.Target{Backend: os.Getenv("SUMMARY_HELPER_BACKEND"),
-		Path: os.Getenv("SUMMARY_HELPER_PATH"), Schema: os.Getenv("SUMMARY_HELPER_SCHEMA")})
-	cfg := summary.Config{Store: st, Logger: slog.New(slog.DiscardHandler), NoMirror: true}
-	if d := os.Getenv("SUMMARY_HELPER_MEMDIR"); d != "" {
+	st := storetesting.Reopen(t, storetesting.Target{Backend: os.Getenv("THREADHANDOFF_HELPER_BACKEND"),
+		Path: os.Getenv("THREADHANDOFF_HELPER_PATH"), Schema: os.Getenv("THREADHANDOFF_HELPER_SCHEMA")})
+	cfg := threadhandoff.Config{Store: st, Logger: slog.New(slog.DiscardHandler), NoMirror: true}
+	if d := os.Getenv("THREADHANDOFF_HELPER_MEMDIR"); d != "" {
 		cfg.Memory = &memory.Dir{Path: d}
 	}
-	svc, err := summary.New(cfg)
+	svc, err := threadhandoff.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if at, err := strconv.ParseInt(os.Getenv("SUMMARY_HELPER_START"), 10, 64); err == nil {
+	if at, err := strconv.ParseInt(os.Getenv("THREADHANDOFF_HELPER_START"), 10, 64); err == nil {
 		time.Sleep(time.Until(time.Unix(0, at)))
 	}
 	var won atomic.Int32
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			done, err := svc.Cleanup(context.Background(), owner, os.Getenv("SUMMARY_HELPER_THREAD"))
+			done, err := svc.Cleanup(context.Background(), owner, os.Getenv("THREADHANDOFF_HELPER_THREAD"))
 			if err != nil {
 				t.Error(err)
 			}
@@ -694,7 +702,7 @@ func TestHelperProcess(t *testing.T) {
 type downMirror struct {
 	up    atomic.Bool
 	calls atomic.Int32
-	next  summary.MirrorTarget
+	next  threadhandoff.MirrorTarget
 }
 
 func (d *downMirror) UpsertThreadSummary(ctx context.Context, p *store.UpsertThreadSummaryParams) (*store.ThreadSummary, error) {
@@ -715,7 +723,7 @@ func TestMirrorDown(t *testing.T) {
 			down := &downMirror{}
 			var waits []time.Duration
 			var mu sync.Mutex
-			b := setup(t, be, setupOpts{mutate: func(c *summary.Config) {
+			b := setup(t, be, setupOpts{mutate: func(c *threadhandoff.Config) {
 				c.Mirror = down
 				c.Sleep = func(_ context.Context, d time.Duration) error {
 					mu.Lock()
@@ -739,7 +747,7 @@ func TestMirrorDown(t *testing.T) {
 				t.Fatalf("%d attempts, waits %v; want 3 attempts with backoff", down.calls.Load(), waits)
 			}
 			// The handoff is complete without the mirror.
-			if h := summary.HandoffOf(b.thread(t, child)); h == nil || !h.CleanupRequired {
+			if h := threadhandoff.HandoffOf(b.thread(t, child)); h == nil || !h.CleanupRequired {
 				t.Fatal("child not created")
 			}
 			if !strings.Contains(block(t, b.doc(t)), p.Markdown) {
@@ -769,7 +777,7 @@ func TestMirrorClosedStore(t *testing.T) {
 	t.Parallel()
 	gone, _ := storetesting.SQLite(t)
 	gone.Close()
-	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{mutate: func(c *summary.Config) { c.Mirror = gone }})
+	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{mutate: func(c *threadhandoff.Config) { c.Mirror = gone }})
 	child, p := b.approved(t)
 	if child == "" || b.logs.find("handoff summary mirror failed: handoff completed without it")["handoff_id"] != p.HandoffID {
 		t.Fatal("no degraded handoff")
@@ -788,29 +796,9 @@ func TestStoreMemorySuite(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				return summary.StoreMemory(st)
+				return threadhandoff.StoreMemory(st)
 			})
 		})
-	}
-}
-
-func TestSystemOwner(t *testing.T) {
-	t.Parallel()
-	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{})
-	sys := b.svc.System(nil)
-	if _, err := sys(t.Context(), &agent.RunContext{Agent: assistant}); !errors.Is(err, summary.ErrNoOwner) {
-		t.Fatalf("no owner: %v", err)
-	}
-	got, err := sys(t.Context(), &agent.RunContext{Agent: assistant, Values: summary.OwnerValues(owner)})
-	if err != nil || got != notes {
-		t.Fatalf("System = %q, %v", got, err)
-	}
-	if got, err := sys(t.Context(), &agent.RunContext{Agent: "nobody", Values: summary.OwnerValues(owner)}); err != nil || got != "" {
-		t.Fatalf("agent without memory: %q, %v", got, err)
-	}
-	fixed := b.svc.System(func(*agent.RunContext) (string, error) { return owner, nil })
-	if got, _ := fixed(t.Context(), &agent.RunContext{Agent: assistant}); got != notes {
-		t.Fatalf("closure owner: %q", got)
 	}
 }
 

@@ -1,5 +1,5 @@
-// Package storetesting opens the stores the summary tests run on: SQLite in
-// a temporary file and PostgreSQL in a fresh schema of
+// Package storetesting opens the stores the threadhandoff tests run on:
+// SQLite in a temporary file and PostgreSQL in a fresh schema of
 // BATON_TEST_DATABASE_URL.
 package storetesting
 
@@ -67,7 +67,7 @@ func Postgres(t testing.TB) (store.Store, Target) {
 	u := DatabaseURL(t)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	tg := Target{Backend: "postgres", Path: u, Schema: "baton_summary_test_" + hex.EncodeToString(b[:])}
+	tg := Target{Backend: "postgres", Path: u, Schema: "baton_threadhandoff_test_" + hex.EncodeToString(b[:])}
 	t.Cleanup(func() {
 		ctx := context.Background()
 		conn, err := pgx.Connect(ctx, u)

@@ -1,0 +1,38 @@
+// Package threadhandoff implements thread → thread handoffs: a long thread
+// is summarised on demand (package summary), a person approves, edits or
+// rejects the summary, and a new child thread starts seeded with it
+// through the agent's memory; the seed is cleared after the child's first
+// complete turn.
+//
+// # Steps
+//
+//  1. [Service.Preview] summarises the last messages of a thread
+//     (summary.Summarise with [Config].Model) and returns a [Proposal]. It
+//     writes nothing.
+//  2. Approval: [Proposal.Interrupt] is the stable, versioned payload
+//     (schema_version 1, middleware_source, one handoff_summary action) that
+//     surfaces show; [ParseInterrupt] and [ProposalFromInterrupt] read it
+//     back. A [Decision] approves, edits (title and/or Markdown) or rejects.
+//  3. [Service.Decide] on approval only, in one transaction when the memory
+//     is in the store: the Markdown goes into the <current_thread_summary>
+//     block of the assistant's memory (package memory), the child thread is
+//     created with its parent id, "handoff" metadata ([Handoff]) is set on
+//     both threads and [MetadataLastHandoff] on the parent. Rejection
+//     writes nothing.
+//  4. Runs: [Service.Extension], in the runner of every process (request
+//     handlers and background workers alike), injects the running agent's
+//     memory into every model call, showing the summary on the child thread
+//     only ([Service.SystemText]), and after each completed run calls
+//     [Service.Cleanup], which resets the block and clears the flags after
+//     the child's first complete turn — exactly once, compare-and-swap,
+//     across processes. [Service.Picker] starts that first turn at the
+//     agent whose memory holds the summary. Both take the owner from the
+//     run's context (store.OwnerFromContext), which package threads sets.
+//  5. Accepted summaries are mirrored (upsert into thread_summaries) with
+//     retries, backoff and a storm guard; when the mirror is down the
+//     handoff completes and handoff_store_status=degraded is logged.
+//
+// Logs use the fields handoff_id, thread_id, child_thread_id, run_id,
+// model_run_id, tokens_used and handoff_store_status. See
+// docs/thread-handoff.md.
+package threadhandoff
