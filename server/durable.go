@@ -12,7 +12,6 @@ import (
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/draft/pgbroker"
-	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store/pgstore"
 )
 
@@ -46,11 +45,6 @@ func (s *Server) setupContinuation() error {
 		c.Store, c.Threads, c.Broker = s.st, nw.svc, broker
 		if c.Logger == nil {
 			c.Logger = s.log
-		}
-		if nw.sum != nil {
-			// A run completed by a worker clears its thread's handoff
-			// seed, as one completed inline does (finishRun).
-			c.Finished = chainFinished(tmpl.Finished, nw.sum.RunEnded)
 		}
 		if c.Queue == "" && len(s.netList) > 1 {
 			c.Queue = QueueName(nw.name)
@@ -136,16 +130,5 @@ func (d brokerDrafts) SubscribeThread(ctx context.Context, owner, threadID strin
 				return
 			}
 		}
-	}
-}
-
-// chainFinished calls first (if set), then then.
-func chainFinished(first, then func(ctx context.Context, owner, threadID, runID string, status runstate.Status)) func(ctx context.Context, owner, threadID, runID string, status runstate.Status) {
-	if first == nil {
-		return then
-	}
-	return func(ctx context.Context, owner, threadID, runID string, status runstate.Status) {
-		first(ctx, owner, threadID, runID, status)
-		then(ctx, owner, threadID, runID, status)
 	}
 }

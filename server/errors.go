@@ -14,7 +14,7 @@ import (
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/threadhandoff"
 	"github.com/batonhq/baton/threads"
 )
 
@@ -81,7 +81,7 @@ func classify(err error) *apiError {
 		e := errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the database is unavailable; retry later")
 		e.retry = 1
 		return e
-	case errors.Is(err, summary.ErrInvalidInterrupt), errors.Is(err, summary.ErrInvalidDecision), errors.Is(err, summary.ErrInvalidProposal):
+	case errors.Is(err, threadhandoff.ErrInvalidInterrupt), errors.Is(err, threadhandoff.ErrInvalidDecision), errors.Is(err, threadhandoff.ErrInvalidProposal):
 		return errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "%s", err.Error())
 	case errors.Is(err, errShuttingDown):
 		e := errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the server is shutting down; retry on another instance")

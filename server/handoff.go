@@ -10,6 +10,7 @@ import (
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/threadhandoff"
 )
 
 // threadHandoff is POST /v1/threads/{id}/handoff: without a decision it
@@ -52,7 +53,7 @@ func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller
 		} else if th.ActiveAgent == "" {
 			return errorf(http.StatusUnprocessableEntity, wire.ErrInvalidRequest, "thread %s has nothing to summarise yet: no agent has answered on it", th.ID)
 		}
-		p, err := nw.sum.Preview(ctx, &summary.PreviewParams{Owner: c.owner, ThreadID: th.ID, AssistantID: req.AssistantID})
+		p, err := nw.sum.Preview(ctx, &threadhandoff.PreviewParams{Owner: c.owner, ThreadID: th.ID, AssistantID: req.AssistantID})
 		var ise *summary.InvalidSummaryError
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -80,20 +81,20 @@ func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller
 	if len(req.Interrupt) == 0 {
 		return badParam("interrupt", "a decision needs the interrupt it answers (the payload the preview returned)")
 	}
-	in, err := summary.ParseInterrupt(req.Interrupt)
+	in, err := threadhandoff.ParseInterrupt(req.Interrupt)
 	if err != nil {
 		return badParam("interrupt", "%s", err.Error())
 	}
-	p, err := summary.ProposalFromInterrupt(in, c.owner, 0)
+	p, err := threadhandoff.ProposalFromInterrupt(in, c.owner, 0)
 	if err != nil {
 		return badParam("interrupt", "%s", err.Error())
 	}
 	if p.ParentThreadID != th.ID {
 		return badParam("interrupt", "the interrupt is about thread %s, not %s", p.ParentThreadID, th.ID)
 	}
-	d := summary.Decision{Type: summary.DecisionType(req.Decision.Type), Title: req.Decision.Title, Markdown: req.Decision.Markdown, Reason: req.Decision.Reason}
+	d := threadhandoff.Decision{Type: threadhandoff.DecisionType(req.Decision.Type), Title: req.Decision.Title, Markdown: req.Decision.Markdown, Reason: req.Decision.Reason}
 	switch d.Type {
-	case summary.DecisionApprove, summary.DecisionEdit, summary.DecisionReject:
+	case threadhandoff.DecisionApprove, threadhandoff.DecisionEdit, threadhandoff.DecisionReject:
 	default:
 		return badParam("decision.type", "decision type %q is not approve, edit or reject", req.Decision.Type)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/summary"
 	"github.com/batonhq/baton/threads"
 )
 
@@ -122,9 +121,6 @@ func (s *Server) threadNetwork(th *store.Thread) (*network, error) {
 func (s *Server) startTurn(ctx context.Context, owner, threadID string, nw *network, input string, opts []runner.RunOption) (*runEntry, error) {
 	runID := newRunID()
 	opts = append(append([]runner.RunOption{runner.WithRunID(runID)}, nw.inlineOptions()...), opts...)
-	if nw.sum != nil {
-		opts = append(opts, runner.WithValues(summary.OwnerValues(owner)))
-	}
 	return s.launch(ctx, owner, threadID, runID, nw, nil, func(ctx context.Context) iter.Seq2[runner.Event, error] {
 		return nw.svc.Turn(ctx, owner, input, threads.TurnOptions{ThreadID: threadID, RunOptions: opts})
 	})
@@ -214,9 +210,6 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, owner, threa
 	defer s.releaseStream(r.Context())
 	runID := newRunID()
 	opts = append(append([]runner.RunOption{runner.WithRunID(runID)}, nw.inlineOptions()...), opts...)
-	if nw.sum != nil {
-		opts = append(opts, runner.WithValues(summary.OwnerValues(owner)))
-	}
 	run, te, _, err := s.register(owner, threadID, runID, nw, nil)
 	if err != nil {
 		return err
@@ -372,13 +365,6 @@ func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.
 	if runErr != nil {
 		s.log.Warn("run failed", "run_id", run.id, "thread_id", run.threadID, "error", runErr)
 	}
-	if status == string(runstate.StatusCompleted) && nw.sum != nil {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.runCtx), 10*time.Second)
-		if _, err := nw.sum.Cleanup(ctx, run.owner, run.threadID); err != nil {
-			s.log.Warn("thread handoff cleanup failed", "thread_id", run.threadID, "error", err)
-		}
-		cancel()
-	}
 	if status == string(runstate.StatusSuspended) && runErr == nil {
 		s.continueRun(run, te, nw)
 		return
@@ -474,11 +460,6 @@ func (s *Server) resumeJob(ctx context.Context, run *runEntry, te *threadEntry, 
 	}
 	if status == "" {
 		status = string(runstate.StatusFailed)
-	}
-	if status == string(runstate.StatusCompleted) && nw.sum != nil {
-		if _, err := nw.sum.Cleanup(context.WithoutCancel(ctx), run.owner, run.threadID); err != nil {
-			s.log.Warn("thread handoff cleanup failed", "thread_id", run.threadID, "error", err)
-		}
 	}
 	if runErr != nil && ctx.Err() != nil {
 		// Canceled at shutdown: the run stays at its last checkpoint, to be

@@ -24,8 +24,8 @@ import (
 	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/summary"
 	"github.com/batonhq/baton/telemetry"
+	"github.com/batonhq/baton/threadhandoff"
 	"github.com/batonhq/baton/threads"
 	"github.com/batonhq/baton/webui"
 )
@@ -171,7 +171,7 @@ type network struct {
 	name string
 	net  *agent.Network
 	svc  *threads.Service
-	sum  *summary.Service
+	sum  *threadhandoff.Service
 	cont *continuation.Service
 	wire wire.Network
 }
@@ -263,14 +263,19 @@ func (s *Server) newNetwork(n Network) (*network, error) {
 	if s.tel != nil {
 		rc.Observer = s.tel.Observer()
 	}
-	var sum *summary.Service
+	var sum *threadhandoff.Service
 	if n.Summary != nil {
 		var err error
-		sum, err = summary.New(summary.Config{Store: s.st, Model: n.Summary, Logger: s.log})
+		sum, err = threadhandoff.New(threadhandoff.Config{Store: s.st, Model: n.Summary, Network: n.Network, Logger: s.log})
 		if err != nil {
 			return nil, fmt.Errorf("server: network %s: %w", name, err)
 		}
-		rc.Extensions = []runner.Extension{sum.Extension(nil)}
+		// Agent memory in every model call, a child thread's seed cleared
+		// after its first completed run (inline or by a worker: the
+		// continuation resumes with this runner), and that first run
+		// started at the agent whose memory holds the summary.
+		rc.Extensions = []runner.Extension{sum.Extension()}
+		rc.Picker = sum.Picker(n.Picker)
 	}
 	r, err := runner.New(rc)
 	if err != nil {

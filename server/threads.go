@@ -16,7 +16,7 @@ import (
 	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/threadhandoff"
 )
 
 // Metadata bounds of POST /v1/threads.
@@ -29,7 +29,7 @@ const (
 var metadataKey = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 
 // reservedMetadata are the namespaces baton writes itself.
-var reservedMetadata = map[string]bool{store.MetadataHandoff: true, summary.MetadataLastHandoff: true}
+var reservedMetadata = map[string]bool{store.MetadataHandoff: true, threadhandoff.MetadataLastHandoff: true}
 
 func (s *Server) createThread(w http.ResponseWriter, r *http.Request, c *caller) error {
 	var req wire.CreateThread

@@ -23,7 +23,7 @@ import (
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/threadhandoff"
 	"github.com/batonhq/baton/threads"
 )
 
@@ -106,7 +106,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer st.Close()
-	hm, err := newHandoffMemory(st, sf.owner, mf, summaryModel)
+	hm, err := newHandoffMemory(st, sf.owner, mf, spec.Network, summaryModel)
 	if err != nil {
 		return err
 	}
@@ -187,12 +187,13 @@ func chatSummaryModel(spec *netspec.Spec) (model.Model, string) {
 // goroutines other than the UI's.
 type chatBackend interface {
 	// Turn runs a user turn on threadID ("" creates a thread) and streams
-	// its events; report learns what the cleanup after a completed run did.
+	// its events; report learns whether the first completed turn of a child
+	// thread cleared its handoff summary.
 	Turn(ctx context.Context, threadID, input string, report func(cleanupResult)) iter.Seq2[runner.Event, error]
 	// Resume continues an interrupted run with decisions.
 	Resume(ctx context.Context, runID string, ds []runner.Decision, report func(cleanupResult)) iter.Seq2[runner.Event, error]
-	Preview(ctx context.Context, threadID string) (*summary.Proposal, error)
-	Decide(ctx context.Context, p *summary.Proposal, d summary.Decision) (*summary.Outcome, error)
+	Preview(ctx context.Context, threadID string) (*threadhandoff.Proposal, error)
+	Decide(ctx context.Context, p *threadhandoff.Proposal, d threadhandoff.Decision) (*threadhandoff.Outcome, error)
 	// Threads lists the owner's threads, newest first.
 	Threads(ctx context.Context) ([]*store.Thread, error)
 	// Thread finds a thread by id or unique id prefix.
@@ -222,26 +223,18 @@ type chatStore struct {
 }
 
 func (c *chatStore) Turn(ctx context.Context, threadID, input string, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
-	return func(yield func(runner.Event, error) bool) {
-		opts, _ := c.hm.turnOptions(ctx, c.spec.Network, threadID, false)
-		events := c.threads.Turn(ctx, c.owner, input, threads.TurnOptions{ThreadID: threadID, RunOptions: opts})
-		for ev, err := range c.hm.afterRun(ctx, events, report) {
-			if !yield(ev, err) {
-				return
-			}
-		}
-	}
+	return c.hm.reportCleanup(ctx, c.threads.Turn(ctx, c.owner, input, threads.TurnOptions{ThreadID: threadID}), report)
 }
 
 func (c *chatStore) Resume(ctx context.Context, runID string, ds []runner.Decision, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
-	return c.hm.afterRun(ctx, c.threads.Resume(ctx, c.owner, runID, runner.WithDecisions(ds...)), report)
+	return c.hm.reportCleanup(ctx, c.threads.Resume(ctx, c.owner, runID, runner.WithDecisions(ds...)), report)
 }
 
-func (c *chatStore) Preview(ctx context.Context, threadID string) (*summary.Proposal, error) {
-	return c.hm.svc.Preview(ctx, &summary.PreviewParams{Owner: c.owner, ThreadID: threadID})
+func (c *chatStore) Preview(ctx context.Context, threadID string) (*threadhandoff.Proposal, error) {
+	return c.hm.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: c.owner, ThreadID: threadID})
 }
 
-func (c *chatStore) Decide(ctx context.Context, p *summary.Proposal, d summary.Decision) (*summary.Outcome, error) {
+func (c *chatStore) Decide(ctx context.Context, p *threadhandoff.Proposal, d threadhandoff.Decision) (*threadhandoff.Outcome, error) {
 	return c.hm.svc.Decide(ctx, p, d)
 }
 

@@ -19,7 +19,7 @@ import (
 	"github.com/batonhq/baton/memory"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlitestore"
-	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/threadhandoff"
 )
 
 // TestChatTerminal drives `baton chat` in a real terminal (a tmux pane,
@@ -74,7 +74,7 @@ func TestChatTerminal(t *testing.T) {
 	// The child's first turn starts with billing and sees the summary; then
 	// the summary is cleared and the next turn does not see it.
 	tm.send(t, "Any news on the double charge?")
-	tm.waitFor(t, "▶ billing is active (requested)", "Billing answer #2: the summary «Double charge on order 1234» is in my memory.",
+	tm.waitFor(t, "▶ billing is active (thread handoff)", "Billing answer #2: the summary «Double charge on order 1234» is in my memory.",
 		"its summary is now cleared from the agent's memory", idle)
 	tm.send(t, "Is the charge reversed yet?")
 	tm.waitFor(t, "Billing answer #3: no summary in my memory.", idle)
@@ -151,18 +151,18 @@ func TestChatTerminal(t *testing.T) {
 		if th.ParentID != tt.parent || th.Name != tt.name || th.ActiveAgent != "billing" {
 			t.Errorf("thread %s: parent %q, name %q, agent %q; want %q, %q, billing", th.ID, th.ParentID, th.Name, th.ActiveAgent, tt.parent, tt.name)
 		}
-		h := summary.HandoffOf(th)
+		h := threadhandoff.HandoffOf(th)
 		if h == nil || h.ChildThreadID != grandchild || h.SourceThreadID != child || h.Pending || h.CleanupRequired || h.LastCleanupAt == nil {
 			t.Errorf("thread %s: handoff metadata %+v, want the handoff %s → %s, cleaned up", th.ID, h, child, grandchild)
 		}
 	}
-	if lh := summary.LastHandoffOf(byID[grandchild]); lh != nil {
+	if lh := threadhandoff.LastHandoffOf(byID[grandchild]); lh != nil {
 		t.Errorf("the declined handoff wrote last_handoff on %s: %+v", grandchild, lh)
 	}
-	if lh := summary.LastHandoffOf(byID[child]); lh == nil || !lh.Edited || lh.ChildThreadID != grandchild {
+	if lh := threadhandoff.LastHandoffOf(byID[child]); lh == nil || !lh.Edited || lh.ChildThreadID != grandchild {
 		t.Errorf("last_handoff of %s: %+v, want the edited handoff to %s", child, lh, grandchild)
 	}
-	doc, err := summary.StoreMemory(st).Get(t.Context(), "tester", "billing")
+	doc, err := threadhandoff.StoreMemory(st).Get(t.Context(), "tester", "billing")
 	if err != nil {
 		t.Fatal(err)
 	}

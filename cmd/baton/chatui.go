@@ -21,7 +21,7 @@ import (
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/threadhandoff"
 	"github.com/batonhq/baton/threads"
 )
 
@@ -63,12 +63,12 @@ type (
 	runDoneMsg  struct{ err error }
 	cleanupMsg  struct{ res cleanupResult }
 	previewMsg  struct {
-		p    *summary.Proposal
+		p    *threadhandoff.Proposal
 		err  error
 		mode handoffMode
 	}
 	decideMsg struct {
-		out *summary.Outcome
+		out *threadhandoff.Outcome
 		err error
 	}
 	editorDoneMsg struct {
@@ -138,7 +138,7 @@ type chatModel struct {
 	decisions []runner.Decision
 
 	// A handoff waiting for a decision.
-	proposal *summary.Proposal
+	proposal *threadhandoff.Proposal
 }
 
 func newChatModel(ctx context.Context, be chatBackend, info chatInfo) *chatModel {
@@ -349,11 +349,11 @@ func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
 	case modeChoice:
 		switch k.String() {
 		case "a", "y":
-			return m.decide(summary.Decision{Type: summary.DecisionApprove})
+			return m.decide(threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
 		case "e":
 			return m.edit()
 		case "d", "n", "esc", "ctrl+c":
-			return m.decide(summary.Decision{Type: summary.DecisionReject, Reason: "declined in baton chat"})
+			return m.decide(threadhandoff.Decision{Type: threadhandoff.DecisionReject, Reason: "declined in baton chat"})
 		}
 	case modeEditInline:
 		switch k.String() {
@@ -623,21 +623,21 @@ func (m *chatModel) previewed(msg previewMsg) tea.Cmd {
 		m.proposal = nil
 		return nil
 	case handoffApply:
-		return m.decide(summary.Decision{Type: summary.DecisionApprove})
+		return m.decide(threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
 	}
 	m.mode = modeChoice
 	return nil
 }
 
 // decide sends the decision on the current proposal.
-func (m *chatModel) decide(d summary.Decision) tea.Cmd {
+func (m *chatModel) decide(d threadhandoff.Decision) tea.Cmd {
 	p := m.proposal
 	if p == nil {
 		m.mode = modeInput
 		return nil
 	}
 	m.mode, m.status = modeBusy, "applying the handoff…"
-	if d.Type == summary.DecisionReject {
+	if d.Type == threadhandoff.DecisionReject {
 		m.status = "declining…"
 	}
 	return func() tea.Msg {
@@ -729,7 +729,7 @@ func (m *chatModel) decideEdit(md string) tea.Cmd {
 		m.mode = modeChoice
 		return nil
 	}
-	d := summary.Decision{Type: summary.DecisionEdit, Markdown: md}
+	d := threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Markdown: md}
 	if t := markdownTitle(md); t != "" && t != m.proposal.Summary.Title {
 		d.Title = t
 	}

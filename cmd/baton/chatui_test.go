@@ -15,6 +15,7 @@ import (
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/threadhandoff"
 )
 
 // fakeChat is a chatBackend that plays scripted events and records what
@@ -28,7 +29,7 @@ type fakeChat struct {
 	mu        sync.Mutex
 	inputs    []string
 	resumed   [][]runner.Decision
-	decisions []summary.Decision
+	decisions []threadhandoff.Decision
 }
 
 func (f *fakeChat) play(events []runner.Event, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
@@ -58,25 +59,25 @@ func (f *fakeChat) Resume(_ context.Context, _ string, ds []runner.Decision, rep
 	return f.play(f.resume(ds), report)
 }
 
-func (f *fakeChat) Preview(_ context.Context, threadID string) (*summary.Proposal, error) {
+func (f *fakeChat) Preview(_ context.Context, threadID string) (*threadhandoff.Proposal, error) {
 	s := summary.Summary{Title: "Old title", Body: []string{"one", "two", "three"}, TLDR: "Done."}
-	return &summary.Proposal{HandoffID: "h1", Owner: "local", AssistantID: "billing", ParentThreadID: threadID,
+	return &threadhandoff.Proposal{HandoffID: "h1", Owner: "local", AssistantID: "billing", ParentThreadID: threadID,
 		Summary: s, Markdown: s.Markdown(), Messages: 4, TokensUsed: 42}, nil
 }
 
-func (f *fakeChat) Decide(_ context.Context, p *summary.Proposal, d summary.Decision) (*summary.Outcome, error) {
+func (f *fakeChat) Decide(_ context.Context, p *threadhandoff.Proposal, d threadhandoff.Decision) (*threadhandoff.Outcome, error) {
 	f.mu.Lock()
 	f.decisions = append(f.decisions, d)
 	f.mu.Unlock()
-	if d.Type == summary.DecisionReject {
-		return &summary.Outcome{HandoffID: p.HandoffID, Decision: d.Type, ParentThreadID: p.ParentThreadID, Message: "Handoff rejected: nothing was written."}, nil
+	if d.Type == threadhandoff.DecisionReject {
+		return &threadhandoff.Outcome{HandoffID: p.HandoffID, Decision: d.Type, ParentThreadID: p.ParentThreadID, Message: "Handoff rejected: nothing was written."}, nil
 	}
 	s := p.Summary
 	if d.Title != "" {
 		s.Title = d.Title
 	}
-	return &summary.Outcome{HandoffID: p.HandoffID, Decision: d.Type, Applied: true, ParentThreadID: p.ParentThreadID,
-		ChildThreadID: "child", AssistantID: p.AssistantID, Summary: s, Edited: d.Type == summary.DecisionEdit,
+	return &threadhandoff.Outcome{HandoffID: p.HandoffID, Decision: d.Type, Applied: true, ParentThreadID: p.ParentThreadID,
+		ChildThreadID: "child", AssistantID: p.AssistantID, Summary: s, Edited: d.Type == threadhandoff.DecisionEdit,
 		Message: "Handoff approved: continue in thread child."}, nil
 }
 
@@ -189,7 +190,7 @@ func TestChatHandoffInlineEdit(t *testing.T) {
 		t.Fatalf("decisions %+v, want one", f.decisions)
 	}
 	d := f.decisions[0]
-	if d.Type != summary.DecisionEdit || d.Title != "New title" || !strings.HasPrefix(d.Markdown, "### New title\n\n- one") {
+	if d.Type != threadhandoff.DecisionEdit || d.Title != "New title" || !strings.HasPrefix(d.Markdown, "### New title\n\n- one") {
 		t.Errorf("decision %+v, want an edit titled New title with the edited Markdown", d)
 	}
 	if m.thread != "child" || m.mode != modeInput {
@@ -206,7 +207,7 @@ func TestChatHandoff(t *testing.T) {
 		m := newTestChat(t, f, "t1")
 		typeLine(t, m, "/handoff")
 		drive(t, m, press("d"))
-		if len(f.decisions) != 1 || f.decisions[0].Type != summary.DecisionReject || m.thread != "t1" {
+		if len(f.decisions) != 1 || f.decisions[0].Type != threadhandoff.DecisionReject || m.thread != "t1" {
 			t.Errorf("decisions %+v, thread %q: want one rejection, still on t1", f.decisions, m.thread)
 		}
 		wantTranscript(t, m, "✗ Handoff rejected: nothing was written.")
@@ -217,7 +218,7 @@ func TestChatHandoff(t *testing.T) {
 		m := newTestChat(t, f, "t1")
 		typeLine(t, m, "/handoff")
 		drive(t, m, press("a"))
-		if len(f.decisions) != 1 || f.decisions[0].Type != summary.DecisionApprove || m.thread != "child" {
+		if len(f.decisions) != 1 || f.decisions[0].Type != threadhandoff.DecisionApprove || m.thread != "child" {
 			t.Errorf("decisions %+v, thread %q: want one approval, on the child", f.decisions, m.thread)
 		}
 	})
@@ -236,7 +237,7 @@ func TestChatHandoff(t *testing.T) {
 		f := &fakeChat{}
 		m := newTestChat(t, f, "t1")
 		typeLine(t, m, "/handoff --apply")
-		if len(f.decisions) != 1 || f.decisions[0].Type != summary.DecisionApprove || m.thread != "child" {
+		if len(f.decisions) != 1 || f.decisions[0].Type != threadhandoff.DecisionApprove || m.thread != "child" {
 			t.Errorf("decisions %+v, thread %q: want an approval without asking", f.decisions, m.thread)
 		}
 	})

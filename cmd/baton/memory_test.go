@@ -11,7 +11,7 @@ import (
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlitestore"
-	"github.com/batonhq/baton/summary"
+	"github.com/batonhq/baton/threadhandoff"
 )
 
 // TestRunSeesHandoffSummary checks the memory wiring of `baton run`: after
@@ -52,21 +52,21 @@ func TestRunSeesHandoffSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	svc, err := summary.New(summary.Config{Store: st, Model: spec.Summary, Memory: &memory.Dir{Path: memDir}})
+	svc, err := threadhandoff.New(threadhandoff.Config{Store: st, Model: spec.Summary, Memory: &memory.Dir{Path: memDir}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := svc.Preview(t.Context(), &summary.PreviewParams{Owner: "ann", ThreadID: parent})
+	p, err := svc.Preview(t.Context(), &threadhandoff.PreviewParams{Owner: "ann", ThreadID: parent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := svc.Decide(t.Context(), p, summary.Decision{Type: summary.DecisionApprove})
+	o, err := svc.Decide(t.Context(), p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	out = baton("--thread", o.ChildThreadID, network, "Any news?")
-	for _, want := range []string{"▶ billing is active (requested)", "Billing answer #2: the summary «Double charge on order 1234» is in my memory."} {
+	for _, want := range []string{"▶ billing is active (thread handoff)", "Billing answer #2: the summary «Double charge on order 1234» is in my memory."} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the child's first turn lacks %q:\n%s", want, out)
 		}
@@ -79,7 +79,7 @@ func TestRunSeesHandoffSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := summary.HandoffOf(th); h == nil || h.CleanupRequired || h.Pending {
+	if h := threadhandoff.HandoffOf(th); h == nil || h.CleanupRequired || h.Pending {
 		t.Errorf("the child's handoff metadata after its turns: %+v, want it cleaned up", h)
 	}
 	b, err := os.ReadFile(filepath.Join(memDir, "ann", "billing.md"))

@@ -124,7 +124,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer st.Close()
-	hm, err := newHandoffMemory(st, sf.owner, mf, nil)
+	hm, err := newHandoffMemory(st, sf.owner, mf, spec.Network, nil)
 	if err != nil {
 		return err
 	}
@@ -132,13 +132,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	opts, _ := hm.turnOptions(ctx, spec.Network, *thread, *agentName != "")
+	var opts []runner.RunOption
 	if *agentName != "" {
 		opts = append(opts, runner.WithAgent(*agentName))
 	}
 	svc := threads.New(st, r, nil)
 	events := svc.Turn(ctx, sf.owner, fs.Arg(1), threads.TurnOptions{ThreadID: *thread, RunOptions: opts})
-	runErr := printRun(hm.afterRun(ctx, events, nil), *jsonOut, stdout, fs.Arg(0), sf.database)
+	runErr := printRun(events, *jsonOut, stdout, fs.Arg(0), sf.database)
 	if rec != nil {
 		if err := writeRecording(*record, rec, spec.File); err != nil {
 			return errors.Join(runErr, err)
@@ -244,7 +244,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer st.Close()
-	hm, err := newHandoffMemory(st, sf.owner, mf, nil)
+	hm, err := newHandoffMemory(st, sf.owner, mf, spec.Network, nil)
 	if err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	svc := threads.New(st, r, nil)
-	return printRun(hm.afterRun(ctx, svc.Resume(ctx, sf.owner, id, opts...), nil), *jsonOut, stdout, fs.Arg(0), sf.database)
+	return printRun(svc.Resume(ctx, sf.owner, id, opts...), *jsonOut, stdout, fs.Arg(0), sf.database)
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {

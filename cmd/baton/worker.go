@@ -18,9 +18,8 @@ import (
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/runner"
-	"github.com/batonhq/baton/runstate"
-	"github.com/batonhq/baton/summary"
 	"github.com/batonhq/baton/telemetry"
+	"github.com/batonhq/baton/threadhandoff"
 	"github.com/batonhq/baton/threads"
 )
 
@@ -100,16 +99,16 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	defer st.Close()
 	rcfg := runner.Config{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Logger: log, Observer: tel.Observer()}
-	var finished func(ctx context.Context, owner, threadID, runID string, status runstate.Status)
 	if spec.Summary != nil {
 		// As in baton serve: the agents' memory (thread handoff summaries,
 		// in the store) is in every model call of a resumed run, and the
 		// seed of a child thread is cleared once a run of it completes.
-		sum, err := summary.New(summary.Config{Store: st, Model: spec.Summary, Logger: log})
+		sum, err := threadhandoff.New(threadhandoff.Config{Store: st, Model: spec.Summary, Network: spec.Network, Logger: log})
 		if err != nil {
 			return err
 		}
-		rcfg.Extensions, finished = []runner.Extension{sum.Extension(nil)}, sum.RunEnded
+		rcfg.Extensions = []runner.Extension{sum.Extension()}
+		rcfg.Picker = sum.Picker(spec.Picker)
 	}
 	r, err := runner.New(rcfg)
 	if err != nil {
@@ -118,7 +117,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	ccfg := continuation.Config{
 		Store: st, Threads: threads.New(st, r, log), Workers: *concurrency,
 		JobTimeout: *jobTimeout, RescueStuckJobsAfter: *rescueAfter, MaxAttempts: *maxAttempts,
-		NoMigrate: *noMigrate, Logger: log, Queue: *queue, Finished: finished,
+		NoMigrate: *noMigrate, Logger: log, Queue: *queue,
 	}
 	traceContinuations(&ccfg, tel)
 	cont, err := continuation.New(ccfg)
