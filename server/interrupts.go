@@ -13,7 +13,6 @@ import (
 	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/threads"
 )
 
 // Interrupt statuses.
@@ -25,7 +24,7 @@ const (
 // interrupt finds an interrupt of the caller: the run it belongs to, its
 // latest checkpoint, and the interrupt payload.
 func (s *Server) interrupt(ctx context.Context, c *caller, id string) (*store.Checkpoint, *runstate.Interrupt, error) {
-	runID, ok := threads.RunIDOfInterrupt(id)
+	runID, ok := runstate.RunOfInterrupt(id)
 	if !ok || len(id) > 160 {
 		return nil, nil, notFound("interrupt", id)
 	}

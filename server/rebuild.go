@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server/internal/runlog"
@@ -52,14 +51,14 @@ func entriesOf(base *runstate.State, states []*runstate.State, after runlog.Curs
 	last := after
 	prevState := base
 	for _, st := range states {
-		evs := synthesize(prevState, st)
+		evs := runner.EventsBetween(prevState, st)
 		n := len(evs)
 		for j, ev := range evs {
 			at := runlog.Cursor{Seq: st.Seq - (n - 1 - j)}
 			if !last.Less(at) {
 				at = runlog.Cursor{Seq: last.Seq, Sub: last.Sub + 1}
 			}
-			setSeq(ev, at.Seq)
+			runner.SetSeq(ev, at.Seq)
 			data, err := json.Marshal(ev)
 			if err != nil {
 				return nil, err
@@ -73,8 +72,8 @@ func entriesOf(base *runstate.State, states []*runstate.State, after runlog.Curs
 }
 
 // rebuild returns the events of a run after cursor from, made from its
-// stored checkpoints (see [synthesize]): text deltas are folded into their
-// message events.
+// stored checkpoints (see [runner.EventsBetween]): text deltas are folded
+// into their message events.
 func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.Cursor) ([]runlog.Entry, error) {
 	_, base, states, err := s.chain(ctx, owner, runID, func(cp *store.Checkpoint) bool { return cp.State.Seq <= from.Seq })
 	if err != nil {
@@ -95,86 +94,6 @@ func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.C
 		}
 	}
 	return out, nil
-}
-
-// synthesize returns the events that took a run from state prev (nil: its
-// start) to state cur.
-func synthesize(prev, cur *runstate.State) []runner.Event {
-	var evs []runner.Event
-	h := func(t runner.EventType) runner.Header { return runner.Header{Type: t} }
-	skip := 0
-	agent := cur.Agent
-	if len(cur.Trail) > 0 {
-		agent = cur.Trail[0]
-	}
-	if prev == nil {
-		evs = append(evs, &runner.RunStartEvent{Header: h(runner.TypeRunStart), RunID: cur.RunID, ThreadID: cur.ThreadID, Network: cur.Network, Fingerprint: cur.Fingerprint, Agent: agent},
-			&runner.AgentStartEvent{Header: h(runner.TypeAgentStart), Agent: agent})
-		skip = 1 // the input
-	} else {
-		skip = len(prev.Transcript)
-		agent = prev.Agent
-		if prev.Status != runstate.StatusRunning {
-			// prev stopped the run (waiting, or a transient failure): cur resumed it.
-			evs = append(evs, &runner.RunStartEvent{Header: h(runner.TypeRunStart), RunID: cur.RunID, ThreadID: cur.ThreadID, Network: cur.Network, Fingerprint: cur.Fingerprint, Agent: prev.Agent, Resumed: true})
-		}
-	}
-	names := map[string]string{}
-	for _, m := range cur.Transcript[min(skip, len(cur.Transcript)):] {
-		switch m.Role {
-		case message.RoleAssistant:
-			if t := m.Text(); t != "" {
-				evs = append(evs, &runner.MessageEvent{Header: h(runner.TypeMessage), Agent: m.Agent, Text: t, MessageID: m.ID, Usage: m.Usage})
-			}
-			for _, c := range m.ToolCalls() {
-				names[c.ID] = c.Name
-				evs = append(evs, &runner.ToolCallEvent{Header: h(runner.TypeToolCall), Agent: m.Agent, Name: c.Name, ID: c.ID, Arguments: c.Arguments})
-			}
-		case message.RoleTool:
-			for _, p := range m.Parts {
-				if p.Type != message.PartToolResult {
-					continue
-				}
-				ev := &runner.ToolResultEvent{Header: h(runner.TypeToolResult), Agent: m.Agent, Name: p.Name, ID: p.CallID}
-				if p.IsError {
-					ev.Error = p.Text
-				} else {
-					ev.Output = p.Text
-				}
-				evs = append(evs, ev)
-			}
-		}
-	}
-	if cur.Agent != agent {
-		ev := &runner.HandoffEvent{Header: h(runner.TypeHandoff), From: agent, To: cur.Agent}
-		if hc := cur.Handoff; hc != nil && hc.To == cur.Agent {
-			ev.ID, ev.From, ev.HandoffType, ev.Tool, ev.Reason, ev.Context, ev.HistoryPolicy, ev.Transforms = hc.ID, hc.From, hc.Type, hc.Tool, hc.Reason, hc.Data, hc.History, hc.Transforms
-		}
-		evs = append(evs, ev, &runner.AgentStartEvent{Header: h(runner.TypeAgentStart), Agent: cur.Agent, Reason: "handoff"})
-	}
-	switch cur.Status {
-	case runstate.StatusRunning:
-		return evs
-	case runstate.StatusInterrupted:
-		if cur.Interrupt != nil {
-			evs = append(evs, &runner.InterruptEvent{Header: h(runner.TypeInterrupt), Interrupt: cur.Interrupt})
-		}
-	case runstate.StatusSuspended:
-		var calls []string
-		for _, p := range cur.Pending {
-			if p.Result == nil {
-				calls = append(calls, p.Call.ID)
-			}
-		}
-		evs = append(evs, &runner.SuspendedEvent{Header: h(runner.TypeSuspended), Agent: cur.Agent, Calls: calls})
-	case runstate.StatusFailed:
-		if f := cur.Failure; f != nil {
-			evs = append(evs, &runner.ErrorEvent{Header: h(runner.TypeError), Kind: runner.Kind(f.Kind), Message: f.Message, Limit: f.Limit, Agent: cur.Agent})
-		}
-	}
-	evs = append(evs, &runner.RunEndEvent{Header: h(runner.TypeRunEnd), Status: cur.Status, LastAgent: cur.Agent, Turns: cur.Turns,
-		Handoffs: cur.Handoffs, Usage: cur.Usage, Output: cur.FinalOutput})
-	return evs
 }
 
 // follow streams the progress of a run that a worker of another process
@@ -304,30 +223,4 @@ func (s *Server) followOnce(ctx context.Context, run *runEntry, te *threadEntry)
 		return true, nil
 	}
 	return false, nil
-}
-
-// setSeq sets the seq of a synthesized event.
-func setSeq(ev runner.Event, seq int) {
-	switch e := ev.(type) {
-	case *runner.RunStartEvent:
-		e.Seq = seq
-	case *runner.AgentStartEvent:
-		e.Seq = seq
-	case *runner.MessageEvent:
-		e.Seq = seq
-	case *runner.ToolCallEvent:
-		e.Seq = seq
-	case *runner.ToolResultEvent:
-		e.Seq = seq
-	case *runner.HandoffEvent:
-		e.Seq = seq
-	case *runner.InterruptEvent:
-		e.Seq = seq
-	case *runner.SuspendedEvent:
-		e.Seq = seq
-	case *runner.ErrorEvent:
-		e.Seq = seq
-	case *runner.RunEndEvent:
-		e.Seq = seq
-	}
 }

@@ -1,11 +1,8 @@
 package server
 
 import (
-	"crypto/rand"
-	"encoding/base32"
 	"encoding/json"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -268,12 +265,5 @@ func (s *Server) sweep() {
 	}
 }
 
-var runIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
-// newRunID returns a new run id: "run_" and 26 random lowercase letters
-// and digits (no '-', so interrupt ids "RUN-iN" split unambiguously).
-func newRunID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "run_" + strings.ToLower(runIDEncoding.EncodeToString(b[:]))
-}
+// newRunID returns a new run id (see [runstate.NewRunID]).
+func newRunID() string { return runstate.NewRunID() }
