@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"strings"
 
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runner"
@@ -168,14 +167,10 @@ func (s *Service) Latest(ctx context.Context, owner, runID string) (*store.Check
 	return cp, nil
 }
 
-// RunIDOfInterrupt returns the run an interrupt id belongs to.
-func RunIDOfInterrupt(id string) (string, bool) {
-	i := strings.LastIndex(id, "-i")
-	if i <= 0 {
-		return "", false
-	}
-	return id[:i], true
-}
+// RunIDOfInterrupt returns the run an interrupt id belongs to: it is
+// [runstate.RunOfInterrupt], kept only until its last caller
+// (cmd/baton/chatui.go) calls that instead; then it goes.
+func RunIDOfInterrupt(id string) (string, bool) { return runstate.RunOfInterrupt(id) }
 
 // Resume continues a stopped run of owner from its latest checkpoint, with
 // decisions when it waits for one, and streams its events. A checkpoint of
