@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,73 +20,10 @@ import (
 func TestConformance(t *testing.T) {
 	modeltest.Run(t, func(t *testing.T, sc modeltest.Scenario) model.Model {
 		url := providertest.ScenarioServer(t, providertest.AnthropicWire{Model: "claude-sonnet-4-5-20250929"}, sc, http.Header{"Request-Id": {"req_conformance"}})
-		m, err := anthropicmodel.New(anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: url, APIKey: "sk-ant-test"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := newModel(t, anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: url, APIKey: "sk-ant-test"})
 		return m
 	})
 }
-
-// stream drains a stream, checking that it ends once.
-func stream(t *testing.T, m model.Model, req *model.Request) ([]model.Chunk, error) {
-	t.Helper()
-	var chunks []model.Chunk
-	var err error
-	for c, e := range m.Stream(t.Context(), req) {
-		if err != nil || (len(chunks) > 0 && chunks[len(chunks)-1].Type == model.ChunkDone) {
-			t.Fatal("item after the end of the stream")
-		}
-		if e != nil {
-			err = e
-			continue
-		}
-		chunks = append(chunks, c)
-	}
-	if err == nil && (len(chunks) == 0 || chunks[len(chunks)-1].Type != model.ChunkDone) {
-		t.Fatal("stream ended without ChunkDone or error")
-	}
-	return chunks, err
-}
-
-func chunkText(chunks []model.Chunk, typ model.ChunkType) string {
-	var b strings.Builder
-	for _, c := range chunks {
-		if c.Type == typ {
-			b.WriteString(c.Text)
-		}
-	}
-	return b.String()
-}
-
-func chunkCalls(chunks []model.Chunk) []message.ToolCall {
-	var out []message.ToolCall
-	for _, c := range chunks {
-		if c.Type == model.ChunkToolCall {
-			out = append(out, *c.ToolCall)
-		}
-	}
-	return out
-}
-
-func jsonEqual(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := json.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
-	}
-	if err := json.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return reflect.DeepEqual(x, y)
-}
-
-func show(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-func ptr[T any](v T) *T { return &v }
 
 // anthropicParse is the "Expected parse" of an Anthropic fixture's .meta.md.
 type anthropicParse struct {
@@ -119,30 +55,19 @@ func TestFixtures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var rec map[string]any
-			providertest.FixtureJSON(t, tc.name+".request.json", &rec)
-			var want anthropicParse
-			providertest.MetaParse(t, tc.name+".meta.md", &want)
-			var tools []model.Tool
-			for _, raw := range rec["tools"].([]any) {
-				tl := raw.(map[string]any)
-				params, _ := json.Marshal(tl["input_schema"])
-				tools = append(tools, model.Tool{Name: tl["name"].(string), Description: tl["description"].(string), Parameters: params})
-			}
+			rec, want := providertest.Recording[anthropicParse](t, tc.name)
+			tools := providertest.RecordedTools(t, rec)
 			srv := providertest.NewServer(t, providertest.Reply{
 				Header: http.Header{"Request-Id": {"req_" + tc.name}},
 				Body:   providertest.Fixture(t, tc.name+".sse"),
 			})
-			m, err := anthropicmodel.New(anthropicmodel.Config{Model: rec["model"].(string), BaseURL: srv.URL, APIKey: "sk-ant-test-0000"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := newModel(t, anthropicmodel.Config{Model: rec["model"].(string), BaseURL: srv.URL, APIKey: "sk-ant-test-0000"})
 			req := &model.Request{
 				Messages: []message.Message{message.User(tc.user)},
 				Tools:    tools,
-				Settings: model.Settings{Temperature: ptr(rec["temperature"].(float64)), MaxTokens: int(rec["max_tokens"].(float64))},
+				Settings: model.Settings{Temperature: new(rec["temperature"].(float64)), MaxTokens: int(rec["max_tokens"].(float64))},
 			}
-			chunks, err := stream(t, m, req)
+			chunks, err := providertest.Stream(t, m, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,19 +92,19 @@ func TestFixtures(t *testing.T) {
 					wantCalls = append(wantCalls, message.ToolCall{ID: b.ID, Name: b.Name, Arguments: b.Input})
 				}
 			}
-			if d.Message.Text() != wantText || chunkText(chunks, model.ChunkText) != wantText {
+			if d.Message.Text() != wantText || providertest.ChunkText(chunks, model.ChunkText) != wantText {
 				t.Errorf("text %q, want %q", d.Message.Text(), wantText)
 			}
 			calls := d.Message.ToolCalls()
 			if len(calls) != len(wantCalls) {
-				t.Fatalf("calls %s, want %s", show(calls), show(wantCalls))
+				t.Fatalf("calls %s, want %s", providertest.Show(calls), providertest.Show(wantCalls))
 			}
 			for i := range calls {
-				if calls[i].ID != wantCalls[i].ID || calls[i].Name != wantCalls[i].Name || !jsonEqual(t, calls[i].Arguments, wantCalls[i].Arguments) {
-					t.Errorf("call %d = %s, want %s", i, show(calls[i]), show(wantCalls[i]))
+				if calls[i].ID != wantCalls[i].ID || calls[i].Name != wantCalls[i].Name || !providertest.JSONEqual(t, calls[i].Arguments, wantCalls[i].Arguments) {
+					t.Errorf("call %d = %s, want %s", i, providertest.Show(calls[i]), providertest.Show(wantCalls[i]))
 				}
 			}
-			if cc := chunkCalls(chunks); !reflect.DeepEqual(cc, calls) {
+			if cc := providertest.ChunkCalls(chunks); !reflect.DeepEqual(cc, calls) {
 				t.Errorf("call chunks %v, message calls %v", cc, calls)
 			}
 			u := want.Usage
@@ -194,11 +119,8 @@ func TestFixtures(t *testing.T) {
 func TestThinkingStream(t *testing.T) {
 	t.Parallel()
 	srv := providertest.NewServer(t, providertest.Reply{Body: providertest.Fixture(t, "anthropic_stream_thinking.sse")})
-	m, err := anthropicmodel.New(anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunks, err := stream(t, m, &model.Request{Messages: []message.Message{message.User("Weather and time in Paris?")}})
+	m := newModel(t, anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: srv.URL})
+	chunks, err := providertest.Stream(t, m, &model.Request{Messages: []message.Message{message.User("Weather and time in Paris?")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,12 +132,12 @@ func TestThinkingStream(t *testing.T) {
 		{Type: message.PartToolCall, CallID: "toolu_01GetTime00000000000000001", Name: "get_time", Arguments: json.RawMessage(`{"tz": "Europe/Paris"}`)},
 	}
 	if !reflect.DeepEqual(d.Message.Parts, wantParts) {
-		t.Errorf("parts\n got  %s\n want %s", show(d.Message.Parts), show(wantParts))
+		t.Errorf("parts\n got  %s\n want %s", providertest.Show(d.Message.Parts), providertest.Show(wantParts))
 	}
-	if got := chunkText(chunks, model.ChunkReasoning); got != wantParts[0].Text {
+	if got := providertest.ChunkText(chunks, model.ChunkReasoning); got != wantParts[0].Text {
 		t.Errorf("reasoning chunks %q", got)
 	}
-	if got := chunkText(chunks, model.ChunkText); got != "It is 18°C in Paris. Let me get the time." {
+	if got := providertest.ChunkText(chunks, model.ChunkText); got != "It is 18°C in Paris. Let me get the time." {
 		t.Errorf("text chunks %q (thinking must never be text)", got)
 	}
 	wantUsage := message.Usage{InputTokens: 2048 + 1024 + 256, OutputTokens: 310, CachedTokens: 1024, ReasoningTokens: 120}
@@ -225,10 +147,7 @@ func TestThinkingStream(t *testing.T) {
 
 	// The answer goes back verbatim as history; reasoning from OpenAI does not.
 	next := providertest.NewServer(t, providertest.Reply{Body: providertest.AnthropicWire{Model: "m"}.Stream("Done.", nil)})
-	m2, err := anthropicmodel.New(anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: next.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m2 := newModel(t, anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: next.URL})
 	hist := []message.Message{
 		message.User("Weather and time in Paris?"),
 		*d.Message,
@@ -264,19 +183,12 @@ func TestThinkingStream(t *testing.T) {
 		map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "It is 14:05."}}},
 		map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "Thanks"}}},
 	}
-	if got := toAny(sent.Messages); !reflect.DeepEqual(got, want) {
-		t.Errorf("messages\n got  %s\n want %s", show(got), show(want))
+	if got := providertest.ToAny(sent.Messages); !reflect.DeepEqual(got, want) {
+		t.Errorf("messages\n got  %s\n want %s", providertest.Show(got), providertest.Show(want))
 	}
 	if sent.Thinking["type"] != "enabled" || sent.Thinking["budget_tokens"] != 2048.0 || sent.MaxToks != 2048+4096 {
 		t.Errorf("thinking %v max_tokens %v", sent.Thinking, sent.MaxToks)
 	}
-}
-
-func toAny(v any) any {
-	var out any
-	b, _ := json.Marshal(v)
-	_ = json.Unmarshal(b, &out)
-	return out
 }
 
 // TestHistoryMapping covers system placement, grouping of parallel tool
@@ -285,10 +197,7 @@ func toAny(v any) any {
 func TestHistoryMapping(t *testing.T) {
 	t.Parallel()
 	srv := providertest.NewServer(t, providertest.Reply{Body: providertest.AnthropicWire{Model: "m"}.Stream("ok", nil)})
-	m, err := anthropicmodel.New(anthropicmodel.Config{Model: "claude-haiku-4-5", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newModel(t, anthropicmodel.Config{Model: "claude-haiku-4-5", BaseURL: srv.URL})
 	req := &model.Request{
 		System: "Be brief.",
 		Messages: []message.Message{
@@ -307,7 +216,7 @@ func TestHistoryMapping(t *testing.T) {
 			message.User("And?"),
 		},
 		Tools:    []model.Tool{{Name: "lookup", Description: "Look up.", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"],"additionalProperties":false}`)}},
-		Settings: model.Settings{ToolChoice: "required", ParallelToolCalls: ptr(false), TopP: ptr(0.9)},
+		Settings: model.Settings{ToolChoice: "required", ParallelToolCalls: new(false), TopP: new(0.9)},
 	}
 	if _, err := model.Collect(m.Stream(t.Context(), req)); err != nil {
 		t.Fatal(err)
@@ -380,15 +289,12 @@ func TestStructuredOutput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := providertest.NewServer(t, providertest.Reply{Body: tc.body})
-			m, err := anthropicmodel.New(anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: srv.URL, StructuredOutput: tc.mode})
-			if err != nil {
-				t.Fatal(err)
-			}
-			chunks, err := stream(t, m, &model.Request{Messages: []message.Message{message.User("6*7?")}, Tools: tc.tools, Output: &model.OutputSchema{Name: "answer", Schema: schema}})
+			m := newModel(t, anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: srv.URL, StructuredOutput: tc.mode})
+			chunks, err := providertest.Stream(t, m, &model.Request{Messages: []message.Message{message.User("6*7?")}, Tools: tc.tools, Output: &model.OutputSchema{Name: "answer", Schema: schema}})
 			sent := srv.Last(t).JSON(t)
 			if tc.mode == anthropicmodel.OutputNative {
 				format := sent["output_config"].(map[string]any)["format"].(map[string]any)
-				if format["type"] != "json_schema" || !jsonEqual(t, []byte(show(format["schema"])), schema) {
+				if format["type"] != "json_schema" || !providertest.JSONEqual(t, []byte(providertest.Show(format["schema"])), schema) {
 					t.Errorf("output_config.format %v", format)
 				}
 			} else if !reflect.DeepEqual(sent["tool_choice"], tc.choice) {
@@ -405,7 +311,7 @@ func TestStructuredOutput(t *testing.T) {
 				t.Fatal(err)
 			}
 			d := chunks[len(chunks)-1]
-			if d.Message.Text() != tc.text || d.Message.HasToolCalls() || d.FinishReason != "stop" || chunkText(chunks, model.ChunkText) != tc.text {
+			if d.Message.Text() != tc.text || d.Message.HasToolCalls() || d.FinishReason != "stop" || providertest.ChunkText(chunks, model.ChunkText) != tc.text {
 				t.Errorf("text %q calls %v finish %q", d.Message.Text(), d.Message.ToolCalls(), d.FinishReason)
 			}
 		})
@@ -424,68 +330,35 @@ func TestErrors(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		name      string
-		reply     func(t *testing.T) providertest.Reply
-		transient bool
-		status    int
-		code      string
-		retry     time.Duration
-		requestID string
-		message   string
-		text      string
-		sdkErr    bool
+		name  string
+		reply func(t *testing.T) providertest.Reply
+		want  providertest.WantError
 	}{
-		{name: "529Overloaded", reply: rec("anthropic_529_overloaded.http"), transient: true, status: 529, code: "overloaded_error", requestID: "req_011CYoverloaded529", message: "Overloaded", sdkErr: true},
-		{name: "429RetryAfter", reply: rec("anthropic_429_rate_limit.http"), transient: true, status: 429, code: "rate_limit_error", retry: 12 * time.Second, requestID: "req_011CYratelimit429", message: "exceed the rate limit", sdkErr: true},
-		{name: "400PromptTooLong", reply: rec("anthropic_400_prompt_too_long.http"), status: 400, code: "context_length_exceeded", requestID: "req_011CYtoolong400", message: "prompt is too long", sdkErr: true},
-		{name: "StreamCutMidArgument", reply: sse("anthropic_stream_cut.sse"), transient: true, code: "incomplete_stream", requestID: "req_sse", message: "message_stop"},
+		{name: "529Overloaded", reply: rec("anthropic_529_overloaded.http"), want: providertest.WantError{Transient: true, Status: 529, Code: "overloaded_error", RequestID: "req_011CYoverloaded529", Message: "Overloaded", SDKError: true}},
+		{name: "429RetryAfter", reply: rec("anthropic_429_rate_limit.http"), want: providertest.WantError{Transient: true, Status: 429, Code: "rate_limit_error", Retry: 12 * time.Second, RequestID: "req_011CYratelimit429", Message: "exceed the rate limit", SDKError: true}},
+		{name: "400PromptTooLong", reply: rec("anthropic_400_prompt_too_long.http"), want: providertest.WantError{Status: 400, Code: "context_length_exceeded", RequestID: "req_011CYtoolong400", Message: "prompt is too long", SDKError: true}},
+		{name: "StreamCutMidArgument", reply: sse("anthropic_stream_cut.sse"), want: providertest.WantError{Transient: true, Code: "incomplete_stream", RequestID: "req_sse", Message: "message_stop"}},
 		{name: "StreamCutConnectionReset", reply: func(t *testing.T) providertest.Reply {
 			r := sse("anthropic_stream_cut.sse")(t)
 			r.Abort = true
 			return r
-		}, transient: true, code: "incomplete_stream", requestID: "req_sse"},
-		{name: "ErrorEventOverloaded", reply: sse("anthropic_stream_error_event.sse"), transient: true, code: "overloaded_error", requestID: "req_sse", message: "Overloaded", text: "Partial", sdkErr: true},
+		}, want: providertest.WantError{Transient: true, Code: "incomplete_stream", RequestID: "req_sse"}},
+		{name: "ErrorEventOverloaded", reply: sse("anthropic_stream_error_event.sse"), want: providertest.WantError{Transient: true, Code: "overloaded_error", RequestID: "req_sse", Message: "Overloaded", Text: "Partial", SDKError: true}},
 		{name: "ErrorEventInvalidRequest", reply: func(*testing.T) providertest.Reply {
 			return providertest.Reply{Header: http.Header{"Request-Id": {"req_sse"}}, Body: providertest.SSEEvents(
 				[2]string{"error", `{"type":"error","error":{"type":"invalid_request_error","message":"messages: bad"}}`})}
-		}, code: "invalid_request_error", requestID: "req_sse", message: "messages: bad", sdkErr: true},
+		}, want: providertest.WantError{Code: "invalid_request_error", RequestID: "req_sse", Message: "messages: bad", SDKError: true}},
 		{name: "KeyEchoRedacted", reply: func(*testing.T) providertest.Reply {
 			return providertest.Reply{Status: 401, ContentType: "application/json", Header: http.Header{"Request-Id": {"req_401"}},
 				Body: []byte(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key sk-ant-api03-SECRET-0123456789"}}`)}
-		}, status: 401, code: "authentication_error", requestID: "req_401", message: "invalid x-api-key [redacted]", sdkErr: true},
+		}, want: providertest.WantError{Status: 401, Code: "authentication_error", RequestID: "req_401", Message: "invalid x-api-key [redacted]", SDKError: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := providertest.NewServer(t, tc.reply(t))
-			m, err := anthropicmodel.New(anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: srv.URL, APIKey: key})
-			if err != nil {
-				t.Fatal(err)
-			}
-			chunks, err := stream(t, m, &model.Request{Messages: []message.Message{message.User("hi")}})
-			var me *model.Error
-			if !errors.As(err, &me) {
-				t.Fatalf("error %T %v is not a *model.Error", err, err)
-			}
-			if me.Transient != tc.transient || me.StatusCode != tc.status || me.Code != tc.code || me.RetryAfter != tc.retry || me.RequestID != tc.requestID {
-				t.Errorf("got transient=%v status=%d code=%q retry=%v id=%q, want %v %d %q %v %q (%v)",
-					me.Transient, me.StatusCode, me.Code, me.RetryAfter, me.RequestID, tc.transient, tc.status, tc.code, tc.retry, tc.requestID, err)
-			}
-			if me.Provider != "anthropic" || !strings.Contains(me.Message, tc.message) || !strings.HasPrefix(err.Error(), "anthropic: ") {
-				t.Errorf("error %q (message %q, want %q)", err, me.Message, tc.message)
-			}
-			if strings.Contains(err.Error(), key) {
-				t.Errorf("error text holds the API key: %v", err)
-			}
-			var sdk *anthropic.Error
-			if got := errors.As(err, &sdk); got != tc.sdkErr {
-				t.Errorf("errors.As(*anthropic.Error) = %v, want %v", got, tc.sdkErr)
-			}
-			if got := chunkText(chunks, model.ChunkText); got != tc.text {
-				t.Errorf("text before the error %q, want %q", got, tc.text)
-			}
-			if n := len(srv.Requests()); n != 1 {
-				t.Errorf("%d requests: the SDK must not retry", n)
-			}
+			m := newModel(t, anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: srv.URL, APIKey: key})
+			tc.want.Provider = anthropicmodel.Provider
+			providertest.CheckError[*anthropic.Error](t, srv, m, key, tc.want)
 		})
 	}
 }
@@ -500,8 +373,8 @@ func TestSettings(t *testing.T) {
 		err      error
 	}{
 		{"Defaults", anthropicmodel.Config{}, model.Settings{}, map[string]any{"max_tokens": 4096.0}, nil},
-		{"ConfigMaxTokens", anthropicmodel.Config{MaxTokens: 1000}, model.Settings{Temperature: ptr(0.2)}, map[string]any{"max_tokens": 1000.0, "temperature": 0.2}, nil},
-		{"ThinkingFitsMaxTokens", anthropicmodel.Config{}, model.Settings{ReasoningEffort: "high", MaxTokens: 10000, Temperature: ptr(0.2), TopP: ptr(0.5)},
+		{"ConfigMaxTokens", anthropicmodel.Config{MaxTokens: 1000}, model.Settings{Temperature: new(0.2)}, map[string]any{"max_tokens": 1000.0, "temperature": 0.2}, nil},
+		{"ThinkingFitsMaxTokens", anthropicmodel.Config{}, model.Settings{ReasoningEffort: "high", MaxTokens: 10000, Temperature: new(0.2), TopP: new(0.5)},
 			map[string]any{"max_tokens": 10000.0, "thinking": map[string]any{"type": "enabled", "budget_tokens": 9999.0}}, nil},
 		{"ThinkingTooSmall", anthropicmodel.Config{}, model.Settings{ReasoningEffort: "low", MaxTokens: 1000}, map[string]any{"max_tokens": 1000.0}, nil},
 		{"ThinkingNone", anthropicmodel.Config{}, model.Settings{ReasoningEffort: "none"}, map[string]any{"max_tokens": 4096.0}, nil},
@@ -514,11 +387,8 @@ func TestSettings(t *testing.T) {
 			srv := providertest.NewServer(t, providertest.Reply{Body: providertest.AnthropicWire{Model: "m"}.Stream("ok", nil)})
 			cfg := tc.cfg
 			cfg.Model, cfg.BaseURL = "claude-sonnet-4-5", srv.URL
-			m, err := anthropicmodel.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = model.Collect(m.Stream(t.Context(), &model.Request{Messages: []message.Message{message.User("hi")}, Tools: []model.Tool{{Name: "t"}}, Settings: tc.settings}))
+			m := newModel(t, cfg)
+			_, err := model.Collect(m.Stream(t.Context(), &model.Request{Messages: []message.Message{message.User("hi")}, Tools: []model.Tool{{Name: "t"}}, Settings: tc.settings}))
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("error %v, want %v", err, tc.err)
@@ -539,31 +409,11 @@ func TestSettings(t *testing.T) {
 func TestUnsupportedRequests(t *testing.T) {
 	t.Parallel()
 	srv := providertest.NewServer(t)
-	m, err := anthropicmodel.New(anthropicmodel.Config{Model: "m", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		req  *model.Request
-	}{
-		{"Nil", nil},
-		{"ImageInAssistant", &model.Request{Messages: []message.Message{{Role: message.RoleAssistant, Parts: []message.Part{{Type: message.PartImage, URL: "https://x/y.png"}}}}}},
-		{"ImageInSystem", &model.Request{Messages: []message.Message{{Role: message.RoleSystem, Parts: []message.Part{{Type: message.PartImage, URL: "https://x/y.png"}}}}}},
-		{"ImageBadType", &model.Request{Messages: []message.Message{{Role: message.RoleUser, Parts: []message.Part{{Type: message.PartImage, MediaType: "image/tiff", Data: []byte("II*")}}}}}},
-		{"UnknownRole", &model.Request{Messages: []message.Message{{Role: "narrator", Parts: []message.Part{{Type: message.PartText, Text: "x"}}}}}},
-		{"BadToolSchema", &model.Request{Messages: []message.Message{message.User("x")}, Tools: []model.Tool{{Name: "t", Parameters: []byte(`{"type":"object","required":"a"}`)}}}},
-		{"BadOutputSchema", &model.Request{Messages: []message.Message{message.User("x")}, Output: &model.OutputSchema{Schema: []byte(`[`)}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if _, err := model.Collect(m.Stream(t.Context(), tc.req)); !errors.Is(err, anthropicmodel.ErrUnsupported) {
-				t.Fatalf("error %v, want ErrUnsupported", err)
-			}
-		})
-	}
-	if n := len(srv.Requests()); n != 0 {
-		t.Errorf("%d requests sent", n)
-	}
+	m := newModel(t, anthropicmodel.Config{Model: "m", BaseURL: srv.URL})
+	providertest.CheckUnsupported(t, srv, m, anthropicmodel.ErrUnsupported, map[string]*model.Request{
+		"ImageBadType":      {Messages: []message.Message{{Role: message.RoleUser, Parts: []message.Part{{Type: message.PartImage, MediaType: "image/tiff", Data: []byte("II*")}}}}},
+		"ToolSchemaInvalid": {Messages: []message.Message{message.User("x")}, Tools: []model.Tool{{Name: "t", Parameters: []byte(`{"type":"object","required":"a"}`)}}},
+	})
 }
 
 func TestNewValidates(t *testing.T) {
@@ -585,10 +435,7 @@ func TestNoEnvironment(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
 	srv := providertest.NewServer(t, providertest.Reply{Body: providertest.AnthropicWire{Model: "m"}.Stream("ok", nil)})
-	m, err := anthropicmodel.New(anthropicmodel.Config{Model: "m", BaseURL: srv.URL, APIKey: "sk-ant-configured", Headers: map[string]string{"anthropic-beta": "x-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newModel(t, anthropicmodel.Config{Model: "m", BaseURL: srv.URL, APIKey: "sk-ant-configured", Headers: map[string]string{"anthropic-beta": "x-1"}})
 	if _, err := model.Collect(m.Stream(t.Context(), &model.Request{Messages: []message.Message{message.User("hi")}})); err != nil {
 		t.Fatal(err)
 	}
@@ -596,4 +443,8 @@ func TestNoEnvironment(t *testing.T) {
 	if h.Get("X-Api-Key") != "sk-ant-configured" || h.Get("Anthropic-Beta") != "x-1" {
 		t.Errorf("x-api-key %q anthropic-beta %q", h.Get("X-Api-Key"), h.Get("Anthropic-Beta"))
 	}
+}
+
+func newModel(t *testing.T, cfg anthropicmodel.Config) *anthropicmodel.Model {
+	return providertest.NewModel(t, anthropicmodel.New, cfg)
 }

@@ -33,10 +33,7 @@ func FuzzAnthropicStream(f *testing.F) {
 			cfg.StructuredOutput = anthropicmodel.OutputTool
 			req.Output = &model.OutputSchema{Name: "final_output", Schema: []byte(`{"type":"object"}`)}
 		}
-		m, err := anthropicmodel.New(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := newModel(t, cfg)
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		providertest.CheckStream(ctx, t, req, m.Stream(ctx, req))

@@ -24,10 +24,7 @@ func TestConformance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			modeltest.Run(t, func(t *testing.T, sc modeltest.Scenario) model.Model {
 				url := providertest.ScenarioServer(t, tc.wire, sc, http.Header{"X-Request-Id": {"req_conformance"}})
-				m, err := openaimodel.New(openaimodel.Config{Model: "m", API: tc.api, Provider: tc.provider, BaseURL: url, APIKey: "sk-test"})
-				if err != nil {
-					t.Fatal(err)
-				}
+				m := newModel(t, openaimodel.Config{Model: "m", API: tc.api, Provider: tc.provider, BaseURL: url, APIKey: "sk-test"})
 				return m
 			})
 		})

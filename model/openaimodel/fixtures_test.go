@@ -1,7 +1,6 @@
 package openaimodel_test
 
 import (
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,84 +11,10 @@ import (
 	"github.com/batonhq/baton/model/openaimodel"
 )
 
-// stream drains a stream, checking that it ends once.
-func stream(t *testing.T, m model.Model, req *model.Request) ([]model.Chunk, error) {
-	t.Helper()
-	var chunks []model.Chunk
-	var err error
-	for c, e := range m.Stream(t.Context(), req) {
-		if err != nil {
-			t.Fatalf("item after the error %v", err)
-		}
-		if len(chunks) > 0 && chunks[len(chunks)-1].Type == model.ChunkDone {
-			t.Fatal("item after ChunkDone")
-		}
-		if e != nil {
-			err = e
-			continue
-		}
-		chunks = append(chunks, c)
-	}
-	if err == nil && (len(chunks) == 0 || chunks[len(chunks)-1].Type != model.ChunkDone) {
-		t.Fatal("stream ended without ChunkDone or error")
-	}
-	return chunks, err
-}
-
 func done(t *testing.T, chunks []model.Chunk) model.Chunk {
 	t.Helper()
 	return chunks[len(chunks)-1]
 }
-
-func chunkCalls(chunks []model.Chunk) []message.ToolCall {
-	var out []message.ToolCall
-	for _, c := range chunks {
-		if c.Type == model.ChunkToolCall {
-			out = append(out, *c.ToolCall)
-		}
-	}
-	return out
-}
-
-func chunkText(chunks []model.Chunk, typ model.ChunkType) string {
-	var b strings.Builder
-	for _, c := range chunks {
-		if c.Type == typ {
-			b.WriteString(c.Text)
-		}
-	}
-	return b.String()
-}
-
-func jsonEqual(t *testing.T, a, b []byte) bool {
-	t.Helper()
-	var x, y any
-	if err := json.Unmarshal(a, &x); err != nil {
-		t.Fatalf("%s: %v", a, err)
-	}
-	if err := json.Unmarshal(b, &y); err != nil {
-		t.Fatalf("%s: %v", b, err)
-	}
-	return reflect.DeepEqual(x, y)
-}
-
-// chatTools turns the tools of a recorded Chat request into model tools.
-func chatTools(t *testing.T, rec map[string]any) []model.Tool {
-	t.Helper()
-	var out []model.Tool
-	for _, raw := range rec["tools"].([]any) {
-		fn := raw.(map[string]any)["function"].(map[string]any)
-		params, err := json.Marshal(fn["parameters"])
-		if err != nil {
-			t.Fatal(err)
-		}
-		desc, _ := fn["description"].(string)
-		out = append(out, model.Tool{Name: fn["name"].(string), Description: desc, Parameters: params})
-	}
-	return out
-}
-
-func ptr[T any](v T) *T { return &v }
 
 // chatParse is the "Expected parse" of a Chat fixture's .meta.md.
 type chatParse struct {
@@ -144,28 +69,22 @@ func TestChatFixtures(t *testing.T) {
 		{
 			name: "openai_chat_json_3", body: "openai_chat_json_3.json", contentType: "application/json",
 			user:     "What is the weather like in Boston?",
-			settings: model.Settings{Temperature: ptr(0.0)},
+			settings: model.Settings{Temperature: new(0.0)},
 			compare:  []string{"model", "messages", "tools", "tool_choice", "temperature"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			var rec map[string]any
-			providertest.FixtureJSON(t, tc.name+".request.json", &rec)
-			var want chatParse
-			providertest.MetaParse(t, tc.name+".meta.md", &want)
+			rec, want := providertest.Recording[chatParse](t, tc.name)
 
 			srv := providertest.NewServer(t, providertest.Reply{
 				ContentType: tc.contentType,
 				Header:      map[string][]string{"X-Request-Id": {"req_" + tc.name}},
 				Body:        providertest.Fixture(t, tc.body),
 			})
-			m, err := openaimodel.New(openaimodel.Config{Model: rec["model"].(string), BaseURL: srv.URL + "/v1", APIKey: "sk-test-key-0000"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			req := &model.Request{Messages: []message.Message{message.User(tc.user)}, Tools: chatTools(t, rec), Settings: tc.settings}
-			chunks, err := stream(t, m, req)
+			m := newModel(t, openaimodel.Config{Model: rec["model"].(string), BaseURL: srv.URL + "/v1", APIKey: "sk-test-key-0000"})
+			req := &model.Request{Messages: []message.Message{message.User(tc.user)}, Tools: providertest.RecordedTools(t, rec), Settings: tc.settings}
+			chunks, err := providertest.Stream(t, m, req)
 			if err != nil {
 				t.Fatalf("stream: %v", err)
 			}
@@ -216,7 +135,7 @@ func TestChatFixtures(t *testing.T) {
 					t.Errorf("call %d = %s %s %s, want %s %s %s", i, calls[i].ID, calls[i].Name, calls[i].Arguments, w.ID, w.Name, w.Args)
 				}
 			}
-			if cc := chunkCalls(chunks); !reflect.DeepEqual(cc, calls) {
+			if cc := providertest.ChunkCalls(chunks); !reflect.DeepEqual(cc, calls) {
 				t.Errorf("call chunks %v, message calls %v", cc, calls)
 			}
 			wantUsage := message.Usage{
@@ -258,30 +177,19 @@ type responsesParse struct {
 func TestResponsesFixture(t *testing.T) {
 	t.Parallel()
 	const name = "openai_responses_stream_1"
-	var rec map[string]any
-	providertest.FixtureJSON(t, name+".request.json", &rec)
-	var want responsesParse
-	providertest.MetaParse(t, name+".meta.md", &want)
-	var tools []model.Tool
-	for _, raw := range rec["tools"].([]any) {
-		tl := raw.(map[string]any)
-		params, _ := json.Marshal(tl["parameters"])
-		tools = append(tools, model.Tool{Name: tl["name"].(string), Description: tl["description"].(string), Parameters: params})
-	}
+	rec, want := providertest.Recording[responsesParse](t, name)
+	tools := providertest.RecordedTools(t, rec)
 	srv := providertest.NewServer(t, providertest.Reply{
 		Header: map[string][]string{"X-Request-Id": {"req_resp1"}},
 		Body:   providertest.Fixture(t, name+".sse"),
 	})
-	m, err := openaimodel.New(openaimodel.Config{Model: "gpt-5.5", API: openaimodel.APIResponses, BaseURL: srv.URL + "/v1", APIKey: "sk-test-key-0000"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newModel(t, openaimodel.Config{Model: "gpt-5.5", API: openaimodel.APIResponses, BaseURL: srv.URL + "/v1", APIKey: "sk-test-key-0000"})
 	req := &model.Request{
 		Messages: []message.Message{message.User("What is 1231 * 2331? Use the multiply tool.")},
 		Tools:    tools,
 		Settings: model.Settings{ReasoningEffort: "low"},
 	}
-	chunks, err := stream(t, m, req)
+	chunks, err := providertest.Stream(t, m, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +215,7 @@ func TestResponsesFixture(t *testing.T) {
 			t.Errorf("call %d item id %q, want %q", i, p.ID, w.ID)
 		}
 	}
-	if cc := chunkCalls(chunks); !reflect.DeepEqual(cc, calls) {
+	if cc := providertest.ChunkCalls(chunks); !reflect.DeepEqual(cc, calls) {
 		t.Errorf("call chunks %v, message calls %v", cc, calls)
 	}
 	u := want.Final.Usage
@@ -315,4 +223,8 @@ func TestResponsesFixture(t *testing.T) {
 	if d.Usage != wantUsage {
 		t.Errorf("usage %+v, want %+v", d.Usage, wantUsage)
 	}
+}
+
+func newModel(t *testing.T, cfg openaimodel.Config) *openaimodel.Model {
+	return providertest.NewModel(t, openaimodel.New, cfg)
 }

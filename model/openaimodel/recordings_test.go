@@ -80,19 +80,16 @@ func TestRecordings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := providertest.NewServer(t, providertest.Reply{Header: reqID("req_rec"), Body: providertest.Fixture(t, tc.body)})
-			m, err := openaimodel.New(openaimodel.Config{Model: "m", API: tc.api, Provider: tc.provider, BaseURL: srv.URL})
-			if err != nil {
-				t.Fatal(err)
-			}
-			chunks, err := stream(t, m, &model.Request{Messages: []message.Message{message.User("hi")}, Output: tc.output})
+			m := newModel(t, openaimodel.Config{Model: "m", API: tc.api, Provider: tc.provider, BaseURL: srv.URL})
+			chunks, err := providertest.Stream(t, m, &model.Request{Messages: []message.Message{message.User("hi")}, Output: tc.output})
 			if err != nil {
 				t.Fatal(err)
 			}
 			d := done(t, chunks)
-			if got := chunkText(chunks, model.ChunkText); got != tc.text || d.Message.Text() != tc.text {
+			if got := providertest.ChunkText(chunks, model.ChunkText); got != tc.text || d.Message.Text() != tc.text {
 				t.Errorf("text chunks %q, message %q, want %q", got, d.Message.Text(), tc.text)
 			}
-			if got := chunkText(chunks, model.ChunkReasoning); got != tc.reasoning {
+			if got := providertest.ChunkText(chunks, model.ChunkReasoning); got != tc.reasoning {
 				t.Errorf("reasoning %q, want %q", got, tc.reasoning)
 			}
 			calls := d.Message.ToolCalls()
@@ -100,26 +97,21 @@ func TestRecordings(t *testing.T) {
 				t.Fatalf("calls %v, want %v", calls, tc.calls)
 			}
 			for i := range calls {
-				if calls[i].ID != tc.calls[i].ID || calls[i].Name != tc.calls[i].Name || !jsonEqual(t, calls[i].Arguments, tc.calls[i].Arguments) {
-					t.Errorf("call %d = %s, want %s", i, show(calls[i]), show(tc.calls[i]))
+				if calls[i].ID != tc.calls[i].ID || calls[i].Name != tc.calls[i].Name || !providertest.JSONEqual(t, calls[i].Arguments, tc.calls[i].Arguments) {
+					t.Errorf("call %d = %s, want %s", i, providertest.Show(calls[i]), providertest.Show(tc.calls[i]))
 				}
 			}
-			if cc := chunkCalls(chunks); !reflect.DeepEqual(cc, calls) {
+			if cc := providertest.ChunkCalls(chunks); !reflect.DeepEqual(cc, calls) {
 				t.Errorf("call chunks %v, message calls %v", cc, calls)
 			}
 			if tc.parts != nil && !reflect.DeepEqual(d.Message.Parts, tc.parts) {
-				t.Errorf("parts\n got  %s\n want %s", show(d.Message.Parts), show(tc.parts))
+				t.Errorf("parts\n got  %s\n want %s", providertest.Show(d.Message.Parts), providertest.Show(tc.parts))
 			}
 			if d.FinishReason != tc.finish || d.Usage != tc.usage || d.Model != tc.model || d.RequestID != "req_rec" {
 				t.Errorf("done: finish %q usage %+v model %q request id %q; want %q %+v %q", d.FinishReason, d.Usage, d.Model, d.RequestID, tc.finish, tc.usage, tc.model)
 			}
 		})
 	}
-}
-
-func show(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 func TestStructuredOutputMismatch(t *testing.T) {
@@ -134,12 +126,9 @@ func TestStructuredOutputMismatch(t *testing.T) {
 				body = providertest.ResponsesWire{Model: "m"}.Stream(`{"answer": "many"}`, nil)
 			}
 			srv := providertest.NewServer(t, providertest.Reply{Body: body})
-			m, err := openaimodel.New(openaimodel.Config{Model: "m", API: api, BaseURL: srv.URL})
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := newModel(t, openaimodel.Config{Model: "m", API: api, BaseURL: srv.URL})
 			schema := json.RawMessage(`{"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"]}`)
-			_, err = model.Collect(m.Stream(t.Context(), &model.Request{Messages: []message.Message{message.User("hi")}, Output: &model.OutputSchema{Name: "answer", Schema: schema}}))
+			_, err := model.Collect(m.Stream(t.Context(), &model.Request{Messages: []message.Message{message.User("hi")}, Output: &model.OutputSchema{Name: "answer", Schema: schema}}))
 			var me *model.Error
 			if !errors.As(err, &me) || me.Code != openaimodel.CodeOutputMismatch || me.Transient {
 				t.Fatalf("error %v, want a non-transient %s", err, openaimodel.CodeOutputMismatch)
@@ -181,10 +170,7 @@ func mustMap(t *testing.T, raw []byte) map[string]any {
 func TestReasoningRoundTrip(t *testing.T) {
 	t.Parallel()
 	first := providertest.NewServer(t, providertest.Reply{Body: providertest.Fixture(t, "openai_responses_stream_reasoning.sse")})
-	m, err := openaimodel.New(openaimodel.Config{Model: "gpt-5.5", API: openaimodel.APIResponses, BaseURL: first.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newModel(t, openaimodel.Config{Model: "gpt-5.5", API: openaimodel.APIResponses, BaseURL: first.URL})
 	res, err := model.Collect(m.Stream(t.Context(), &model.Request{Messages: []message.Message{message.User("What is 1231 * 2331?")}}))
 	if err != nil {
 		t.Fatal(err)
@@ -201,10 +187,7 @@ func TestReasoningRoundTrip(t *testing.T) {
 	t.Run("Responses", func(t *testing.T) {
 		t.Parallel()
 		srv := providertest.NewServer(t, providertest.Reply{Body: providertest.ResponsesWire{Model: "m"}.Stream("2869461", nil)})
-		m, err := openaimodel.New(openaimodel.Config{Model: "gpt-5.5", API: openaimodel.APIResponses, BaseURL: srv.URL})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := newModel(t, openaimodel.Config{Model: "gpt-5.5", API: openaimodel.APIResponses, BaseURL: srv.URL})
 		if _, err := model.Collect(m.Stream(t.Context(), &model.Request{Messages: history})); err != nil {
 			t.Fatal(err)
 		}
@@ -225,8 +208,8 @@ func TestReasoningRoundTrip(t *testing.T) {
 			{"type": "function_call", "id": "fc_0a1b2c3d4e5f60718293a4b5c6d7e8f900aabbccddeeff00", "call_id": "call_R3as0n1ngT00lCa11xyz", "name": "multiply", "arguments": `{"a":1231,"b":2331}`},
 			{"type": "function_call_output", "call_id": "call_R3as0n1ngT00lCa11xyz", "output": "2869461"},
 		}
-		if !reflect.DeepEqual(toAny(sent.Input), toAny(want)) {
-			t.Errorf("input\n got  %s\n want %s", show(sent.Input), show(want))
+		if !reflect.DeepEqual(providertest.ToAny(sent.Input), providertest.ToAny(want)) {
+			t.Errorf("input\n got  %s\n want %s", providertest.Show(sent.Input), providertest.Show(want))
 		}
 		if !reflect.DeepEqual(sent.Include, []string{"reasoning.encrypted_content"}) || sent.Store == nil || *sent.Store {
 			t.Errorf("include %v store %v", sent.Include, sent.Store)
@@ -235,10 +218,7 @@ func TestReasoningRoundTrip(t *testing.T) {
 	t.Run("Chat", func(t *testing.T) {
 		t.Parallel()
 		srv := providertest.NewServer(t, providertest.Reply{Body: providertest.ChatWire{Model: "m"}.Stream("2869461", nil)})
-		m, err := openaimodel.New(openaimodel.Config{Model: "gpt-4o", BaseURL: srv.URL})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := newModel(t, openaimodel.Config{Model: "gpt-4o", BaseURL: srv.URL})
 		if _, err := model.Collect(m.Stream(t.Context(), &model.Request{Messages: history})); err != nil {
 			t.Fatal(err)
 		}
@@ -255,17 +235,10 @@ func TestReasoningRoundTrip(t *testing.T) {
 			}}},
 			{"role": "tool", "tool_call_id": "call_R3as0n1ngT00lCa11xyz", "content": "2869461"},
 		}
-		if !reflect.DeepEqual(toAny(sent.Messages), toAny(want)) {
-			t.Errorf("messages\n got  %s\n want %s", show(sent.Messages), show(want))
+		if !reflect.DeepEqual(providertest.ToAny(sent.Messages), providertest.ToAny(want)) {
+			t.Errorf("messages\n got  %s\n want %s", providertest.Show(sent.Messages), providertest.Show(want))
 		}
 	})
-}
-
-func toAny(v any) any {
-	var out any
-	b, _ := json.Marshal(v)
-	_ = json.Unmarshal(b, &out)
-	return out
 }
 
 // TestCompatibleSendsNoOpenAIKey: a compatible server without a configured
@@ -274,10 +247,7 @@ func TestCompatibleSendsNoOpenAIKey(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-should-never-leave")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/never")
 	srv := providertest.NewServer(t, providertest.Reply{Body: providertest.ChatWire{Model: "m"}.Stream("hi", nil)})
-	m, err := openaimodel.New(openaimodel.Config{Model: "llama3.1", Provider: openaimodel.ProviderCompatible, BaseURL: srv.URL + "/v1", Headers: map[string]string{"X-Team": "baton"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := newModel(t, openaimodel.Config{Model: "llama3.1", Provider: openaimodel.ProviderCompatible, BaseURL: srv.URL + "/v1", Headers: map[string]string{"X-Team": "baton"}})
 	if _, err := model.Collect(m.Stream(t.Context(), &model.Request{Messages: []message.Message{message.User("hi")}, Settings: model.Settings{MaxTokens: 64}})); err != nil {
 		t.Fatal(err)
 	}

@@ -193,18 +193,13 @@ func CompareFields(t testing.TB, got, want map[string]any, keys ...string) {
 		g, gok := got[k]
 		w, wok := want[k]
 		if gok != wok {
-			t.Errorf("field %q: present in request %v, in recording %v (request %s)", k, gok, wok, show(g))
+			t.Errorf("field %q: present in request %v, in recording %v (request %s)", k, gok, wok, Show(g))
 			continue
 		}
 		if !reflect.DeepEqual(Canonical(g), Canonical(w)) {
-			t.Errorf("field %q differs:\n request:   %s\n recording: %s", k, show(Canonical(g)), show(Canonical(w)))
+			t.Errorf("field %q differs:\n request:   %s\n recording: %s", k, Show(Canonical(g)), Show(Canonical(w)))
 		}
 	}
-}
-
-func show(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }
 
 // Canonical normalises a decoded JSON value for comparison with a recording:
