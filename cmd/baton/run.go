@@ -15,6 +15,7 @@ import (
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
 )
@@ -213,7 +214,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	id := *runID
 	if id == "" && *interrupt != "" {
 		var ok bool
-		if id, ok = threads.RunIDOfInterrupt(*interrupt); !ok {
+		if id, ok = runstate.RunOfInterrupt(*interrupt); !ok {
 			return usagef("interrupt id %q is not of the form RUN-iN", *interrupt)
 		}
 	}
