@@ -167,7 +167,9 @@ func TestLiveLeaseNotAdopted(t *testing.T) {
 			st := be.open(t)
 			n := newStallNet(t)
 			cfg := testConfig(t, st)
-			cfg.LeaseTTL, cfg.AdoptEvery = 150*time.Millisecond, 50*time.Millisecond
+			// Renewals every 400ms must win the database's write lock in time
+			// on a loaded machine: a lease is lost only if none does for 1.2s.
+			cfg.LeaseTTL, cfg.AdoptEvery = 1200*time.Millisecond, 100*time.Millisecond
 			cont, svc := wire(t, st, n.net, cfg)
 			(&bundle{cont: cont}).start(t)
 			// A second process's adopter on the same database.
@@ -189,7 +191,7 @@ func TestLiveLeaseNotAdopted(t *testing.T) {
 				done <- end
 			}()
 			<-n.started
-			time.Sleep(10 * cfg.LeaseTTL)
+			time.Sleep(4 * cfg.LeaseTTL)
 			if n, err := other.AdoptExpired(ctx); err != nil || n != 0 {
 				t.Fatalf("adopted %d runs (%v) of a live process", n, err)
 			}

@@ -195,6 +195,7 @@ type Service struct {
 	st      store.Store
 	threads *threads.Service
 	fp      string
+	network string
 	q       queue
 	broker  draft.Broker
 	log     *slog.Logger
@@ -245,6 +246,7 @@ func New(cfg Config) (*Service, error) {
 func (s *Service) Work(th *threads.Service) {
 	s.threads = th
 	s.fp = th.Runner().Network().Fingerprint()
+	s.network = th.Runner().Network().Name()
 	prevEx := th.Exclude
 	th.Exclude = func(m *store.Message) bool {
 		return IsPlaceholder(m) || prevEx != nil && prevEx(m)
@@ -287,8 +289,8 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.started {
 		return errors.New("continuation: already started")
 	}
-	if !s.cfg.NoWorkers && s.threads == nil {
-		return errors.New("continuation: Start with workers needs Work(threads) first")
+	if (!s.cfg.NoWorkers || !s.cfg.NoAdopt) && s.threads == nil {
+		return errors.New("continuation: Start with workers or the adopter needs Work(threads) first")
 	}
 	if !s.cfg.NoMigrate {
 		if err := s.Migrate(ctx); err != nil {

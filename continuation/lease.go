@@ -148,12 +148,25 @@ func (s *Service) AdoptExpired(ctx context.Context) (int, error) {
 // stopped (its final checkpoint committed without its lease's release,
 // which cannot happen through this package) only loses its lease; Adopt
 // then returns a nil Handover. A run whose lease is alive, or that has none,
-// is [ErrNotOrphan]. Concurrent adopters of one run: one wins, the others
+// is [ErrNotOrphan], and so is a run of another network than the one given
+// to [Service.Work] (its own processes adopt it, onto their queue).
+// Concurrent adopters of one run: one wins, the others
 // get ErrNotOrphan. The former process, if it is still alive, fails at its
 // next checkpoint (fenced) and stops.
 func (s *Service) Adopt(ctx context.Context, owner, runID string) (*Handover, error) {
 	var h *Handover
 	err := s.st.Tx(ctx, func(tx store.Tx) error {
+		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			cp = nil // nothing of the run was stored: only the lease goes
+		case err != nil:
+			return err
+		case s.network != "" && cp.State.Network != s.network:
+			// Another network's run: its own processes adopt it, onto
+			// their queue.
+			return ErrNotOrphan
+		}
 		ok, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: runID, Expired: true})
 		if err != nil {
 			return err
@@ -161,12 +174,8 @@ func (s *Service) Adopt(ctx context.Context, owner, runID string) (*Handover, er
 		if !ok {
 			return ErrNotOrphan
 		}
-		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
-		if errors.Is(err, store.ErrNotFound) {
-			return nil // nothing of the run was stored
-		}
-		if err != nil {
-			return err
+		if cp == nil {
+			return nil
 		}
 		st := cp.State
 		if st.Status != runstate.StatusRunning {
