@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -127,12 +128,7 @@ func New(cfg Config) (*Model, error) {
 		// baton's telemetry owns the model-call spans.
 		option.WithoutOpenTelemetry(),
 	}
-	keys := make([]string, 0, len(cfg.Headers))
-	for k := range cfg.Headers {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
 		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
 	}
 	client := anthropic.NewClient(opts...)
@@ -146,12 +142,8 @@ func (m *Model) Name() string { return Provider + ":" + m.cfg.Model }
 // documentation and [model.Model] for the contract.
 func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
 	return func(yield func(model.Chunk, error) bool) {
-		if req == nil {
-			yield(model.Chunk{}, fmt.Errorf("%w: nil request", ErrUnsupported))
-			return
-		}
-		if ctx.Err() != nil {
-			yield(model.Chunk{}, httperr.Canceled(ctx, Provider))
+		if err := httperr.Refuse(ctx, Provider, req, ErrUnsupported); err != nil {
+			yield(model.Chunk{}, err)
 			return
 		}
 		m.stream(ctx, req, yield)

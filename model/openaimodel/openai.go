@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -152,12 +153,7 @@ func New(cfg Config) (*Model, error) {
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0),
 	}
-	keys := make([]string, 0, len(cfg.Headers))
-	for k := range cfg.Headers {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
 		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
 	}
 	m := &Model{
@@ -177,12 +173,8 @@ func (m *Model) Name() string { return m.provider + ":" + m.cfg.Model }
 // package documentation and [model.Model] for the contract.
 func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
 	return func(yield func(model.Chunk, error) bool) {
-		if req == nil {
-			yield(model.Chunk{}, fmt.Errorf("%w: nil request", ErrUnsupported))
-			return
-		}
-		if ctx.Err() != nil {
-			yield(model.Chunk{}, httperr.Canceled(ctx, m.provider))
+		if err := httperr.Refuse(ctx, m.provider, req, ErrUnsupported); err != nil {
+			yield(model.Chunk{}, err)
 			return
 		}
 		if m.cfg.API == APIResponses {

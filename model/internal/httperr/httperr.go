@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -246,6 +247,19 @@ func Canceled(ctx context.Context, provider string) *model.Error {
 		err = errors.Join(ctx.Err(), err)
 	}
 	return &model.Error{Provider: provider, Message: "call stopped: " + ctx.Err().Error(), Err: err}
+}
+
+// Refuse returns the error a stream must end with before any call: one
+// wrapping unsupported for a nil request, [Canceled] when ctx has ended, or
+// nil.
+func Refuse(ctx context.Context, provider string, req *model.Request, unsupported error) error {
+	if req == nil {
+		return fmt.Errorf("%w: nil request", unsupported)
+	}
+	if ctx.Err() != nil {
+		return Canceled(ctx, provider)
+	}
+	return nil
 }
 
 // Incomplete returns the transient error of a stream that ended cleanly
