@@ -195,7 +195,7 @@ func (x *run) emit(e Event) bool {
 // as the runner emitted live between the two writes, built by the same
 // code. Text deltas are folded into the message events; Seq is left 0 (see
 // [SetSeq]; the live events of the step are numbered up to cur.Seq). prev
-// and cur are only read.
+// and cur are only read, so calls may run concurrently on shared states.
 //
 // What the states do not record is not derived: the Reason of the run's
 // first agent_start (the picker's), the Limit of a run_end (a limit that
@@ -203,8 +203,8 @@ func (x *run) emit(e Event) bool {
 // target is not stored), the run_start of a run resumed from a running
 // state (after a crash), and the events of an execution after its last
 // checkpoint (a cancelled run's error, a suspension whose checkpoint was
-// refused). A suspended event names every call without a result, which are
-// the slow calls the live event names unless the turn also made fast ones.
+// refused). A derived suspended event names every call without a result;
+// the live one names only the slow calls among them.
 func EventsBetween(prev, cur *runstate.State) []Event {
 	skip := 1 // a new run's input
 	if prev != nil {
