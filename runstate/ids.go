@@ -72,6 +72,15 @@ func ReturnID(handoffID string) string {
 	return handoffID + "-r"
 }
 
+// ContinuationID returns the id of the hand-over of run to a background
+// worker at the checkpoint of the given step: run + "-c" + step, e.g.
+// "run_x-c3". It is stable, so that a repeated hand-over of the same step
+// has the same id (package continuation keys its job and placeholder
+// message with it).
+func ContinuationID(run string, step int) string {
+	return run + "-c" + strconv.Itoa(step)
+}
+
 // SubRunID returns the run id of the sub-run of an agent called as a tool:
 // run + "/" + the tool call's id, e.g. "run_x/call_7".
 func SubRunID(run, callID string) string {

@@ -19,6 +19,7 @@ func TestIDFormats(t *testing.T) {
 		{"InterruptID", runstate.InterruptID("run_abc", 4), "run_abc-i4"},
 		{"HandoffID", runstate.HandoffID("run_abc", 2), "run_abc-h2"},
 		{"ReturnID", runstate.ReturnID(runstate.HandoffID("r1", 1)), "r1-h1-r"},
+		{"ContinuationID", runstate.ContinuationID("run_abc", 3), "run_abc-c3"},
 		{"SubRunID", runstate.SubRunID("run_abc", "call_7"), "run_abc/call_7"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
