@@ -315,18 +315,12 @@ func testStopEarly(t *testing.T, f Factory) {
 			break
 		}
 	}()
-	select {
-	case <-returned:
-	case <-time.After(wait):
-		t.Fatal("range over the stream did not return after break")
-	}
+	await(t, returned, "range over the stream did not return after break")
 	checkNoLeak(t, pkg)
 }
 
 func testStopEarlyStalled(t *testing.T, f Factory) {
-	gone := make(chan struct{})
-	var once sync.Once
-	m := build(t, f, Scenario{Kind: KindStall, Text: "partial ", OnDisconnect: func() { once.Do(func() { close(gone) }) }})
+	m, gone := buildStalled(t, f)
 	pkg := pkgPath(m)
 	returned := make(chan error, 1)
 	go func() {
@@ -337,19 +331,10 @@ func testStopEarlyStalled(t *testing.T, f Factory) {
 		}
 		returned <- err
 	}()
-	select {
-	case err := <-returned:
-		if err != nil {
-			t.Fatalf("first item of a stalling stream is an error: %v", err)
-		}
-	case <-time.After(wait):
-		t.Fatal("no first chunk, or range did not return after break")
+	if err := await(t, returned, "no first chunk, or range did not return after break"); err != nil {
+		t.Fatalf("first item of a stalling stream is an error: %v", err)
 	}
-	select {
-	case <-gone:
-	case <-time.After(wait):
-		t.Fatal("the connection stayed open after the consumer stopped")
-	}
+	await(t, gone, "the connection stayed open after the consumer stopped")
 	checkNoLeak(t, pkg)
 }
 
@@ -359,99 +344,78 @@ func testCanceledBefore(t *testing.T, f Factory) {
 	cancel()
 	res := make(chan collected, 1)
 	go func() { res <- drain(m.Stream(ctx, Request())) }()
-	select {
-	case c := <-res:
-		if c.err == nil {
-			t.Fatalf("stream with a cancelled context succeeded (%d chunks)", len(c.chunks))
-		}
-		if !errors.Is(c.err, context.Canceled) {
-			t.Errorf("error %v does not wrap context.Canceled", c.err)
-		}
-		assertNotTransient(t, c.err)
-		for _, ch := range c.chunks {
-			if ch.Type == model.ChunkDone {
-				t.Error("ChunkDone and an error in one stream")
-			}
-		}
-		if c.afterEnd > 0 {
-			t.Errorf("%d items after the error", c.afterEnd)
-		}
-	case <-time.After(wait):
-		t.Fatal("stream with a cancelled context did not stop")
-	}
+	checkCanceled(t, await(t, res, "stream with a cancelled context did not stop"))
 }
 
 func testCanceledDuring(t *testing.T, f Factory) {
-	gone := make(chan struct{})
-	var once sync.Once
-	m := build(t, f, Scenario{Kind: KindStall, Text: "partial ", OnDisconnect: func() { once.Do(func() { close(gone) }) }})
+	m, gone := buildStalled(t, f)
 	pkg := pkgPath(m)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	first := make(chan struct{})
+	started := make(chan struct{})
 	res := make(chan collected, 1)
 	go func() {
-		var c collected
-		n := 0
-		for ch, err := range m.Stream(ctx, Request()) {
-			if n == 0 {
-				close(first)
+		first := sync.OnceFunc(func() { close(started) })
+		defer first()
+		res <- drain(func(yield func(model.Chunk, error) bool) {
+			for ch, err := range m.Stream(ctx, Request()) {
+				first()
+				if !yield(ch, err) {
+					return
+				}
 			}
-			n++
-			if c.err != nil {
-				c.afterEnd++
-				continue
-			}
-			if err != nil {
-				c.err = err
-				continue
-			}
-			c.chunks = append(c.chunks, ch)
-		}
-		if n == 0 {
-			close(first)
-		}
-		res <- c
+		})
 	}()
-	select {
-	case <-first:
-	case <-time.After(wait):
-		t.Fatal("no first chunk from a stalling stream")
-	}
+	await(t, started, "no first chunk from a stalling stream")
 	cancel()
-	select {
-	case c := <-res:
-		if c.err == nil {
-			t.Fatal("stream cancelled midway ended without an error")
-		}
-		if !errors.Is(c.err, context.Canceled) {
-			t.Errorf("error %v does not wrap context.Canceled", c.err)
-		}
-		assertNotTransient(t, c.err)
-		if c.afterEnd > 0 {
-			t.Errorf("%d items after the error", c.afterEnd)
-		}
-		for _, ch := range c.chunks {
-			if ch.Type == model.ChunkDone {
-				t.Error("ChunkDone in a cancelled stream")
-			}
-		}
-	case <-time.After(wait):
-		t.Fatal("stream did not stop after its context was cancelled")
-	}
-	select {
-	case <-gone:
-	case <-time.After(wait):
-		t.Fatal("the connection stayed open after cancellation")
-	}
+	checkCanceled(t, await(t, res, "stream did not stop after its context was cancelled"))
+	await(t, gone, "the connection stayed open after cancellation")
 	checkNoLeak(t, pkg)
 }
 
-func assertNotTransient(t *testing.T, err error) {
+// buildStalled builds the model of a KindStall scenario; gone is closed
+// when its connection goes away.
+func buildStalled(t *testing.T, f Factory) (m model.Model, gone <-chan struct{}) {
 	t.Helper()
+	c := make(chan struct{})
+	return build(t, f, Scenario{Kind: KindStall, Text: "partial ", OnDisconnect: sync.OnceFunc(func() { close(c) })}), c
+}
+
+// await returns what ch delivers first (or its zero value once closed),
+// failing t with msg if nothing comes within wait.
+func await[T any](t *testing.T, ch <-chan T, msg string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(wait):
+		t.Fatal(msg)
+	}
+	panic("unreachable")
+}
+
+// checkCanceled checks a stream whose context was cancelled: it ended with
+// an error wrapping context.Canceled that is not transient, without
+// ChunkDone and with nothing after the error.
+func checkCanceled(t *testing.T, c collected) {
+	t.Helper()
+	if c.err == nil {
+		t.Fatalf("stream with a cancelled context ended without an error (%d chunks)", len(c.chunks))
+	}
+	if !errors.Is(c.err, context.Canceled) {
+		t.Errorf("error %v does not wrap context.Canceled", c.err)
+	}
 	var me *model.Error
-	if errors.As(err, &me) && me.Transient {
-		t.Errorf("cancellation reported as transient: %v", err)
+	if errors.As(c.err, &me) && me.Transient {
+		t.Errorf("cancellation reported as transient: %v", c.err)
+	}
+	for _, ch := range c.chunks {
+		if ch.Type == model.ChunkDone {
+			t.Error("ChunkDone in a cancelled stream")
+		}
+	}
+	if c.afterEnd > 0 {
+		t.Errorf("%d items after the error", c.afterEnd)
 	}
 }
 
