@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -63,47 +64,40 @@ type labelKey struct {
 
 func newInstruments(m metric.Meter) (*instruments, error) {
 	in := &instruments{meter: m}
-	var err error
-	must := func(e error) {
-		if err == nil && e != nil {
-			err = e
-		}
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
 	}
-	var e error
-	in.handoffs, e = m.Int64Counter(metricHandoffs, metric.WithUnit("{handoff}"),
-		metric.WithDescription("Handoff attempts by source and target agent, handoff type and outcome (ok, rejected, limit)."))
-	must(e)
-	in.modelCalls, e = m.Int64Counter(metricModelCalls, metric.WithUnit("{call}"),
-		metric.WithDescription("Model call attempts by provider, model and outcome (ok, error)."))
-	must(e)
-	in.modelDur, e = m.Float64Histogram(metricModelDuration, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(modelBuckets...),
-		metric.WithDescription("Model call latency, from request to the last chunk, by provider, model and outcome."))
-	must(e)
-	in.tokens, e = m.Int64Counter(metricTokens, metric.WithUnit("{token}"),
-		metric.WithDescription("Tokens reported by providers, by provider, model and direction (input, output)."))
-	must(e)
-	in.toolCalls, e = m.Int64Counter(metricToolCalls, metric.WithUnit("{call}"),
-		metric.WithDescription("Tool executions by tool and outcome (ok, error)."))
-	must(e)
-	in.toolDur, e = m.Float64Histogram(metricToolDuration, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(toolBuckets...),
-		metric.WithDescription("Tool execution latency by tool."))
-	must(e)
-	in.runs, e = m.Int64Counter(metricRuns, metric.WithUnit("{run}"),
-		metric.WithDescription("Runs (and resumed runs) that ended, by status."))
-	must(e)
-	in.errors, e = m.Int64Counter(metricErrors, metric.WithUnit("{error}"),
-		metric.WithDescription("Errors by kind: the runner's error kinds for failed runs, and kinds other components record."))
-	must(e)
-	in.openStreams, e = m.Int64UpDownCounter(metricOpenStreams, metric.WithUnit("{stream}"),
+	histogram := func(name, desc string, buckets []float64) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(buckets...))
+		errs = append(errs, err)
+		return h
+	}
+	in.handoffs = counter(metricHandoffs, "{handoff}",
+		"Handoff attempts by source and target agent, handoff type and outcome (ok, rejected, limit).")
+	in.modelCalls = counter(metricModelCalls, "{call}",
+		"Model call attempts by provider, model and outcome (ok, error).")
+	in.modelDur = histogram(metricModelDuration, "Model call latency, from request to the last chunk, by provider, model and outcome.", modelBuckets)
+	in.tokens = counter(metricTokens, "{token}",
+		"Tokens reported by providers, by provider, model and direction (input, output).")
+	in.toolCalls = counter(metricToolCalls, "{call}",
+		"Tool executions by tool and outcome (ok, error).")
+	in.toolDur = histogram(metricToolDuration, "Tool execution latency by tool.", toolBuckets)
+	in.runs = counter(metricRuns, "{run}",
+		"Runs (and resumed runs) that ended, by status.")
+	in.errors = counter(metricErrors, "{error}",
+		"Errors by kind: the runner's error kinds for failed runs, and kinds other components record.")
+	var err error
+	in.openStreams, err = m.Int64UpDownCounter(metricOpenStreams, metric.WithUnit("{stream}"),
 		metric.WithDescription("Event streams (SSE) open now."))
-	must(e)
-	in.queueDepth, e = m.Int64ObservableGauge(metricQueueDepth, metric.WithUnit("{job}"),
+	errs = append(errs, err)
+	in.queueDepth, err = m.Int64ObservableGauge(metricQueueDepth, metric.WithUnit("{job}"),
 		metric.WithDescription("Continuation jobs waiting to run, by queue."))
-	must(e)
-	in.contLatency, e = m.Float64Histogram(metricContinuationLat, metric.WithUnit("s"), metric.WithExplicitBucketBoundaries(continuationBuckets...),
-		metric.WithDescription("Time from a run's suspension (job enqueued) to a worker resuming it."))
-	must(e)
-	if err != nil {
+	errs = append(errs, err)
+	in.contLatency = histogram(metricContinuationLat, "Time from a run's suspension (job enqueued) to a worker resuming it.", continuationBuckets)
+	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("telemetry: create instruments: %w", err)
 	}
 	return in, nil
