@@ -251,16 +251,21 @@ func (o *observer) modelOpt(d *modelDesc, metricName, v string) metric.Measureme
 	})
 }
 
+// startCall starts the span of a model or tool call, with the call's
+// static attributes and then extra, when tracing is on; else the span is nil.
+func (o *observer) startCall(ctx context.Context, name string, kind trace.SpanStartOption, static []attribute.KeyValue, extra ...attribute.KeyValue) (context.Context, trace.Span) {
+	if o.tracer == nil {
+		return ctx, nil
+	}
+	attrs := make([]attribute.KeyValue, 0, len(static)+len(extra))
+	attrs = append(append(attrs, static...), extra...)
+	return o.tracer.Start(ctx, name, kind, trace.WithAttributes(attrs...))
+}
+
 func (o *observer) StartModel(ctx context.Context, info runner.ModelInfo) (context.Context, func(*model.Response, error)) {
 	d := o.model(info.Model)
 	start := time.Now()
-	var span trace.Span
-	if o.tracer != nil {
-		attrs := make([]attribute.KeyValue, 0, len(d.startAttrs)+2)
-		attrs = append(attrs, d.startAttrs...)
-		attrs = append(attrs, attribute.String(keyAgentName, info.Agent), attribute.Int(keyAttempt, info.Attempt))
-		ctx, span = o.tracer.Start(ctx, d.spanName, kindClient, trace.WithAttributes(attrs...))
-	}
+	ctx, span := o.startCall(ctx, d.spanName, kindClient, d.startAttrs, attribute.String(keyAgentName, info.Agent), attribute.Int(keyAttempt, info.Attempt))
 	rt := trackOf(ctx)
 	return ctx, func(resp *model.Response, err error) {
 		if o.m != nil {
@@ -392,13 +397,7 @@ func (o *observer) tool(info *runner.ToolInfo) *toolDesc {
 func (o *observer) StartTool(ctx context.Context, info runner.ToolInfo) (context.Context, func(string, bool, error)) {
 	d := o.tool(&info)
 	start := time.Now()
-	var span trace.Span
-	if o.tracer != nil {
-		attrs := make([]attribute.KeyValue, 0, len(d.startAttrs)+2)
-		attrs = append(attrs, d.startAttrs...)
-		attrs = append(attrs, attribute.String(keyToolCallID, info.CallID), attribute.String(keyAgentName, info.Agent))
-		ctx, span = o.tracer.Start(ctx, d.spanName, kindInternal, trace.WithAttributes(attrs...))
-	}
+	ctx, span := o.startCall(ctx, d.spanName, kindInternal, d.startAttrs, attribute.String(keyToolCallID, info.CallID), attribute.String(keyAgentName, info.Agent))
 	return ctx, func(_ string, isError bool, err error) {
 		if o.m != nil {
 			opt := d.ok
