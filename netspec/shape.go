@@ -3,6 +3,7 @@ package netspec
 import (
 	"encoding"
 	"fmt"
+	"iter"
 	"math"
 	"reflect"
 	"strconv"
@@ -58,26 +59,38 @@ func walk(n ast.Node, fn func(ast.Node)) {
 		return
 	}
 	fn(n)
-	switch v := n.(type) {
-	case *ast.DocumentNode:
-		walk(v.Body, fn)
-	case *ast.MappingNode:
-		for _, mv := range v.Values {
-			walk(mv, fn)
+	for c := range children(n) {
+		walk(c, fn)
+	}
+}
+
+// children yields the nodes right below n, without following aliases.
+func children(n ast.Node) iter.Seq[ast.Node] {
+	return func(yield func(ast.Node) bool) {
+		switch v := n.(type) {
+		case *ast.DocumentNode:
+			yield(v.Body)
+		case *ast.MappingNode:
+			for _, mv := range v.Values {
+				if !yield(mv) {
+					return
+				}
+			}
+		case *ast.MappingValueNode:
+			_ = yield(v.Key) && yield(v.Value)
+		case *ast.MappingKeyNode:
+			yield(v.Value)
+		case *ast.SequenceNode:
+			for _, e := range v.Values {
+				if !yield(e) {
+					return
+				}
+			}
+		default:
+			if inner, ok := unwrap(n); ok {
+				yield(inner)
+			}
 		}
-	case *ast.MappingValueNode:
-		walk(v.Key, fn)
-		walk(v.Value, fn)
-	case *ast.MappingKeyNode:
-		walk(v.Value, fn)
-	case *ast.SequenceNode:
-		for _, e := range v.Values {
-			walk(e, fn)
-		}
-	case *ast.AnchorNode:
-		walk(v.Value, fn)
-	case *ast.TagNode:
-		walk(v.Value, fn)
 	}
 }
 
@@ -100,28 +113,13 @@ func expandedSize(n ast.Node, anchors map[string]ast.Node, limit int) int {
 				total += size(c)
 			}
 		}
-		switch v := n.(type) {
-		case *ast.MappingNode:
-			for _, mv := range v.Values {
-				add(mv)
-			}
-		case *ast.MappingValueNode:
-			add(v.Key)
-			add(v.Value)
-		case *ast.MappingKeyNode:
-			add(v.Value)
-		case *ast.SequenceNode:
-			for _, e := range v.Values {
-				add(e)
-			}
-		case *ast.AnchorNode:
-			add(v.Value)
-		case *ast.TagNode:
-			add(v.Value)
-		case *ast.AliasNode:
+		if v, isAlias := n.(*ast.AliasNode); isAlias {
 			if v.Value != nil {
 				add(anchors[v.Value.GetToken().Value])
 			}
+		}
+		for c := range children(n) {
+			add(c)
 		}
 		memo[n] = total
 		return total
@@ -194,19 +192,18 @@ func locate(root ast.Node, anchors map[string]ast.Node, path string) *token.Toke
 // deref strips tags and anchors and follows aliases.
 func deref(n ast.Node, anchors map[string]ast.Node) ast.Node {
 	for range 64 {
-		switch v := n.(type) {
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.AliasNode:
-			if v.Value == nil {
-				return nil
-			}
-			n = anchors[v.Value.GetToken().Value]
-		default:
+		if inner, ok := unwrap(n); ok {
+			n = inner
+			continue
+		}
+		v, isAlias := n.(*ast.AliasNode)
+		if !isAlias {
 			return n
 		}
+		if v.Value == nil {
+			return nil
+		}
+		n = anchors[v.Value.GetToken().Value]
 	}
 	return nil
 }
@@ -393,22 +390,7 @@ func (s *shaper) structValue(orig, n ast.Node, t reflect.Type, path string) bool
 		return false
 	}
 	fields := fieldsOf(t)
-	kept := m.Values[:0:0]
-	for _, mv := range m.Values {
-		if mv == nil {
-			continue
-		}
-		if _, isMerge := mv.Key.(*ast.MergeKeyNode); isMerge {
-			if s.merge(mv.Value, t, path) {
-				kept = append(kept, mv)
-			}
-			continue
-		}
-		key, isScalar := scalarText(unwrapKey(mv.Key))
-		if !isScalar {
-			s.bad(mv.Key, path, "%s: a key must be a name, not %s", display(path), kindOf(unwrapKey(mv.Key)))
-			continue
-		}
+	s.entries(m, t, path, func(key string, mv *ast.MappingValueNode) bool {
 		ft, known := fields[key]
 		if !known {
 			msg := fmt.Sprintf("unknown field %q in %s", key, display(path))
@@ -416,24 +398,44 @@ func (s *shaper) structValue(orig, n ast.Node, t reflect.Type, path string) bool
 				msg += fmt.Sprintf(" (did you mean %q?)", hint)
 			}
 			s.bad(mv.Key, field(path, key), "%s", msg)
-			continue
+			return false
 		}
 		fp := field(path, key)
 		if t == handoffSpecType && key == "transforms" {
 			// []any: a transform is a name or a name with options.
-			if !s.transforms(mv.Value, fp) {
-				continue
-			}
-		} else if !s.check(mv.Value, ft, fp) {
-			continue
+			return s.transforms(mv.Value, fp)
 		}
-		kept = append(kept, mv)
-	}
-	m.Values = kept
+		return s.check(mv.Value, ft, fp)
+	})
 	return true
 }
 
-// merge checks the value of a merge key (<<: *base) against the struct t.
+// entries checks the entries of m and removes those that fail: the value of
+// a merge key must be a mapping of t (of anything when t is nil), another
+// key must be a name, and its entry must pass value.
+func (s *shaper) entries(m *ast.MappingNode, t reflect.Type, path string, value func(key string, mv *ast.MappingValueNode) bool) {
+	kept := m.Values[:0:0]
+	for _, mv := range m.Values {
+		if mv == nil {
+			continue
+		}
+		ok := false
+		if _, isMerge := mv.Key.(*ast.MergeKeyNode); isMerge {
+			ok = s.merge(mv.Value, t, path)
+		} else if key, isScalar := scalarText(unwrapKey(mv.Key)); isScalar {
+			ok = value(key, mv)
+		} else {
+			s.bad(mv.Key, path, "%s: a key must be a name, not %s", display(path), kindOf(unwrapKey(mv.Key)))
+		}
+		if ok {
+			kept = append(kept, mv)
+		}
+	}
+	m.Values = kept
+}
+
+// merge checks the value of a merge key (<<: *base) against the struct t,
+// or as a free-form mapping when t is nil.
 func (s *shaper) merge(v ast.Node, t reflect.Type, path string) bool {
 	n, done, ok := s.resolve(v, t, path)
 	if !ok {
@@ -445,6 +447,9 @@ func (s *shaper) merge(v ast.Node, t reflect.Type, path string) bool {
 	if _, isMap := n.(*ast.MappingNode); !isMap {
 		s.bad(v, path, "%s: a merge key (<<) takes one mapping or an alias to one, not %s", display(path), kindOf(n))
 		return false
+	}
+	if t == nil {
+		return s.anyValue(n, path)
 	}
 	return s.structValue(v, n, t, path)
 }
@@ -474,42 +479,11 @@ func (s *shaper) anyValue(n ast.Node, path string) bool {
 }
 
 func (s *shaper) anyMapping(m *ast.MappingNode, path string) bool {
-	kept := m.Values[:0:0]
-	for _, mv := range m.Values {
-		if mv == nil {
-			continue
-		}
-		if _, isMerge := mv.Key.(*ast.MergeKeyNode); isMerge {
-			n, done, ok := s.resolve(mv.Value, nil, path)
-			if !ok {
-				continue
-			}
-			if !done && n != nil {
-				if _, isMap := n.(*ast.MappingNode); !isMap {
-					s.bad(mv.Value, path, "%s: a merge key (<<) takes one mapping or an alias to one, not %s", display(path), kindOf(n))
-					continue
-				}
-				s.anyValue(n, path)
-			}
-			kept = append(kept, mv)
-			continue
-		}
-		key, isScalar := scalarText(unwrapKey(mv.Key))
-		if !isScalar {
-			s.bad(mv.Key, path, "%s: a key must be a name, not %s", display(path), kindOf(unwrapKey(mv.Key)))
-			continue
-		}
+	s.entries(m, nil, path, func(key string, mv *ast.MappingValueNode) bool {
 		fp := field(path, key)
 		n, done, ok := s.resolve(mv.Value, nil, fp)
-		if !ok {
-			continue
-		}
-		if !done && n != nil && !s.anyValue(n, fp) {
-			continue
-		}
-		kept = append(kept, mv)
-	}
-	m.Values = kept
+		return ok && (done || n == nil || s.anyValue(n, fp))
+	})
 	return true
 }
 
@@ -562,19 +536,29 @@ func (s *shaper) transforms(v ast.Node, path string) bool {
 	return true
 }
 
+// unwrapKey strips mapping keys (? key), tags and anchors from n.
 func unwrapKey(n ast.Node) ast.Node {
 	for {
-		switch v := n.(type) {
-		case *ast.MappingKeyNode:
-			n = v.Value
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.AnchorNode:
-			n = v.Value
-		default:
+		if k, isKey := n.(*ast.MappingKeyNode); isKey {
+			n = k.Value
+		} else if inner, ok := unwrap(n); ok {
+			n = inner
+		} else {
 			return n
 		}
 	}
+}
+
+// unwrap returns the node a tag or an anchor wraps; ok is false when n is
+// neither.
+func unwrap(n ast.Node) (inner ast.Node, ok bool) {
+	switch v := n.(type) {
+	case *ast.TagNode:
+		return v.Value, true
+	case *ast.AnchorNode:
+		return v.Value, true
+	}
+	return n, false
 }
 
 // scalarText returns the text of a scalar node.
