@@ -71,21 +71,13 @@ func children(n ast.Node) iter.Seq[ast.Node] {
 		case *ast.DocumentNode:
 			yield(v.Body)
 		case *ast.MappingNode:
-			for _, mv := range v.Values {
-				if !yield(mv) {
-					return
-				}
-			}
+			yieldAll(yield, v.Values)
 		case *ast.MappingValueNode:
 			_ = yield(v.Key) && yield(v.Value)
 		case *ast.MappingKeyNode:
 			yield(v.Value)
 		case *ast.SequenceNode:
-			for _, e := range v.Values {
-				if !yield(e) {
-					return
-				}
-			}
+			yieldAll(yield, v.Values)
 		default:
 			if inner, ok := unwrap(n); ok {
 				yield(inner)
@@ -534,6 +526,15 @@ func (s *shaper) transforms(v ast.Node, path string) bool {
 		}
 	}
 	return true
+}
+
+// yieldAll yields the nodes of s until yield returns false.
+func yieldAll[N ast.Node](yield func(ast.Node) bool, s []N) {
+	for _, n := range s {
+		if !yield(n) {
+			return
+		}
+	}
 }
 
 // unwrapKey strips mapping keys (? key), tags and anchors from n.
