@@ -175,18 +175,23 @@ func (n *Network) check(a *Agent) []error {
 			}
 		}
 	}
+	// peer checks the agent a handoff or an agent tool names, and claims the
+	// tool the model calls for it.
+	peer := func(to, tool, unknown, self, what string) {
+		if _, ok := n.agents[to]; !ok {
+			bad("%s %q", unknown, to)
+		}
+		if to == a.Name {
+			bad("%s", self)
+		}
+		claim(tool, what)
+	}
 	for _, h := range a.Handoffs {
 		if h == nil {
 			bad("nil handoff")
 			continue
 		}
-		if _, ok := n.agents[h.To]; !ok {
-			bad("handoff to unknown agent %q", h.To)
-		}
-		if h.To == a.Name {
-			bad("handoff to itself")
-		}
-		claim(h.Tool(), "handoff to "+h.To)
+		peer(h.To, h.Tool(), "handoff to unknown agent", "handoff to itself", "handoff to "+h.To)
 		if err := h.Compile(); err != nil {
 			bad("%v", err)
 		}
@@ -196,13 +201,7 @@ func (n *Network) check(a *Agent) []error {
 			bad("nil agent tool")
 			continue
 		}
-		if _, ok := n.agents[t.Agent]; !ok {
-			bad("agent tool of unknown agent %q", t.Agent)
-		}
-		if t.Agent == a.Name {
-			bad("agent tool calling itself")
-		}
-		claim(t.Tool(), "agent tool "+t.Agent)
+		peer(t.Agent, t.Tool(), "agent tool of unknown agent", "agent tool calling itself", "agent tool "+t.Agent)
 	}
 	if len(a.OutputSchema) > 0 && a.outputSchema == nil {
 		s, err := schemas.Compile(a.OutputSchema)
