@@ -475,17 +475,23 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 		}
 		a.Tools = append(a.Tools, t)
 	}
+	// peer checks the agent a handoff or an agent tool at p names in its
+	// field key.
+	peer := func(p, key, name, missing, self string) bool {
+		switch {
+		case name == "":
+			l.bad(p, "%s", missing)
+		case !known(field(p, key), name): // known reports it
+		case name == s.Name:
+			l.bad(field(p, key), "agent %s %s", s.Name, self)
+		default:
+			return true
+		}
+		return false
+	}
 	for i, h := range s.Handoffs {
 		hp := at(field(path, "handoffs"), i)
-		if h.To == "" {
-			l.bad(hp, "handoff target (to:) is required")
-			continue
-		}
-		if !known(field(hp, "to"), h.To) {
-			continue
-		}
-		if h.To == s.Name {
-			l.bad(field(hp, "to"), "agent %s cannot hand off to itself", s.Name)
+		if !peer(hp, "to", h.To, "handoff target (to:) is required", "cannot hand off to itself") {
 			continue
 		}
 		ho := &handoff.Handoff{To: h.To, ToolName: h.Tool, Description: h.Description, History: handoff.HistoryPolicy(h.History),
@@ -503,16 +509,7 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 		a.Handoffs = append(a.Handoffs, ho)
 	}
 	for i, t := range s.AgentTools {
-		tp := at(field(path, "agent_tools"), i)
-		if t.Agent == "" {
-			l.bad(tp, "an agent tool needs agent: (the agent to call)")
-			continue
-		}
-		if !known(field(tp, "agent"), t.Agent) {
-			continue
-		}
-		if t.Agent == s.Name {
-			l.bad(field(tp, "agent"), "agent %s cannot call itself as a tool", s.Name)
+		if !peer(at(field(path, "agent_tools"), i), "agent", t.Agent, "an agent tool needs agent: (the agent to call)", "cannot call itself as a tool") {
 			continue
 		}
 		a.AgentTools = append(a.AgentTools, &agent.AgentTool{Agent: t.Agent, ToolName: t.Tool, Description: t.Description})
@@ -531,7 +528,12 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 // script calls only those.
 func (l *loader) toolNames(path string, s *AgentSpec, a *agent.Agent) {
 	names := map[string]string{}
-	claim := func(p, name, what string) {
+	// claim takes name for what; p is where it is declared, or the entry
+	// (of handoffs, agent_tools) whose tool: field overrides it.
+	claim := func(p, tool, name, what string) {
+		if tool != "" {
+			p = field(p, "tool")
+		}
 		if !namePattern.MatchString(name) {
 			l.bad(p, "%s: tool name %q must be 1-64 letters, digits, '_' or '-'", what, name)
 		}
@@ -549,26 +551,16 @@ func (l *loader) toolNames(path string, s *AgentSpec, a *agent.Agent) {
 		names[name] = "tool " + name
 	}
 	for i, h := range s.Handoffs {
-		if h.To == "" {
-			continue
+		if h.To != "" {
+			ho := handoff.Handoff{To: h.To, ToolName: h.Tool}
+			claim(at(field(path, "handoffs"), i), h.Tool, ho.Tool(), "the handoff to "+h.To)
 		}
-		hp := at(field(path, "handoffs"), i)
-		ho := handoff.Handoff{To: h.To, ToolName: h.Tool}
-		if h.Tool != "" {
-			hp = field(hp, "tool")
-		}
-		claim(hp, ho.Tool(), "the handoff to "+h.To)
 	}
 	for i, t := range s.AgentTools {
-		if t.Agent == "" {
-			continue
+		if t.Agent != "" {
+			agt := agent.AgentTool{Agent: t.Agent, ToolName: t.Tool}
+			claim(at(field(path, "agent_tools"), i), t.Tool, agt.Tool(), "the agent tool "+t.Agent)
 		}
-		tp := at(field(path, "agent_tools"), i)
-		agt := agent.AgentTool{Agent: t.Agent, ToolName: t.Tool}
-		if t.Tool != "" {
-			tp = field(tp, "tool")
-		}
-		claim(tp, agt.Tool(), "the agent tool "+t.Agent)
 	}
 	if s.Model != "scripted" {
 		return
