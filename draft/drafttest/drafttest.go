@@ -31,57 +31,48 @@ var seq atomic.Int64
 // publishers; a message subscription ends when the message is final.
 func Run(t *testing.T, setup Setup) {
 	t.Run("LateSubscriberGetsCurrentDraft", func(t *testing.T) {
-		t.Parallel()
-		b, st := setup(t)
-		f := newFixture(t, st)
-		m := f.message(t, f.thread)
-		f.draft(t, b, m, "Looking up")
-		sub := subscribe(t, b, draft.Filter{OwnerID: f.owner, MessageID: m})
+		f, m := start(t, setup)
+		f.draft(t, m, "Looking up")
+		sub := f.watch(t, m)
 		u := sub.next(t)
 		if u.Text != "Looking up" || u.Version != 1 || u.Status != message.StatusStreaming || u.Final || u.ThreadID != f.thread {
 			t.Fatalf("first update = %+v, want the current draft", u)
 		}
-		f.draft(t, b, m, "Looking up your order")
+		f.draft(t, m, "Looking up your order")
 		if u := sub.next(t); u.Text != "Looking up your order" || u.Version != 2 {
 			t.Fatalf("live update = %+v", u)
 		}
-		f.finish(t, b, m, "Your order ships today.")
+		f.finish(t, m, "Your order ships today.")
 		if u := sub.next(t); !u.Final || u.Status != message.StatusCompleted || u.Text != "Your order ships today." {
 			t.Fatalf("final update = %+v", u)
 		}
 		sub.ended(t)
 	})
 	t.Run("FinalMessageEndsAtOnce", func(t *testing.T) {
-		t.Parallel()
-		b, st := setup(t)
-		f := newFixture(t, st)
-		m := f.message(t, f.thread)
-		f.finish(t, b, m, "done")
-		sub := subscribe(t, b, draft.Filter{OwnerID: f.owner, MessageID: m})
+		f, m := start(t, setup)
+		f.finish(t, m, "done")
+		sub := f.watch(t, m)
 		if u := sub.next(t); !u.Final || u.Text != "done" {
 			t.Fatalf("update = %+v, want the final message", u)
 		}
 		sub.ended(t)
 	})
 	t.Run("ThreadSubscription", func(t *testing.T) {
-		t.Parallel()
-		b, st := setup(t)
-		f := newFixture(t, st)
-		old := f.message(t, f.thread)
-		f.draft(t, b, old, "earlier draft")
+		f, old := start(t, setup)
+		f.draft(t, old, "earlier draft")
 		other := f.newThread(t)
-		sub := subscribe(t, b, draft.Filter{OwnerID: f.owner, ThreadID: f.thread})
+		sub := subscribe(t, f.b, draft.Filter{OwnerID: f.owner, ThreadID: f.thread})
 		if u := sub.next(t); u.MessageID != old || u.Text != "earlier draft" {
 			t.Fatalf("catch-up update = %+v", u)
 		}
-		f.finish(t, b, old, "earlier answer")
+		f.finish(t, old, "earlier answer")
 		if u := sub.next(t); u.MessageID != old || !u.Final {
 			t.Fatalf("final update = %+v", u)
 		}
 		elsewhere := f.message(t, other)
-		f.draft(t, b, elsewhere, "not for this thread")
+		f.draft(t, elsewhere, "not for this thread")
 		m := f.message(t, f.thread)
-		f.draft(t, b, m, "new draft")
+		f.draft(t, m, "new draft")
 		if u := sub.next(t); u.MessageID != m || u.Text != "new draft" {
 			t.Fatalf("update = %+v, want the new message of the thread only", u)
 		}
@@ -89,40 +80,34 @@ func Run(t *testing.T, setup Setup) {
 		sub.ended(t)
 	})
 	t.Run("OtherOwnerSeesNothing", func(t *testing.T) {
-		t.Parallel()
-		b, st := setup(t)
-		f := newFixture(t, st)
-		intruder := newFixture(t, st)
-		m := f.message(t, f.thread)
-		sub := subscribe(t, b, draft.Filter{OwnerID: intruder.owner, MessageID: m})
-		f.draft(t, b, m, "secret")
+		f, m := start(t, setup)
+		intruder := newFixture(t, f.st)
+		sub := subscribe(t, f.b, draft.Filter{OwnerID: intruder.owner, MessageID: m})
+		f.draft(t, m, "secret")
 		// A forged event naming the intruder does not help: data is read as
 		// the intruder.
-		if err := b.Publish(t.Context(), draft.Event{OwnerID: intruder.owner, ThreadID: f.thread, MessageID: m}); err != nil {
+		if err := f.b.Publish(t.Context(), draft.Event{OwnerID: intruder.owner, ThreadID: f.thread, MessageID: m}); err != nil {
 			t.Fatal(err)
 		}
 		sub.none(t, 500*time.Millisecond)
-		tsub := subscribe(t, b, draft.Filter{OwnerID: intruder.owner, ThreadID: f.thread})
+		tsub := subscribe(t, f.b, draft.Filter{OwnerID: intruder.owner, ThreadID: f.thread})
 		if u, err, ok := tsub.poll(t, 500*time.Millisecond); ok && (err == nil || !errors.Is(err, store.ErrNotFound)) {
 			t.Fatalf("intruder's thread subscription got %+v, %v", u, err)
 		}
 	})
 	t.Run("SlowSubscriberGetsLatest", func(t *testing.T) {
-		t.Parallel()
-		b, st := setup(t)
-		f := newFixture(t, st)
-		m := f.message(t, f.thread)
-		f.draft(t, b, m, "v1")
-		sub := subscribe(t, b, draft.Filter{OwnerID: f.owner, MessageID: m})
+		f, m := start(t, setup)
+		f.draft(t, m, "v1")
+		sub := f.watch(t, m)
 		if u := sub.next(t); u.Version != 1 {
 			t.Fatalf("first = %+v", u)
 		}
 		const n = 30
-		start := time.Now()
+		began := time.Now()
 		for i := 2; i <= n; i++ {
-			f.draft(t, b, m, fmt.Sprintf("v%d", i))
+			f.draft(t, m, fmt.Sprintf("v%d", i))
 		}
-		if d := time.Since(start); d > wait {
+		if d := time.Since(began); d > wait {
 			t.Fatalf("publishing took %s", d)
 		}
 		got := 0
@@ -157,15 +142,41 @@ func Run(t *testing.T, setup Setup) {
 	})
 }
 
+// Target returns the target of a new streaming assistant message, in a new
+// thread of owner (created if need be) in st.
+func Target(t *testing.T, st store.Store, owner string) draft.Target {
+	t.Helper()
+	f := ownerFixture(t, st, nil, owner)
+	return draft.Target{OwnerID: owner, ThreadID: f.thread, MessageID: f.message(t, f.thread)}
+}
+
+// fixture is one owner's data in a broker's store.
 type fixture struct {
+	b      draft.Broker
 	st     store.Store
 	owner  string
 	thread string
 }
 
+// start is the setup of a subtest: it runs in parallel with the others, on
+// a new broker and a new owner, whose thread has a streaming message, m.
+func start(t *testing.T, setup Setup) (f *fixture, m string) {
+	t.Helper()
+	t.Parallel()
+	b, st := setup(t)
+	f = ownerFixture(t, st, b, fmt.Sprintf("owner-%d-%d", time.Now().UnixNano(), seq.Add(1)))
+	return f, f.message(t, f.thread)
+}
+
+// newFixture returns a fixture of a new owner in st, without a broker.
 func newFixture(t *testing.T, st store.Store) *fixture {
 	t.Helper()
-	f := &fixture{st: st, owner: fmt.Sprintf("owner-%d-%d", time.Now().UnixNano(), seq.Add(1))}
+	return ownerFixture(t, st, nil, fmt.Sprintf("owner-%d-%d", time.Now().UnixNano(), seq.Add(1)))
+}
+
+func ownerFixture(t *testing.T, st store.Store, b draft.Broker, owner string) *fixture {
+	t.Helper()
+	f := &fixture{b: b, st: st, owner: owner}
 	if _, err := st.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: f.owner}); err != nil {
 		t.Fatal(err)
 	}
@@ -193,28 +204,29 @@ func (f *fixture) message(t *testing.T, thread string) string {
 	return ms[0].ID
 }
 
-func (f *fixture) draft(t *testing.T, b draft.Broker, id, text string) {
+// draft writes the draft of message id and publishes it.
+func (f *fixture) draft(t *testing.T, id, text string) {
 	t.Helper()
 	if _, err := f.st.UpsertDraft(t.Context(), &store.UpsertDraftParams{OwnerID: f.owner, MessageID: id, Text: text}); err != nil {
 		t.Fatal(err)
 	}
-	f.publish(t, b, id)
+	f.publish(t, id)
 }
 
-func (f *fixture) publish(t *testing.T, b draft.Broker, id string) {
+func (f *fixture) publish(t *testing.T, id string) {
 	t.Helper()
 	m, err := f.st.GetMessage(t.Context(), &store.GetMessageParams{OwnerID: f.owner, ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Publish(t.Context(), draft.Event{OwnerID: f.owner, ThreadID: m.ThreadID, MessageID: id}); err != nil {
+	if err := f.b.Publish(t.Context(), draft.Event{OwnerID: f.owner, ThreadID: m.ThreadID, MessageID: id}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // finish completes a message with text and clears its draft, in one
 // transaction, as a finaliser does.
-func (f *fixture) finish(t *testing.T, b draft.Broker, id, text string) {
+func (f *fixture) finish(t *testing.T, id, text string) {
 	t.Helper()
 	err := f.st.Tx(t.Context(), func(tx store.Tx) error {
 		if _, err := tx.UpdateMessage(t.Context(), &store.UpdateMessageParams{OwnerID: f.owner, ID: id, Status: message.StatusCompleted,
@@ -226,7 +238,13 @@ func (f *fixture) finish(t *testing.T, b draft.Broker, id, text string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.publish(t, b, id)
+	f.publish(t, id)
+}
+
+// watch subscribes to message id of f's owner.
+func (f *fixture) watch(t *testing.T, id string) *sub {
+	t.Helper()
+	return subscribe(t, f.b, draft.Filter{OwnerID: f.owner, MessageID: id})
 }
 
 type item struct {
