@@ -84,19 +84,8 @@ func TestAcrossProcesses(t *testing.T) {
 	wb, sb := newBroker(t, worker), newBroker(t, server)
 	ob := newBroker(t, openPG(t, url, newSchema(t, url)))
 	ctx := t.Context()
-	if _, err := worker.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
-		t.Fatal(err)
-	}
-	th, err := worker.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "o"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := worker.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: "o", ThreadID: th.ID, Messages: []store.NewMessage{{
-		Message: message.Message{Role: message.RoleAssistant, Status: message.StatusStreaming}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := draft.Filter{OwnerID: "o", ThreadID: th.ID}
+	tg := drafttest.Target(t, worker, "o")
+	f := draft.Filter{OwnerID: "o", ThreadID: tg.ThreadID}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	got := make(chan draft.Update, 16)
@@ -116,7 +105,7 @@ func TestAcrossProcesses(t *testing.T) {
 			}
 		}
 	}()
-	w := draft.NewWriter(ctx, worker, wb, draft.Target{OwnerID: "o", ThreadID: th.ID, MessageID: ms[0].ID}, draft.Options{})
+	w := draft.NewWriter(ctx, worker, wb, tg, draft.Options{})
 	w.WriteString("working on it")
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
@@ -127,7 +116,7 @@ func TestAcrossProcesses(t *testing.T) {
 	for deadline := time.After(10 * time.Second); ; {
 		select {
 		case u := <-got:
-			if u.MessageID != ms[0].ID || u.Final || (u.Text != "" && u.Text != "working on it") {
+			if u.MessageID != tg.MessageID || u.Final || (u.Text != "" && u.Text != "working on it") {
 				t.Fatalf("update = %+v", u)
 			}
 			if u.Text == "" {
@@ -139,15 +128,15 @@ func TestAcrossProcesses(t *testing.T) {
 		break
 	}
 	// The final message, notified inside the finalising transaction.
-	err = worker.Tx(ctx, func(tx store.Tx) error {
-		if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: "o", ID: ms[0].ID, Status: message.StatusCompleted,
+	err := worker.Tx(ctx, func(tx store.Tx) error {
+		if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: "o", ID: tg.MessageID, Status: message.StatusCompleted,
 			Parts: []message.Part{{Type: message.PartText, Text: "done"}}}); err != nil {
 			return err
 		}
-		if err := tx.DeleteDraft(ctx, &store.DeleteDraftParams{OwnerID: "o", MessageID: ms[0].ID}); err != nil {
+		if err := tx.DeleteDraft(ctx, &store.DeleteDraftParams{OwnerID: "o", MessageID: tg.MessageID}); err != nil {
 			return err
 		}
-		return wb.PublishTx(ctx, tx, draft.Event{OwnerID: "o", ThreadID: th.ID, MessageID: ms[0].ID})
+		return wb.PublishTx(ctx, tx, draft.Event{OwnerID: "o", ThreadID: tg.ThreadID, MessageID: tg.MessageID})
 	})
 	if err != nil {
 		t.Fatal(err)
