@@ -1,11 +1,9 @@
 package telemetry_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/handoff"
+	"github.com/batonhq/baton/internal/logtest"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
@@ -99,7 +98,7 @@ func (n network) build(tb testing.TB) *agent.Network {
 type testBundle struct {
 	spans  *tracetest.InMemoryExporter
 	runner *runner.Runner
-	logs   *syncBuffer
+	logs   *logtest.Buffer
 }
 
 // setup builds telemetry from cfg, recording spans in memory when
@@ -108,7 +107,7 @@ type testBundle struct {
 // by it.
 func setup(tb testing.TB, cfg telemetry.Config, net network) (*telemetry.Telemetry, *testBundle) {
 	tb.Helper()
-	b := &testBundle{logs: &syncBuffer{}}
+	b := &testBundle{logs: &logtest.Buffer{}}
 	if cfg.Traces && cfg.TracerProvider == nil && cfg.SpanExporter == nil {
 		b.spans = tracetest.NewInMemoryExporter()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(b.spans))
@@ -131,38 +130,4 @@ func setup(tb testing.TB, cfg telemetry.Config, net network) (*telemetry.Telemet
 		tb.Fatal(err)
 	}
 	return tel, b
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// lines returns the JSON log lines whose msg is msg.
-func (s *syncBuffer) lines(tb testing.TB, msg string) []map[string]any {
-	tb.Helper()
-	var out []map[string]any
-	for line := range bytes.Lines([]byte(s.String())) {
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			tb.Fatalf("log line %q: %v", line, err)
-		}
-		if m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
 }

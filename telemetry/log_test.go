@@ -163,8 +163,8 @@ func TestRunLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hand := b.logs.lines(t, "handoff")
-		sum := b.logs.lines(t, "run summary")
+		hand := b.logs.Records(t, "handoff")
+		sum := b.logs.Records(t, "run summary")
 		if len(hand) != 1 || len(sum) != 1 {
 			t.Fatalf("%d handoff lines, %d summary lines; want 1 and 1:\n%s", len(hand), len(sum), b.logs)
 		}
@@ -197,7 +197,7 @@ func TestRunLog(t *testing.T) {
 		if err == nil {
 			t.Fatal("run succeeded")
 		}
-		sum := b.logs.lines(t, "run summary")
+		sum := b.logs.Records(t, "run summary")
 		if len(sum) != 1 {
 			t.Fatalf("%d summary lines", len(sum))
 		}
