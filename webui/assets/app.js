@@ -166,13 +166,8 @@
     li.setAttribute("data-testid", "thread-item");
     const a = document.createElement("a");
     a.href = "#/threads/" + th.id;
-    const name = document.createElement("span");
-    name.className = "name";
-    name.textContent = th.name || "Thread " + th.id.slice(-6);
-    const meta = document.createElement("span");
-    meta.className = "meta";
-    meta.textContent = th.network + " · " + new Date(th.created_at).toLocaleString();
-    a.append(name, meta);
+    a.append(make("span", "name", th.name || "Thread " + th.id.slice(-6)),
+      make("span", "meta", th.network + " · " + new Date(th.created_at).toLocaleString()));
     li.appendChild(a);
     if (state.thread && state.thread.id === th.id) li.classList.add("active");
     return li;
@@ -440,30 +435,18 @@
   }
 
   function userBubble(text) {
-    const el = document.createElement("div");
-    el.className = "msg user";
-    el.setAttribute("data-testid", "user-message");
-    const body = document.createElement("div");
-    body.className = "body";
-    body.textContent = text;
-    el.appendChild(body);
+    const el = make("div", "msg user", undefined, "user-message");
+    el.appendChild(make("div", "body", text));
     $("messages").appendChild(el);
     scroll();
   }
 
   function bubble(agent) {
-    const el = document.createElement("div");
-    el.className = "msg assistant";
-    el.setAttribute("data-testid", "assistant-message");
+    const el = make("div", "msg assistant", undefined, "assistant-message");
     el.dataset.agent = agent || "";
-    const who = document.createElement("div");
-    who.className = "who";
-    who.textContent = agent || "assistant";
-    const body = document.createElement("div");
-    body.className = "body md";
-    const tools = document.createElement("div");
-    tools.className = "tools";
-    el.append(who, body, tools);
+    const body = make("div", "body md");
+    const tools = make("div", "tools");
+    el.append(make("div", "who", agent || "assistant"), body, tools);
     $("messages").appendChild(el);
     return { el, body, tools, raw: "", done: false };
   }
@@ -524,10 +507,7 @@
     const sum = chip.querySelector("summary");
     sum.textContent += error ? "  ✗" : "  ✓";
     chip.classList.add(error ? "failed" : "done");
-    const pre = document.createElement("pre");
-    pre.className = "result";
-    pre.textContent = "← " + pretty(error || output);
-    chip.appendChild(pre);
+    chip.appendChild(make("pre", "result", "← " + pretty(error || output)));
   }
 
   function pretty(v) {
@@ -539,11 +519,7 @@
   }
 
   function notice(text, kind, testid) {
-    const el = document.createElement("div");
-    el.className = "notice " + (kind || "");
-    if (testid) el.setAttribute("data-testid", testid);
-    el.textContent = text;
-    $("messages").appendChild(el);
+    $("messages").appendChild(make("div", "notice " + (kind || ""), text, testid));
     scroll();
   }
 
@@ -552,28 +528,23 @@
   function timelineRun(run) {
     let row = state.runs.get(run);
     if (row) return row;
-    row = document.createElement("div");
-    row.className = "run";
+    row = make("div", "run");
     row.dataset.run = run;
-    const label = document.createElement("span");
-    label.className = "run-label mono";
-    label.textContent = run ? run.slice(-6) : "run";
+    const label = make("span", "run-label mono", run ? run.slice(-6) : "run");
     label.title = run;
-    const chain = document.createElement("div");
-    chain.className = "chain";
-    const end = document.createElement("span");
-    end.className = "run-end";
-    row.append(label, chain, end);
+    row.append(label, make("div", "chain"), make("span", "run-end"));
     $("timeline").appendChild(row);
     state.runs.set(run, row);
     row.lastAgent = "";
     return row;
   }
 
-  function node(cls, text, testid) {
-    const n = document.createElement("span");
-    n.className = cls;
-    n.textContent = text;
+  // make returns a new tag element with class cls and, when given, text
+  // and a data-testid.
+  function make(tag, cls, text, testid) {
+    const n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined) n.textContent = text;
     if (testid) n.setAttribute("data-testid", testid);
     return n;
   }
@@ -583,8 +554,8 @@
     const row = timelineRun(run);
     if (row.lastAgent === agent) return;
     const chain = row.querySelector(".chain");
-    if (row.lastAgent) chain.appendChild(node("edge", "→"));
-    const n = node("agent-node", agent, "timeline-node");
+    if (row.lastAgent) chain.appendChild(make("span", "edge", "→"));
+    const n = make("span", "agent-node", agent, "timeline-node");
     n.dataset.agent = agent;
     chain.appendChild(n);
     row.lastAgent = agent;
@@ -594,10 +565,10 @@
     const row = timelineRun(run);
     const chain = row.querySelector(".chain");
     if (row.lastAgent !== from) timelineAgent(run, from);
-    const e = node("edge handoff", "⇒", "timeline-handoff");
+    const e = make("span", "edge handoff", "⇒", "timeline-handoff");
     e.title = reason || "handoff";
     chain.appendChild(e);
-    const n = node("agent-node", to, "timeline-node");
+    const n = make("span", "agent-node", to, "timeline-node");
     n.dataset.agent = to;
     chain.appendChild(n);
     row.lastAgent = to;
@@ -607,7 +578,7 @@
     const row = timelineRun(run);
     let w = row.querySelector(".worker");
     if (!w) {
-      w = node("worker", "", "timeline-worker");
+      w = make("span", "worker", "", "timeline-worker");
       row.querySelector(".chain").appendChild(w);
     }
     if (status) {
@@ -634,11 +605,8 @@
     const box = $("interrupt-actions");
     box.textContent = "";
     for (const ar of intr.action_requests || []) {
-      const div = document.createElement("div");
-      div.className = "action";
-      const h = document.createElement("div");
-      h.className = "action-name";
-      h.textContent = ar.name + (ar.description ? " — " + ar.description : "");
+      const div = make("div", "action");
+      const h = make("div", "action-name", ar.name + (ar.description ? " — " + ar.description : ""));
       const ta = document.createElement("textarea");
       ta.rows = 4;
       ta.value = JSON.stringify(ar.args, null, 2);
