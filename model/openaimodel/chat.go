@@ -269,16 +269,8 @@ func (m *Model) streamChat(ctx context.Context, req *model.Request, yield func(m
 			sawDone = true
 			break
 		}
-		if isErrorEvent(data) {
-			yield(model.Chunk{}, httperr.StreamEvent(m.provider, acc.requestID, data, m.cfg.APIKey))
-			return
-		}
 		var c openai.ChatCompletionChunk
-		if err := json.Unmarshal(data, &c); err != nil {
-			yield(model.Chunk{}, httperr.Invalid(m.provider, acc.requestID, "malformed stream event", err))
-			return
-		}
-		if !acc.addChunk(&c, yield) {
+		if !m.decodeChat(acc.requestID, data, &c, "malformed stream event", yield) || !acc.addChunk(&c, yield) {
 			return
 		}
 	}
@@ -299,13 +291,8 @@ func (m *Model) readChatJSON(ctx context.Context, body io.Reader, acc *chatAcc, 
 		yield(model.Chunk{}, m.streamError(ctx, acc.requestID, err))
 		return
 	}
-	if isErrorEvent(b) {
-		yield(model.Chunk{}, httperr.StreamEvent(m.provider, acc.requestID, b, m.cfg.APIKey))
-		return
-	}
 	var c openai.ChatCompletion
-	if err := json.Unmarshal(b, &c); err != nil {
-		yield(model.Chunk{}, httperr.Invalid(m.provider, acc.requestID, "malformed completion", err))
+	if !m.decodeChat(acc.requestID, b, &c, "malformed completion", yield) {
 		return
 	}
 	acc.setModel(c.Model)
@@ -335,6 +322,21 @@ func (m *Model) readChatJSON(ctx context.Context, body io.Reader, acc *chatAcc, 
 		acc.setUsage(&c.Usage)
 	}
 	acc.finish(true, yield)
+}
+
+// decodeChat decodes data, a Chat Completions event or body, into v. It
+// yields an error object as the provider's error, and data it cannot decode
+// as an invalid stream (what names it), and then reports false.
+func (m *Model) decodeChat(requestID string, data []byte, v any, what string, yield func(model.Chunk, error) bool) bool {
+	if isErrorEvent(data) {
+		yield(model.Chunk{}, httperr.StreamEvent(m.provider, requestID, data, m.cfg.APIKey))
+		return false
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		yield(model.Chunk{}, httperr.Invalid(m.provider, requestID, what, err))
+		return false
+	}
+	return true
 }
 
 // isErrorEvent reports whether a stream event is an error object rather than

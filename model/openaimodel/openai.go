@@ -111,19 +111,11 @@ func New(cfg Config) (*Model, error) {
 	if strings.TrimSpace(cfg.Model) == "" {
 		return nil, fmt.Errorf("%w: Model is required", ErrConfig)
 	}
-	switch cfg.API {
-	case "":
-		cfg.API = APIChat
-	case APIChat, APIResponses:
-	default:
-		return nil, fmt.Errorf("%w: API %q is not %q or %q", ErrConfig, cfg.API, APIChat, APIResponses)
+	if err := either("API", &cfg.API, APIChat, APIResponses); err != nil {
+		return nil, err
 	}
-	switch cfg.Provider {
-	case "":
-		cfg.Provider = ProviderOpenAI
-	case ProviderOpenAI, ProviderCompatible:
-	default:
-		return nil, fmt.Errorf("%w: Provider %q is not %q or %q", ErrConfig, cfg.Provider, ProviderOpenAI, ProviderCompatible)
+	if err := either("Provider", &cfg.Provider, ProviderOpenAI, ProviderCompatible); err != nil {
+		return nil, err
 	}
 	if cfg.BaseURL == "" {
 		if cfg.Provider == ProviderCompatible {
@@ -164,6 +156,18 @@ func New(cfg Config) (*Model, error) {
 		responses: responses.NewResponseService(opts...),
 	}
 	return m, nil
+}
+
+// either sets the config field *v, called name, to def when it is empty, and
+// checks that it is def or other.
+func either(name string, v *string, def, other string) error {
+	if *v == "" {
+		*v = def
+	}
+	if *v != def && *v != other {
+		return fmt.Errorf("%w: %s %q is not %q or %q", ErrConfig, name, *v, def, other)
+	}
+	return nil
 }
 
 // Name returns "<provider>:<model>", e.g. "openai:gpt-4o-mini".
