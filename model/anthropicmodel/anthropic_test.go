@@ -14,14 +14,12 @@ import (
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/anthropicmodel"
 	"github.com/batonhq/baton/model/internal/providertest"
-	"github.com/batonhq/baton/model/modeltest"
 )
 
 func TestConformance(t *testing.T) {
-	modeltest.Run(t, func(t *testing.T, sc modeltest.Scenario) model.Model {
-		url := providertest.ScenarioServer(t, providertest.AnthropicWire{Model: "claude-sonnet-4-5-20250929"}, sc, http.Header{"Request-Id": {"req_conformance"}})
-		m := newModel(t, anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: url, APIKey: "sk-ant-test"})
-		return m
+	wire := providertest.AnthropicWire{Model: "claude-sonnet-4-5-20250929"}
+	providertest.Conformance(t, wire, http.Header{"Request-Id": {"req_conformance"}}, func(t *testing.T, url string) model.Model {
+		return newModel(t, anthropicmodel.Config{Model: "claude-sonnet-4-5", BaseURL: url, APIKey: "sk-ant-test"})
 	})
 }
 

@@ -6,7 +6,6 @@ import (
 
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/internal/providertest"
-	"github.com/batonhq/baton/model/modeltest"
 	"github.com/batonhq/baton/model/openaimodel"
 )
 
@@ -22,10 +21,8 @@ func TestConformance(t *testing.T) {
 		{"Responses", openaimodel.APIResponses, openaimodel.ProviderOpenAI, providertest.ResponsesWire{Model: "gpt-5.5-2026-04-23"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			modeltest.Run(t, func(t *testing.T, sc modeltest.Scenario) model.Model {
-				url := providertest.ScenarioServer(t, tc.wire, sc, http.Header{"X-Request-Id": {"req_conformance"}})
-				m := newModel(t, openaimodel.Config{Model: "m", API: tc.api, Provider: tc.provider, BaseURL: url, APIKey: "sk-test"})
-				return m
+			providertest.Conformance(t, tc.wire, http.Header{"X-Request-Id": {"req_conformance"}}, func(t *testing.T, url string) model.Model {
+				return newModel(t, openaimodel.Config{Model: "m", API: tc.api, Provider: tc.provider, BaseURL: url, APIKey: "sk-test"})
 			})
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/modeltest"
 )
 
@@ -175,9 +176,19 @@ func (w AnthropicWire) Stream(text string, calls []message.ToolCall) []byte {
 	return SSEEvents(ev...)
 }
 
-// ScenarioServer starts a server that plays sc in wire format w, for a
-// [modeltest.Factory]; it returns the server's URL.
-func ScenarioServer(t *testing.T, w Wire, sc modeltest.Scenario, header http.Header) string {
+// Conformance runs the [modeltest] suite against the models build makes,
+// each for the base URL of a server that plays its scenario in wire format
+// w, with header on the reply.
+func Conformance(t *testing.T, w Wire, header http.Header, build func(t *testing.T, baseURL string) model.Model) {
+	t.Helper()
+	modeltest.Run(t, func(t *testing.T, sc modeltest.Scenario) model.Model {
+		return build(t, scenarioServer(t, w, sc, header))
+	})
+}
+
+// scenarioServer starts a server that plays sc in wire format w and returns
+// its URL.
+func scenarioServer(t *testing.T, w Wire, sc modeltest.Scenario, header http.Header) string {
 	t.Helper()
 	var rep Reply
 	switch sc.Kind {
@@ -186,14 +197,11 @@ func ScenarioServer(t *testing.T, w Wire, sc modeltest.Scenario, header http.Hea
 	case modeltest.KindToolCalls:
 		rep = Reply{Body: w.Stream(sc.Text, sc.Calls)}
 	case modeltest.KindStall:
-		var once sync.Once
-		rep = Reply{Body: w.Prefix(sc.Text), Hold: true, OnDisconnect: func() {
-			once.Do(func() {
-				if sc.OnDisconnect != nil {
-					sc.OnDisconnect()
-				}
-			})
-		}}
+		rep = Reply{Body: w.Prefix(sc.Text), Hold: true, OnDisconnect: sync.OnceFunc(func() {
+			if sc.OnDisconnect != nil {
+				sc.OnDisconnect()
+			}
+		})}
 	default:
 		t.Fatalf("unknown scenario %v", sc.Kind)
 	}
