@@ -1,15 +1,13 @@
-package logtest_test
+package logtest
 
 import (
 	"sync"
 	"testing"
-
-	"github.com/batonhq/baton/internal/logtest"
 )
 
 func TestRecords(t *testing.T) {
 	t.Parallel()
-	log, buf := logtest.New()
+	log, buf := New()
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() { log.Debug("step", "i", i) })
