@@ -1,8 +1,10 @@
 package continuation
 
 import (
-	"strconv"
+	"regexp"
+	"strings"
 
+	"github.com/batonhq/baton/runstate"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -12,6 +14,16 @@ const Kind = "baton.continue"
 
 // DefaultQueue is the River queue continuations go to by default.
 const DefaultQueue = "baton"
+
+// QueueName is the River queue of a network's continuations (what package
+// service gives each network): "baton_" and the network's name in lowercase
+// letters, digits and '_'. Every process serving the network derives the
+// same.
+func QueueName(network string) string {
+	return "baton_" + strings.Trim(queueUnsafe.ReplaceAllString(strings.ToLower(network), "_"), "_")
+}
+
+var queueUnsafe = regexp.MustCompile(`[^a-z0-9]+`)
 
 // Args are the River job args of a continuation. They are persisted as
 // JSON; the field names are stable.
@@ -50,5 +62,5 @@ var uniqueOpts = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
 // runID + "-c" + step. It is stable, so that the same event always names
 // the same placeholder message and job run.
 func EventID(runID string, step int) string {
-	return runID + "-c" + strconv.Itoa(step)
+	return runstate.ContinuationID(runID, step)
 }

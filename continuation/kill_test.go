@@ -192,7 +192,7 @@ func killTest(t *testing.T, bin string, be killBackend) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		procs[i] = &workerProc{log: f, args: []string{"worker", "--network", yaml, "--database", be.url, "--concurrency", "4",
+		procs[i] = &workerProc{log: f, args: []string{"worker", "--network", yaml, "--database", be.url, "--workers", "4",
 			"--job-timeout", "3s", "--rescue-after", "4s", "--shutdown-timeout", "5s", "--tool", "lookup=http://" + ln.Addr().String()}}
 		procs[i].start(t, bin)
 	}
@@ -217,7 +217,7 @@ func killTest(t *testing.T, bin string, be killBackend) {
 		t.Fatal(err)
 	}
 	d, br := backendOf(t, st)
-	cont, svc := wire(t, st, spec.Network, Config{Store: st, Driver: d, Broker: br, NoWorkers: true, Logger: testLogger()})
+	cont, svc := wire(t, st, spec.Network, Config{Store: st, Driver: d, Broker: br, NoWorkers: true, Queue: QueueName(spec.Network.Name()), Logger: testLogger()})
 	// Kill and restart workers at random moments while runs come in.
 	stopKilling := make(chan struct{})
 	killerDone := make(chan struct{})

@@ -143,7 +143,7 @@ func TestCrossOwnerNotFound(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *server.Config) { c.MaxBodyBytes = 4096; c.MaxInputBytes = 1000 })
+	b := setup(t, withServer(func(c *server.Config) { c.MaxBodyBytes = 4096; c.MaxInputBytes = 1000 }))
 	thread := b.thread(t, b.keyA, "support")
 	runs := "/v1/threads/" + thread + "/runs"
 	for _, tc := range []struct {
@@ -300,7 +300,7 @@ func TestHealth(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *server.Config) { c.RateLimit = 0.5; c.RateBurst = 2 })
+	b := setup(t, withServer(func(c *server.Config) { c.RateLimit = 0.5; c.RateBurst = 2 }))
 	for i := range 2 {
 		if r := b.do(t, b.keyA, "GET", "/v1/networks", nil); r.status != 200 {
 			t.Fatalf("request %d: %d", i, r.status)
@@ -318,7 +318,7 @@ func TestRateLimit(t *testing.T) {
 
 func TestMaxStreams(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *server.Config) { c.MaxStreams = 1 })
+	b := setup(t, withServer(func(c *server.Config) { c.MaxStreams = 1 }))
 	thread := b.thread(t, b.keyA, "support")
 	resp, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
 	if resp.StatusCode != 200 {
@@ -349,7 +349,7 @@ func TestMaxStreams(t *testing.T) {
 // its state and where to follow it; the run goes on.
 func TestRequestTimeout(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *server.Config) { c.RequestTimeout = 300 * time.Millisecond })
+	b := setup(t, withServer(func(c *server.Config) { c.RequestTimeout = 300 * time.Millisecond }))
 	thread := b.thread(t, b.keyA, "research")
 	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "EV sales?"})
 	var res struct {

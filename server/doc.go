@@ -4,14 +4,17 @@
 // tenant per key owner, and the embedded web UI. docs/api.md documents the
 // routes.
 //
-// [New] returns a [Server], an http.Handler. Runs execute in goroutines of
-// the server, apart from the requests that start them: every event goes to
-// a bounded in-memory log per run (and per thread), which any number of
+// [New] returns a [Server], an http.Handler, on an assembled
+// service.Service: the server is routes and streams, the service is the
+// networks, the store and the background path. Runs execute in goroutines
+// of the server, apart from the requests that start them: every event goes
+// to a bounded in-memory log per run (and per thread), which any number of
 // streams follow at their own pace, so a client that disconnects can
 // reconnect with Last-Event-ID and get exactly the events it missed. A run
-// that stops at the background boundary (a slow tool) is handed to a
-// [Background] worker, and its streams stay open and carry the worker's
-// progress until the run is final. [Server.Shutdown] stops taking runs,
-// lets the runs in flight finish (or hands them to the worker) and ends
-// the streams.
+// that stops at the background boundary (a slow tool) is handed to a River
+// worker (of this process or another) in its checkpoint's transaction, and
+// its streams stay open and carry the worker's progress, read from the
+// store and the draft broker, until the run is final. [Server.Shutdown]
+// stops taking runs, lets the runs in flight and those their streams follow
+// finish, and ends the streams.
 package server

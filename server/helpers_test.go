@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/internal/sse"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlitestore"
 )
@@ -23,6 +25,7 @@ import (
 // bundle is what a test gets from setup.
 type bundle struct {
 	srv  *server.Server
+	svc  *service.Service
 	http *httptest.Server
 	st   store.Store
 	keyA string // owner "alice"
@@ -31,15 +34,33 @@ type bundle struct {
 	cfg  server.Config
 }
 
-type cfgOption func(*server.Config)
+// options are the service's and the server's configs of a test.
+type options struct {
+	service service.Config
+	server  server.Config
+}
 
-func loadNetwork(t testing.TB, name string) server.Network {
+type cfgOption func(*options)
+
+// withServer adjusts the server's config.
+func withServer(f func(c *server.Config)) cfgOption { return func(o *options) { f(&o.server) } }
+
+// withNetworks adds example networks to support and research.
+func withNetworks(t testing.TB, names ...string) cfgOption {
+	return func(o *options) {
+		for _, n := range names {
+			o.service.Networks = append(o.service.Networks, loadNetwork(t, n))
+		}
+	}
+}
+
+func loadNetwork(t testing.TB, name string) service.Definition {
 	t.Helper()
 	spec, err := netspec.Load(filepath.Join("..", "examples", name, "network.yaml"), netspec.Options{})
 	if err != nil {
 		t.Fatalf("load %s: %v", name, err)
 	}
-	return server.NetworkFromSpec(spec)
+	return service.DefinitionOf(spec)
 }
 
 func setup(t testing.TB, opts ...cfgOption) *bundle {
@@ -53,14 +74,30 @@ func setup(t testing.TB, opts ...cfgOption) *bundle {
 	return setupStore(t, st, opts...)
 }
 
+// setupStore serves the support and research networks on st, with River's
+// workers in the process (short timings), like `baton serve`.
 func setupStore(t testing.TB, st store.Store, opts ...cfgOption) *bundle {
 	t.Helper()
 	ctx := context.Background()
-	cfg := server.Config{Store: st, Networks: []server.Network{loadNetwork(t, "support"), loadNetwork(t, "research")}, KeyCacheTTL: -1,
-		Logger: slog.New(slog.DiscardHandler)}
-	for _, o := range opts {
-		o(&cfg)
+	quiet := slog.New(slog.DiscardHandler)
+	o := options{
+		service: service.Config{Store: st, Networks: []service.Definition{loadNetwork(t, "support"), loadNetwork(t, "research")},
+			Workers: 4, Adopt: true, Logger: quiet,
+			Continuation: continuation.Config{JobTimeout: 10 * time.Second, FetchCooldown: 20 * time.Millisecond, FetchPollInterval: 100 * time.Millisecond}},
+		server: server.Config{KeyCacheTTL: -1, Logger: quiet, FollowInterval: 100 * time.Millisecond},
 	}
+	for _, f := range opts {
+		f(&o)
+	}
+	svc, err := service.Open(ctx, o.service)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := o.server
+	cfg.Service = svc
 	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -72,13 +109,12 @@ func setupStore(t testing.TB, st store.Store, opts ...cfgOption) *bundle {
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 		hs.Close()
+		_ = svc.Stop(sctx)
+		_ = svc.Close()
 	})
-	b := &bundle{srv: srv, http: hs, st: st, url: hs.URL, cfg: cfg}
+	b := &bundle{srv: srv, svc: svc, http: hs, st: st, url: hs.URL, cfg: cfg}
 	b.keyA = newKey(t, st, "alice")
 	b.keyB = newKey(t, st, "bob")
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	return b
 }
 

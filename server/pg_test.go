@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
@@ -150,10 +148,9 @@ func TestRowLevelSecurityPostgres(t *testing.T) {
 func TestDurableContinuationPostgres(t *testing.T) {
 	t.Parallel()
 	pg, _ := pgStore(t)
-	b := setupStore(t, pg, func(c *server.Config) {
-		c.Continuation = &continuation.Config{Logger: slog.New(slog.DiscardHandler)}
+	b := setupStore(t, pg, withServer(func(c *server.Config) {
 		c.FollowInterval = 100 * time.Millisecond
-	})
+	}))
 	thread := b.thread(t, b.keyA, "research")
 	_, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
 	evs := collect(t, ch, nil)

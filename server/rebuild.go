@@ -117,7 +117,9 @@ func (s *Server) follow(run *runEntry) {
 	}
 	run.mu.Unlock()
 	te := s.reg.thread(run.owner, run.threadID)
+	s.followers.add()
 	go func() {
+		defer s.followers.done()
 		defer func() {
 			run.mu.Lock()
 			run.following = false
@@ -126,25 +128,23 @@ func (s *Server) follow(run *runEntry) {
 		ctx, cancel := context.WithCancel(s.runCtx)
 		defer cancel()
 		wake := make(chan DraftUpdate, 1)
-		if s.cfg.Drafts != nil {
-			go func() {
-				for u, err := range s.cfg.Drafts.SubscribeThread(ctx, run.owner, run.threadID) {
-					if err != nil {
-						return
-					}
-					select {
-					case wake <- u:
-					default:
-						// The follower is busy: keep the newest update only.
-						select {
-						case <-wake:
-						default:
-						}
-						wake <- u
-					}
+		go func() {
+			for u, err := range s.drafts.SubscribeThread(ctx, run.owner, run.threadID) {
+				if err != nil {
+					return
 				}
-			}()
-		}
+				select {
+				case wake <- u:
+				default:
+					// The follower is busy: keep the newest update only.
+					select {
+					case <-wake:
+					default:
+					}
+					wake <- u
+				}
+			}
+		}()
 		t := time.NewTicker(s.cfg.FollowInterval)
 		defer t.Stop()
 		for {

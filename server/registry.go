@@ -264,6 +264,3 @@ func (s *Server) sweep() {
 		}
 	}
 }
-
-// newRunID returns a new run id (see [runstate.NewRunID]).
-func newRunID() string { return runstate.NewRunID() }

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/internal/sse"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -119,7 +120,7 @@ func (s *Server) threadNetwork(th *store.Thread) (*network, error) {
 // returns once its first event (or the error that kept it from starting)
 // is known.
 func (s *Server) startTurn(ctx context.Context, owner, threadID string, nw *network, input string, opts []runner.RunOption) (*runEntry, error) {
-	runID := newRunID()
+	runID := runstate.NewRunID()
 	opts = append(append([]runner.RunOption{runner.WithRunID(runID)}, nw.inlineOptions()...), opts...)
 	return s.launch(ctx, owner, threadID, runID, nw, nil, func(ctx context.Context) iter.Seq2[runner.Event, error] {
 		return nw.svc.Turn(ctx, owner, input, threads.TurnOptions{ThreadID: threadID, RunOptions: opts})
@@ -208,7 +209,7 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, owner, threa
 		return s.tooManyStreams()
 	}
 	defer s.releaseStream(r.Context())
-	runID := newRunID()
+	runID := runstate.NewRunID()
 	opts = append(append([]runner.RunOption{runner.WithRunID(runID)}, nw.inlineOptions()...), opts...)
 	run, te, _, err := s.register(owner, threadID, runID, nw, nil)
 	if err != nil {
@@ -366,7 +367,7 @@ func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.
 		s.log.Warn("run failed", "run_id", run.id, "thread_id", run.threadID, "error", runErr)
 	}
 	if status == string(runstate.StatusSuspended) && runErr == nil {
-		s.continueRun(run, te, nw)
+		s.continueRun(run, te)
 		return
 	}
 	s.finish(run, te, status)
@@ -414,23 +415,9 @@ func (s *Server) appendRun(run *runEntry, typ string, seq int, data []byte) {
 	run.log.Append(runlog.Entry{At: at, Type: typ, Data: data})
 }
 
-// continueRun hands a suspended run to the background; its log stays open
-// for the worker's events.
-func (s *Server) continueRun(run *runEntry, te *threadEntry, nw *network) {
-	inProcess := false
-	if s.bg != nil {
-		job := Job{Owner: run.owner, ThreadID: run.threadID, RunID: run.id, Network: nw.name,
-			Resume: func(ctx context.Context) error { return s.resumeJob(ctx, run, te, nw) }}
-		var err error
-		inProcess, err = s.bg.Continue(s.runCtx, job)
-		if err != nil {
-			s.log.Warn("background hand-over failed; the run stays suspended for another worker", "run_id", run.id, "error", err)
-			inProcess = false
-		}
-	}
-	if inProcess {
-		return // the thread stays busy until the worker ends the run
-	}
+// continueRun follows a run handed to a background worker: its log stays
+// open for the worker's progress, read from the store and the draft broker.
+func (s *Server) continueRun(run *runEntry, te *threadEntry) {
 	run.mu.Lock()
 	run.producing = false
 	run.mu.Unlock()
@@ -442,74 +429,30 @@ func (s *Server) continueRun(run *runEntry, te *threadEntry, nw *network) {
 	s.follow(run)
 }
 
-// resumeJob resumes a suspended run on the in-process worker.
-func (s *Server) resumeJob(ctx context.Context, run *runEntry, te *threadEntry, nw *network) error {
-	s.inflight.add()
-	defer s.inflight.done()
-	var runErr error
-	status := ""
-	for ev, err := range nw.svc.Resume(ctx, run.owner, run.id) {
-		if err != nil {
-			runErr = err
-			break
-		}
-		s.publish(run, te, ev)
-		if end, ok := ev.(*runner.RunEndEvent); ok {
-			status = string(end.Status)
-		}
-	}
-	if status == "" {
-		status = string(runstate.StatusFailed)
-	}
-	if runErr != nil && ctx.Err() != nil {
-		// Canceled at shutdown: the run stays at its last checkpoint, to be
-		// resumed by the next worker; its streams end here.
-		s.finish(run, te, string(runstate.StatusSuspended))
-		return runErr
-	}
-	s.finish(run, te, status)
-	return runErr
-}
-
-// recoverBusy hands an orphaned run to the background: a turn was refused
-// because the thread's last run is unfinished (suspended, or running at a
-// checkpoint left by a stopped process) and no goroutine of this process
-// executes it.
+// recoverBusy answers for a turn refused because the thread's last run is
+// unfinished and no goroutine of this process executes it. A run whose
+// process died (its lease expired) is adopted now, rather than at the
+// adopters' next round, and handed to a worker; a run in the background is
+// followed through the store, so that the thread's streams show it.
 func (s *Server) recoverBusy(err error, owner string, nw *network) {
 	var busy *threads.BusyError
-	if !errors.As(err, &busy) || busy.Status == runstate.StatusInterrupted || s.bg == nil || s.draining.Load() {
+	if !errors.As(err, &busy) || busy.Status == runstate.StatusInterrupted || s.draining.Load() {
 		return
 	}
-	seq := 0
-	if cp, err := s.st.LatestCheckpoint(s.runCtx, &store.LatestCheckpointParams{OwnerID: owner, RunID: busy.RunID}); err == nil {
-		seq = cp.State.Seq
+	if busy.Status == runstate.StatusRunning {
+		h, err := nw.cont.Adopt(s.runCtx, owner, busy.RunID)
+		switch {
+		case err == nil && h != nil:
+			s.log.Info("adopted a run whose process died; a worker resumes it", "run_id", busy.RunID, "thread_id", busy.ThreadID)
+		case err != nil && !errors.Is(err, continuation.ErrNotOrphan):
+			s.log.Warn("adopting a dead process's run failed; the adopters retry", "run_id", busy.RunID, "error", err)
+		}
 	}
-	te := s.reg.thread(owner, busy.ThreadID)
-	te.mu.Lock()
-	if te.active != nil {
-		te.mu.Unlock()
+	cp, err := s.st.LatestCheckpoint(s.runCtx, &store.LatestCheckpointParams{OwnerID: owner, RunID: busy.RunID})
+	if err != nil {
 		return
 	}
-	run := s.reg.newRun(owner, busy.ThreadID, busy.RunID, nw.name)
-	run.mu.Lock()
-	if run.producing || run.following {
-		run.mu.Unlock()
-		te.mu.Unlock()
-		return
-	}
-	run.producing = true
-	if last := run.log.Last(); run.base.Less(last) {
-		run.base = last
-	}
-	if run.base.Seq < seq {
-		run.base = runlog.Cursor{Seq: seq}
-	}
-	run.mu.Unlock()
-	te.active = run
-	te.mu.Unlock()
-	run.log.Reopen()
-	s.log.Info("resuming an unfinished run on the background", "run_id", busy.RunID, "thread_id", busy.ThreadID, "status", busy.Status)
-	s.continueRun(run, te, nw)
+	s.stored(owner, cp)
 }
 
 // streamRun streams a run's events after from as SSE until the run is
@@ -705,7 +648,15 @@ func (s *Server) runOf(ctx context.Context, c *caller, th *store.Thread, runID s
 	if err != nil {
 		return nil, err
 	}
-	run := s.reg.newRun(c.owner, th.ID, runID, cp.State.Network)
+	return s.stored(c.owner, cp), nil
+}
+
+// stored returns the entry of a run this process does not execute, made
+// from its latest checkpoint cp if the process had none: its earlier events
+// are rebuilt from the store when read, and an unfinished run is followed
+// through the store.
+func (s *Server) stored(owner string, cp *store.Checkpoint) *runEntry {
+	run := s.reg.newRun(owner, cp.ThreadID, cp.RunID, cp.State.Network)
 	run.mu.Lock()
 	fresh := run.log.Last() == (runlog.Cursor{}) && run.base == (runlog.Cursor{}) && !run.producing
 	if fresh {
@@ -727,7 +678,7 @@ func (s *Server) runOf(ctx context.Context, c *caller, th *store.Thread, runID s
 			s.follow(run)
 		}
 	}
-	return run, nil
+	return run
 }
 
 func runFromState(st *runstate.State) wire.Run {
@@ -771,11 +722,8 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *caller) error
 }
 
 // inlineOptions are the options of runs started by a request: the
-// background boundary, and with durable continuation its fallback (a failed
-// hand-over answers without the slow tools instead of failing).
+// background boundary and its fallback (a failed hand-over answers without
+// the slow tools instead of failing).
 func (nw *network) inlineOptions() []runner.RunOption {
-	if nw.cont != nil {
-		return nw.cont.RunOptions()
-	}
-	return []runner.RunOption{runner.WithBackgroundBoundary()}
+	return nw.cont.RunOptions()
 }

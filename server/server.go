@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,14 +14,9 @@ import (
 
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/continuation"
-	"github.com/batonhq/baton/draft/pgbroker"
-	"github.com/batonhq/baton/model"
-	"github.com/batonhq/baton/netspec"
-	"github.com/batonhq/baton/policy"
-	"github.com/batonhq/baton/runner"
-	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/wire"
+	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/telemetry"
 	"github.com/batonhq/baton/threadhandoff"
@@ -30,68 +24,22 @@ import (
 	"github.com/batonhq/baton/webui"
 )
 
-// Network is a network the server runs, by its name.
-type Network struct {
-	Network *agent.Network
-	// Policy and Picker are as in runner.Config.
-	Policy policy.Policy
-	Picker policy.Picker
-	// Summary is the model of thread → thread handoff summaries; nil turns
-	// POST /v1/threads/{id}/handoff off for the network.
-	Summary model.Model
-}
-
-// NetworkFromSpec returns the Network of a loaded network file.
-func NetworkFromSpec(spec *netspec.Spec) Network {
-	return Network{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Summary: spec.Summary}
-}
-
-// Config configures a [Server]. Store and Networks are required; every zero
-// field means its default.
+// Config configures a [Server]. Service is required; every zero field
+// means its default.
 type Config struct {
-	// Store keeps threads, messages, checkpoints and API keys. The server
-	// does not close it.
-	Store store.Store
-	// Networks are the networks served, by name (unique).
-	Networks []Network
+	// Service is the assembled networks, store and background path the
+	// server serves. The server neither starts nor stops it: whoever opened
+	// it does (Start before serving, Stop and Close after Shutdown).
+	Service *service.Service
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 	// Telemetry, if set, observes runs (runner.Config.Observer), counts
 	// open streams and serves GET /metrics.
 	Telemetry *telemetry.Telemetry
 
-	// Continuation, if not nil, makes background continuation durable:
-	// every network gets a continuation.Service (River, on the store's
-	// database) made from this template, whose Store, Threads and (unless
-	// set) Broker, Logger and Queue the server fills in; Start starts them
-	// and Shutdown stops them. Streams follow their runs through the store
-	// and the draft broker. Set its NoWorkers to leave the work to `baton
-	// worker` processes. Several networks get a queue each ([QueueName]).
-	Continuation *continuation.Config
-	// Background continues runs that stop at the background boundary when
-	// Continuation is nil. Defaults to an in-process worker pool of Workers
-	// goroutines (not durable: a run cut off by a stop is resumed when its
-	// thread is next used), unless NoWorkers is set: then suspended runs
-	// wait for a worker of another process, and streams follow them through
-	// the store.
-	Background Background
-	// Workers is the size of the default in-process worker pool. Defaults
-	// to 4.
-	Workers int
-	// NoWorkers turns the default in-process worker pool off.
-	NoWorkers bool
-	// Hook is installed as threads.Service.Hook of every network: it runs in
-	// the transaction of every checkpoint (a durable queue enqueues the
-	// continuation of a suspended run there).
-	Hook func(ctx context.Context, tx store.Tx, owner string, cp *store.Checkpoint, st *runstate.State) error
-	// Exclude is installed as threads.Service.Exclude of every network.
-	Exclude func(m *store.Message) bool
-	// Drafts, if set, reports the draft progress of messages written by
-	// workers of other processes; streams that follow such runs, and thread
-	// event streams, carry it as "draft" events.
-	Drafts DraftSource
 	// FollowInterval is how often a stream that follows a run executed by
-	// another process polls its checkpoints. Defaults to 500ms.
+	// a background worker polls its checkpoints, besides the draft
+	// broker's wake-ups. Defaults to 500ms.
 	FollowInterval time.Duration
 
 	// MaxStreams bounds the SSE streams open at once; more are refused with
@@ -148,14 +96,14 @@ type Server struct {
 	keys    *keyCache
 	limiter *rateLimiter
 	reg     *registry
-	bg      Background
-	// pgBroker is the draft broker the server made for durable
-	// continuation on PostgreSQL.
-	pgBroker *pgbroker.Broker
+	// drafts reports the progress of messages that background workers
+	// write, in this process or another.
+	drafts DraftSource
 
-	// inflight counts the runs executing in this process (inline runs and
-	// in-process worker jobs), for Shutdown.
-	inflight tracker
+	// inflight counts the runs executing inline in this process, and
+	// followers the runs followed through the store, for Shutdown.
+	inflight  tracker
+	followers tracker
 
 	streams  atomic.Int64
 	draining atomic.Bool
@@ -166,7 +114,8 @@ type Server struct {
 	janitor  chan struct{}
 }
 
-// network is a served network.
+// network is a served network. sum is nil when the network declares no
+// summary model: its threads cannot be handed off.
 type network struct {
 	name string
 	net  *agent.Network
@@ -178,47 +127,20 @@ type network struct {
 
 // New returns a server for cfg.
 func New(cfg Config) (*Server, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("server: Config.Store is required")
-	}
-	if len(cfg.Networks) == 0 {
-		return nil, errors.New("server: Config.Networks needs at least one network")
+	if cfg.Service == nil {
+		return nil, errors.New("server: Config.Service is required")
 	}
 	setDefaults(&cfg)
-	s := &Server{cfg: cfg, st: cfg.Store, log: cfg.Logger, tel: cfg.Telemetry, nets: map[string]*network{},
+	s := &Server{cfg: cfg, st: cfg.Service.Store(), log: cfg.Logger, tel: cfg.Telemetry, nets: map[string]*network{},
 		keys: &keyCache{ttl: cfg.KeyCacheTTL, m: map[string]keyEntry{}}, limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst),
-		drain: make(chan struct{}), janitor: make(chan struct{})}
+		drain: make(chan struct{}), janitor: make(chan struct{}), drafts: BrokerDrafts(cfg.Service.Broker())}
 	s.reg = newRegistry(runlog.Limits{MaxEvents: cfg.LogEvents, MaxBytes: cfg.LogBytes}, cfg.LogTTL)
-	for i, n := range cfg.Networks {
-		if n.Network == nil {
-			return nil, fmt.Errorf("server: Config.Networks[%d] has no network", i)
-		}
-		name := n.Network.Name()
-		if _, dup := s.nets[name]; dup {
-			return nil, fmt.Errorf("server: network %q is given twice", name)
-		}
-		nw, err := s.newNetwork(n)
-		if err != nil {
-			return nil, err
-		}
-		s.nets[name] = nw
+	for _, n := range cfg.Service.Networks() {
+		nw := newNetwork(n)
+		s.nets[nw.name] = nw
 		s.netList = append(s.netList, nw)
 	}
-	slices.SortFunc(s.netList, func(a, b *network) int {
-		if a.name < b.name {
-			return -1
-		}
-		return 1
-	})
 	s.runCtx, s.stopRuns = context.WithCancel(context.WithoutCancel(context.Background()))
-	s.bg = cfg.Background
-	if cfg.Continuation != nil {
-		if err := s.setupContinuation(); err != nil {
-			return nil, err
-		}
-	} else if s.bg == nil && !cfg.NoWorkers {
-		s.bg = newWorkerPool(cfg.Workers, &s.inflight)
-	}
 	s.routes()
 	go s.sweep()
 	return s, nil
@@ -227,9 +149,6 @@ func New(cfg Config) (*Server, error) {
 func setDefaults(cfg *Config) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = 4
 	}
 	if cfg.FollowInterval <= 0 {
 		cfg.FollowInterval = 500 * time.Millisecond
@@ -257,34 +176,10 @@ func setDefaults(cfg *Config) {
 	}
 }
 
-func (s *Server) newNetwork(n Network) (*network, error) {
-	name := n.Network.Name()
-	rc := runner.Config{Network: n.Network, Policy: n.Policy, Picker: n.Picker, Logger: s.log}
-	if s.tel != nil {
-		rc.Observer = s.tel.Observer()
-	}
-	var sum *threadhandoff.Service
-	if n.Summary != nil {
-		var err error
-		sum, err = threadhandoff.New(threadhandoff.Config{Store: s.st, Model: n.Summary, Network: n.Network, Logger: s.log})
-		if err != nil {
-			return nil, fmt.Errorf("server: network %s: %w", name, err)
-		}
-		// Agent memory in every model call, a child thread's seed cleared
-		// after its first completed run (inline or by a worker: the
-		// continuation resumes with this runner), and that first run
-		// started at the agent whose memory holds the summary.
-		rc.Extensions = []runner.Extension{sum.Extension()}
-		rc.Picker = sum.Picker(n.Picker)
-	}
-	r, err := runner.New(rc)
-	if err != nil {
-		return nil, fmt.Errorf("server: network %s: %w", name, err)
-	}
-	svc := threads.New(s.st, r, s.log)
-	svc.Hook = s.cfg.Hook
-	svc.Exclude = s.cfg.Exclude
-	w := wire.Network{Object: "network", Name: name, Fingerprint: n.Network.Fingerprint(), Entry: n.Network.Entry(), ThreadHandoff: sum != nil}
+// newNetwork returns the served form of a network of the service.
+func newNetwork(n *service.Network) *network {
+	name := n.Name()
+	w := wire.Network{Object: "network", Name: name, Fingerprint: n.Network.Fingerprint(), Entry: n.Network.Entry(), ThreadHandoff: n.Summary != nil}
 	for _, a := range n.Network.Agents() {
 		wa := wire.Agent{Name: a.Name, Description: a.Description}
 		for _, h := range a.Handoffs {
@@ -292,7 +187,11 @@ func (s *Server) newNetwork(n Network) (*network, error) {
 		}
 		w.Agents = append(w.Agents, wa)
 	}
-	return &network{name: name, net: n.Network, svc: svc, sum: sum, wire: w}, nil
+	nw := &network{name: name, net: n.Network, svc: n.Threads, cont: n.Continuation, wire: w}
+	if n.Summary != nil {
+		nw.sum = n.Handoff
+	}
+	return nw
 }
 
 // handlerFunc is an API handler: it returns an error to answer with.
@@ -466,11 +365,15 @@ func (s *Server) network(name string) (*network, error) {
 }
 
 // Shutdown stops the server gracefully: readiness fails, new runs are
-// refused, thread event streams end, and the runs in flight (inline or on
-// the in-process worker) get until ctx ends to finish, their streams with
-// them. Runs still going then are canceled at their last checkpoint, from
-// which a worker resumes them. Shutdown does not close the store nor the
-// http.Server: call http.Server.Shutdown after it.
+// refused, thread event streams end, and until ctx ends the runs executing
+// inline finish, and so do the runs their streams follow in the
+// background (this process's workers keep working until the service
+// stops), their streams with them. Runs still going then are cancelled at
+// their last checkpoint and their streams end: the clients reconnect with
+// Last-Event-ID. A run cancelled inline keeps its lease until the service
+// stops renewing it; then another process (or this one, restarted) adopts
+// and resumes it. Shutdown does not stop the service nor the http.Server:
+// call service.Service.Stop and http.Server.Shutdown after it.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.draining.Store(true)
@@ -478,13 +381,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.janitor)
 	})
 	err := s.inflight.wait(ctx)
-	cerr := s.stopContinuation(ctx)
+	if err == nil {
+		err = s.followers.wait(ctx)
+	}
 	s.stopRuns()
 	if err == nil {
-		return cerr
+		return nil
 	}
 	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.inflight.wait(wctx)
-	return errors.Join(fmt.Errorf("server: shutdown: runs still in flight were canceled at their last checkpoint: %w", ctx.Err()), cerr)
+	return fmt.Errorf("server: shutdown: runs still in flight were canceled at their last checkpoint: %w", ctx.Err())
 }

@@ -121,7 +121,7 @@ func TestReconnectLastEventID(t *testing.T) {
 // rebuilt from the stored checkpoints, in order.
 func TestReconnectRebuildsFromStore(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *server.Config) { c.LogEvents = 4 })
+	b := setup(t, withServer(func(c *server.Config) { c.LogEvents = 4 }))
 	thread := b.thread(t, b.keyA, "support")
 	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I was charged twice for order 1234"})
 	var res struct{ ID string }
@@ -143,7 +143,7 @@ func TestReconnectRebuildsFromStore(t *testing.T) {
 	check("bounded log", bounded)
 
 	// A new server on the same store knows nothing of the run in memory.
-	srv2, err := server.New(server.Config{Store: b.st, Networks: b.cfg.Networks, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1})
+	srv2, err := server.New(server.Config{Service: b.svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestInterrupts(t *testing.T) {
 
 func TestThreadHandoff(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *server.Config) { c.Networks = append(c.Networks, loadNetwork(t, "pipeline")) })
+	b := setup(t, withNetworks(t, "pipeline"))
 	thread := b.thread(t, b.keyA, "research")
 	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil); r.status != http.StatusUnprocessableEntity {
 		t.Fatalf("handoff of an empty thread: %d %s", r.status, r.body)
@@ -324,7 +324,7 @@ func TestThreadHandoff(t *testing.T) {
 // completes, and the server drops the client.
 func TestStuckClientDoesNotHoldTheRun(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *server.Config) { c.StreamWriteTimeout = 200 * time.Millisecond; c.StreamBuffer = 1024 })
+	b := setup(t, withServer(func(c *server.Config) { c.StreamWriteTimeout = 200 * time.Millisecond; c.StreamBuffer = 1024 }))
 	thread := b.thread(t, b.keyA, "support")
 	conn, err := net.Dial("tcp", strings.TrimPrefix(b.url, "http://"))
 	if err != nil {
@@ -351,7 +351,7 @@ func TestStuckClientDoesNotHoldTheRun(t *testing.T) {
 }
 
 // Shutdown: readiness fails, new runs are refused, and a run in flight
-// (handed to the in-process worker) completes, its stream with it.
+// (handed to a worker of the process) completes, its stream with it.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -395,10 +395,9 @@ func TestGracefulShutdown(t *testing.T) {
 // the worker through drafts and checkpoints until the answer is final.
 func TestDurableContinuation(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *server.Config) {
-		c.Continuation = &continuation.Config{Logger: slog.New(slog.DiscardHandler)}
+	b := setup(t, withServer(func(c *server.Config) {
 		c.FollowInterval = 100 * time.Millisecond
-	})
+	}))
 	thread := b.thread(t, b.keyA, "research")
 	_, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
 	evs := collect(t, ch, nil)
@@ -445,10 +444,9 @@ func TestDurableContinuation(t *testing.T) {
 // flags of the child are cleared.
 func TestDurableChildTurnClearsSeed(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(c *server.Config) {
-		c.Continuation = &continuation.Config{Logger: slog.New(slog.DiscardHandler)}
+	b := setup(t, withServer(func(c *server.Config) {
 		c.FollowInterval = 100 * time.Millisecond
-	})
+	}))
 	thread := b.thread(t, b.keyA, "research")
 	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?"}); r.status != 200 {
 		t.Fatalf("run: %d %s", r.status, r.body)

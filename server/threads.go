@@ -287,12 +287,12 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 		}
 	}
 	var drafts chan DraftUpdate
-	if s.cfg.Drafts != nil {
+	if s.drafts != nil {
 		drafts = make(chan DraftUpdate, 16)
 		dctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		go func() {
-			for u, err := range s.cfg.Drafts.SubscribeThread(dctx, c.owner, th.ID) {
+			for u, err := range s.drafts.SubscribeThread(dctx, c.owner, th.ID) {
 				if err != nil {
 					return
 				}

@@ -47,6 +47,7 @@ import (
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlitestore"
 )
@@ -135,9 +136,16 @@ func serve(dir string, delay time.Duration, streams int, cpuProfile string) erro
 	if err != nil {
 		return err
 	}
+	svc, err := service.Open(ctx, service.Config{Store: st, Networks: []service.Definition{{Network: quick}, {Network: holdNet}}, Workers: 4, Adopt: true})
+	if err != nil {
+		return err
+	}
+	if err := svc.Start(ctx); err != nil {
+		return err
+	}
+	defer svc.Stop(ctx)
 	srv, err := server.New(server.Config{
-		Store: st, Networks: []server.Network{{Network: quick}, {Network: holdNet}},
-		Logger: slog.New(slog.DiscardHandler), MaxStreams: streams + 1000, NoUI: true,
+		Service: svc, Logger: slog.New(slog.DiscardHandler), MaxStreams: streams + 1000, NoUI: true,
 		Heartbeat: 30 * time.Second, KeyCacheTTL: time.Minute,
 	})
 	if err != nil {

@@ -18,10 +18,9 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/batonhq/baton/message"
-	"github.com/batonhq/baton/model"
-	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threadhandoff"
 	"github.com/batonhq/baton/threads"
@@ -51,9 +50,8 @@ Keys: enter sends, alt+enter or ctrl+j adds a line, pgup/pgdown scroll,
 ctrl+c stops a running answer after its current step (twice: at once, and
 /resume continues it later), or leaves when idle.
 
-The summary model is the network's summary: model. A network without one
-summarises with its first agent's model (a scripted first agent rarely
-answers with a summary; declare summary: for offline networks).
+The summary model is the network's summary: model; without one /handoff is
+unavailable, as POST /v1/threads/{id}/handoff is in baton serve.
 
 The agents' memory (with a pending summary) goes into every model call. A
 child thread's first turn starts with the agent whose memory holds the
@@ -71,10 +69,9 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	network := fs.String("network", "", "the network file (required)")
 	thread := fs.String("thread", "", "continue this stored thread (default: a new thread with the first message)")
 	logFile := fs.String("log", "", "write logs to FILE instead of showing them in the chat")
-	var sf storeFlags
-	sf.register(fs)
-	var mf memoryFlags
-	mf.register(fs)
+	owner := ownerFlag(fs)
+	var sf serviceFlags
+	sf.register(fs, false)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), chatUsage)
 		fs.PrintDefaults()
@@ -91,7 +88,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *network == "" {
 		return usagef("want --network FILE: baton chat --network NETWORK.yaml")
 	}
-	spec, err := loadNetwork(*network)
+	spec, err := loadNetwork(*network, service.LoadOptions{HTTPTools: sf.tools})
 	if err != nil {
 		return err
 	}
@@ -99,23 +96,17 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !ok || !term.IsTerminal(out.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
 		return usagef("baton chat needs a terminal; use baton run for scripts")
 	}
-	summaryModel, summaryNote := chatSummaryModel(spec)
-
-	st, err := sf.open(ctx)
+	svc, n, err := openNetwork(ctx, &sf, spec)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	hm, err := newHandoffMemory(st, sf.owner, mf, spec.Network, summaryModel)
-	if err != nil {
-		return err
+	defer closeService(ctx, svc, 10*time.Second)
+	summaryNote := ""
+	if n.Summary == nil {
+		summaryNote = "the network declares no summary: model: /handoff is unavailable"
 	}
-	r, err := hm.runner(spec)
-	if err != nil {
-		return err
-	}
-	be := &chatStore{hm: hm, threads: threads.New(st, r, nil), spec: spec, owner: sf.owner}
-	info := chatInfo{Network: spec.Network.Name(), Fingerprint: spec.Network.Fingerprint(), Owner: sf.owner, File: *network, SummaryNote: summaryNote}
+	be := &chatStore{n: n, st: svc.Store(), owner: *owner}
+	info := chatInfo{Network: n.Name(), Fingerprint: n.Network.Fingerprint(), Owner: *owner, File: *network, SummaryNote: summaryNote}
 	if *thread != "" {
 		th, err := be.Thread(ctx, *thread)
 		if err != nil {
@@ -169,19 +160,6 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
 	}
 }
 
-// chatSummaryModel returns the network's summary model, or its first
-// agent's model with a note saying so.
-func chatSummaryModel(spec *netspec.Spec) (model.Model, string) {
-	if spec.Summary != nil {
-		return spec.Summary, ""
-	}
-	agents := spec.Network.Agents()
-	if len(agents) == 0 {
-		return nil, "the network has no summary: model and no agent: /handoff is unavailable"
-	}
-	return agents[0].Model, fmt.Sprintf("the network declares no summary: model; /handoff summarises with the model of agent %s", agents[0].Name)
-}
-
 // chatBackend is what the chat needs from baton: runs on the owner's
 // threads and the thread → thread handoff. Its methods are called from
 // goroutines other than the UI's.
@@ -213,33 +191,35 @@ type unfinishedRun struct {
 	Interrupt *runstate.Interrupt
 }
 
-// chatStore is the chatBackend of `baton chat`: a store, a network and
-// the handoff memory wiring.
+// chatStore is the chatBackend of `baton chat`: a network of the service
+// and the owner's threads.
 type chatStore struct {
-	hm      *handoffMemory
-	threads *threads.Service
-	spec    *netspec.Spec
-	owner   string
+	n     *service.Network
+	st    store.Store
+	owner string
 }
 
 func (c *chatStore) Turn(ctx context.Context, threadID, input string, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
-	return c.hm.reportCleanup(ctx, c.threads.Turn(ctx, c.owner, input, threads.TurnOptions{ThreadID: threadID}), report)
+	return c.reportCleanup(ctx, c.n.Threads.Turn(ctx, c.owner, input, threads.TurnOptions{ThreadID: threadID}), report)
 }
 
 func (c *chatStore) Resume(ctx context.Context, runID string, ds []runner.Decision, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
-	return c.hm.reportCleanup(ctx, c.threads.Resume(ctx, c.owner, runID, runner.WithDecisions(ds...)), report)
+	return c.reportCleanup(ctx, c.n.Threads.Resume(ctx, c.owner, runID, runner.WithDecisions(ds...)), report)
 }
 
 func (c *chatStore) Preview(ctx context.Context, threadID string) (*threadhandoff.Proposal, error) {
-	return c.hm.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: c.owner, ThreadID: threadID})
+	if c.n.Summary == nil {
+		return nil, fmt.Errorf("network %s declares no summary: model: declare one in its file to hand threads off", c.n.Name())
+	}
+	return c.n.Handoff.Preview(ctx, &threadhandoff.PreviewParams{Owner: c.owner, ThreadID: threadID})
 }
 
 func (c *chatStore) Decide(ctx context.Context, p *threadhandoff.Proposal, d threadhandoff.Decision) (*threadhandoff.Outcome, error) {
-	return c.hm.svc.Decide(ctx, p, d)
+	return c.n.Handoff.Decide(ctx, p, d)
 }
 
 func (c *chatStore) Threads(ctx context.Context) ([]*store.Thread, error) {
-	page, err := c.hm.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: c.owner, Limit: 100})
+	page, err := c.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: c.owner, Limit: 100})
 	if err != nil {
 		return nil, err
 	}
@@ -247,14 +227,14 @@ func (c *chatStore) Threads(ctx context.Context) ([]*store.Thread, error) {
 }
 
 func (c *chatStore) Thread(ctx context.Context, id string) (*store.Thread, error) {
-	th, err := c.hm.st.GetThread(ctx, &store.GetThreadParams{OwnerID: c.owner, ID: id})
+	th, err := c.st.GetThread(ctx, &store.GetThreadParams{OwnerID: c.owner, ID: id})
 	if err == nil || !errors.Is(err, store.ErrNotFound) || len(id) < 4 {
 		if err != nil {
 			return nil, fmt.Errorf("thread %s: %w", id, err)
 		}
 		return th, nil
 	}
-	page, lerr := c.hm.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: c.owner, Limit: 1000})
+	page, lerr := c.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: c.owner, Limit: 1000})
 	if lerr != nil {
 		return nil, fmt.Errorf("thread %s: %w", id, lerr)
 	}
@@ -274,11 +254,11 @@ func (c *chatStore) Thread(ctx context.Context, id string) (*store.Thread, error
 }
 
 func (c *chatStore) Recent(ctx context.Context, threadID string, n int) ([]*store.Message, error) {
-	return c.hm.st.ListMessages(ctx, &store.ListMessagesParams{OwnerID: c.owner, ThreadID: threadID, Limit: n, Last: true})
+	return c.st.ListMessages(ctx, &store.ListMessagesParams{OwnerID: c.owner, ThreadID: threadID, Limit: n, Last: true})
 }
 
 func (c *chatStore) Unfinished(ctx context.Context, threadID string) (*unfinishedRun, error) {
-	cp, err := c.hm.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, ThreadID: threadID})
+	cp, err := c.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, ThreadID: threadID})
 	switch {
 	case errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrIncompatible):
 		return nil, nil

@@ -39,7 +39,7 @@ func commands() []command {
 		{"migrate", "create or update the database schema: baton migrate [--database URL]", cmdMigrate},
 		{"serve", "serve the HTTP API, web UI and workers: baton serve --network NETWORK.yaml [--addr 127.0.0.1:8080]", cmdServe},
 		{"keys", "manage API keys: baton keys create|list|revoke --owner NAME", cmdKeys},
-		{"worker", "work background continuations: baton worker --network NETWORK.yaml --database URL [--concurrency N]", cmdWorker},
+		{"worker", "work background continuations: baton worker --network NETWORK.yaml --database URL [--workers N] [--tool NAME=URL]", cmdWorker},
 	}
 }
 

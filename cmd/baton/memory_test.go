@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/memory"
-	"github.com/batonhq/baton/netspec"
+	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlitestore"
 	"github.com/batonhq/baton/threadhandoff"
@@ -43,7 +43,7 @@ func TestRunSeesHandoffSummary(t *testing.T) {
 	parent := regexp.MustCompile(`thread (\S+) ·`).FindStringSubmatch(out)[1]
 
 	// Approve a handoff of the thread, as /handoff does.
-	spec, err := netspec.Load(network, netspec.Options{Provider: providerFactory(false)})
+	spec, err := service.Load(network, service.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,42 +8,44 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
-	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
 )
 
-func loadNetwork(path string) (*netspec.Spec, error) {
-	return loadNetworkWith(path, false)
-}
-
-func loadNetworkWith(path string, offline bool) (*netspec.Spec, error) {
-	return loadNetworkOpts(path, netspec.Options{Provider: providerFactory(offline)})
-}
-
-func loadNetworkOpts(path string, opts netspec.Options) (*netspec.Spec, error) {
-	spec, err := netspec.Load(path, opts)
+// loadNetwork loads a network file with real providers and the HTTP
+// tools of tools (nil: none); a problem in it is a usage error.
+func loadNetwork(path string, opts service.LoadOptions) (*netspec.Spec, error) {
+	spec, err := service.Load(path, opts)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	return spec, nil
 }
 
-// newRunner returns the runner of spec; configure, if given, adjusts its
-// config first (the agents' memory, for instance).
-func newRunner(spec *netspec.Spec, configure ...func(*runner.Config)) (*runner.Runner, error) {
-	cfg := runner.Config{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker}
-	for _, f := range configure {
-		f(&cfg)
+// openNetwork opens the service of a one-shot command (run, resume, chat)
+// on a loaded network: its runs are inline; the background path's lease
+// renewal runs; no workers, no adoption.
+func openNetwork(ctx context.Context, sf *serviceFlags, spec *netspec.Spec) (*service.Service, *service.Network, error) {
+	cfg, err := sf.config(nil, slog.Default(), nil)
+	if err != nil {
+		return nil, nil, err
 	}
-	return runner.New(cfg)
+	cfg.Networks = []service.Definition{service.DefinitionOf(spec)}
+	svc, err := openService(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return svc, svc.Networks()[0], nil
 }
 
 func cmdValidate(_ context.Context, args []string, stdout, _ io.Writer) error {
@@ -55,7 +57,7 @@ func cmdValidate(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if fs.NArg() != 1 {
 		return usagef("want one network file: baton validate NETWORK.yaml")
 	}
-	spec, err := loadNetworkWith(fs.Arg(0), true)
+	spec, err := loadNetwork(fs.Arg(0), service.LoadOptions{Offline: true})
 	if err != nil {
 		return err
 	}
@@ -63,29 +65,9 @@ func cmdValidate(_ context.Context, args []string, stdout, _ io.Writer) error {
 	return nil
 }
 
-// storeFlags are the flags of commands that use the database.
-type storeFlags struct {
-	database  string
-	owner     string
-	noMigrate bool
-}
-
-func (f *storeFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.database, "database", "", databaseHelp)
-	fs.StringVar(&f.owner, "owner", "local", "owner of the threads this command reads and writes")
-	fs.BoolVar(&f.noMigrate, "no-migrate", false, "refuse to migrate the database; fail if its schema is out of date")
-}
-
-func (f *storeFlags) open(ctx context.Context) (store.Store, error) {
-	url, err := resolveDatabase(f.database)
-	if err != nil {
-		return nil, err
-	}
-	st, err := openStore(ctx, url, f.noMigrate)
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", redactURL(url), err)
-	}
-	return st, nil
+// ownerFlag is the --owner flag of the commands that act for one owner.
+func ownerFlag(fs *flag.FlagSet) *string {
+	return fs.String("owner", "local", "owner of the threads this command reads and writes")
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -95,50 +77,39 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	agentName := fs.String("agent", "", "start with this agent instead of the picker's choice")
 	thread := fs.String("thread", "", "continue this stored thread (default: a new thread)")
 	record := fs.String("record", "", "write what each agent's model answered to this file, as a scripted network")
-	var sf storeFlags
-	sf.register(fs)
-	var mf memoryFlags
-	mf.register(fs)
+	owner := ownerFlag(fs)
+	var sf serviceFlags
+	sf.register(fs, false)
 	if err := fs.Parse(reorder(args, map[string]bool{"json": true, "no-migrate": true})); err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() != 2 {
 		return usagef("want a network file and a message: baton run NETWORK.yaml \"message\"")
 	}
-	lopts := netspec.Options{Provider: providerFactory(false)}
+	var lopts service.LoadOptions
 	var rec *netspec.Recorder
 	if *record != "" {
 		rec = netspec.NewRecorder()
 		lopts.WrapModel = rec.Wrap
 	}
-	spec, err := loadNetworkOpts(fs.Arg(0), lopts)
+	lopts.HTTPTools = sf.tools
+	spec, err := loadNetwork(fs.Arg(0), lopts)
 	if err != nil {
 		return err
 	}
-	if *agentName != "" {
-		if _, ok := spec.Network.Agent(*agentName); !ok {
-			return usagef("unknown agent %q", *agentName)
-		}
-	}
-	st, err := sf.open(ctx)
+	svc, n, err := openNetwork(ctx, &sf, spec)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	hm, err := newHandoffMemory(st, sf.owner, mf, spec.Network, nil)
-	if err != nil {
-		return err
-	}
-	r, err := hm.runner(spec)
-	if err != nil {
-		return err
-	}
+	defer closeService(ctx, svc, 10*time.Second)
 	var opts []runner.RunOption
 	if *agentName != "" {
+		if _, ok := n.Network.Agent(*agentName); !ok {
+			return usagef("unknown agent %q", *agentName)
+		}
 		opts = append(opts, runner.WithAgent(*agentName))
 	}
-	svc := threads.New(st, r, nil)
-	events := svc.Turn(ctx, sf.owner, fs.Arg(1), threads.TurnOptions{ThreadID: *thread, RunOptions: opts})
+	events := n.Threads.Turn(ctx, *owner, fs.Arg(1), threads.TurnOptions{ThreadID: *thread, RunOptions: opts})
 	runErr := printRun(events, *jsonOut, stdout, fs.Arg(0), sf.database)
 	if rec != nil {
 		if err := writeRecording(*record, rec, spec.File); err != nil {
@@ -201,10 +172,9 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	decision := fs.String("decision", "", "approve, reject or edit, for a run waiting for a decision")
 	editArgs := fs.String("args", "", "the edited tool arguments (JSON object), with --decision edit")
 	message := fs.String("message", "", "a reason shown to the model, with --decision reject")
-	var sf storeFlags
-	sf.register(fs)
-	var mf memoryFlags
-	mf.register(fs)
+	owner := ownerFlag(fs)
+	var sf serviceFlags
+	sf.register(fs, false)
 	if err := fs.Parse(reorder(args, map[string]bool{"json": true, "no-migrate": true})); err != nil {
 		return usageError{err}
 	}
@@ -236,25 +206,16 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		return usagef("--decision %q: want approve, reject or edit", *decision)
 	}
-	spec, err := loadNetwork(fs.Arg(0))
+	spec, err := loadNetwork(fs.Arg(0), service.LoadOptions{HTTPTools: sf.tools})
 	if err != nil {
 		return err
 	}
-	st, err := sf.open(ctx)
+	svc, n, err := openNetwork(ctx, &sf, spec)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	hm, err := newHandoffMemory(st, sf.owner, mf, spec.Network, nil)
-	if err != nil {
-		return err
-	}
-	r, err := hm.runner(spec)
-	if err != nil {
-		return err
-	}
-	svc := threads.New(st, r, nil)
-	return printRun(svc.Resume(ctx, sf.owner, id, opts...), *jsonOut, stdout, fs.Arg(0), sf.database)
+	defer closeService(ctx, svc, 10*time.Second)
+	return printRun(n.Threads.Resume(ctx, *owner, id, opts...), *jsonOut, stdout, fs.Arg(0), sf.database)
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -268,21 +229,12 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, url, true)
-	if err != nil && !errors.Is(err, store.ErrSchemaVersion) {
-		return fmt.Errorf("open database %s: %w", redactURL(url), err)
-	}
-	if err == nil {
-		st.Close()
-	}
-	st, err = openStore(ctx, url, false)
-	if err != nil {
+	// baton's tables, then River's for the background continuation workers.
+	if err := service.Migrate(ctx, url, nil); err != nil {
+		if errors.Is(err, store.ErrInvalid) {
+			return usageError{err}
+		}
 		return fmt.Errorf("migrate %s: %w", redactURL(url), err)
-	}
-	defer st.Close()
-	// River's tables, for the background continuation workers.
-	if err := continuation.Migrate(ctx, st, nil); err != nil {
-		return fmt.Errorf("migrate %s: river: %w", redactURL(url), err)
 	}
 	fmt.Fprintf(stdout, "database %s is up to date (baton and River schemas)\n", redactURL(url))
 	return nil

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/telemetry"
 )
@@ -32,10 +31,6 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port; the address is logged)")
 	var files stringList
 	fs.Var(&files, "network", "a network file to serve (repeatable; positional arguments count too)")
-	database := fs.String("database", "", databaseHelp)
-	noMigrate := fs.Bool("no-migrate", false, "refuse to migrate the database (baton's and River's tables); fail if it is out of date")
-	noWorkers := fs.Bool("no-workers", false, "run no background workers here: suspended runs wait for `baton worker` processes")
-	workers := fs.Int("workers", continuation.DefaultWorkers, "background continuations worked at once by this process, per network")
 	maxStreams := fs.Int("max-streams", 10000, "most event streams open at once (503 beyond)")
 	rateLimit := fs.String("rate-limit", "", "requests per API key: N/s, N/m or N (per second), with bursts of N; empty: no limit")
 	requestTimeout := fs.Duration("request-timeout", 60*time.Second, "longest request that is not a stream")
@@ -43,15 +38,17 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	noUI := fs.Bool("no-ui", false, "do not serve the web UI")
-	if err := fs.Parse(reorder(args, map[string]bool{"no-migrate": true, "no-workers": true, "no-ui": true})); err != nil {
+	var sf serviceFlags
+	sf.register(fs, true)
+	if err := fs.Parse(reorder(args, map[string]bool{"no-migrate": true, "no-ui": true})); err != nil {
 		return usageError{err}
 	}
 	files = append(files, fs.Args()...)
 	if len(files) == 0 {
 		return usagef("want at least one network: baton serve --network NETWORK.yaml [--network …]")
 	}
-	if *workers < 1 || *maxStreams < 1 {
-		return usagef("--workers and --max-streams must be at least 1")
+	if *maxStreams < 1 {
+		return usagef("--max-streams must be at least 1")
 	}
 	rate, err := parseRate(*rateLimit)
 	if err != nil {
@@ -67,57 +64,27 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	slog.SetDefault(log)
 
-	var nets []server.Network
-	seen := map[string]string{}
-	for _, f := range files {
-		spec, err := loadNetwork(f)
-		if err != nil {
-			return err
-		}
-		name := spec.Network.Name()
-		if prev, dup := seen[name]; dup {
-			return usagef("%s and %s both declare network %q", prev, f, name)
-		}
-		seen[name] = f
-		nets = append(nets, server.NetworkFromSpec(spec))
-	}
-	tcfg, err := telemetry.FromEnv()
-	if err != nil {
-		return usageError{err}
-	}
-	tel, err := telemetry.New(tcfg)
+	tel, err := telemetryFromEnv()
 	if err != nil {
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
-
-	url, err := resolveDatabase(*database)
+	svc, err := openServed(ctx, &sf, files, log, tel)
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, url, *noMigrate)
-	if err != nil {
-		return fmt.Errorf("open database %s: %w", redactURL(url), err)
-	}
-	defer st.Close()
-
-	cc := &continuation.Config{Workers: *workers, NoWorkers: *noWorkers, NoMigrate: *noMigrate, Logger: log}
-	traceContinuations(cc, tel)
 	srv, err := server.New(server.Config{
-		Store: st, Networks: nets, Logger: log, Telemetry: tel,
-		Continuation: cc,
-		MaxStreams:   *maxStreams, RateLimit: rate, RequestTimeout: *requestTimeout, NoUI: *noUI,
+		Service: svc, Logger: log, Telemetry: tel,
+		MaxStreams: *maxStreams, RateLimit: rate, RequestTimeout: *requestTimeout, NoUI: *noUI,
 	})
 	if err != nil {
-		return err
-	}
-	// The workers outlive ctx (the signal) by the grace period of Shutdown.
-	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
+		_ = closeService(ctx, svc, *grace)
 		return err
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		_ = srv.Shutdown(context.Background())
+		_ = closeService(ctx, svc, *grace)
 		return usagef("listen on %s: %v", *addr, err)
 	}
 	hs := &http.Server{
@@ -129,20 +96,18 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	names := make([]string, len(nets))
-	for i, n := range nets {
-		names[i] = n.Network.Name()
+	var names []string
+	for _, n := range svc.Networks() {
+		names = append(names, n.Name())
 	}
-	mode := "workers in process"
-	if *noWorkers {
-		mode = "no workers"
-	}
-	log.Info("baton serve: listening", "url", "http://"+ln.Addr().String(), "networks", strings.Join(names, ","), "database", redactURL(url), "background", mode)
+	url, _ := resolveDatabase(sf.database)
+	log.Info("baton serve: listening", "url", "http://"+ln.Addr().String(), "networks", strings.Join(names, ","), "database", redactURL(url), "workers", sf.workers)
 	fmt.Fprintf(stderr, "baton serve: listening on http://%s\n", ln.Addr())
 
 	select {
 	case err := <-served:
 		_ = srv.Shutdown(context.Background())
+		_ = closeService(ctx, svc, *grace)
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -158,6 +123,10 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if serr != nil {
 		log.Warn("baton serve: shutdown", "error", serr)
+	}
+	// The workers finish what they run, until the grace period ends.
+	if err := closeService(ctx, svc, *grace); err != nil {
+		log.Warn("baton serve: stopping the background work", "error", err)
 	}
 	log.Info("baton serve: stopped")
 	return herr

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/continuation"
+	"github.com/batonhq/baton/netspec"
+	"github.com/batonhq/baton/service"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/telemetry"
+)
+
+// serviceFlags are the flags of every command that runs a network: run,
+// resume, chat, serve and worker take the same, so that a network behaves
+// the same in each of them. They become a service.Config.
+type serviceFlags struct {
+	database  string
+	noMigrate bool
+	memoryDir string
+	tools     toolURLs
+	// background is set for serve and worker: they work continuations and
+	// adopt dead processes' runs.
+	background  bool
+	workers     int
+	jobTimeout  time.Duration
+	rescueAfter time.Duration
+	maxAttempts int
+	leaseTTL    time.Duration
+}
+
+// register adds the flags to fs; background adds those of the commands
+// that work the background queue.
+func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
+	f.tools = toolURLs{}
+	f.background = background
+	fs.StringVar(&f.database, "database", "", databaseHelp)
+	fs.BoolVar(&f.noMigrate, "no-migrate", false, "refuse to migrate the database (baton's tables and River's); fail if it is out of date")
+	fs.StringVar(&f.memoryDir, "memory-dir", "", "keep the agents' memory documents in DIR/<owner>/<agent>.md (default: in the database; every process serving the same threads must agree)")
+	fs.Var(f.tools, "tool", "implement tool NAME by an HTTP POST of its arguments to URL, with an Idempotency-Key header (repeatable; every process running the network must give the same): NAME=URL")
+	if !background {
+		return
+	}
+	fs.IntVar(&f.workers, "workers", continuation.DefaultWorkers, "background continuations worked at once by this process, per network; 0 leaves them to `baton worker` processes")
+	fs.DurationVar(&f.jobTimeout, "job-timeout", continuation.DefaultJobTimeout, "longest attempt of one continuation")
+	fs.DurationVar(&f.rescueAfter, "rescue-after", 0, "retry a continuation whose worker died after this long (default: job-timeout + 1m)")
+	fs.IntVar(&f.maxAttempts, "max-attempts", continuation.DefaultMaxAttempts, "attempts of a continuation before its message goes to error")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", continuation.DefaultLeaseTTL, "how long a run executed inline survives its process unrenewed; then a live process adopts it (recovery within lease-ttl × 1.5)")
+}
+
+// config returns the service's config for files.
+func (f *serviceFlags) config(files []string, log *slog.Logger, tel *telemetry.Telemetry) (service.Config, error) {
+	url, err := resolveDatabase(f.database)
+	if err != nil {
+		return service.Config{}, err
+	}
+	if f.workers < 0 {
+		return service.Config{}, usagef("--workers must be 0 or more")
+	}
+	cfg := service.Config{Files: files, Load: service.LoadOptions{HTTPTools: f.tools}, Database: url, NoMigrate: f.noMigrate,
+		MemoryDir: f.memoryDir, Logger: log, Telemetry: tel}
+	if f.background {
+		cfg.Workers, cfg.Adopt = f.workers, true
+		cfg.Continuation = continuation.Config{JobTimeout: f.jobTimeout, RescueStuckJobsAfter: f.rescueAfter, MaxAttempts: f.maxAttempts, LeaseTTL: f.leaseTTL}
+	}
+	return cfg, nil
+}
+
+// open opens and starts the service of cfg. An invalid network file or
+// database URL is a usage error.
+func openService(ctx context.Context, cfg service.Config) (*service.Service, error) {
+	svc, err := service.Open(ctx, cfg)
+	if err != nil {
+		var ne *netspec.Error
+		if errors.As(err, &ne) || errors.Is(err, store.ErrInvalid) || errors.Is(err, errUnknownTool) {
+			return nil, usageError{err}
+		}
+		return nil, fmt.Errorf("open %s: %w", redactURL(cfg.Database), err)
+	}
+	// The background work outlives ctx (a signal) until closeService.
+	if err := svc.Start(context.WithoutCancel(ctx)); err != nil {
+		svc.Close()
+		return nil, fmt.Errorf("start %s: %w", redactURL(cfg.Database), err)
+	}
+	return svc, nil
+}
+
+// closeService stops the service, giving work in flight grace, and closes
+// it.
+func closeService(ctx context.Context, svc *service.Service, grace time.Duration) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	defer cancel()
+	return errors.Join(svc.Stop(sctx), svc.Close())
+}
+
+// errUnknownTool is service.Load's error for a --tool the network does not
+// declare.
+var errUnknownTool = service.ErrUnknownTool
+
+// toolURLs is the repeatable --tool NAME=URL flag.
+type toolURLs map[string]string
+
+func (t toolURLs) String() string {
+	names := make([]string, 0, len(t))
+	for n, u := range t {
+		names = append(names, n+"="+u)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+func (t toolURLs) Set(v string) error {
+	name, url, err := service.ParseHTTPTool(v)
+	if err != nil {
+		return err
+	}
+	t[name] = url
+	return nil
+}
+
+// telemetryFromEnv returns the telemetry configured by the OTEL_*
+// variables (off when none is set).
+func telemetryFromEnv() (*telemetry.Telemetry, error) {
+	tcfg, err := telemetry.FromEnv()
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return telemetry.New(tcfg)
+}

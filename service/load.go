@@ -1,0 +1,104 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/model/provider"
+	"github.com/batonhq/baton/netspec"
+)
+
+// LoadOptions tune [Load]. The zero value loads with real providers and the
+// file's own tools.
+type LoadOptions struct {
+	// Tools implement tools declared in the file by Go functions, by name;
+	// they take precedence over a fixed `result:` in the file.
+	Tools map[string]ToolFunc
+	// HTTPTools implement tools declared in the file by an HTTP endpoint,
+	// by name: see [HTTPTool]. A name the file does not declare is an
+	// error.
+	HTTPTools map[string]string
+	// HTTPClient is used by providers and HTTP tools. Defaults to
+	// http.DefaultClient.
+	HTTPClient *http.Client
+	// Offline accepts provider models whose API key is missing: they fail
+	// when called. For checking a file (`baton validate`).
+	Offline bool
+	// WrapModel, if set, wraps every agent's model (`baton run --record`).
+	WrapModel func(agentName string, m model.Model) model.Model
+}
+
+// ErrUnknownTool: an implementation is given for a tool the network does
+// not declare.
+var ErrUnknownTool = errors.New("service: the network declares no tool")
+
+// ToolFunc implements a tool: it gets the call's JSON arguments and returns
+// the result the model sees. agent.CallFromContext(ctx) gives the call's
+// idempotency key.
+type ToolFunc = func(ctx context.Context, args json.RawMessage) (string, error)
+
+// Load loads a network file with real model providers (openai:,
+// openai-responses:, anthropic:, openai-compatible: with base_url; API keys
+// from the environment) and the tools of opts: what every baton command
+// and the service use. A problem in the file is a *netspec.Error listing
+// each with its line.
+func Load(path string, opts LoadOptions) (*netspec.Spec, error) {
+	tools := map[string]ToolFunc{}
+	for name, f := range opts.Tools {
+		tools[name] = f
+	}
+	client := opts.HTTPClient
+	if client == nil {
+		client = http.DefaultClient
+	}
+	for name, url := range opts.HTTPTools {
+		tools[name] = HTTPTool(name, url, client)
+	}
+	spec, err := netspec.Load(path, netspec.Options{Provider: providers(opts.Offline), Tools: tools, WrapModel: opts.WrapModel, HTTPClient: opts.HTTPClient})
+	if err != nil {
+		return nil, err
+	}
+	for name := range opts.HTTPTools {
+		if !declares(spec, name) {
+			return nil, fmt.Errorf("%s: --tool %s: %w %q", path, name, ErrUnknownTool, name)
+		}
+	}
+	return spec, nil
+}
+
+// declares reports whether an agent of spec has the tool.
+func declares(spec *netspec.Spec, name string) bool {
+	for _, a := range spec.Network.Agents() {
+		for _, t := range a.Tools {
+			if t.Name == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// providers builds non-scripted models through model/provider. With offline
+// set, a missing API key is not a problem: the model is checked but fails
+// when called.
+func providers(offline bool) func(netspec.ProviderSpec) (model.Model, error) {
+	return func(s netspec.ProviderSpec) (model.Model, error) {
+		m, err := provider.New(provider.Spec{Model: s.Model, BaseURL: s.BaseURL, APIKeyEnv: s.APIKeyEnv, HTTPClient: s.HTTPClient})
+		if err != nil && offline && errors.Is(err, provider.ErrMissingKey) {
+			return unavailable{err}, nil
+		}
+		return m, err
+	}
+}
+
+// unavailable is a model that cannot be called, for validation only.
+type unavailable struct{ err error }
+
+func (u unavailable) Stream(context.Context, *model.Request) iter.Seq2[model.Chunk, error] {
+	return func(yield func(model.Chunk, error) bool) { yield(model.Chunk{}, u.err) }
+}

@@ -1,0 +1,304 @@
+package service
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/continuation"
+	"github.com/batonhq/baton/draft"
+	"github.com/batonhq/baton/memory"
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/netspec"
+	"github.com/batonhq/baton/policy"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/sqlitestore"
+	"github.com/batonhq/baton/telemetry"
+	"github.com/batonhq/baton/threadhandoff"
+	"github.com/batonhq/baton/threads"
+)
+
+// Config configures [Open]. Files or Networks (or both) name the networks
+// to serve; every other zero field means its default.
+type Config struct {
+	// Files are network files, loaded with [Load] and Load's options.
+	Files []string
+	Load  LoadOptions
+	// Networks are networks declared in Go.
+	Networks []Definition
+
+	// Database is the database's URL (see store/open: sqlite:PATH,
+	// postgres://…); "" is an SQLite file under the user's data directory.
+	// Ignored when Store is set.
+	Database string
+	// Store, if set, is the store to use instead of opening Database: an
+	// SQLite or PostgreSQL store of packages store/sqlitestore and
+	// store/pgstore. The caller closes it after Close.
+	Store store.Store
+	// NoMigrate refuses to migrate the database (baton's tables and
+	// River's): a schema that is out of date is an error.
+	NoMigrate bool
+	// MemoryDir, if set, keeps the agents' memory documents in
+	// DIR/<owner>/<agent>.md instead of the database. Every process serving
+	// the same threads must use the same.
+	MemoryDir string
+
+	// Workers is how many background continuations each network's River
+	// workers run at once in this process. 0 runs none: runs handed to the
+	// background wait for the workers of other processes (`baton worker`).
+	Workers int
+	// Adopt makes this process adopt the runs of processes that died
+	// mid-run (their leases expired) and hand them to the workers: `baton
+	// serve` and `baton worker` do; the CLI's one-shot commands do not.
+	Adopt bool
+	// Continuation tunes the background path: JobTimeout,
+	// RescueStuckJobsAfter, MaxAttempts, retry delays, River's fetch
+	// timings (FetchPollInterval defaults to 250ms on SQLite, whose River
+	// driver polls), LeaseTTL, AdoptEvery, Draft, Notice, ErrorText, and
+	// Queue (one network only; by default each network has the queue
+	// [continuation.QueueName]). The service sets the rest.
+	Continuation continuation.Config
+
+	// Telemetry, if set, observes runs (traces, metrics) and links a
+	// continuation's spans to the request that handed it over.
+	Telemetry *telemetry.Telemetry
+	// Logger defaults to a logger that discards: the library is quiet
+	// unless given one.
+	Logger *slog.Logger
+}
+
+// Definition is a network declared in Go.
+type Definition struct {
+	Network *agent.Network
+	// Policy and Picker are as in runner.Config.
+	Policy policy.Policy
+	Picker policy.Picker
+	// Summary summarises threads for thread → thread handoffs; without it
+	// the network's threads cannot be handed off (their memory and seeds
+	// still work).
+	Summary model.Model
+}
+
+// DefinitionOf returns the Definition of a loaded network file.
+func DefinitionOf(spec *netspec.Spec) Definition {
+	return Definition{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Summary: spec.Summary}
+}
+
+// Network is a served network: its runner, with the extensions every
+// process registers (the background path, agent memory and thread handoff
+// seeds), the threads it runs turns on, its thread handoffs and its
+// background continuations.
+type Network struct {
+	Definition
+	Runner       *runner.Runner
+	Threads      *threads.Service
+	Handoff      *threadhandoff.Service
+	Continuation *continuation.Service
+}
+
+// Name returns the network's name.
+func (n *Network) Name() string { return n.Network.Name() }
+
+// Service is baton assembled: one database (store, draft broker, River)
+// and the networks it serves. Every command — run, chat, serve, worker —
+// and library users start from it, so that they behave the same. It is safe
+// for concurrent use. Close it after Stop.
+type Service struct {
+	be   *backend
+	nets []*Network
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	started bool
+}
+
+// Open loads the networks, opens the database and assembles the service.
+// It starts nothing in the background: Start does.
+func Open(ctx context.Context, cfg Config) (*Service, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	defs := slices.Clone(cfg.Networks)
+	for _, f := range cfg.Files {
+		spec, err := Load(f, cfg.Load)
+		if err != nil {
+			return nil, err
+		}
+		defs = append(defs, DefinitionOf(spec))
+	}
+	if err := checkDefinitions(defs); err != nil {
+		return nil, err
+	}
+	var be *backend
+	var err error
+	if cfg.Store != nil {
+		be, err = backendOf(cfg.Store, log)
+	} else {
+		be, err = openBackend(ctx, cfg.Database, &store.Options{NoMigrate: cfg.NoMigrate}, log)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{be: be, log: log}
+	for _, d := range defs {
+		n, err := s.assemble(d, cfg, len(defs))
+		if err != nil {
+			be.close()
+			return nil, err
+		}
+		s.nets = append(s.nets, n)
+	}
+	slices.SortFunc(s.nets, func(a, b *Network) int { return cmp.Compare(a.Name(), b.Name()) })
+	return s, nil
+}
+
+func checkDefinitions(defs []Definition) error {
+	if len(defs) == 0 {
+		return errors.New("service: no network: give Config.Files or Config.Networks")
+	}
+	seen := map[string]bool{}
+	for i, d := range defs {
+		if d.Network == nil {
+			return fmt.Errorf("service: network %d has no agent.Network", i)
+		}
+		if seen[d.Network.Name()] {
+			return fmt.Errorf("service: network %q is given twice", d.Network.Name())
+		}
+		seen[d.Network.Name()] = true
+	}
+	return nil
+}
+
+// assemble builds a network's runner, threads, thread handoffs and
+// continuation, wired to each other once.
+func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, error) {
+	name := d.Network.Name()
+	n := &Network{Definition: d}
+	hcfg := threadhandoff.Config{Store: s.be.store, Model: d.Summary, Network: d.Network, Logger: s.log}
+	if cfg.MemoryDir != "" {
+		hcfg.Memory = &memory.Dir{Path: cfg.MemoryDir}
+	}
+	var err error
+	if n.Handoff, err = threadhandoff.New(hcfg); err != nil {
+		return nil, fmt.Errorf("service: network %s: %w", name, err)
+	}
+	if n.Continuation, err = continuation.New(s.continuationConfig(cfg, name, networks)); err != nil {
+		return nil, fmt.Errorf("service: network %s: %w", name, err)
+	}
+	rc := runner.Config{Network: d.Network, Policy: d.Policy, Picker: n.Handoff.Picker(d.Picker), Logger: s.log,
+		Extensions: []runner.Extension{n.Continuation.Extension(), n.Handoff.Extension()}}
+	if cfg.Telemetry != nil {
+		rc.Observer = cfg.Telemetry.Observer()
+	}
+	if n.Runner, err = runner.New(rc); err != nil {
+		return nil, fmt.Errorf("service: network %s: %w", name, err)
+	}
+	n.Threads = threads.New(s.be.store, n.Runner, s.log)
+	n.Continuation.Work(n.Threads)
+	return n, nil
+}
+
+// continuationConfig is the background path of network name.
+func (s *Service) continuationConfig(cfg Config, name string, networks int) continuation.Config {
+	c := cfg.Continuation
+	c.Store, c.Driver, c.Broker, c.Logger = s.be.store, s.be.driver, s.be.broker, s.log
+	c.Workers, c.NoWorkers = cfg.Workers, cfg.Workers <= 0
+	c.NoAdopt, c.NoMigrate = !cfg.Adopt, cfg.NoMigrate
+	if c.Queue == "" || networks > 1 {
+		c.Queue = continuation.QueueName(name)
+	}
+	if _, ok := s.be.store.(*sqlitestore.Store); ok && c.FetchPollInterval == 0 {
+		// River's SQLite driver has no notifications: poll often enough
+		// for a person watching the stream.
+		c.FetchPollInterval = 250 * time.Millisecond
+	}
+	if tel := cfg.Telemetry; tel != nil && tel.TracingEnabled() {
+		// A continuation's spans link to those of the request that
+		// handed it over: the trace context travels in the job.
+		c.Inject = telemetry.Inject
+		c.Link = func(ctx context.Context, carrier map[string]string) (context.Context, func()) {
+			ctx, span := tel.StartLinked(ctx, carrier, "")
+			return ctx, func() { span.End() }
+		}
+	}
+	return c
+}
+
+// Store returns the service's store.
+func (s *Service) Store() store.Store { return s.be.store }
+
+// Broker returns the draft broker: subscribers follow the messages that
+// background workers write, across processes on PostgreSQL.
+func (s *Service) Broker() draft.Broker { return s.be.broker }
+
+// Networks returns the served networks, by name.
+func (s *Service) Networks() []*Network { return s.nets }
+
+// Network returns the served network of a name.
+func (s *Service) Network(name string) (*Network, bool) {
+	for _, n := range s.nets {
+		if n.Name() == name {
+			return n, true
+		}
+	}
+	return nil, false
+}
+
+// Start starts what runs in the background: the draft broker's listener
+// (PostgreSQL), and for every network River's migrations (unless
+// NoMigrate), its workers (Config.Workers), the renewal of this process's
+// run leases and (Config.Adopt) the adoption of dead processes' runs. They
+// run until Stop, or until ctx ends.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("service: already started")
+	}
+	if err := s.be.start(ctx); err != nil {
+		return err
+	}
+	for i, n := range s.nets {
+		if err := n.Continuation.Start(ctx); err != nil {
+			for _, m := range s.nets[:i] {
+				_ = m.Continuation.Stop(ctx)
+			}
+			return fmt.Errorf("service: network %s: %w", n.Name(), err)
+		}
+	}
+	s.started = true
+	return nil
+}
+
+// Stop stops the background work gracefully: continuations being worked
+// finish until ctx ends, then they are cancelled and resume later from
+// their last checkpoint, here or in another process; this process stops
+// renewing its leases, so runs it still executes inline are adopted once
+// their leases expire.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		return nil
+	}
+	s.started = false
+	var errs []error
+	for _, n := range s.nets {
+		errs = append(errs, n.Continuation.Stop(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// Close releases the database: the broker, and the store unless it was
+// given in Config.Store. Call it after Stop.
+func (s *Service) Close() error {
+	return s.be.close()
+}
