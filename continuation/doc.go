@@ -1,12 +1,18 @@
-// Package continuation hands runs from an inline request to a durable
-// background worker and back to the client: the request → worker handoff.
+// Package continuation is baton's one background path, on River: it hands
+// runs from an inline request to a durable background worker and back to
+// the client (a continuation), and it adopts the runs of processes that
+// died.
+//
+// Its runner extension ([Service.Extension], registered once by package
+// service in the runner of every process) works inside the transaction of
+// each checkpoint that threads.Service writes.
 //
 // An inline run (a library call or an HTTP request) started with
 // [Service.RunOptions] stops before executing a slow tool (`slow: true` or
 // `continuation: background` in the network file) with status suspended.
 // The checkpoint of that stop is written by threads.Service, in one store
-// transaction with the run's messages; [Service.Hook], called inside that
-// transaction, adds in the same transaction:
+// transaction with the run's messages; the extension adds in the same
+// transaction:
 //
 //   - the job-run row, whose idempotency key is the hand-over's event id
 //     ([EventID]: run id and checkpoint step), so that a repeated event
@@ -20,7 +26,7 @@
 // (part of RunOptions) it answers without tools, with a notice, and the
 // failure is logged.
 //
-// A worker (`baton worker`, or `baton serve` unless --no-workers) works the
+// A worker (`baton worker`, or `baton serve` unless --workers 0) works the
 // jobs with River on PostgreSQL (riverpgxv5) or on the embedded SQLite
 // database (riversqlite). A job claims the run by writing a fenced
 // checkpoint, moves the placeholder to streaming, resumes the run with
@@ -46,6 +52,21 @@
 // per thread at a time, and River's rescuer retries jobs orphaned by a
 // crashed worker after [Config.RescueStuckJobsAfter], from the latest
 // checkpoint.
+//
+// Leases and adoption: a run executed inline (not by a worker) takes a
+// lease for its process at its first checkpoint, in that checkpoint's
+// transaction, and releases it in the transaction of the checkpoint that
+// stops it; the process renews the leases of the runs it executes every
+// [Config].LeaseTTL/3. A process that dies — SIGKILL, power loss, a
+// stalled machine — stops renewing: once a lease has expired, the adopters
+// of `baton serve` and `baton worker` ([Service.AdoptExpired], every
+// AdoptEvery) release it and hand the run to a worker in one transaction,
+// with a suspended checkpoint after its last one; the worker resumes it
+// from there with the same exactly-once guarantees. A thread is thus
+// never blocked by a dead run for longer than LeaseTTL + AdoptEvery plus
+// River's fetch (45 seconds and a poll with the defaults). If the former
+// process is still alive after all, its next checkpoint is refused as
+// stale and it stops.
 //
 // River's own tables are created by River's migrator, run by [Service.Start]
 // (or [Service.Migrate]) under a lock, after the store's migrations.

@@ -23,12 +23,8 @@ type Service struct {
 	st  store.Store
 	r   *runner.Runner
 	log *slog.Logger
-	// Hook, if set, is called inside the checkpoint transaction after the
-	// checkpoint and messages are written; an error rolls everything back.
-	// The continuation worker enqueues its job here.
-	Hook func(ctx context.Context, tx store.Tx, owner string, cp *store.Checkpoint, st *runstate.State) error
 	// Exclude, if set, leaves the stored messages for which it returns true
-	// out of a turn's history. The continuation worker excludes its
+	// out of a turn's history. continuation.Service.Work excludes its
 	// placeholder messages, whose final text repeats the run's answer.
 	Exclude func(m *store.Message) bool
 }
@@ -167,11 +163,6 @@ func (s *Service) Latest(ctx context.Context, owner, runID string) (*store.Check
 	return cp, nil
 }
 
-// RunIDOfInterrupt returns the run an interrupt id belongs to: it is
-// [runstate.RunOfInterrupt], kept only until its last caller
-// (cmd/baton/chatui.go) calls that instead; then it goes.
-func RunIDOfInterrupt(id string) (string, bool) { return runstate.RunOfInterrupt(id) }
-
 // Resume continues a stopped run of owner from its latest checkpoint, with
 // decisions when it waits for one, and streams its events. A checkpoint of
 // another network version is refused with a *runstate.IncompatibleError.
@@ -262,9 +253,6 @@ func (c *checkpointer) CheckpointTx(ctx context.Context, st *runstate.State, at 
 			if err := at(tx, cp.ID); err != nil {
 				return err
 			}
-		}
-		if c.s.Hook != nil {
-			return c.s.Hook(ctx, tx, c.owner, cp, st)
 		}
 		return nil
 	})

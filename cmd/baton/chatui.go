@@ -592,7 +592,7 @@ func (m *chatModel) approve(t runner.DecisionType) tea.Cmd {
 	}
 	runID, ds := m.runID, m.decisions
 	if runID == "" {
-		runID, _ = threads.RunIDOfInterrupt(m.interrupt.ID)
+		runID, _ = runstate.RunOfInterrupt(m.interrupt.ID)
 	}
 	return m.start(func(ctx context.Context, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
 		return m.be.Resume(ctx, runID, ds, report)
