@@ -6,11 +6,13 @@ import (
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/draft/drafttest"
 	"github.com/batonhq/baton/store"
+
+	"github.com/batonhq/baton/internal/testdb"
 )
 
 func TestHub(t *testing.T) {
 	t.Parallel()
-	for name, open := range backends(t) {
+	for name, open := range testdb.Backends(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			drafttest.Run(t, func(t *testing.T) (draft.Broker, store.Store) {

@@ -11,6 +11,8 @@ import (
 	"github.com/batonhq/baton/draft/drafttest"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
+
+	"github.com/batonhq/baton/internal/testdb"
 )
 
 // flushLog is a broker that records when each flush was published.
@@ -38,7 +40,7 @@ func (l *flushLog) times() []time.Time {
 // soon as Bytes accumulate, and a late subscriber sees the current draft.
 func TestWriterCadence(t *testing.T) {
 	t.Parallel()
-	for name, open := range backends(t) {
+	for name, open := range testdb.Backends(t) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			const interval = 200 * time.Millisecond
@@ -181,7 +183,7 @@ type timed struct {
 
 func setupTimed(t *testing.T, o draft.Options) *timed {
 	t.Helper()
-	st := openSQLite(t)
+	st := testdb.SQLite(t)
 	b := &timed{st: st, tg: drafttest.Target(t, st, "o"), clock: &fakeTimers{}}
 	b.w = draft.NewWriter(t.Context(), st, nil, b.tg, draft.WithTimers(o, b.clock.afterFunc))
 	return b

@@ -2,9 +2,6 @@ package pgbroker_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,44 +11,9 @@ import (
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
+
+	"github.com/batonhq/baton/internal/testdb"
 )
-
-func pgURL(t *testing.T) string {
-	t.Helper()
-	u := os.Getenv("BATON_TEST_DATABASE_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("BATON_TEST_DATABASE_URL is not set in CI: the PostgreSQL tests must run")
-		}
-		t.Skip("BATON_TEST_DATABASE_URL is not set: skipping the PostgreSQL tests")
-	}
-	return u
-}
-
-var schemaSeq atomic.Int64
-
-func openPG(t *testing.T, url, schema string) *pgstore.Store {
-	t.Helper()
-	s, err := pgstore.Open(t.Context(), url, &store.Options{Schema: schema, MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func newSchema(t *testing.T, url string) string {
-	t.Helper()
-	schema := fmt.Sprintf("pgbroker_test_%d_%d", os.Getpid(), schemaSeq.Add(1))
-	t.Cleanup(func() {
-		s, err := pgstore.Open(context.Background(), url, &store.Options{Schema: schema, NoMigrate: true})
-		if err == nil {
-			_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-			s.Close()
-		}
-	})
-	return schema
-}
 
 func newBroker(t *testing.T, st *pgstore.Store) *pgbroker.Broker {
 	t.Helper()
@@ -65,9 +27,9 @@ func newBroker(t *testing.T, st *pgstore.Store) *pgbroker.Broker {
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	url := pgURL(t)
+	url := testdb.URL(t)
 	drafttest.Run(t, func(t *testing.T) (draft.Broker, store.Store) {
-		st := openPG(t, url, newSchema(t, url))
+		st := testdb.Postgres(t, url, testdb.Schema(t, url))
 		return newBroker(t, st), st
 	})
 }
@@ -77,12 +39,12 @@ func TestConformance(t *testing.T) {
 // schema; a broker on another schema hears nothing.
 func TestAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	url := pgURL(t)
-	schema := newSchema(t, url)
-	worker := openPG(t, url, schema)
-	server := openPG(t, url, schema)
+	url := testdb.URL(t)
+	schema := testdb.Schema(t, url)
+	worker := testdb.Postgres(t, url, schema)
+	server := testdb.Postgres(t, url, schema)
 	wb, sb := newBroker(t, worker), newBroker(t, server)
-	ob := newBroker(t, openPG(t, url, newSchema(t, url)))
+	ob := newBroker(t, testdb.Postgres(t, url, testdb.Schema(t, url)))
 	ctx := t.Context()
 	tg := drafttest.Target(t, worker, "o")
 	f := draft.Filter{OwnerID: "o", ThreadID: tg.ThreadID}
