@@ -5,9 +5,8 @@ import (
 
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/draft/drafttest"
-	"github.com/batonhq/baton/store"
-
 	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/store"
 )
 
 func TestHub(t *testing.T) {

@@ -9,10 +9,9 @@ import (
 
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/draft/drafttest"
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
-
-	"github.com/batonhq/baton/internal/testdb"
 )
 
 // flushLog is a broker that records when each flush was published.

@@ -8,11 +8,10 @@ import (
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/draft/drafttest"
 	"github.com/batonhq/baton/draft/pgbroker"
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
-
-	"github.com/batonhq/baton/internal/testdb"
 )
 
 func newBroker(t *testing.T, st *pgstore.Store) *pgbroker.Broker {
