@@ -111,8 +111,14 @@ func TestAdoptOrphanedRun(t *testing.T) {
 			cont, svc := wire(t, st, n.net, cfg)
 			b := &bundle{st: st, svc: svc, cont: cont}
 			b.start(t)
+			// The process that dies: its run ends without its stop
+			// recorded, as a SIGKILL leaves it (a process that does not
+			// adopt does not hand its cancelled runs over either).
+			victim := cfg
+			victim.NoAdopt, victim.NoWorkers = true, true
+			_, dying := wire(t, st, n.net, victim)
 
-			thread, run := dyingTurn(t, svc, n)
+			thread, run := dyingTurn(t, dying, n)
 			// The dead run holds the thread until it is adopted.
 			if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run}); err != nil {
 				t.Fatalf("the dead run's lease: %v", err)
@@ -278,4 +284,43 @@ func firstCall(t *testing.T, st store.Store, run string) string {
 	}
 	t.Fatal("no tool call")
 	return ""
+}
+
+// TestCancelledRunHandedOver: in a process that adopts (serve, worker), an
+// inline run cancelled mid-flight (a shutdown) is handed to a worker at
+// once, long before its lease would expire; in a one-shot command's
+// process it keeps its lease, for the user to resume.
+func TestCancelledRunHandedOver(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			st := be.open(t)
+			n := newStallNet(t)
+			cfg := testConfig(t, st)
+			cfg.LeaseTTL = time.Hour
+			cont, svc := wire(t, st, n.net, cfg)
+			b := &bundle{st: st, svc: svc, cont: cont}
+			b.start(t)
+			_, run := dyingTurn(t, svc, n)
+			close(n.release)
+			h := waitHandover(t, cont, run, 5*time.Second)
+			if m := b.waitMessage(t, h.MessageID, 30*time.Second); m.Status != message.StatusCompleted {
+				t.Fatalf("placeholder %s, want completed", m.Status)
+			}
+
+			cli := cfg
+			cli.NoAdopt, cli.NoWorkers = true, true
+			n2 := newStallNet(t)
+			_, svc2 := wire(t, st, n2.net, cli)
+			_, run2 := dyingTurn(t, svc2, n2)
+			if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run2}); err != nil {
+				t.Fatalf("the one-shot command's cancelled run: %v, want it to keep its lease", err)
+			}
+			if _, err := cont.Lookup(ctx, owner, run2); !errors.Is(err, ErrNotSuspended) {
+				t.Fatalf("the one-shot command's cancelled run was handed over: %v", err)
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -92,10 +93,39 @@ func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 	return err
 }
 
+// AfterRun stops renewing the lease of a run executed inline. In a process
+// that adopts (serve, worker), an inline run cancelled mid-flight — the
+// process is shutting down — is handed to a worker at once rather than
+// when its lease expires; a one-shot command's cancelled run (ctrl+c in
+// the chat) keeps its lease until it expires, so that the user may resume
+// it in the same command.
 func (e extension) AfterRun(ctx context.Context, o *runner.Outcome) {
-	if jobFrom(ctx) == nil {
-		e.s.leases.drop(o.State.RunID)
+	if jobFrom(ctx) != nil {
+		return
 	}
+	s := e.s
+	s.leases.drop(o.State.RunID)
+	if s.cfg.NoAdopt || o.State.Status != runstate.StatusRunning || !cancelled(o.Err) {
+		return
+	}
+	owner, ok := store.OwnerFromContext(ctx)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	h, err := s.adopt(ctx, owner, o.State.RunID, false)
+	switch {
+	case err != nil:
+		s.log.WarnContext(ctx, "handing a cancelled run to a worker failed: it is adopted once its lease expires", "run_id", o.State.RunID, "error", err)
+	case h != nil:
+		s.log.InfoContext(ctx, "a cancelled run was handed to a worker", "run_id", o.State.RunID, "thread_id", o.State.ThreadID, "continuation_event_id", h.EventID)
+	}
+}
+
+// cancelled reports whether a run's error is its context's end.
+func cancelled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // Handover describes the hand-over of a run to a worker.

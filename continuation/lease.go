@@ -154,6 +154,12 @@ func (s *Service) AdoptExpired(ctx context.Context) (int, error) {
 // get ErrNotOrphan. The former process, if it is still alive, fails at its
 // next checkpoint (fenced) and stops.
 func (s *Service) Adopt(ctx context.Context, owner, runID string) (*Handover, error) {
+	return s.adopt(ctx, owner, runID, true)
+}
+
+// adopt hands run runID to a worker: when expired, if its lease has
+// expired; otherwise if this process holds it.
+func (s *Service) adopt(ctx context.Context, owner, runID string, expired bool) (*Handover, error) {
 	var h *Handover
 	err := s.st.Tx(ctx, func(tx store.Tx) error {
 		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
@@ -167,7 +173,11 @@ func (s *Service) Adopt(ctx context.Context, owner, runID string) (*Handover, er
 			// their queue.
 			return ErrNotOrphan
 		}
-		ok, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: runID, Expired: true})
+		release := &store.ReleaseLeaseParams{OwnerID: owner, RunID: runID, Expired: true}
+		if !expired {
+			release = &store.ReleaseLeaseParams{OwnerID: owner, RunID: runID, Holder: s.cfg.Holder}
+		}
+		ok, err := tx.ReleaseLease(ctx, release)
 		if err != nil {
 			return err
 		}
