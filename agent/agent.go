@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/internal/schemas"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/transfer"
 )
 
 // Agent is one participant of a network. An Agent is read-only once its
@@ -16,7 +16,7 @@ import (
 type Agent struct {
 	// Name identifies the agent within its network.
 	Name string
-	// Description says what the agent does; handoff tools and pickers show it.
+	// Description says what the agent does; transfer tools and pickers show it.
 	Description string
 	// Instructions is the system prompt. InstructionsFunc, if set, is used
 	// instead and may depend on the run.
@@ -28,13 +28,13 @@ type Agent struct {
 	ModelName string
 	Settings  model.Settings
 	Tools     []*Tool
-	// Handoffs are the transfers this agent may make.
-	Handoffs []*handoff.Handoff
+	// Transfers are the transfers this agent may make.
+	Transfers []*transfer.Transfer
 	// AgentTools are specialists this agent may call as tools, keeping control.
 	AgentTools []*AgentTool
 	// InputGuardrails check the user input when this agent receives it;
 	// OutputGuardrails check this agent's final answer. Neither is inherited
-	// by the target of a handoff.
+	// by the target of a transfer.
 	InputGuardrails  []Guardrail
 	OutputGuardrails []Guardrail
 	// OutputSchema, if set, asks the model for a JSON answer matching it; the
@@ -56,11 +56,11 @@ type RunContext struct {
 	RunID    string
 	ThreadID string
 	Agent    string
-	// Handoff is the context delivered to this agent, if it was handed control.
-	Handoff  *handoff.Context
-	Messages []message.Message
-	Turns    int
-	Handoffs int
+	// Transfer is the context delivered to this agent, if control was transferred to it.
+	Transfer  *transfer.Context
+	Messages  []message.Message
+	Turns     int
+	Transfers int
 	// Values are application values given to the run.
 	Values map[string]json.RawMessage
 }

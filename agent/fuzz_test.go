@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/internal/schemas"
+	"github.com/batonhq/baton/transfer"
 )
 
 // fuzzSchemas are the parameter schemas FuzzParseArguments checks against;
@@ -20,7 +20,7 @@ var fuzzSchemas = []json.RawMessage{
 	json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string","pattern":"^[0-9]+$"},"amount":{"type":"number","exclusiveMinimum":0}},"required":["order_id","amount"],"additionalProperties":false}`),
 	json.RawMessage(`{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string","maxLength":8},"maxItems":3,"uniqueItems":true},"nested":{"type":"object","properties":{"n":{"type":"integer","minimum":1,"multipleOf":3}},"required":["n"]},"kind":{"enum":["a","b",null,1.5]},"when":{"type":"string","format":"date-time"}}}`),
 	json.RawMessage(`{"type":"object","oneOf":[{"required":["a"]},{"required":["b"]}],"patternProperties":{"^x-":{"type":"boolean"}}}`),
-	handoff.DefaultContextSchema,
+	transfer.DefaultContextSchema,
 	agent.AgentToolParameters,
 }
 

@@ -17,14 +17,14 @@ import (
 type Limits struct {
 	// MaxTurns bounds model calls across all agents. Defaults to 25.
 	MaxTurns int `json:"max_turns,omitempty"`
-	// MaxHandoffs bounds handoffs. Defaults to 10.
-	MaxHandoffs int `json:"max_handoffs,omitempty"`
+	// MaxTransfers bounds transfers. Defaults to 10.
+	MaxTransfers int `json:"max_transfers,omitempty"`
 	// Timeout bounds the run's active wall-clock time. Zero means none.
 	Timeout time.Duration `json:"timeout,omitempty"`
 	// TokenBudget bounds input+output tokens across the run. Zero means none.
 	TokenBudget int64 `json:"token_budget,omitempty"`
 	// PingPong is how many alternations between the same two agents
-	// (A→B→A→B is 3 handoffs) end the run. Defaults to 3; negative disables.
+	// (A→B→A→B is 3 transfers) end the run. Defaults to 3; negative disables.
 	PingPong int `json:"ping_pong,omitempty"`
 	// OnLimit is "error" (default): a limit ends the run with a LimitError; or
 	// "final_answer": the current agent is called once more without tools and
@@ -37,8 +37,8 @@ func (l Limits) Defaults() Limits {
 	if l.MaxTurns <= 0 {
 		l.MaxTurns = 25
 	}
-	if l.MaxHandoffs <= 0 {
-		l.MaxHandoffs = 10
+	if l.MaxTransfers <= 0 {
+		l.MaxTransfers = 10
 	}
 	if l.PingPong == 0 {
 		l.PingPong = 3
@@ -175,7 +175,7 @@ func (n *Network) check(a *Agent) []error {
 			}
 		}
 	}
-	// peer checks the agent a handoff or an agent tool names, and claims the
+	// peer checks the agent a transfer or an agent tool names, and claims the
 	// tool the model calls for it.
 	peer := func(to, tool, unknown, self, what string) {
 		if _, ok := n.agents[to]; !ok {
@@ -186,12 +186,12 @@ func (n *Network) check(a *Agent) []error {
 		}
 		claim(tool, what)
 	}
-	for _, h := range a.Handoffs {
+	for _, h := range a.Transfers {
 		if h == nil {
-			bad("nil handoff")
+			bad("nil transfer")
 			continue
 		}
-		peer(h.To, h.Tool(), "handoff to unknown agent", "handoff to itself", "handoff to "+h.To)
+		peer(h.To, h.Tool(), "transfer to unknown agent", "transfer to itself", "transfer to "+h.To)
 		if err := h.Compile(); err != nil {
 			bad("%v", err)
 		}
@@ -242,7 +242,21 @@ func (n *Network) Agents() []*Agent {
 	return out
 }
 
+// limitsFP is Limits as fingerprints hash it: the JSON names are those from
+// before transfers had their word (max_handoffs), so that a network keeps
+// its fingerprint, and its stopped runs stay resumable, across the rename.
+type limitsFP struct {
+	MaxTurns     int           `json:"max_turns,omitempty"`
+	MaxTransfers int           `json:"max_handoffs,omitempty"`
+	Timeout      time.Duration `json:"timeout,omitempty"`
+	TokenBudget  int64         `json:"token_budget,omitempty"`
+	PingPong     int           `json:"ping_pong,omitempty"`
+	OnLimit      string        `json:"on_limit,omitempty"`
+}
+
 // fingerprint hashes a canonical description of everything declarative.
+// Its names predate the word transfer (an agent's transfers hash as
+// "Handoffs"), so that fingerprints did not change with it.
 func fingerprint(cfg NetworkConfig, n *Network) (string, error) {
 	type toolFP struct {
 		Name, Description string
@@ -250,7 +264,7 @@ func fingerprint(cfg NetworkConfig, n *Network) (string, error) {
 		Approval, Slow    bool
 		Timeout           time.Duration
 	}
-	type handoffFP struct {
+	type transferFP struct {
 		To, Tool, Description, History string
 		SystemMessage, Return          bool
 		Transforms                     []string
@@ -263,7 +277,7 @@ func fingerprint(cfg NetworkConfig, n *Network) (string, error) {
 		Model                           string
 		Settings                        any
 		Tools                           []toolFP
-		Handoffs                        []handoffFP
+		Transfers                       []transferFP `json:"Handoffs"`
 		AgentTools                      []AgentTool
 		Input, Output                   []string
 		OutputSchema                    json.RawMessage
@@ -278,14 +292,14 @@ func fingerprint(cfg NetworkConfig, n *Network) (string, error) {
 		for _, t := range a.Tools {
 			fp.Tools = append(fp.Tools, toolFP{t.Name, t.Description, compactJSON(t.Parameters), t.RequireApproval != nil, t.Slow, t.Timeout})
 		}
-		for _, h := range a.Handoffs {
-			hf := handoffFP{To: h.To, Tool: h.Tool(), Description: h.Description, History: string(h.Policy()),
+		for _, h := range a.Transfers {
+			hf := transferFP{To: h.To, Tool: h.Tool(), Description: h.Description, History: string(h.Policy()),
 				SystemMessage: h.SystemMessage, Return: h.Return, ContextSchema: compactJSON(h.ContextSchema),
-				Hook: h.OnHandoff != nil, Enabled: h.Enabled != nil}
+				Hook: h.OnTransfer != nil, Enabled: h.Enabled != nil}
 			for _, t := range h.Transforms {
 				hf.Transforms = append(hf.Transforms, t.Name())
 			}
-			fp.Handoffs = append(fp.Handoffs, hf)
+			fp.Transfers = append(fp.Transfers, hf)
 		}
 		for _, t := range a.AgentTools {
 			fp.AgentTools = append(fp.AgentTools, *t)
@@ -300,10 +314,10 @@ func fingerprint(cfg NetworkConfig, n *Network) (string, error) {
 	}
 	b, err := json.Marshal(struct {
 		Name, Entry, Version string
-		Limits               Limits
+		Limits               limitsFP
 		Spec                 any
 		Agents               []agentFP
-	}{cfg.Name, n.entry, cfg.Version, cfg.Limits, cfg.Spec, agents})
+	}{cfg.Name, n.entry, cfg.Version, limitsFP(cfg.Limits), cfg.Spec, agents})
 	if err != nil {
 		return "", fmt.Errorf("network %s: fingerprint: %w", cfg.Name, err)
 	}

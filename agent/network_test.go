@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/transfer"
 )
 
 var nop = model.Func(func(context.Context, *model.Request) iter.Seq2[model.Chunk, error] {
@@ -19,8 +19,8 @@ var nop = model.Func(func(context.Context, *model.Request) iter.Seq2[model.Chunk
 func build() []*agent.Agent {
 	return []*agent.Agent{
 		{Name: "triage", Instructions: "route", Model: nop, ModelName: "scripted",
-			Handoffs: []*handoff.Handoff{{To: "billing"}},
-			Tools:    []*agent.Tool{agent.StaticTool("lookup", "find", json.RawMessage(`{"type":"object"}`), "x")}},
+			Transfers: []*transfer.Transfer{{To: "billing"}},
+			Tools:     []*agent.Tool{agent.StaticTool("lookup", "find", json.RawMessage(`{"type":"object"}`), "x")}},
 		{Name: "billing", Description: "charges", Model: nop, ModelName: "scripted"},
 	}
 }
@@ -28,7 +28,7 @@ func build() []*agent.Agent {
 func TestNewNetworkReportsEveryProblem(t *testing.T) {
 	t.Parallel()
 	agents := build()
-	agents[0].Handoffs = append(agents[0].Handoffs, &handoff.Handoff{To: "nobody"}, &handoff.Handoff{To: "billing", ContextSchema: json.RawMessage(`{"type":"nope"}`), ToolName: "x"})
+	agents[0].Transfers = append(agents[0].Transfers, &transfer.Transfer{To: "nobody"}, &transfer.Transfer{To: "billing", ContextSchema: json.RawMessage(`{"type":"nope"}`), ToolName: "x"})
 	agents[0].Tools = append(agents[0].Tools, &agent.Tool{Name: "lookup", Func: func(context.Context, json.RawMessage) (string, error) { return "", nil }})
 	agents[1].Model = nil
 	agents = append(agents, &agent.Agent{Name: "bad name!", Model: nop})
@@ -37,7 +37,7 @@ func TestNewNetworkReportsEveryProblem(t *testing.T) {
 		t.Fatal("want errors")
 	}
 	for _, want := range []string{
-		`handoff to unknown agent "nobody"`,
+		`transfer to unknown agent "nobody"`,
 		`context schema`,
 		`tool name "lookup" is used by`,
 		`agent billing: no model`,
@@ -73,11 +73,13 @@ func TestFingerprint(t *testing.T) {
 		"tool schema": func(a []*agent.Agent) {
 			a[0].Tools[0].Parameters = json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`)
 		},
-		"history policy": func(a []*agent.Agent) { a[0].Handoffs[0].History = handoff.HistoryNone },
-		"transform":      func(a []*agent.Agent) { a[0].Handoffs[0].Transforms = []handoff.Transform{handoff.DropToolTraffic{}} },
-		"return mode":    func(a []*agent.Agent) { a[0].Handoffs[0].Return = true },
-		"settings":       func(a []*agent.Agent) { a[0].Settings.MaxTokens = 100 },
-		"guardrail":      func(a []*agent.Agent) { a[1].OutputGuardrails = []agent.Guardrail{{Name: "g"}} },
+		"history policy": func(a []*agent.Agent) { a[0].Transfers[0].History = transfer.HistoryNone },
+		"transform": func(a []*agent.Agent) {
+			a[0].Transfers[0].Transforms = []transfer.Transform{transfer.DropToolTraffic{}}
+		},
+		"return mode": func(a []*agent.Agent) { a[0].Transfers[0].Return = true },
+		"settings":    func(a []*agent.Agent) { a[0].Settings.MaxTokens = 100 },
+		"guardrail":   func(a []*agent.Agent) { a[1].OutputGuardrails = []agent.Guardrail{{Name: "g"}} },
 	}
 	seen := map[string]string{base: "base"}
 	for name, mut := range changes {
@@ -94,6 +96,25 @@ func TestFingerprint(t *testing.T) {
 	spaced := fp(func(a []*agent.Agent) { a[0].Tools[0].Parameters = json.RawMessage(`{ "type" : "object" }`) }, agent.Limits{})
 	if spaced != base {
 		t.Error("whitespace in a schema changes the fingerprint")
+	}
+}
+
+// TestFingerprintKnown pins a fingerprint computed before agent → agent
+// handoffs were renamed transfers: the rename must not change it, or every
+// run stopped before the upgrade would be refused on resume.
+func TestFingerprintKnown(t *testing.T) {
+	t.Parallel()
+	agents := build()
+	tr := agents[0].Transfers[0]
+	tr.Return = true
+	tr.Transforms = []transfer.Transform{transfer.DropToolTraffic{}}
+	tr.OnTransfer = func(context.Context, *transfer.Context) error { return nil }
+	n, err := agent.NewNetwork(agent.NetworkConfig{Name: "n", Agents: agents, Limits: agent.Limits{MaxTurns: 5, MaxTransfers: 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := n.Fingerprint(), "d9cea18d6b410f0b6eda1c8a"; got != want {
+		t.Errorf("fingerprint = %s, want %s", got, want)
 	}
 }
 

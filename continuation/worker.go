@@ -108,7 +108,7 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 	defer w.Abandon()
 	p := progress{w: w}
 	for _, pc := range c.cp.State.Pending {
-		if pc.Result == nil && pc.Kind != runstate.CallHandoff {
+		if pc.Result == nil && pc.Kind != runstate.CallTransfer {
 			p.tool(pc.Call.Name)
 		}
 	}

@@ -14,7 +14,7 @@ func ExampleLoad() {
 	}
 	for _, a := range spec.Network.Agents() {
 		fmt.Printf("%s:", a.Name)
-		for _, h := range a.Handoffs {
+		for _, h := range a.Transfers {
 			fmt.Printf(" %s (history %s)", h.Tool(), h.Policy())
 		}
 		fmt.Println()

@@ -21,12 +21,12 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/internal/schemas"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/policy"
+	"github.com/batonhq/baton/transfer"
 )
 
 // ProviderSpec is what a provider factory gets to build a non-scripted model.
@@ -353,7 +353,7 @@ func (l *loader) build(f *File) *Spec {
 	}
 	var limits agent.Limits
 	if lim := f.Limits; lim != nil {
-		limits = agent.Limits{MaxTurns: lim.MaxTurns, MaxHandoffs: lim.MaxHandoffs, Timeout: time.Duration(lim.Timeout),
+		limits = agent.Limits{MaxTurns: lim.MaxTurns, MaxTransfers: lim.MaxTransfers, Timeout: time.Duration(lim.Timeout),
 			TokenBudget: lim.TokenBudget, PingPong: lim.PingPong, OnLimit: lim.OnLimit}
 		switch lim.OnLimit {
 		case "", "error", "final_answer":
@@ -363,7 +363,7 @@ func (l *loader) build(f *File) *Spec {
 		for _, v := range []struct {
 			name string
 			n    int64
-		}{{"max_turns", int64(lim.MaxTurns)}, {"max_handoffs", int64(lim.MaxHandoffs)}, {"token_budget", lim.TokenBudget}} {
+		}{{"max_turns", int64(lim.MaxTurns)}, {"max_handoffs", int64(lim.MaxTransfers)}, {"token_budget", lim.TokenBudget}} {
 			if v.n < 0 {
 				l.bad("$.limits."+v.name, "%s must not be negative", v.name)
 			}
@@ -489,15 +489,15 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 		}
 		return false
 	}
-	for i, h := range s.Handoffs {
+	for i, h := range s.Transfers {
 		hp := at(field(path, "handoffs"), i)
 		if !peer(hp, "to", h.To, "handoff target (to:) is required", "cannot hand off to itself") {
 			continue
 		}
-		ho := &handoff.Handoff{To: h.To, ToolName: h.Tool, Description: h.Description, History: handoff.HistoryPolicy(h.History),
+		ho := &transfer.Transfer{To: h.To, ToolName: h.Tool, Description: h.Description, History: transfer.HistoryPolicy(h.History),
 			SystemMessage: h.SystemMessage, Return: h.Return, ContextSchema: l.objectSchema(field(hp, "context_schema"), h.ContextSchema)}
 		switch ho.Policy() {
-		case handoff.HistoryFull, handoff.HistoryLastUser, handoff.HistoryNone:
+		case transfer.HistoryFull, transfer.HistoryLastUser, transfer.HistoryNone:
 		default:
 			l.bad(field(hp, "history"), "history must be full, last_user or none (got %q)", h.History)
 		}
@@ -506,7 +506,7 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 				ho.Transforms = append(ho.Transforms, tr)
 			}
 		}
-		a.Handoffs = append(a.Handoffs, ho)
+		a.Transfers = append(a.Transfers, ho)
 	}
 	for i, t := range s.AgentTools {
 		if !peer(at(field(path, "agent_tools"), i), "agent", t.Agent, "an agent tool needs agent: (the agent to call)", "cannot call itself as a tool") {
@@ -529,7 +529,7 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 func (l *loader) toolNames(path string, s *AgentSpec, a *agent.Agent) {
 	names := map[string]string{}
 	// claim takes name for what; p is where it is declared, or the entry
-	// (of handoffs, agent_tools) whose tool: field overrides it.
+	// (of transfers, agent_tools) whose tool: field overrides it.
 	claim := func(p, tool, name, what string) {
 		if tool != "" {
 			p = field(p, "tool")
@@ -550,9 +550,9 @@ func (l *loader) toolNames(path string, s *AgentSpec, a *agent.Agent) {
 		}
 		names[name] = "tool " + name
 	}
-	for i, h := range s.Handoffs {
+	for i, h := range s.Transfers {
 		if h.To != "" {
-			ho := handoff.Handoff{To: h.To, ToolName: h.Tool}
+			ho := transfer.Transfer{To: h.To, ToolName: h.Tool}
 			claim(at(field(path, "handoffs"), i), h.Tool, ho.Tool(), "the handoff to "+h.To)
 		}
 	}
@@ -607,7 +607,7 @@ func (l *loader) guardrails(path string, gs []GuardrailSpec) []agent.Guardrail {
 	return out
 }
 
-func (l *loader) transform(path, agentName string, v any) handoff.Transform {
+func (l *loader) transform(path, agentName string, v any) transfer.Transform {
 	const want = "a transform is a name or a mapping with one key (drop_tool_traffic, redact, compact)"
 	name, args := "", any(nil)
 	switch t := v.(type) {
@@ -646,7 +646,7 @@ func (l *loader) transform(path, agentName string, v any) handoff.Transform {
 			l.bad(field(path, name), "drop_tool_traffic takes no options")
 			return nil
 		}
-		return handoff.DropToolTraffic{}
+		return transfer.DropToolTraffic{}
 	case "redact":
 		var rs redactSpec
 		if !options(&rs) {
@@ -656,7 +656,7 @@ func (l *loader) transform(path, agentName string, v any) handoff.Transform {
 			l.bad(path, "redact needs patterns: [REGEX, …]")
 			return nil
 		}
-		r := handoff.Redact{Replacement: rs.Replacement}
+		r := transfer.Redact{Replacement: rs.Replacement}
 		for i, p := range rs.Patterns {
 			if re := l.regexp(at(field(field(path, name), "patterns"), i), p); re != nil {
 				r.Patterns = append(r.Patterns, re)
@@ -683,7 +683,7 @@ func (l *loader) transform(path, agentName string, v any) handoff.Transform {
 		if m == nil {
 			return nil
 		}
-		return handoff.Compact{Model: m, KeepRecent: cs.KeepRecent, Prompt: cs.Prompt}
+		return transfer.Compact{Model: m, KeepRecent: cs.KeepRecent, Prompt: cs.Prompt}
 	}
 	l.bad(path, "unknown transform %q (want drop_tool_traffic, redact or compact)", name)
 	return nil
@@ -854,8 +854,8 @@ func (l *loader) rules(ps *PolicySpec, known func(string, string) bool) policy.R
 		if w.ToolResultMatches != "" {
 			res = l.regexp(field(rp, "when"), w.ToolResultMatches)
 		}
-		switch handoff.HistoryPolicy(r.History) {
-		case "", handoff.HistoryFull, handoff.HistoryLastUser, handoff.HistoryNone:
+		switch transfer.HistoryPolicy(r.History) {
+		case "", transfer.HistoryFull, transfer.HistoryLastUser, transfer.HistoryNone:
 		default:
 			l.bad(field(rp, "history"), "history must be full, last_user or none (got %q)", r.History)
 		}
@@ -873,7 +873,7 @@ func (l *loader) rules(ps *PolicySpec, known func(string, string) bool) policy.R
 		} else if res != nil {
 			at = policy.AfterTools
 		}
-		out = append(out, policy.Rule{Name: r.Name, From: r.From, To: r.To, At: at, History: handoff.HistoryPolicy(r.History),
+		out = append(out, policy.Rule{Name: r.Name, From: r.From, To: r.To, At: at, History: transfer.HistoryPolicy(r.History),
 			When: func(_ context.Context, v *policy.View) bool {
 				if ans != nil && !ans.MatchString(v.Answer) {
 					return false

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/policy"
+	"github.com/batonhq/baton/transfer"
 )
 
 // problem is an expected problem: its line and a part of its message.
@@ -1053,7 +1053,7 @@ func TestLoadSupportExample(t *testing.T) {
 		t.Errorf("agents %v, want %v", got, want)
 	}
 	lim := net.Limits()
-	if lim.MaxTurns != 12 || lim.MaxHandoffs != 4 || lim.Timeout != time.Minute || lim.PingPong != 3 || lim.OnLimit != "error" {
+	if lim.MaxTurns != 12 || lim.MaxTransfers != 4 || lim.Timeout != time.Minute || lim.PingPong != 3 || lim.OnLimit != "error" {
 		t.Errorf("limits %+v", lim)
 	}
 	if _, ok := spec.Policy.(policy.Explicit); !ok {
@@ -1069,12 +1069,12 @@ func TestLoadSupportExample(t *testing.T) {
 	}
 	type hf struct {
 		to, tool string
-		history  handoff.HistoryPolicy
+		history  transfer.HistoryPolicy
 		schema   bool
 		trans    []string
 	}
 	var got []hf
-	for _, h := range triage.Handoffs {
+	for _, h := range triage.Transfers {
 		var tr []string
 		for _, x := range h.Transforms {
 			tr = append(tr, x.Name())
@@ -1082,24 +1082,24 @@ func TestLoadSupportExample(t *testing.T) {
 		got = append(got, hf{h.To, h.Tool(), h.Policy(), len(h.ContextSchema) > 0, tr})
 	}
 	want := []hf{
-		{"billing", "transfer_to_billing", handoff.HistoryFull, true, nil},
-		{"refunds", "transfer_to_refunds", handoff.HistoryLastUser, true, nil},
-		{"tech", "transfer_to_tech", handoff.HistoryFull, false, []string{"drop_tool_traffic"}},
+		{"billing", "transfer_to_billing", transfer.HistoryFull, true, nil},
+		{"refunds", "transfer_to_refunds", transfer.HistoryLastUser, true, nil},
+		{"tech", "transfer_to_tech", transfer.HistoryFull, false, []string{"drop_tool_traffic"}},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("handoffs\n%v\nwant\n%v", got, want)
 	}
 	// The aliased context schema is the same on both handoffs and is enforced.
-	if string(triage.Handoffs[0].ContextSchema) != string(triage.Handoffs[1].ContextSchema) {
+	if string(triage.Transfers[0].ContextSchema) != string(triage.Transfers[1].ContextSchema) {
 		t.Errorf("context schemas differ")
 	}
-	h := triage.Handoffs[0]
+	h := triage.Transfers[0]
 	if _, err := h.BuildContext("triage", json.RawMessage(`{"order_id":"x1","issue":"double_charge","reason":"r"}`)); err == nil {
 		t.Errorf("order_id x1 passed the pattern ^[0-9]+$")
 	}
-	hc, err := h.BuildContext("triage", json.RawMessage(`{"order_id":"1234","issue":"double_charge","reason":"twice"}`))
-	if err != nil || hc.Reason != "twice" {
-		t.Errorf("context %+v, %v", hc, err)
+	tc, err := h.BuildContext("triage", json.RawMessage(`{"order_id":"1234","issue":"double_charge","reason":"twice"}`))
+	if err != nil || tc.Reason != "twice" {
+		t.Errorf("context %+v, %v", tc, err)
 	}
 
 	refunds, _ := net.Agent("refunds")
@@ -1245,7 +1245,7 @@ func TestParseFullNetwork(t *testing.T) {
 	if net.Entry() != "front" {
 		t.Errorf("entry %q", net.Entry())
 	}
-	wantLimits := agent.Limits{MaxTurns: 7, MaxHandoffs: 3, Timeout: 90 * time.Second, TokenBudget: 5000, PingPong: -1, OnLimit: "final_answer"}
+	wantLimits := agent.Limits{MaxTurns: 7, MaxTransfers: 3, Timeout: 90 * time.Second, TokenBudget: 5000, PingPong: -1, OnLimit: "final_answer"}
 	if net.Limits() != wantLimits {
 		t.Errorf("limits %+v, want %+v", net.Limits(), wantLimits)
 	}
@@ -1280,8 +1280,8 @@ func TestParseFullNetwork(t *testing.T) {
 		t.Errorf("agent tools %+v", front.AgentTools)
 	}
 
-	h := front.Handoffs[0]
-	if h.To != "billing" || h.Tool() != "escalate" || h.Description != "Money matters." || h.Policy() != handoff.HistoryNone || !h.SystemMessage || !h.Return {
+	h := front.Transfers[0]
+	if h.To != "billing" || h.Tool() != "escalate" || h.Description != "Money matters." || h.Policy() != transfer.HistoryNone || !h.SystemMessage || !h.Return {
 		t.Errorf("handoff %+v", h)
 	}
 	var names []string
@@ -1291,11 +1291,11 @@ func TestParseFullNetwork(t *testing.T) {
 	if strings.Join(names, ",") != "drop_tool_traffic,redact,compact" {
 		t.Errorf("transforms %v", names)
 	}
-	red := h.Transforms[1].(handoff.Redact)
+	red := h.Transforms[1].(transfer.Redact)
 	if red.Replacement != "[card]" || len(red.Patterns) != 1 || red.Patterns[0].String() != `\d{4}` {
 		t.Errorf("redact %+v", red)
 	}
-	cp := h.Transforms[2].(handoff.Compact)
+	cp := h.Transforms[2].(transfer.Compact)
 	if cp.KeepRecent != 4 || cp.Prompt != "Summarise." || cp.Model == nil {
 		t.Errorf("compact %+v", cp)
 	}
@@ -1355,7 +1355,7 @@ func TestParseFullNetwork(t *testing.T) {
 	}
 	view := &policy.View{Agent: "front", Input: "a refund please", Turns: 1}
 	d, fired, err := spec.Policy.Next(t.Context(), view)
-	if err != nil || !fired || d.To != "billing" || d.History != handoff.HistoryLastUser {
+	if err != nil || !fired || d.To != "billing" || d.History != transfer.HistoryLastUser {
 		t.Errorf("rule: %+v %v %v", d, fired, err)
 	}
 	view.Turns = 0

@@ -85,12 +85,12 @@ type RuleCondition struct {
 
 // LimitsSpec bounds runs.
 type LimitsSpec struct {
-	MaxTurns    int      `yaml:"max_turns" json:"max_turns,omitempty"`
-	MaxHandoffs int      `yaml:"max_handoffs" json:"max_handoffs,omitempty"`
-	Timeout     Duration `yaml:"timeout" json:"timeout,omitempty"`
-	TokenBudget int64    `yaml:"token_budget" json:"token_budget,omitempty"`
-	PingPong    int      `yaml:"ping_pong" json:"ping_pong,omitempty"`
-	OnLimit     string   `yaml:"on_limit" json:"on_limit,omitempty"`
+	MaxTurns     int      `yaml:"max_turns" json:"max_turns,omitempty"`
+	MaxTransfers int      `yaml:"max_handoffs" json:"max_handoffs,omitempty"`
+	Timeout      Duration `yaml:"timeout" json:"timeout,omitempty"`
+	TokenBudget  int64    `yaml:"token_budget" json:"token_budget,omitempty"`
+	PingPong     int      `yaml:"ping_pong" json:"ping_pong,omitempty"`
+	OnLimit      string   `yaml:"on_limit" json:"on_limit,omitempty"`
 }
 
 // ToolSpec declares a tool. Offline networks give a fixed Result; Go
@@ -134,7 +134,7 @@ type AgentSpec struct {
 	Instructions string `yaml:"instructions" json:"instructions,omitempty"`
 	ModelSpec    `yaml:",inline"`
 	Tools        []string        `yaml:"tools" json:"tools,omitempty"`
-	Handoffs     []HandoffSpec   `yaml:"handoffs" json:"handoffs,omitempty"`
+	Transfers    []HandoffSpec   `yaml:"handoffs" json:"handoffs,omitempty"`
 	AgentTools   []AgentToolSpec `yaml:"agent_tools" json:"agent_tools,omitempty"`
 	OutputSchema map[string]any  `yaml:"output_schema" json:"output_schema,omitempty"`
 	Continuation string          `yaml:"continuation" json:"continuation,omitempty"`

@@ -4,8 +4,8 @@ import (
 	"context"
 	"strings"
 
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/transfer"
 )
 
 // Point is when a policy is consulted.
@@ -27,23 +27,23 @@ type View struct {
 	Agent    string
 	Messages []message.Message
 	// Answer is the active agent's answer at AfterAnswer.
-	Answer   string
-	Turns    int
-	Handoffs int
-	Trail    []string
-	Usage    message.Usage
+	Answer    string
+	Turns     int
+	Transfers int
+	Trail     []string
+	Usage     message.Usage
 	// Input is the user input that started the run.
 	Input string
 }
 
-// Decision hands control to another agent.
+// Decision transfers control to another agent.
 type Decision struct {
 	To     string
 	Reason string
 	// Type is TypeSequential or TypeRule.
-	Type handoff.Type
+	Type transfer.Type
 	// History is what the target sees. Defaults to full.
-	History handoff.HistoryPolicy
+	History transfer.HistoryPolicy
 	// Input, if set, replaces the target's history with one user message
 	// (used by pipelines to hand on the previous step's answer).
 	Input string
@@ -57,8 +57,8 @@ type Policy interface {
 	Name() string
 }
 
-// Explicit is the policy of model-chosen handoffs: it never decides anything
-// itself, leaving transfers to the handoff tools. It is the default.
+// Explicit is the policy of model-chosen transfers: it never decides anything
+// itself, leaving transfers to the transfer tools. It is the default.
 type Explicit struct{}
 
 // Name returns "explicit".
@@ -89,14 +89,14 @@ func (s Sequential) Next(_ context.Context, v *View) (Decision, bool, error) {
 			b.WriteString("\">\n")
 			b.WriteString(v.Answer)
 			b.WriteString("\n</previous_step>")
-			return Decision{To: next, Type: handoff.TypeSequential, History: handoff.HistoryNone,
+			return Decision{To: next, Type: transfer.TypeSequential, History: transfer.HistoryNone,
 				Reason: "pipeline step " + v.Agent + " finished", Input: b.String()}, true, nil
 		}
 	}
 	return Decision{}, false, nil
 }
 
-// Rule is an automatic handoff on run state.
+// Rule is an automatic transfer on run state.
 type Rule struct {
 	// Name identifies the rule in fingerprints, events and logs.
 	Name string
@@ -108,10 +108,10 @@ type Rule struct {
 	When func(ctx context.Context, v *View) bool
 	To   string
 	// History is what the target sees. Defaults to full.
-	History handoff.HistoryPolicy
+	History transfer.HistoryPolicy
 }
 
-// Rules hands off by the first matching rule.
+// Rules transfers by the first matching rule.
 type Rules []Rule
 
 // Name lists the rule names.
@@ -130,7 +130,7 @@ func (r Rules) Next(ctx context.Context, v *View) (Decision, bool, error) {
 			continue
 		}
 		if x.When != nil && x.When(ctx, v) {
-			return Decision{To: x.To, Type: handoff.TypeRule, Reason: "rule " + x.Name, History: x.History}, true, nil
+			return Decision{To: x.To, Type: transfer.TypeRule, Reason: "rule " + x.Name, History: x.History}, true, nil
 		}
 	}
 	return Decision{}, false, nil

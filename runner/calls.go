@@ -36,7 +36,7 @@ func (x *run) runPending(ctx context.Context) (wait bool, err error) {
 	}
 	x.callsChecked = false
 	// 3. Tools and agent tools run (concurrently when several); the first
-	// handoff call wins and the others are answered "not taken".
+	// transfer call wins and the others are answered "not taken".
 	if err := x.execTools(ctx, p); err != nil {
 		return false, err
 	}
@@ -224,13 +224,13 @@ func (x *run) inlineFallback(ctx context.Context, p *plan, cause error) error {
 	return x.checkpoint(ctx)
 }
 
-// execTools runs every pending non-handoff call that has no result yet and
+// execTools runs every pending non-transfer call that has no result yet and
 // records each result the moment it returns.
 func (x *run) execTools(ctx context.Context, p *plan) error {
 	st := x.st
 	var todo []int
 	for i := range st.Pending {
-		if st.Pending[i].Result == nil && st.Pending[i].Kind != runstate.CallHandoff {
+		if st.Pending[i].Result == nil && st.Pending[i].Kind != runstate.CallTransfer {
 			todo = append(todo, i)
 		}
 	}
@@ -284,7 +284,7 @@ func (x *run) execOne(ctx context.Context, p *plan, i int) error {
 	defer x.mu.Unlock()
 	st.Pending[i].Result = &runstate.Result{Output: out, IsError: isErr}
 	if x.joinFollows() {
-		// The turn's last result, and no handoff to prepare: afterTools
+		// The turn's last result, and no transfer to prepare: afterTools
 		// joins the results and checkpoints them right away, with nothing
 		// in between, so this checkpoint would be written twice.
 		return nil
@@ -293,11 +293,11 @@ func (x *run) execOne(ctx context.Context, p *plan, i int) error {
 }
 
 // joinFollows reports whether every pending call has its result and none
-// is a handoff (whose preparation, with its hook, comes before the join):
+// is a transfer (whose preparation, with its hook, comes before the join):
 // what afterTools checkpoints next is then this state, joined.
 func (x *run) joinFollows() bool {
 	for _, pc := range x.st.Pending {
-		if pc.Result == nil || pc.Kind == runstate.CallHandoff {
+		if pc.Result == nil || pc.Kind == runstate.CallTransfer {
 			return false
 		}
 	}
@@ -310,8 +310,8 @@ func (x *run) callTool(ctx context.Context, p *plan, e toolEntry, call message.T
 	switch {
 	case e.kind == runstate.CallAgentTool:
 		return x.callAgentTool(ctx, e.agentTool, call)
-	case e.tool == nil && call.Name == HandoffContextTool && x.st.Handoff != nil:
-		out, isErr = x.readHandoffContext(call)
+	case e.tool == nil && call.Name == TransferContextTool && x.st.Transfer != nil:
+		out, isErr = x.readTransferContext(call)
 		return out, isErr, nil
 	case e.tool == nil:
 		return "unknown tool " + strconv.Quote(call.Name) + " for agent " + p.a.Name, true, nil
@@ -342,16 +342,16 @@ func (x *run) callTool(ctx context.Context, p *plan, e toolEntry, call message.T
 	return "error: " + err.Error(), true, nil
 }
 
-// readHandoffContext answers a call of [HandoffContextTool]: the full value
-// of a field of the active handoff context delivered by reference.
-func (x *run) readHandoffContext(call message.ToolCall) (out string, isErr bool) {
+// readTransferContext answers a call of [TransferContextTool]: the full value
+// of a field of the active transfer context delivered by reference.
+func (x *run) readTransferContext(call message.ToolCall) (out string, isErr bool) {
 	var in struct {
 		Ref string `json:"ref"`
 	}
 	if json.Unmarshal(call.Arguments, &in) != nil {
 		return "invalid arguments: want {\"ref\": string}", true
 	}
-	v, ok := x.st.Handoff.Lookup(in.Ref)
+	v, ok := x.st.Transfer.Lookup(in.Ref)
 	if !ok {
 		return "unknown reference " + strconv.Quote(in.Ref), true
 	}
@@ -403,13 +403,13 @@ func (x *run) callAgentTool(ctx context.Context, at *agent.AgentTool, call messa
 	return child.FinalOutput, false, nil
 }
 
-// afterTools finishes a turn whose calls ran: the winning handoff, the
+// afterTools finishes a turn whose calls ran: the winning transfer, the
 // results joined to the history, the checkpoint, the policy.
 func (x *run) afterTools(ctx context.Context, p *plan) (wait bool, err error) {
 	st := x.st
 	var move *pendingMove
-	if win := x.firstHandoff(p); win >= 0 {
-		move, err = x.prepareHandoff(ctx, p, &st.Pending[win])
+	if win := x.firstTransfer(p); win >= 0 {
+		move, err = x.prepareTransfer(ctx, p, &st.Pending[win])
 		if err != nil {
 			return false, err
 		}
@@ -431,29 +431,29 @@ func (x *run) afterTools(ctx context.Context, p *plan) (wait bool, err error) {
 		return false, &Error{Kind: KindSystem, Agent: st.Agent, Err: fmt.Errorf("policy %s: %w", x.r.cfg.Policy.Name(), err)}
 	}
 	if ok {
-		return false, x.policyHandoff(ctx, d)
+		return false, x.policyTransfer(ctx, d)
 	}
 	return false, nil
 }
 
-// firstHandoff returns the index of the turn's first pending handoff call
+// firstTransfer returns the index of the turn's first pending transfer call
 // without a result, the one taken (-1 if none), and answers the others
 // "not taken".
-func (x *run) firstHandoff(p *plan) int {
+func (x *run) firstTransfer(p *plan) int {
 	st := x.st
 	win := -1
 	for i := range st.Pending {
 		pc := &st.Pending[i]
-		if pc.Kind != runstate.CallHandoff || pc.Result != nil {
+		if pc.Kind != runstate.CallTransfer || pc.Result != nil {
 			continue
 		}
 		if win < 0 {
 			win = i
 			continue
 		}
-		first := p.byName[st.Pending[win].Call.Name].handoff.To
+		first := p.byName[st.Pending[win].Call.Name].transfer.To
 		pc.Result = &runstate.Result{Output: "not taken: this turn already hands off to " + first + "; only the first handoff of a turn is taken", IsError: true}
-		x.emit(&HandoffRejectedEvent{Header: Header{Type: TypeHandoffRejected}, From: st.Agent, To: p.byName[pc.Call.Name].handoff.To, Tool: pc.Call.Name, Error: pc.Result.Output})
+		x.emit(&TransferRejectedEvent{Header: Header{Type: TypeTransferRejected}, From: st.Agent, To: p.byName[pc.Call.Name].transfer.To, Tool: pc.Call.Name, Error: pc.Result.Output})
 	}
 	return win
 }

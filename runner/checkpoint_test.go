@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
 // describe renders each checkpoint as "status/pending results/last
@@ -49,7 +49,7 @@ func (m *memCheckpoints) describe(t *testing.T) []string {
 // call, every step boundary is written, and boundaries
 // with nothing in between share one write: a model turn whose calls stop
 // the run is written once, with the stop; the last tool result of a turn
-// without handoffs is written with the results joined.
+// without transfers is written with the results joined.
 func TestCheckpointBoundaries(t *testing.T) {
 	t.Parallel()
 	tool := func(name string) *agent.Tool {
@@ -99,15 +99,15 @@ func TestCheckpointBoundaries(t *testing.T) {
 			// The first result to return is written on its own.
 			want: []string{"running/0of0/user", "running/0of2/assistant", "running/1of2/assistant", "running/0of0/tool", "completed/0of0/assistant"},
 		},
-		"tool and handoff": {
+		"tool and transfer": {
 			build: func() []*agent.Agent {
 				a, _ := ag("a", calls("lookup", `{}`, "transfer_to_b", `{}`))
 				a.Tools = []*agent.Tool{tool("lookup")}
-				a.Handoffs = []*handoff.Handoff{{To: "b"}}
+				a.Transfers = []*transfer.Transfer{{To: "b"}}
 				b, _ := ag("b", text("b here"))
 				return []*agent.Agent{a, b}
 			},
-			// The tool's result is written before the handoff is prepared.
+			// The tool's result is written before the transfer is prepared.
 			want: []string{"running/0of0/user", "running/0of2/assistant", "running/1of2/assistant", "running/0of0/tool", "completed/0of0/assistant"},
 		},
 	} {

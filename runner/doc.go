@@ -1,5 +1,5 @@
 // Package runner runs the agent loop of a network: model → tool calls →
-// handoff detection → next agent, with limits (turns, handoffs, ping-pong,
+// transfer detection → next agent, with limits (turns, transfers, ping-pong,
 // token budget, wall-clock timeout), retries of transient model and tool
 // errors, per-agent guardrails, approval interrupts, a background boundary,
 // and checkpoints at every step boundary through a [Checkpointer].

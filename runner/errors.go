@@ -47,11 +47,11 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Limit names.
 const (
-	LimitMaxTurns    = "max_turns"
-	LimitMaxHandoffs = "max_handoffs"
-	LimitPingPong    = "ping_pong"
-	LimitTokenBudget = "token_budget"
-	LimitTimeout     = "timeout"
+	LimitMaxTurns     = "max_turns"
+	LimitMaxTransfers = "max_handoffs"
+	LimitPingPong     = "ping_pong"
+	LimitTokenBudget  = "token_budget"
+	LimitTimeout      = "timeout"
 )
 
 // LimitError ends a run that reached a limit.

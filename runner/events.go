@@ -3,9 +3,9 @@ package runner
 import (
 	"encoding/json"
 
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
 // EventType names an event. It is the `type` field of `baton run --json`
@@ -14,18 +14,18 @@ type EventType string
 
 // Event types.
 const (
-	TypeRunStart        EventType = "run_start"
-	TypeAgentStart      EventType = "agent_start"
-	TypeTextDelta       EventType = "text_delta"
-	TypeMessage         EventType = "message"
-	TypeToolCall        EventType = "tool_call"
-	TypeToolResult      EventType = "tool_result"
-	TypeHandoff         EventType = "handoff"
-	TypeHandoffRejected EventType = "handoff_rejected"
-	TypeInterrupt       EventType = "interrupt"
-	TypeSuspended       EventType = "suspended"
-	TypeRunEnd          EventType = "run_end"
-	TypeError           EventType = "error"
+	TypeRunStart         EventType = "run_start"
+	TypeAgentStart       EventType = "agent_start"
+	TypeTextDelta        EventType = "text_delta"
+	TypeMessage          EventType = "message"
+	TypeToolCall         EventType = "tool_call"
+	TypeToolResult       EventType = "tool_result"
+	TypeTransfer         EventType = "handoff"
+	TypeTransferRejected EventType = "handoff_rejected"
+	TypeInterrupt        EventType = "interrupt"
+	TypeSuspended        EventType = "suspended"
+	TypeRunEnd           EventType = "run_end"
+	TypeError            EventType = "error"
 )
 
 // Event is one typed event of a run: one of the *…Event types of this
@@ -102,22 +102,22 @@ type ToolResultEvent struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// HandoffEvent is control moving from one agent to another.
-type HandoffEvent struct {
+// TransferEvent is control moving from one agent to another.
+type TransferEvent struct {
 	Header
-	ID            string                `json:"handoff_id"`
-	From          string                `json:"from"`
-	To            string                `json:"to"`
-	HandoffType   handoff.Type          `json:"handoff_type"`
-	Tool          string                `json:"tool,omitempty"`
-	Reason        string                `json:"reason,omitempty"`
-	Context       json.RawMessage       `json:"context,omitempty"`
-	HistoryPolicy handoff.HistoryPolicy `json:"history_policy"`
-	Transforms    []string              `json:"transforms,omitempty"`
+	ID            string                 `json:"handoff_id"`
+	From          string                 `json:"from"`
+	To            string                 `json:"to"`
+	TransferType  transfer.Type          `json:"handoff_type"`
+	Tool          string                 `json:"tool,omitempty"`
+	Reason        string                 `json:"reason,omitempty"`
+	Context       json.RawMessage        `json:"context,omitempty"`
+	HistoryPolicy transfer.HistoryPolicy `json:"history_policy"`
+	Transforms    []string               `json:"transforms,omitempty"`
 }
 
-// HandoffRejectedEvent is a handoff that did not happen.
-type HandoffRejectedEvent struct {
+// TransferRejectedEvent is a transfer that did not happen.
+type TransferRejectedEvent struct {
 	Header
 	From  string `json:"from"`
 	To    string `json:"to"`
@@ -145,7 +145,7 @@ type RunEndEvent struct {
 	Status    runstate.Status `json:"status"`
 	LastAgent string          `json:"last_agent"`
 	Turns     int             `json:"turns"`
-	Handoffs  int             `json:"handoffs"`
+	Transfers int             `json:"handoffs"`
 	Usage     message.Usage   `json:"usage"`
 	Output    string          `json:"output,omitempty"`
 	// Limit names the limit that ended the run with a final answer, if any.
@@ -214,8 +214,8 @@ func EventsBetween(prev, cur *runstate.State) []Event {
 	for i := min(skip, len(cur.Transcript)); i < len(cur.Transcript); i++ {
 		evs = appendAnswerEvents(evs, &cur.Transcript[i])
 	}
-	if hc := movedBetween(prev, cur); hc != nil {
-		evs = appendMoveEvents(evs, hc)
+	if tc := movedBetween(prev, cur); tc != nil {
+		evs = appendMoveEvents(evs, tc)
 	}
 	return appendStopEvents(evs, cur)
 }
@@ -237,28 +237,28 @@ func appendStartEvents(evs []Event, prev, cur *runstate.State) []Event {
 	return evs
 }
 
-// movedBetween returns the handoff context of the move of control between
+// movedBetween returns the transfer context of the move of control between
 // prev and cur, nil if there was none. A step moves control at most once:
 // every move is checkpointed.
-func movedBetween(prev, cur *runstate.State) *handoff.Context {
-	handoffs := 0
+func movedBetween(prev, cur *runstate.State) *transfer.Context {
+	transfers := 0
 	if prev != nil {
 		if len(cur.Stack) < len(prev.Stack) {
 			return returnContext(&prev.Stack[len(prev.Stack)-1], prev.Agent)
 		}
-		handoffs = prev.Handoffs
+		transfers = prev.Transfers
 	}
-	if cur.Handoffs <= handoffs {
+	if cur.Transfers <= transfers {
 		return nil
 	}
-	if hc := cur.Handoff; hc != nil && hc.To == cur.Agent {
-		return hc
+	if tc := cur.Transfer; tc != nil && tc.To == cur.Agent {
+		return tc
 	}
 	from := cur.Agent
 	if n := len(cur.Trail); n >= 2 {
 		from = cur.Trail[n-2]
 	}
-	return &handoff.Context{From: from, To: cur.Agent}
+	return &transfer.Context{From: from, To: cur.Agent}
 }
 
 // appendStopEvents appends the events of cur's status when the run stopped
@@ -335,13 +335,13 @@ func toolResultEvent(agent string, p *message.Part) *ToolResultEvent {
 	return ev
 }
 
-// appendMoveEvents appends the events of control moving as hc says: the
+// appendMoveEvents appends the events of control moving as tc says: the
 // handoff and the target's agent_start.
-func appendMoveEvents(evs []Event, hc *handoff.Context) []Event {
+func appendMoveEvents(evs []Event, tc *transfer.Context) []Event {
 	return append(evs,
-		&HandoffEvent{Header: Header{Type: TypeHandoff}, ID: hc.ID, From: hc.From, To: hc.To, HandoffType: hc.Type, Tool: hc.Tool,
-			Reason: hc.Reason, Context: hc.Data, HistoryPolicy: hc.History, Transforms: hc.Transforms},
-		agentStartEvent(hc.To, string(hc.Type)))
+		&TransferEvent{Header: Header{Type: TypeTransfer}, ID: tc.ID, From: tc.From, To: tc.To, TransferType: tc.Type, Tool: tc.Tool,
+			Reason: tc.Reason, Context: tc.Data, HistoryPolicy: tc.History, Transforms: tc.Transforms},
+		agentStartEvent(tc.To, string(tc.Type)))
 }
 
 func interruptEvent(ir *runstate.Interrupt) *InterruptEvent {
@@ -362,5 +362,5 @@ func failureEvent(st *runstate.State) *ErrorEvent {
 // ended it with a final answer, if any.
 func runEndEvent(st *runstate.State, status runstate.Status, limit string) *RunEndEvent {
 	return &RunEndEvent{Header: Header{Type: TypeRunEnd}, Status: status, LastAgent: st.Agent, Turns: st.Turns,
-		Handoffs: st.Handoffs, Usage: st.Usage, Output: st.FinalOutput, Limit: limit}
+		Transfers: st.Transfers, Usage: st.Usage, Output: st.FinalOutput, Limit: limit}
 }

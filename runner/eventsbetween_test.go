@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
 // TestEventsBetweenMatchesLive runs networks with a checkpointer and checks
@@ -41,7 +41,7 @@ func TestEventsBetweenMatchesLive(t *testing.T) {
 			build: func() []*agent.Agent {
 				triage, _ := ag("triage", calls("lookup", `{"order":"1234"}`, "transfer_to_billing", `{"order_id":"1234","reason":"charged twice"}`))
 				triage.Tools = []*agent.Tool{tool("lookup")}
-				triage.Handoffs = []*handoff.Handoff{{To: "billing", ContextSchema: orderSchema}}
+				triage.Transfers = []*transfer.Transfer{{To: "billing", ContextSchema: orderSchema}}
 				billing, _ := ag("billing", text("refunded the duplicate"))
 				return []*agent.Agent{triage, billing}
 			},
@@ -49,7 +49,7 @@ func TestEventsBetweenMatchesLive(t *testing.T) {
 		"return to caller": {
 			build: func() []*agent.Agent {
 				lead, _ := ag("lead", calls("transfer_to_expert", `{"reason":"need numbers"}`), text("final: 42"))
-				lead.Handoffs = []*handoff.Handoff{{To: "expert", Return: true}}
+				lead.Transfers = []*transfer.Transfer{{To: "expert", Return: true}}
 				expert, _ := ag("expert", text("the answer is 42"))
 				return []*agent.Agent{lead, expert}
 			},
@@ -102,14 +102,14 @@ func TestEventsBetweenMatchesLive(t *testing.T) {
 			limits: agent.Limits{MaxTurns: 1},
 			failed: true,
 		},
-		"rejected handoff": {
+		"rejected transfer": {
 			build: func() []*agent.Agent {
 				triage, _ := ag("triage", calls("transfer_to_billing", `{"order_id":"x"}`), text("sorry"))
-				triage.Handoffs = []*handoff.Handoff{{To: "billing", ContextSchema: orderSchema}}
+				triage.Transfers = []*transfer.Transfer{{To: "billing", ContextSchema: orderSchema}}
 				billing, _ := ag("billing", text("unused"))
 				return []*agent.Agent{triage, billing}
 			},
-			notDerived: []runner.EventType{runner.TypeHandoffRejected},
+			notDerived: []runner.EventType{runner.TypeTransferRejected},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -63,7 +63,7 @@ type Turn struct {
 }
 
 // AddSystem appends text to the system prompt of this turn, after the
-// agent's instructions and its handoff context block. Empty text is ignored.
+// agent's instructions and its transfer context block. Empty text is ignored.
 func (t *Turn) AddSystem(text string) {
 	if text != "" {
 		t.system = append(t.system, text)

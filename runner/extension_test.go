@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
 // txCheckpoints is a runner.TxCheckpointer that records what happened in
@@ -75,7 +75,7 @@ func TestExtensionPoints(t *testing.T) {
 	a, recA := ag("a", calls("lookup", `{}`, "transfer_to_b", `{}`))
 	a.Tools = []*agent.Tool{{Name: "lookup", Func: func(context.Context, json.RawMessage) (string, error) { return "ok", nil },
 		RequireApproval: func(context.Context, json.RawMessage) bool { return true }}}
-	a.Handoffs = []*handoff.Handoff{{To: "b"}}
+	a.Transfers = []*transfer.Transfer{{To: "b"}}
 	b, recB := ag("b", text("b here"))
 	tr := &traceExt{}
 	ck := &txCheckpoints{}

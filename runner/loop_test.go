@@ -11,13 +11,13 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/policy"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
 func TestLimits(t *testing.T) {
@@ -38,7 +38,7 @@ func TestLimits(t *testing.T) {
 				break
 			}
 			a, _ := ag(name, calls("transfer_to_"+next, `{}`))
-			a.Handoffs = []*handoff.Handoff{{To: next}}
+			a.Transfers = []*transfer.Transfer{{To: next}}
 			out = append(out, a)
 		}
 		return out
@@ -54,7 +54,7 @@ func TestLimits(t *testing.T) {
 		want   string
 	}{
 		{"MaxTurns", func() []*agent.Agent { return []*agent.Agent{loopTool()} }, agent.Limits{MaxTurns: 3}, runner.LimitMaxTurns},
-		{"MaxHandoffs", chain, agent.Limits{MaxHandoffs: 2}, runner.LimitMaxHandoffs},
+		{"MaxTransfers", chain, agent.Limits{MaxTransfers: 2}, runner.LimitMaxTransfers},
 		{"TokenBudget", func() []*agent.Agent { return []*agent.Agent{loopTool()} }, agent.Limits{TokenBudget: 10}, runner.LimitTokenBudget},
 		{"Timeout", func() []*agent.Agent { return []*agent.Agent{slow()} }, agent.Limits{Timeout: 20 * time.Millisecond}, runner.LimitTimeout},
 	}
@@ -96,16 +96,16 @@ func TestLimits(t *testing.T) {
 			t.Errorf("final call still offered %d tools", len(last.Tools))
 		}
 	})
-	t.Run("FinalAnswerOnHandoffLimit", func(t *testing.T) {
+	t.Run("FinalAnswerOnTransferLimit", func(t *testing.T) {
 		t.Parallel()
 		agents := chain()
 		agents[1].Model = scripted.New("c1", []scripted.Step{calls("transfer_to_c2", `{}`), text("c1 wraps up")}, scripted.Options{})
-		r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{MaxHandoffs: 1, OnLimit: "final_answer"}, agents...)})
+		r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{MaxTransfers: 1, OnLimit: "final_answer"}, agents...)})
 		res, err := r.Run(t.Context(), "go")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.LastAgent != "c1" || res.Output != "c1 wraps up" || res.Limit != runner.LimitMaxHandoffs {
+		if res.LastAgent != "c1" || res.Output != "c1 wraps up" || res.Limit != runner.LimitMaxTransfers {
 			t.Fatalf("result = %+v", res)
 		}
 		if err := message.Validate(res.State.Messages); err != nil {
@@ -287,7 +287,7 @@ func TestPoliciesAndPickers(t *testing.T) {
 		r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, research, analysis, report),
 			Policy: policy.Sequential{Steps: []string{"research", "analysis", "report"}}})
 		res, err := r.Run(t.Context(), "study EVs")
-		if err != nil || res.LastAgent != "report" || res.Handoffs != 2 || res.Output != "report" {
+		if err != nil || res.LastAgent != "report" || res.Transfers != 2 || res.Output != "report" {
 			t.Fatalf("run = %+v, %v", res, err)
 		}
 		in := arec.last(t).Messages
@@ -308,9 +308,9 @@ func TestPoliciesAndPickers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hs := ofType[*runner.HandoffEvent](evs)
-		if len(hs) != 1 || hs[0].HandoffType != handoff.TypeRule || hs[0].Reason != "rule vip" {
-			t.Fatalf("handoffs = %+v", hs)
+		hs := ofType[*runner.TransferEvent](evs)
+		if len(hs) != 1 || hs[0].TransferType != transfer.TypeRule || hs[0].Reason != "rule vip" {
+			t.Fatalf("transfers = %+v", hs)
 		}
 	})
 	mk := func() (*agent.Network, *agent.Agent) {
@@ -503,7 +503,7 @@ func TestResumeAfterCrashMatchesUninterruptedRun(t *testing.T) {
 	build := func(block chan struct{}) (*runner.Runner, *memCheckpoints, *atomic.Int32) {
 		var lookups atomic.Int32
 		triage, _ := ag("triage", calls("transfer_to_billing", `{"reason":"charge"}`))
-		triage.Handoffs = []*handoff.Handoff{{To: "billing"}}
+		triage.Transfers = []*transfer.Transfer{{To: "billing"}}
 		billing, _ := ag("billing", calls("lookup", `{}`), calls("refund", `{}`), text("all done"))
 		billing.Tools = []*agent.Tool{
 			{Name: "lookup", Func: func(context.Context, json.RawMessage) (string, error) { lookups.Add(1); return "order", nil }},
@@ -545,8 +545,8 @@ func TestResumeAfterCrashMatchesUninterruptedRun(t *testing.T) {
 	if got, w := transcriptShape(res.Messages), transcriptShape(want.Messages); got != w {
 		t.Errorf("resumed transcript:\n%s\nwant:\n%s", got, w)
 	}
-	if res.Turns != want.Turns || res.Handoffs != want.Handoffs || res.Usage != want.Usage {
-		t.Errorf("counters after resume: turns %d handoffs %d usage %+v, want %d %d %+v", res.Turns, res.Handoffs, res.Usage, want.Turns, want.Handoffs, want.Usage)
+	if res.Turns != want.Turns || res.Transfers != want.Transfers || res.Usage != want.Usage {
+		t.Errorf("counters after resume: turns %d transfers %d usage %+v, want %d %d %+v", res.Turns, res.Transfers, res.Usage, want.Turns, want.Transfers, want.Usage)
 	}
 	if lookups.Load() != 1 || freshLookups.Load() != 0 {
 		t.Errorf("lookup ran %d+%d times; a recorded result must not run again", lookups.Load(), freshLookups.Load())
@@ -581,7 +581,7 @@ func TestResumeRefusesOtherNetworkVersion(t *testing.T) {
 func TestStreamEvents(t *testing.T) {
 	t.Parallel()
 	triage := &agent.Agent{Name: "triage", Model: scripted.New("triage", []scripted.Step{{Text: "one two three four", ToolCalls: []scripted.Call{{Name: "transfer_to_b", Arguments: json.RawMessage(`{"reason":"r"}`)}}}}, scripted.Options{ChunkWords: 2})}
-	triage.Handoffs = []*handoff.Handoff{{To: "b"}}
+	triage.Transfers = []*transfer.Transfer{{To: "b"}}
 	b, _ := ag("b", text("bye"))
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, triage, b)})
 	evs, err := collect(r.Stream(t.Context(), "hi", runner.WithThread("t1")))

@@ -3,8 +3,8 @@ package runner
 import (
 	"context"
 
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/transfer"
 )
 
 // Observer is told about the parts of a run, for tracing and metrics. Each
@@ -15,8 +15,8 @@ type Observer interface {
 	StartRun(ctx context.Context, info RunInfo) (context.Context, func(res *Result, err error))
 	StartModel(ctx context.Context, info ModelInfo) (context.Context, func(resp *model.Response, err error))
 	StartTool(ctx context.Context, info ToolInfo) (context.Context, func(output string, isError bool, err error))
-	// Handoff reports a handoff attempt; outcome is "ok", "rejected" or "limit".
-	Handoff(ctx context.Context, hc *handoff.Context, outcome string)
+	// Transfer reports a transfer attempt; outcome is "ok", "rejected" or "limit".
+	Transfer(ctx context.Context, tc *transfer.Context, outcome string)
 }
 
 // RunInfo describes a run to an [Observer].
@@ -48,4 +48,4 @@ func (nopObserver) StartModel(ctx context.Context, _ ModelInfo) (context.Context
 func (nopObserver) StartTool(ctx context.Context, _ ToolInfo) (context.Context, func(string, bool, error)) {
 	return ctx, func(string, bool, error) {}
 }
-func (nopObserver) Handoff(context.Context, *handoff.Context, string) {}
+func (nopObserver) Transfer(context.Context, *transfer.Context, string) {}

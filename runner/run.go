@@ -14,7 +14,7 @@ import (
 // This file is a run's lifecycle: the run, its loop, its checkpoints, its
 // start (begin) and its end (finish). The loop's steps are in turn.go (the
 // model turn), calls.go (the calls of a turn) and transfer.go (who acts
-// next: handoffs, returns, policies, limits, the final answer).
+// next: transfers, returns, policies, limits, the final answer).
 
 // run is one execution of the loop over a state: a new run, a resumed one,
 // or an agent-tool sub-run. One goroutine drives it; only the calls of a
@@ -66,7 +66,7 @@ type turnState struct {
 	onChunk func(model.Chunk, error) bool
 	// cs is the state of the model stream being drained.
 	cs chunkState
-	// block caches the rendering of the active handoff context.
+	// block caches the rendering of the active transfer context.
 	block block
 	// requestID is the provider request id of the last model call.
 	requestID string
@@ -241,7 +241,7 @@ func (x *run) fail(ctx context.Context, err error) {
 func (x *run) result(cancelled bool) *Result {
 	st := x.st
 	res := &Result{RunID: st.RunID, ThreadID: st.ThreadID, Status: st.Status, LastAgent: st.Agent, Output: st.FinalOutput,
-		Messages: st.Transcript, Turns: st.Turns, Handoffs: st.Handoffs, Usage: st.Usage, Interrupt: st.Interrupt, Limit: x.end.limit, State: st}
+		Messages: st.Transcript, Turns: st.Turns, Transfers: st.Transfers, Usage: st.Usage, Interrupt: st.Interrupt, Limit: x.end.limit, State: st}
 	if cancelled {
 		res.Status = runstate.StatusFailed
 	}

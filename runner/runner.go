@@ -10,19 +10,19 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/policy"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
 // Checkpointer persists run state at step boundaries: after each model turn,
-// after each tool result, after each handoff, and when the run stops
+// after each tool result, after each transfer, and when the run stops
 // (completed, failed, interrupted, suspended). Boundaries with nothing in
 // between share one write: a model turn whose calls stop the run is
-// written once, with the stop; the last result of a turn without handoff
+// written once, with the stop; the last result of a turn without transfer
 // calls is written with the results joined to the history. st.Step has been incremented
 // for this write. Checkpoint must not retain st or its slices after it
 // returns. An error stops the run; it can be resumed from the last
@@ -49,7 +49,7 @@ type RetryPolicy struct {
 // Config configures a [Runner]. Only Network is required.
 type Config struct {
 	Network *agent.Network
-	// Policy decides automatic handoffs. Defaults to policy.Explicit.
+	// Policy decides automatic transfers. Defaults to policy.Explicit.
 	Policy policy.Policy
 	// Picker chooses the first agent of a new run. Defaults to the network's entry.
 	Picker policy.Picker
@@ -62,7 +62,7 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxParallelTools bounds the calls of one turn that run at once. Defaults to 8.
 	MaxParallelTools int
-	// Observer is told about runs, model calls, tools and handoffs
+	// Observer is told about runs, model calls, tools and transfers
 	// (tracing, metrics). Defaults to none.
 	Observer Observer
 	// Sleep replaces the retry wait, for tests.
@@ -86,25 +86,25 @@ type Runner struct {
 // plan is what the runner precomputes per agent.
 type plan struct {
 	a      *agent.Agent
-	tools  []model.Tool // tools offered to the model, handoffs included
+	tools  []model.Tool // tools offered to the model, transfers included
 	byName map[string]toolEntry
-	// dynamic is set when some handoff has an Enabled predicate.
+	// dynamic is set when some transfer has an Enabled predicate.
 	dynamic bool
 }
 
 type toolEntry struct {
 	kind      runstate.CallKind
 	tool      *agent.Tool
-	handoff   *handoff.Handoff
+	transfer  *transfer.Transfer
 	agentTool *agent.AgentTool
-	done      string // the result of a handoff call that was taken
+	done      string // the result of a transfer call that was taken
 }
 
-// HandoffContextTool is the tool offered to an agent whose handoff context
+// TransferContextTool is the tool offered to an agent whose transfer context
 // has fields delivered by reference; it returns a field's full value.
-const HandoffContextTool = "read_handoff_context"
+const TransferContextTool = "read_handoff_context"
 
-var handoffContextParams = json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string","description":"The reference shown in the handoff context block."}},"required":["ref"]}`)
+var transferContextParams = json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string","description":"The reference shown in the handoff context block."}},"required":["ref"]}`)
 
 // New returns a runner for cfg.Network.
 func New(cfg Config) (*Runner, error) {
@@ -147,14 +147,14 @@ func New(cfg Config) (*Runner, error) {
 			p.tools = append(p.tools, model.Tool{Name: t.Tool(), Description: desc, Parameters: agent.AgentToolParameters})
 			p.byName[t.Tool()] = toolEntry{kind: runstate.CallAgentTool, agentTool: t}
 		}
-		for _, h := range a.Handoffs {
+		for _, h := range a.Transfers {
 			desc := h.Description
 			if desc == "" {
 				target, _ := cfg.Network.Agent(h.To)
 				desc = "Transfer the conversation to " + h.To + ". " + target.Description
 			}
 			p.tools = append(p.tools, model.Tool{Name: h.Tool(), Description: desc, Parameters: h.Parameters()})
-			p.byName[h.Tool()] = toolEntry{kind: runstate.CallHandoff, handoff: h, done: "Transferred to " + h.To + "."}
+			p.byName[h.Tool()] = toolEntry{kind: runstate.CallTransfer, transfer: h, done: "Transferred to " + h.To + "."}
 			if h.Enabled != nil {
 				p.dynamic = true
 			}
@@ -278,10 +278,10 @@ type Result struct {
 	// Output is the final answer of a completed run.
 	Output string
 	// Messages are the messages of this run, input first.
-	Messages []message.Message
-	Turns    int
-	Handoffs int
-	Usage    message.Usage
+	Messages  []message.Message
+	Turns     int
+	Transfers int
+	Usage     message.Usage
 	// Interrupt is set when Status is interrupted.
 	Interrupt *runstate.Interrupt
 	// Limit names the limit that ended the run with a final answer.

@@ -8,19 +8,19 @@ import (
 	"slices"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/policy"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
 // This file is who acts next: an answer's checks and the end of the run,
-// handoff calls (validation, limits, hook), the move of control (transfer,
-// return to the caller, a policy's handoff) and the limits that end a run,
+// transfer calls (validation, limits, hook), the move of control (transfer,
+// return to the caller, a policy's transfer) and the limits that end a run,
 // with a final answer when the network asks for one.
 
 // answered handles an answer without tool calls: output checks, return to
-// a caller, policy handoffs, or the end of the run.
+// a caller, policy transfers, or the end of the run.
 func (x *run) answered(ctx context.Context, p *plan, msg *message.Message) (done bool, err error) {
 	st := x.st
 	a := p.a
@@ -48,7 +48,7 @@ func (x *run) answered(ctx context.Context, p *plan, msg *message.Message) (done
 		return true, &Error{Kind: KindSystem, Agent: a.Name, Err: fmt.Errorf("policy %s: %w", x.r.cfg.Policy.Name(), err)}
 	}
 	if ok {
-		return false, x.policyHandoff(ctx, d)
+		return false, x.policyTransfer(ctx, d)
 	}
 	st.Status = runstate.StatusCompleted
 	st.FinalOutput = text
@@ -59,7 +59,7 @@ func (x *run) answered(ctx context.Context, p *plan, msg *message.Message) (done
 func (x *run) view(pt policy.Point, answer string) *policy.View {
 	st := x.st
 	return &policy.View{Point: pt, Agent: st.Agent, Messages: st.Messages, Answer: answer, Turns: st.Turns,
-		Handoffs: st.Handoffs, Trail: st.Trail, Usage: st.Usage, Input: x.input}
+		Transfers: st.Transfers, Trail: st.Trail, Usage: st.Usage, Input: x.input}
 }
 
 // limit ends the run at a limit: with the error, or with one more call of the
@@ -83,54 +83,54 @@ func (x *run) limit(ctx context.Context, le *LimitError) error {
 	return x.checkpoint(ctx)
 }
 
-// pendingMove is a validated handoff about to happen.
+// pendingMove is a validated transfer about to happen.
 type pendingMove struct {
-	h     *handoff.Handoff
-	hc    *handoff.Context
+	h     *transfer.Transfer
+	tc    *transfer.Context
 	limit *LimitError
 }
 
-// prepareHandoff validates the winning handoff call and records its result.
-func (x *run) prepareHandoff(ctx context.Context, p *plan, pc *runstate.PendingCall) (*pendingMove, error) {
+// prepareTransfer validates the winning transfer call and records its result.
+func (x *run) prepareTransfer(ctx context.Context, p *plan, pc *runstate.PendingCall) (*pendingMove, error) {
 	st := x.st
-	h := p.byName[pc.Call.Name].handoff
+	h := p.byName[pc.Call.Name].transfer
 	reject := func(msg string) {
 		pc.Result = &runstate.Result{Output: msg, IsError: true}
-		x.emit(&HandoffRejectedEvent{Header: Header{Type: TypeHandoffRejected}, From: st.Agent, To: h.To, Tool: h.Tool(), Error: msg})
+		x.emit(&TransferRejectedEvent{Header: Header{Type: TypeTransferRejected}, From: st.Agent, To: h.To, Tool: h.Tool(), Error: msg})
 	}
-	if h.Enabled != nil && !h.Enabled(ctx, handoff.Info{RunID: st.RunID, ThreadID: st.ThreadID, Agent: st.Agent, Turns: st.Turns, Handoffs: st.Handoffs, Messages: st.Messages}) {
+	if h.Enabled != nil && !h.Enabled(ctx, transfer.Info{RunID: st.RunID, ThreadID: st.ThreadID, Agent: st.Agent, Turns: st.Turns, Transfers: st.Transfers, Messages: st.Messages}) {
 		reject("handoff to " + h.To + " is not available now")
 		return nil, nil
 	}
-	hc, err := h.BuildContext(st.Agent, pc.Call.Arguments)
+	tc, err := h.BuildContext(st.Agent, pc.Call.Arguments)
 	if err != nil {
 		reject(err.Error())
-		x.r.cfg.Observer.Handoff(ctx, &handoff.Context{From: st.Agent, To: h.To, Type: handoff.TypeTransfer, Tool: h.Tool(), History: h.Policy()}, "rejected")
+		x.r.cfg.Observer.Transfer(ctx, &transfer.Context{From: st.Agent, To: h.To, Type: transfer.TypeTransfer, Tool: h.Tool(), History: h.Policy()}, "rejected")
 		return nil, nil
 	}
-	hc.ID = runstate.HandoffID(st.RunID, st.Handoffs+1)
-	if le := x.handoffLimit(h.To); le != nil {
+	tc.ID = runstate.TransferID(st.RunID, st.Transfers+1)
+	if le := x.transferLimit(h.To); le != nil {
 		pc.Result = &runstate.Result{Output: "not taken: the run reached its " + le.Limit + " limit", IsError: true}
-		x.r.cfg.Observer.Handoff(ctx, hc, "limit")
+		x.r.cfg.Observer.Transfer(ctx, tc, "limit")
 		return &pendingMove{limit: le}, nil
 	}
-	if h.OnHandoff != nil {
-		if err := h.OnHandoff(ctx, hc); err != nil {
+	if h.OnTransfer != nil {
+		if err := h.OnTransfer(ctx, tc); err != nil {
 			reject("handoff to " + h.To + " refused: " + err.Error())
-			x.r.cfg.Observer.Handoff(ctx, hc, "rejected")
+			x.r.cfg.Observer.Transfer(ctx, tc, "rejected")
 			return nil, nil
 		}
 	}
 	pc.Result = &runstate.Result{Output: p.byName[pc.Call.Name].done}
-	return &pendingMove{h: h, hc: hc}, nil
+	return &pendingMove{h: h, tc: tc}, nil
 }
 
-// handoffLimit checks max_handoffs and ping-pong for a handoff to `to`.
-func (x *run) handoffLimit(to string) *LimitError {
+// transferLimit checks max_handoffs and ping-pong for a transfer to `to`.
+func (x *run) transferLimit(to string) *LimitError {
 	st := x.st
 	lim := x.r.limits
-	if st.Handoffs >= lim.MaxHandoffs {
-		return &LimitError{Limit: LimitMaxHandoffs, Max: int64(lim.MaxHandoffs), Agent: st.Agent}
+	if st.Transfers >= lim.MaxTransfers {
+		return &LimitError{Limit: LimitMaxTransfers, Max: int64(lim.MaxTransfers), Agent: st.Agent}
 	}
 	if n := lim.PingPong; n > 0 {
 		// The trail would end with to; count how many of its last steps
@@ -155,90 +155,90 @@ func (x *run) handoffLimit(to string) *LimitError {
 	return nil
 }
 
-// transfer moves control for a validated handoff call.
+// transfer moves control for a validated transfer call.
 func (x *run) transfer(ctx context.Context, m *pendingMove) {
 	st := x.st
 	sys := ""
 	if m.h.SystemMessage {
 		sys, _ = x.system(ctx, x.r.plans[st.Agent])
 	}
-	prep := m.h.Prepare(ctx, x.r.log, st.Messages, sys, m.hc)
-	m.hc.Transforms = prep.Applied
+	prep := m.h.Prepare(ctx, x.r.log, st.Messages, sys, m.tc)
+	m.tc.Transforms = prep.Applied
 	if m.h.Return {
-		st.Stack = append(st.Stack, runstate.Frame{Agent: st.Agent, Messages: slices.Clip(st.Messages), Handoff: st.Handoff, HandoffID: m.hc.ID})
+		st.Stack = append(st.Stack, runstate.Frame{Agent: st.Agent, Messages: slices.Clip(st.Messages), Transfer: st.Transfer, TransferID: m.tc.ID})
 	}
-	x.move(ctx, m.hc, prep.Messages)
+	x.move(ctx, m.tc, prep.Messages)
 }
 
-// move hands control to hc.To with history msgs.
-func (x *run) move(ctx context.Context, hc *handoff.Context, msgs []message.Message) {
+// move hands control to tc.To with history msgs.
+func (x *run) move(ctx context.Context, tc *transfer.Context, msgs []message.Message) {
 	st := x.st
-	if hc.Type != handoff.TypeReturned {
-		st.Handoffs++
-		st.Trail = append(st.Trail, hc.To)
+	if tc.Type != transfer.TypeReturned {
+		st.Transfers++
+		st.Trail = append(st.Trail, tc.To)
 	}
-	st.Agent = hc.To
+	st.Agent = tc.To
 	st.Messages = msgs
-	if hc.Type == handoff.TypeReturned {
+	if tc.Type == transfer.TypeReturned {
 		// The caller gets its own context back (set by returnToCaller).
 	} else {
-		st.Handoff = hc
+		st.Transfer = tc
 	}
 	if x.r.log.Enabled(ctx, slog.LevelInfo) {
-		x.r.log.InfoContext(ctx, "handoff", "run_id", st.RunID, "thread_id", st.ThreadID, "handoff_id", hc.ID, "from", hc.From, "to", hc.To,
-			"type", hc.Type, "history", hc.History, "transforms", hc.Transforms, "model_run_id", x.turn.requestID, "tokens_used", st.Usage.Total())
+		x.r.log.InfoContext(ctx, "handoff", "run_id", st.RunID, "thread_id", st.ThreadID, "handoff_id", tc.ID, "from", tc.From, "to", tc.To,
+			"type", tc.Type, "history", tc.History, "transforms", tc.Transforms, "model_run_id", x.turn.requestID, "tokens_used", st.Usage.Total())
 	}
-	x.r.cfg.Observer.Handoff(ctx, hc, "ok")
+	x.r.cfg.Observer.Transfer(ctx, tc, "ok")
 	if x.streaming() {
-		for _, e := range appendMoveEvents(nil, hc) {
+		for _, e := range appendMoveEvents(nil, tc) {
 			x.emit(e)
 		}
 	}
 }
 
-// returnToCaller gives control back to the caller of a return handoff, with
+// returnToCaller gives control back to the caller of a return transfer, with
 // the target's answer in its history.
 func (x *run) returnToCaller(ctx context.Context, answer message.Message) error {
 	st := x.st
 	f := st.Stack[len(st.Stack)-1]
 	st.Stack = st.Stack[:len(st.Stack)-1]
-	hc := returnContext(&f, st.Agent)
+	tc := returnContext(&f, st.Agent)
 	msgs := append(f.Messages, answer)
-	st.Handoff = f.Handoff
-	x.move(ctx, hc, msgs)
+	st.Transfer = f.Transfer
+	x.move(ctx, tc, msgs)
 	return x.checkpoint(ctx)
 }
 
-// returnContext is the handoff context of the return of control from agent
+// returnContext is the transfer context of the return of control from agent
 // from to the caller waiting in frame f.
-func returnContext(f *runstate.Frame, from string) *handoff.Context {
-	return &handoff.Context{ID: runstate.ReturnID(f.HandoffID), From: from, To: f.Agent, Type: handoff.TypeReturned, History: handoff.HistoryFull}
+func returnContext(f *runstate.Frame, from string) *transfer.Context {
+	return &transfer.Context{ID: runstate.ReturnID(f.TransferID), From: from, To: f.Agent, Type: transfer.TypeReturned, History: transfer.HistoryFull}
 }
 
-// policyHandoff moves control as a policy decided.
-func (x *run) policyHandoff(ctx context.Context, d policy.Decision) error {
+// policyTransfer moves control as a policy decided.
+func (x *run) policyTransfer(ctx context.Context, d policy.Decision) error {
 	st := x.st
 	if _, ok := x.r.net.Agent(d.To); !ok {
 		return &Error{Kind: KindSystem, Agent: st.Agent, Err: fmt.Errorf("policy %s hands off to unknown agent %q", x.r.cfg.Policy.Name(), d.To)}
 	}
-	if le := x.handoffLimit(d.To); le != nil {
+	if le := x.transferLimit(d.To); le != nil {
 		return x.limit(ctx, le)
 	}
 	typ := d.Type
 	if typ == "" {
-		typ = handoff.TypeRule
+		typ = transfer.TypeRule
 	}
-	h := &handoff.Handoff{To: d.To, History: d.History}
-	hc := &handoff.Context{ID: runstate.HandoffID(st.RunID, st.Handoffs+1), From: st.Agent, To: d.To, Type: typ, Reason: d.Reason, History: h.Policy()}
+	h := &transfer.Transfer{To: d.To, History: d.History}
+	tc := &transfer.Context{ID: runstate.TransferID(st.RunID, st.Transfers+1), From: st.Agent, To: d.To, Type: typ, Reason: d.Reason, History: h.Policy()}
 	var msgs []message.Message
 	if d.Input != "" {
 		in := message.User(d.Input)
 		in.ID = x.msgID()
 		msgs = []message.Message{in}
-		hc.History = handoff.HistoryNone
+		tc.History = transfer.HistoryNone
 	} else {
-		msgs = h.Prepare(ctx, x.r.log, st.Messages, "", hc).Messages
+		msgs = h.Prepare(ctx, x.r.log, st.Messages, "", tc).Messages
 	}
-	x.move(ctx, hc, msgs)
+	x.move(ctx, tc, msgs)
 	return x.checkpoint(ctx)
 }

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
 // This file is the model turn: the request (system prompt, tools offered),
@@ -69,7 +69,7 @@ func (x *run) callModel(ctx context.Context, p *plan, withTools bool) (*message.
 }
 
 // request builds the active agent's model request: its history, its system
-// prompt (instructions, handoff context, the extensions' text), the tools
+// prompt (instructions, transfer context, the extensions' text), the tools
 // offered (none unless withTools) and its output schema.
 func (x *run) request(ctx context.Context, p *plan, withTools bool) (*model.Request, error) {
 	a := p.a
@@ -238,24 +238,24 @@ func (x *run) system(ctx context.Context, p *plan) (string, error) {
 		}
 		sys = s
 	}
-	if hc := st.Handoff; hc != nil && hc.To == a.Name {
-		sys = joinPrompt(sys, x.handoffBlock(hc).text)
+	if tc := st.Transfer; tc != nil && tc.To == a.Name {
+		sys = joinPrompt(sys, x.transferBlock(tc).text)
 	}
 	return sys, nil
 }
 
-// block is a rendered handoff context, cached for the run: rendering parses
+// block is a rendered transfer context, cached for the run: rendering parses
 // the context data, and the block goes into every call of the target.
 type block struct {
-	hc   *handoff.Context
+	tc   *transfer.Context
 	text string
 	refs bool
 }
 
-func (x *run) handoffBlock(hc *handoff.Context) *block {
-	if x.turn.block.hc != hc {
-		text, refs := hc.RenderRefs()
-		x.turn.block = block{hc: hc, text: text, refs: refs}
+func (x *run) transferBlock(tc *transfer.Context) *block {
+	if x.turn.block.tc != tc {
+		text, refs := tc.RenderRefs()
+		x.turn.block = block{tc: tc, text: text, refs: refs}
 	}
 	return &x.turn.block
 }
@@ -272,26 +272,26 @@ func joinPrompt(a, b string) string {
 
 // tools returns the tools offered to the active agent's model.
 func (x *run) tools(ctx context.Context, p *plan) []model.Tool {
-	hc := x.st.Handoff
-	refs := hc != nil && hc.To == p.a.Name && x.handoffBlock(hc).refs
+	tc := x.st.Transfer
+	refs := tc != nil && tc.To == p.a.Name && x.transferBlock(tc).refs
 	if !p.dynamic && !refs {
 		return p.tools
 	}
 	out := make([]model.Tool, 0, len(p.tools)+1)
-	var info *handoff.Info
+	var info *transfer.Info
 	for _, t := range p.tools {
-		if e := p.byName[t.Name]; e.kind == runstate.CallHandoff && e.handoff.Enabled != nil {
+		if e := p.byName[t.Name]; e.kind == runstate.CallTransfer && e.transfer.Enabled != nil {
 			if info == nil {
-				info = &handoff.Info{RunID: x.st.RunID, ThreadID: x.st.ThreadID, Agent: p.a.Name, Turns: x.st.Turns, Handoffs: x.st.Handoffs, Messages: x.st.Messages}
+				info = &transfer.Info{RunID: x.st.RunID, ThreadID: x.st.ThreadID, Agent: p.a.Name, Turns: x.st.Turns, Transfers: x.st.Transfers, Messages: x.st.Messages}
 			}
-			if !e.handoff.Enabled(ctx, *info) {
+			if !e.transfer.Enabled(ctx, *info) {
 				continue
 			}
 		}
 		out = append(out, t)
 	}
 	if refs {
-		out = append(out, model.Tool{Name: HandoffContextTool, Description: "Read the full value of a handoff context field delivered by reference.", Parameters: handoffContextParams})
+		out = append(out, model.Tool{Name: TransferContextTool, Description: "Read the full value of a handoff context field delivered by reference.", Parameters: transferContextParams})
 	}
 	return out
 }
@@ -299,6 +299,6 @@ func (x *run) tools(ctx context.Context, p *plan) []model.Tool {
 // runContext is the run as instructions, tools and extensions see it.
 func (x *run) runContext() *agent.RunContext {
 	st := x.st
-	return &agent.RunContext{RunID: st.RunID, ThreadID: st.ThreadID, Agent: st.Agent, Handoff: st.Handoff,
-		Messages: st.Messages, Turns: st.Turns, Handoffs: st.Handoffs, Values: st.Values}
+	return &agent.RunContext{RunID: st.RunID, ThreadID: st.ThreadID, Agent: st.Agent, Transfer: st.Transfer,
+		Messages: st.Messages, Turns: st.Turns, Transfers: st.Transfers, Values: st.Values}
 }

@@ -149,7 +149,7 @@ func (s *State) Validate() error {
 			return fmt.Errorf("pending call %d has no id", i)
 		}
 		switch p.Kind {
-		case CallTool, CallHandoff, CallAgentTool:
+		case CallTool, CallTransfer, CallAgentTool:
 		default:
 			return fmt.Errorf("pending call %d has unknown kind %q", i, p.Kind)
 		}

@@ -18,7 +18,7 @@ var runIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithP
 // NewRunID returns a new random run id: "run_" followed by 26 characters of
 // lowercase base32 (a-z, 2-7) encoding 128 random bits, e.g.
 // "run_mfrggzdfmztwq2lknnwg23tpob". It has no '-', so the ids derived from it
-// ([MessageID], [InterruptID], [HandoffID]) split unambiguously. It is safe
+// ([MessageID], [InterruptID], [TransferID]) split unambiguously. It is safe
 // for concurrent use.
 func NewRunID() string {
 	var b [16]byte
@@ -59,17 +59,17 @@ func RunOfInterrupt(id string) (run string, ok bool) {
 	return id[:i], true
 }
 
-// HandoffID returns the id of the n-th handoff taken in run, counting from
+// TransferID returns the id of the n-th transfer taken in run, counting from
 // 1: run + "-h" + n, e.g. "run_x-h2".
-func HandoffID(run string, n int) string {
+func TransferID(run string, n int) string {
 	return run + "-h" + strconv.Itoa(n)
 }
 
 // ReturnID returns the id of the return of control to the caller of a
-// return-mode handoff, from that handoff's id: handoffID + "-r", e.g.
+// return-mode transfer, from that transfer's id: transferID + "-r", e.g.
 // "run_x-h2-r".
-func ReturnID(handoffID string) string {
-	return handoffID + "-r"
+func ReturnID(transferID string) string {
+	return transferID + "-r"
 }
 
 // ContinuationID returns the id of the hand-over of run to a background

@@ -17,8 +17,8 @@ func TestIDFormats(t *testing.T) {
 		{"MessageID input", runstate.MessageID("run_abc", 1), "run_abc-m1"},
 		{"MessageID", runstate.MessageID("r1", 12), "r1-m12"},
 		{"InterruptID", runstate.InterruptID("run_abc", 4), "run_abc-i4"},
-		{"HandoffID", runstate.HandoffID("run_abc", 2), "run_abc-h2"},
-		{"ReturnID", runstate.ReturnID(runstate.HandoffID("r1", 1)), "r1-h1-r"},
+		{"TransferID", runstate.TransferID("run_abc", 2), "run_abc-h2"},
+		{"ReturnID", runstate.ReturnID(runstate.TransferID("r1", 1)), "r1-h1-r"},
 		{"ContinuationID", runstate.ContinuationID("run_abc", 3), "run_abc-c3"},
 		{"SubRunID", runstate.SubRunID("run_abc", "call_7"), "run_abc/call_7"},
 	} {

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/transfer"
 )
 
 // SchemaVersion is the version of the JSON encoding written by [Encode].
@@ -32,7 +32,7 @@ type CallKind string
 // Call kinds.
 const (
 	CallTool      CallKind = "tool"       // an ordinary tool
-	CallHandoff   CallKind = "handoff"    // a transfer to another agent
+	CallTransfer  CallKind = "handoff"    // a transfer to another agent
 	CallAgentTool CallKind = "agent_tool" // a specialist called as a tool
 )
 
@@ -54,16 +54,16 @@ type Result struct {
 	IsError bool   `json:"is_error,omitempty"`
 }
 
-// Frame is a caller waiting for a return-to-caller handoff to come back.
+// Frame is a caller waiting for a return-to-caller transfer to come back.
 type Frame struct {
 	// Agent is the caller that gets control back.
 	Agent string `json:"agent"`
-	// Messages is the caller's history at the time of the handoff.
+	// Messages is the caller's history at the time of the transfer.
 	Messages []message.Message `json:"messages"`
-	// Handoff is the handoff context the caller itself had, restored on return.
-	Handoff *handoff.Context `json:"handoff,omitempty"`
-	// HandoffID is the id of the return handoff this frame waits for.
-	HandoffID string `json:"handoff_id"`
+	// Transfer is the transfer context the caller itself had, restored on return.
+	Transfer *transfer.Context `json:"handoff,omitempty"`
+	// TransferID is the id of the return transfer this frame waits for.
+	TransferID string `json:"handoff_id"`
 }
 
 // Interrupt is a stable, versioned payload that stops a run until a human
@@ -107,16 +107,16 @@ type State struct {
 	Transcript []message.Message `json:"transcript"`
 	// Pending are the calls of the last model turn not yet answered.
 	Pending []PendingCall `json:"pending,omitempty"`
-	// Handoff is the context delivered to the active agent, if it was handed control.
-	Handoff *handoff.Context `json:"handoff,omitempty"`
-	// Stack holds callers of return-to-caller handoffs, innermost last.
+	// Transfer is the context delivered to the active agent, if control was transferred to it.
+	Transfer *transfer.Context `json:"handoff,omitempty"`
+	// Stack holds callers of return-to-caller transfers, innermost last.
 	Stack []Frame `json:"stack,omitempty"`
 	// Trail is the sequence of agents that held control, for ping-pong detection.
 	Trail []string `json:"trail"`
-	// Turns counts model calls; Handoffs counts handoffs taken.
-	Turns    int           `json:"turns"`
-	Handoffs int           `json:"handoffs"`
-	Usage    message.Usage `json:"usage"`
+	// Turns counts model calls; Transfers counts transfers taken.
+	Turns     int           `json:"turns"`
+	Transfers int           `json:"handoffs"`
+	Usage     message.Usage `json:"usage"`
 	// Step counts checkpoints written for this run; stores use it to fence writes.
 	Step   int    `json:"step"`
 	Status Status `json:"status"`

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
 // gen makes random values that survive JSON: valid UTF-8 strings, compact
@@ -149,13 +149,13 @@ func (g gen) messages() []message.Message {
 	return ms
 }
 
-func (g gen) handoff() *handoff.Context {
+func (g gen) transfer() *transfer.Context {
 	if g.chance(0.5) {
 		return nil
 	}
-	types := []handoff.Type{handoff.TypeTransfer, handoff.TypeReturn, handoff.TypeReturned, handoff.TypeSequential, handoff.TypeRule}
-	hist := []handoff.HistoryPolicy{handoff.HistoryFull, handoff.HistoryLastUser, handoff.HistoryNone}
-	h := &handoff.Context{ID: g.str(), From: g.str(), To: g.str(), Type: types[g.r.IntN(len(types))], Tool: g.str(),
+	types := []transfer.Type{transfer.TypeTransfer, transfer.TypeReturn, transfer.TypeReturned, transfer.TypeSequential, transfer.TypeRule}
+	hist := []transfer.HistoryPolicy{transfer.HistoryFull, transfer.HistoryLastUser, transfer.HistoryNone}
+	h := &transfer.Context{ID: g.str(), From: g.str(), To: g.str(), Type: types[g.r.IntN(len(types))], Tool: g.str(),
 		Reason: g.str(), ExpectedOutput: g.str(), History: hist[g.r.IntN(len(hist))]}
 	if g.chance(0.5) {
 		h.Data = g.json(3)
@@ -172,12 +172,12 @@ func (g gen) time() time.Time {
 
 func (g gen) state() *runstate.State {
 	statuses := []runstate.Status{runstate.StatusRunning, runstate.StatusInterrupted, runstate.StatusSuspended, runstate.StatusCompleted, runstate.StatusFailed}
-	kinds := []runstate.CallKind{runstate.CallTool, runstate.CallHandoff, runstate.CallAgentTool}
+	kinds := []runstate.CallKind{runstate.CallTool, runstate.CallTransfer, runstate.CallAgentTool}
 	s := &runstate.State{
 		SchemaVersion: runstate.SchemaVersion,
 		RunID:         g.nonEmpty(), ThreadID: g.str(), Network: g.str(), Fingerprint: g.nonEmpty(), Agent: g.nonEmpty(),
-		Messages: g.messages(), Transcript: g.messages(), Handoff: g.handoff(),
-		Turns: g.r.IntN(1000), Handoffs: g.r.IntN(100), Usage: g.usage(), Step: g.r.IntN(1 << 20),
+		Messages: g.messages(), Transcript: g.messages(), Transfer: g.transfer(),
+		Turns: g.r.IntN(1000), Transfers: g.r.IntN(100), Usage: g.usage(), Step: g.r.IntN(1 << 20),
 		Status: statuses[g.r.IntN(len(statuses))], FinalOutput: g.str(), StartedAt: g.time(),
 	}
 	if g.chance(0.8) {
@@ -198,7 +198,7 @@ func (g gen) state() *runstate.State {
 	if g.chance(0.5) {
 		s.Stack = make([]runstate.Frame, 1+g.r.IntN(3))
 		for i := range s.Stack {
-			s.Stack[i] = runstate.Frame{Agent: g.str(), Messages: g.messages(), Handoff: g.handoff(), HandoffID: g.str()}
+			s.Stack[i] = runstate.Frame{Agent: g.str(), Messages: g.messages(), Transfer: g.transfer(), TransferID: g.str()}
 		}
 	}
 	if s.Status == runstate.StatusInterrupted || g.chance(0.2) {
@@ -360,7 +360,7 @@ func TestValidateMatchesDecode(t *testing.T) {
 		"failed":            {func(s *runstate.State) { s.Status = runstate.StatusFailed }, true},
 		"pending no id":     {func(s *runstate.State) { s.Pending[0].Call.ID = "" }, false},
 		"pending no kind":   {func(s *runstate.State) { s.Pending[0].Kind = "" }, false},
-		"pending handoff":   {func(s *runstate.State) { s.Pending[0].Kind = runstate.CallHandoff }, true},
+		"pending transfer":  {func(s *runstate.State) { s.Pending[0].Kind = runstate.CallTransfer }, true},
 		"pending agentTool": {func(s *runstate.State) { s.Pending[0].Kind = runstate.CallAgentTool }, true},
 		"no pending":        {func(s *runstate.State) { s.Pending = nil }, true},
 	} {

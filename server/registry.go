@@ -85,7 +85,7 @@ func (r *runEntry) observe(ev runner.Event) {
 	case *runner.RunEndEvent:
 		r.res.Status = string(e.Status)
 		r.res.LastAgent = e.LastAgent
-		r.res.Turns, r.res.Handoffs, r.res.Usage = e.Turns, e.Handoffs, e.Usage
+		r.res.Turns, r.res.Transfers, r.res.Usage = e.Turns, e.Transfers, e.Usage
 		r.res.Output, r.res.Limit = e.Output, e.Limit
 	}
 }

@@ -683,7 +683,7 @@ func (s *Server) stored(owner string, cp *store.Checkpoint) *runEntry {
 
 func runFromState(st *runstate.State) wire.Run {
 	out := wire.Run{Status: string(st.Status), LastAgent: st.Agent, Output: st.FinalOutput, Turns: st.Turns,
-		Handoffs: st.Handoffs, Usage: st.Usage, Interrupt: st.Interrupt}
+		Transfers: st.Transfers, Usage: st.Usage, Interrupt: st.Interrupt}
 	if st.Failure != nil {
 		out.Error = &wire.RunError{Kind: st.Failure.Kind, Message: st.Failure.Message, Limit: st.Failure.Limit}
 		out.Limit = st.Failure.Limit

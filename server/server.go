@@ -182,8 +182,8 @@ func newNetwork(n *service.Network) *network {
 	w := wire.Network{Object: "network", Name: name, Fingerprint: n.Network.Fingerprint(), Entry: n.Network.Entry(), ThreadHandoff: n.Summary != nil}
 	for _, a := range n.Network.Agents() {
 		wa := wire.Agent{Name: a.Name, Description: a.Description}
-		for _, h := range a.Handoffs {
-			wa.Handoffs = append(wa.Handoffs, h.To)
+		for _, h := range a.Transfers {
+			wa.Transfers = append(wa.Transfers, h.To)
 		}
 		w.Agents = append(w.Agents, wa)
 	}

@@ -82,7 +82,7 @@ func randHex() string {
 }
 
 // benchState is a run of a few turns: 12 messages with a tool call, a
-// pending call and a handoff context, about 2.5 KB encoded.
+// pending call after one transfer, about 2.5 KB encoded.
 func benchState(run, thread string, step int) *runstate.State {
 	var msgs []message.Message
 	msgs = append(msgs, message.System("You are the billing agent. Be brief and precise."))
@@ -97,7 +97,7 @@ func benchState(run, thread string, step int) *runstate.State {
 		RunID: run, ThreadID: thread, Network: "support", Fingerprint: "sha256:0123456789abcdef", Agent: "billing",
 		Messages: msgs, Transcript: msgs,
 		Pending: []runstate.PendingCall{{Call: message.ToolCall{ID: "call_1", Name: "lookup_invoice", Arguments: []byte(`{"invoice":"INV-2026-0004"}`)}, Kind: runstate.CallTool}},
-		Trail:   []string{"triage", "billing"}, Turns: step, Handoffs: 1, Step: step,
+		Trail:   []string{"triage", "billing"}, Turns: step, Transfers: 1, Step: step,
 		Usage:  message.Usage{InputTokens: 1200, OutputTokens: 300},
 		Status: runstate.StatusSuspended,
 	}

@@ -34,7 +34,7 @@ func benchRun(b *testing.B, cfg telemetry.Config) {
 	}
 	ctx := b.Context()
 	res, err := r.Run(ctx, input)
-	if err != nil || res.Status != runstate.StatusCompleted || res.Handoffs != 1 {
+	if err != nil || res.Status != runstate.StatusCompleted || res.Transfers != 1 {
 		b.Fatalf("run: %v, %+v", err, res)
 	}
 	b.ReportAllocs()

@@ -10,10 +10,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/telemetry"
+	"github.com/batonhq/baton/transfer"
 )
 
 // Example observes a triage → billing transfer. A server would use
@@ -33,8 +33,8 @@ func Example() {
 	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "support", Agents: []*agent.Agent{
 		{
 			Name: "triage", Instructions: "Route the customer.", ModelName: "scripted",
-			Model:    scripted.New("triage", []scripted.Step{{ToolCalls: []scripted.Call{{Name: "transfer_to_billing"}}}}, scripted.Options{}),
-			Handoffs: []*handoff.Handoff{{To: "billing"}},
+			Model:     scripted.New("triage", []scripted.Step{{ToolCalls: []scripted.Call{{Name: "transfer_to_billing"}}}}, scripted.Options{}),
+			Transfers: []*transfer.Transfer{{To: "billing"}},
 		},
 		{
 			Name: "billing", Instructions: "Resolve billing questions.", ModelName: "openai:gpt-4o",

@@ -11,12 +11,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/internal/logtest"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/telemetry"
+	"github.com/batonhq/baton/transfer"
 )
 
 const (
@@ -74,10 +74,10 @@ func (n network) build(tb testing.TB) *agent.Network {
 		Model:        scripted.New("triage", triageSteps, scripted.Options{}),
 		ModelName:    "scripted",
 		Tools:        []*agent.Tool{lookup},
-		Handoffs: []*handoff.Handoff{{
+		Transfers: []*transfer.Transfer{{
 			To:            "billing",
-			ContextSchema: handoff.ContextSchemaFor[billingContext](),
-			Transforms:    []handoff.Transform{handoff.DropToolTraffic{}},
+			ContextSchema: transfer.ContextSchemaFor[billingContext](),
+			Transforms:    []transfer.Transform{transfer.DropToolTraffic{}},
 		}},
 	}
 	billing := &agent.Agent{

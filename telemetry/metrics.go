@@ -39,7 +39,7 @@ var (
 // never from ids or user input.
 type instruments struct {
 	meter       metric.Meter
-	handoffs    metric.Int64Counter
+	transfers   metric.Int64Counter
 	modelCalls  metric.Int64Counter
 	modelDur    metric.Float64Histogram
 	tokens      metric.Int64Counter
@@ -75,7 +75,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 		errs = append(errs, err)
 		return h
 	}
-	in.handoffs = counter(metricHandoffs, "{handoff}",
+	in.transfers = counter(metricHandoffs, "{handoff}",
 		"Handoff attempts by source and target agent, handoff type and outcome (ok, rejected, limit).")
 	in.modelCalls = counter(metricModelCalls, "{call}",
 		"Model call attempts by provider, model and outcome (ok, error).")

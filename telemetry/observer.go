@@ -14,9 +14,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/transfer"
 )
 
 // Attribute keys. The GenAI ones follow the OpenTelemetry GenAI semantic
@@ -151,7 +151,7 @@ func (o *observer) StartRun(ctx context.Context, info runner.RunInfo) (context.C
 				attrs := []attribute.KeyValue{attribute.String(keyRunStatus, status)}
 				if res != nil {
 					attrs = append(attrs, attribute.String(keyRunLastAgent, res.LastAgent), attribute.Int(keyRunTurns, res.Turns),
-						attribute.Int(keyRunHandoffs, res.Handoffs), attribute.Int64(keyInputTokens, res.Usage.InputTokens),
+						attribute.Int(keyRunHandoffs, res.Transfers), attribute.Int64(keyInputTokens, res.Usage.InputTokens),
 						attribute.Int64(keyOutputTokens, res.Usage.OutputTokens))
 				}
 				span.SetAttributes(attrs...)
@@ -187,7 +187,7 @@ func (o *observer) summary(ctx context.Context, info runner.RunInfo, rt *runTrac
 	attrs = append(attrs, slog.String("run_id", info.RunID), slog.String("thread_id", info.ThreadID), slog.String("network", info.Network),
 		slog.String("handoff_id", hid), slog.String("model_run_id", mid), slog.String("status", status))
 	if res != nil {
-		attrs = append(attrs, slog.String("agent", res.LastAgent), slog.Int("turns", res.Turns), slog.Int("handoffs", res.Handoffs),
+		attrs = append(attrs, slog.String("agent", res.LastAgent), slog.Int("turns", res.Turns), slog.Int("handoffs", res.Transfers),
 			slog.Int64("tokens_used", res.Usage.Total()), slog.Int64("input_tokens", res.Usage.InputTokens),
 			slog.Int64("output_tokens", res.Usage.OutputTokens))
 	} else {
@@ -422,33 +422,33 @@ func (o *observer) StartTool(ctx context.Context, info runner.ToolInfo) (context
 	}
 }
 
-func (o *observer) Handoff(ctx context.Context, hc *handoff.Context, outcome string) {
+func (o *observer) Transfer(ctx context.Context, tc *transfer.Context, outcome string) {
 	if o.m != nil {
-		o.m.handoffs.Add(ctx, 1, o.m.opt(labelKey{metric: metricHandoffs, a: hc.From, b: hc.To, c: string(hc.Type), d: outcome}, func() []attribute.KeyValue {
-			return []attribute.KeyValue{attribute.String("from", hc.From), attribute.String("to", hc.To),
-				attribute.String("type", string(hc.Type)), attribute.String("outcome", outcome)}
+		o.m.transfers.Add(ctx, 1, o.m.opt(labelKey{metric: metricHandoffs, a: tc.From, b: tc.To, c: string(tc.Type), d: outcome}, func() []attribute.KeyValue {
+			return []attribute.KeyValue{attribute.String("from", tc.From), attribute.String("to", tc.To),
+				attribute.String("type", string(tc.Type)), attribute.String("outcome", outcome)}
 		}))
 	}
 	if rt := trackOf(ctx); rt != nil && outcome == "ok" {
 		rt.mu.Lock()
-		rt.handoffID = hc.ID
+		rt.handoffID = tc.ID
 		rt.mu.Unlock()
 	}
 	if o.tracer == nil {
 		return
 	}
 	attrs := make([]attribute.KeyValue, 0, 9)
-	attrs = append(attrs, attribute.String(keyHandoffFrom, hc.From), attribute.String(keyHandoffTo, hc.To),
-		attribute.String(keyHandoffType, string(hc.Type)), attribute.String(keyHandoffHistory, string(hc.History)),
-		attribute.String(keyHandoffOutcome, outcome), attribute.String(keyAgentName, hc.From))
-	if len(hc.Transforms) > 0 {
-		attrs = append(attrs, attribute.StringSlice(keyHandoffXforms, hc.Transforms))
+	attrs = append(attrs, attribute.String(keyHandoffFrom, tc.From), attribute.String(keyHandoffTo, tc.To),
+		attribute.String(keyHandoffType, string(tc.Type)), attribute.String(keyHandoffHistory, string(tc.History)),
+		attribute.String(keyHandoffOutcome, outcome), attribute.String(keyAgentName, tc.From))
+	if len(tc.Transforms) > 0 {
+		attrs = append(attrs, attribute.StringSlice(keyHandoffXforms, tc.Transforms))
 	}
-	if hc.ID != "" {
-		attrs = append(attrs, attribute.String(keyHandoffID, hc.ID))
+	if tc.ID != "" {
+		attrs = append(attrs, attribute.String(keyHandoffID, tc.ID))
 	}
-	if hc.Tool != "" {
-		attrs = append(attrs, attribute.String(keyHandoffTool, hc.Tool))
+	if tc.Tool != "" {
+		attrs = append(attrs, attribute.String(keyHandoffTool, tc.Tool))
 	}
 	_, span := o.tracer.Start(ctx, SpanHandoff, kindInternal, trace.WithAttributes(attrs...))
 	span.End()

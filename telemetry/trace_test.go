@@ -261,8 +261,8 @@ func TestTraceFailures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Handoffs != 0 {
-			t.Fatalf("%d handoffs", res.Handoffs)
+		if res.Transfers != 0 {
+			t.Fatalf("%d handoffs", res.Transfers)
 		}
 		var hand []tracetest.SpanStub
 		for _, s := range b.spans.GetSpans() {

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/policy"
@@ -19,6 +18,7 @@ import (
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
+	"github.com/batonhq/baton/transfer"
 )
 
 const owner = "acme"
@@ -33,7 +33,7 @@ func call(name, args string) scripted.Step {
 func support(t *testing.T, refunds *atomic.Int32) *runner.Runner {
 	t.Helper()
 	triage := &agent.Agent{Name: "triage", Model: scripted.New("triage", steps(call("transfer_to_billing", `{"reason":"charge"}`)), scripted.Options{}),
-		Handoffs: []*handoff.Handoff{{To: "billing"}}}
+		Transfers: []*transfer.Transfer{{To: "billing"}}}
 	billing := &agent.Agent{Name: "billing", Model: scripted.New("billing", steps(
 		scripted.Step{Text: "I see the double charge."},
 		call("refund", `{"amount":10}`),
@@ -102,7 +102,7 @@ func testThreads(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 		// Turn 2 goes straight to billing (sticky) and sees turn 1.
 		end, err = drain(t, svc.Turn(ctx, owner, "please refund it", threads.TurnOptions{ThreadID: id}))
-		if err != nil || end.Status != runstate.StatusInterrupted || end.Handoffs != 0 || end.LastAgent != "billing" {
+		if err != nil || end.Status != runstate.StatusInterrupted || end.Transfers != 0 || end.LastAgent != "billing" {
 			t.Fatalf("turn 2: %+v, %v", end, err)
 		}
 		// The thread is busy until the decision.

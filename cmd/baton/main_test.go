@@ -157,8 +157,8 @@ var transcriptCases = []struct {
 		name: "rejected",
 		args: []string{"run", "testdata/rejected.yaml", "I was charged twice"},
 		contains: []string{
-			"✗ handoff triage → billing rejected: invalid handoff context for billing: at /order_id: 'abc' does not match pattern '^[0-9]+$'",
-			"  ← transfer_to_billing failed: invalid handoff context for billing",
+			"✗ handoff triage → billing rejected: invalid transfer context for billing: at /order_id: 'abc' does not match pattern '^[0-9]+$'",
+			"  ← transfer_to_billing failed: invalid transfer context for billing",
 			"⇒ handoff triage → billing (transfer, history last_user): Charged twice",
 			"  ← lookup_order failed: invalid arguments for lookup_order: at /: missing property 'order_id'",
 			"── completed · last agent billing",

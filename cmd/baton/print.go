@@ -74,9 +74,9 @@ func (p *textPrinter) print(ev runner.Event) {
 		} else {
 			fmt.Fprintf(p.w, "  ← %s: %s\n", e.Name, oneLine(e.Output))
 		}
-	case *runner.HandoffEvent:
+	case *runner.TransferEvent:
 		p.endLine()
-		fmt.Fprintf(p.w, "⇒ handoff %s → %s (%s, history %s)", e.From, e.To, e.HandoffType, e.HistoryPolicy)
+		fmt.Fprintf(p.w, "⇒ handoff %s → %s (%s, history %s)", e.From, e.To, e.TransferType, e.HistoryPolicy)
 		if e.Reason != "" {
 			fmt.Fprintf(p.w, ": %s", e.Reason)
 		}
@@ -84,7 +84,7 @@ func (p *textPrinter) print(ev runner.Event) {
 		if len(e.Context) > 0 {
 			fmt.Fprintf(p.w, "  context %s\n", compact(e.Context))
 		}
-	case *runner.HandoffRejectedEvent:
+	case *runner.TransferRejectedEvent:
 		fmt.Fprintf(p.w, "✗ handoff %s → %s rejected: %s\n", e.From, e.To, e.Error)
 	case *runner.InterruptEvent:
 		p.endLine()
@@ -109,7 +109,7 @@ func (p *textPrinter) print(ev runner.Event) {
 		fmt.Fprintf(p.w, "): %s\n", e.Message)
 	case *runner.RunEndEvent:
 		p.endLine()
-		fmt.Fprintf(p.w, "── %s · last agent %s · %d turns · %d handoffs · %d tokens\n", e.Status, e.LastAgent, e.Turns, e.Handoffs, e.Usage.Total())
+		fmt.Fprintf(p.w, "── %s · last agent %s · %d turns · %d handoffs · %d tokens\n", e.Status, e.LastAgent, e.Turns, e.Transfers, e.Usage.Total())
 	}
 }
 

@@ -15,10 +15,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/transfer"
 )
 
 // Option configures [Run].
@@ -716,9 +716,9 @@ func newState(runID, threadID string, step int) *runstate.State {
 			Call: message.ToolCall{ID: "c1", Name: "refund", Arguments: json.RawMessage(`{"amount":10}`)},
 			Kind: runstate.CallTool, Result: &runstate.Result{Output: "ok"},
 		}},
-		Handoff: &handoff.Context{ID: "h1", From: "triage", To: "billing", Type: handoff.TypeTransfer, History: handoff.HistoryFull,
+		Transfer: &transfer.Context{ID: "h1", From: "triage", To: "billing", Type: transfer.TypeTransfer, History: transfer.HistoryFull,
 			Data: json.RawMessage(`{"reason":"refund"}`)},
-		Trail: []string{"triage", "billing"}, Turns: step + 1, Handoffs: 1,
+		Trail: []string{"triage", "billing"}, Turns: step + 1, Transfers: 1,
 		Usage:     message.Usage{InputTokens: 100, OutputTokens: 20},
 		Step:      step,
 		Status:    runstate.StatusRunning,

@@ -1,4 +1,4 @@
-// Package handoff describes transfers of control between agents: the target
+// Package transfer describes transfers of control between agents: the target
 // (by name), the tool the model calls, how history travels (policy and
 // transforms) and the typed context delivered to the target.
-package handoff
+package transfer

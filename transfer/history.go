@@ -1,4 +1,4 @@
-package handoff
+package transfer
 
 // HistoryPolicy says which part of the source's history the target sees.
 // It is persisted as a stable string.
@@ -11,6 +11,6 @@ const (
 	// HistoryLastUser hands on only the last user message.
 	HistoryLastUser HistoryPolicy = "last_user"
 	// HistoryNone hands on no history: the target starts from one user
-	// message that states the handoff and its reason.
+	// message that states the transfer and its reason.
 	HistoryNone HistoryPolicy = "none"
 )

@@ -1,4 +1,4 @@
-package handoff
+package transfer
 
 import (
 	"context"
@@ -15,13 +15,13 @@ type Prepared struct {
 }
 
 // Prepare builds the target's history from the source's working history src
-// (which ends with the handoff call and its result) by the history policy,
+// (which ends with the transfer call and its result) by the history policy,
 // the system-message rule and the transforms, in that order. The result
 // always satisfies the pairing invariant. src is not modified. A transform
 // that fails is skipped and logged with logger (nil means slog.Default()).
-func (h *Handoff) Prepare(ctx context.Context, logger *slog.Logger, src []message.Message, sourceSystem string, hc *Context) Prepared {
+func (tr *Transfer) Prepare(ctx context.Context, logger *slog.Logger, src []message.Message, sourceSystem string, tc *Context) Prepared {
 	var out []message.Message
-	switch h.Policy() {
+	switch tr.Policy() {
 	case HistoryLastUser:
 		for i := len(src) - 1; i >= 0; i-- {
 			if src[i].Role == message.RoleUser {
@@ -34,16 +34,16 @@ func (h *Handoff) Prepare(ctx context.Context, logger *slog.Logger, src []messag
 		out = src
 	}
 	if len(out) == 0 {
-		// A model call needs at least one message; state the handoff instead.
-		out = []message.Message{message.User(noHistoryText(hc))}
+		// A model call needs at least one message; state the transfer instead.
+		out = []message.Message{message.User(noHistoryText(tc))}
 	}
-	if h.SystemMessage && sourceSystem != "" {
+	if tr.SystemMessage && sourceSystem != "" {
 		withSys := make([]message.Message, 0, len(out)+1)
 		withSys = append(withSys, message.System(sourceSystem))
 		out = append(withSys, out...)
 	}
 	p := Prepared{Messages: message.Repair(out, message.DropOrphans)}
-	for _, t := range h.Transforms {
+	for _, t := range tr.Transforms {
 		next, err := t.Apply(ctx, p.Messages)
 		if err == nil && len(next) == 0 {
 			err = errEmpty
@@ -52,8 +52,8 @@ func (h *Handoff) Prepare(ctx context.Context, logger *slog.Logger, src []messag
 			if logger == nil {
 				logger = slog.Default()
 			}
-			logger.WarnContext(ctx, "handoff transform failed; keeping the untransformed history",
-				"transform", t.Name(), "from", hc.From, "to", hc.To, "handoff_id", hc.ID, "error", err)
+			logger.WarnContext(ctx, "transfer transform failed; keeping the untransformed history",
+				"transform", t.Name(), "from", tc.From, "to", tc.To, "transfer_id", tc.ID, "error", err)
 			continue
 		}
 		p.Messages = message.Repair(next, message.DropOrphans)
@@ -62,10 +62,10 @@ func (h *Handoff) Prepare(ctx context.Context, logger *slog.Logger, src []messag
 	return p
 }
 
-func noHistoryText(hc *Context) string {
-	s := "The conversation was handed to you by " + hc.From + "."
-	if hc.Reason != "" {
-		s += " Reason: " + hc.Reason
+func noHistoryText(tc *Context) string {
+	s := "The conversation was transferred to you by " + tc.From + "."
+	if tc.Reason != "" {
+		s += " Reason: " + tc.Reason
 	}
 	return s
 }

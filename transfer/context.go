@@ -1,36 +1,36 @@
-package handoff
+package transfer
 
 import "encoding/json"
 
 // Type names how control moved. It is persisted as a stable string.
 type Type string
 
-// Handoff types.
+// Transfer types.
 const (
-	// TypeTransfer is a model-chosen transfer through a handoff tool.
+	// TypeTransfer is a model-chosen transfer through a transfer tool.
 	TypeTransfer Type = "transfer"
 	// TypeReturn is a transfer whose target gives control back to its caller
 	// once it answers.
 	TypeReturn Type = "return"
-	// TypeReturned is control coming back to the caller of a TypeReturn handoff.
+	// TypeReturned is control coming back to the caller of a TypeReturn transfer.
 	TypeReturned Type = "returned"
 	// TypeSequential is the next step of a fixed pipeline.
 	TypeSequential Type = "sequential"
-	// TypeRule is an automatic handoff decided by a rule on run state.
+	// TypeRule is an automatic transfer decided by a rule on run state.
 	TypeRule Type = "rule"
 )
 
-// Context is what travels with a handoff to its target: who handed off, why,
-// and the validated structured data the model filled in as the handoff tool's
+// Context is what travels with a transfer to its target: who transferred, why,
+// and the validated structured data the model filled in as the transfer tool's
 // arguments. The target reads it from its run context and sees it rendered as
 // a short block in its system prompt (see [Context.Render]).
 type Context struct {
-	// ID identifies this handoff, unique within a run.
+	// ID identifies this transfer, unique within a run.
 	ID   string `json:"id"`
 	From string `json:"from"`
 	To   string `json:"to"`
 	Type Type   `json:"type"`
-	// Tool is the handoff tool that was called, empty for policy handoffs.
+	// Tool is the transfer tool that was called, empty for policy transfers.
 	Tool string `json:"tool,omitempty"`
 	// Reason is the model's or the policy's reason, when given.
 	Reason string `json:"reason,omitempty"`

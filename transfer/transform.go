@@ -1,4 +1,4 @@
-package handoff
+package transfer
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"github.com/batonhq/baton/model"
 )
 
-// Transform rewrites a history on its way to a handoff target. Apply must not
+// Transform rewrites a history on its way to a transfer target. Apply must not
 // modify its input; it returns a new slice (it may share unchanged messages).
 // Its output is repaired to keep the pairing invariant. An error makes the
-// handoff keep the history the transform was given.
+// transfer keep the history the transform was given.
 type Transform interface {
 	Name() string
 	Apply(ctx context.Context, msgs []message.Message) ([]message.Message, error)

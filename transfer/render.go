@@ -1,4 +1,4 @@
-package handoff
+package transfer
 
 import (
 	"bytes"
@@ -13,36 +13,36 @@ import (
 // by reference with a preview in the prompt, rather than inline.
 const PreviewLimit = 400
 
-// Render returns the short block that shows hc in the target's system prompt.
+// Render returns the short block that shows tc in the target's system prompt.
 // Fields of Data larger than [PreviewLimit] bytes appear as a preview and a
-// reference ("ref": "handoff:<id>/<field>"), to be read in full through the
-// handoff context tool; the full data stays in the run context.
-func (hc *Context) Render() string {
-	s, _ := hc.RenderRefs()
+// reference ("ref": "transfer:<id>/<field>"), to be read in full through the
+// transfer context tool; the full data stays in the run context.
+func (tc *Context) Render() string {
+	s, _ := tc.RenderRefs()
 	return s
 }
 
 // RenderRefs returns Render and HasRefs with one parse of the data.
-func (hc *Context) RenderRefs() (string, bool) {
+func (tc *Context) RenderRefs() (string, bool) {
 	refs := false
 	var b strings.Builder
-	b.Grow(64 + len(hc.From) + len(hc.Reason) + len(hc.ExpectedOutput) + len(hc.Data))
-	b.WriteString("<handoff_context from=\"")
-	b.WriteString(hc.From)
+	b.Grow(64 + len(tc.From) + len(tc.Reason) + len(tc.ExpectedOutput) + len(tc.Data))
+	b.WriteString("<transfer_context from=\"")
+	b.WriteString(tc.From)
 	b.WriteString("\" type=\"")
-	b.WriteString(string(hc.Type))
+	b.WriteString(string(tc.Type))
 	b.WriteString("\">\n")
-	if hc.Reason != "" {
+	if tc.Reason != "" {
 		b.WriteString("reason: ")
-		b.WriteString(oneLine(hc.Reason, PreviewLimit))
+		b.WriteString(oneLine(tc.Reason, PreviewLimit))
 		b.WriteByte('\n')
 	}
-	if hc.ExpectedOutput != "" {
+	if tc.ExpectedOutput != "" {
 		b.WriteString("expected_output: ")
-		b.WriteString(oneLine(hc.ExpectedOutput, PreviewLimit))
+		b.WriteString(oneLine(tc.ExpectedOutput, PreviewLimit))
 		b.WriteByte('\n')
 	}
-	fields := hc.fields()
+	fields := tc.fields()
 	keys := make([]string, 0, len(fields))
 	for k := range fields {
 		if k != "reason" && k != "expected_output" {
@@ -60,20 +60,20 @@ func (hc *Context) RenderRefs() (string, bool) {
 			b.WriteString(" (")
 			b.WriteString(strconv.Itoa(len(v)))
 			b.WriteString(" bytes; full value: ref ")
-			b.WriteString(hc.Ref(k))
+			b.WriteString(tc.Ref(k))
 			b.WriteString(")\n")
 			continue
 		}
 		b.Write(v)
 		b.WriteByte('\n')
 	}
-	b.WriteString("</handoff_context>")
+	b.WriteString("</transfer_context>")
 	return b.String(), refs
 }
 
 // HasRefs reports whether Render delivers at least one field by reference.
-func (hc *Context) HasRefs() bool {
-	for _, v := range hc.fields() {
+func (tc *Context) HasRefs() bool {
+	for _, v := range tc.fields() {
 		if len(bytes.TrimSpace(v)) > PreviewLimit {
 			return true
 		}
@@ -82,24 +82,24 @@ func (hc *Context) HasRefs() bool {
 }
 
 // Ref returns the reference of a Data field.
-func (hc *Context) Ref(field string) string { return "handoff:" + hc.ID + "/" + field }
+func (tc *Context) Ref(field string) string { return "transfer:" + tc.ID + "/" + field }
 
 // Lookup returns the full JSON value of a field by reference, as made by Ref.
-func (hc *Context) Lookup(ref string) (json.RawMessage, bool) {
-	field, ok := strings.CutPrefix(ref, "handoff:"+hc.ID+"/")
+func (tc *Context) Lookup(ref string) (json.RawMessage, bool) {
+	field, ok := strings.CutPrefix(ref, "transfer:"+tc.ID+"/")
 	if !ok {
 		return nil, false
 	}
-	v, ok := hc.fields()[field]
+	v, ok := tc.fields()[field]
 	return v, ok
 }
 
-func (hc *Context) fields() map[string]json.RawMessage {
-	if len(hc.Data) == 0 {
+func (tc *Context) fields() map[string]json.RawMessage {
+	if len(tc.Data) == 0 {
 		return nil
 	}
 	var m map[string]json.RawMessage
-	if json.Unmarshal(hc.Data, &m) != nil {
+	if json.Unmarshal(tc.Data, &m) != nil {
 		return nil
 	}
 	return m

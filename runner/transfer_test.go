@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
 var orderSchema = json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string","pattern":"^[0-9]+$"},"reason":{"type":"string"},"notes":{"type":"string"}},"required":["order_id","reason"],"additionalProperties":false}`)
@@ -22,16 +22,16 @@ func TestTransferDeliversTypedContext(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("x", 900)
 	triage, _ := ag("triage", calls("transfer_to_billing", `{"order_id":"1234","reason":"charged twice","notes":"`+long+`"}`))
-	var seen *handoff.Context
+	var seen *transfer.Context
 	billing, brec := ag("billing",
-		calls(runner.HandoffContextTool, `{"ref":"REF"}`), // REF is replaced below once the id is known
+		calls(runner.TransferContextTool, `{"ref":"REF"}`), // REF is replaced below once the id is known
 		text("refunded the duplicate"))
 	billing.InstructionsFunc = func(_ context.Context, rc *agent.RunContext) (string, error) {
-		seen = rc.Handoff
+		seen = rc.Transfer
 		return "You are billing.", nil
 	}
-	triage.Handoffs = []*handoff.Handoff{{To: "billing", ContextSchema: orderSchema}}
-	// The scripted model cannot know the handoff id in advance: resolve the
+	triage.Transfers = []*transfer.Transfer{{To: "billing", ContextSchema: orderSchema}}
+	// The scripted model cannot know the transfer id in advance: resolve the
 	// reference through a wrapper that rewrites it.
 	billing.Model = refFixer{brec}
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, triage, billing)})
@@ -40,33 +40,33 @@ func TestTransferDeliversTypedContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := ofType[*runner.HandoffEvent](evs)
+	hs := ofType[*runner.TransferEvent](evs)
 	if len(hs) != 1 {
-		t.Fatalf("handoff events = %d, want 1", len(hs))
+		t.Fatalf("transfer events = %d, want 1", len(hs))
 	}
 	h := hs[0]
-	if h.From != "triage" || h.To != "billing" || h.Tool != "transfer_to_billing" || h.Reason != "charged twice" || h.HistoryPolicy != handoff.HistoryFull {
-		t.Errorf("handoff event = %+v", h)
+	if h.From != "triage" || h.To != "billing" || h.Tool != "transfer_to_billing" || h.Reason != "charged twice" || h.HistoryPolicy != transfer.HistoryFull {
+		t.Errorf("transfer event = %+v", h)
 	}
 	var data map[string]string
 	if err := json.Unmarshal(h.Context, &data); err != nil || data["order_id"] != "1234" {
-		t.Errorf("handoff context = %s (%v)", h.Context, err)
+		t.Errorf("transfer context = %s (%v)", h.Context, err)
 	}
 	// Structured data reaches the target's run context, not the query.
 	if seen == nil || seen.From != "triage" || string(seen.Data) != string(h.Context) {
-		t.Fatalf("run context handoff = %+v", seen)
+		t.Fatalf("run context transfer = %+v", seen)
 	}
 	first := brec.requests()[0]
-	if !strings.Contains(first.System, `<handoff_context from="triage" type="transfer">`) || !strings.Contains(first.System, "order_id: \"1234\"") {
+	if !strings.Contains(first.System, `<transfer_context from="triage" type="transfer">`) || !strings.Contains(first.System, "order_id: \"1234\"") {
 		t.Errorf("system prompt lacks the context block:\n%s", first.System)
 	}
 	// The large field goes by reference with a preview.
-	if strings.Contains(first.System, long) || !strings.Contains(first.System, "ref handoff:") {
+	if strings.Contains(first.System, long) || !strings.Contains(first.System, "ref transfer:") {
 		t.Errorf("large field not delivered by reference:\n%s", first.System)
 	}
 	var offered bool
 	for _, tool := range first.Tools {
-		offered = offered || tool.Name == runner.HandoffContextTool
+		offered = offered || tool.Name == runner.TransferContextTool
 	}
 	if !offered {
 		t.Error("reference tool not offered")
@@ -74,7 +74,7 @@ func TestTransferDeliversTypedContext(t *testing.T) {
 	res := ofType[*runner.ToolResultEvent](evs)
 	var got string
 	for _, e := range res {
-		if e.Name == runner.HandoffContextTool {
+		if e.Name == runner.TransferContextTool {
 			got = e.Output
 		}
 	}
@@ -87,7 +87,7 @@ func TestTransferDeliversTypedContext(t *testing.T) {
 		}
 	}
 	end := ofType[*runner.RunEndEvent](evs)[0]
-	if end.Status != runstate.StatusCompleted || end.LastAgent != "billing" || end.Handoffs != 1 {
+	if end.Status != runstate.StatusCompleted || end.LastAgent != "billing" || end.Transfers != 1 {
 		t.Errorf("run end = %+v", end)
 	}
 }
@@ -95,7 +95,7 @@ func TestTransferDeliversTypedContext(t *testing.T) {
 // refFixer rewrites the placeholder REF to the reference in the system prompt.
 type refFixer struct{ *recorder }
 
-var refPattern = regexp.MustCompile(`ref (handoff:\S+/notes)`)
+var refPattern = regexp.MustCompile(`ref (transfer:\S+/notes)`)
 
 func (f refFixer) Stream(ctx context.Context, req *modelRequest) modelSeq {
 	seq := f.recorder.Stream(ctx, req)
@@ -117,7 +117,7 @@ func (f refFixer) Stream(ctx context.Context, req *modelRequest) modelSeq {
 	}
 }
 
-func TestFirstHandoffWins(t *testing.T) {
+func TestFirstTransferWins(t *testing.T) {
 	t.Parallel()
 	ran := 0
 	triage, _ := ag("triage", calls(
@@ -125,7 +125,7 @@ func TestFirstHandoffWins(t *testing.T) {
 		"lookup", `{}`,
 		"transfer_to_refunds", `{"reason":"second"}`))
 	triage.Tools = []*agent.Tool{{Name: "lookup", Func: func(context.Context, json.RawMessage) (string, error) { ran++; return "found", nil }}}
-	triage.Handoffs = []*handoff.Handoff{{To: "billing"}, {To: "refunds"}}
+	triage.Transfers = []*transfer.Transfer{{To: "billing"}, {To: "refunds"}}
 	billing, _ := ag("billing", text("billing here"))
 	refunds, rrec := ag("refunds", text("refunds here"))
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, triage, billing, refunds)})
@@ -134,8 +134,8 @@ func TestFirstHandoffWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := ofType[*runner.RunEndEvent](evs)[0]
-	if end.LastAgent != "billing" || end.Handoffs != 1 {
-		t.Fatalf("run end = %+v, want billing after 1 handoff", end)
+	if end.LastAgent != "billing" || end.Transfers != 1 {
+		t.Fatalf("run end = %+v, want billing after 1 transfer", end)
 	}
 	if ran != 1 {
 		t.Errorf("ordinary tool ran %d times, want 1", ran)
@@ -143,14 +143,14 @@ func TestFirstHandoffWins(t *testing.T) {
 	if len(rrec.requests()) != 0 {
 		t.Error("refunds was called")
 	}
-	rej := ofType[*runner.HandoffRejectedEvent](evs)
+	rej := ofType[*runner.TransferRejectedEvent](evs)
 	if len(rej) != 1 || rej[0].To != "refunds" || !strings.Contains(rej[0].Error, "not taken") {
 		t.Fatalf("rejections = %+v", rej)
 	}
 	res, _ := r.Run(t.Context(), "help")
 	results := toolResults(res.Messages)
 	if p := results["call_triage_1_3"]; !p.IsError || !strings.Contains(p.Text, "not taken") {
-		t.Errorf("second handoff result = %+v", p)
+		t.Errorf("second transfer result = %+v", p)
 	}
 	if p := results["call_triage_1_2"]; p.IsError || p.Text != "found" {
 		t.Errorf("ordinary tool result = %+v", p)
@@ -161,9 +161,9 @@ func TestPingPongStops(t *testing.T) {
 	t.Parallel()
 	a, _ := ag("a", calls("transfer_to_b", `{}`), calls("transfer_to_b", `{}`), calls("transfer_to_b", `{}`))
 	b, _ := ag("b", calls("transfer_to_a", `{}`), calls("transfer_to_a", `{}`), calls("transfer_to_a", `{}`))
-	a.Handoffs = []*handoff.Handoff{{To: "b"}}
-	b.Handoffs = []*handoff.Handoff{{To: "a"}}
-	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{MaxHandoffs: 50}, a, b)})
+	a.Transfers = []*transfer.Transfer{{To: "b"}}
+	b.Transfers = []*transfer.Transfer{{To: "a"}}
+	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{MaxTransfers: 50}, a, b)})
 	evs, err := collect(r.Stream(t.Context(), "go"))
 	var le *runner.LimitError
 	if !errors.As(err, &le) || le.Limit != runner.LimitPingPong {
@@ -172,8 +172,8 @@ func TestPingPongStops(t *testing.T) {
 	if runner.KindOf(err) != runner.KindLimit {
 		t.Errorf("kind = %s", runner.KindOf(err))
 	}
-	if hs := ofType[*runner.HandoffEvent](evs); len(hs) != 2 {
-		t.Errorf("handoffs before the stop = %d, want 2 (a→b→a, the next →b stops)", len(hs))
+	if hs := ofType[*runner.TransferEvent](evs); len(hs) != 2 {
+		t.Errorf("transfers before the stop = %d, want 2 (a→b→a, the next →b stops)", len(hs))
 	}
 	ee := ofType[*runner.ErrorEvent](evs)
 	if len(ee) != 1 || ee[0].Limit != runner.LimitPingPong || ee[0].Kind != runner.KindLimit {
@@ -187,14 +187,14 @@ func TestTypedContextRejectedThenAccepted(t *testing.T) {
 		calls("transfer_to_billing", `{"reason":"no order"}`),
 		calls("transfer_to_billing", `{"order_id":"12a","reason":"bad id"}`),
 		calls("transfer_to_billing", `{"order_id":"1234","reason":"ok now"}`))
-	triage.Handoffs = []*handoff.Handoff{{To: "billing", ContextSchema: orderSchema}}
+	triage.Transfers = []*transfer.Transfer{{To: "billing", ContextSchema: orderSchema}}
 	billing, _ := ag("billing", text("done"))
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, triage, billing)})
 	evs, err := collect(r.Stream(t.Context(), "charged twice"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rej := ofType[*runner.HandoffRejectedEvent](evs)
+	rej := ofType[*runner.TransferRejectedEvent](evs)
 	if len(rej) != 2 {
 		t.Fatalf("rejections = %d, want 2", len(rej))
 	}
@@ -204,12 +204,12 @@ func TestTypedContextRejectedThenAccepted(t *testing.T) {
 	// The model saw its error as a tool result before trying again.
 	second := trec.requests()[1]
 	last := second.Messages[len(second.Messages)-1]
-	if last.Role != message.RoleTool || !last.Parts[0].IsError || !strings.Contains(last.Parts[0].Text, "invalid handoff context") {
+	if last.Role != message.RoleTool || !last.Parts[0].IsError || !strings.Contains(last.Parts[0].Text, "invalid transfer context") {
 		t.Errorf("model did not get the validation error: %+v", last)
 	}
-	hs := ofType[*runner.HandoffEvent](evs)
+	hs := ofType[*runner.TransferEvent](evs)
 	if len(hs) != 1 || hs[0].Reason != "ok now" {
-		t.Fatalf("handoffs = %+v", hs)
+		t.Fatalf("transfers = %+v", hs)
 	}
 	if err := message.Validate(second.Messages); err != nil {
 		t.Error(err)
@@ -220,32 +220,32 @@ func TestHistoryPolicies(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		h       handoff.Handoff
+		h       transfer.Transfer
 		check   func(t *testing.T, msgs []message.Message)
 		sysHave string
 	}{
-		{"Full", handoff.Handoff{To: "b"}, func(t *testing.T, msgs []message.Message) {
-			// earlier user + answer, input, a's tool call + result, a's handoff call + result
+		{"Full", transfer.Transfer{To: "b"}, func(t *testing.T, msgs []message.Message) {
+			// earlier user + answer, input, a's tool call + result, a's transfer call + result
 			if len(msgs) != 7 || msgs[0].Text() != "earlier question" || msgs[2].Text() != "please transfer" || msgs[6].Role != message.RoleTool {
 				t.Errorf("full history = %d messages", len(msgs))
 			}
 		}, ""},
-		{"LastUser", handoff.Handoff{To: "b", History: handoff.HistoryLastUser}, func(t *testing.T, msgs []message.Message) {
+		{"LastUser", transfer.Transfer{To: "b", History: transfer.HistoryLastUser}, func(t *testing.T, msgs []message.Message) {
 			if len(msgs) != 1 || msgs[0].Role != message.RoleUser || msgs[0].Text() != "please transfer" {
 				t.Errorf("last_user history = %+v", msgs)
 			}
 		}, ""},
-		{"None", handoff.Handoff{To: "b", History: handoff.HistoryNone}, func(t *testing.T, msgs []message.Message) {
-			if len(msgs) != 1 || !strings.Contains(msgs[0].Text(), "handed to you by a") || !strings.Contains(msgs[0].Text(), "needs b") {
+		{"None", transfer.Transfer{To: "b", History: transfer.HistoryNone}, func(t *testing.T, msgs []message.Message) {
+			if len(msgs) != 1 || !strings.Contains(msgs[0].Text(), "transferred to you by a") || !strings.Contains(msgs[0].Text(), "needs b") {
 				t.Errorf("none history = %+v", msgs)
 			}
 		}, ""},
-		{"SystemMessage", handoff.Handoff{To: "b", History: handoff.HistoryLastUser, SystemMessage: true}, func(t *testing.T, msgs []message.Message) {
+		{"SystemMessage", transfer.Transfer{To: "b", History: transfer.HistoryLastUser, SystemMessage: true}, func(t *testing.T, msgs []message.Message) {
 			if len(msgs) != 2 || msgs[0].Role != message.RoleSystem || msgs[0].Text() != "You are a." {
 				t.Errorf("system message did not travel: %+v", msgs)
 			}
 		}, ""},
-		{"DropToolTraffic", handoff.Handoff{To: "b", Transforms: []handoff.Transform{handoff.DropToolTraffic{}}}, func(t *testing.T, msgs []message.Message) {
+		{"DropToolTraffic", transfer.Transfer{To: "b", Transforms: []transfer.Transform{transfer.DropToolTraffic{}}}, func(t *testing.T, msgs []message.Message) {
 			for _, m := range msgs {
 				if m.Role == message.RoleTool || m.HasToolCalls() {
 					t.Errorf("tool traffic left: %+v", m)
@@ -255,7 +255,7 @@ func TestHistoryPolicies(t *testing.T) {
 				t.Errorf("want the two user messages and the earlier answer, got %d", len(msgs))
 			}
 		}, ""},
-		{"Redact", handoff.Handoff{To: "b", Transforms: []handoff.Transform{handoff.Redact{Patterns: []*regexp.Regexp{regexp.MustCompile(`\d{4}-\d{4}`)}}}}, func(t *testing.T, msgs []message.Message) {
+		{"Redact", transfer.Transfer{To: "b", Transforms: []transfer.Transform{transfer.Redact{Patterns: []*regexp.Regexp{regexp.MustCompile(`\d{4}-\d{4}`)}}}}, func(t *testing.T, msgs []message.Message) {
 			for _, m := range msgs {
 				for _, p := range m.Parts {
 					if strings.Contains(p.Text, "1111-2222") || strings.Contains(string(p.Arguments), "1111-2222") {
@@ -267,21 +267,21 @@ func TestHistoryPolicies(t *testing.T) {
 				t.Errorf("arguments not redacted: %s", msgs[3].Parts[0].Arguments)
 			}
 		}, ""},
-		{"Compact", handoff.Handoff{To: "b", Transforms: []handoff.Transform{handoff.Compact{KeepRecent: 2,
+		{"Compact", transfer.Transfer{To: "b", Transforms: []transfer.Transform{transfer.Compact{KeepRecent: 2,
 			Model: scripted.New("compact", []scripted.Step{text("user asked twice; card looked up")}, scripted.Options{})}}}, func(t *testing.T, msgs []message.Message) {
 			if len(msgs) != 3 || !strings.Contains(msgs[0].Text(), "user asked twice") {
 				t.Errorf("compacted history = %+v", msgs)
 			}
 		}, ""},
-		{"FailingTransformFallsBack", handoff.Handoff{To: "b", Transforms: []handoff.Transform{
-			handoff.Func("boom", func(context.Context, []message.Message) ([]message.Message, error) { return nil, errors.New("boom") }),
-			handoff.DropToolTraffic{}}}, func(t *testing.T, msgs []message.Message) {
+		{"FailingTransformFallsBack", transfer.Transfer{To: "b", Transforms: []transfer.Transform{
+			transfer.Func("boom", func(context.Context, []message.Message) ([]message.Message, error) { return nil, errors.New("boom") }),
+			transfer.DropToolTraffic{}}}, func(t *testing.T, msgs []message.Message) {
 			if len(msgs) != 3 {
 				t.Errorf("after fallback + drop_tool_traffic want 3 messages, got %d", len(msgs))
 			}
 		}, ""},
-		{"CustomTransformOrphansRepaired", handoff.Handoff{To: "b", Transforms: []handoff.Transform{
-			handoff.Func("drop_results", func(_ context.Context, msgs []message.Message) ([]message.Message, error) {
+		{"CustomTransformOrphansRepaired", transfer.Transfer{To: "b", Transforms: []transfer.Transform{
+			transfer.Func("drop_results", func(_ context.Context, msgs []message.Message) ([]message.Message, error) {
 				var out []message.Message
 				for _, m := range msgs {
 					if m.Role != message.RoleTool {
@@ -303,7 +303,7 @@ func TestHistoryPolicies(t *testing.T) {
 			a, _ := ag("a", calls("card", `{"number":"1111-2222"}`), calls("transfer_to_b", `{"reason":"needs b"}`))
 			a.Tools = []*agent.Tool{agent.StaticTool("card", "", nil, "card 1111-2222 is valid")}
 			h := tt.h
-			a.Handoffs = []*handoff.Handoff{&h}
+			a.Transfers = []*transfer.Transfer{&h}
 			b, brec := ag("b", text("b answers"))
 			r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a, b)})
 			res, err := r.Run(t.Context(), "please transfer", runner.WithHistory([]message.Message{message.User("earlier question"), message.Assistant("a", "earlier answer")}))
@@ -336,17 +336,17 @@ func TestGuardrailsNotInherited(t *testing.T) {
 		triage, _ := ag("triage", calls("transfer_to_billing", `{}`))
 		triage.OutputGuardrails = []agent.Guardrail{deny("no_refund_talk", "refund")}
 		triage.InputGuardrails = []agent.Guardrail{deny("no_passwords", "password")}
-		triage.Handoffs = []*handoff.Handoff{{To: "billing"}}
+		triage.Transfers = []*transfer.Transfer{{To: "billing"}}
 		billing, _ := ag("billing", text("your refund is on its way"))
 		billing.InputGuardrails = []agent.Guardrail{deny("billing_input", "charged")}
 		billing.OutputGuardrails = []agent.Guardrail{deny("no_swearing", "damn")}
 		r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, triage, billing)})
 		return r
 	}
-	// Neither triage's output guardrail nor billing's input guardrail applies across the handoff.
+	// Neither triage's output guardrail nor billing's input guardrail applies across the transfer.
 	res, err := build().Run(t.Context(), "I was charged twice")
 	if err != nil || res.Output != "your refund is on its way" {
-		t.Fatalf("run = %+v, %v; guardrails leaked across the handoff", res, err)
+		t.Fatalf("run = %+v, %v; guardrails leaked across the transfer", res, err)
 	}
 	// The receiving agent's own input guardrail does apply to input it receives.
 	_, err = build().Run(t.Context(), "my password is hunter2")
@@ -390,7 +390,7 @@ func TestAgentToolsRunConcurrently(t *testing.T) {
 	if results["call_manager_1_1"].Text != "a answer" || results["call_manager_1_2"].Text != "b answer" {
 		t.Errorf("agent tool results = %+v", results)
 	}
-	if res.LastAgent != "manager" || res.Handoffs != 0 || res.Output != "combined" {
+	if res.LastAgent != "manager" || res.Transfers != 0 || res.Output != "combined" {
 		t.Errorf("manager did not keep control: %+v", res)
 	}
 }
@@ -398,16 +398,16 @@ func TestAgentToolsRunConcurrently(t *testing.T) {
 func TestReturnToCaller(t *testing.T) {
 	t.Parallel()
 	lead, lrec := ag("lead", calls("transfer_to_expert", `{"reason":"need numbers"}`), text("final: using the expert's 42"))
-	lead.Handoffs = []*handoff.Handoff{{To: "expert", Return: true}}
+	lead.Transfers = []*transfer.Transfer{{To: "expert", Return: true}}
 	expert, _ := ag("expert", text("the answer is 42"))
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, lead, expert)})
 	evs, err := collect(r.Stream(t.Context(), "what is it?"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := ofType[*runner.HandoffEvent](evs)
-	if len(hs) != 2 || hs[0].HandoffType != handoff.TypeReturn || hs[1].HandoffType != handoff.TypeReturned || hs[1].To != "lead" {
-		t.Fatalf("handoffs = %+v", hs)
+	hs := ofType[*runner.TransferEvent](evs)
+	if len(hs) != 2 || hs[0].TransferType != transfer.TypeReturn || hs[1].TransferType != transfer.TypeReturned || hs[1].To != "lead" {
+		t.Fatalf("transfers = %+v", hs)
 	}
 	end := ofType[*runner.RunEndEvent](evs)[0]
 	if end.LastAgent != "lead" || end.Output != "final: using the expert's 42" {
