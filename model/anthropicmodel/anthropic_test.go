@@ -199,7 +199,7 @@ func TestHistoryMapping(t *testing.T) {
 	req := &model.Request{
 		System: "Be brief.",
 		Messages: []message.Message{
-			message.System("Handoff: you now serve the billing team."),
+			message.System("Transfer: you now serve the billing team."),
 			{Role: message.RoleUser, Parts: []message.Part{
 				{Type: message.PartText, Text: "What is on this receipt?"},
 				{Type: message.PartImage, MediaType: "image/png", Data: []byte("\x89PNG\r\n\x1a\nfake")},
@@ -227,7 +227,7 @@ func TestHistoryMapping(t *testing.T) {
 		"top_p":      0.9,
 		"system": []any{
 			map[string]any{"type": "text", "text": "Be brief."},
-			map[string]any{"type": "text", "text": "Handoff: you now serve the billing team."},
+			map[string]any{"type": "text", "text": "Transfer: you now serve the billing team."},
 		},
 		"messages": []any{
 			map[string]any{"role": "user", "content": []any{

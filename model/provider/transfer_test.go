@@ -7,19 +7,19 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/internal/providertest"
 	"github.com/batonhq/baton/model/provider"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
-// TestHandoffEndToEnd runs a triage → billing transfer with typed context
+// TestTransferEndToEnd runs a triage → billing transfer with typed context
 // against a fake server of each provider: the triage model's stream calls
-// the handoff tool, the billing model's stream answers, and the runner,
+// the transfer tool, the billing model's stream answers, and the runner,
 // adapters and SDKs do everything in between for real.
-func TestHandoffEndToEnd(t *testing.T) { // not parallel: it sets API key variables
+func TestTransferEndToEnd(t *testing.T) { // not parallel: it sets API key variables
 	args := `{"order_id":"1234","reason":"charged twice"}`
 	call := []message.ToolCall{{ID: "call_1", Name: "transfer_to_billing", Arguments: json.RawMessage(args)}}
 	tests := []struct {
@@ -50,7 +50,7 @@ func TestHandoffEndToEnd(t *testing.T) { // not parallel: it sets API key variab
 			}
 			schema := json.RawMessage(`{"type":"object","properties":{"order_id":{"type":"string"},"reason":{"type":"string"}},"required":["order_id","reason"]}`)
 			triage := &agent.Agent{Name: "triage", Instructions: "Route.", Model: m, ModelName: tt.model,
-				Handoffs: []*handoff.Handoff{{To: "billing", ContextSchema: schema}}}
+				Transfers: []*transfer.Transfer{{To: "billing", ContextSchema: schema}}}
 			billing := &agent.Agent{Name: "billing", Description: "charges", Instructions: "Fix charges.", Model: m, ModelName: tt.model}
 			net, err := agent.NewNetwork(agent.NetworkConfig{Name: "support", Agents: []*agent.Agent{triage, billing}})
 			if err != nil {
@@ -64,7 +64,7 @@ func TestHandoffEndToEnd(t *testing.T) { // not parallel: it sets API key variab
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Status != runstate.StatusCompleted || res.LastAgent != "billing" || res.Handoffs != 1 || res.Output != "The duplicate charge will be reversed." {
+			if res.Status != runstate.StatusCompleted || res.LastAgent != "billing" || res.Transfers != 1 || res.Output != "The duplicate charge will be reversed." {
 				t.Fatalf("result = %+v", res)
 			}
 			if res.Usage.IsZero() && tt.env != "" {
@@ -76,11 +76,11 @@ func TestHandoffEndToEnd(t *testing.T) { // not parallel: it sets API key variab
 			}
 			first, second := string(reqs[0].Body), string(reqs[1].Body)
 			if !strings.Contains(first, "transfer_to_billing") || !strings.Contains(first, `order_id`) {
-				t.Errorf("triage request lacks the handoff tool:\n%s", first)
+				t.Errorf("triage request lacks the transfer tool:\n%s", first)
 			}
 			// The target gets the typed context in its system prompt and the
 			// whole history, with the transfer call answered.
-			for _, want := range []string{"handoff_context", `order_id: \"1234\"`, "call_1", "Transferred to billing."} {
+			for _, want := range []string{"transfer_context", `order_id: \"1234\"`, "call_1", "Transferred to billing."} {
 				if !strings.Contains(second, want) {
 					t.Errorf("billing request lacks %q:\n%s", want, second)
 				}
