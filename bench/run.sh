@@ -33,7 +33,7 @@ fi
 {
 	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 	echo "commit: ${REV:-$(git -C "$here" rev-parse HEAD 2>/dev/null || echo unknown)}"
-	dirty=$({ git -C "$here/.." status --porcelain -- agent handoff message model runner runstate policy internal 2>/dev/null || true; } | tr '\n' ' ')
+	dirty=$({ git -C "$here/.." status --porcelain -- agent transfer message model runner runstate policy internal 2>/dev/null || true; } | tr '\n' ' ')
 	if git -C "$here" rev-parse --git-dir >/dev/null 2>&1; then
 		echo "dirty: ${dirty:-none}"
 	else

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
 )
 
 // runOnce runs s once and fails unless it completed as expected.
@@ -16,8 +16,8 @@ func runOnce(tb testing.TB, ctx context.Context, s scenario) *runner.Result {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if res.Status != runstate.StatusCompleted || res.LastAgent != s.lastAgent || res.Handoffs != s.handoffs {
-		tb.Fatalf("run ended %s with %s after %d handoffs; want completed with %s after %d", res.Status, res.LastAgent, res.Handoffs, s.lastAgent, s.handoffs)
+	if res.Status != runstate.StatusCompleted || res.LastAgent != s.lastAgent || res.Transfers != s.transfers {
+		tb.Fatalf("run ended %s with %s after %d transfers; want completed with %s after %d", res.Status, res.LastAgent, res.Transfers, s.lastAgent, s.transfers)
 	}
 	return res
 }
@@ -36,24 +36,24 @@ func benchRun(b *testing.B, s scenario) {
 
 // BenchmarkTransfer is one triage → billing transfer with instant models:
 // input, triage's model call (a transfer_to_billing call with a typed
-// context), the handoff, billing's model call and its answer.
+// context), the transfer, billing's model call and its answer.
 func BenchmarkTransfer(b *testing.B) { benchRun(b, transferNetwork(b, false)) }
 
 // BenchmarkTransferScripted is BenchmarkTransfer with the scripted model
 // (script lookup, usage, request ids) instead of the instant one.
 func BenchmarkTransferScripted(b *testing.B) { benchRun(b, transferNetwork(b, true)) }
 
-// BenchmarkHandoffChain10 is a0 → a1 → … → a10 (10 handoffs), then a10
+// BenchmarkHandoffChain10 is a0 → a1 → … → a10 (10 transfers), then a10
 // answers: 11 model calls per iteration.
 func BenchmarkHandoffChain10(b *testing.B) { benchRun(b, chainNetwork(b)) }
 
 // BenchmarkTurn is a single agent answering at once: the per-run and
-// per-turn overhead without handoffs.
+// per-turn overhead without transfers.
 func BenchmarkTurn(b *testing.B) { benchRun(b, turnNetwork(b)) }
 
 // BenchmarkTransferStream is BenchmarkTransfer through runner.Stream,
 // consuming every event (run start, agent start, tool call, tool result,
-// handoff, agent start, text delta, message, run end).
+// transfer, agent start, text delta, message, run end).
 func BenchmarkTransferStream(b *testing.B) {
 	s := transferNetwork(b, false)
 	ctx := b.Context()
@@ -115,11 +115,11 @@ func TestScenarios(t *testing.T) {
 func TestTransferContext(t *testing.T) {
 	t.Parallel()
 	res := runOnce(t, t.Context(), transferNetwork(t, false))
-	hc := res.State.Handoff
-	if hc == nil || hc.From != "triage" || hc.To != "billing" {
-		t.Fatalf("handoff context = %+v, want triage → billing", hc)
+	tc := res.State.Transfer
+	if tc == nil || tc.From != "triage" || tc.To != "billing" {
+		t.Fatalf("transfer context = %+v, want triage → billing", tc)
 	}
-	got, err := handoff.Decode[billingContext](hc)
+	got, err := transfer.Decode[billingContext](tc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestTransferStream(t *testing.T) {
 		types = append(types, ev.EventType())
 	}
 	want := []runner.EventType{runner.TypeRunStart, runner.TypeAgentStart, runner.TypeToolCall, runner.TypeToolResult,
-		runner.TypeHandoff, runner.TypeAgentStart, runner.TypeTextDelta, runner.TypeMessage, runner.TypeRunEnd}
+		runner.TypeTransfer, runner.TypeAgentStart, runner.TypeTextDelta, runner.TypeMessage, runner.TypeRunEnd}
 	if !slices.Equal(types, want) {
 		t.Errorf("events = %v, want %v", types, want)
 	}

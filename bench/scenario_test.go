@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/handoff"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/transfer"
 )
 
 // input is the user message of every scenario.
@@ -22,14 +22,14 @@ const input = "I was charged twice for my March invoice, please refund one of th
 // answer is the final text of every scenario.
 const answer = "I have refunded the duplicate charge of 42.00 EUR; it will appear on your statement in 3-5 days."
 
-// billingContext is the typed handoff context triage fills in.
+// billingContext is the typed transfer context triage fills in.
 type billingContext struct {
 	Reason    string `json:"reason"`
 	AccountID string `json:"account_id"`
 	Priority  int    `json:"priority"`
 }
 
-// transferArgs is the handoff call's arguments: a small typed context.
+// transferArgs is the transfer call's arguments: a small typed context.
 var transferArgs = json.RawMessage(`{"reason":"duplicate charge on the March invoice","account_id":"acct_42","priority":2}`)
 
 // usage is what each instant answer reports, so that usage accounting runs.
@@ -81,12 +81,12 @@ func instantText(agentName, text string) model.Model {
 type scenario struct {
 	r         *runner.Runner
 	lastAgent string
-	handoffs  int
+	transfers int
 	turns     int
 }
 
 // newRunner builds a runner with a discarding logger, so that benchmarks
-// measure the runtime rather than log I/O (the runner logs every handoff).
+// measure the runtime rather than log I/O (the runner logs every transfer).
 func newRunner(tb testing.TB, net *agent.Network) *runner.Runner {
 	tb.Helper()
 	r, err := runner.New(runner.Config{Network: net, Logger: slog.New(slog.DiscardHandler)})
@@ -111,9 +111,9 @@ func transferNetwork(tb testing.TB, useScripted bool) scenario {
 		Instructions: "You are the triage agent of ACME support. Hand billing questions to billing.",
 		Model:        triageModel,
 		ModelName:    "instant",
-		Handoffs: []*handoff.Handoff{{
+		Transfers: []*transfer.Transfer{{
 			To:            "billing",
-			ContextSchema: handoff.ContextSchemaFor[billingContext](),
+			ContextSchema: transfer.ContextSchemaFor[billingContext](),
 		}},
 	}
 	billing := &agent.Agent{
@@ -127,13 +127,13 @@ func transferNetwork(tb testing.TB, useScripted bool) scenario {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return scenario{r: newRunner(tb, net), lastAgent: "billing", handoffs: 1, turns: 2}
+	return scenario{r: newRunner(tb, net), lastAgent: "billing", transfers: 1, turns: 2}
 }
 
-// chainLength is the number of handoffs of the chain scenario.
+// chainLength is the number of transfers of the chain scenario.
 const chainLength = 10
 
-// chainNetwork is a0 → a1 → … → a10 (each with an instant handoff call),
+// chainNetwork is a0 → a1 → … → a10 (each with an instant transfer call),
 // then a10 answers.
 func chainNetwork(tb testing.TB) scenario {
 	tb.Helper()
@@ -148,7 +148,7 @@ func chainNetwork(tb testing.TB) scenario {
 		}
 		if i < chainLength {
 			next := "a" + strconv.Itoa(i+1)
-			a.Handoffs = []*handoff.Handoff{{To: next}}
+			a.Transfers = []*transfer.Transfer{{To: next}}
 			a.Model = instantCall(name, "transfer_to_"+next, json.RawMessage(`{"reason":"next step"}`))
 		} else {
 			a.Model = instantText(name, answer)
@@ -156,11 +156,11 @@ func chainNetwork(tb testing.TB) scenario {
 		agents[i] = a
 	}
 	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "chain", Agents: agents,
-		Limits: agent.Limits{MaxHandoffs: chainLength, MaxTurns: chainLength + 1}})
+		Limits: agent.Limits{MaxTransfers: chainLength, MaxTurns: chainLength + 1}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return scenario{r: newRunner(tb, net), lastAgent: "a" + strconv.Itoa(chainLength), handoffs: chainLength, turns: chainLength + 1}
+	return scenario{r: newRunner(tb, net), lastAgent: "a" + strconv.Itoa(chainLength), transfers: chainLength, turns: chainLength + 1}
 }
 
 // turnNetwork is one agent answering at once: the per-turn overhead.
