@@ -24,7 +24,7 @@ var (
 type VersionError struct{ Version int }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("runstate: schema version %d is not supported (this build reads %d)", e.Version, SchemaVersion)
+	return fmt.Sprintf("runstate: schema version %d is not supported (this build reads 1 to %d)", e.Version, SchemaVersion)
 }
 
 // Unwrap returns [ErrUnknownVersion].
@@ -60,21 +60,24 @@ func Encode(s *State) ([]byte, error) {
 	return b, nil
 }
 
-// Decode parses b as written by [Encode]. It returns an error wrapping
-// [ErrCorrupt] for bytes that are not a complete state object, and a
-// *[VersionError] for an unknown schema version.
+// Decode parses b as written by [Encode], by this build or by one that
+// wrote schema version 1 (whose transfer names it maps: see
+// [SchemaVersion]); the state it returns is of the current version. It
+// returns an error wrapping [ErrCorrupt] for bytes that are not a complete
+// state object, and a *[VersionError] for an unknown schema version.
 //
 // A valid state of the current version is decoded in one pass by the
 // encoding/json/v2 decoder (2.5 times faster than encoding/json, with 60%
-// fewer allocations: a resume reads one at every step); anything else takes
-// the encoding/json path, which gives the exact error, or the same state
-// for input that only encoding/json accepts (object names in another case,
-// duplicate names, invalid UTF-8). FuzzDecode checks that both paths agree.
+// fewer allocations: a resume reads one at every step); anything else, a
+// version 1 state included, takes the encoding/json path, which gives the
+// exact error, or the same state for input that only encoding/json accepts
+// (object names in another case, duplicate names, invalid UTF-8).
+// FuzzDecode checks that both paths agree.
 func Decode(b []byte) (*State, error) {
 	if s, ok := decodeFast(b); ok {
 		return s, nil
 	}
-	return decodeV1(b)
+	return decodeStd(b)
 }
 
 // fastOptions make the v2 decoder refuse what encoding/json would report
@@ -92,9 +95,9 @@ func decodeFast(b []byte) (*State, bool) {
 	return &s, true
 }
 
-// decodeV1 is Decode with encoding/json: it reads the version first, so
+// decodeStd is Decode with encoding/json: it reads the version first, so
 // that a state of another version is reported as such, then the state.
-func decodeV1(b []byte) (*State, error) {
+func decodeStd(b []byte) (*State, error) {
 	var head struct {
 		SchemaVersion *int `json:"schema_version"`
 	}
@@ -104,22 +107,39 @@ func decodeV1(b []byte) (*State, error) {
 	if head.SchemaVersion == nil {
 		return nil, fmt.Errorf("%w: no schema_version", ErrCorrupt)
 	}
-	if *head.SchemaVersion != SchemaVersion {
+	var s *State
+	switch *head.SchemaVersion {
+	case SchemaVersion:
+		s = new(State)
+		if err := decodeStrict(b, s); err != nil {
+			return nil, err
+		}
+	case 1:
+		var err error
+		if s, err = decodeSchema1(b); err != nil {
+			return nil, err
+		}
+	default:
 		return nil, &VersionError{Version: *head.SchemaVersion}
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var s State
-	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data", ErrCorrupt)
 	}
 	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
-	return &s, nil
+	return s, nil
+}
+
+// decodeStrict decodes the single JSON object b into v with encoding/json,
+// refusing unknown fields and trailing data.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: trailing data", ErrCorrupt)
+	}
+	return nil
 }
 
 // Validate reports what makes s a state that [Decode] would refuse: no run

@@ -31,29 +31,33 @@ func FuzzDecode(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)/2])
 	for _, s := range []string{
-		`{"schema_version":1,"run_id":"run","agent":"a","fingerprint":"fp","status":"running","step":1}`,
-		`{"Schema_Version":1,"RUN_ID":"run","agent":"a","fingerprint":"fp","status":"running","step":1}`,
-		`{"schema_version":1,"run_id":"x","run_id":"run","agent":"a","fingerprint":"fp","status":"running"}`,
-		`{"schema_version":1,"run_id":"r\xff","agent":"a","fingerprint":"fp","status":"running"}`,
-		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","started_at":"2026-11-23T10:00:00+00:00"}`,
-		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","started_at":"2026-11-23T10:00:00+02:00"}`,
-		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","elapsed_ns":1e3}`,
-		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","elapsed_ns":"1s"}`,
-		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","messages":[{"role":"user","parts":[{"type":"image","data":"AAE="}]}]}`,
-		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","messages":[{"role":"user","parts":[{"type":"image","data":"AAE"}]}]}`,
-		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","pending":[{"call":{"id":"c","arguments": { "a" : 1 } },"kind":"tool"}]}`,
-		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","values":{"k":null,"k":1}}`,
-		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","handoff":{"data":{"n":1.5,"l":[true,null]}}}`,
-		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"interrupted"}`,
-		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running"} {}`,
-		`{"schema_version":2}`,
+		`{"schema_version":2,"run_id":"run","agent":"a","fingerprint":"fp","status":"running","step":1}`,
+		`{"Schema_Version":2,"RUN_ID":"run","agent":"a","fingerprint":"fp","status":"running","step":1}`,
+		`{"schema_version":2,"run_id":"x","run_id":"run","agent":"a","fingerprint":"fp","status":"running"}`,
+		`{"schema_version":2,"run_id":"r\xff","agent":"a","fingerprint":"fp","status":"running"}`,
+		`{"schema_version":2,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","started_at":"2026-11-23T10:00:00+00:00"}`,
+		`{"schema_version":2,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","started_at":"2026-11-23T10:00:00+02:00"}`,
+		`{"schema_version":2,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","elapsed_ns":1e3}`,
+		`{"schema_version":2,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","elapsed_ns":"1s"}`,
+		`{"schema_version":2,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","messages":[{"role":"user","parts":[{"type":"image","data":"AAE="}]}]}`,
+		`{"schema_version":2,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","messages":[{"role":"user","parts":[{"type":"image","data":"AAE"}]}]}`,
+		`{"schema_version":2,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","pending":[{"call":{"id":"c","arguments": { "a" : 1 } },"kind":"tool"}]}`,
+		`{"schema_version":2,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","values":{"k":null,"k":1}}`,
+		`{"schema_version":2,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transfer":{"data":{"n":1.5,"l":[true,null]}}}`,
+		`{"schema_version":2,"run_id":"r","agent":"a","fingerprint":"fp","status":"interrupted"}`,
+		`{"schema_version":2,"run_id":"r","agent":"a","fingerprint":"fp","status":"running"} {}`,
+		`{"schema_version":3}`,
+		// Schema version 1, before transfers had their names.
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","handoffs":2,"handoff":{"id":"r-h2","from":"b","to":"a","type":"return","history":"full"},"stack":[{"agent":"b","messages":null,"handoff":{"id":"r-h1","from":"x","to":"b","type":"transfer","history":"none","data":{"k":[1]}},"handoff_id":"r-h2"}],"pending":[{"call":{"id":"c"},"kind":"handoff"},{"call":{"id":"d"},"kind":"tool"}]}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transfers":1}`,
+		`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","stack":[{"agent":"b","transfer_id":"x"}]}`,
 		`null`, ``, "\xff\xfe",
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fast, ok := decodeFast(b)
-		slow, slowErr := decodeV1(b)
+		slow, slowErr := decodeStd(b)
 		if ok {
 			if slowErr != nil {
 				t.Fatalf("the v2 path accepted what encoding/json refuses (%v)", slowErr)
@@ -81,6 +85,19 @@ func FuzzDecode(f *testing.F) {
 		}
 		if err := got.Validate(); err != nil {
 			t.Fatalf("Decode returned a state that does not validate: %v", err)
+		}
+		// Whatever was read, a version 1 state included, is written and
+		// read back as the same current state.
+		enc, err := Encode(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Decode(enc)
+		if err != nil {
+			t.Fatalf("Decode of Encode's output: %v\n%s", err, enc)
+		}
+		if enc2, _ := Encode(again); !bytes.Equal(enc, enc2) {
+			t.Fatalf("re-encoding differs:\n%s\n%s", enc, enc2)
 		}
 	})
 }

@@ -9,7 +9,10 @@ import (
 )
 
 // SchemaVersion is the version of the JSON encoding written by [Encode].
-const SchemaVersion = 1
+// Version 2 gave agent → agent transfers their own names (transfer,
+// transfers, transfer_id, the call kind "transfer"), which version 1 called
+// handoffs; [Decode] reads both.
+const SchemaVersion = 2
 
 // Status is a run's lifecycle state. It is persisted as a stable string.
 type Status string
@@ -32,7 +35,7 @@ type CallKind string
 // Call kinds.
 const (
 	CallTool      CallKind = "tool"       // an ordinary tool
-	CallTransfer  CallKind = "handoff"    // a transfer to another agent
+	CallTransfer  CallKind = "transfer"   // a transfer to another agent
 	CallAgentTool CallKind = "agent_tool" // a specialist called as a tool
 )
 
@@ -61,9 +64,9 @@ type Frame struct {
 	// Messages is the caller's history at the time of the transfer.
 	Messages []message.Message `json:"messages"`
 	// Transfer is the transfer context the caller itself had, restored on return.
-	Transfer *transfer.Context `json:"handoff,omitempty"`
+	Transfer *transfer.Context `json:"transfer,omitempty"`
 	// TransferID is the id of the return transfer this frame waits for.
-	TransferID string `json:"handoff_id"`
+	TransferID string `json:"transfer_id"`
 }
 
 // Interrupt is a stable, versioned payload that stops a run until a human
@@ -108,14 +111,14 @@ type State struct {
 	// Pending are the calls of the last model turn not yet answered.
 	Pending []PendingCall `json:"pending,omitempty"`
 	// Transfer is the context delivered to the active agent, if control was transferred to it.
-	Transfer *transfer.Context `json:"handoff,omitempty"`
+	Transfer *transfer.Context `json:"transfer,omitempty"`
 	// Stack holds callers of return-to-caller transfers, innermost last.
 	Stack []Frame `json:"stack,omitempty"`
 	// Trail is the sequence of agents that held control, for ping-pong detection.
 	Trail []string `json:"trail"`
 	// Turns counts model calls; Transfers counts transfers taken.
 	Turns     int           `json:"turns"`
-	Transfers int           `json:"handoffs"`
+	Transfers int           `json:"transfers"`
 	Usage     message.Usage `json:"usage"`
 	// Step counts checkpoints written for this run; stores use it to fence writes.
 	Step   int    `json:"step"`

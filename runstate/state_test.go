@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -277,7 +278,7 @@ func TestEncodeSetsSchemaVersion(t *testing.T) {
 func TestDecodeErrors(t *testing.T) {
 	t.Parallel()
 	valid := func(mutate func(m map[string]any)) []byte {
-		m := map[string]any{"schema_version": 1, "run_id": "r", "agent": "a", "fingerprint": "f", "status": "running"}
+		m := map[string]any{"schema_version": runstate.SchemaVersion, "run_id": "r", "agent": "a", "fingerprint": "f", "status": "running"}
 		mutate(m)
 		b, _ := json.Marshal(m)
 		return b
@@ -293,15 +294,23 @@ func TestDecodeErrors(t *testing.T) {
 		"not json":       {[]byte("\x00garbage"), runstate.ErrCorrupt},
 		"array":          {[]byte(`[]`), runstate.ErrCorrupt},
 		"no version":     {[]byte(`{"run_id":"r"}`), runstate.ErrCorrupt},
-		"future version": {[]byte(`{"schema_version":2}`), runstate.ErrUnknownVersion},
-		"no run":         {valid(func(m map[string]any) { delete(m, "run_id") }), runstate.ErrCorrupt},
-		"no agent":       {valid(func(m map[string]any) { m["agent"] = "" }), runstate.ErrCorrupt},
-		"no fingerprint": {valid(func(m map[string]any) { delete(m, "fingerprint") }), runstate.ErrCorrupt},
-		"bad status":     {valid(func(m map[string]any) { m["status"] = "dancing" }), runstate.ErrCorrupt},
-		"interrupted":    {valid(func(m map[string]any) { m["status"] = "interrupted" }), runstate.ErrCorrupt},
-		"unknown field":  {valid(func(m map[string]any) { m["surprise"] = 1 }), runstate.ErrCorrupt},
-		"wrong type":     {valid(func(m map[string]any) { m["turns"] = "many" }), runstate.ErrCorrupt},
-		"pending no id":  {valid(func(m map[string]any) { m["pending"] = []any{map[string]any{"call": map[string]any{}, "kind": "tool"}} }), runstate.ErrCorrupt},
+		"future version": {[]byte(`{"schema_version":3}`), runstate.ErrUnknownVersion},
+		"version 0":      {[]byte(`{"schema_version":0}`), runstate.ErrUnknownVersion},
+		"old name":       {valid(func(m map[string]any) { m["handoffs"] = 1 }), runstate.ErrCorrupt},
+		"old kind": {valid(func(m map[string]any) {
+			m["pending"] = []any{map[string]any{"call": map[string]any{"id": "c"}, "kind": "handoff"}}
+		}), runstate.ErrCorrupt},
+		"version 1 with new name": {[]byte(`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"f","status":"running","transfers":1}`), runstate.ErrCorrupt},
+		"version 1 with new kind": {[]byte(`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"f","status":"running","pending":[{"call":{"id":"c"},"kind":"transfer"}]}`), runstate.ErrCorrupt},
+		"version 1 invalid":       {[]byte(`{"schema_version":1,"run_id":"r","agent":"a","fingerprint":"f","status":"paused"}`), runstate.ErrCorrupt},
+		"no run":                  {valid(func(m map[string]any) { delete(m, "run_id") }), runstate.ErrCorrupt},
+		"no agent":                {valid(func(m map[string]any) { m["agent"] = "" }), runstate.ErrCorrupt},
+		"no fingerprint":          {valid(func(m map[string]any) { delete(m, "fingerprint") }), runstate.ErrCorrupt},
+		"bad status":              {valid(func(m map[string]any) { m["status"] = "dancing" }), runstate.ErrCorrupt},
+		"interrupted":             {valid(func(m map[string]any) { m["status"] = "interrupted" }), runstate.ErrCorrupt},
+		"unknown field":           {valid(func(m map[string]any) { m["surprise"] = 1 }), runstate.ErrCorrupt},
+		"wrong type":              {valid(func(m map[string]any) { m["turns"] = "many" }), runstate.ErrCorrupt},
+		"pending no id":           {valid(func(m map[string]any) { m["pending"] = []any{map[string]any{"call": map[string]any{}, "kind": "tool"}} }), runstate.ErrCorrupt},
 		"pending kind": {valid(func(m map[string]any) {
 			m["pending"] = []any{map[string]any{"call": map[string]any{"id": "c"}, "kind": "x"}}
 		}), runstate.ErrCorrupt},
@@ -315,6 +324,54 @@ func TestDecodeErrors(t *testing.T) {
 	var ve *runstate.VersionError
 	if _, err := runstate.Decode([]byte(`{"schema_version":7}`)); !errors.As(err, &ve) || ve.Version != 7 {
 		t.Errorf("VersionError = %v", err)
+	}
+}
+
+// TestDecodeSchema1 decodes a state written by schema version 1, before
+// agent → agent handoffs were called transfers: it comes back as a state of
+// the current version whose encoding is the old one with the transfer names.
+func TestDecodeSchema1(t *testing.T) {
+	t.Parallel()
+	old, err := os.ReadFile("testdata/state_v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := runstate.Decode(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.SchemaVersion != runstate.SchemaVersion || s.Transfers != 2 || s.Transfer == nil || s.Transfer.ID != "run_v1-h2" ||
+		s.Transfer.Type != transfer.TypeReturn || s.Transfer.ExpectedOutput != "the charges" {
+		t.Errorf("state = %+v, transfer %+v", s, s.Transfer)
+	}
+	if len(s.Stack) != 1 || s.Stack[0].Agent != "billing" || s.Stack[0].TransferID != "run_v1-h2" || s.Stack[0].Transfer == nil ||
+		s.Stack[0].Transfer.ID != "run_v1-h1" || !bytes.Contains(s.Stack[0].Transfer.Data, []byte(`"order_id": "1234"`)) || len(s.Stack[0].Messages) != 1 {
+		t.Errorf("stack = %+v", s.Stack)
+	}
+	if len(s.Pending) != 2 || s.Pending[0].Kind != runstate.CallTool || s.Pending[0].Result == nil || s.Pending[1].Kind != runstate.CallTransfer {
+		t.Errorf("pending = %+v", s.Pending)
+	}
+	// Everything else is as it was: the encoding is the old one with the
+	// new version and names.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, old); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.NewReplacer(`"schema_version":1,`, `"schema_version":2,`, `"handoff":`, `"transfer":`, `"handoffs":`, `"transfers":`,
+		`"handoff_id":`, `"transfer_id":`, `"kind":"handoff"`, `"kind":"transfer"`).Replace(compact.String())
+	got, err := runstate.Encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("re-encoded:\n%s\nwant:\n%s", got, want)
+	}
+	again, err := runstate.Decode(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := runstate.Encode(again); !bytes.Equal(b, got) {
+		t.Errorf("the migrated state does not round-trip:\n%s\n%s", b, got)
 	}
 }
 
