@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -310,7 +311,7 @@ func (x *run) callTool(ctx context.Context, p *plan, e toolEntry, call message.T
 	switch {
 	case e.kind == runstate.CallAgentTool:
 		return x.callAgentTool(ctx, e.agentTool, call)
-	case e.tool == nil && call.Name == TransferContextTool && x.st.Transfer != nil:
+	case e.tool == nil && (call.Name == TransferContextTool || call.Name == contextToolV1) && x.st.Transfer != nil:
 		out, isErr = x.readTransferContext(call)
 		return out, isErr, nil
 	case e.tool == nil:
@@ -350,6 +351,9 @@ func (x *run) readTransferContext(call message.ToolCall) (out string, isErr bool
 	}
 	if json.Unmarshal(call.Arguments, &in) != nil {
 		return "invalid arguments: want {\"ref\": string}", true
+	}
+	if rest, ok := strings.CutPrefix(in.Ref, "handoff:"); ok && call.Name == contextToolV1 {
+		in.Ref = "transfer:" + rest
 	}
 	v, ok := x.st.Transfer.Lookup(in.Ref)
 	if !ok {
@@ -452,7 +456,7 @@ func (x *run) firstTransfer(p *plan) int {
 			continue
 		}
 		first := p.byName[st.Pending[win].Call.Name].transfer.To
-		pc.Result = &runstate.Result{Output: "not taken: this turn already hands off to " + first + "; only the first handoff of a turn is taken", IsError: true}
+		pc.Result = &runstate.Result{Output: "not taken: this turn already transfers to " + first + "; only the first transfer of a turn is taken", IsError: true}
 		x.emit(&TransferRejectedEvent{Header: Header{Type: TypeTransferRejected}, From: st.Agent, To: p.byName[pc.Call.Name].transfer.To, Tool: pc.Call.Name, Error: pc.Result.Output})
 	}
 	return win

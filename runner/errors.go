@@ -48,7 +48,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // Limit names.
 const (
 	LimitMaxTurns     = "max_turns"
-	LimitMaxTransfers = "max_handoffs"
+	LimitMaxTransfers = "max_transfers"
 	LimitPingPong     = "ping_pong"
 	LimitTokenBudget  = "token_budget"
 	LimitTimeout      = "timeout"

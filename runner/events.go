@@ -20,8 +20,8 @@ const (
 	TypeMessage          EventType = "message"
 	TypeToolCall         EventType = "tool_call"
 	TypeToolResult       EventType = "tool_result"
-	TypeTransfer         EventType = "handoff"
-	TypeTransferRejected EventType = "handoff_rejected"
+	TypeTransfer         EventType = "transfer"
+	TypeTransferRejected EventType = "transfer_rejected"
 	TypeInterrupt        EventType = "interrupt"
 	TypeSuspended        EventType = "suspended"
 	TypeRunEnd           EventType = "run_end"
@@ -105,10 +105,10 @@ type ToolResultEvent struct {
 // TransferEvent is control moving from one agent to another.
 type TransferEvent struct {
 	Header
-	ID            string                 `json:"handoff_id"`
+	ID            string                 `json:"transfer_id"`
 	From          string                 `json:"from"`
 	To            string                 `json:"to"`
-	TransferType  transfer.Type          `json:"handoff_type"`
+	TransferType  transfer.Type          `json:"transfer_type"`
 	Tool          string                 `json:"tool,omitempty"`
 	Reason        string                 `json:"reason,omitempty"`
 	Context       json.RawMessage        `json:"context,omitempty"`
@@ -145,7 +145,7 @@ type RunEndEvent struct {
 	Status    runstate.Status `json:"status"`
 	LastAgent string          `json:"last_agent"`
 	Turns     int             `json:"turns"`
-	Transfers int             `json:"handoffs"`
+	Transfers int             `json:"transfers"`
 	Usage     message.Usage   `json:"usage"`
 	Output    string          `json:"output,omitempty"`
 	// Limit names the limit that ended the run with a final answer, if any.
@@ -199,7 +199,7 @@ func (x *run) emit(e Event) bool {
 //
 // What the states do not record is not derived: the Reason of the run's
 // first agent_start (the picker's), the Limit of a run_end (a limit that
-// ended the run with a final answer), handoff_rejected events (the refused
+// ended the run with a final answer), transfer_rejected events (the refused
 // target is not stored), the run_start of a run resumed from a running
 // state (after a crash), and the events of an execution after its last
 // checkpoint (a cancelled run's error, a suspension whose checkpoint was
@@ -336,7 +336,7 @@ func toolResultEvent(agent string, p *message.Part) *ToolResultEvent {
 }
 
 // appendMoveEvents appends the events of control moving as tc says: the
-// handoff and the target's agent_start.
+// transfer and the target's agent_start.
 func appendMoveEvents(evs []Event, tc *transfer.Context) []Event {
 	return append(evs,
 		&TransferEvent{Header: Header{Type: TypeTransfer}, ID: tc.ID, From: tc.From, To: tc.To, TransferType: tc.Type, Tool: tc.Tool,

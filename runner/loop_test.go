@@ -595,7 +595,7 @@ func TestStreamEvents(t *testing.T) {
 		}
 		types = append(types, string(e.EventType()))
 	}
-	want := "run_start agent_start text_delta text_delta message tool_call tool_result handoff agent_start text_delta message run_end"
+	want := "run_start agent_start text_delta text_delta message tool_call tool_result transfer agent_start text_delta message run_end"
 	if got := strings.Join(types, " "); got != want {
 		t.Fatalf("events:\n got %s\nwant %s", got, want)
 	}

@@ -102,9 +102,14 @@ type toolEntry struct {
 
 // TransferContextTool is the tool offered to an agent whose transfer context
 // has fields delivered by reference; it returns a field's full value.
-const TransferContextTool = "read_handoff_context"
+const TransferContextTool = "read_transfer_context"
 
-var transferContextParams = json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string","description":"The reference shown in the handoff context block."}},"required":["ref"]}`)
+// contextToolV1 is [TransferContextTool] as run states of schema version 1
+// name it: a call of it still pending in such a state is answered, its
+// "handoff:" reference read as "transfer:".
+const contextToolV1 = "read_handoff_context"
+
+var transferContextParams = json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string","description":"The reference shown in the transfer context block."}},"required":["ref"]}`)
 
 // New returns a runner for cfg.Network.
 func New(cfg Config) (*Runner, error) {

@@ -99,7 +99,7 @@ func (x *run) prepareTransfer(ctx context.Context, p *plan, pc *runstate.Pending
 		x.emit(&TransferRejectedEvent{Header: Header{Type: TypeTransferRejected}, From: st.Agent, To: h.To, Tool: h.Tool(), Error: msg})
 	}
 	if h.Enabled != nil && !h.Enabled(ctx, transfer.Info{RunID: st.RunID, ThreadID: st.ThreadID, Agent: st.Agent, Turns: st.Turns, Transfers: st.Transfers, Messages: st.Messages}) {
-		reject("handoff to " + h.To + " is not available now")
+		reject("transfer to " + h.To + " is not available now")
 		return nil, nil
 	}
 	tc, err := h.BuildContext(st.Agent, pc.Call.Arguments)
@@ -116,7 +116,7 @@ func (x *run) prepareTransfer(ctx context.Context, p *plan, pc *runstate.Pending
 	}
 	if h.OnTransfer != nil {
 		if err := h.OnTransfer(ctx, tc); err != nil {
-			reject("handoff to " + h.To + " refused: " + err.Error())
+			reject("transfer to " + h.To + " refused: " + err.Error())
 			x.r.cfg.Observer.Transfer(ctx, tc, "rejected")
 			return nil, nil
 		}
@@ -125,7 +125,7 @@ func (x *run) prepareTransfer(ctx context.Context, p *plan, pc *runstate.Pending
 	return &pendingMove{h: h, tc: tc}, nil
 }
 
-// transferLimit checks max_handoffs and ping-pong for a transfer to `to`.
+// transferLimit checks max_transfers and ping-pong for a transfer to `to`.
 func (x *run) transferLimit(to string) *LimitError {
 	st := x.st
 	lim := x.r.limits
@@ -185,7 +185,7 @@ func (x *run) move(ctx context.Context, tc *transfer.Context, msgs []message.Mes
 		st.Transfer = tc
 	}
 	if x.r.log.Enabled(ctx, slog.LevelInfo) {
-		x.r.log.InfoContext(ctx, "handoff", "run_id", st.RunID, "thread_id", st.ThreadID, "handoff_id", tc.ID, "from", tc.From, "to", tc.To,
+		x.r.log.InfoContext(ctx, "transfer", "run_id", st.RunID, "thread_id", st.ThreadID, "transfer_id", tc.ID, "from", tc.From, "to", tc.To,
 			"type", tc.Type, "history", tc.History, "transforms", tc.Transforms, "model_run_id", x.turn.requestID, "tokens_used", st.Usage.Total())
 	}
 	x.r.cfg.Observer.Transfer(ctx, tc, "ok")

@@ -291,7 +291,7 @@ func (x *run) tools(ctx context.Context, p *plan) []model.Tool {
 		out = append(out, t)
 	}
 	if refs {
-		out = append(out, model.Tool{Name: TransferContextTool, Description: "Read the full value of a handoff context field delivered by reference.", Parameters: transferContextParams})
+		out = append(out, model.Tool{Name: TransferContextTool, Description: "Read the full value of a transfer context field delivered by reference.", Parameters: transferContextParams})
 	}
 	return out
 }

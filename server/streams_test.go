@@ -54,18 +54,18 @@ func TestRunStream(t *testing.T) {
 	if got := types(evs); !reflect.DeepEqual(got[:2], want) || got[len(got)-1] != "run_end" {
 		t.Fatalf("events: %v", got)
 	}
-	var handoff bool
+	var transferred bool
 	for _, e := range evs {
 		// The SSE id is the event's seq and the event name its type, as in `baton run --json`.
 		if e.Data["type"] != e.Type || fmt.Sprint(e.Data["seq"]) != e.ID {
 			t.Fatalf("event %s %s: data %s", e.ID, e.Type, e.Raw)
 		}
-		if e.Type == "handoff" && e.Data["from"] == "triage" && e.Data["to"] == "billing" {
-			handoff = true
+		if e.Type == "transfer" && e.Data["from"] == "triage" && e.Data["to"] == "billing" {
+			transferred = true
 		}
 	}
-	if !handoff || evs[len(evs)-1].Data["status"] != "completed" {
-		t.Fatalf("no handoff or not completed: %v", types(evs))
+	if !transferred || evs[len(evs)-1].Data["status"] != "completed" {
+		t.Fatalf("no transfer or not completed: %v", types(evs))
 	}
 }
 
@@ -134,7 +134,7 @@ func TestReconnectRebuildsFromStore(t *testing.T) {
 		for _, e := range evs {
 			kinds[e.Type] = true
 		}
-		if !kinds["handoff"] || !kinds["message"] || !kinds["tool_result"] || evs[len(evs)-1].Type != "run_end" || evs[len(evs)-1].Data["status"] != "completed" {
+		if !kinds["transfer"] || !kinds["message"] || !kinds["tool_result"] || evs[len(evs)-1].Type != "run_end" || evs[len(evs)-1].Data["status"] != "completed" {
 			t.Fatalf("%s: %v", name, types(evs))
 		}
 	}
@@ -190,7 +190,7 @@ func TestThreadEvents(t *testing.T) {
 		}
 	}
 	kinds := strings.Join(types(evs), ",")
-	if !strings.Contains(kinds, "handoff") || !strings.Contains(kinds, "interrupt") {
+	if !strings.Contains(kinds, "transfer") || !strings.Contains(kinds, "interrupt") {
 		t.Fatalf("thread events: %s", kinds)
 	}
 	resp.Body.Close()

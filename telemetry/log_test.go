@@ -163,16 +163,16 @@ func TestRunLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hand := b.logs.Records(t, "handoff")
+		tr := b.logs.Records(t, "transfer")
 		sum := b.logs.Records(t, "run summary")
-		if len(hand) != 1 || len(sum) != 1 {
-			t.Fatalf("%d handoff lines, %d summary lines; want 1 and 1:\n%s", len(hand), len(sum), b.logs)
+		if len(tr) != 1 || len(sum) != 1 {
+			t.Fatalf("%d transfer lines, %d summary lines; want 1 and 1:\n%s", len(tr), len(sum), b.logs)
 		}
-		// The runner's handoff line.
-		for k, want := range map[string]any{"run_id": res.RunID, "thread_id": "thread-7", "handoff_id": res.RunID + "-h1",
+		// The runner's transfer line.
+		for k, want := range map[string]any{"run_id": res.RunID, "thread_id": "thread-7", "transfer_id": res.RunID + "-h1",
 			"from": "triage", "to": "billing", "tokens_used": float64(usageLookup.Total() + usageTransfer.Total())} {
-			if hand[0][k] != want {
-				t.Errorf("handoff line %s = %v, want %v", k, hand[0][k], want)
+			if tr[0][k] != want {
+				t.Errorf("transfer line %s = %v, want %v", k, tr[0][k], want)
 			}
 		}
 		// The observer's summary line.

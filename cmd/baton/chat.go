@@ -29,7 +29,7 @@ import (
 const chatUsage = `usage: baton chat --network FILE [--database URL] [--owner NAME] [--thread ID] [--memory-dir DIR]
 
 An interactive chat with a network in the terminal. Answers stream as they
-are written; handoffs, tool calls and their results are shown as they happen.
+are written; transfers, tool calls and their results are shown as they happen.
 Tools that need approval ask inline: [a]pprove / [r]eject.
 
 Commands:

@@ -23,7 +23,7 @@ import (
 )
 
 // TestChatTerminal drives `baton chat` in a real terminal (a tmux pane,
-// 120×50, TERM=xterm-256color) through a conversation with a handoff to
+// 120×50, TERM=xterm-256color) through a conversation with a transfer to
 // billing, then /handoff accepted, edited in $EDITOR and declined, /threads
 // and /quit. The network is examples/support/network.yaml with billing
 // pointed at a stand-in OpenAI-compatible server, which records every
@@ -62,7 +62,7 @@ func TestChatTerminal(t *testing.T) {
 
 	// A first message: triage hands off to billing, which has no summary.
 	tm.send(t, "I was charged twice for order 1234")
-	tm.waitFor(t, "⇒ handoff triage → billing", "billing: Billing answer #1: no summary in my memory.", "── completed · last agent billing", idle)
+	tm.waitFor(t, "⇒ transfer triage → billing", "billing: Billing answer #1: no summary in my memory.", "── completed · last agent billing", idle)
 
 	// /handoff, accepted: a child thread, switched to.
 	tm.send(t, "/handoff")

@@ -41,11 +41,11 @@ func TestCrashedRunResumesInANewProcess(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the handoff was emitted (so checkpointed), then kill.
+	// Wait until the transfer was emitted (so checkpointed), then kill.
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(stdout.String(), `"type":"handoff"`) {
+	for !strings.Contains(stdout.String(), `"type":"transfer"`) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no handoff event before the deadline: %s", stdout.String())
+			t.Fatalf("no transfer event before the deadline: %s", stdout.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

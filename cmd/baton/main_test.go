@@ -103,19 +103,19 @@ var transcriptCases = []struct {
 		contains: []string{
 			"▶ triage is active (entry)",
 			"  → triage calls transfer_to_billing {",
-			"⇒ handoff triage → billing (transfer, history full): Customer reports being charged twice for order 1234",
+			"⇒ transfer triage → billing (transfer, history full): Customer reports being charged twice for order 1234",
 			`  context {"issue":"double_charge","order_id":"1234","reason":"Customer reports being charged twice for order 1234"}`,
 			"▶ billing is active (transfer)",
 			"  → billing calls lookup_order {\"order_id\":\"1234\"}",
 			"billing: I can see two charges of 49.90 EUR",
-			"── completed · last agent billing · 3 turns · 1 handoffs",
+			"── completed · last agent billing · 3 turns · 1 transfers",
 		},
 	},
 	{
 		name: "support_refunds",
 		args: []string{"run", supportNet, "I want a refund for order 1234"},
 		contains: []string{
-			"⇒ handoff triage → refunds (transfer, history last_user): Customer asks for a refund",
+			"⇒ transfer triage → refunds (transfer, history last_user): Customer asks for a refund",
 			"  → refunds calls issue_refund {\"amount\":49.9,\"order_id\":\"1234\"}",
 			"⏸ waiting for approval (interrupt run_ID-i",
 			"  decide with: baton resume ../../examples/support/network.yaml --run run_ID --database sqlite:DB --decision approve|reject|edit",
@@ -126,7 +126,7 @@ var transcriptCases = []struct {
 		name: "support_tech",
 		args: []string{"run", supportNet, "The app crashes when I log in"},
 		contains: []string{
-			"⇒ handoff triage → tech (transfer, history full): App problem reported",
+			"⇒ transfer triage → tech (transfer, history full): App problem reported",
 			"  ← check_status_page: {\"login\":\"degraded\",\"payments\":\"ok\"}",
 			"tech: Log-in is degraded right now on our side",
 			"── completed · last agent tech",
@@ -135,31 +135,31 @@ var transcriptCases = []struct {
 	{
 		name:     "support_other",
 		args:     []string{"run", supportNet, "Hello?"},
-		contains: []string{"triage: I can help with billing, refunds or technical problems.", "── completed · last agent triage · 1 turns · 0 handoffs"},
+		contains: []string{"triage: I can help with billing, refunds or technical problems.", "── completed · last agent triage · 1 turns · 0 transfers"},
 	},
 	{
 		name:     "support_agent_flag",
 		args:     []string{"run", "--agent", "billing", supportNet, "Why two charges?"},
-		contains: []string{"▶ billing is active", "── completed · last agent billing · 2 turns · 0 handoffs"},
+		contains: []string{"▶ billing is active", "── completed · last agent billing · 2 turns · 0 transfers"},
 	},
 	{
 		name: "pipeline",
 		args: []string{"run", pipelineNet, "How did EV sales develop in 2025?"},
 		contains: []string{
 			"  ← search_notes: [\"EV share of new cars: 18% (2024) -> 22% (2025)\"",
-			"⇒ handoff research → analysis (sequential, history none): pipeline step research finished",
-			"⇒ handoff analysis → report (sequential, history none): pipeline step analysis finished",
+			"⇒ transfer research → analysis (sequential, history none): pipeline step research finished",
+			"⇒ transfer analysis → report (sequential, history none): pipeline step analysis finished",
 			"report: EV sales grew to 22% of new cars in 2025, up 4 points.",
-			"── completed · last agent report · 4 turns · 2 handoffs",
+			"── completed · last agent report · 4 turns · 2 transfers",
 		},
 	},
 	{
 		name: "rejected",
 		args: []string{"run", "testdata/rejected.yaml", "I was charged twice"},
 		contains: []string{
-			"✗ handoff triage → billing rejected: invalid transfer context for billing: at /order_id: 'abc' does not match pattern '^[0-9]+$'",
+			"✗ transfer triage → billing rejected: invalid transfer context for billing: at /order_id: 'abc' does not match pattern '^[0-9]+$'",
 			"  ← transfer_to_billing failed: invalid transfer context for billing",
-			"⇒ handoff triage → billing (transfer, history last_user): Charged twice",
+			"⇒ transfer triage → billing (transfer, history last_user): Charged twice",
 			"  ← lookup_order failed: invalid arguments for lookup_order: at /: missing property 'order_id'",
 			"── completed · last agent billing",
 		},
@@ -170,7 +170,7 @@ var transcriptCases = []struct {
 		code: 1,
 		contains: []string{
 			"✗ error (limit, limit max_turns): runner: limit max_turns reached (2) while looper was active",
-			"── failed · last agent looper · 2 turns · 0 handoffs",
+			"── failed · last agent looper · 2 turns · 0 transfers",
 		},
 	},
 }
@@ -204,17 +204,17 @@ func TestRunTranscript(t *testing.T) {
 // requiredFields are the fields each event type of `baton run --json` must
 // have.
 var requiredFields = map[string][]string{
-	"run_start":        {"run_id", "thread_id", "network", "fingerprint", "agent"},
-	"agent_start":      {"agent"},
-	"text_delta":       {"agent", "delta"},
-	"message":          {"agent", "text"},
-	"tool_call":        {"agent", "name", "id", "arguments"},
-	"tool_result":      {"agent", "name", "id"},
-	"handoff":          {"from", "to", "history_policy", "handoff_type", "reason"},
-	"handoff_rejected": {"from", "to", "tool", "error"},
-	"interrupt":        {"interrupt"},
-	"run_end":          {"status", "last_agent", "turns", "handoffs", "usage"},
-	"error":            {"kind", "message"},
+	"run_start":         {"run_id", "thread_id", "network", "fingerprint", "agent"},
+	"agent_start":       {"agent"},
+	"text_delta":        {"agent", "delta"},
+	"message":           {"agent", "text"},
+	"tool_call":         {"agent", "name", "id", "arguments"},
+	"tool_result":       {"agent", "name", "id"},
+	"transfer":          {"transfer_id", "from", "to", "history_policy", "transfer_type", "reason"},
+	"transfer_rejected": {"from", "to", "tool", "error"},
+	"interrupt":         {"interrupt"},
+	"run_end":           {"status", "last_agent", "turns", "transfers", "usage"},
+	"error":             {"kind", "message"},
 }
 
 func TestRunJSON(t *testing.T) {
@@ -263,10 +263,10 @@ func TestRunJSON(t *testing.T) {
 					if !toolCalls[ev["id"].(string)] {
 						t.Errorf("event %d: result of no call: %v", i, ev)
 					}
-				case "handoff":
+				case "transfer":
 					// A model's transfer names its tool and carries the
 					// context it filled; a pipeline step has neither.
-					if ev["handoff_type"] == "transfer" {
+					if ev["transfer_type"] == "transfer" {
 						for _, f := range []string{"tool", "context"} {
 							if _, ok := ev[f]; !ok {
 								t.Errorf("event %d: transfer lacks %q: %v", i, f, ev)
@@ -281,10 +281,10 @@ func TestRunJSON(t *testing.T) {
 			}
 			// Each scenario shows the events it is about.
 			want := map[string][]string{
-				"support_billing": {"text_delta", "message", "tool_call", "tool_result", "handoff"},
-				"support_refunds": {"handoff", "interrupt"},
-				"pipeline":        {"handoff", "message"},
-				"rejected":        {"handoff_rejected", "handoff"},
+				"support_billing": {"text_delta", "message", "tool_call", "tool_result", "transfer"},
+				"support_refunds": {"transfer", "interrupt"},
+				"pipeline":        {"transfer", "message"},
+				"rejected":        {"transfer_rejected", "transfer"},
 				"limit":           {"error"},
 			}[tt.name]
 			for _, typ := range want {
@@ -299,13 +299,13 @@ func TestRunJSON(t *testing.T) {
 				}
 			}
 			if tt.name == "support_billing" {
-				ev := eventOf(events, "handoff")
+				ev := eventOf(events, "transfer")
 				if ev["from"] != "triage" || ev["to"] != "billing" || ev["tool"] != "transfer_to_billing" || ev["history_policy"] != "full" ||
 					ev["reason"] != "Customer reports being charged twice for order 1234" || ev["context"].(map[string]any)["order_id"] != "1234" {
-					t.Errorf("handoff event %v", ev)
+					t.Errorf("transfer event %v", ev)
 				}
 				end := events[len(events)-1]
-				if end["status"] != "completed" || end["last_agent"] != "billing" || end["turns"] != 3.0 || end["handoffs"] != 1.0 {
+				if end["status"] != "completed" || end["last_agent"] != "billing" || end["turns"] != 3.0 || end["transfers"] != 1.0 {
 					t.Errorf("run_end %v", end)
 				}
 			}
@@ -511,7 +511,7 @@ func TestBinaryDemo(t *testing.T) {
 		t.Fatalf("baton %s: %v\nstderr:\n%s\nstdout:\n%s", strings.Join(args, " "), err, stderr.String(), stdout.String())
 	}
 	out := stdout.String()
-	for _, want := range []string{"⇒ handoff triage → billing", "▶ billing is active", "── completed · last agent billing"} {
+	for _, want := range []string{"⇒ transfer triage → billing", "▶ billing is active", "── completed · last agent billing"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("transcript lacks %q:\n%s", want, out)
 		}

@@ -76,7 +76,7 @@ func (p *textPrinter) print(ev runner.Event) {
 		}
 	case *runner.TransferEvent:
 		p.endLine()
-		fmt.Fprintf(p.w, "⇒ handoff %s → %s (%s, history %s)", e.From, e.To, e.TransferType, e.HistoryPolicy)
+		fmt.Fprintf(p.w, "⇒ transfer %s → %s (%s, history %s)", e.From, e.To, e.TransferType, e.HistoryPolicy)
 		if e.Reason != "" {
 			fmt.Fprintf(p.w, ": %s", e.Reason)
 		}
@@ -85,7 +85,7 @@ func (p *textPrinter) print(ev runner.Event) {
 			fmt.Fprintf(p.w, "  context %s\n", compact(e.Context))
 		}
 	case *runner.TransferRejectedEvent:
-		fmt.Fprintf(p.w, "✗ handoff %s → %s rejected: %s\n", e.From, e.To, e.Error)
+		fmt.Fprintf(p.w, "✗ transfer %s → %s rejected: %s\n", e.From, e.To, e.Error)
 	case *runner.InterruptEvent:
 		p.endLine()
 		fmt.Fprintf(p.w, "⏸ waiting for approval (interrupt %s):\n", e.Interrupt.ID)
@@ -109,7 +109,7 @@ func (p *textPrinter) print(ev runner.Event) {
 		fmt.Fprintf(p.w, "): %s\n", e.Message)
 	case *runner.RunEndEvent:
 		p.endLine()
-		fmt.Fprintf(p.w, "── %s · last agent %s · %d turns · %d handoffs · %d tokens\n", e.Status, e.LastAgent, e.Turns, e.Transfers, e.Usage.Total())
+		fmt.Fprintf(p.w, "── %s · last agent %s · %d turns · %d transfers · %d tokens\n", e.Status, e.LastAgent, e.Turns, e.Transfers, e.Usage.Total())
 	}
 }
 

@@ -367,13 +367,13 @@
         if (chip) setResult(chip, d.output, d.error);
         break;
       }
-      case "handoff":
-        timelineHandoff(run, d.from, d.to, d.reason);
-        notice("⇒ " + d.from + " handed off to " + d.to + (d.reason ? ": " + d.reason : ""), "handoff", "handoff-notice");
+      case "transfer":
+        timelineTransfer(run, d.from, d.to, d.reason);
+        notice("⇒ " + d.from + " transferred to " + d.to + (d.reason ? ": " + d.reason : ""), "transfer", "transfer-notice");
         closeLive(run);
         break;
-      case "handoff_rejected":
-        notice("✗ handoff " + d.from + " → " + d.to + " rejected: " + d.error, "warn");
+      case "transfer_rejected":
+        notice("✗ transfer " + d.from + " → " + d.to + " rejected: " + d.error, "warn");
         break;
       case "suspended":
         closeLive(run);
@@ -489,7 +489,7 @@
 
   function toolChip(b, name, args, result, callID) {
     const chip = document.createElement("details");
-    chip.className = "tool" + (/^transfer_to_/.test(name) ? " handoff-call" : "");
+    chip.className = "tool" + (/^transfer_to_/.test(name) ? " transfer-call" : "");
     chip.setAttribute("data-testid", "tool-call");
     if (callID) chip.dataset.call = callID;
     b.hasTools = true;
@@ -561,12 +561,12 @@
     row.lastAgent = agent;
   }
 
-  function timelineHandoff(run, from, to, reason) {
+  function timelineTransfer(run, from, to, reason) {
     const row = timelineRun(run);
     const chain = row.querySelector(".chain");
     if (row.lastAgent !== from) timelineAgent(run, from);
-    const e = make("span", "edge handoff", "⇒", "timeline-handoff");
-    e.title = reason || "handoff";
+    const e = make("span", "edge transfer", "⇒", "timeline-transfer");
+    e.title = reason || "transfer";
     chain.appendChild(e);
     const n = make("span", "agent-node", to, "timeline-node");
     n.dataset.agent = to;

@@ -1,5 +1,5 @@
 // Browser tests of baton's web UI against a real `baton serve` (run.sh
-// starts it): log in, send a message and watch a handoff and a background
+// starts it): log in, send a message and watch a transfer and a background
 // continuation complete live, approve an interrupt, hand a thread off.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -72,19 +72,19 @@ test("log in with an API key", () => step("login", async () => {
   await shot("01-logged-in");
 }));
 
-test("send a message; watch the handoff and the background continuation complete live", () => step("background", async () => {
+test("send a message; watch the transfer and the background continuation complete live", () => step("background", async () => {
   await newThread("research");
   await send("How did EV sales develop in 2025?");
   await page.getByTestId("user-message").filter({ hasText: "EV sales" }).waitFor();
-  // The coordinator hands off to the analyst: drawn in the timeline.
-  await page.getByTestId("timeline-handoff").waitFor();
+  // The coordinator transfers to the analyst: drawn in the timeline.
+  await page.getByTestId("timeline-transfer").waitFor();
   const nodes = await page.getByTestId("timeline-node").allTextContents();
   assert.deepEqual(nodes.slice(0, 2), ["coordinator", "analyst"]);
-  await page.getByTestId("handoff-notice").waitFor();
+  await page.getByTestId("transfer-notice").waitFor();
   // The slow tool goes to the background worker; the page shows it working.
   await page.getByTestId("background-notice").waitFor();
   await page.getByTestId("timeline-worker").waitFor();
-  await shot("02-handoff-and-background");
+  await shot("02-transfer-and-background");
   // The worker's answer arrives on the same page, and the run completes.
   await waitStatus("completed");
   const answer = page.getByTestId("assistant-message").filter({ hasText: "RPT-42" }).last();
