@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"log/slog"
 	"regexp"
@@ -158,13 +159,17 @@ func roundTrip(t *testing.T, st *runstate.State) *runstate.State {
 	return out
 }
 
-// memCheckpoints keeps every checkpoint, encoded, as a store would.
+// memCheckpoints keeps every checkpoint, encoded, as a store would: a state
+// that does not validate is refused.
 type memCheckpoints struct {
 	mu    sync.Mutex
 	saved [][]byte
 }
 
 func (m *memCheckpoints) Checkpoint(_ context.Context, st *runstate.State) error {
+	if err := st.Validate(); err != nil {
+		return fmt.Errorf("checkpoint refused: %w", err)
+	}
 	b, err := runstate.Encode(st)
 	if err != nil {
 		return err

@@ -212,7 +212,9 @@ func TestToolFailuresGoToTheModel(t *testing.T) {
 		{Name: "boom", Func: func(context.Context, json.RawMessage) (string, error) { return "", errors.New("card declined") }},
 		{Name: "panics", Func: func(context.Context, json.RawMessage) (string, error) { panic("kaboom") }},
 	}
-	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a)})
+	// Checkpointed as a store would: the call of a tool the agent does not
+	// have is a valid pending call.
+	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a), Checkpointer: &memCheckpoints{}})
 	res, err := r.Run(t.Context(), "hi")
 	if err != nil || res.Output != "handled" {
 		t.Fatalf("run = %+v, %v", res, err)

@@ -92,6 +92,55 @@ func TestTransferDeliversTypedContext(t *testing.T) {
 	}
 }
 
+// TestResumeSchema1ContextCall resumes a run that a build before the rename
+// of handoffs to transfers suspended (schema version 1) with a call of the
+// context tool under its old name, read_handoff_context, and a "handoff:"
+// reference, still pending: the call is answered.
+func TestResumeSchema1ContextCall(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("y", 900)
+	triage, _ := ag("triage", calls("transfer_to_billing", `{"reason":"r","notes":"`+long+`"}`))
+	billing, brec := ag("billing", calls(runner.TransferContextTool, `{"ref":"REF"}`, "report", `{}`), text("done"))
+	billing.Model = refFixer{brec}
+	billing.Tools = []*agent.Tool{{Name: "report", Slow: true, Func: func(context.Context, json.RawMessage) (string, error) { return "ok", nil }}}
+	triage.Transfers = []*transfer.Transfer{{To: "billing"}}
+	ck := &memCheckpoints{}
+	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, triage, billing), Checkpointer: ck})
+	if _, err := collect(r.Stream(t.Context(), "hi", runner.WithBackgroundBoundary())); err != nil {
+		t.Fatal(err)
+	}
+	b, err := runstate.Encode(ck.latest(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.NewReplacer(`"schema_version":2,`, `"schema_version":1,`, `"transfer":{`, `"handoff":{`, `"transfers":`, `"handoffs":`,
+		`"kind":"transfer"`, `"kind":"handoff"`, `"`+runner.TransferContextTool+`"`, `"read_handoff_context"`, `"ref":"transfer:`, `"ref":"handoff:`).Replace(string(b))
+	st, err := runstate.Decode([]byte(old))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Status != runstate.StatusSuspended || len(st.Pending) != 2 || st.Pending[0].Call.Name != "read_handoff_context" ||
+		!strings.Contains(string(st.Pending[0].Call.Arguments), `"handoff:`) {
+		t.Fatalf("version 1 state: %s, pending %+v", st.Status, st.Pending)
+	}
+	evs, err := collect(r.ResumeStream(t.Context(), st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for _, e := range ofType[*runner.ToolResultEvent](evs) {
+		if e.Name == "read_handoff_context" {
+			got = e.Output
+		}
+	}
+	if got != `"`+long+`"` {
+		t.Errorf("the old context call returned %.60q…", got)
+	}
+	if end := ofType[*runner.RunEndEvent](evs); len(end) != 1 || end[0].Status != runstate.StatusCompleted || end[0].Output != "done" {
+		t.Errorf("run end = %+v", end)
+	}
+}
+
 // refFixer rewrites the placeholder REF to the reference in the system prompt.
 type refFixer struct{ *recorder }
 

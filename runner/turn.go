@@ -161,7 +161,13 @@ func (x *run) pend(p *plan, m *message.Message) {
 			continue
 		}
 		call := message.ToolCall{ID: pt.CallID, Name: pt.Name, Arguments: pt.Arguments}
-		st.Pending = append(st.Pending, runstate.PendingCall{Call: call, Kind: p.byName[pt.Name].kind})
+		kind := p.byName[pt.Name].kind
+		if kind == "" {
+			// The transfer context tool, or a tool the agent does not have
+			// (answered as such): a tool call, which stores accept.
+			kind = runstate.CallTool
+		}
+		st.Pending = append(st.Pending, runstate.PendingCall{Call: call, Kind: kind})
 	}
 }
 
