@@ -15,7 +15,7 @@ import (
 )
 
 // benchRun measures one triage → billing transfer per iteration (scripted
-// models: triage's transfer call with a typed context, the handoff,
+// models: triage's transfer call with a typed context, the transfer,
 // billing's answer), observed by telemetry built from cfg. The runner logs
 // to a discarding handler, as in bench/. Besides wall time it reports
 // cpu-ns/op, the process's CPU time per run (the batch span processor's

@@ -13,7 +13,7 @@
 //	invoke_agent <first agent>        (root, or child of the caller's span)
 //	├── chat <model>                  one per model call attempt
 //	├── execute_tool <tool>           one per tool or agent-tool call
-//	└── baton.handoff                 one per handoff attempt (ok, rejected, limit)
+//	└── baton.transfer                one per transfer attempt (ok, rejected, limit)
 //
 // and feeds the baton_* metrics served by [Telemetry.MetricsHandler].
 //

@@ -92,7 +92,7 @@ func TestSensitiveKey(t *testing.T) {
 		"password": true, "client_secret": true, "token": true, "access_token": true, "refreshToken": true,
 		"X-Auth-Token": true, "cookie": true, "credentials": true, "auth": true, "private_key": true,
 		"tokens_used": false, "input_tokens": false, "output_tokens": false, "max_tokens": false, "tokens": false,
-		"handoff_id": false, "model_run_id": false, "key": false, "author": false, "tokenizer": false,
+		"transfer_id": false, "handoff_id": false, "model_run_id": false, "key": false, "author": false, "tokenizer": false,
 	} {
 		if got := sensitiveKey(k); got != want {
 			t.Errorf("sensitiveKey(%q) = %v, want %v", k, got, want)

@@ -60,7 +60,7 @@ func Example() {
 	}
 	// Output:
 	// chat scripted
-	// baton.handoff
+	// baton.transfer
 	// chat gpt-4o
 	// invoke_agent triage
 }

@@ -26,7 +26,7 @@ const (
 	billingModel = "anthropic:claude-sonnet-4-5"
 )
 
-// billingContext is the typed handoff context triage fills in.
+// billingContext is the typed transfer context triage fills in.
 type billingContext struct {
 	Reason    string `json:"reason"`
 	AccountID string `json:"account_id"`

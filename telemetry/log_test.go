@@ -61,7 +61,7 @@ func TestLoggerRedacts(t *testing.T) {
 				slog.Group("provider", slog.String("name", "openai"), slog.String("apiKey", plainSecret)),
 				// Counts named like tokens are kept.
 				"tokens_used", 510, "input_tokens", 450, "max_tokens", 1024, "token_count", 7,
-				"handoff_id", "run_1-h1", "model", "gpt-4o",
+				"transfer_id", "run_1-h1", "model", "gpt-4o",
 			)
 			log.With("secret", plainSecret).WithGroup("req").Warn("with attrs", "authorization", bearer, "status", 401)
 			out := buf.String()
@@ -70,7 +70,7 @@ func TestLoggerRedacts(t *testing.T) {
 					t.Errorf("output contains secret %q:\n%s", s, out)
 				}
 			}
-			for _, s := range []string{"510", "450", "1024", "handoff_id", "run_1-h1", "gpt-4o", "application/json", telemetry.Redacted, "calling provider with"} {
+			for _, s := range []string{"510", "450", "1024", "transfer_id", "run_1-h1", "gpt-4o", "application/json", telemetry.Redacted, "calling provider with"} {
 				if !strings.Contains(out, s) {
 					t.Errorf("output lacks %q:\n%s", s, out)
 				}
@@ -178,8 +178,8 @@ func TestRunLog(t *testing.T) {
 		// The observer's summary line.
 		root := rootSpan(t, b.spans.GetSpans())
 		for k, want := range map[string]any{"run_id": res.RunID, "thread_id": "thread-7", "network": "support",
-			"handoff_id": res.RunID + "-h1", "model_run_id": "scripted-billing-1", "status": "completed", "agent": "billing",
-			"turns": 3.0, "handoffs": 1.0, "tokens_used": float64(res.Usage.Total()),
+			"transfer_id": res.RunID + "-h1", "model_run_id": "scripted-billing-1", "status": "completed", "agent": "billing",
+			"turns": 3.0, "transfers": 1.0, "tokens_used": float64(res.Usage.Total()),
 			"input_tokens": float64(res.Usage.InputTokens), "output_tokens": float64(res.Usage.OutputTokens),
 			"level": "INFO", "trace_id": root.SpanContext.TraceID().String(), "span_id": root.SpanContext.SpanID().String()} {
 			if sum[0][k] != want {

@@ -14,7 +14,7 @@ import (
 // Metric names as the OpenTelemetry instruments are named; the Prometheus
 // exporter appends _total to counters.
 const (
-	metricHandoffs        = "baton_handoffs"
+	metricTransfers       = "baton_transfers"
 	metricModelCalls      = "baton_model_calls"
 	metricModelDuration   = "baton_model_call_duration_seconds"
 	metricTokens          = "baton_tokens"
@@ -75,8 +75,8 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 		errs = append(errs, err)
 		return h
 	}
-	in.transfers = counter(metricHandoffs, "{handoff}",
-		"Handoff attempts by source and target agent, handoff type and outcome (ok, rejected, limit).")
+	in.transfers = counter(metricTransfers, "{transfer}",
+		"Transfer attempts by source and target agent, transfer type and outcome (ok, rejected, limit).")
 	in.modelCalls = counter(metricModelCalls, "{call}",
 		"Model call attempts by provider, model and outcome (ok, error).")
 	in.modelDur = histogram(metricModelDuration, "Model call latency, from request to the last chunk, by provider, model and outcome.", modelBuckets)

@@ -115,7 +115,7 @@ func TestMetricsScrape(t *testing.T) {
 		labels map[string]string
 		want   float64
 	}{
-		{"baton_handoffs_total", map[string]string{"from": "triage", "to": "billing", "type": "transfer", "outcome": "ok"}, 1},
+		{"baton_transfers_total", map[string]string{"from": "triage", "to": "billing", "type": "transfer", "outcome": "ok"}, 1},
 		{"baton_model_calls_total", with(scripted, "outcome", "ok"), 2},
 		{"baton_model_calls_total", with(anthropic, "outcome", "ok"), 1},
 		{"baton_model_call_duration_seconds", with(scripted, "outcome", "ok"), 2},

@@ -46,23 +46,23 @@ const (
 	keyRunStatus       = "baton.run.status"
 	keyRunLastAgent    = "baton.run.last_agent"
 	keyRunTurns        = "baton.run.turns"
-	keyRunHandoffs     = "baton.run.handoffs"
+	keyRunTransfers    = "baton.run.transfers"
 	keyModel           = "baton.model"
 	keyAttempt         = "baton.model.attempt"
 	keyReasoningTokens = "baton.usage.reasoning_tokens"
 	keyToolKind        = "baton.tool.kind"
-	keyHandoffID       = "baton.handoff.id"
-	keyHandoffFrom     = "baton.handoff.from"
-	keyHandoffTo       = "baton.handoff.to"
-	keyHandoffType     = "baton.handoff.type"
-	keyHandoffTool     = "baton.handoff.tool"
-	keyHandoffHistory  = "baton.handoff.history_policy"
-	keyHandoffXforms   = "baton.handoff.transforms"
-	keyHandoffOutcome  = "baton.handoff.outcome"
+	keyTransferID      = "baton.transfer.id"
+	keyTransferFrom    = "baton.transfer.from"
+	keyTransferTo      = "baton.transfer.to"
+	keyTransferType    = "baton.transfer.type"
+	keyTransferTool    = "baton.transfer.tool"
+	keyTransferHistory = "baton.transfer.history_policy"
+	keyTransferXforms  = "baton.transfer.transforms"
+	keyTransferOutcome = "baton.transfer.outcome"
 )
 
-// SpanHandoff is the name of the span of a handoff attempt.
-const SpanHandoff = "baton.handoff"
+// SpanTransfer is the name of the span of a transfer attempt.
+const SpanTransfer = "baton.transfer"
 
 var (
 	opInvokeAgent = attribute.String(keyOperation, "invoke_agent")
@@ -96,10 +96,10 @@ type observer struct {
 }
 
 // runTrack is what the run summary line needs from a run's model calls and
-// handoffs. It lives in the run's context, only when the run log is on.
+// transfers. It lives in the run's context, only when the run log is on.
 type runTrack struct {
 	mu         sync.Mutex
-	handoffID  string
+	transferID string
 	modelRunID string
 }
 
@@ -151,7 +151,7 @@ func (o *observer) StartRun(ctx context.Context, info runner.RunInfo) (context.C
 				attrs := []attribute.KeyValue{attribute.String(keyRunStatus, status)}
 				if res != nil {
 					attrs = append(attrs, attribute.String(keyRunLastAgent, res.LastAgent), attribute.Int(keyRunTurns, res.Turns),
-						attribute.Int(keyRunHandoffs, res.Transfers), attribute.Int64(keyInputTokens, res.Usage.InputTokens),
+						attribute.Int(keyRunTransfers, res.Transfers), attribute.Int64(keyInputTokens, res.Usage.InputTokens),
 						attribute.Int64(keyOutputTokens, res.Usage.OutputTokens))
 				}
 				span.SetAttributes(attrs...)
@@ -181,13 +181,13 @@ func (o *observer) agentSpanName(agent string) string {
 // summary logs the run's summary line.
 func (o *observer) summary(ctx context.Context, info runner.RunInfo, rt *runTrack, start time.Time, res *runner.Result, err error, status, kind string) {
 	rt.mu.Lock()
-	hid, mid := rt.handoffID, rt.modelRunID
+	tid, mid := rt.transferID, rt.modelRunID
 	rt.mu.Unlock()
 	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs, slog.String("run_id", info.RunID), slog.String("thread_id", info.ThreadID), slog.String("network", info.Network),
-		slog.String("handoff_id", hid), slog.String("model_run_id", mid), slog.String("status", status))
+		slog.String("transfer_id", tid), slog.String("model_run_id", mid), slog.String("status", status))
 	if res != nil {
-		attrs = append(attrs, slog.String("agent", res.LastAgent), slog.Int("turns", res.Turns), slog.Int("handoffs", res.Transfers),
+		attrs = append(attrs, slog.String("agent", res.LastAgent), slog.Int("turns", res.Turns), slog.Int("transfers", res.Transfers),
 			slog.Int64("tokens_used", res.Usage.Total()), slog.Int64("input_tokens", res.Usage.InputTokens),
 			slog.Int64("output_tokens", res.Usage.OutputTokens))
 	} else {
@@ -424,32 +424,32 @@ func (o *observer) StartTool(ctx context.Context, info runner.ToolInfo) (context
 
 func (o *observer) Transfer(ctx context.Context, tc *transfer.Context, outcome string) {
 	if o.m != nil {
-		o.m.transfers.Add(ctx, 1, o.m.opt(labelKey{metric: metricHandoffs, a: tc.From, b: tc.To, c: string(tc.Type), d: outcome}, func() []attribute.KeyValue {
+		o.m.transfers.Add(ctx, 1, o.m.opt(labelKey{metric: metricTransfers, a: tc.From, b: tc.To, c: string(tc.Type), d: outcome}, func() []attribute.KeyValue {
 			return []attribute.KeyValue{attribute.String("from", tc.From), attribute.String("to", tc.To),
 				attribute.String("type", string(tc.Type)), attribute.String("outcome", outcome)}
 		}))
 	}
 	if rt := trackOf(ctx); rt != nil && outcome == "ok" {
 		rt.mu.Lock()
-		rt.handoffID = tc.ID
+		rt.transferID = tc.ID
 		rt.mu.Unlock()
 	}
 	if o.tracer == nil {
 		return
 	}
 	attrs := make([]attribute.KeyValue, 0, 9)
-	attrs = append(attrs, attribute.String(keyHandoffFrom, tc.From), attribute.String(keyHandoffTo, tc.To),
-		attribute.String(keyHandoffType, string(tc.Type)), attribute.String(keyHandoffHistory, string(tc.History)),
-		attribute.String(keyHandoffOutcome, outcome), attribute.String(keyAgentName, tc.From))
+	attrs = append(attrs, attribute.String(keyTransferFrom, tc.From), attribute.String(keyTransferTo, tc.To),
+		attribute.String(keyTransferType, string(tc.Type)), attribute.String(keyTransferHistory, string(tc.History)),
+		attribute.String(keyTransferOutcome, outcome), attribute.String(keyAgentName, tc.From))
 	if len(tc.Transforms) > 0 {
-		attrs = append(attrs, attribute.StringSlice(keyHandoffXforms, tc.Transforms))
+		attrs = append(attrs, attribute.StringSlice(keyTransferXforms, tc.Transforms))
 	}
 	if tc.ID != "" {
-		attrs = append(attrs, attribute.String(keyHandoffID, tc.ID))
+		attrs = append(attrs, attribute.String(keyTransferID, tc.ID))
 	}
 	if tc.Tool != "" {
-		attrs = append(attrs, attribute.String(keyHandoffTool, tc.Tool))
+		attrs = append(attrs, attribute.String(keyTransferTool, tc.Tool))
 	}
-	_, span := o.tracer.Start(ctx, SpanHandoff, kindInternal, trace.WithAttributes(attrs...))
+	_, span := o.tracer.Start(ctx, SpanTransfer, kindInternal, trace.WithAttributes(attrs...))
 	span.End()
 }

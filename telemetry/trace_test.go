@@ -108,8 +108,8 @@ func TestTraceTransfer(t *testing.T) {
 		}
 	}
 	// Children in the order they ended: triage's two model calls around its
-	// tool call, the handoff, billing's model call.
-	wantChildren := []string{"chat scripted", "execute_tool lookup_account", "chat scripted", telemetry.SpanHandoff, "chat claude-sonnet-4-5"}
+	// tool call, the transfer, billing's model call.
+	wantChildren := []string{"chat scripted", "execute_tool lookup_account", "chat scripted", telemetry.SpanTransfer, "chat claude-sonnet-4-5"}
 	if !slices.Equal(children, wantChildren) {
 		t.Fatalf("children %q, want %q", children, wantChildren)
 	}
@@ -125,7 +125,7 @@ func TestTraceTransfer(t *testing.T) {
 		"baton.run.status":           "completed",
 		"baton.run.last_agent":       "billing",
 		"baton.run.turns":            3,
-		"baton.run.handoffs":         1,
+		"baton.run.transfers":        1,
 		"gen_ai.usage.input_tokens":  usageLookup.InputTokens + usageTransfer.InputTokens + usageAnswer.InputTokens,
 		"gen_ai.usage.output_tokens": usageLookup.OutputTokens + usageTransfer.OutputTokens + usageAnswer.OutputTokens,
 	})
@@ -192,14 +192,14 @@ func TestTraceTransfer(t *testing.T) {
 		"error.type":            nil,
 	})
 	wantAttrs(t, hand, map[string]any{
-		"baton.handoff.id":             res.RunID + "-h1",
-		"baton.handoff.from":           "triage",
-		"baton.handoff.to":             "billing",
-		"baton.handoff.type":           "transfer",
-		"baton.handoff.tool":           "transfer_to_billing",
-		"baton.handoff.history_policy": "full",
-		"baton.handoff.transforms":     []string{"drop_tool_traffic"},
-		"baton.handoff.outcome":        "ok",
+		"baton.transfer.id":             res.RunID + "-h1",
+		"baton.transfer.from":           "triage",
+		"baton.transfer.to":             "billing",
+		"baton.transfer.type":           "transfer",
+		"baton.transfer.tool":           "transfer_to_billing",
+		"baton.transfer.history_policy": "full",
+		"baton.transfer.transforms":     []string{"drop_tool_traffic"},
+		"baton.transfer.outcome":        "ok",
 	})
 }
 
@@ -249,9 +249,9 @@ func TestTraceFailures(t *testing.T) {
 		}
 	})
 
-	t.Run("HandoffRejected", func(t *testing.T) {
+	t.Run("TransferRejected", func(t *testing.T) {
 		t.Parallel()
-		// The handoff arguments lack account_id: the handoff is rejected and
+		// The transfer arguments lack account_id: the transfer is rejected and
 		// triage answers itself.
 		_, b := setup(t, telemetry.Config{Traces: true}, network{triageSteps: []scripted.Step{
 			{ToolCalls: []scripted.Call{{Name: "transfer_to_billing", Arguments: json.RawMessage(`{"reason":"duplicate charge"}`)}}},
@@ -262,23 +262,23 @@ func TestTraceFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		if res.Transfers != 0 {
-			t.Fatalf("%d handoffs", res.Transfers)
+			t.Fatalf("%d transfers", res.Transfers)
 		}
 		var hand []tracetest.SpanStub
 		for _, s := range b.spans.GetSpans() {
-			if s.Name == telemetry.SpanHandoff {
+			if s.Name == telemetry.SpanTransfer {
 				hand = append(hand, s)
 			}
 		}
 		if len(hand) != 1 {
-			t.Fatalf("%d handoff spans, want 1", len(hand))
+			t.Fatalf("%d transfer spans, want 1", len(hand))
 		}
 		wantAttrs(t, hand[0], map[string]any{
-			"baton.handoff.from":    "triage",
-			"baton.handoff.to":      "billing",
-			"baton.handoff.type":    "transfer",
-			"baton.handoff.outcome": "rejected",
-			"baton.handoff.id":      nil,
+			"baton.transfer.from":    "triage",
+			"baton.transfer.to":      "billing",
+			"baton.transfer.type":    "transfer",
+			"baton.transfer.outcome": "rejected",
+			"baton.transfer.id":      nil,
 		})
 	})
 }
