@@ -33,7 +33,7 @@ agents:
   - name: triage
     model: scripted
     script: [{text: Hello!}]
-    handoffs: [{to: billing}]
+    transfers: [{to: billing}]
     instuctions: Greet the customer.
 `)
 	_, err := netspec.Parse(src, "demo.yaml", netspec.Options{})

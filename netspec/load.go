@@ -69,7 +69,7 @@ type Spec struct {
 // Problem is one thing wrong with a file.
 type Problem struct {
 	Line, Column int
-	// Path is the YAML path, like $.agents[1].handoffs[0].to.
+	// Path is the YAML path, like $.agents[1].transfers[0].to.
 	Path    string
 	Message string
 }
@@ -363,7 +363,7 @@ func (l *loader) build(f *File) *Spec {
 		for _, v := range []struct {
 			name string
 			n    int64
-		}{{"max_turns", int64(lim.MaxTurns)}, {"max_handoffs", int64(lim.MaxTransfers)}, {"token_budget", lim.TokenBudget}} {
+		}{{"max_turns", int64(lim.MaxTurns)}, {"max_transfers", int64(lim.MaxTransfers)}, {"token_budget", lim.TokenBudget}} {
 			if v.n < 0 {
 				l.bad("$.limits."+v.name, "%s must not be negative", v.name)
 			}
@@ -377,7 +377,7 @@ func (l *loader) build(f *File) *Spec {
 	if len(l.problems) > 0 {
 		return spec
 	}
-	net, err := agent.NewNetwork(agent.NetworkConfig{Name: f.Name, Entry: f.Entry, Agents: agents, Limits: limits, Spec: f})
+	net, err := agent.NewNetwork(agent.NetworkConfig{Name: f.Name, Entry: f.Entry, Agents: agents, Limits: limits, Spec: fingerprintSpec(f)})
 	if err != nil {
 		l.bad("$", "%v", err)
 		return spec
@@ -475,7 +475,7 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 		}
 		a.Tools = append(a.Tools, t)
 	}
-	// peer checks the agent a handoff or an agent tool at p names in its
+	// peer checks the agent a transfer or an agent tool at p names in its
 	// field key.
 	peer := func(p, key, name, missing, self string) bool {
 		switch {
@@ -490,8 +490,8 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 		return false
 	}
 	for i, h := range s.Transfers {
-		hp := at(field(path, "handoffs"), i)
-		if !peer(hp, "to", h.To, "handoff target (to:) is required", "cannot hand off to itself") {
+		hp := at(field(path, "transfers"), i)
+		if !peer(hp, "to", h.To, "transfer target (to:) is required", "cannot transfer to itself") {
 			continue
 		}
 		ho := &transfer.Transfer{To: h.To, ToolName: h.Tool, Description: h.Description, History: transfer.HistoryPolicy(h.History),
@@ -524,7 +524,7 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 }
 
 // toolNames checks that the tool names an agent's model sees (its tools,
-// handoff tools and agent tools) are well formed and distinct, and that a
+// transfer tools and agent tools) are well formed and distinct, and that a
 // script calls only those.
 func (l *loader) toolNames(path string, s *AgentSpec, a *agent.Agent) {
 	names := map[string]string{}
@@ -553,7 +553,7 @@ func (l *loader) toolNames(path string, s *AgentSpec, a *agent.Agent) {
 	for i, h := range s.Transfers {
 		if h.To != "" {
 			ho := transfer.Transfer{To: h.To, ToolName: h.Tool}
-			claim(at(field(path, "handoffs"), i), h.Tool, ho.Tool(), "the handoff to "+h.To)
+			claim(at(field(path, "transfers"), i), h.Tool, ho.Tool(), "the transfer to "+h.To)
 		}
 	}
 	for i, t := range s.AgentTools {
@@ -836,7 +836,7 @@ func (l *loader) rules(ps *PolicySpec, known func(string, string) bool) policy.R
 			l.bad(rp, "a rule needs a name")
 		}
 		if r.To == "" {
-			l.bad(rp, "a rule needs to: (the agent to hand off to)")
+			l.bad(rp, "a rule needs to: (the agent to transfer to)")
 		} else {
 			known(field(rp, "to"), r.To)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -94,14 +95,14 @@ var problemCases = []struct {
 	want []problem
 }{
 	{
-		name: "UnknownHandoffTarget",
+		name: "UnknownTransferTarget",
 		yaml: `version: 1
 name: n
 agents:
   - name: a
     model: scripted
     script: [{text: hi}]
-    handoffs:
+    transfers:
       - to: ghost
   - name: b
     model: scripted
@@ -145,7 +146,7 @@ name: n
 agents:
   - name: a
     model: scripted
-    handoffs: [{to: b}]
+    transfers: [{to: b}]
     script:
       - tool_calls:
           - name: transfer_to_bb
@@ -197,7 +198,7 @@ agents:
   - name: a
     model: scripted
     script: [{text: hi}]
-    handoffs:
+    transfers:
       - to: b
         context_schema:
           type: object
@@ -275,7 +276,7 @@ agents:
     script:
       - text: hi
         usage: {input_tokens: 3, ouput_tokens: 4}
-    handoffs:
+    transfers:
       - to: b
         histroy: none
   - name: b
@@ -284,7 +285,27 @@ agents:
 `,
 		want: []problem{
 			{8, `unknown field "ouput_tokens" in agents[0].script[0].usage (did you mean "output_tokens"?)`},
-			{11, `unknown field "histroy" in agents[0].handoffs[0] (did you mean "history"?)`},
+			{11, `unknown field "histroy" in agents[0].transfers[0] (did you mean "history"?)`},
+		},
+	},
+	{
+		name: "RenamedField",
+		yaml: `version: 1
+name: n
+limits:
+  max_handoffs: 3
+agents:
+  - name: a
+    model: scripted
+    script: [{text: hi}]
+    handoffs: [{to: b}]
+  - name: b
+    model: scripted
+    script: [{text: hi}]
+`,
+		want: []problem{
+			{4, `unknown field "max_handoffs" in limits (it is now "max_transfers")`},
+			{9, `unknown field "handoffs" in agents[0] (it is now "transfers")`},
 		},
 	},
 	{
@@ -460,7 +481,7 @@ agents:
   - name: a
     model: scripted
     script: [{text: hi}]
-    handoffs:
+    transfers:
       - to: b
         history: partial
   - name: b
@@ -477,7 +498,7 @@ agents:
   - name: a
     model: scripted
     script: [{text: hi}]
-    handoffs:
+    transfers:
       - to: b
         transforms:
           - shred
@@ -496,7 +517,7 @@ agents:
 			{11, `redact needs patterns: [REGEX, …]`},
 			{12, `invalid regular expression "("`},
 			{13, `compact needs a model:`},
-			{14, `unknown field "replace" in agents[0].handoffs[0].transforms[4].redact (did you mean "replacement"?)`},
+			{14, `unknown field "replace" in agents[0].transfers[0].transforms[4].redact (did you mean "replacement"?)`},
 			{15, `a transform is a name or a mapping with one key`},
 			{16, `a transform is a name or a mapping with one key`},
 		},
@@ -509,7 +530,7 @@ agents:
   - name: a
     model: scripted
     script: [{text: hi}]
-    handoffs:
+    transfers:
       - to: b
         transforms:
           - compact:
@@ -553,7 +574,7 @@ agents:
 name: n
 limits:
   max_turns: many
-  max_handoffs: 2.5
+  max_transfers: 2.5
 picker:
   sticky: "yes"
 tools: lookup
@@ -561,16 +582,16 @@ agents:
   - name: a
     model: [scripted]
     script: [{text: hi}]
-    handoffs: {to: b}
+    transfers: {to: b}
 `,
 		want: []problem{
 			{4, `limits.max_turns must be a whole number, not a string`},
-			{5, `limits.max_handoffs must be a whole number, not the number 2.5`},
+			{5, `limits.max_transfers must be a whole number, not the number 2.5`},
 			{7, `picker.sticky must be true or false, not a string`},
 			{8, `tools must be a list, not a string`},
 			{10, `model is required`},
 			{11, `agents[0].model must be a string, not a list`},
-			{13, `agents[0].handoffs must be a list, not a mapping`},
+			{13, `agents[0].transfers must be a list, not a mapping`},
 		},
 	},
 	{
@@ -663,7 +684,7 @@ agents:
     model: scripted
     tools: [transfer_to_b]
     script: [{text: hi}]
-    handoffs:
+    transfers:
       - to: b
       - to: a
       - to: b
@@ -679,9 +700,9 @@ agents:
 `,
 		want: []problem{
 			{6, `tool "transfer_to_b" is declared twice`},
-			{14, `tool name "transfer_to_b" is used by tool transfer_to_b and by the handoff to b`},
-			{15, `agent a cannot hand off to itself`},
-			{19, `tool name "escalate" is used by the handoff to b and by the handoff to b`},
+			{14, `tool name "transfer_to_b" is used by tool transfer_to_b and by the transfer to b`},
+			{15, `agent a cannot transfer to itself`},
+			{19, `tool name "escalate" is used by the transfer to b and by the transfer to b`},
 			{24, `agent b cannot call itself as a tool`},
 			{25, `an agent tool needs agent:`},
 		},
@@ -745,7 +766,7 @@ agents:
 			{10, `unknown agent "d" (agents: a, b)`},
 			{11, `invalid regular expression "("`},
 			{14, `answer_matches and tool_result_matches never hold together`},
-			{15, `a rule needs to: (the agent to hand off to)`},
+			{15, `a rule needs to: (the agent to transfer to)`},
 		},
 	},
 	{
@@ -780,7 +801,7 @@ agents:
 name: n
 limits:
   max_turns: -1
-  max_handoffs: -2
+  max_transfers: -2
   token_budget: -3
   on_limit: retry
 agents:
@@ -790,7 +811,7 @@ agents:
 `,
 		want: []problem{
 			{4, `max_turns must not be negative`},
-			{5, `max_handoffs must not be negative`},
+			{5, `max_transfers must not be negative`},
 			{6, `token_budget must not be negative`},
 			{7, `on_limit must be error or final_answer (got "retry")`},
 		},
@@ -896,7 +917,7 @@ agents:
     script:
       - when: "(?i)bill("
         tool_calls: [{name: transfer_to_billing}]
-    handoffs:
+    transfers:
       - to: billing
         history: everything
         transforms: [drop_tools]
@@ -1042,6 +1063,33 @@ func TestExamplesLoad(t *testing.T) {
 	}
 }
 
+// TestFingerprintsKept pins the fingerprints the examples had before agent
+// → agent handoffs were called transfers (handoffs:, max_handoffs:):
+// renaming the keys must not change them, or the runs a network stopped
+// before the rename would be refused on resume.
+func TestFingerprintsKept(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]string{
+		"support":  "750c5c245777331ff79696b4",
+		"pipeline": "9a9faf87f824fe45db86f14e",
+		"research": "e745fa92940d1aa0cadad910",
+	} {
+		if got := load(t, "../examples/"+name+"/network.yaml", netspec.Options{}).Network.Fingerprint(); got != want {
+			t.Errorf("%s: fingerprint %s, want %s", name, got, want)
+		}
+	}
+	// The file as the fingerprint hashes it has every field of File, in order.
+	file, hashed := reflect.TypeFor[netspec.File](), reflect.TypeOf(netspec.FingerprintSpec(&netspec.File{}))
+	if file.NumField() != hashed.NumField() {
+		t.Fatalf("File has %d fields, its fingerprint form %d", file.NumField(), hashed.NumField())
+	}
+	for i := range file.NumField() {
+		if a, b := file.Field(i), hashed.Field(i); a.Name != b.Name || a.Tag.Get("json") != b.Tag.Get("json") {
+			t.Errorf("field %d: File has %s %q, its fingerprint form %s %q", i, a.Name, a.Tag.Get("json"), b.Name, b.Tag.Get("json"))
+		}
+	}
+}
+
 func TestLoadSupportExample(t *testing.T) {
 	t.Parallel()
 	spec := load(t, "../examples/support/network.yaml", netspec.Options{})
@@ -1087,9 +1135,9 @@ func TestLoadSupportExample(t *testing.T) {
 		{"tech", "transfer_to_tech", transfer.HistoryFull, false, []string{"drop_tool_traffic"}},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("handoffs\n%v\nwant\n%v", got, want)
+		t.Errorf("transfers\n%v\nwant\n%v", got, want)
 	}
-	// The aliased context schema is the same on both handoffs and is enforced.
+	// The aliased context schema is the same on both transfers and is enforced.
 	if string(triage.Transfers[0].ContextSchema) != string(triage.Transfers[1].ContextSchema) {
 		t.Errorf("context schemas differ")
 	}
@@ -1156,7 +1204,7 @@ policy:
       when: {input_matches: "(?i)refund", turns_at_least: 1}
 limits:
   max_turns: 7
-  max_handoffs: 3
+  max_transfers: 3
   timeout: 90
   token_budget: 5000
   ping_pong: -1
@@ -1190,7 +1238,7 @@ agents:
       - fail: {status: 503, message: busy, transient: true, retry_after: 2s, times: 1}
         text: recovered
     tools: [lookup]
-    handoffs:
+    transfers:
       - to: billing
         tool: escalate
         description: Money matters.
@@ -1282,7 +1330,7 @@ func TestParseFullNetwork(t *testing.T) {
 
 	h := front.Transfers[0]
 	if h.To != "billing" || h.Tool() != "escalate" || h.Description != "Money matters." || h.Policy() != transfer.HistoryNone || !h.SystemMessage || !h.Return {
-		t.Errorf("handoff %+v", h)
+		t.Errorf("transfer %+v", h)
 	}
 	var names []string
 	for _, tr := range h.Transforms {
@@ -1348,7 +1396,7 @@ func TestParseFullNetwork(t *testing.T) {
 		t.Errorf("not sticky")
 	}
 
-	// Policy: the rule, then explicit handoffs.
+	// Policy: the rule, then explicit transfers.
 	comp, ok := spec.Policy.(policy.Composite)
 	if !ok || len(comp) != 2 {
 		t.Fatalf("policy %#v", spec.Policy)
@@ -1416,8 +1464,8 @@ func TestFingerprint(t *testing.T) {
 		{"Description", edit("Fixes app problems.", "Fixes app bugs.")},
 		{"ScriptText", edit("Log-in is degraded", "Login is degraded")},
 		{"ScriptWhen", edit(`"(?i)refund|money back"`, `"(?i)refund"`)},
-		{"HandoffHistory", edit("history: last_user", "history: none")},
-		{"HandoffDescription", edit("Requests for money back.", "Refunds.")},
+		{"TransferHistory", edit("history: last_user", "history: none")},
+		{"TransferDescription", edit("Requests for money back.", "Refunds.")},
 		{"ContextSchema", edit("One line on why.", "Why.")},
 		{"Transform", edit("transforms: [drop_tool_traffic]", "transforms: []")},
 		{"AgentTools", edit("tools: [lookup_order, issue_refund]", "tools: [issue_refund, lookup_order]")},

@@ -24,7 +24,7 @@ tools:
 agents:
   - name: triage
     model: openai:gpt-4o-mini
-    handoffs: [{to: billing}]
+    transfers: [{to: billing}]
   - name: billing
     model: anthropic:claude-sonnet-4-5
     tools: [lookup_order]

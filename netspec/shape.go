@@ -39,7 +39,7 @@ type anchorCheck struct {
 	t    reflect.Type
 }
 
-var handoffSpecType = reflect.TypeFor[HandoffSpec]()
+var transferSpecType = reflect.TypeFor[TransferSpec]()
 
 // collectAnchors returns the anchors of the tree by name (the last one wins,
 // as with the decoder).
@@ -386,14 +386,16 @@ func (s *shaper) structValue(orig, n ast.Node, t reflect.Type, path string) bool
 		ft, known := fields[key]
 		if !known {
 			msg := fmt.Sprintf("unknown field %q in %s", key, display(path))
-			if hint := closest(key, fields); hint != "" {
+			if now, ok := renamed[key]; ok && fields[now] != nil {
+				msg += fmt.Sprintf(" (it is now %q)", now)
+			} else if hint := closest(key, fields); hint != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", hint)
 			}
 			s.bad(mv.Key, field(path, key), "%s", msg)
 			return false
 		}
 		fp := field(path, key)
-		if t == handoffSpecType && key == "transforms" {
+		if t == transferSpecType && key == "transforms" {
 			// []any: a transform is a name or a name with options.
 			return s.transforms(mv.Value, fp)
 		}
@@ -485,7 +487,7 @@ var transformSpecs = map[string]reflect.Type{
 	"compact": reflect.TypeFor[compactSpec](),
 }
 
-// transforms checks a handoff's transforms: names, or one-key mappings from
+// transforms checks a transfer's transforms: names, or one-key mappings from
 // a name to its options.
 func (s *shaper) transforms(v ast.Node, path string) bool {
 	n, _, ok := s.resolve(v, nil, path)
@@ -649,6 +651,10 @@ func nullToken(n ast.Node) *token.Token {
 
 // closest returns the known name nearest to name, if it is near enough to
 // be a typo of it.
+// renamed maps keys of older files to their names now: agent → agent
+// handoffs became transfers.
+var renamed = map[string]string{"handoffs": "transfers", "max_handoffs": "max_transfers"}
+
 func closest(name string, fields map[string]reflect.Type) string {
 	best, bestD := "", 3
 	if len(name) <= 4 {

@@ -51,7 +51,7 @@ type ClassifierSpec struct {
 	Agents []string `yaml:"agents" json:"agents,omitempty"`
 }
 
-// PolicySpec declares automatic handoffs.
+// PolicySpec declares automatic transfers.
 type PolicySpec struct {
 	// Type is explicit (default), sequential or rules.
 	Type  string     `yaml:"type" json:"type"`
@@ -59,7 +59,7 @@ type PolicySpec struct {
 	Rules []RuleSpec `yaml:"rules" json:"rules,omitempty"`
 }
 
-// RuleSpec is an automatic handoff on run state.
+// RuleSpec is an automatic transfer on run state.
 type RuleSpec struct {
 	Name string `yaml:"name" json:"name"`
 	From string `yaml:"from" json:"from,omitempty"`
@@ -86,7 +86,7 @@ type RuleCondition struct {
 // LimitsSpec bounds runs.
 type LimitsSpec struct {
 	MaxTurns     int      `yaml:"max_turns" json:"max_turns,omitempty"`
-	MaxTransfers int      `yaml:"max_handoffs" json:"max_handoffs,omitempty"`
+	MaxTransfers int      `yaml:"max_transfers" json:"max_transfers,omitempty"`
 	Timeout      Duration `yaml:"timeout" json:"timeout,omitempty"`
 	TokenBudget  int64    `yaml:"token_budget" json:"token_budget,omitempty"`
 	PingPong     int      `yaml:"ping_pong" json:"ping_pong,omitempty"`
@@ -134,7 +134,7 @@ type AgentSpec struct {
 	Instructions string `yaml:"instructions" json:"instructions,omitempty"`
 	ModelSpec    `yaml:",inline"`
 	Tools        []string        `yaml:"tools" json:"tools,omitempty"`
-	Transfers    []HandoffSpec   `yaml:"handoffs" json:"handoffs,omitempty"`
+	Transfers    []TransferSpec  `yaml:"transfers" json:"transfers,omitempty"`
 	AgentTools   []AgentToolSpec `yaml:"agent_tools" json:"agent_tools,omitempty"`
 	OutputSchema map[string]any  `yaml:"output_schema" json:"output_schema,omitempty"`
 	Continuation string          `yaml:"continuation" json:"continuation,omitempty"`
@@ -186,8 +186,8 @@ type FailSpec struct {
 	Times      int      `yaml:"times" json:"times,omitempty"`
 }
 
-// HandoffSpec declares a handoff.
-type HandoffSpec struct {
+// TransferSpec declares a transfer to another agent.
+type TransferSpec struct {
 	To            string         `yaml:"to" json:"to"`
 	Tool          string         `yaml:"tool" json:"tool,omitempty"`
 	Description   string         `yaml:"description" json:"description,omitempty"`

@@ -1,0 +1,4 @@
+package netspec
+
+// FingerprintSpec is fingerprintSpec, for tests.
+var FingerprintSpec = fingerprintSpec
