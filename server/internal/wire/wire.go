@@ -57,7 +57,7 @@ type Network struct {
 type Agent struct {
 	Name        string   `json:"name"`
 	Description string   `json:"description,omitempty"`
-	Transfers   []string `json:"handoffs,omitempty"`
+	Transfers   []string `json:"transfers,omitempty"`
 }
 
 // List is a page of items.
@@ -152,7 +152,7 @@ type Run struct {
 	LastAgent string              `json:"last_agent,omitempty"`
 	Output    string              `json:"output,omitempty"`
 	Turns     int                 `json:"turns"`
-	Transfers int                 `json:"handoffs"`
+	Transfers int                 `json:"transfers"`
 	Usage     message.Usage       `json:"usage"`
 	Interrupt *runstate.Interrupt `json:"interrupt,omitempty"`
 	Error     *RunError           `json:"error,omitempty"`
