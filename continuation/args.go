@@ -1,6 +1,7 @@
 package continuation
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 
@@ -33,9 +34,9 @@ type Args struct {
 	// thread is queued or running at a time.
 	ThreadID string `json:"thread_id" river:"unique"`
 	RunID    string `json:"run_id"`
-	// EventID identifies the hand-over (see [EventID]). It is also the id
-	// of the placeholder message and the job run's idempotency key.
-	EventID  string `json:"handoff_event_id"`
+	// EventID identifies the continuation (see [EventID]). It is also the
+	// id of the placeholder message and the job run's idempotency key.
+	EventID  string `json:"continuation_id"`
 	JobRunID string `json:"job_run_id"`
 	// Fingerprint is the network version the run was suspended under.
 	Fingerprint string `json:"fingerprint"`
@@ -46,6 +47,25 @@ type Args struct {
 
 // Kind implements river.JobArgs.
 func (Args) Kind() string { return Kind }
+
+// UnmarshalJSON reads the args of a job, also of one enqueued before
+// continuations had their word, whose continuation_id was called
+// handoff_event_id.
+func (a *Args) UnmarshalJSON(b []byte) error {
+	type plain Args
+	var v struct {
+		plain
+		EventIDV1 string `json:"handoff_event_id"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*a = Args(v.plain)
+	if a.EventID == "" {
+		a.EventID = v.EventIDV1
+	}
+	return nil
+}
 
 // InsertOpts implements river.JobArgsWithInsertOpts: the default queue,
 // unique by thread among the jobs not finished.

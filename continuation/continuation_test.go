@@ -41,7 +41,7 @@ func TestHandover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ph.Status != message.StatusQueued || ph.Metadata[MetaHandoffEventID] != h.EventID || ph.ThreadID != thread || !IsPlaceholder(ph) {
+			if ph.Status != message.StatusQueued || ph.Metadata[MetaContinuationID] != h.EventID || ph.ThreadID != thread || !IsPlaceholder(ph) {
 				t.Fatalf("placeholder = %+v", ph)
 			}
 			if h.JobRun.Status != store.JobQueued || h.JobRun.IdempotencyKey != h.EventID || h.JobRun.Kind != Kind {

@@ -18,7 +18,7 @@
 //     ([EventID]: run id and checkpoint step), so that a repeated event
 //     creates nothing;
 //   - the assistant placeholder message (status queued, the event id as its
-//     id and as metadata.handoff_event_id), which clients follow;
+//     id and as metadata.continuation_id), which clients follow;
 //   - the River job ([Args], kind "baton.continue"), with River's InsertTx.
 //
 // Either all of it commits with the checkpoint or none of it does. If it

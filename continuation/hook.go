@@ -19,19 +19,27 @@ import (
 
 // Metadata keys of a placeholder message.
 const (
-	// MetaHandoffEventID holds the hand-over's event id (also the message id).
-	MetaHandoffEventID = "handoff_event_id"
+	// MetaContinuationID holds the continuation's id (also the message id;
+	// see [EventID]).
+	MetaContinuationID = "continuation_id"
 	// MetaContinuation holds an object: run_id, job_run_id, status
 	// (queued, streaming, completed, interrupted, error), and once final
 	// final_message_id (the run's answer in the thread) or error_kind.
 	MetaContinuation = "continuation"
 )
 
+// metaContinuationIDV1 is [MetaContinuationID] in the placeholders written
+// before continuations had their word.
+const metaContinuationIDV1 = "handoff_event_id"
+
 // IsPlaceholder reports whether m is the placeholder message of a
 // hand-over. Its final text repeats the run's answer, so it is kept out of
 // the model's history.
 func IsPlaceholder(m *store.Message) bool {
-	_, ok := m.Metadata[MetaHandoffEventID]
+	_, ok := m.Metadata[MetaContinuationID]
+	if !ok {
+		_, ok = m.Metadata[metaContinuationIDV1]
+	}
 	return ok && m.Metadata[MetaContinuation] != nil
 }
 
@@ -119,7 +127,7 @@ func (e extension) AfterRun(ctx context.Context, o *runner.Outcome) {
 	case err != nil:
 		s.log.WarnContext(ctx, "handing a cancelled run to a worker failed: it is adopted once its lease expires", "run_id", o.State.RunID, "error", err)
 	case h != nil:
-		s.log.InfoContext(ctx, "a cancelled run was handed to a worker", "run_id", o.State.RunID, "thread_id", o.State.ThreadID, "continuation_event_id", h.EventID)
+		s.log.InfoContext(ctx, "a cancelled run was handed to a worker", "run_id", o.State.RunID, "thread_id", o.State.ThreadID, "continuation_id", h.EventID)
 	}
 }
 
@@ -166,7 +174,7 @@ func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string
 	}
 	ph := message.Message{ID: ev, Role: message.RoleAssistant, Agent: st.Agent, Status: message.StatusQueued,
 		Metadata: map[string]any{
-			MetaHandoffEventID: ev,
+			MetaContinuationID: ev,
 			MetaContinuation:   map[string]any{"run_id": st.RunID, "job_run_id": res.Run.ID, "status": "queued"},
 		}}
 	if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: st.ThreadID, Messages: []store.NewMessage{{Message: ph}}}); err != nil {

@@ -130,7 +130,7 @@ func (s *Service) AdoptExpired(ctx context.Context) (int, error) {
 			if h != nil {
 				n++
 				s.log.InfoContext(ctx, "adopted a run whose process died; a worker resumes it from its last checkpoint",
-					"run_id", l.RunID, "thread_id", l.ThreadID, "holder", l.Holder, "expired_at", l.ExpiresAt, "continuation_event_id", h.EventID)
+					"run_id", l.RunID, "thread_id", l.ThreadID, "holder", l.Holder, "expired_at", l.ExpiresAt, "continuation_id", h.EventID)
 			}
 		}
 		if len(expired) < 100 || adopted == 0 {

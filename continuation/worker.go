@@ -51,7 +51,7 @@ func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
 		ctx, end = s.cfg.Link(ctx, a.Trace)
 		defer end()
 	}
-	log := s.log.With("run_id", a.RunID, "thread_id", a.ThreadID, "handoff_event_id", a.EventID, "job_id", job.ID, "river_attempt", job.Attempt)
+	log := s.log.With("run_id", a.RunID, "thread_id", a.ThreadID, "continuation_id", a.EventID, "job_id", job.ID, "river_attempt", job.Attempt)
 	if job.Attempt > s.cfg.MaxAttempts {
 		// A delivery of the reserve (see finalAttempts): the last attempt
 		// never reported, its worker died or was stopped. Give up here,

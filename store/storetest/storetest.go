@@ -476,7 +476,7 @@ func sampleMessages() []store.NewMessage {
 				{Type: message.PartToolCall, CallID: "call_1", Name: "get_weather", Arguments: json.RawMessage(`{"city":"東京","units":"c"}`)},
 			},
 			Usage:    &message.Usage{InputTokens: 120, OutputTokens: 30, CachedTokens: 100, ReasoningTokens: 10},
-			Metadata: map[string]any{"handoff_event_id": "evt-1", "score": 0.5},
+			Metadata: map[string]any{"continuation_id": "evt-1", "score": 0.5},
 		}},
 		{Message: message.ToolResult("weather", "call_1", "get_weather", `{"temp":21}`, false)},
 		{Message: message.Message{Role: message.RoleUser, Parts: []message.Part{
