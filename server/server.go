@@ -189,7 +189,7 @@ func newNetwork(n *service.Network) *network {
 	}
 	nw := &network{name: name, net: n.Network, svc: n.Threads, cont: n.Continuation, wire: w}
 	if n.Summary != nil {
-		nw.sum = n.Handoff
+		nw.sum = n.ThreadHandoff
 	}
 	return nw
 }

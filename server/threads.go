@@ -29,7 +29,7 @@ const (
 var metadataKey = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 
 // reservedMetadata are the namespaces baton writes itself.
-var reservedMetadata = map[string]bool{store.MetadataHandoff: true, threadhandoff.MetadataLastHandoff: true}
+var reservedMetadata = map[string]bool{store.MetadataThreadHandoff: true, threadhandoff.MetadataLastHandoff: true}
 
 func (s *Server) createThread(w http.ResponseWriter, r *http.Request, c *caller) error {
 	var req wire.CreateThread

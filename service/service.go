@@ -97,10 +97,10 @@ func DefinitionOf(spec *netspec.Spec) Definition {
 // background continuations.
 type Network struct {
 	Definition
-	Runner       *runner.Runner
-	Threads      *threads.Service
-	Handoff      *threadhandoff.Service
-	Continuation *continuation.Service
+	Runner        *runner.Runner
+	Threads       *threads.Service
+	ThreadHandoff *threadhandoff.Service
+	Continuation  *continuation.Service
 }
 
 // Name returns the network's name.
@@ -187,14 +187,14 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 		hcfg.Memory = &memory.Dir{Path: cfg.MemoryDir}
 	}
 	var err error
-	if n.Handoff, err = threadhandoff.New(hcfg); err != nil {
+	if n.ThreadHandoff, err = threadhandoff.New(hcfg); err != nil {
 		return nil, fmt.Errorf("service: network %s: %w", name, err)
 	}
 	if n.Continuation, err = continuation.New(s.continuationConfig(cfg, name, networks)); err != nil {
 		return nil, fmt.Errorf("service: network %s: %w", name, err)
 	}
-	rc := runner.Config{Network: d.Network, Policy: d.Policy, Picker: n.Handoff.Picker(d.Picker), Logger: s.log,
-		Extensions: []runner.Extension{n.Continuation.Extension(), n.Handoff.Extension()}}
+	rc := runner.Config{Network: d.Network, Policy: d.Policy, Picker: n.ThreadHandoff.Picker(d.Picker), Logger: s.log,
+		Extensions: []runner.Extension{n.Continuation.Extension(), n.ThreadHandoff.Extension()}}
 	if cfg.Telemetry != nil {
 		rc.Observer = cfg.Telemetry.Observer()
 	}

@@ -8,10 +8,10 @@ import (
 	"github.com/batonhq/baton/runstate"
 )
 
-// MetadataHandoff is the thread metadata namespace of thread → thread
-// handoffs (the parent and child threads, the summary's handoff ID, the seed
-// flag).
-const MetadataHandoff = "handoff"
+// MetadataThreadHandoff is the thread metadata namespace of thread → thread
+// handoffs ("handoff": the parent and child threads, the thread handoff's
+// ID, the seed flag).
+const MetadataThreadHandoff = "handoff"
 
 // Owner is a tenant. Every other row belongs to one.
 type Owner struct {
@@ -89,7 +89,7 @@ type Thread struct {
 	Network string
 	// ActiveAgent is the agent that holds the thread (sticky picker).
 	ActiveAgent string
-	// Metadata maps a namespace (such as [MetadataHandoff]) to its JSON value.
+	// Metadata maps a namespace (such as [MetadataThreadHandoff]) to its JSON value.
 	Metadata map[string]json.RawMessage
 	// Version starts at 1 and is incremented by every change of Metadata or
 	// ActiveAgent; compare-and-swap writes name the version they read.
@@ -140,7 +140,7 @@ type ThreadPage struct {
 type UpdateThreadMetadataParams struct {
 	OwnerID  string
 	ThreadID string
-	// Namespace is the metadata key to change, such as [MetadataHandoff].
+	// Namespace is the metadata key to change, such as [MetadataThreadHandoff].
 	Namespace string
 	// Patch is merged into the namespace's value as an RFC 7396 JSON merge
 	// patch: object members are merged recursively, a null member removes

@@ -120,7 +120,7 @@ func Summarise(ctx context.Context, m model.Model, msgs []message.Message, opts 
 	var resp *model.Response
 	err := retry.Do(ctx, retry.Policy{MaxAttempts: o.MaxAttempts}, o.Sleep, nil,
 		func(attempt int, err error, d time.Duration) {
-			log.WarnContext(ctx, "handoff summary model call failed, retrying", "attempt", attempt, "delay", d, "error", err)
+			log.WarnContext(ctx, "thread handoff summary model call failed, retrying", "attempt", attempt, "delay", d, "error", err)
 		},
 		func(int) error {
 			var err error
@@ -145,9 +145,9 @@ func Summarise(ctx context.Context, m model.Model, msgs []message.Message, opts 
 		Messages: len(sel), InputTokens: HistoryTokens(sel), CreatedAt: o.Now(),
 	}
 	if cut {
-		log.WarnContext(ctx, "handoff summary truncated", "chars", len([]rune(s.Markdown())), "max_chars", o.MaxChars)
+		log.WarnContext(ctx, "thread handoff summary truncated", "chars", len([]rune(s.Markdown())), "max_chars", o.MaxChars)
 	}
-	log.InfoContext(ctx, "handoff summary proposed", "tokens_used", p.TokensUsed, "request_id", p.RequestID,
+	log.InfoContext(ctx, "thread handoff summary proposed", "tokens_used", p.TokensUsed, "request_id", p.RequestID,
 		"messages", p.Messages, "input_tokens", p.InputTokens, "truncated", cut)
 	return p, nil
 }

@@ -208,7 +208,7 @@ func TestSummarise(t *testing.T) {
 	if strings.Contains(tr, "you are support") {
 		t.Error("system message in the transcript")
 	}
-	recs := logs.records("handoff summary proposed")
+	recs := logs.records("thread handoff summary proposed")
 	if len(recs) != 1 || recs[0]["handoff_id"] != "h1" || recs[0]["model_run_id"] != p.ModelRunID || recs[0]["tokens_used"] != float64(360) ||
 		recs[0]["thread_id"] != "t1" {
 		t.Fatalf("log = %v", recs)
@@ -227,7 +227,7 @@ func TestSummariseTruncates(t *testing.T) {
 	if !p.Truncated || utf8.RuneCountInString(p.Markdown) > DefaultMaxChars {
 		t.Fatalf("truncated %v, %d runes", p.Truncated, utf8.RuneCountInString(p.Markdown))
 	}
-	recs := logs.records("handoff summary truncated")
+	recs := logs.records("thread handoff summary truncated")
 	if len(recs) != 1 || recs[0]["handoff_id"] != "h-long" || recs[0]["max_chars"] != float64(DefaultMaxChars) {
 		t.Fatalf("truncation log = %v", recs)
 	}

@@ -31,7 +31,7 @@ func (s *Service) Cleanup(ctx context.Context, owner, threadID string) (bool, er
 	// transaction would take SQLite's write lock for nothing.
 	child, err := s.cfg.Store.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: threadID})
 	if err != nil {
-		return false, fmt.Errorf("handoff cleanup of thread %s: %w", threadID, err)
+		return false, fmt.Errorf("thread handoff cleanup of thread %s: %w", threadID, err)
 	}
 	h := HandoffOf(child)
 	if !due(h, threadID) {
@@ -47,7 +47,7 @@ func (s *Service) Cleanup(ctx context.Context, owner, threadID string) (bool, er
 		return s.cleaned(ctx, threadID, done, h, err)
 	}
 	if err := s.clearBlock(ctx, s.mem, owner, h); err != nil {
-		return false, fmt.Errorf("handoff cleanup of thread %s: %w", threadID, err)
+		return false, fmt.Errorf("thread handoff cleanup of thread %s: %w", threadID, err)
 	}
 	var done bool
 	err = s.withTx(ctx, func(tx store.Tx) error {
@@ -60,10 +60,10 @@ func (s *Service) Cleanup(ctx context.Context, owner, threadID string) (bool, er
 
 func (s *Service) cleaned(ctx context.Context, threadID string, done bool, h *Handoff, err error) (bool, error) {
 	if err != nil {
-		return false, fmt.Errorf("handoff cleanup of thread %s: %w", threadID, err)
+		return false, fmt.Errorf("thread handoff cleanup of thread %s: %w", threadID, err)
 	}
 	if done {
-		s.log.InfoContext(ctx, "handoff cleanup: summary cleared from memory", "handoff_id", h.HandoffID, "thread_id", threadID,
+		s.log.InfoContext(ctx, "thread handoff cleanup: summary cleared from memory", "handoff_id", h.HandoffID, "thread_id", threadID,
 			"source_thread_id", h.SourceThreadID, "assistant_id", h.AssistantID)
 	}
 	return done, nil
@@ -91,7 +91,7 @@ func (s *Service) cleanupTx(ctx context.Context, tx store.Tx, mem memory.Store, 
 	case err == nil:
 		if ph := HandoffOf(parent); ph != nil && ph.HandoffID == h.HandoffID && ph.CleanupRequired {
 			if _, err := tx.UpdateThreadMetadata(ctx, &store.UpdateThreadMetadataParams{OwnerID: owner, ThreadID: parent.ID,
-				Namespace: store.MetadataHandoff, Patch: cleanedPatch(at), ExpectedVersion: parent.Version}); err != nil {
+				Namespace: store.MetadataThreadHandoff, Patch: cleanedPatch(at), ExpectedVersion: parent.Version}); err != nil {
 				return false, h, err
 			}
 		}
@@ -99,7 +99,7 @@ func (s *Service) cleanupTx(ctx context.Context, tx store.Tx, mem memory.Store, 
 		return false, h, err
 	}
 	if _, err := tx.UpdateThreadMetadata(ctx, &store.UpdateThreadMetadataParams{OwnerID: owner, ThreadID: threadID,
-		Namespace: store.MetadataHandoff, Patch: cleanedPatch(at), ExpectedVersion: child.Version}); err != nil {
+		Namespace: store.MetadataThreadHandoff, Patch: cleanedPatch(at), ExpectedVersion: child.Version}); err != nil {
 		return false, h, err
 	}
 	if mem != nil {

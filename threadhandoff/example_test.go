@@ -38,7 +38,7 @@ func Example() {
 	fmt.Println("proposal:", p.Interrupt().ActionRequests[0].Args.Summary.Title)
 	// 4: a person approves; the child thread is created and seeded.
 	out, _ := svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
-	fmt.Println(out.Message == "Handoff approved: continue in thread "+out.ChildThreadID+".", out.MirrorStatus)
+	fmt.Println(out.Message == "Thread handoff approved: continue in thread "+out.ChildThreadID+".", out.MirrorStatus)
 	// 5: every model call injects the memory (svc.Extension() in the
 	// runner); the child sees the summary…
 	text, _ := svc.SystemText(ctx, "acme", "support", out.ChildThreadID)

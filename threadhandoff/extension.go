@@ -161,14 +161,14 @@ func (p picker) Pick(ctx context.Context, in policy.PickInput) (string, string, 
 func (s *Service) pendingAssistant(ctx context.Context, threadID string) (string, error) {
 	owner, ok := store.OwnerFromContext(ctx)
 	if !ok {
-		return "", fmt.Errorf("handoff of thread %s: %w", threadID, ErrNoOwner)
+		return "", fmt.Errorf("thread handoff of thread %s: %w", threadID, ErrNoOwner)
 	}
 	th, err := s.cfg.Store.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: threadID})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("handoff of thread %s: %w", threadID, err)
+		return "", fmt.Errorf("thread handoff of thread %s: %w", threadID, err)
 	}
 	if h := HandoffOf(th); due(h, threadID) {
 		return h.AssistantID, nil

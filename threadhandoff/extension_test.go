@@ -100,7 +100,7 @@ func TestExtensionAfterRun(t *testing.T) {
 	if pending() {
 		t.Fatal("a completed run of the child did not clear the seed")
 	}
-	if recs := b.logs.all("handoff cleanup: summary cleared from memory"); len(recs) != 1 || recs[0]["handoff_id"] != p.HandoffID {
+	if recs := b.logs.all("thread handoff cleanup: summary cleared from memory"); len(recs) != 1 || recs[0]["handoff_id"] != p.HandoffID {
 		t.Fatalf("cleanup logs = %v", recs)
 	}
 	if blk := block(t, b.doc(t)); blk != memory.Placeholder {
@@ -270,7 +270,7 @@ func TestChildTurnsThroughThreads(t *testing.T) {
 			if n := len(prompts.all); n != 2 {
 				t.Fatalf("%d model calls; want 2", n)
 			}
-			if n := len(b.logs.all("handoff cleanup: summary cleared from memory")); n != 1 {
+			if n := len(b.logs.all("thread handoff cleanup: summary cleared from memory")); n != 1 {
 				t.Fatalf("%d cleanups; want 1", n)
 			}
 		})

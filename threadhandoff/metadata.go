@@ -12,7 +12,7 @@ import (
 
 // MetadataLastHandoff is the thread metadata namespace, on a parent thread,
 // of its latest approved handoff (see [LastHandoff]). The namespace of the
-// handoff itself is [store.MetadataHandoff] ("handoff", see [Handoff]).
+// handoff itself is [store.MetadataThreadHandoff] ("handoff", see [Handoff]).
 const MetadataLastHandoff = "last_handoff"
 
 // Handoff is the value of the "handoff" metadata namespace of both threads
@@ -54,7 +54,7 @@ type LastHandoff struct {
 // it cannot be decoded.
 func HandoffOf(th *store.Thread) *Handoff {
 	var h Handoff
-	if !decodeNS(th, store.MetadataHandoff, &h) || h.HandoffID == "" {
+	if !decodeNS(th, store.MetadataThreadHandoff, &h) || h.HandoffID == "" {
 		return nil
 	}
 	return &h

@@ -113,7 +113,7 @@ func (m *mirror) upsert(ctx context.Context, p *store.UpsertThreadSummaryParams,
 	err := m.try(ctx, p, m.policy, attrs)
 	m.finish(key, ch, err, p, attrs)
 	if err != nil {
-		m.log.WarnContext(ctx, "handoff summary mirror failed: handoff completed without it",
+		m.log.WarnContext(ctx, "thread handoff summary mirror failed: thread handoff completed without it",
 			append([]any{"handoff_store_status", MirrorDegraded, "error", err}, attrs...)...)
 		return MirrorDegraded
 	}
@@ -125,7 +125,7 @@ func (m *mirror) upsert(ctx context.Context, p *store.UpsertThreadSummaryParams,
 func (m *mirror) try(ctx context.Context, p *store.UpsertThreadSummaryParams, policy retry.Policy, attrs []any) error {
 	return retry.Do(ctx, policy, m.sleep, mirrorTransient,
 		func(n int, err error, d time.Duration) {
-			m.log.DebugContext(ctx, "handoff summary mirror attempt failed", append([]any{"attempt", n, "delay", d, "error", err}, attrs...)...)
+			m.log.DebugContext(ctx, "thread handoff summary mirror attempt failed", append([]any{"attempt", n, "delay", d, "error", err}, attrs...)...)
 		},
 		func(int) error {
 			actx, cancel := context.WithTimeout(ctx, m.timeout)
@@ -155,7 +155,7 @@ func (m *mirror) finish(key string, ch chan struct{}, err error, p *store.Upsert
 		m.order = m.order[1:]
 		if pu, ok := m.pending[old]; ok {
 			delete(m.pending, old)
-			m.log.Error("handoff summary mirror backlog full: dropping the oldest", append([]any{"handoff_store_status", MirrorDegraded}, pu.attrs...)...)
+			m.log.Error("thread handoff summary mirror backlog full: dropping the oldest", append([]any{"handoff_store_status", MirrorDegraded}, pu.attrs...)...)
 		}
 	}
 }
@@ -186,7 +186,7 @@ func (m *mirror) flush(ctx context.Context, skip string) {
 		if err != nil {
 			return
 		}
-		m.log.InfoContext(ctx, "handoff summary mirrored on retry", append([]any{"handoff_store_status", MirrorOK}, pu.attrs...)...)
+		m.log.InfoContext(ctx, "thread handoff summary mirrored on retry", append([]any{"handoff_store_status", MirrorOK}, pu.attrs...)...)
 	}
 }
 

@@ -151,14 +151,14 @@ func (s *Service) Preview(ctx context.Context, p *PreviewParams) (*Proposal, err
 	}
 	th, err := s.cfg.Store.GetThread(ctx, &store.GetThreadParams{OwnerID: p.Owner, ID: p.ThreadID})
 	if err != nil {
-		return nil, fmt.Errorf("preview handoff of thread %s: %w", p.ThreadID, err)
+		return nil, fmt.Errorf("thread handoff preview of thread %s: %w", p.ThreadID, err)
 	}
 	assistant := p.AssistantID
 	if assistant == "" {
 		assistant = th.ActiveAgent
 	}
 	if assistant == "" {
-		return nil, fmt.Errorf("preview handoff of thread %s: the thread has no active agent: name the assistant", p.ThreadID)
+		return nil, fmt.Errorf("thread handoff preview of thread %s: the thread has no active agent: name the assistant", p.ThreadID)
 	}
 	o := s.cfg.Summarise
 	window := o.Select.Window
@@ -167,7 +167,7 @@ func (s *Service) Preview(ctx context.Context, p *PreviewParams) (*Proposal, err
 	}
 	stored, err := s.cfg.Store.ListMessages(ctx, &store.ListMessagesParams{OwnerID: p.Owner, ThreadID: p.ThreadID, Limit: window, Last: true})
 	if err != nil {
-		return nil, fmt.Errorf("preview handoff of thread %s: %w", p.ThreadID, err)
+		return nil, fmt.Errorf("thread handoff preview of thread %s: %w", p.ThreadID, err)
 	}
 	msgs := make([]message.Message, len(stored))
 	for i, m := range stored {
@@ -266,9 +266,9 @@ func (s *Service) Decide(ctx context.Context, p *Proposal, d Decision) (*Outcome
 	}
 	log := s.log.With("handoff_id", p.HandoffID, "thread_id", p.ParentThreadID, "model_run_id", p.ModelRunID, "tokens_used", p.TokensUsed)
 	if d.Type == DecisionReject {
-		log.InfoContext(ctx, "handoff rejected: nothing written", "reason", d.Reason)
+		log.InfoContext(ctx, "thread handoff rejected: nothing written", "reason", d.Reason)
 		return &Outcome{HandoffID: p.HandoffID, Decision: DecisionReject, ParentThreadID: p.ParentThreadID, AssistantID: p.AssistantID,
-			Summary: p.Summary, Markdown: p.Markdown, Message: "Handoff rejected: nothing was written."}, nil
+			Summary: p.Summary, Markdown: p.Markdown, Message: "Thread handoff rejected: nothing was written."}, nil
 	}
 	maxChars := s.cfg.Summarise.MaxChars
 	summ, md, edited, cut, err := d.apply(p, maxChars)
@@ -276,7 +276,7 @@ func (s *Service) Decide(ctx context.Context, p *Proposal, d Decision) (*Outcome
 		return nil, err
 	}
 	if cut {
-		log.WarnContext(ctx, "handoff summary truncated", "max_chars", maxChars, "edited", true)
+		log.WarnContext(ctx, "thread handoff summary truncated", "max_chars", maxChars, "edited", true)
 	}
 	truncated := cut || (p.Truncated && md == p.Markdown)
 	a := &approval{p: p, summary: summ, md: md, edited: edited, at: s.now().UTC()}
@@ -298,7 +298,7 @@ func (s *Service) Decide(ctx context.Context, p *Proposal, d Decision) (*Outcome
 		}
 	}
 	if err != nil {
-		log.ErrorContext(ctx, "handoff approval failed", "error", err)
+		log.ErrorContext(ctx, "thread handoff approval failed", "error", err)
 		return nil, fmt.Errorf("approve handoff %s: %w", p.HandoffID, err)
 	}
 	out.Decision, out.Truncated = d.Type, truncated || out.Truncated
@@ -313,13 +313,13 @@ func (s *Service) Decide(ctx context.Context, p *Proposal, d Decision) (*Outcome
 		}, "handoff_id", p.HandoffID, "thread_id", out.ParentThreadID, "child_thread_id", out.ChildThreadID,
 			"model_run_id", p.ModelRunID, "tokens_used", p.TokensUsed)
 	}
-	msg := "handoff approved"
+	msg := "thread handoff approved"
 	if out.AlreadyApplied {
-		msg = "handoff already approved"
+		msg = "thread handoff already approved"
 	}
 	log.InfoContext(ctx, msg, "child_thread_id", out.ChildThreadID, "assistant_id", out.AssistantID, "edited", out.Edited,
 		"truncated", out.Truncated, "replaced_handoff_id", out.ReplacedHandoffID, "handoff_store_status", out.MirrorStatus)
-	out.Message = "Handoff approved: continue in thread " + out.ChildThreadID + "."
+	out.Message = "Thread handoff approved: continue in thread " + out.ChildThreadID + "."
 	if out.MirrorStatus == MirrorDegraded {
 		out.Message += " (The summary could not be mirrored to the summary store; it will be retried.)"
 	}
@@ -354,7 +354,7 @@ func (s *Service) approveTx(ctx context.Context, tx store.Tx, mem memory.Store, 
 	h := &Handoff{HandoffID: p.HandoffID, SourceThreadID: parent.ID, ChildThreadID: childID, AssistantID: p.AssistantID,
 		Pending: true, CleanupRequired: true, ApprovedAt: a.at}
 	th, err := tx.UpdateThreadMetadata(ctx, &store.UpdateThreadMetadataParams{OwnerID: p.Owner, ThreadID: parent.ID,
-		Namespace: store.MetadataHandoff, Patch: handoffPatch(h), ExpectedVersion: parent.Version})
+		Namespace: store.MetadataThreadHandoff, Patch: handoffPatch(h), ExpectedVersion: parent.Version})
 	if err != nil {
 		return nil, fmt.Errorf("parent thread metadata: %w", err)
 	}
@@ -366,7 +366,7 @@ func (s *Service) approveTx(ctx context.Context, tx store.Tx, mem memory.Store, 
 	}
 	if _, err := tx.CreateThread(ctx, &store.CreateThreadParams{
 		OwnerID: p.Owner, ID: childID, ParentID: parent.ID, Name: a.summary.Title, Network: parent.Network,
-		ActiveAgent: p.AssistantID, Metadata: map[string]json.RawMessage{store.MetadataHandoff: mustJSON(h)},
+		ActiveAgent: p.AssistantID, Metadata: map[string]json.RawMessage{store.MetadataThreadHandoff: mustJSON(h)},
 	}); err != nil {
 		return nil, fmt.Errorf("create child thread: %w", err)
 	}

@@ -197,7 +197,7 @@ func TestHandoffFlow(t *testing.T) {
 			if err != nil || ts.ChildThreadID != child.ID || ts.ThreadID != b.parent.ID || ts.AgentID != assistant || ts.Markdown != p.Markdown {
 				t.Fatalf("thread summary = %+v, %v", ts, err)
 			}
-			if rec := b.logs.find("handoff approved"); rec == nil || rec["handoff_id"] != p.HandoffID || rec["child_thread_id"] != child.ID ||
+			if rec := b.logs.find("thread handoff approved"); rec == nil || rec["handoff_id"] != p.HandoffID || rec["child_thread_id"] != child.ID ||
 				rec["model_run_id"] != p.ModelRunID || rec["tokens_used"] != float64(480) || rec["handoff_store_status"] != "ok" || rec["thread_id"] != b.parent.ID {
 				t.Fatalf("approval log = %v", rec)
 			}
@@ -220,7 +220,7 @@ func TestHandoffFlow(t *testing.T) {
 
 			// After the child's first complete turn the extension has
 			// cleaned up, once; Cleanup finds nothing left to do.
-			if recs := b.logs.all("handoff cleanup: summary cleared from memory"); len(recs) != 1 ||
+			if recs := b.logs.all("thread handoff cleanup: summary cleared from memory"); len(recs) != 1 ||
 				recs[0]["thread_id"] != child.ID || recs[0]["handoff_id"] != p.HandoffID {
 				t.Fatalf("cleanup logs after the first turn = %v", recs)
 			}
@@ -246,7 +246,7 @@ func TestHandoffFlow(t *testing.T) {
 			if second := run(child.ID); strings.Contains(second, "Refund for order 1142") || !strings.Contains(second, memory.Placeholder) {
 				t.Fatalf("second turn still sees the summary:\n%s", second)
 			}
-			if n := len(b.logs.all("handoff cleanup: summary cleared from memory")); n != 1 {
+			if n := len(b.logs.all("thread handoff cleanup: summary cleared from memory")); n != 1 {
 				t.Fatalf("%d cleanups; want 1", n)
 			}
 		})
@@ -348,7 +348,7 @@ func TestDecideReject(t *testing.T) {
 				t.Fatalf("reject = %+v, %v", out, err)
 			}
 			b.checkUntouched(t)
-			if rec := b.logs.find("handoff rejected: nothing written"); rec == nil || rec["handoff_id"] != p.HandoffID || rec["reason"] != "not now" {
+			if rec := b.logs.find("thread handoff rejected: nothing written"); rec == nil || rec["handoff_id"] != p.HandoffID || rec["reason"] != "not now" {
 				t.Fatalf("log = %v", rec)
 			}
 		})
@@ -596,7 +596,7 @@ func TestCleanupConcurrent(t *testing.T) {
 			if block(t, memAfter.Content) != memory.Placeholder {
 				t.Fatal("block not cleared")
 			}
-			if n := len(b.logs.all("handoff cleanup: summary cleared from memory")); n != 1 {
+			if n := len(b.logs.all("thread handoff cleanup: summary cleared from memory")); n != 1 {
 				t.Fatalf("%d cleanup logs", n)
 			}
 		})
@@ -735,12 +735,12 @@ func TestMirrorDown(t *testing.T) {
 			down.next = b.st
 			ctx := t.Context()
 			child, p := b.approved(t)
-			rec := b.logs.find("handoff summary mirror failed: handoff completed without it")
+			rec := b.logs.find("thread handoff summary mirror failed: thread handoff completed without it")
 			if rec == nil || rec["handoff_store_status"] != "degraded" || rec["handoff_id"] != p.HandoffID || rec["thread_id"] != b.parent.ID ||
 				rec["model_run_id"] != p.ModelRunID || rec["tokens_used"] != float64(480) || !strings.Contains(fmt.Sprint(rec["error"]), "unavailable") {
 				t.Fatalf("degraded log = %v", rec)
 			}
-			if rec := b.logs.find("handoff approved"); rec == nil || rec["handoff_store_status"] != "degraded" {
+			if rec := b.logs.find("thread handoff approved"); rec == nil || rec["handoff_store_status"] != "degraded" {
 				t.Fatalf("approval log = %v", rec)
 			}
 			if down.calls.Load() != 3 || len(waits) != 2 || waits[1] < waits[0]/2 {
@@ -765,7 +765,7 @@ func TestMirrorDown(t *testing.T) {
 					t.Fatalf("summary %s not mirrored after recovery: %v", id, err)
 				}
 			}
-			if rec := b.logs.find("handoff summary mirrored on retry"); rec == nil || rec["handoff_id"] != p.HandoffID {
+			if rec := b.logs.find("thread handoff summary mirrored on retry"); rec == nil || rec["handoff_id"] != p.HandoffID {
 				t.Fatalf("retry log = %v", rec)
 			}
 		})
@@ -779,7 +779,7 @@ func TestMirrorClosedStore(t *testing.T) {
 	gone.Close()
 	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{mutate: func(c *threadhandoff.Config) { c.Mirror = gone }})
 	child, p := b.approved(t)
-	if child == "" || b.logs.find("handoff summary mirror failed: handoff completed without it")["handoff_id"] != p.HandoffID {
+	if child == "" || b.logs.find("thread handoff summary mirror failed: thread handoff completed without it")["handoff_id"] != p.HandoffID {
 		t.Fatal("no degraded handoff")
 	}
 }

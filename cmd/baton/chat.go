@@ -166,7 +166,7 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
 type chatBackend interface {
 	// Turn runs a user turn on threadID ("" creates a thread) and streams
 	// its events; report learns whether the first completed turn of a child
-	// thread cleared its handoff summary.
+	// thread cleared its thread handoff summary.
 	Turn(ctx context.Context, threadID, input string, report func(cleanupResult)) iter.Seq2[runner.Event, error]
 	// Resume continues an interrupted run with decisions.
 	Resume(ctx context.Context, runID string, ds []runner.Decision, report func(cleanupResult)) iter.Seq2[runner.Event, error]
@@ -211,11 +211,11 @@ func (c *chatStore) Preview(ctx context.Context, threadID string) (*threadhandof
 	if c.n.Summary == nil {
 		return nil, fmt.Errorf("network %s declares no summary: model: declare one in its file to hand threads off", c.n.Name())
 	}
-	return c.n.Handoff.Preview(ctx, &threadhandoff.PreviewParams{Owner: c.owner, ThreadID: threadID})
+	return c.n.ThreadHandoff.Preview(ctx, &threadhandoff.PreviewParams{Owner: c.owner, ThreadID: threadID})
 }
 
 func (c *chatStore) Decide(ctx context.Context, p *threadhandoff.Proposal, d threadhandoff.Decision) (*threadhandoff.Outcome, error) {
-	return c.n.Handoff.Decide(ctx, p, d)
+	return c.n.ThreadHandoff.Decide(ctx, p, d)
 }
 
 func (c *chatStore) Threads(ctx context.Context) ([]*store.Thread, error) {

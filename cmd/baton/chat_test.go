@@ -68,7 +68,7 @@ func TestChatTerminal(t *testing.T) {
 	tm.send(t, "/handoff")
 	tm.waitFor(t, "### Double charge on order 1234", "**TL;DR:**", "[a]ccept / [e]dit / [d]ecline")
 	tm.keys(t, "a")
-	screen := tm.waitFor(t, "✓ Handoff approved: continue in thread", "«Double charge on order 1234», child of", idle)
+	screen := tm.waitFor(t, "✓ Thread handoff approved: continue in thread", "«Double charge on order 1234», child of", idle)
 	parent, child := switchedTo(t, screen, "Double charge on order 1234")
 
 	// The child's first turn starts with billing and sees the summary; then
@@ -95,7 +95,7 @@ func TestChatTerminal(t *testing.T) {
 	tm.send(t, "/handoff")
 	tm.waitFor(t, "[a]ccept / [e]dit / [d]ecline")
 	tm.keys(t, "d")
-	tm.waitFor(t, "✗ Handoff rejected: nothing was written.", idle)
+	tm.waitFor(t, "✗ Thread handoff rejected: nothing was written.", idle)
 
 	tm.send(t, "/threads")
 	tm.waitFor(t, "(* is the current one)", "* "+grandchild, "  "+child, "  "+parent, idle)

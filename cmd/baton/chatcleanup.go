@@ -11,7 +11,7 @@ import (
 	"github.com/batonhq/baton/threadhandoff"
 )
 
-// cleanupResult is what the runner's handoff extension did after the
+// cleanupResult is what the runner's thread handoff extension did after the
 // first completed turn of a child thread, as [chatStore.reportCleanup]
 // sees it.
 type cleanupResult struct {
@@ -60,7 +60,7 @@ func (c *chatStore) reportCleanup(ctx context.Context, events iter.Seq2[runner.E
 	}
 }
 
-// pendingSeed reports whether threadID is a child thread whose handoff
+// pendingSeed reports whether threadID is a child thread whose thread handoff
 // seed waits for its first completed turn.
 func (c *chatStore) pendingSeed(ctx context.Context, threadID string) (bool, error) {
 	if threadID == "" {

@@ -41,9 +41,9 @@ type chatMode int
 const (
 	modeInput      chatMode = iota // a message or a command
 	modeRunning                    // a turn is streaming
-	modeBusy                       // a handoff is summarised or applied
+	modeBusy                       // a thread handoff is summarised or applied
 	modeApprove                    // a tool call waits for approve / reject
-	modeChoice                     // a handoff summary waits for accept / edit / decline
+	modeChoice                     // a thread handoff summary waits for accept / edit / decline
 	modeEditInline                 // the summary is edited in the chat
 	modeEditor                     // the summary is edited in $EDITOR
 )
@@ -137,7 +137,7 @@ type chatModel struct {
 	interrupt *runstate.Interrupt
 	decisions []runner.Decision
 
-	// A handoff waiting for a decision.
+	// A thread handoff waiting for a decision.
 	proposal *threadhandoff.Proposal
 }
 
@@ -255,7 +255,7 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case cleanupMsg:
 		switch r := msg.res; {
 		case r.Err != nil:
-			m.println("✗ handoff cleanup failed (the summary stays in memory until a later turn completes): " + r.Err.Error())
+			m.println("✗ thread handoff cleanup failed (the summary stays in memory until a later turn completes): " + r.Err.Error())
 		case r.Cleared:
 			m.println("· this was the child thread's first turn: its summary is now cleared from the agent's memory")
 		}
@@ -599,16 +599,16 @@ func (m *chatModel) approve(t runner.DecisionType) tea.Cmd {
 	})
 }
 
-// previewed shows a handoff summary and asks what to do with it.
+// previewed shows a thread handoff summary and asks what to do with it.
 func (m *chatModel) previewed(msg previewMsg) tea.Cmd {
 	m.mode, m.status = modeInput, ""
 	if msg.err != nil {
-		m.println("✗ handoff: " + msg.err.Error())
+		m.println("✗ thread handoff: " + msg.err.Error())
 		return nil
 	}
 	p := msg.p
 	m.proposal = p
-	head := fmt.Sprintf("── handoff summary · for %s · %d messages · %d tokens", p.AssistantID, p.Messages, p.TokensUsed)
+	head := fmt.Sprintf("── thread handoff summary · for %s · %d messages · %d tokens", p.AssistantID, p.Messages, p.TokensUsed)
 	if p.Truncated {
 		head += " · truncated"
 	}
@@ -636,7 +636,7 @@ func (m *chatModel) decide(d threadhandoff.Decision) tea.Cmd {
 		m.mode = modeInput
 		return nil
 	}
-	m.mode, m.status = modeBusy, "applying the handoff…"
+	m.mode, m.status = modeBusy, "applying the thread handoff…"
 	if d.Type == threadhandoff.DecisionReject {
 		m.status = "declining…"
 	}
@@ -651,7 +651,7 @@ func (m *chatModel) decided(msg decideMsg) {
 	m.mode, m.status = modeInput, ""
 	m.editor.Blur()
 	if msg.err != nil {
-		m.println("✗ handoff: " + msg.err.Error())
+		m.println("✗ thread handoff: " + msg.err.Error())
 		return
 	}
 	out := msg.out
@@ -680,7 +680,7 @@ func (m *chatModel) edit() tea.Cmd {
 		m.editor.Focus()
 		return nil
 	}
-	f, err := os.CreateTemp("", "baton-handoff-*.md")
+	f, err := os.CreateTemp("", "baton-thread-handoff-*.md")
 	if err == nil {
 		_, err = f.WriteString(m.proposal.Markdown + "\n")
 		if cerr := f.Close(); err == nil {

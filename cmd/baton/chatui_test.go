@@ -70,7 +70,7 @@ func (f *fakeChat) Decide(_ context.Context, p *threadhandoff.Proposal, d thread
 	f.decisions = append(f.decisions, d)
 	f.mu.Unlock()
 	if d.Type == threadhandoff.DecisionReject {
-		return &threadhandoff.Outcome{HandoffID: p.HandoffID, Decision: d.Type, ParentThreadID: p.ParentThreadID, Message: "Handoff rejected: nothing was written."}, nil
+		return &threadhandoff.Outcome{HandoffID: p.HandoffID, Decision: d.Type, ParentThreadID: p.ParentThreadID, Message: "Thread handoff rejected: nothing was written."}, nil
 	}
 	s := p.Summary
 	if d.Title != "" {
@@ -78,7 +78,7 @@ func (f *fakeChat) Decide(_ context.Context, p *threadhandoff.Proposal, d thread
 	}
 	return &threadhandoff.Outcome{HandoffID: p.HandoffID, Decision: d.Type, Applied: true, ParentThreadID: p.ParentThreadID,
 		ChildThreadID: "child", AssistantID: p.AssistantID, Summary: s, Edited: d.Type == threadhandoff.DecisionEdit,
-		Message: "Handoff approved: continue in thread child."}, nil
+		Message: "Thread handoff approved: continue in thread child."}, nil
 }
 
 func (f *fakeChat) Threads(context.Context) ([]*store.Thread, error) {
@@ -166,7 +166,7 @@ func TestChatHandoffInlineEdit(t *testing.T) {
 	if m.mode != modeChoice {
 		t.Fatalf("mode %d after the preview, want the accept/edit/decline choice", m.mode)
 	}
-	wantTranscript(t, m, "── handoff summary · for billing · 4 messages · 42 tokens ──", "  ### Old title", "**TL;DR:** Done.")
+	wantTranscript(t, m, "── thread handoff summary · for billing · 4 messages · 42 tokens ──", "  ### Old title", "**TL;DR:** Done.")
 	if v := m.View().Content; !strings.Contains(v, "[a]ccept / [e]dit / [d]ecline") {
 		t.Errorf("the screen does not ask:\n%s", v)
 	}
@@ -196,7 +196,7 @@ func TestChatHandoffInlineEdit(t *testing.T) {
 	if m.thread != "child" || m.mode != modeInput {
 		t.Errorf("thread %q, mode %d: want the child thread, waiting for input", m.thread, m.mode)
 	}
-	wantTranscript(t, m, "✓ Handoff approved: continue in thread child.", "→ switched to thread child «New title», child of t1; the summary (edited) is in billing's memory")
+	wantTranscript(t, m, "✓ Thread handoff approved: continue in thread child.", "→ switched to thread child «New title», child of t1; the summary (edited) is in billing's memory")
 }
 
 func TestChatHandoff(t *testing.T) {
@@ -210,7 +210,7 @@ func TestChatHandoff(t *testing.T) {
 		if len(f.decisions) != 1 || f.decisions[0].Type != threadhandoff.DecisionReject || m.thread != "t1" {
 			t.Errorf("decisions %+v, thread %q: want one rejection, still on t1", f.decisions, m.thread)
 		}
-		wantTranscript(t, m, "✗ Handoff rejected: nothing was written.")
+		wantTranscript(t, m, "✗ Thread handoff rejected: nothing was written.")
 	})
 	t.Run("Accept", func(t *testing.T) {
 		t.Parallel()

@@ -357,14 +357,14 @@ func testThreadMetadataMerge(t *testing.T, s store.Store, b *bundle) {
 		return must(s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{
 			OwnerID: b.owner, ThreadID: th.ID, Namespace: ns, Patch: json.RawMessage(patch)}))(t)
 	}
-	got := update(store.MetadataHandoff, `{"handoff_id":"h1","seed":{"active":true,"n":1}}`)
+	got := update(store.MetadataThreadHandoff, `{"handoff_id":"h1","seed":{"active":true,"n":1}}`)
 	if got.Version != 2 || !got.UpdatedAt.After(th.UpdatedAt) && !got.UpdatedAt.Equal(th.UpdatedAt) {
 		t.Fatalf("after update: version %d, updated %v", got.Version, got.UpdatedAt)
 	}
-	got = update(store.MetadataHandoff, `{"seed":{"active":null,"cleared":true},"parent":"p"}`)
+	got = update(store.MetadataThreadHandoff, `{"seed":{"active":null,"cleared":true},"parent":"p"}`)
 	want := `{"handoff_id":"h1","parent":"p","seed":{"n":1,"cleared":true}}`
-	if !jsonEqual(got.Metadata[store.MetadataHandoff], []byte(want)) {
-		t.Fatalf("handoff = %s, want %s", got.Metadata[store.MetadataHandoff], want)
+	if !jsonEqual(got.Metadata[store.MetadataThreadHandoff], []byte(want)) {
+		t.Fatalf("handoff = %s, want %s", got.Metadata[store.MetadataThreadHandoff], want)
 	}
 	if !jsonEqual(got.Metadata["app"], []byte(`{"keep":true}`)) {
 		t.Fatalf("other namespace changed: %s", got.Metadata["app"])
@@ -377,8 +377,8 @@ func testThreadMetadataMerge(t *testing.T, s store.Store, b *bundle) {
 	if !jsonEqual(got.Metadata["nums"], []byte(`{"big":12345678901234567890}`)) || !strings.Contains(string(got.Metadata["nums"]), "12345678901234567890") {
 		t.Fatalf("nums = %s", got.Metadata["nums"])
 	}
-	got = update(store.MetadataHandoff, `null`)
-	if _, ok := got.Metadata[store.MetadataHandoff]; ok {
+	got = update(store.MetadataThreadHandoff, `null`)
+	if _, ok := got.Metadata[store.MetadataThreadHandoff]; ok {
 		t.Fatalf("namespace not removed: %s", got.Metadata)
 	}
 	read := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
@@ -422,7 +422,7 @@ func testThreadMetadataConcurrentCAS(t *testing.T, s store.Store, b *bundle) {
 	for i := range n {
 		wg.Go(func() {
 			_, errs[i] = s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{
-				OwnerID: b.owner, ThreadID: th.ID, Namespace: store.MetadataHandoff,
+				OwnerID: b.owner, ThreadID: th.ID, Namespace: store.MetadataThreadHandoff,
 				Patch: json.RawMessage(fmt.Sprintf(`{"cleared_by":%d}`, i)), ExpectedVersion: th.Version,
 			})
 		})

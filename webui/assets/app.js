@@ -191,8 +191,8 @@
     $("messages").textContent = "";
     $("timeline").textContent = "";
     $("interrupt").hidden = true;
-    $("handoff").hidden = true;
-    $("handoff-done").hidden = true;
+    $("thread-handoff").hidden = true;
+    $("thread-handoff-done").hidden = true;
     $("send-error").textContent = "";
     let th;
     try {
@@ -222,7 +222,7 @@
       $("parent-link").href = "#/threads/" + parent;
     }
     const net = state.networks.find((n) => n.name === th.network);
-    $("handoff-btn").hidden = !(net && net.thread_handoff);
+    $("thread-handoff-btn").hidden = !(net && net.thread_handoff);
     setAgent(th.active_agent);
     if (th.run) {
       setStatus(th.run.status, th.run.active);
@@ -417,7 +417,7 @@
         break;
       }
       case "thread_handoff":
-        if (d.applied) showHandoffDone(d);
+        if (d.applied) showThreadHandoffDone(d);
         break;
       case "shutdown":
         notice("The server is restarting; reconnecting…", "warn");
@@ -653,55 +653,55 @@
 
   // ---- thread handoff ------------------------------------------------
 
-  async function requestHandoff() {
+  async function requestThreadHandoff() {
     const th = state.thread;
-    $("handoff-error").textContent = "";
-    $("handoff-btn").disabled = true;
+    $("thread-handoff-error").textContent = "";
+    $("thread-handoff-btn").disabled = true;
     try {
       const intr = await api("POST", "/v1/threads/" + th.id + "/handoff", {});
       state.proposal = intr;
       const args = intr.action_requests[0].args;
-      $("handoff-title").value = args.summary_json.title;
-      $("handoff-md").value = args.summary_md;
-      $("handoff-preview").innerHTML = md().render(args.summary_md);
-      $("handoff").hidden = false;
+      $("thread-handoff-title").value = args.summary_json.title;
+      $("thread-handoff-md").value = args.summary_md;
+      $("thread-handoff-preview").innerHTML = md().render(args.summary_md);
+      $("thread-handoff").hidden = false;
     } catch (e) {
       $("send-error").textContent = e.message;
     } finally {
-      $("handoff-btn").disabled = false;
+      $("thread-handoff-btn").disabled = false;
     }
   }
 
-  async function decideHandoff(approve) {
+  async function decideThreadHandoff(approve) {
     const p = state.proposal;
     if (!p) return;
     const args = p.action_requests[0].args;
     let decision = { type: "reject" };
     if (approve) {
-      const title = $("handoff-title").value.trim();
-      const markdown = $("handoff-md").value.trim();
+      const title = $("thread-handoff-title").value.trim();
+      const markdown = $("thread-handoff-md").value.trim();
       decision = (title !== args.summary_json.title || markdown !== args.summary_md.trim())
         ? { type: "edit", title, markdown } : { type: "approve" };
     }
     try {
       const out = await api("POST", "/v1/threads/" + state.thread.id + "/handoff", { interrupt: p, decision });
-      $("handoff").hidden = true;
+      $("thread-handoff").hidden = true;
       state.proposal = null;
       if (out.applied) {
-        showHandoffDone(out);
+        showThreadHandoffDone(out);
         await loadThreads(true);
       } else {
         notice(out.message, "");
       }
     } catch (e) {
-      $("handoff-error").textContent = e.message;
+      $("thread-handoff-error").textContent = e.message;
     }
   }
 
-  function showHandoffDone(out) {
-    const box = $("handoff-done");
+  function showThreadHandoffDone(out) {
+    const box = $("thread-handoff-done");
     box.textContent = "";
-    box.append(document.createTextNode((out.message || "Handoff approved.") + " "));
+    box.append(document.createTextNode((out.message || "Thread handoff approved.") + " "));
     const a = document.createElement("a");
     a.href = "#/threads/" + out.child_thread_id;
     a.textContent = "Open the new thread";
@@ -753,10 +753,10 @@
   $("approve").addEventListener("click", () => decide("approve"));
   $("edit-approve").addEventListener("click", () => decide("edit"));
   $("reject").addEventListener("click", () => decide("reject"));
-  $("handoff-btn").addEventListener("click", requestHandoff);
-  $("handoff-approve").addEventListener("click", () => decideHandoff(true));
-  $("handoff-reject").addEventListener("click", () => decideHandoff(false));
-  $("handoff-md").addEventListener("input", () => { $("handoff-preview").innerHTML = md().render($("handoff-md").value); });
+  $("thread-handoff-btn").addEventListener("click", requestThreadHandoff);
+  $("thread-handoff-approve").addEventListener("click", () => decideThreadHandoff(true));
+  $("thread-handoff-reject").addEventListener("click", () => decideThreadHandoff(false));
+  $("thread-handoff-md").addEventListener("input", () => { $("thread-handoff-preview").innerHTML = md().render($("thread-handoff-md").value); });
   window.addEventListener("hashchange", route);
 
   if (state.key) login(state.key);

@@ -113,12 +113,12 @@ test("request and approve a thread handoff", () => step("thread-handoff", async 
   // The research thread of the first test.
   await page.getByTestId("thread-item").filter({ hasText: "research" }).first().click();
   await page.getByTestId("assistant-message").filter({ hasText: "RPT-42" }).first().waitFor();
-  await page.getByTestId("request-handoff").click();
-  await page.getByTestId("handoff-proposal").waitFor();
-  assert.equal(await page.locator("#handoff-title").inputValue(), "EV market report 2025");
-  await shot("06-handoff-proposal");
-  await page.getByTestId("approve-handoff").click();
-  await page.getByTestId("handoff-done").waitFor();
+  await page.getByTestId("request-thread-handoff").click();
+  await page.getByTestId("thread-handoff-proposal").waitFor();
+  assert.equal(await page.locator("#thread-handoff-title").inputValue(), "EV market report 2025");
+  await shot("06-thread-handoff-proposal");
+  await page.getByTestId("approve-thread-handoff").click();
+  await page.getByTestId("thread-handoff-done").waitFor();
   await page.getByTestId("open-child").click();
   await page.locator("#thread-parent:not([hidden])").waitFor();
   await shot("07-child-thread");

@@ -203,25 +203,25 @@ type Interrupt struct {
 	ActionRequests []runstate.ActionRequest `json:"action_requests"`
 }
 
-// HandoffRequest is the body of POST /v1/threads/{id}/handoff: empty (or
-// with AssistantID) to preview a summary, or an interrupt and a decision
-// to apply one.
-type HandoffRequest struct {
-	AssistantID string          `json:"assistant_id,omitempty"`
-	Interrupt   json.RawMessage `json:"interrupt,omitempty"`
-	Decision    *HandoffDecide  `json:"decision,omitempty"`
+// ThreadHandoffRequest is the body of POST /v1/threads/{id}/handoff: empty
+// (or with AssistantID) to preview a summary, or an interrupt and a
+// decision to apply one.
+type ThreadHandoffRequest struct {
+	AssistantID string                 `json:"assistant_id,omitempty"`
+	Interrupt   json.RawMessage        `json:"interrupt,omitempty"`
+	Decision    *ThreadHandoffDecision `json:"decision,omitempty"`
 }
 
-// HandoffDecide is a person's decision on a thread handoff summary.
-type HandoffDecide struct {
+// ThreadHandoffDecision is a person's decision on a thread handoff summary.
+type ThreadHandoffDecision struct {
 	Type     string `json:"type"`
 	Title    string `json:"title,omitempty"`
 	Markdown string `json:"markdown,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 }
 
-// HandoffOutcome is the result of a handoff decision.
-type HandoffOutcome struct {
+// ThreadHandoffOutcome is the result of a thread handoff decision.
+type ThreadHandoffOutcome struct {
 	Object         string `json:"object"`
 	HandoffID      string `json:"handoff_id"`
 	Decision       string `json:"decision"`

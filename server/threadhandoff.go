@@ -22,7 +22,7 @@ func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller
 	if err != nil {
 		return jsonError(err)
 	}
-	var req wire.HandoffRequest
+	var req wire.ThreadHandoffRequest
 	if len(bytes.TrimSpace(body)) > 0 {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if err := decodeJSON(r, &req, true); err != nil {
@@ -108,7 +108,7 @@ func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller
 	if err != nil {
 		return err
 	}
-	dto := wire.HandoffOutcome{Object: "thread.handoff", HandoffID: out.HandoffID, Decision: string(out.Decision), Applied: out.Applied,
+	dto := wire.ThreadHandoffOutcome{Object: "thread.handoff", HandoffID: out.HandoffID, Decision: string(out.Decision), Applied: out.Applied,
 		AlreadyApplied: out.AlreadyApplied, ParentThreadID: out.ParentThreadID, ChildThreadID: out.ChildThreadID, AssistantID: out.AssistantID,
 		Markdown: out.Markdown, MirrorStatus: out.MirrorStatus, Message: out.Message}
 	data, _ := json.Marshal(dto)
