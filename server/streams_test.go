@@ -280,7 +280,7 @@ func TestThreadHandoff(t *testing.T) {
 	b := setup(t, withNetworks(t, "pipeline"))
 	thread := b.thread(t, b.keyA, "research")
 	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil); r.status != http.StatusUnprocessableEntity {
-		t.Fatalf("handoff of an empty thread: %d %s", r.status, r.body)
+		t.Fatalf("thread handoff of an empty thread: %d %s", r.status, r.body)
 	}
 	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?"}); r.status != 200 {
 		t.Fatalf("run: %d %s", r.status, r.body)
@@ -440,8 +440,8 @@ func TestDurableContinuation(t *testing.T) {
 
 // TestDurableChildTurnClearsSeed: the first turn of a child thread that a
 // background worker completes clears the thread handoff's seed, as an
-// inline turn does: the summary leaves the agent's memory and the handoff
-// flags of the child are cleared.
+// inline turn does: the summary leaves the agent's memory and the thread
+// handoff flags of the child are cleared.
 func TestDurableChildTurnClearsSeed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withServer(func(c *server.Config) {

@@ -167,10 +167,10 @@ type Ops interface {
 	// reports whether it deleted one. A run without a lease is not an error.
 	ReleaseLease(ctx context.Context, params *ReleaseLeaseParams) (bool, error)
 
-	// UpsertThreadSummary inserts or replaces the summary of a handoff,
-	// unique by owner and handoff ID. CreatedAt is kept on replace.
+	// UpsertThreadSummary inserts or replaces the summary of a thread
+	// handoff, unique by owner and handoff ID. CreatedAt is kept on replace.
 	UpsertThreadSummary(ctx context.Context, params *UpsertThreadSummaryParams) (*ThreadSummary, error)
-	// GetThreadSummary returns the summary of a handoff.
+	// GetThreadSummary returns the summary of a thread handoff.
 	GetThreadSummary(ctx context.Context, params *GetThreadSummaryParams) (*ThreadSummary, error)
 
 	// GetMemoryDocument returns an agent's memory document.

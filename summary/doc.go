@@ -16,10 +16,10 @@
 //     tldr} through structured output ([Schema]), capped at
 //     [DefaultMaxTokens] output tokens, validates it ([ParseSummary]) and
 //     renders it to Markdown ([Summary.Markdown]), truncated past
-//     [DefaultMaxChars] characters ([Truncate]; logged with the handoff id).
+//     [DefaultMaxChars] characters ([Truncate]; logged with the thread handoff id).
 //     It returns a [Result]: the summary, its Markdown and what the call
 //     cost.
 //
-// Everything is safe for concurrent use. Logs use the fields handoff_id,
-// thread_id, model_run_id and tokens_used. See docs/thread-handoff.md.
+// Everything is safe for concurrent use. Logs use the fields handoff_id (the
+// thread handoff's), thread_id, model_run_id and tokens_used. See docs/thread-handoff.md.
 package summary

@@ -7,9 +7,9 @@ import (
 )
 
 // NewID returns a new UUIDv7 (RFC 9562) as text: time-ordered and unique,
-// like the ids the store assigns. Model run ids and default handoff ids are
-// made with it, and so are package threadhandoff's handoff and child thread
-// ids. It is safe for concurrent use.
+// like the ids the store assigns. Model run ids and default thread handoff
+// ids are made with it, and so are package threadhandoff's handoff and child
+// thread ids. It is safe for concurrent use.
 func NewID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[6:])

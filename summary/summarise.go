@@ -31,8 +31,8 @@ var ErrNothingToSummarise = errors.New("summary: nothing to summarise: no user m
 
 // Options configure [Summarise]. Every zero field means its default.
 type Options struct {
-	// HandoffID identifies the summary in logs (handoff_id) and is copied
-	// into the [Result]. Defaults to a new [NewID].
+	// HandoffID, the thread handoff's id, identifies the summary in logs
+	// (handoff_id) and is copied into the [Result]. Defaults to a new [NewID].
 	HandoffID string
 	// ThreadID is the thread summarised, for logs (thread_id) and errors.
 	ThreadID string
@@ -92,7 +92,7 @@ type Result struct {
 // asks m for a [Summary] through structured output ([Schema], capped at
 // opts.MaxTokens output tokens), validates it ([ParseSummary]) and renders
 // it to Markdown, truncated past opts.MaxChars runes (logged with the
-// handoff id). It has no side effects beside the model call and the logs.
+// thread handoff id). It has no side effects beside the model call and the logs.
 //
 // Transient model errors are retried. Output that is not a valid summary is
 // an *[InvalidSummaryError]; messages without a user message

@@ -1,4 +1,4 @@
-// Command baton runs handoff networks: `baton run` for one offline
+// Command baton runs agent networks: `baton run` for one offline
 // conversation, `baton validate` to check a network file, and the server,
 // worker, chat and migration commands.
 package main

@@ -14,11 +14,11 @@ import (
 	"github.com/batonhq/baton/threadhandoff"
 )
 
-// TestRunSeesHandoffSummary checks the memory wiring of `baton run`: after
-// a handoff is approved, `baton run --thread CHILD` starts with the agent
-// that holds the summary and its model call sees the summary; the next
-// turn does not. The memory lives in a --memory-dir.
-func TestRunSeesHandoffSummary(t *testing.T) {
+// TestRunSeesThreadHandoffSummary checks the memory wiring of `baton run`:
+// after a thread handoff is approved, `baton run --thread CHILD` starts with
+// the agent that holds the summary and its model call sees the summary; the
+// next turn does not. The memory lives in a --memory-dir.
+func TestRunSeesThreadHandoffSummary(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	billing := newFakeBilling(t)
@@ -80,7 +80,7 @@ func TestRunSeesHandoffSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	if h := threadhandoff.HandoffOf(th); h == nil || h.CleanupRequired || h.Pending {
-		t.Errorf("the child's handoff metadata after its turns: %+v, want it cleaned up", h)
+		t.Errorf("the child's thread handoff metadata after its turns: %+v, want it cleaned up", h)
 	}
 	b, err := os.ReadFile(filepath.Join(memDir, "ann", "billing.md"))
 	if err != nil || !strings.Contains(string(b), memory.Placeholder) || strings.Contains(string(b), "###") {
