@@ -84,16 +84,6 @@ var paths = map[string][2]string{
 
 var pathNames = []string{"inline", "background", "transfer"}
 
-// pathOf returns the path of a user message.
-func pathOf(input string) string {
-	for _, p := range pathNames {
-		if strings.HasPrefix(input, "["+p+"]") {
-			return p
-		}
-	}
-	return ""
-}
-
 // Minimum kills of each kind of process.
 var minKills = map[string]int{"serve": 5, "worker": 6, "cli": 3}
 
@@ -246,7 +236,7 @@ func (k *killTest) run() {
 
 	// Nothing left behind; no effect twice; every thread as without kills.
 	k.checkLeftovers()
-	k.checkEffects(ctx)
+	k.checkRuns(ctx)
 	k.checkTranscripts()
 
 	deliveries, applied, repeats := k.fx.counts()
@@ -582,15 +572,29 @@ func (k *killTest) references(ctx context.Context) {
 				k.t.Errorf("reference thread: %v", err)
 				return
 			}
+			var events [][]string
 			for _, input := range paths[p] {
-				if _, evs, err := k.c.api.stream(ctx, thread, input, nil, nil); err != nil || !completed(evs) {
+				run, evs, err := k.c.api.stream(ctx, thread, input, nil, nil)
+				if err != nil || !completed(evs) {
 					k.t.Errorf("reference thread %s, %q: %v, events %+v", thread, input, err, evs)
 					return
 				}
+				// Read as every run's are, below: GET events (from
+				// serve's log, or rebuilt from the store for the runs of
+				// serve's earlier lives).
+				if evs, err = k.c.api.events(ctx, thread, run); err != nil {
+					k.t.Errorf("reference run %s: %v", run, err)
+					return
+				}
+				events = append(events, substance(run, evs))
 			}
 			msgs, _ := k.c.db.messages(k.t, thread)
+			tns := turns(msgs)
+			for i := range tns {
+				tns[i].events = events[i]
+			}
 			mu.Lock()
-			refs[p] = turns(msgs)
+			refs[p] = tns
 			mu.Unlock()
 			k.mu.Lock()
 			k.refThreads[thread] = true
@@ -604,10 +608,12 @@ func (k *killTest) references(ctx context.Context) {
 }
 
 // turn is one turn of a thread: its input, and the transcript of its
-// messages (the user's first).
+// messages (the user's first); for a reference thread, the substance of
+// its run's events too.
 type turn struct {
-	input string
-	lines []string
+	input  string
+	lines  []string
+	events []string
 }
 
 // turns splits a thread's messages at its user messages.
@@ -764,7 +770,8 @@ func (k *killTest) secondTurns(ctx context.Context) {
 				input := paths["inline"][0] // a thread whose first run never started
 				for _, m := range msgs {
 					if m.Role == message.RoleUser {
-						input = paths[pathOf(m.Text())][1]
+						path, _, _ := roundOf(m.Text())
+						input = paths[path][1]
 						break
 					}
 				}
@@ -811,18 +818,27 @@ func (k *killTest) checkLeftovers() {
 	}
 }
 
-// checkEffects checks that every tool result of every run is the answer
-// of its call's applied key, and that the tool service applied no key
-// that no run's result shows.
-func (k *killTest) checkEffects(ctx context.Context) {
+// checkRuns reads the events of every run (rebuilt from the store) and
+// checks that they are those of the reference run of the same path and
+// turn, that every tool result is the answer of its call's applied key,
+// and that the tool service applied no key that no run's result shows.
+func (k *killTest) checkRuns(ctx context.Context) {
 	t := k.t
 	seen := map[string]bool{}
+	bad := 0
 	for _, rt := range k.c.db.column(t, "SELECT DISTINCT run_id || ' ' || thread_id FROM checkpoints") {
 		run, thread, _ := strings.Cut(rt, " ")
 		evs, err := k.c.api.events(ctx, thread, run)
 		if err != nil {
 			t.Errorf("events of run %s: %v", run, err)
 			continue
+		}
+		if ref, ok := k.reference(ctx, run); !ok {
+			t.Errorf("run %s has no reference", run)
+		} else if d := diff(substance(run, evs), ref.events); d != "" {
+			if bad++; bad <= 5 {
+				t.Errorf("events of run %s (thread %s) differ from those of the run of its path and turn without kills: %s", run, thread, d)
+			}
 		}
 		var keys []string
 		for _, res := range effectResults(evs) {
@@ -842,6 +858,25 @@ func (k *killTest) checkEffects(ctx context.Context) {
 			t.Errorf("an effect of key %s (by %s) belongs to no run", d.key, d.caller)
 		}
 	}
+	if bad > 0 {
+		t.Errorf("the events of %d runs differ from their reference", bad)
+	}
+}
+
+// reference returns the reference turn of a run: the one of the same path
+// and round.
+func (k *killTest) reference(ctx context.Context, run string) (turn, bool) {
+	cp, err := k.c.db.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
+	if err != nil || len(cp.State.Transcript) == 0 {
+		return turn{}, false
+	}
+	path, round, ok := roundOf(cp.State.Transcript[0].Text())
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !ok || round >= len(k.refs[path]) {
+		return turn{}, false
+	}
+	return k.refs[path][round], true
 }
 
 // checkTranscripts checks that every thread's messages (placeholders left

@@ -267,9 +267,19 @@ type cluster struct {
 // newCluster returns baton on db without processes; its CLI processes,
 // and the serve and workers of start, are stopped when the test ends (and
 // their logs shown if it failed).
+//
+// The processes' logs go to a temporary directory, or, when BATON_E2E_LOGS
+// names a directory, to a directory of the test's name in it, kept.
 func newCluster(t *testing.T, db *database, fx *effects) *cluster {
 	t.Helper()
-	c := &cluster{bin: batonBin(t), dir: t.TempDir(), db: db, fx: fx}
+	dir := t.TempDir()
+	if keep := os.Getenv("BATON_E2E_LOGS"); keep != "" {
+		dir = filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_"))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &cluster{bin: batonBin(t), dir: dir, db: db, fx: fx}
 	t.Cleanup(func() { c.stop(t) })
 	return c
 }

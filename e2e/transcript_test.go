@@ -25,13 +25,18 @@ import (
 //     run went to the background;
 //   - seq: the hand-over takes two seqs (suspended, run_end), so later
 //     events are numbered two higher; and the ids of runs and threads,
-//     which differ by run (a message id keeps its part after the run id).
+//     which differ by run (a message id keeps its part after the run id);
+//   - the reason of the run's first agent_start (the picker's): it is not
+//     stored, so the events of a run that the server no longer holds in
+//     memory (it restarted), rebuilt from the run's checkpoints, lack it
+//     (runner.EventsBetween).
 //
 // Tool results are compared with their receipt masked (it is made from the
 // call's key, which holds the run id); [effects.checkResult] checks it.
 func substance(run string, evs []runner.Event) []string {
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	started := false
 	for _, ev := range evs {
 		switch e := ev.(type) {
 		case *runner.TextDeltaEvent, *runner.SuspendedEvent:
@@ -40,6 +45,11 @@ func substance(run string, evs []runner.Event) []string {
 				add("run_start %s %s own-id=%t agent=%s", e.Network, e.Fingerprint, e.RunID == run, e.Agent)
 			}
 		case *runner.AgentStartEvent:
+			if !started {
+				add("agent_start %s", e.Agent)
+				started = true
+				continue
+			}
 			add("agent_start %s reason=%s", e.Agent, e.Reason)
 		case *runner.MessageEvent:
 			add("message %s %q id=%s usage=%+v", e.Agent, e.Text, strings.TrimPrefix(e.MessageID, run), e.Usage)

@@ -19,6 +19,10 @@
 #   scripts/killtest.sh
 #   scripts/killtest.sh postgres://postgres@127.0.0.1:5432/test?sslmode=disable 200
 #
+# BATON_E2E_LOGS=DIR keeps the logs of every process (serve.log,
+# worker-N.log, cli-N.log, each life of a restarted process in turn) in
+# DIR/<test name>/.
+#
 # It sets BATON_KILL_DATABASE and BATON_KILL_RUNS, which the test reads;
 # without them (as in `go test ./...`) it runs both SQLite and, with
 # BATON_TEST_DATABASE_URL, PostgreSQL, with 50 runs. The test prints every
