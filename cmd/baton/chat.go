@@ -26,7 +26,7 @@ import (
 	"github.com/batonhq/baton/threads"
 )
 
-const chatUsage = `usage: baton chat --network FILE [--database URL] [--owner NAME] [--thread ID] [--memory-dir DIR]
+const chatUsage = `usage: baton chat --network FILE [--database URL] [--owner NAME] [--thread ID] [--memory-dir DIR] [--tool NAME=URL]... [--log FILE]
 
 An interactive chat with a network in the terminal. Answers stream as they
 are written; transfers, tool calls and their results are shown as they happen.

@@ -47,7 +47,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	if !background {
 		return
 	}
-	fs.IntVar(&f.workers, "workers", continuation.DefaultWorkers, "background continuations worked at once by this process, per network; 0 leaves them to `baton worker` processes")
+	fs.IntVar(&f.workers, "workers", continuation.DefaultWorkers, "background continuations worked at once by this process, per network; 0 leaves them to baton worker processes")
 	fs.DurationVar(&f.jobTimeout, "job-timeout", continuation.DefaultJobTimeout, "longest attempt of one continuation")
 	fs.DurationVar(&f.rescueAfter, "rescue-after", 0, "retry a continuation whose worker died after this long (default: job-timeout + 1m)")
 	fs.IntVar(&f.maxAttempts, "max-attempts", continuation.DefaultMaxAttempts, "attempts of a continuation before its message goes to error")
