@@ -44,6 +44,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	fs.BoolVar(&f.noMigrate, "no-migrate", false, "refuse to migrate the database (baton's tables and River's); fail if it is out of date")
 	fs.StringVar(&f.memoryDir, "memory-dir", "", "keep the agents' memory documents in DIR/<owner>/<agent>.md (default: in the database; every process serving the same threads must agree)")
 	fs.Var(f.tools, "tool", "implement tool NAME by an HTTP POST of its arguments to URL, with an Idempotency-Key header (repeatable; every process running the network must give the same): NAME=URL")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", continuation.DefaultLeaseTTL, "how long a run this process executes inline survives the process unrenewed; then a `baton serve` or `baton worker` adopts it (within lease-ttl × 1.5)")
 	if !background {
 		return
 	}
@@ -51,7 +52,6 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	fs.DurationVar(&f.jobTimeout, "job-timeout", continuation.DefaultJobTimeout, "longest attempt of one continuation")
 	fs.DurationVar(&f.rescueAfter, "rescue-after", 0, "retry a continuation whose worker died after this long (default: job-timeout + 1m)")
 	fs.IntVar(&f.maxAttempts, "max-attempts", continuation.DefaultMaxAttempts, "attempts of a continuation before its message goes to error")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", continuation.DefaultLeaseTTL, "how long a run executed inline survives its process unrenewed; then a live process adopts it (recovery within lease-ttl × 1.5)")
 }
 
 // config returns the service's config for files.
@@ -65,9 +65,10 @@ func (f *serviceFlags) config(files []string, log *slog.Logger, tel *telemetry.T
 	}
 	cfg := service.Config{Files: files, Load: service.LoadOptions{HTTPTools: f.tools}, Database: url, NoMigrate: f.noMigrate,
 		MemoryDir: f.memoryDir, Logger: log, Telemetry: tel}
+	cfg.Continuation.LeaseTTL = f.leaseTTL
 	if f.background {
 		cfg.Workers, cfg.Adopt = f.workers, true
-		cfg.Continuation = continuation.Config{JobTimeout: f.jobTimeout, RescueStuckJobsAfter: f.rescueAfter, MaxAttempts: f.maxAttempts, LeaseTTL: f.leaseTTL}
+		cfg.Continuation.JobTimeout, cfg.Continuation.RescueStuckJobsAfter, cfg.Continuation.MaxAttempts = f.jobTimeout, f.rescueAfter, f.maxAttempts
 	}
 	return cfg, nil
 }
