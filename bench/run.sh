@@ -58,8 +58,8 @@ steps=(
 	"baton ^BenchmarkTransfer$"
 	"eino ^BenchmarkEinoTransfer$"
 	"baton ^BenchmarkTransferStream$"
-	"baton ^BenchmarkHandoffChain10$"
-	"eino ^BenchmarkEinoHandoffChain10$"
+	"baton ^BenchmarkTransferChain10$"
+	"eino ^BenchmarkEinoTransferChain10$"
 	"baton ^(BenchmarkTransferScripted|BenchmarkTurn)$"
 )
 if [[ -n ${BENCH:-} ]]; then
@@ -88,12 +88,12 @@ fi
 		if [[ -n $peer ]]; then
 			# Same names on both sides, so that benchstat puts them in one table:
 			# eino's Transfer is compared with baton's Run and Stream of a transfer.
-			grep -E '^(Benchmark(Transfer|TransferStream|HandoffChain10)-|goos|goarch|cpu)' "$out/core-baton.txt" >"$tmp/baton"
+			grep -E '^(Benchmark(Transfer|TransferStream|TransferChain10)-|goos|goarch|cpu)' "$out/core-baton.txt" >"$tmp/baton"
 			{
 				grep -E '^(goos|goarch|cpu)' "$out/core-eino.txt"
 				sed -n 's/^BenchmarkEinoTransfer-/BenchmarkTransfer-/p' "$out/core-eino.txt"
 				sed -n 's/^BenchmarkEinoTransfer-/BenchmarkTransferStream-/p' "$out/core-eino.txt"
-				sed -n 's/^BenchmarkEinoHandoffChain10-/BenchmarkHandoffChain10-/p' "$out/core-eino.txt"
+				sed -n 's/^BenchmarkEinoTransferChain10-/BenchmarkTransferChain10-/p' "$out/core-eino.txt"
 			} >"$tmp/eino"
 			echo
 			echo "== baton vs eino (benchstat; eino's one transfer is listed under both Transfer and TransferStream)"
@@ -139,7 +139,7 @@ fi
 			b = order[k]
 			printf "%-26s %12.0f %10.0f %10.0f %5d\n", b, median(b SUBSEP "ns/op"), median(b SUBSEP "B/op"), median(b SUBSEP "allocs/op"), cnt[b SUBSEP "ns/op"]
 		}
-		split("Transfer:EinoTransfer TransferStream:EinoTransfer HandoffChain10:EinoHandoffChain10", pairs, " ")
+		split("Transfer:EinoTransfer TransferStream:EinoTransfer TransferChain10:EinoTransferChain10", pairs, " ")
 		printf "\n%-40s %8s %8s %10s %16s\n", "ratio eino/baton (of medians)", "time", "bytes", "allocs", "time (paired)"
 		for (k = 1; k in pairs; k++) {
 			split(pairs[k], p, ":")

@@ -43,9 +43,9 @@ func BenchmarkTransfer(b *testing.B) { benchRun(b, transferNetwork(b, false)) }
 // (script lookup, usage, request ids) instead of the instant one.
 func BenchmarkTransferScripted(b *testing.B) { benchRun(b, transferNetwork(b, true)) }
 
-// BenchmarkHandoffChain10 is a0 → a1 → … → a10 (10 transfers), then a10
+// BenchmarkTransferChain10 is a0 → a1 → … → a10 (10 transfers), then a10
 // answers: 11 model calls per iteration.
-func BenchmarkHandoffChain10(b *testing.B) { benchRun(b, chainNetwork(b)) }
+func BenchmarkTransferChain10(b *testing.B) { benchRun(b, chainNetwork(b)) }
 
 // BenchmarkTurn is a single agent answering at once: the per-run and
 // per-turn overhead without transfers.
@@ -91,7 +91,7 @@ func TestScenarios(t *testing.T) {
 	}{
 		{"Transfer", func(tb testing.TB) scenario { return transferNetwork(tb, false) }},
 		{"TransferScripted", func(tb testing.TB) scenario { return transferNetwork(tb, true) }},
-		{"HandoffChain10", chainNetwork},
+		{"TransferChain10", chainNetwork},
 		{"Turn", turnNetwork},
 	}
 	for _, tt := range tests {

@@ -36,11 +36,11 @@ func bench(b *testing.B, build func(context.Context) (*Scenario, error)) {
 // models through eino's adk.Runner, draining its event iterator.
 func BenchmarkEinoTransfer(b *testing.B) { bench(b, Transfer) }
 
-// BenchmarkEinoHandoffChain10 is a0 → … → a10 (10 transfers), then a10 answers.
-func BenchmarkEinoHandoffChain10(b *testing.B) { bench(b, Chain) }
+// BenchmarkEinoTransferChain10 is a0 → … → a10 (10 transfers), then a10 answers.
+func BenchmarkEinoTransferChain10(b *testing.B) { bench(b, Chain) }
 
 func TestScenarios(t *testing.T) {
-	for name, build := range map[string]func(context.Context) (*Scenario, error){"Transfer": Transfer, "HandoffChain10": Chain} {
+	for name, build := range map[string]func(context.Context) (*Scenario, error){"Transfer": Transfer, "TransferChain10": Chain} {
 		t.Run(name, func(t *testing.T) {
 			s, err := build(t.Context())
 			if err != nil {

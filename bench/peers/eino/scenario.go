@@ -1,5 +1,5 @@
 // Package eino is the peer benchmark of baton's core runtime: the same
-// triage → billing transfer and chain of 10 handoffs, built with
+// triage → billing transfer and chain of 10 transfers, built with
 // github.com/cloudwego/eino's ADK (ChatModelAgent, SetSubAgents and its
 // transfer_to_agent tool, adk.Runner) and instant fake chat models. It is a
 // separate module so that baton's own module does not depend on eino; CI
@@ -23,7 +23,7 @@ const Input = "I was charged twice for my March invoice, please refund one of th
 // Answer is the final text of every scenario (the same as baton's).
 const Answer = "I have refunded the duplicate charge of 42.00 EUR; it will appear on your statement in 3-5 days."
 
-// transferArgs carries the same small context as baton's typed handoff
+// transferArgs carries the same small context as baton's typed transfer
 // context; eino's transfer tool only reads agent_name and ignores the rest.
 const transferArgs = `{"agent_name":%q,"reason":"duplicate charge on the March invoice","account_id":"acct_42","priority":2}`
 
