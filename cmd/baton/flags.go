@@ -44,7 +44,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	fs.BoolVar(&f.noMigrate, "no-migrate", false, "refuse to migrate the database (baton's tables and River's); fail if it is out of date")
 	fs.StringVar(&f.memoryDir, "memory-dir", "", "keep the agents' memory documents in DIR/<owner>/<agent>.md (default: in the database; every process serving the same threads must agree)")
 	fs.Var(f.tools, "tool", "implement tool NAME by an HTTP POST of its arguments to URL, with an Idempotency-Key header (repeatable; every process running the network must give the same): NAME=URL")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", continuation.DefaultLeaseTTL, "how long a run this process executes inline survives the process unrenewed; then a `baton serve` or `baton worker` adopts it (within lease-ttl × 1.5)")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", continuation.DefaultLeaseTTL, "how long a run this process executes inline survives the process unrenewed; then a baton serve or baton worker process adopts it (within lease-ttl × 1.5)")
 	if !background {
 		return
 	}
