@@ -223,6 +223,19 @@ func TestAfterRunOnce(t *testing.T) {
 			b.start(t)
 			b.waitMessage(t, EventID(run, 2), 30*time.Second)
 			waitRiver(t, b.st, 10*time.Second)
+			// The final transaction (placeholder and River job included) has
+			// committed; the worker's AfterRun follows it.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				mu.Lock()
+				n := len(calls)
+				mu.Unlock()
+				if n > 0 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(100 * time.Millisecond) // room for a wrong second call
 			mu.Lock()
 			defer mu.Unlock()
 			if want := (call{owner, thread, run, runstate.StatusCompleted, true}); len(calls) != 1 || calls[0] != want {
