@@ -189,9 +189,10 @@ func (x *run) write(ctx context.Context) error {
 
 // afterRun runs the extensions' AfterRun.
 func (x *run) afterRun(ctx context.Context, err error) {
-	if x.sub {
+	if x.sub || len(x.r.cfg.Extensions) == 0 {
 		return
 	}
+	ctx = context.WithoutCancel(ctx)
 	o := &Outcome{State: x.st, Err: err, Resumed: x.resumed}
 	for _, e := range x.r.cfg.Extensions {
 		e.AfterRun(ctx, o)

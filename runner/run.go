@@ -44,7 +44,7 @@ type run struct {
 	stopped bool
 	// startEvents are the events of a new run, emitted by begin once the
 	// run is stored.
-	startEvents []Event
+	startEvents [2]Event
 
 	// callsChecked is set when the turn just made has run stopForCalls on
 	// its pending calls, so that runPending does not ask again (a tool's
@@ -130,7 +130,7 @@ func (x *run) checkpoint(ctx context.Context) error {
 // emitted.
 func (x *run) begin(ctx context.Context) error {
 	evs := x.startEvents
-	x.startEvents = nil
+	x.startEvents = [2]Event{}
 	if x.preErr == nil && x.ck != nil && !x.sub {
 		seq := x.st.Seq
 		if x.streaming() {
@@ -142,7 +142,9 @@ func (x *run) begin(ctx context.Context) error {
 		x.st.Seq = seq
 	}
 	for _, e := range evs {
-		x.emit(e)
+		if e != nil {
+			x.emit(e)
+		}
 	}
 	return nil
 }
@@ -217,7 +219,7 @@ func (x *run) finish(ctx context.Context, err error) (*Result, error) {
 	if x.end.observe != nil {
 		x.end.observe(res, err)
 	}
-	x.afterRun(context.WithoutCancel(ctx), err)
+	x.afterRun(ctx, err)
 	return res, err
 }
 

@@ -23,7 +23,10 @@ var runIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithP
 func NewRunID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return "run_" + runIDEncoding.EncodeToString(b[:])
+	var id [4 + 26]byte
+	copy(id[:], "run_")
+	runIDEncoding.Encode(id[4:], b[:])
+	return string(id[:])
 }
 
 // MessageID returns the id of the n-th message of run's transcript,
