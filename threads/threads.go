@@ -7,6 +7,8 @@ import (
 	"iter"
 	"log/slog"
 
+	"github.com/google/uuid"
+
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -66,7 +68,7 @@ func (s *Service) Turn(ctx context.Context, owner, input string, o TurnOptions) 
 			yield(nil, err)
 			return
 		}
-		ck := &checkpointer{s: s, owner: owner, threadID: th.ID, agent: th.ActiveAgent}
+		ck := s.checkpointer(owner, th)
 		opts := append([]runner.RunOption{
 			runner.WithThread(th.ID), runner.WithHistory(hist), runner.WithLastAgent(th.ActiveAgent),
 			runner.WithCheckpointer(ck),
@@ -86,7 +88,7 @@ func (s *Service) Run(ctx context.Context, owner, input string, o TurnOptions) (
 	if err != nil {
 		return nil, err
 	}
-	ck := &checkpointer{s: s, owner: owner, threadID: th.ID, agent: th.ActiveAgent}
+	ck := s.checkpointer(owner, th)
 	opts := append([]runner.RunOption{
 		runner.WithThread(th.ID), runner.WithHistory(hist), runner.WithLastAgent(th.ActiveAgent),
 		runner.WithCheckpointer(ck),
@@ -97,20 +99,14 @@ func (s *Service) Run(ctx context.Context, owner, input string, o TurnOptions) (
 func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*store.Thread, []message.Message, error) {
 	net := s.r.Network()
 	if o.ThreadID == "" {
-		// The owner usually exists: create the thread, and only when the
-		// store says the owner is missing, create the owner and retry.
-		create := &store.CreateThreadParams{OwnerID: owner, Name: o.Name, Network: net.Name()}
-		th, err := s.st.CreateThread(ctx, create)
-		if errors.Is(err, store.ErrNotFound) {
-			if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
-				return nil, nil, fmt.Errorf("threads: owner %s: %w", owner, err)
-			}
-			th, err = s.st.CreateThread(ctx, create)
-		}
+		// A new thread is created by the run's first checkpoint, in its
+		// transaction: a run that does not start leaves no empty thread,
+		// and the turn costs no transaction of its own.
+		id, err := uuid.NewV7()
 		if err != nil {
-			return nil, nil, fmt.Errorf("threads: create thread: %w", err)
+			return nil, nil, fmt.Errorf("threads: new thread id: %w", err)
 		}
-		return th, nil, nil
+		return &store.Thread{ID: id.String(), OwnerID: owner, Name: o.Name, Network: net.Name()}, nil, nil
 	}
 	th, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: o.ThreadID})
 	if err != nil {
@@ -202,12 +198,25 @@ func (s *Service) ResumeCheckpoint(ctx context.Context, owner string, cp *store.
 	}
 }
 
+// checkpointer returns the checkpointer of a run on th; a thread without
+// a creation time is new, created by the first checkpoint.
+func (s *Service) checkpointer(owner string, th *store.Thread) *checkpointer {
+	c := &checkpointer{s: s, owner: owner, threadID: th.ID, agent: th.ActiveAgent}
+	if th.CreatedAt.IsZero() {
+		c.create = &store.CreateThreadParams{OwnerID: owner, ID: th.ID, Name: th.Name, Network: th.Network}
+	}
+	return c
+}
+
 // checkpointer writes a run's checkpoints, the messages produced since the
 // previous one and the active agent, in one transaction per checkpoint.
 type checkpointer struct {
 	s        *Service
 	owner    string
 	threadID string
+	// create, for a new thread, creates it in the first checkpoint's
+	// transaction.
+	create *store.CreateThreadParams
 	// parent is the id of the last checkpoint written (or resumed from):
 	// writes are fenced on it, so a stale writer fails instead of overwriting.
 	parent string
@@ -224,12 +233,48 @@ func (c *checkpointer) Checkpoint(ctx context.Context, st *runstate.State) error
 // CheckpointTx implements runner.TxCheckpointer: the extensions' AtBoundary
 // run in the checkpoint's transaction, with its store.Tx.
 func (c *checkpointer) CheckpointTx(ctx context.Context, st *runstate.State, at func(tx any, checkpointID string) error) error {
+	cp, err := c.write(ctx, st, at)
+	if c.create != nil && errors.Is(err, errNoOwner) {
+		// The owner usually exists; it is created only when the store
+		// says it is missing, and the write is tried again.
+		if _, err := c.s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: c.owner}); err != nil {
+			return fmt.Errorf("threads: owner %s: %w", c.owner, err)
+		}
+		cp, err = c.write(ctx, st, at)
+	}
+	if err != nil {
+		return err
+	}
+	c.create = nil
+	c.parent = cp.ID
+	c.persisted = len(st.Transcript)
+	c.agent = st.Agent
+	return nil
+}
+
+// errNoOwner marks the failure of a new thread's creation for want of its
+// owner.
+var errNoOwner = errors.New("threads: the thread's owner does not exist")
+
+// write writes one checkpoint's transaction.
+func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx any, checkpointID string) error) (*store.Checkpoint, error) {
 	var cp *store.Checkpoint
 	err := c.s.st.Tx(ctx, func(tx store.Tx) error {
-		// The fenced checkpoint is the first write: a stale writer fails
-		// here, with a *store.StaleWriteError, before it touches the
-		// thread, and the run's lock comes first in every transaction that
-		// takes several (see continuation).
+		if c.create != nil {
+			// A new thread, created with the agent that runs first.
+			create := *c.create
+			create.ActiveAgent = st.Agent
+			if _, err := tx.CreateThread(ctx, &create); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("%w: %w", errNoOwner, err)
+				}
+				return fmt.Errorf("create thread: %w", err)
+			}
+		}
+		// The fenced checkpoint is the first write of a run's existing
+		// thread: a stale writer fails here, with a *store.StaleWriteError,
+		// before it touches the thread, and the run's lock comes first in
+		// every transaction that takes several (see continuation).
 		var err error
 		cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent})
 		if err != nil {
@@ -244,7 +289,7 @@ func (c *checkpointer) CheckpointTx(ctx context.Context, st *runstate.State, at 
 				return fmt.Errorf("append messages: %w", err)
 			}
 		}
-		if c.threadID != "" && st.Agent != c.agent {
+		if c.threadID != "" && st.Agent != c.agent && c.create == nil {
 			if _, err := tx.SetActiveAgent(ctx, &store.SetActiveAgentParams{OwnerID: c.owner, ThreadID: c.threadID, Agent: st.Agent}); err != nil {
 				return fmt.Errorf("set active agent: %w", err)
 			}
@@ -256,11 +301,5 @@ func (c *checkpointer) CheckpointTx(ctx context.Context, st *runstate.State, at 
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	c.parent = cp.ID
-	c.persisted = len(st.Transcript)
-	c.agent = st.Agent
-	return nil
+	return cp, err
 }

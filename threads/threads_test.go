@@ -87,6 +87,48 @@ func threadOf(t *testing.T, seq func(func(runner.Event, error) bool)) (string, *
 }
 
 func testThreads(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Run("NewThreadWithTheFirstCheckpoint", func(t *testing.T) {
+		st := open(t)
+		var refunds atomic.Int32
+		svc := threads.New(st, support(t, &refunds), nil)
+		ctx := t.Context()
+		// A new owner too: created when the first checkpoint finds it missing.
+		stranger := "stranger-" + t.Name()
+		var first string
+		for ev, err := range svc.Turn(ctx, stranger, "I was charged twice", threads.TurnOptions{Name: "double charge"}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, ok := ev.(*runner.RunStartEvent); ok {
+				first = e.ThreadID
+				// The thread and the input exist before the first event.
+				th, err := st.GetThread(ctx, &store.GetThreadParams{OwnerID: stranger, ID: e.ThreadID})
+				if err != nil || th.Name != "double charge" || th.ActiveAgent != "triage" || th.Network != "support" {
+					t.Fatalf("the new thread at run_start: %+v, %v", th, err)
+				}
+				msgs, err := st.ListMessages(ctx, &store.ListMessagesParams{OwnerID: stranger, ThreadID: e.ThreadID})
+				if err != nil || len(msgs) != 1 || msgs[0].Text() != "I was charged twice" {
+					t.Fatalf("the new thread's messages at run_start: %v, %v", msgs, err)
+				}
+			}
+		}
+		if first == "" {
+			t.Fatal("no run_start")
+		}
+		// A run that never starts leaves no thread behind.
+		page, err := st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: stranger, Limit: 10})
+		if err != nil || len(page.Threads) != 1 {
+			t.Fatalf("threads of the new owner: %v, %v", page, err)
+		}
+		for _, err := range svc.Turn(ctx, stranger, "", threads.TurnOptions{}) {
+			if err == nil {
+				t.Fatal("a turn without input started")
+			}
+		}
+		if page, err := st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: stranger, Limit: 10}); err != nil || len(page.Threads) != 1 {
+			t.Fatalf("a refused turn left a thread: %v, %v", page, err)
+		}
+	})
 	t.Run("TurnsStickyInterruptResume", func(t *testing.T) {
 		st := open(t)
 		var refunds atomic.Int32
