@@ -243,28 +243,17 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 		if c.cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID}); err != nil {
 			return err
 		}
-		// Read the job run again under the run's lock: the first read may
-		// predate a claim that committed since (its checkpoint is the parent
-		// of ours).
-		if jr, err = tx.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID}); err != nil {
-			return err
-		}
-		if s.taken(c, jr) {
-			return errTaken // roll the claim back
-		}
+		// A claim that committed after the first read of the job run (its
+		// checkpoint is then the parent of ours) moved the job run's
+		// attempt on: start's transition, fenced on the attempt read,
+		// fails with a *store.TransitionError and rolls this claim back.
 		return start()
 	})
-	if errors.Is(err, errTaken) {
-		return c, nil
-	}
 	if err != nil {
 		return nil, err
 	}
 	return c, nil
 }
-
-// errTaken rolls back a claim whose job run is finished or leased.
-var errTaken = errors.New("continuation: job run taken")
 
 // taken reports (in c) whether the job run is finished or being worked by
 // another delivery within its lease.

@@ -84,9 +84,9 @@ type Ops interface {
 	// RevokeAPIKey revokes a key. Revoking a revoked key changes nothing.
 	RevokeAPIKey(ctx context.Context, params *RevokeAPIKeyParams) (*APIKey, error)
 
-	// CreateThread creates a thread for an existing owner. A parent thread
-	// must exist and belong to the same owner. An ID that is taken is
-	// [ErrConflict].
+	// CreateThread creates a thread for an existing owner, with its first
+	// messages when params has some. A parent thread must exist and belong
+	// to the same owner. An ID that is taken is [ErrConflict].
 	CreateThread(ctx context.Context, params *CreateThreadParams) (*Thread, error)
 	// GetThread returns a thread.
 	GetThread(ctx context.Context, params *GetThreadParams) (*Thread, error)

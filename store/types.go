@@ -110,6 +110,9 @@ type CreateThreadParams struct {
 	ActiveAgent string
 	// Metadata values must be valid JSON.
 	Metadata map[string]json.RawMessage
+	// Messages are the thread's first messages, created with it (sequence
+	// numbers from 1), as AppendMessages would append them.
+	Messages []NewMessage
 }
 
 // GetThreadParams are the params of [Ops.GetThread].

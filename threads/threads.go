@@ -256,14 +256,28 @@ func (c *checkpointer) CheckpointTx(ctx context.Context, st *runstate.State, at 
 // owner.
 var errNoOwner = errors.New("threads: the thread's owner does not exist")
 
+// newMessages returns the messages of st's transcript not stored yet.
+func (c *checkpointer) newMessages(st *runstate.State) []store.NewMessage {
+	if c.threadID == "" || len(st.Transcript) <= c.persisted {
+		return nil
+	}
+	nm := make([]store.NewMessage, 0, len(st.Transcript)-c.persisted)
+	for _, m := range st.Transcript[c.persisted:] {
+		nm = append(nm, store.NewMessage{Message: m})
+	}
+	return nm
+}
+
 // write writes one checkpoint's transaction.
 func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx any, checkpointID string) error) (*store.Checkpoint, error) {
 	var cp *store.Checkpoint
 	err := c.s.st.Tx(ctx, func(tx store.Tx) error {
+		news := c.newMessages(st)
 		if c.create != nil {
-			// A new thread, created with the agent that runs first.
+			// A new thread, created with the agent that runs first and the
+			// run's messages so far.
 			create := *c.create
-			create.ActiveAgent = st.Agent
+			create.ActiveAgent, create.Messages, news = st.Agent, news, nil
 			if _, err := tx.CreateThread(ctx, &create); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return fmt.Errorf("%w: %w", errNoOwner, err)
@@ -280,12 +294,8 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		if err != nil {
 			return fmt.Errorf("save checkpoint: %w", err)
 		}
-		if c.threadID != "" && len(st.Transcript) > c.persisted {
-			nm := make([]store.NewMessage, 0, len(st.Transcript)-c.persisted)
-			for _, m := range st.Transcript[c.persisted:] {
-				nm = append(nm, store.NewMessage{Message: m})
-			}
-			if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: c.owner, ThreadID: c.threadID, Messages: nm}); err != nil {
+		if len(news) > 0 {
+			if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: c.owner, ThreadID: c.threadID, Messages: news}); err != nil {
 				return fmt.Errorf("append messages: %w", err)
 			}
 		}

@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"APIKeys", testAPIKeys},
 		{"ThreadCreateGet", testThreadCreateGet},
 		{"ThreadParent", testThreadParent},
+		{"ThreadWithMessages", testThreadWithMessages},
 		{"ThreadList", testThreadList},
 		{"ThreadMetadataMerge", testThreadMetadataMerge},
 		{"ThreadMetadataCAS", testThreadMetadataCAS},
@@ -283,6 +284,33 @@ func normThread(th *store.Thread) store.Thread {
 		c.Metadata[k], _ = json.Marshal(x)
 	}
 	return c
+}
+
+// testThreadWithMessages: a thread created with its first messages holds
+// them from seq 1, and appends continue after them.
+func testThreadWithMessages(t *testing.T, s store.Store, b *bundle) {
+	th := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, Network: "net", ActiveAgent: "triage",
+		Messages: sampleMessages()[:2]}))(t)
+	if th.ActiveAgent != "triage" {
+		t.Errorf("active agent %q", th.ActiveAgent)
+	}
+	must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: sampleMessages()[2:3]}))(t)
+	msgs := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+	want := sampleMessages()[:3]
+	if len(msgs) != len(want) {
+		t.Fatalf("%d messages, want %d", len(msgs), len(want))
+	}
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) || m.Text() != want[i].Message.Text() || m.Role != want[i].Message.Role {
+			t.Errorf("message %d: seq %d %s %q, want seq %d %s %q", i, m.Seq, m.Role, m.Text(), i+1, want[i].Message.Role, want[i].Message.Text())
+		}
+	}
+	// Invalid first messages create nothing.
+	bad := &store.CreateThreadParams{OwnerID: b.owner, ID: "bad-" + uuid.NewString(), Messages: []store.NewMessage{{Message: message.Message{Role: "robot"}}}}
+	_, err := s.CreateThread(b.ctx, bad)
+	wantErr(t, err, store.ErrInvalid)
+	_, err = s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: bad.ID})
+	wantErr(t, err, store.ErrNotFound)
 }
 
 func testThreadParent(t *testing.T, s store.Store, b *bundle) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/store"
@@ -114,6 +115,14 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 	}
 	var out *store.JobRun
 	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+		if len(p.Metadata) == 0 {
+			// One statement when the move is allowed; a read tells why not.
+			var err error
+			out, err = e.transitionIf(ctx, q, p)
+			if !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
 		j, err := scanJobRun(q.QueryRow(ctx, `SELECT `+jobRunCols+` FROM job_runs WHERE owner_id = $1 AND id = $2`+e.Dialect.ForUpdate(), p.OwnerID, p.ID))
 		if err != nil {
 			return err
@@ -151,4 +160,40 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 		return err
 	})
 	return result(out, e.wrap(op+" "+p.ID, err))
+}
+
+// transitionIf moves a job run to p.To in one conditional statement, when
+// its status may move there and its attempt is p.ExpectedAttempt (if set).
+// It returns sql.ErrNoRows when the row is missing or the move is refused;
+// the caller then reads the row to say why.
+func (e *Engine) transitionIf(ctx context.Context, q Querier, p *store.TransitionJobRunParams) (*store.JobRun, error) {
+	var from []string
+	for _, s := range []store.JobStatus{store.JobQueued, store.JobProcessing, store.JobCompleted, store.JobError, store.JobCanceled} {
+		if s.CanMoveTo(p.To) {
+			from = append(from, "'"+string(s)+"'")
+		}
+	}
+	if len(from) == 0 {
+		return nil, sql.ErrNoRows
+	}
+	now := e.Dialect.Time(e.now())
+	set := `status = $3, updated_at = $4`
+	args := []any{p.OwnerID, p.ID, string(p.To), now}
+	switch p.To {
+	case store.JobProcessing:
+		set += `, attempt = attempt + 1, started_at = $4, finished_at = NULL`
+	case store.JobCompleted:
+		set += `, finished_at = $4, error = ''`
+	case store.JobError, store.JobCanceled:
+		args = append(args, p.Error)
+		set += `, finished_at = $4, error = $5`
+	}
+	where := `owner_id = $1 AND id = $2 AND status IN (` + strings.Join(from, ", ") + `)`
+	if p.ExpectedAttempt != 0 {
+		args = append(args, p.ExpectedAttempt)
+		where += ` AND attempt = $` + strconv.Itoa(len(args))
+	}
+	// Not the last statement for sure (a refused move reads next): no
+	// commit rides on it.
+	return scanJobRun(q.QueryRow(ctx, `UPDATE job_runs SET `+set+` WHERE `+where+` RETURNING `+jobRunCols, args...))
 }

@@ -121,64 +121,87 @@ func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesPara
 	if err := need("OwnerID", p.OwnerID, "ThreadID", p.ThreadID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	enc := make([]encodedMessage, len(p.Messages))
-	ids := make([]string, len(p.Messages))
-	statuses := make([]message.Status, len(p.Messages))
-	for i := range p.Messages {
-		m := &p.Messages[i].Message
-		if !validRole(m.Role) {
-			return nil, e.wrap(op, invalid("message %d: unknown role %q", i, m.Role))
-		}
-		statuses[i] = m.Status
-		if statuses[i] == "" {
-			statuses[i] = message.StatusCompleted
-		} else if !validStatus(statuses[i]) {
-			return nil, e.wrap(op, invalid("message %d: unknown status %q", i, m.Status))
-		}
-		var err error
-		if enc[i], err = encodeMessage(m); err != nil {
-			return nil, e.wrap(op, err)
-		}
-		ids[i] = m.ID
-		if ids[i] == "" {
-			ids[i] = newID()
-		}
+	nms, err := encodeNew(p.Messages)
+	if err != nil {
+		return nil, e.wrap(op, err)
 	}
-	out := make([]*store.Message, 0, len(p.Messages))
-	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+	var out []*store.Message
+	err = e.write(ctx, p.OwnerID, func(q Querier) error {
 		now := e.Dialect.Time(e.now())
 		// Reserving the sequence numbers locks the thread row, which orders
 		// concurrent appenders, and proves the thread is the owner's.
-		if len(p.Messages) == 0 {
+		if len(nms) == 0 {
 			last(q)
 		}
 		var next int64
 		if err := q.QueryRow(ctx, `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
 			WHERE owner_id = $1 AND id = $2 RETURNING next_seq`,
-			p.OwnerID, p.ThreadID, len(p.Messages), now).Scan(&next); err != nil {
+			p.OwnerID, p.ThreadID, len(nms), now).Scan(&next); err != nil {
 			return err
 		}
-		seq := next - int64(len(p.Messages))
-		for i := range p.Messages {
-			seq++
-			nm := &p.Messages[i]
-			if i == len(p.Messages)-1 {
-				last(q)
-			}
-			m, err := scanMessage(q.QueryRow(ctx, `INSERT INTO messages
-				(id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING `+messageCols,
-				ids[i], p.OwnerID, p.ThreadID, seq, string(nm.Message.Role), nm.Message.Agent, enc[i].parts,
-				string(statuses[i]), nullString(nm.ParentID), enc[i].usage, enc[i].metadata, now))
-			if err != nil {
-				return err
-			}
-			out = append(out, m)
-		}
-		return nil
+		out, err = insertMessages(ctx, q, p.OwnerID, p.ThreadID, next-int64(len(nms)), nms, now)
+		return err
 	})
 	if err != nil {
 		return nil, e.wrap(op+" to thread "+p.ThreadID, err)
+	}
+	return out, nil
+}
+
+// newMessage is a message to insert, checked and encoded.
+type newMessage struct {
+	id, parent string
+	msg        *message.Message
+	status     message.Status
+	enc        encodedMessage
+}
+
+// encodeNew checks and encodes messages to insert; a message without an id
+// gets one.
+func encodeNew(msgs []store.NewMessage) ([]newMessage, error) {
+	out := make([]newMessage, len(msgs))
+	for i := range msgs {
+		m := &msgs[i].Message
+		if !validRole(m.Role) {
+			return nil, invalid("message %d: unknown role %q", i, m.Role)
+		}
+		nm := newMessage{id: m.ID, parent: msgs[i].ParentID, msg: m, status: m.Status}
+		if nm.status == "" {
+			nm.status = message.StatusCompleted
+		} else if !validStatus(nm.status) {
+			return nil, invalid("message %d: unknown status %q", i, m.Status)
+		}
+		var err error
+		if nm.enc, err = encodeMessage(m); err != nil {
+			return nil, err
+		}
+		if nm.id == "" {
+			nm.id = newID()
+		}
+		out[i] = nm
+	}
+	return out, nil
+}
+
+// insertMessages inserts msgs into a thread with the sequence numbers after
+// seq, which the caller reserved.
+func insertMessages(ctx context.Context, q Querier, owner, thread string, seq int64, msgs []newMessage, now any) ([]*store.Message, error) {
+	out := make([]*store.Message, 0, len(msgs))
+	for i := range msgs {
+		seq++
+		nm := &msgs[i]
+		if i == len(msgs)-1 {
+			last(q)
+		}
+		m, err := scanMessage(q.QueryRow(ctx, `INSERT INTO messages
+			(id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING `+messageCols,
+			nm.id, owner, thread, seq, string(nm.msg.Role), nm.msg.Agent, nm.enc.parts,
+			string(nm.status), nullString(nm.parent), nm.enc.usage, nm.enc.metadata, now))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }

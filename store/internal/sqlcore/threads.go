@@ -62,6 +62,10 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 	if err != nil {
 		return nil, e.wrap(op, err)
 	}
+	nms, err := encodeNew(p.Messages)
+	if err != nil {
+		return nil, e.wrap(op, err)
+	}
 	id := p.ID
 	if id == "" {
 		id = newID()
@@ -71,13 +75,20 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 		// One statement: the foreign keys reject an owner that does not
 		// exist and a parent that is missing or another owner's
 		// ((parent_id, owner_id) references threads), as ErrNotFound.
+		// The first messages follow it with their sequence numbers known.
 		now := e.Dialect.Time(e.now())
-		last(q)
+		if len(nms) == 0 {
+			last(q)
+		}
 		var err error
 		t, err = scanThread(q.QueryRow(ctx, `INSERT INTO threads
 			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, 0, $8, $8) RETURNING `+threadCols,
-			id, p.OwnerID, nullString(p.ParentID), p.Name, p.Network, p.ActiveAgent, md, now))
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9) RETURNING `+threadCols,
+			id, p.OwnerID, nullString(p.ParentID), p.Name, p.Network, p.ActiveAgent, md, len(nms), now))
+		if err != nil || len(nms) == 0 {
+			return err
+		}
+		_, err = insertMessages(ctx, q, p.OwnerID, id, 0, nms, now)
 		return err
 	})
 	return result(t, e.wrap(op+" "+id, err))
