@@ -149,14 +149,10 @@ func (e *Engine) GetCheckpoint(ctx context.Context, p *store.GetCheckpointParams
 	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var row *checkpointRow
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		var err error
-		row, err = scanCheckpointRow(q.QueryRow(ctx, `SELECT `+checkpointCols+` FROM checkpoints WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID))
-		return err
-	})
+	row, err := readRow(ctx, e, p.OwnerID, op+" "+p.ID, scanCheckpointRow,
+		`SELECT `+checkpointCols+` FROM checkpoints WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID)
 	if err != nil {
-		return nil, e.wrap(op+" "+p.ID, err)
+		return nil, err
 	}
 	cp, err := row.decode(p.Fingerprint)
 	return result(cp, e.wrap(op+" "+p.ID, err))
@@ -181,14 +177,9 @@ func (e *Engine) LatestCheckpoint(ctx context.Context, p *store.LatestCheckpoint
 	default:
 		return nil, e.wrap(op, invalid("RunID or ThreadID is required"))
 	}
-	var row *checkpointRow
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		var err error
-		row, err = scanCheckpointRow(q.QueryRow(ctx, query, p.OwnerID, key))
-		return err
-	})
+	row, err := readRow(ctx, e, p.OwnerID, op+" of "+what+key, scanCheckpointRow, query, p.OwnerID, key)
 	if err != nil {
-		return nil, e.wrap(op+" of "+what+key, err)
+		return nil, err
 	}
 	cp, err := row.decode(p.Fingerprint)
 	return result(cp, e.wrap(op+" of "+what+key, err))

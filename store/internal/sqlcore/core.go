@@ -108,13 +108,62 @@ func newID() string {
 	return uuid.Must(uuid.NewV7()).String()
 }
 
-// read and write run fn scoped to owner.
-func (e *Engine) read(ctx context.Context, owner string, fn func(q Querier) error) error {
-	return e.Exec.Run(ctx, Scope{Owner: owner}, false, fn)
-}
-
+// write runs fn, which writes, scoped to owner.
 func (e *Engine) write(ctx context.Context, owner string, fn func(q Querier) error) error {
 	return e.Exec.Run(ctx, Scope{Owner: owner}, true, fn)
+}
+
+// inTx runs fn in a transaction scoped to sc (write: fn writes) and returns
+// fn's value, or fn's or the commit's error wrapped with what.
+func inTx[T any](ctx context.Context, e *Engine, sc Scope, write bool, what string, fn func(q Querier) (T, error)) (T, error) {
+	var v T
+	err := e.Exec.Run(ctx, sc, write, func(q Querier) error {
+		var err error
+		v, err = fn(q)
+		return err
+	})
+	return result(v, e.wrap(what, err))
+}
+
+// readRow reads the one row of query as owner, scanned by scan; its error
+// is wrapped with what.
+func readRow[T any](ctx context.Context, e *Engine, owner, what string, scan func(Row) (T, error), query string, args ...any) (T, error) {
+	return inTx(ctx, e, Scope{Owner: owner}, false, what, func(q Querier) (T, error) {
+		return scan(q.QueryRow(ctx, query, args...))
+	})
+}
+
+// writeRow runs query, one statement returning one row, as owner in a
+// transaction of its own, and returns the row scanned by scan; its error is
+// wrapped with what.
+func writeRow[T any](ctx context.Context, e *Engine, owner, what string, scan func(Row) (T, error), query string, args ...any) (T, error) {
+	return inTx(ctx, e, Scope{Owner: owner}, true, what, func(q Querier) (T, error) {
+		last(q)
+		return scan(q.QueryRow(ctx, query, args...))
+	})
+}
+
+// exists returns sql.ErrNoRows when query, a SELECT 1, finds no row.
+func exists(ctx context.Context, q Querier, query string, args ...any) error {
+	var one int
+	return q.QueryRow(ctx, query, args...).Scan(&one)
+}
+
+// queryAll appends to out each row of query, scanned by scan.
+func queryAll[T any](ctx context.Context, q Querier, out []T, scan func(Row) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // last tells q that the next statement is the last of the transaction, so

@@ -24,24 +24,19 @@ func (e *Engine) UpsertDraft(ctx context.Context, p *store.UpsertDraftParams) (*
 	if err := need("OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var d *store.Draft
-	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" of message "+p.MessageID, func(q Querier) (*store.Draft, error) {
 		// A draft has its message's owner (a composite foreign key), so once
 		// the message is known to be the owner's, so is any existing draft.
-		var one int
-		if err := q.QueryRow(ctx, `SELECT 1 FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.MessageID).Scan(&one); err != nil {
-			return err
+		if err := exists(ctx, q, `SELECT 1 FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.MessageID); err != nil {
+			return nil, err
 		}
 		last(q)
-		var err error
-		d, err = scanDraft(q.QueryRow(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, version, updated_at)
+		return scanDraft(q.QueryRow(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, version, updated_at)
 			VALUES ($1, $2, $3, 1, $4)
 			ON CONFLICT (message_id) DO UPDATE SET text = excluded.text, version = message_drafts.version + 1, updated_at = excluded.updated_at
 			RETURNING `+draftCols,
 			p.MessageID, p.OwnerID, p.Text, e.Dialect.Time(e.now())))
-		return err
 	})
-	return result(d, e.wrap(op+" of message "+p.MessageID, err))
 }
 
 // GetDraft implements [store.Ops].
@@ -50,13 +45,8 @@ func (e *Engine) GetDraft(ctx context.Context, p *store.GetDraftParams) (*store.
 	if err := need("OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var d *store.Draft
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		var err error
-		d, err = scanDraft(q.QueryRow(ctx, `SELECT `+draftCols+` FROM message_drafts WHERE owner_id = $1 AND message_id = $2`, p.OwnerID, p.MessageID))
-		return err
-	})
-	return result(d, e.wrap(op+" of message "+p.MessageID, err))
+	return readRow(ctx, e, p.OwnerID, op+" of message "+p.MessageID, scanDraft,
+		`SELECT `+draftCols+` FROM message_drafts WHERE owner_id = $1 AND message_id = $2`, p.OwnerID, p.MessageID)
 }
 
 // DeleteDraft implements [store.Ops].

@@ -34,21 +34,14 @@ func (e *Engine) UpsertThreadSummary(ctx context.Context, p *store.UpsertThreadS
 	if !json.Valid(p.Summary) {
 		return nil, e.wrap(op, invalid("Summary is not valid JSON"))
 	}
-	var s *store.ThreadSummary
-	err := e.write(ctx, p.OwnerID, func(q Querier) error {
-		last(q)
-		var err error
-		s, err = scanSummary(q.QueryRow(ctx, `INSERT INTO thread_summaries
-			(id, owner_id, handoff_id, agent_id, thread_id, child_thread_id, summary, markdown, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
-			ON CONFLICT (owner_id, handoff_id) DO UPDATE SET agent_id = excluded.agent_id, thread_id = excluded.thread_id,
-				child_thread_id = excluded.child_thread_id, summary = excluded.summary, markdown = excluded.markdown,
-				updated_at = excluded.updated_at
-			RETURNING `+summaryCols,
-			newID(), p.OwnerID, p.HandoffID, p.AgentID, p.ThreadID, p.ChildThreadID, string(p.Summary), p.Markdown, e.Dialect.Time(e.now())))
-		return err
-	})
-	return result(s, e.wrap(op+" of handoff "+p.HandoffID, err))
+	return writeRow(ctx, e, p.OwnerID, op+" of handoff "+p.HandoffID, scanSummary, `INSERT INTO thread_summaries
+		(id, owner_id, handoff_id, agent_id, thread_id, child_thread_id, summary, markdown, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+		ON CONFLICT (owner_id, handoff_id) DO UPDATE SET agent_id = excluded.agent_id, thread_id = excluded.thread_id,
+			child_thread_id = excluded.child_thread_id, summary = excluded.summary, markdown = excluded.markdown,
+			updated_at = excluded.updated_at
+		RETURNING `+summaryCols,
+		newID(), p.OwnerID, p.HandoffID, p.AgentID, p.ThreadID, p.ChildThreadID, string(p.Summary), p.Markdown, e.Dialect.Time(e.now()))
 }
 
 // GetThreadSummary implements [store.Ops].
@@ -57,13 +50,8 @@ func (e *Engine) GetThreadSummary(ctx context.Context, p *store.GetThreadSummary
 	if err := need("OwnerID", p.OwnerID, "HandoffID", p.HandoffID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var s *store.ThreadSummary
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		var err error
-		s, err = scanSummary(q.QueryRow(ctx, `SELECT `+summaryCols+` FROM thread_summaries WHERE owner_id = $1 AND handoff_id = $2`, p.OwnerID, p.HandoffID))
-		return err
-	})
-	return result(s, e.wrap(op+" of handoff "+p.HandoffID, err))
+	return readRow(ctx, e, p.OwnerID, op+" of handoff "+p.HandoffID, scanSummary,
+		`SELECT `+summaryCols+` FROM thread_summaries WHERE owner_id = $1 AND handoff_id = $2`, p.OwnerID, p.HandoffID)
 }
 
 const memoryCols = `owner_id, agent_id, content, version, created_at, updated_at`
@@ -84,13 +72,8 @@ func (e *Engine) GetMemoryDocument(ctx context.Context, p *store.GetMemoryDocume
 	if err := need("OwnerID", p.OwnerID, "AgentID", p.AgentID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var m *store.MemoryDocument
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		var err error
-		m, err = scanMemory(q.QueryRow(ctx, `SELECT `+memoryCols+` FROM memory_documents WHERE owner_id = $1 AND agent_id = $2`, p.OwnerID, p.AgentID))
-		return err
-	})
-	return result(m, e.wrap(op+" of agent "+p.AgentID, err))
+	return readRow(ctx, e, p.OwnerID, op+" of agent "+p.AgentID, scanMemory,
+		`SELECT `+memoryCols+` FROM memory_documents WHERE owner_id = $1 AND agent_id = $2`, p.OwnerID, p.AgentID)
 }
 
 // PutMemoryDocument implements [store.Ops].
@@ -102,10 +85,10 @@ func (e *Engine) PutMemoryDocument(ctx context.Context, p *store.PutMemoryDocume
 	if p.ExpectedVersion < 0 {
 		return nil, e.wrap(op, invalid("ExpectedVersion %d is negative", p.ExpectedVersion))
 	}
-	var m *store.MemoryDocument
-	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" of agent "+p.AgentID, func(q Querier) (*store.MemoryDocument, error) {
 		now := e.Dialect.Time(e.now())
 		last(q)
+		var m *store.MemoryDocument
 		var err error
 		if p.ExpectedVersion == 0 {
 			m, err = scanMemory(q.QueryRow(ctx, `INSERT INTO memory_documents (owner_id, agent_id, content, version, created_at, updated_at)
@@ -120,14 +103,13 @@ func (e *Engine) PutMemoryDocument(ctx context.Context, p *store.PutMemoryDocume
 				p.OwnerID, p.AgentID, p.Content, p.ExpectedVersion, now))
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return err
+			return m, err
 		}
 		conflict := &store.VersionConflictError{Kind: "memory document", ID: p.AgentID, Expected: p.ExpectedVersion}
 		err = q.QueryRow(ctx, `SELECT version FROM memory_documents WHERE owner_id = $1 AND agent_id = $2`, p.OwnerID, p.AgentID).Scan(&conflict.Actual)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
+			return nil, err
 		}
-		return conflict
+		return nil, conflict
 	})
-	return result(m, e.wrap(op+" of agent "+p.AgentID, err))
 }

@@ -47,35 +47,30 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 	if id == "" {
 		id = newID()
 	}
-	var res store.CreateJobRunResult
-	err = e.write(ctx, p.OwnerID, func(q Querier) error {
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+strconv.Quote(p.IdempotencyKey), func(q Querier) (*store.CreateJobRunResult, error) {
 		if p.ThreadID != "" {
-			var one int
-			if err := q.QueryRow(ctx, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ThreadID).Scan(&one); err != nil {
-				return err
+			if err := exists(ctx, q, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ThreadID); err != nil {
+				return nil, err
 			}
 		}
 		now := e.Dialect.Time(e.now())
 		// ON CONFLICT DO NOTHING waits for a concurrent inserter of the same
 		// key and then yields to it, so one row wins without an error.
 		last(q)
-		run, err := scanJobRun(q.QueryRow(ctx, `INSERT INTO job_runs
+		var res store.CreateJobRunResult
+		var err error
+		res.Run, err = scanJobRun(q.QueryRow(ctx, `INSERT INTO job_runs
 			(id, owner_id, idempotency_key, kind, thread_id, status, attempt, error, metadata, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, 'queued', 0, '', $6, $7, $7)
 			ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING `+jobRunCols,
 			id, p.OwnerID, p.IdempotencyKey, p.Kind, nullString(p.ThreadID), md, now))
 		if errors.Is(err, sql.ErrNoRows) {
 			res.Duplicate = true
-			run, err = scanJobRun(q.QueryRow(ctx, `SELECT `+jobRunCols+` FROM job_runs WHERE owner_id = $1 AND idempotency_key = $2`,
+			res.Run, err = scanJobRun(q.QueryRow(ctx, `SELECT `+jobRunCols+` FROM job_runs WHERE owner_id = $1 AND idempotency_key = $2`,
 				p.OwnerID, p.IdempotencyKey))
 		}
-		res.Run = run
-		return err
+		return &res, err
 	})
-	if err != nil {
-		return nil, e.wrap(op+" "+strconv.Quote(p.IdempotencyKey), err)
-	}
-	return &res, nil
 }
 
 // GetJobRun implements [store.Ops].
@@ -95,13 +90,7 @@ func (e *Engine) GetJobRun(ctx context.Context, p *store.GetJobRunParams) (*stor
 	default:
 		return nil, e.wrap(op, invalid("ID or IdempotencyKey is required"))
 	}
-	var j *store.JobRun
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		var err error
-		j, err = scanJobRun(q.QueryRow(ctx, query, p.OwnerID, key))
-		return err
-	})
-	return result(j, e.wrap(op+" "+strconv.Quote(key), err))
+	return readRow(ctx, e, p.OwnerID, op+" "+strconv.Quote(key), scanJobRun, query, p.OwnerID, key)
 }
 
 // TransitionJobRun implements [store.Ops].
@@ -113,27 +102,25 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 	if !p.To.Valid() {
 		return nil, e.wrap(op, invalid("unknown status %q", p.To))
 	}
-	var out *store.JobRun
-	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+p.ID, func(q Querier) (*store.JobRun, error) {
 		if len(p.Metadata) == 0 {
 			// One statement when the move is allowed; a read tells why not.
-			var err error
-			out, err = e.transitionIf(ctx, q, p)
+			out, err := e.transitionIf(ctx, q, p)
 			if !errors.Is(err, sql.ErrNoRows) {
-				return err
+				return out, err
 			}
 		}
 		j, err := scanJobRun(q.QueryRow(ctx, `SELECT `+jobRunCols+` FROM job_runs WHERE owner_id = $1 AND id = $2`+e.Dialect.ForUpdate(), p.OwnerID, p.ID))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		terr := &store.TransitionError{Kind: "job run", ID: p.ID, From: string(j.Status), To: string(p.To)}
 		if !j.Status.CanMoveTo(p.To) {
-			return terr
+			return nil, terr
 		}
 		if p.ExpectedAttempt != 0 && p.ExpectedAttempt != j.Attempt {
 			terr.Reason = "attempt " + strconv.Itoa(p.ExpectedAttempt) + " is not the current attempt " + strconv.Itoa(j.Attempt)
-			return terr
+			return nil, terr
 		}
 		now := e.now()
 		j.Status = p.To
@@ -149,17 +136,15 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 		}
 		md, err := encodeNamespaces("Metadata", mergeNamespaces(j.Metadata, p.Metadata))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		last(q)
-		out, err = scanJobRun(q.QueryRow(ctx, `UPDATE job_runs SET status = $3, attempt = $4, error = $5, metadata = $6,
+		return scanJobRun(q.QueryRow(ctx, `UPDATE job_runs SET status = $3, attempt = $4, error = $5, metadata = $6,
 			updated_at = $7, started_at = $8, finished_at = $9
 			WHERE owner_id = $1 AND id = $2 RETURNING `+jobRunCols,
 			p.OwnerID, p.ID, string(j.Status), j.Attempt, j.Error, md,
 			e.Dialect.Time(now), e.Dialect.Time(j.StartedAt), e.Dialect.Time(j.FinishedAt)))
-		return err
 	})
-	return result(out, e.wrap(op+" "+p.ID, err))
 }
 
 // transitionIf moves a job run to p.To in one conditional statement, when

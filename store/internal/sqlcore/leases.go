@@ -30,16 +30,9 @@ func (e *Engine) AcquireLease(ctx context.Context, p *store.AcquireLeaseParams) 
 	if p.TTL <= 0 {
 		return nil, e.wrap(op, invalid("TTL must be positive"))
 	}
-	var l *store.Lease
-	err := e.write(ctx, p.OwnerID, func(q Querier) error {
-		last(q)
-		var err error
-		l, err = scanLease(q.QueryRow(ctx, `INSERT INTO run_leases (`+leaseCols+`) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (owner_id, run_id) DO UPDATE SET thread_id = excluded.thread_id, holder = excluded.holder, expires_at = excluded.expires_at
-			RETURNING `+leaseCols, p.OwnerID, p.RunID, nullString(p.ThreadID), p.Holder, e.Dialect.Time(e.now().Add(p.TTL))))
-		return err
-	})
-	return result(l, e.wrap(op+" of run "+strconv.Quote(p.RunID), err))
+	return writeRow(ctx, e, p.OwnerID, op+" of run "+strconv.Quote(p.RunID), scanLease, `INSERT INTO run_leases (`+leaseCols+`) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (owner_id, run_id) DO UPDATE SET thread_id = excluded.thread_id, holder = excluded.holder, expires_at = excluded.expires_at
+		RETURNING `+leaseCols, p.OwnerID, p.RunID, nullString(p.ThreadID), p.Holder, e.Dialect.Time(e.now().Add(p.TTL)))
 }
 
 // GetLease implements [store.Ops].
@@ -48,13 +41,8 @@ func (e *Engine) GetLease(ctx context.Context, p *store.GetLeaseParams) (*store.
 	if err := need("OwnerID", p.OwnerID, "RunID", p.RunID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var l *store.Lease
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		var err error
-		l, err = scanLease(q.QueryRow(ctx, `SELECT `+leaseCols+` FROM run_leases WHERE owner_id = $1 AND run_id = $2`, p.OwnerID, p.RunID))
-		return err
-	})
-	return result(l, e.wrap(op+" of run "+strconv.Quote(p.RunID), err))
+	return readRow(ctx, e, p.OwnerID, op+" of run "+strconv.Quote(p.RunID), scanLease,
+		`SELECT `+leaseCols+` FROM run_leases WHERE owner_id = $1 AND run_id = $2`, p.OwnerID, p.RunID)
 }
 
 // ReleaseLease implements [store.Ops].
@@ -73,14 +61,11 @@ func (e *Engine) ReleaseLease(ctx context.Context, p *store.ReleaseLeaseParams) 
 		args = append(args, e.Dialect.Time(e.now()))
 		query += ` AND expires_at < $` + strconv.Itoa(len(args))
 	}
-	var n int64
-	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+	n, err := inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" of run "+strconv.Quote(p.RunID), func(q Querier) (int64, error) {
 		last(q)
-		var err error
-		n, err = q.Exec(ctx, query, args...)
-		return err
+		return q.Exec(ctx, query, args...)
 	})
-	return n > 0, e.wrap(op+" of run "+strconv.Quote(p.RunID), err)
+	return n > 0, err
 }
 
 // leaseChunk bounds the run ids of one renewal statement.
@@ -130,24 +115,10 @@ func (e *Engine) ExpiredLeases(ctx context.Context, p *store.ExpiredLeasesParams
 	if limit <= 0 {
 		limit = 100
 	}
-	var out []*store.Lease
-	err := e.Exec.Run(ctx, Scope{Leases: true}, false, func(q Querier) error {
-		rows, err := q.Query(ctx, `SELECT `+leaseCols+` FROM run_leases WHERE expires_at < $1 ORDER BY expires_at LIMIT $2`,
+	return inTx(ctx, e, Scope{Leases: true}, false, op, func(q Querier) ([]*store.Lease, error) {
+		return queryAll(ctx, q, nil, scanLease, `SELECT `+leaseCols+` FROM run_leases WHERE expires_at < $1 ORDER BY expires_at LIMIT $2`,
 			e.Dialect.Time(e.now()), limit)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			l, err := scanLease(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, l)
-		}
-		return rows.Err()
 	})
-	return result(out, e.wrap(op, err))
 }
 
 // chunks yields s in consecutive pieces of at most n.

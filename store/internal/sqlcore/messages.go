@@ -125,8 +125,7 @@ func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesPara
 	if err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var out []*store.Message
-	err = e.write(ctx, p.OwnerID, func(q Querier) error {
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" to thread "+p.ThreadID, func(q Querier) ([]*store.Message, error) {
 		now := e.Dialect.Time(e.now())
 		// Reserving the sequence numbers locks the thread row, which orders
 		// concurrent appenders, and proves the thread is the owner's.
@@ -137,15 +136,10 @@ func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesPara
 		if err := q.QueryRow(ctx, `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
 			WHERE owner_id = $1 AND id = $2 RETURNING next_seq`,
 			p.OwnerID, p.ThreadID, len(nms), now).Scan(&next); err != nil {
-			return err
+			return nil, err
 		}
-		out, err = insertMessages(ctx, q, p.OwnerID, p.ThreadID, next-int64(len(nms)), nms, now)
-		return err
+		return insertMessages(ctx, q, p.OwnerID, p.ThreadID, next-int64(len(nms)), nms, now)
 	})
-	if err != nil {
-		return nil, e.wrap(op+" to thread "+p.ThreadID, err)
-	}
-	return out, nil
 }
 
 // newMessage is a message to insert, checked and encoded.
@@ -212,13 +206,7 @@ func (e *Engine) GetMessage(ctx context.Context, p *store.GetMessageParams) (*st
 	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var m *store.Message
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		var err error
-		m, err = scanMessage(q.QueryRow(ctx, `SELECT `+messageCols+` FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID))
-		return err
-	})
-	return result(m, e.wrap(op+" "+p.ID, err))
+	return readRow(ctx, e, p.OwnerID, op+" "+p.ID, scanMessage, `SELECT `+messageCols+` FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID)
 }
 
 // ListMessages implements [store.Ops].
@@ -230,37 +218,23 @@ func (e *Engine) ListMessages(ctx context.Context, p *store.ListMessagesParams) 
 	if p.Limit < 0 {
 		return nil, e.wrap(op, invalid("Limit %d is negative", p.Limit))
 	}
-	out := []*store.Message{}
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		var one int
-		if err := q.QueryRow(ctx, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ThreadID).Scan(&one); err != nil {
-			return err
+	query := `SELECT ` + messageCols + ` FROM messages WHERE owner_id = $1 AND thread_id = $2 AND seq > $3 ORDER BY seq`
+	args := []any{p.OwnerID, p.ThreadID, p.AfterSeq}
+	if p.Last && p.Limit > 0 {
+		query += ` DESC`
+	}
+	if p.Limit > 0 {
+		query += ` LIMIT $4`
+		args = append(args, p.Limit)
+	}
+	out, err := inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op+" of thread "+p.ThreadID, func(q Querier) ([]*store.Message, error) {
+		if err := exists(ctx, q, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ThreadID); err != nil {
+			return nil, err
 		}
-		query := `SELECT ` + messageCols + ` FROM messages WHERE owner_id = $1 AND thread_id = $2 AND seq > $3 ORDER BY seq`
-		args := []any{p.OwnerID, p.ThreadID, p.AfterSeq}
-		if p.Last && p.Limit > 0 {
-			query += ` DESC`
-		}
-		if p.Limit > 0 {
-			query += ` LIMIT $4`
-			args = append(args, p.Limit)
-		}
-		rows, err := q.Query(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			m, err := scanMessage(rows)
-			if err != nil {
-				return err
-			}
-			out = append(out, m)
-		}
-		return rows.Err()
+		return queryAll(ctx, q, []*store.Message{}, scanMessage, query, args...)
 	})
 	if err != nil {
-		return nil, e.wrap(op+" of thread "+p.ThreadID, err)
+		return nil, err
 	}
 	if p.Last && p.Limit > 0 {
 		slices.Reverse(out)
@@ -280,18 +254,17 @@ func (e *Engine) UpdateMessage(ctx context.Context, p *store.UpdateMessageParams
 	if p.ExpectedStatus != "" && !validStatus(p.ExpectedStatus) {
 		return nil, e.wrap(op, invalid("unknown expected status %q", p.ExpectedStatus))
 	}
-	var out *store.Message
-	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+p.ID, func(q Querier) (*store.Message, error) {
 		m, err := scanMessage(q.QueryRow(ctx, `SELECT `+messageCols+` FROM messages WHERE owner_id = $1 AND id = $2`+e.Dialect.ForUpdate(), p.OwnerID, p.ID))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if p.ExpectedStatus != "" && m.Status != p.ExpectedStatus {
 			to := p.Status
 			if to == "" {
 				to = m.Status
 			}
-			return &store.TransitionError{Kind: "message", ID: p.ID, From: string(m.Status), To: string(to),
+			return nil, &store.TransitionError{Kind: "message", ID: p.ID, From: string(m.Status), To: string(to),
 				Reason: "expected status " + string(p.ExpectedStatus)}
 		}
 		if p.Status != "" {
@@ -320,13 +293,11 @@ func (e *Engine) UpdateMessage(ctx context.Context, p *store.UpdateMessageParams
 		}
 		enc, err := encodeMessage(&m.Message)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		last(q)
-		out, err = scanMessage(q.QueryRow(ctx, `UPDATE messages SET status = $3, parts = $4, usage = $5, metadata = $6, updated_at = $7
+		return scanMessage(q.QueryRow(ctx, `UPDATE messages SET status = $3, parts = $4, usage = $5, metadata = $6, updated_at = $7
 			WHERE owner_id = $1 AND id = $2 RETURNING `+messageCols,
 			p.OwnerID, p.ID, string(m.Status), enc.parts, enc.usage, enc.metadata, e.Dialect.Time(e.now())))
-		return err
 	})
-	return result(out, e.wrap(op+" "+p.ID, err))
 }

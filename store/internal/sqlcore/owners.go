@@ -26,18 +26,14 @@ func (e *Engine) EnsureOwner(ctx context.Context, p *store.EnsureOwnerParams) (*
 	if err := need("ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var o *store.Owner
-	err := e.write(ctx, p.ID, func(q Querier) error {
+	return inTx(ctx, e, Scope{Owner: p.ID}, true, op+" "+p.ID, func(q Querier) (*store.Owner, error) {
 		if _, err := q.Exec(ctx, `INSERT INTO owners (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`,
 			p.ID, p.Name, e.Dialect.Time(e.now())); err != nil {
-			return err
+			return nil, err
 		}
 		last(q)
-		var err error
-		o, err = scanOwner(q.QueryRow(ctx, `SELECT `+ownerCols+` FROM owners WHERE id = $1`, p.ID))
-		return err
+		return scanOwner(q.QueryRow(ctx, `SELECT `+ownerCols+` FROM owners WHERE id = $1`, p.ID))
 	})
-	return result(o, e.wrap(op+" "+p.ID, err))
 }
 
 // GetOwner implements [store.Ops].
@@ -46,13 +42,7 @@ func (e *Engine) GetOwner(ctx context.Context, p *store.GetOwnerParams) (*store.
 	if err := need("ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var o *store.Owner
-	err := e.read(ctx, p.ID, func(q Querier) error {
-		var err error
-		o, err = scanOwner(q.QueryRow(ctx, `SELECT `+ownerCols+` FROM owners WHERE id = $1`, p.ID))
-		return err
-	})
-	return result(o, e.wrap(op+" "+p.ID, err))
+	return readRow(ctx, e, p.ID, op+" "+p.ID, scanOwner, `SELECT `+ownerCols+` FROM owners WHERE id = $1`, p.ID)
 }
 
 const apiKeyCols = `id, owner_id, name, prefix, key_hash, created_at, revoked_at`
@@ -77,22 +67,18 @@ func (e *Engine) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) 
 	if secret == "" {
 		secret = store.NewAPIKeySecret()
 	}
-	var k *store.APIKey
-	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+	k, err := inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op, func(q Querier) (*store.APIKey, error) {
 		// The owner must exist; its row is invisible to other owners.
-		var one int
-		if err := q.QueryRow(ctx, `SELECT 1 FROM owners WHERE id = $1`, p.OwnerID).Scan(&one); err != nil {
-			return err
+		if err := exists(ctx, q, `SELECT 1 FROM owners WHERE id = $1`, p.OwnerID); err != nil {
+			return nil, err
 		}
 		last(q)
-		var err error
-		k, err = scanAPIKey(q.QueryRow(ctx, `INSERT INTO api_keys (id, owner_id, name, prefix, key_hash, created_at)
+		return scanAPIKey(q.QueryRow(ctx, `INSERT INTO api_keys (id, owner_id, name, prefix, key_hash, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+apiKeyCols,
 			newID(), p.OwnerID, p.Name, store.APIKeyPrefix(secret), store.HashAPIKey(secret), e.Dialect.Time(e.now())))
-		return err
 	})
 	if err != nil {
-		return nil, e.wrap(op, err)
+		return nil, err
 	}
 	return &store.CreatedAPIKey{Key: k, Secret: secret}, nil
 }
@@ -103,13 +89,9 @@ func (e *Engine) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) 
 	if err := need("Hash", p.Hash); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var k *store.APIKey
-	err := e.Exec.Run(ctx, Scope{APIKeyHash: p.Hash}, false, func(q Querier) error {
-		var err error
-		k, err = scanAPIKey(q.QueryRow(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`, p.Hash))
-		return err
+	return inTx(ctx, e, Scope{APIKeyHash: p.Hash}, false, op, func(q Querier) (*store.APIKey, error) {
+		return scanAPIKey(q.QueryRow(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL`, p.Hash))
 	})
-	return result(k, e.wrap(op, err))
 }
 
 // ListAPIKeys implements [store.Ops].
@@ -118,23 +100,9 @@ func (e *Engine) ListAPIKeys(ctx context.Context, p *store.ListAPIKeysParams) ([
 	if err := need("OwnerID", p.OwnerID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var keys []*store.APIKey
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		rows, err := q.Query(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE owner_id = $1 ORDER BY created_at, id`, p.OwnerID)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			k, err := scanAPIKey(rows)
-			if err != nil {
-				return err
-			}
-			keys = append(keys, k)
-		}
-		return rows.Err()
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op, func(q Querier) ([]*store.APIKey, error) {
+		return queryAll(ctx, q, nil, scanAPIKey, `SELECT `+apiKeyCols+` FROM api_keys WHERE owner_id = $1 ORDER BY created_at, id`, p.OwnerID)
 	})
-	return result(keys, e.wrap(op, err))
 }
 
 // RevokeAPIKey implements [store.Ops].
@@ -143,17 +111,14 @@ func (e *Engine) RevokeAPIKey(ctx context.Context, p *store.RevokeAPIKeyParams) 
 	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var k *store.APIKey
-	err := e.write(ctx, p.OwnerID, func(q Querier) error {
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+p.ID, func(q Querier) (*store.APIKey, error) {
 		last(q)
-		var err error
-		k, err = scanAPIKey(q.QueryRow(ctx, `UPDATE api_keys SET revoked_at = $3
+		k, err := scanAPIKey(q.QueryRow(ctx, `UPDATE api_keys SET revoked_at = $3
 			WHERE owner_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING `+apiKeyCols,
 			p.OwnerID, p.ID, e.Dialect.Time(e.now())))
 		if errors.Is(err, sql.ErrNoRows) { // already revoked, or not there
 			k, err = scanAPIKey(q.QueryRow(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID))
 		}
-		return err
+		return k, err
 	})
-	return result(k, e.wrap(op+" "+p.ID, err))
 }

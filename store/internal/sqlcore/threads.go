@@ -70,8 +70,7 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 	if id == "" {
 		id = newID()
 	}
-	var t *store.Thread
-	err = e.write(ctx, p.OwnerID, func(q Querier) error {
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+id, func(q Querier) (*store.Thread, error) {
 		// One statement: the foreign keys reject an owner that does not
 		// exist and a parent that is missing or another owner's
 		// ((parent_id, owner_id) references threads), as ErrNotFound.
@@ -80,18 +79,16 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 		if len(nms) == 0 {
 			last(q)
 		}
-		var err error
-		t, err = scanThread(q.QueryRow(ctx, `INSERT INTO threads
+		t, err := scanThread(q.QueryRow(ctx, `INSERT INTO threads
 			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9) RETURNING `+threadCols,
 			id, p.OwnerID, nullString(p.ParentID), p.Name, p.Network, p.ActiveAgent, md, len(nms), now))
 		if err != nil || len(nms) == 0 {
-			return err
+			return t, err
 		}
 		_, err = insertMessages(ctx, q, p.OwnerID, id, 0, nms, now)
-		return err
+		return t, err
 	})
-	return result(t, e.wrap(op+" "+id, err))
 }
 
 // GetThread implements [store.Ops].
@@ -100,13 +97,9 @@ func (e *Engine) GetThread(ctx context.Context, p *store.GetThreadParams) (*stor
 	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var t *store.Thread
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		var err error
-		t, err = getThread(ctx, q, p.OwnerID, p.ID, "")
-		return err
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op+" "+p.ID, func(q Querier) (*store.Thread, error) {
+		return getThread(ctx, q, p.OwnerID, p.ID, "")
 	})
-	return result(t, e.wrap(op+" "+p.ID, err))
 }
 
 // Thread listing page sizes.
@@ -143,38 +136,27 @@ func (e *Engine) ListThreads(ctx context.Context, p *store.ListThreadsParams) (*
 		}
 		after = true
 	}
+	var sb strings.Builder
+	args := []any{p.OwnerID}
+	sb.WriteString(`SELECT ` + threadCols + ` FROM threads WHERE owner_id = $1`)
+	if p.ParentID != "" {
+		args = append(args, p.ParentID)
+		sb.WriteString(` AND parent_id = $` + strconv.Itoa(len(args)))
+	}
+	if after {
+		args = append(args, e.Dialect.Time(afterAt), afterID)
+		n := len(args)
+		sb.WriteString(` AND (created_at < $` + strconv.Itoa(n-1) + ` OR (created_at = $` + strconv.Itoa(n-1) + ` AND id < $` + strconv.Itoa(n) + `))`)
+	}
+	args = append(args, limit+1)
+	sb.WriteString(` ORDER BY created_at DESC, id DESC LIMIT $` + strconv.Itoa(len(args)))
 	var page store.ThreadPage
-	err := e.read(ctx, p.OwnerID, func(q Querier) error {
-		var sb strings.Builder
-		args := []any{p.OwnerID}
-		sb.WriteString(`SELECT ` + threadCols + ` FROM threads WHERE owner_id = $1`)
-		if p.ParentID != "" {
-			args = append(args, p.ParentID)
-			sb.WriteString(` AND parent_id = $` + strconv.Itoa(len(args)))
-		}
-		if after {
-			args = append(args, e.Dialect.Time(afterAt), afterID)
-			n := len(args)
-			sb.WriteString(` AND (created_at < $` + strconv.Itoa(n-1) + ` OR (created_at = $` + strconv.Itoa(n-1) + ` AND id < $` + strconv.Itoa(n) + `))`)
-		}
-		args = append(args, limit+1)
-		sb.WriteString(` ORDER BY created_at DESC, id DESC LIMIT $` + strconv.Itoa(len(args)))
-		rows, err := q.Query(ctx, sb.String(), args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			t, err := scanThread(rows)
-			if err != nil {
-				return err
-			}
-			page.Threads = append(page.Threads, t)
-		}
-		return rows.Err()
+	var err error
+	page.Threads, err = inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op, func(q Querier) ([]*store.Thread, error) {
+		return queryAll(ctx, q, nil, scanThread, sb.String(), args...)
 	})
 	if err != nil {
-		return nil, e.wrap(op, err)
+		return nil, err
 	}
 	if len(page.Threads) > limit {
 		page.Threads = page.Threads[:limit]
@@ -210,29 +192,26 @@ func (e *Engine) updateThread(ctx context.Context, op, owner, id string, expecte
 	if expected < 0 {
 		return nil, e.wrap(op, invalid("ExpectedVersion %d is negative", expected))
 	}
-	var out *store.Thread
-	err := e.write(ctx, owner, func(q Querier) error {
+	return inTx(ctx, e, Scope{Owner: owner}, true, op+" "+id, func(q Querier) (*store.Thread, error) {
 		t, err := getThread(ctx, q, owner, id, e.Dialect.ForUpdate())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if expected != 0 && t.Version != expected {
-			return &store.VersionConflictError{Kind: "thread", ID: id, Expected: expected, Actual: t.Version}
+			return nil, &store.VersionConflictError{Kind: "thread", ID: id, Expected: expected, Actual: t.Version}
 		}
 		if err := change(t); err != nil {
-			return err
+			return nil, err
 		}
 		md, err := encodeNamespaces("Metadata", t.Metadata)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		last(q)
-		out, err = scanThread(q.QueryRow(ctx, `UPDATE threads SET metadata = $3, active_agent = $4, version = version + 1, updated_at = $5
+		return scanThread(q.QueryRow(ctx, `UPDATE threads SET metadata = $3, active_agent = $4, version = version + 1, updated_at = $5
 			WHERE owner_id = $1 AND id = $2 RETURNING `+threadCols,
 			owner, id, md, t.ActiveAgent, e.Dialect.Time(e.now())))
-		return err
 	})
-	return result(out, e.wrap(op+" "+id, err))
 }
 
 // UpdateThreadMetadata implements [store.Ops].
