@@ -284,6 +284,10 @@ func (x *run) execOne(ctx context.Context, p *plan, i int) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	st.Pending[i].Result = &runstate.Result{Output: out, IsError: isErr}
+	x.dropMemoLocked(callMemo(pc.Call.ID))
+	if pc.Kind == runstate.CallAgentTool {
+		x.dropSubRunMemosLocked(pc.Call.ID)
+	}
 	if x.joinFollows() {
 		// The turn's last result, and no transfer to prepare: afterTools
 		// joins the results and checkpoints them right away, with nothing
@@ -389,8 +393,8 @@ func (x *run) callAgentTool(ctx context.Context, at *agent.AgentTool, call messa
 	child := &runstate.State{SchemaVersion: runstate.SchemaVersion, RunID: runstate.SubRunID(parent.RunID, call.ID), ThreadID: parent.ThreadID,
 		Network: parent.Network, Fingerprint: parent.Fingerprint, Agent: at.Agent,
 		Messages: []message.Message{message.User(in.Input)}, Trail: []string{at.Agent}, Status: runstate.StatusRunning, Values: parent.Values}
-	sub := &run{r: x.r, st: child, sub: true, input: in.Input, began: time.Now()}
-	err := sub.loop(ctx)
+	sub := &run{r: x.r, st: child, sub: true, parent: x, input: in.Input, began: time.Now()}
+	err := sub.loop(agent.WithMemoScope(ctx, sub))
 	x.mu.Lock()
 	parent.Usage.Add(child.Usage)
 	x.mu.Unlock()

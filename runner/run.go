@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/runstate"
 )
@@ -27,6 +28,9 @@ type run struct {
 	// sub is set for an agent-tool sub-run: no events, no checkpoints, no
 	// waiting.
 	sub bool
+	// parent is the run that called a sub-run's agent tool (nil for a
+	// top-level run): the top-level run keeps the sub-run's memos.
+	parent *run
 	// input is the run's user input, shown to the policy.
 	input string
 	// resumed is set for a run continued from a state.
@@ -164,7 +168,7 @@ func (x *run) exec(ctx context.Context) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, remaining, errTimeout)
 		defer cancel()
 	}
-	err := x.loop(ctx)
+	err := x.loop(agent.WithMemoScope(ctx, x))
 	if err != nil && context.Cause(ctx) == errTimeout && !errors.Is(err, errStopped) {
 		return &LimitError{Limit: LimitTimeout, Max: x.r.limits.Timeout.Milliseconds(), Agent: x.st.Agent}
 	}

@@ -119,7 +119,10 @@ func (x *run) call(ctx context.Context, a *agent.Agent, req *model.Request) (*mo
 // the answer's events. It returns the message as recorded in the history.
 func (x *run) record(p *plan, resp *model.Response) *message.Message {
 	st := x.st
+	x.mu.Lock()
 	st.Turns++
+	x.dropMemoLocked(turnMemo(st.Turns))
+	x.mu.Unlock()
 	st.Usage.Add(resp.Usage)
 	x.turn.requestID = resp.RequestID
 	m := resp.Message

@@ -137,4 +137,9 @@ type State struct {
 	Seq int `json:"seq"`
 	// Values carries small, JSON-encodable application values across resumes.
 	Values map[string]json.RawMessage `json:"values,omitempty"`
+	// Memos are the small values that a turn or tool call in progress saved
+	// (agent.Memo), by key: a remote agent's task id, the mark of a
+	// non-idempotent call that was sent. They are dropped when the turn or
+	// call's outcome is recorded.
+	Memos map[string]json.RawMessage `json:"memos,omitempty"`
 }
