@@ -2,68 +2,25 @@ package continuation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/message"
-	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
 )
 
-// stallNet is a network whose inline tool "stall" blocks its first call
-// until released (or its context ends): a run stuck mid-step, the way a
-// process dies with it.
-type stallNet struct {
-	net     *agent.Network
-	started chan struct{}
-	release chan struct{}
-	calls   sync.Map // idempotency key -> *atomic.Int32
-}
-
-func newStallNet(t testing.TB) *stallNet {
+// stalled opens a store of be and returns it, a new stall network and the
+// test config on the store: an adoption test's fixture.
+func stalled(t *testing.T, be backend) (store.Store, *stallNet, Config) {
 	t.Helper()
-	n := &stallNet{started: make(chan struct{}, 16), release: make(chan struct{})}
-	stall := &agent.Tool{Name: "stall", Description: "Think hard.", Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
-		ci, _ := agent.CallFromContext(ctx)
-		c, _ := n.calls.LoadOrStore(ci.IdempotencyKey, new(atomic.Int32))
-		if c.(*atomic.Int32).Add(1) == 1 {
-			n.started <- struct{}{}
-			select {
-			case <-n.release:
-			case <-ctx.Done():
-				return "", ctx.Err()
-			}
-		}
-		return "thought", nil
-	}}
-	a := &agent.Agent{Name: "assistant", ModelName: "scripted", Tools: []*agent.Tool{stall},
-		Model: scripted.New("assistant", []scripted.Step{
-			{Text: "Let me think.", ToolCalls: []scripted.Call{{Name: "stall", Arguments: json.RawMessage(`{}`)}}},
-			{Text: "Done thinking."},
-			{Text: "You're welcome."},
-		}, scripted.Options{})}
-	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "stall", Agents: []*agent.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.net = net
-	return n
-}
-
-func (n *stallNet) executions(key string) int32 {
-	c, ok := n.calls.Load(key)
-	if !ok {
-		return 0
-	}
-	return c.(*atomic.Int32).Load()
+	st := be.open(t)
+	return st, newStallNet(t), testConfig(t, st)
 }
 
 // dyingTurn starts an inline turn that stalls in its tool, then "kills"
@@ -99,159 +56,141 @@ func dyingTurn(t *testing.T, svc *threads.Service, n *stallNet, opts ...runner.R
 // from its last checkpoint: the run completes, the interrupted call runs
 // again under the same idempotency key, and the thread takes a new run.
 func TestAdoptOrphanedRun(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			st := be.open(t)
-			n := newStallNet(t)
-			cfg := testConfig(t, st)
-			cfg.LeaseTTL, cfg.AdoptEvery = 300*time.Millisecond, 100*time.Millisecond
-			cont, svc := wire(t, st, n.net, cfg)
-			b := &bundle{st: st, svc: svc, cont: cont}
-			b.start(t)
-			// The process that dies: its run ends without its stop
-			// recorded, as a SIGKILL leaves it (a process that does not
-			// adopt does not hand its cancelled runs over either).
-			victim := cfg
-			victim.NoAdopt, victim.NoWorkers = true, true
-			_, dying := wire(t, st, n.net, victim)
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := t.Context()
+		st, n, cfg := stalled(t, be)
+		cfg.LeaseTTL, cfg.AdoptEvery = 300*time.Millisecond, 100*time.Millisecond
+		cont, svc := wire(t, st, n.net, cfg)
+		b := &bundle{st: st, svc: svc, cont: cont}
+		b.start(t)
+		// The process that dies: its run ends without its stop
+		// recorded, as a SIGKILL leaves it (a process that does not
+		// adopt does not hand its cancelled runs over either).
+		victim := cfg
+		victim.NoAdopt, victim.NoWorkers = true, true
+		_, dying := wire(t, st, n.net, victim)
 
-			thread, run := dyingTurn(t, dying, n)
-			// The dead run holds the thread until it is adopted.
-			if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run}); err != nil {
-				t.Fatalf("the dead run's lease: %v", err)
+		thread, run := dyingTurn(t, dying, n)
+		// The dead run holds the thread until it is adopted.
+		if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run}); err != nil {
+			t.Fatalf("the dead run's lease: %v", err)
+		}
+		var busy *threads.BusyError
+		for _, err := range svc.Turn(ctx, owner, "Hello?", threads.TurnOptions{ThreadID: thread}) {
+			if !errors.As(err, &busy) || busy.RunID != run {
+				t.Fatalf("a turn on the dead run's thread: %v, want a BusyError naming %s", err, run)
 			}
-			var busy *threads.BusyError
-			for _, err := range svc.Turn(ctx, owner, "Hello?", threads.TurnOptions{ThreadID: thread}) {
-				if !errors.As(err, &busy) || busy.RunID != run {
-					t.Fatalf("a turn on the dead run's thread: %v, want a BusyError naming %s", err, run)
-				}
-				break
+			break
+		}
+		close(n.release) // the tool answers from now on
+		h := waitHandover(t, cont, run, 10*time.Second)
+		m := b.waitMessage(t, h.MessageID, 30*time.Second)
+		if m.Status != message.StatusCompleted || m.Text() != "Done thinking." {
+			t.Fatalf("placeholder %s %q, want completed with the answer", m.Status, m.Text())
+		}
+		if got := statuses(t, st, run); got[len(got)-1] != runstate.StatusCompleted {
+			t.Fatalf("checkpoint statuses %v, want the run completed", got)
+		}
+		if k := run + ":" + firstCall(t, st, run); n.executions(k) != 2 {
+			t.Errorf("the interrupted call ran %d times under its key, want 2 (the dead attempt and the resume)", n.executions(k))
+		}
+		if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("the adopted run's lease: %v, want none", err)
+		}
+		waitRiver(t, st, 10*time.Second)
+		var end *runner.RunEndEvent
+		for ev, err := range svc.Turn(ctx, owner, "Thanks!", threads.TurnOptions{ThreadID: thread}) {
+			if err != nil {
+				t.Fatalf("a new turn after the adoption: %v", err)
 			}
-			close(n.release) // the tool answers from now on
-			h := waitHandover(t, cont, run, 10*time.Second)
-			m := b.waitMessage(t, h.MessageID, 30*time.Second)
-			if m.Status != message.StatusCompleted || m.Text() != "Done thinking." {
-				t.Fatalf("placeholder %s %q, want completed with the answer", m.Status, m.Text())
+			if e, ok := ev.(*runner.RunEndEvent); ok {
+				end = e
 			}
-			if got := statuses(t, st, run); got[len(got)-1] != runstate.StatusCompleted {
-				t.Fatalf("checkpoint statuses %v, want the run completed", got)
-			}
-			if k := run + ":" + firstCall(t, st, run); n.executions(k) != 2 {
-				t.Errorf("the interrupted call ran %d times under its key, want 2 (the dead attempt and the resume)", n.executions(k))
-			}
-			if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run}); !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("the adopted run's lease: %v, want none", err)
-			}
-			waitRiver(t, st, 10*time.Second)
-			var end *runner.RunEndEvent
-			for ev, err := range svc.Turn(ctx, owner, "Thanks!", threads.TurnOptions{ThreadID: thread}) {
-				if err != nil {
-					t.Fatalf("a new turn after the adoption: %v", err)
-				}
-				if e, ok := ev.(*runner.RunEndEvent); ok {
-					end = e
-				}
-			}
-			if end == nil {
-				t.Fatal("the new turn did not end")
-			}
-		})
-	}
+		}
+		if end == nil {
+			t.Fatal("the new turn did not end")
+		}
+	})
 }
 
 // TestLiveLeaseNotAdopted: a run that takes longer than many lease TTLs is
 // not adopted while its process renews the lease, and its stop releases it.
 func TestLiveLeaseNotAdopted(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			st := be.open(t)
-			n := newStallNet(t)
-			cfg := testConfig(t, st)
-			// Renewals every 400ms must win the database's write lock in time
-			// on a loaded machine: a lease is lost only if none does for 1.2s.
-			cfg.LeaseTTL, cfg.AdoptEvery = 1200*time.Millisecond, 100*time.Millisecond
-			cont, svc := wire(t, st, n.net, cfg)
-			(&bundle{cont: cont}).start(t)
-			// A second process's adopter on the same database.
-			other, _ := wire(t, st, n.net, cfg)
-			(&bundle{cont: other}).start(t)
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := t.Context()
+		st, n, cfg := stalled(t, be)
+		// Renewals every 400ms must win the database's write lock in time
+		// on a loaded machine: a lease is lost only if none does for 1.2s.
+		cfg.LeaseTTL, cfg.AdoptEvery = 1200*time.Millisecond, 100*time.Millisecond
+		cont, svc := wire(t, st, n.net, cfg)
+		(&bundle{cont: cont}).start(t)
+		// A second process's adopter on the same database.
+		other, _ := wire(t, st, n.net, cfg)
+		(&bundle{cont: other}).start(t)
 
-			done := make(chan *runner.RunEndEvent, 1)
-			go func() {
-				var end *runner.RunEndEvent
-				for ev, err := range svc.Turn(ctx, owner, "Think about it.", threads.TurnOptions{}) {
-					if err != nil {
-						t.Error(err)
-						break
-					}
-					if e, ok := ev.(*runner.RunEndEvent); ok {
-						end = e
-					}
+		done := make(chan *runner.RunEndEvent, 1)
+		go func() {
+			var end *runner.RunEndEvent
+			for ev, err := range svc.Turn(ctx, owner, "Think about it.", threads.TurnOptions{}) {
+				if err != nil {
+					t.Error(err)
+					break
 				}
-				done <- end
-			}()
-			<-n.started
-			time.Sleep(4 * cfg.LeaseTTL)
-			if n, err := other.AdoptExpired(ctx); err != nil || n != 0 {
-				t.Fatalf("adopted %d runs (%v) of a live process", n, err)
+				if e, ok := ev.(*runner.RunEndEvent); ok {
+					end = e
+				}
 			}
-			close(n.release)
-			end := <-done
-			if end == nil || end.Status != runstate.StatusCompleted {
-				t.Fatalf("run end %+v, want completed inline", end)
-			}
-			if ids := cont.leases.ids(); len(ids) != 0 {
-				t.Errorf("the process still renews %v", ids)
-			}
-		})
-	}
+			done <- end
+		}()
+		<-n.started
+		time.Sleep(4 * cfg.LeaseTTL)
+		if n, err := other.AdoptExpired(ctx); err != nil || n != 0 {
+			t.Fatalf("adopted %d runs (%v) of a live process", n, err)
+		}
+		close(n.release)
+		end := <-done
+		if end == nil || end.Status != runstate.StatusCompleted {
+			t.Fatalf("run end %+v, want completed inline", end)
+		}
+		if ids := cont.leases.ids(); len(ids) != 0 {
+			t.Errorf("the process still renews %v", ids)
+		}
+	})
 }
 
 // TestAdoptOnce: of concurrent adopters of one orphan, one hands it over.
 func TestAdoptOnce(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			st := be.open(t)
-			n := newStallNet(t)
-			cfg := testConfig(t, st)
-			cfg.LeaseTTL = 100 * time.Millisecond
-			cfg.NoAdopt = true
-			cont, svc := wire(t, st, n.net, cfg)
-			if err := cont.Migrate(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			_, run := dyingTurn(t, svc, n)
-			time.Sleep(3 * cfg.LeaseTTL)
-			var wg sync.WaitGroup
-			var handed, orphanless atomic.Int32
-			for range 6 {
-				other, _ := wire(t, st, n.net, cfg)
-				wg.Go(func() {
-					h, err := other.Adopt(t.Context(), owner, run)
-					switch {
-					case errors.Is(err, ErrNotOrphan):
-						orphanless.Add(1)
-					case err != nil:
-						t.Error(err)
-					case h != nil:
-						handed.Add(1)
-					}
-				})
-			}
-			wg.Wait()
-			if handed.Load() != 1 || orphanless.Load() != 5 {
-				t.Fatalf("%d hand-overs and %d refusals, want 1 and 5", handed.Load(), orphanless.Load())
-			}
-		})
-	}
+	eachBackend(t, func(t *testing.T, be backend) {
+		st, n, cfg := stalled(t, be)
+		cfg.LeaseTTL = 100 * time.Millisecond
+		cfg.NoAdopt = true
+		cont, svc := wire(t, st, n.net, cfg)
+		if err := cont.Migrate(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		_, run := dyingTurn(t, svc, n)
+		time.Sleep(3 * cfg.LeaseTTL)
+		var wg sync.WaitGroup
+		var handed, orphanless atomic.Int32
+		for range 6 {
+			other, _ := wire(t, st, n.net, cfg)
+			wg.Go(func() {
+				h, err := other.Adopt(t.Context(), owner, run)
+				switch {
+				case errors.Is(err, ErrNotOrphan):
+					orphanless.Add(1)
+				case err != nil:
+					t.Error(err)
+				case h != nil:
+					handed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if handed.Load() != 1 || orphanless.Load() != 5 {
+			t.Fatalf("%d hand-overs and %d refusals, want 1 and 5", handed.Load(), orphanless.Load())
+		}
+	})
 }
 
 // waitHandover waits until the run is handed to a worker.
@@ -291,36 +230,30 @@ func firstCall(t *testing.T, st store.Store, run string) string {
 // once, long before its lease would expire; in a one-shot command's
 // process it keeps its lease, for the user to resume.
 func TestCancelledRunHandedOver(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			st := be.open(t)
-			n := newStallNet(t)
-			cfg := testConfig(t, st)
-			cfg.LeaseTTL = time.Hour
-			cont, svc := wire(t, st, n.net, cfg)
-			b := &bundle{st: st, svc: svc, cont: cont}
-			b.start(t)
-			_, run := dyingTurn(t, svc, n)
-			close(n.release)
-			h := waitHandover(t, cont, run, 5*time.Second)
-			if m := b.waitMessage(t, h.MessageID, 30*time.Second); m.Status != message.StatusCompleted {
-				t.Fatalf("placeholder %s, want completed", m.Status)
-			}
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := t.Context()
+		st, n, cfg := stalled(t, be)
+		cfg.LeaseTTL = time.Hour
+		cont, svc := wire(t, st, n.net, cfg)
+		b := &bundle{st: st, svc: svc, cont: cont}
+		b.start(t)
+		_, run := dyingTurn(t, svc, n)
+		close(n.release)
+		h := waitHandover(t, cont, run, 5*time.Second)
+		if m := b.waitMessage(t, h.MessageID, 30*time.Second); m.Status != message.StatusCompleted {
+			t.Fatalf("placeholder %s, want completed", m.Status)
+		}
 
-			cli := cfg
-			cli.NoAdopt, cli.NoWorkers = true, true
-			n2 := newStallNet(t)
-			_, svc2 := wire(t, st, n2.net, cli)
-			_, run2 := dyingTurn(t, svc2, n2)
-			if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run2}); err != nil {
-				t.Fatalf("the one-shot command's cancelled run: %v, want it to keep its lease", err)
-			}
-			if _, err := cont.Lookup(ctx, owner, run2); !errors.Is(err, ErrNotSuspended) {
-				t.Fatalf("the one-shot command's cancelled run was handed over: %v", err)
-			}
-		})
-	}
+		cli := cfg
+		cli.NoAdopt, cli.NoWorkers = true, true
+		n2 := newStallNet(t)
+		_, svc2 := wire(t, st, n2.net, cli)
+		_, run2 := dyingTurn(t, svc2, n2)
+		if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run2}); err != nil {
+			t.Fatalf("the one-shot command's cancelled run: %v, want it to keep its lease", err)
+		}
+		if _, err := cont.Lookup(ctx, owner, run2); !errors.Is(err, ErrNotSuspended) {
+			t.Fatalf("the one-shot command's cancelled run was handed over: %v", err)
+		}
+	})
 }

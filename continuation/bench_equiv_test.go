@@ -212,14 +212,7 @@ func benchRiverEquivalent(b *testing.B, st store.Store) {
 	default:
 		b.Fatalf("store %T", st)
 	}
-	if err := start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_ = stop(sctx)
-	}()
+	startUntilEnd(b, start, stop)
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	for p := range benchProducers {

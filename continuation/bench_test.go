@@ -191,14 +191,7 @@ func benchRiver(b *testing.B, st store.Store) {
 		done.Add(1)
 		last.Store(time.Now().UnixNano())
 	})
-	if err := c.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		c.Stop(sctx)
-	}()
+	startUntilEnd(b, c.Start, c.Stop)
 	opts := &river.InsertOpts{Queue: "bench_bare"}
 	// Latency, one job at a time.
 	var lat []time.Duration
@@ -256,14 +249,7 @@ func benchBaton(b *testing.B, st store.Store) {
 	d, br := backendOf(b, st)
 	cont, svc := wire(b, st, benchNetwork(b, tool),
 		Config{Store: st, Driver: d, Broker: br, Workers: benchWorkers, FetchCooldown: benchFetchCooldown, Logger: testLogger(), NoMigrate: true}, count)
-	if err := cont.Start(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		cont.Stop(sctx)
-	}()
+	startUntilEnd(b, cont.Start, cont.Stop)
 	if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
 		b.Fatal(err)
 	}

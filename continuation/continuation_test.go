@@ -19,107 +19,103 @@ import (
 // checkpoint, job run and River job are written; a worker resumes the run
 // and completes it with the transcript of an all-inline run.
 func TestHandover(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			tools := newToolLog()
-			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, nil)
-			thread, run, end := b.turn(t, "Where is my order 1234?")
-			if end == nil || end.Status != runstate.StatusSuspended {
-				t.Fatalf("inline run ended %+v, want suspended", end)
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := t.Context()
+		tools := newToolLog()
+		b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, nil)
+		thread, run, end := b.turn(t, "Where is my order 1234?")
+		if end == nil || end.Status != runstate.StatusSuspended {
+			t.Fatalf("inline run ended %+v, want suspended", end)
+		}
+		if keys, _ := tools.total(); keys != 0 {
+			t.Fatal("the slow tool ran inline")
+		}
+		h, err := b.cont.Lookup(ctx, owner, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ph, err := b.st.GetMessage(ctx, &store.GetMessageParams{OwnerID: owner, ID: h.MessageID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ph.Status != message.StatusQueued || ph.Metadata[MetaContinuationID] != h.EventID || ph.ThreadID != thread || !IsPlaceholder(ph) {
+			t.Fatalf("placeholder = %+v", ph)
+		}
+		if h.JobRun.Status != store.JobQueued || h.JobRun.IdempotencyKey != h.EventID || h.JobRun.Kind != Kind {
+			t.Fatalf("job run = %+v", h.JobRun)
+		}
+		if jobs := riverJobs(t, b.st); jobs["available"] != 1 {
+			t.Fatalf("river jobs = %v", jobs)
+		}
+		// The thread is busy until the worker is done.
+		var busy *threads.BusyError
+		for _, err := range b.svc.Turn(ctx, owner, "hello?", threads.TurnOptions{ThreadID: thread}) {
+			if err != nil && !errors.As(err, &busy) {
+				t.Fatalf("turn while handed over: %v", err)
 			}
-			if keys, _ := tools.total(); keys != 0 {
-				t.Fatal("the slow tool ran inline")
-			}
-			h, err := b.cont.Lookup(ctx, owner, run)
+		}
+		if busy == nil {
+			t.Fatal("a turn while handed over was not refused")
+		}
+
+		b.start(t)
+		final := b.waitMessage(t, h.MessageID, 30*time.Second)
+		if final.Status != message.StatusCompleted || final.Text() != "Your order 1234 has shipped." {
+			t.Fatalf("placeholder after the worker = %s %q", final.Status, final.Text())
+		}
+		if keys, calls := tools.total(); keys != 1 || calls != 1 {
+			t.Errorf("tool executions: %d keys, %d calls", keys, calls)
+		}
+		if _, err := b.st.GetDraft(ctx, &store.GetDraftParams{OwnerID: owner, MessageID: h.MessageID}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("draft after completion: %v", err)
+		}
+		jr, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
+		if err != nil || jr.Status != store.JobCompleted || jr.Attempt != 1 {
+			t.Errorf("job run = %+v, %v", jr, err)
+		}
+		if jobs := waitRiver(t, b.st, 10*time.Second); jobs["completed"] != 1 {
+			t.Errorf("river jobs = %v", jobs)
+		}
+		got, phs := stored(t, b.st, thread)
+		if len(phs) != 1 {
+			t.Fatalf("%d placeholders", len(phs))
+		}
+
+		// The same conversation, all inline, on another store.
+		itools := newToolLog()
+		ib := setup(t, be, network(t, itools, "", scripted.Options{}), itools, nil)
+		var ithread string
+		for ev, err := range ib.svc.Turn(ctx, owner, "Where is my order 1234?", threads.TurnOptions{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ph, err := b.st.GetMessage(ctx, &store.GetMessageParams{OwnerID: owner, ID: h.MessageID})
-			if err != nil {
-				t.Fatal(err)
+			if e, ok := ev.(*runner.RunStartEvent); ok {
+				ithread = e.ThreadID
 			}
-			if ph.Status != message.StatusQueued || ph.Metadata[MetaContinuationID] != h.EventID || ph.ThreadID != thread || !IsPlaceholder(ph) {
-				t.Fatalf("placeholder = %+v", ph)
+		}
+		want, _ := stored(t, ib.st, ithread)
+		if shape(got) != shape(want) {
+			t.Errorf("stored thread after the worker:\n%s\nwant (all inline):\n%s", shape(got), shape(want))
+		}
+		cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
+		if err != nil || cp.Status != runstate.StatusCompleted {
+			t.Fatalf("final checkpoint: %+v, %v", cp, err)
+		}
+		icp, _ := ib.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: ithread})
+		if shape(cp.State.Transcript) != shape(icp.State.Transcript) {
+			t.Errorf("run transcript:\n%s\nwant:\n%s", shape(cp.State.Transcript), shape(icp.State.Transcript))
+		}
+		if final.Metadata[MetaContinuation].(map[string]any)["final_message_id"] != cp.State.Transcript[len(cp.State.Transcript)-1].ID {
+			t.Errorf("placeholder metadata = %v", final.Metadata)
+		}
+		// The next turn's history leaves the placeholder out, and the
+		// thread takes turns again.
+		for _, err := range b.svc.Turn(ctx, owner, "thanks", threads.TurnOptions{ThreadID: thread}) {
+			if err != nil && errors.As(err, &busy) {
+				t.Fatalf("thread still busy: %v", err)
 			}
-			if h.JobRun.Status != store.JobQueued || h.JobRun.IdempotencyKey != h.EventID || h.JobRun.Kind != Kind {
-				t.Fatalf("job run = %+v", h.JobRun)
-			}
-			if jobs := riverJobs(t, b.st); jobs["available"] != 1 {
-				t.Fatalf("river jobs = %v", jobs)
-			}
-			// The thread is busy until the worker is done.
-			var busy *threads.BusyError
-			for _, err := range b.svc.Turn(ctx, owner, "hello?", threads.TurnOptions{ThreadID: thread}) {
-				if err != nil && !errors.As(err, &busy) {
-					t.Fatalf("turn while handed over: %v", err)
-				}
-			}
-			if busy == nil {
-				t.Fatal("a turn while handed over was not refused")
-			}
-
-			b.start(t)
-			final := b.waitMessage(t, h.MessageID, 30*time.Second)
-			if final.Status != message.StatusCompleted || final.Text() != "Your order 1234 has shipped." {
-				t.Fatalf("placeholder after the worker = %s %q", final.Status, final.Text())
-			}
-			if keys, calls := tools.total(); keys != 1 || calls != 1 {
-				t.Errorf("tool executions: %d keys, %d calls", keys, calls)
-			}
-			if _, err := b.st.GetDraft(ctx, &store.GetDraftParams{OwnerID: owner, MessageID: h.MessageID}); !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("draft after completion: %v", err)
-			}
-			jr, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
-			if err != nil || jr.Status != store.JobCompleted || jr.Attempt != 1 {
-				t.Errorf("job run = %+v, %v", jr, err)
-			}
-			if jobs := waitRiver(t, b.st, 10*time.Second); jobs["completed"] != 1 {
-				t.Errorf("river jobs = %v", jobs)
-			}
-			got, phs := stored(t, b.st, thread)
-			if len(phs) != 1 {
-				t.Fatalf("%d placeholders", len(phs))
-			}
-
-			// The same conversation, all inline, on another store.
-			itools := newToolLog()
-			ib := setup(t, be, network(t, itools, "", scripted.Options{}), itools, nil)
-			var ithread string
-			for ev, err := range ib.svc.Turn(ctx, owner, "Where is my order 1234?", threads.TurnOptions{}) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if e, ok := ev.(*runner.RunStartEvent); ok {
-					ithread = e.ThreadID
-				}
-			}
-			want, _ := stored(t, ib.st, ithread)
-			if shape(got) != shape(want) {
-				t.Errorf("stored thread after the worker:\n%s\nwant (all inline):\n%s", shape(got), shape(want))
-			}
-			cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
-			if err != nil || cp.Status != runstate.StatusCompleted {
-				t.Fatalf("final checkpoint: %+v, %v", cp, err)
-			}
-			icp, _ := ib.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: ithread})
-			if shape(cp.State.Transcript) != shape(icp.State.Transcript) {
-				t.Errorf("run transcript:\n%s\nwant:\n%s", shape(cp.State.Transcript), shape(icp.State.Transcript))
-			}
-			if final.Metadata[MetaContinuation].(map[string]any)["final_message_id"] != cp.State.Transcript[len(cp.State.Transcript)-1].ID {
-				t.Errorf("placeholder metadata = %v", final.Metadata)
-			}
-			// The next turn's history leaves the placeholder out, and the
-			// thread takes turns again.
-			for _, err := range b.svc.Turn(ctx, owner, "thanks", threads.TurnOptions{ThreadID: thread}) {
-				if err != nil && errors.As(err, &busy) {
-					t.Fatalf("thread still busy: %v", err)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestHandoverIsAtomic injects a failure between the writes of the
@@ -191,56 +187,209 @@ func TestHandoverIsAtomic(t *testing.T) {
 // the worker, after the final transaction committed, that the
 // continuation's run completed (a thread handoff's seed is cleared there).
 func TestAfterRunOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be backend) {
+		type call struct {
+			owner, thread, run string
+			status             runstate.Status
+			resumed            bool
+		}
+		var mu sync.Mutex
+		var calls []call
+		var b *bundle
+		tools := newToolLog()
+		after := runner.ExtensionFuncs{After: func(ctx context.Context, o *runner.Outcome) {
+			if o.State.Status != runstate.StatusCompleted {
+				return
+			}
+			owner, _ := store.OwnerFromContext(ctx)
+			// The final transaction is committed: the placeholder is final.
+			m, err := b.st.GetMessage(ctx, &store.GetMessageParams{OwnerID: owner, ID: EventID(o.State.RunID, 2)})
+			if err != nil || m.Status != message.StatusCompleted {
+				t.Errorf("placeholder when the run ends: %+v, %v", m, err)
+			}
+			mu.Lock()
+			calls = append(calls, call{owner, o.State.ThreadID, o.State.RunID, o.State.Status, o.Resumed})
+			mu.Unlock()
+		}}
+		b = setup(t, be, network(t, tools, "", scripted.Options{}), tools, nil, after)
+		thread, run, _ := b.turn(t, "Where is my order 1234?")
+		b.start(t)
+		b.waitMessage(t, EventID(run, 2), 30*time.Second)
+		waitRiver(t, b.st, 10*time.Second)
+		// The final transaction (placeholder and River job included) has
+		// committed; the worker's AfterRun follows it.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			mu.Lock()
+			n := len(calls)
+			mu.Unlock()
+			if n > 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(100 * time.Millisecond) // room for a wrong second call
+		mu.Lock()
+		defer mu.Unlock()
+		if want := (call{owner, thread, run, runstate.StatusCompleted, true}); len(calls) != 1 || calls[0] != want {
+			t.Fatalf("completed runs = %+v, want one %+v", calls, want)
+		}
+	})
+}
+
+// TestSameEventManyTimes delivers one hand-over 100 times, as enqueue
+// requests and as River deliveries: one job run, one execution.
+func TestSameEventManyTimes(t *testing.T) {
 	t.Parallel()
 	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
+		t.Run(be.name+"/Enqueue", func(t *testing.T) {
 			t.Parallel()
-			type call struct {
-				owner, thread, run string
-				status             runstate.Status
-				resumed            bool
-			}
-			var mu sync.Mutex
-			var calls []call
-			var b *bundle
+			ctx := t.Context()
 			tools := newToolLog()
-			after := runner.ExtensionFuncs{After: func(ctx context.Context, o *runner.Outcome) {
-				if o.State.Status != runstate.StatusCompleted {
-					return
-				}
-				owner, _ := store.OwnerFromContext(ctx)
-				// The final transaction is committed: the placeholder is final.
-				m, err := b.st.GetMessage(ctx, &store.GetMessageParams{OwnerID: owner, ID: EventID(o.State.RunID, 2)})
-				if err != nil || m.Status != message.StatusCompleted {
-					t.Errorf("placeholder when the run ends: %+v, %v", m, err)
-				}
-				mu.Lock()
-				calls = append(calls, call{owner, o.State.ThreadID, o.State.RunID, o.State.Status, o.Resumed})
-				mu.Unlock()
-			}}
-			b = setup(t, be, network(t, tools, "", scripted.Options{}), tools, nil, after)
-			thread, run, _ := b.turn(t, "Where is my order 1234?")
-			b.start(t)
-			b.waitMessage(t, EventID(run, 2), 30*time.Second)
-			waitRiver(t, b.st, 10*time.Second)
-			// The final transaction (placeholder and River job included) has
-			// committed; the worker's AfterRun follows it.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				mu.Lock()
-				n := len(calls)
-				mu.Unlock()
-				if n > 0 || time.Now().After(deadline) {
-					break
-				}
-				time.Sleep(10 * time.Millisecond)
+			net := network(t, tools, "", scripted.Options{})
+			b := setup(t, be, net, tools, nil)
+			// One run handed over by the hook, one suspended by a process
+			// without the continuation service (no job yet).
+			_, run1, _ := b.turn(t, "Where is my order 1234?")
+			r, err := runner.New(runner.Config{Network: net, Logger: testLogger()})
+			if err != nil {
+				t.Fatal(err)
 			}
-			time.Sleep(100 * time.Millisecond) // room for a wrong second call
-			mu.Lock()
-			defer mu.Unlock()
-			if want := (call{owner, thread, run, runstate.StatusCompleted, true}); len(calls) != 1 || calls[0] != want {
-				t.Fatalf("completed runs = %+v, want one %+v", calls, want)
+			var run2 string
+			for ev, err := range threads.New(b.st, r, nil).Turn(ctx, owner, "And order 1234?", threads.TurnOptions{RunOptions: []runner.RunOption{runner.WithBackgroundBoundary()}}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e, ok := ev.(*runner.RunStartEvent); ok {
+					run2 = e.RunID
+				}
+			}
+			if jobs := riverJobs(t, b.st); jobs["available"] != 1 {
+				t.Fatalf("river jobs before = %v", jobs)
+			}
+			for _, run := range []string{run1, run2} {
+				var mu sync.Mutex
+				created, events := 0, map[string]bool{}
+				var wg sync.WaitGroup
+				for range 10 {
+					wg.Go(func() {
+						for range 10 {
+							h, err := b.cont.Enqueue(ctx, owner, run)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							mu.Lock()
+							events[h.EventID] = true
+							if !h.Duplicate {
+								created++
+							}
+							mu.Unlock()
+						}
+					})
+				}
+				wg.Wait()
+				want := 0
+				if run == run2 {
+					want = 1
+				}
+				if created != want || len(events) != 1 {
+					t.Errorf("run %s: %d hand-overs created, %d event ids", run, created, len(events))
+				}
+			}
+			if jobs := riverJobs(t, b.st); jobs["available"] != 2 {
+				t.Fatalf("river jobs after 200 enqueues = %v", jobs)
+			}
+			b.start(t)
+			for _, run := range []string{run1, run2} {
+				h, err := b.cont.Lookup(ctx, owner, run)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m := b.waitMessage(t, h.MessageID, 30*time.Second); m.Status != message.StatusCompleted {
+					t.Errorf("placeholder = %s", m.Status)
+				}
+			}
+			if keys, calls := tools.total(); keys != 2 || calls != 2 {
+				t.Errorf("tool executions: %d keys, %d calls; want 2 and 2", keys, calls)
 			}
 		})
+		t.Run(be.name+"/Deliveries", func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			tools := newToolLog()
+			// A lease long enough that no delivery outlives it, even on a
+			// loaded machine: then exactly one delivery claims the run.
+			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) {
+				c.testNoUnique, c.Workers = true, 8
+				c.JobTimeout, c.RescueStuckJobsAfter = 10*time.Second, 15*time.Second
+			})
+			_, run, h := b.handOver(t)
+			// 99 more deliveries of the same job.
+			cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := Args{OwnerID: owner, ThreadID: cp.ThreadID, RunID: run, EventID: h.EventID, JobRunID: h.JobRun.ID, Fingerprint: cp.Fingerprint}
+			for range 99 {
+				err := b.st.Tx(ctx, func(tx store.Tx) error {
+					_, err := b.cont.q.insertTx(ctx, tx, args, nil)
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if jobs := riverJobs(t, b.st); jobs["available"] != 100 {
+				t.Fatalf("river jobs = %v", jobs)
+			}
+			b.start(t)
+			if m := b.waitMessage(t, h.MessageID, 30*time.Second); m.Status != message.StatusCompleted {
+				t.Fatalf("placeholder = %s", m.Status)
+			}
+			jobs := waitRiver(t, b.st, 90*time.Second)
+			if jobs["completed"] != 100 {
+				t.Errorf("river jobs = %v, want 100 completed", jobs)
+			}
+			if keys, calls := tools.total(); keys != 1 || calls != 1 {
+				t.Errorf("tool executions: %d keys, %d calls; want 1", keys, calls)
+			}
+			jr, _ := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
+			if jr.Status != store.JobCompleted || jr.Attempt != 1 {
+				t.Errorf("job run = %s attempt %d", jr.Status, jr.Attempt)
+			}
+			if cps := statuses(t, b.st, run); cps[len(cps)-1] != runstate.StatusCompleted {
+				t.Errorf("checkpoints = %v", cps)
+			}
+		})
+	}
+}
+
+// TestReplayOfCompletedJob works a finished continuation again: nothing
+// happens.
+func TestReplayOfCompletedJob(t *testing.T) {
+	t.Parallel()
+	be := backends(t)[0]
+	ctx := t.Context()
+	tools := newToolLog()
+	b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) { c.testNoUnique = true })
+	_, run, h := b.handOver(t)
+	b.start(t)
+	b.waitMessage(t, h.MessageID, 30*time.Second)
+	waitRiver(t, b.st, 10*time.Second)
+	before := statuses(t, b.st, run)
+	cp, _ := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
+	args := Args{OwnerID: owner, ThreadID: cp.ThreadID, RunID: run, EventID: h.EventID, JobRunID: h.JobRun.ID, Fingerprint: cp.Fingerprint}
+	if err := b.st.Tx(ctx, func(tx store.Tx) error { _, err := b.cont.q.insertTx(ctx, tx, args, nil); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := waitRiver(t, b.st, 10*time.Second); jobs["completed"] != 2 {
+		t.Fatalf("river jobs = %v", jobs)
+	}
+	if after := statuses(t, b.st, run); len(after) != len(before) {
+		t.Errorf("the replay wrote checkpoints: %v -> %v", before, after)
+	}
+	if _, calls := tools.total(); calls != 1 {
+		t.Errorf("tool ran %d times", calls)
 	}
 }

@@ -19,167 +19,133 @@ import (
 // refuses the checkpoint; the placeholder goes to error, the detail to the
 // job run, and the thread is free again.
 func TestIncompatibleFingerprint(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			tools := newToolLog()
-			b := setup(t, be, network(t, tools, "v1", scripted.Options{}), tools, nil)
-			thread, run, _ := b.turn(t, "Where is my order 1234?")
-			h, err := b.cont.Lookup(ctx, owner, run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// A worker deployed with v2 of the network, on the same database.
-			cont2, _ := wire(t, b.st, network(t, tools, "v2", scripted.Options{}), testConfig(t, b.st))
-			w := &bundle{st: b.st, cont: cont2}
-			w.start(t)
-			checkGaveUp(t, b, h, thread, DefaultIncompatibleText, "was written under version")
-			if keys, _ := tools.total(); keys != 0 {
-				t.Error("the tool ran")
-			}
-		})
-	}
+	eachBackend(t, func(t *testing.T, be backend) {
+		tools := newToolLog()
+		b := setup(t, be, network(t, tools, "v1", scripted.Options{}), tools, nil)
+		thread, _, h := b.handOver(t)
+		// A worker deployed with v2 of the network, on the same database.
+		cont2, _ := wire(t, b.st, network(t, tools, "v2", scripted.Options{}), testConfig(t, b.st))
+		w := &bundle{st: b.st, cont: cont2}
+		w.start(t)
+		checkGaveUp(t, b, h, thread, DefaultIncompatibleText, "was written under version")
+		if keys, _ := tools.total(); keys != 0 {
+			t.Error("the tool ran")
+		}
+	})
 }
 
 // TestTransientFailureRetries: the tool fails transiently more often than
 // the runner retries it; the job is retried with backoff from the last
 // checkpoint, with the same idempotency key, and completes.
 func TestTransientFailureRetries(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			tools := newToolLog()
-			tools.fail = func(_ string, n int) error {
-				if n <= 5 { // the runner tries 4 times per attempt
-					return agent.Transient(errors.New("inventory service unavailable"), time.Millisecond)
-				}
-				return nil
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := t.Context()
+		tools := newToolLog()
+		tools.fail = func(_ string, n int) error {
+			if n <= 5 { // the runner tries 4 times per attempt
+				return agent.Transient(errors.New("inventory service unavailable"), time.Millisecond)
 			}
-			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, nil)
-			_, run, _ := b.turn(t, "Where is my order 1234?")
-			h, err := b.cont.Lookup(ctx, owner, run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.start(t)
-			m := b.waitMessage(t, h.MessageID, 60*time.Second)
-			if m.Status != message.StatusCompleted || m.Text() != "Your order 1234 has shipped." {
-				t.Fatalf("placeholder = %s %q", m.Status, m.Text())
-			}
-			jr, _ := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
-			if jr.Status != store.JobCompleted || jr.Attempt != 2 {
-				t.Errorf("job run = %s attempt %d, want completed at attempt 2", jr.Status, jr.Attempt)
-			}
-			if keys, calls := tools.total(); keys != 1 || calls != 6 {
-				t.Errorf("tool: %d keys, %d calls; want 1 key, 6 calls", keys, calls)
-			}
-		})
-	}
+			return nil
+		}
+		b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, nil)
+		_, _, h := b.handOver(t)
+		b.start(t)
+		m := b.waitMessage(t, h.MessageID, 60*time.Second)
+		if m.Status != message.StatusCompleted || m.Text() != "Your order 1234 has shipped." {
+			t.Fatalf("placeholder = %s %q", m.Status, m.Text())
+		}
+		jr, _ := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
+		if jr.Status != store.JobCompleted || jr.Attempt != 2 {
+			t.Errorf("job run = %s attempt %d, want completed at attempt 2", jr.Status, jr.Attempt)
+		}
+		if keys, calls := tools.total(); keys != 1 || calls != 6 {
+			t.Errorf("tool: %d keys, %d calls; want 1 key, 6 calls", keys, calls)
+		}
+	})
 }
 
 // TestPermanentFailure: the model fails for good in the worker; the
 // placeholder goes to error with the user-safe text, the detail to the job
 // run, and the job is not retried.
 func TestPermanentFailure(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			tools := newToolLog()
-			net := network(t, tools, "", scripted.Options{}, scripted.Step{Fail: &scripted.Fail{Status: 400, Message: "context window exceeded"}})
-			b := setup(t, be, net, tools, func(c *Config) {
-				c.ErrorText = "That did not work."
-				// Not the 2 s of the other tests: on a saturated machine the
-				// first attempt could time out and be retried, correctly,
-				// which is not what this test is about.
-				c.JobTimeout, c.RescueStuckJobsAfter = time.Minute, 2*time.Minute
-			})
-			thread, run, _ := b.turn(t, "Where is my order 1234?")
-			h, err := b.cont.Lookup(ctx, owner, run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.start(t)
-			if jr := checkGaveUp(t, b, h, thread, "That did not work.", "context window exceeded"); jr.Attempt != 1 {
-				t.Errorf("job run attempt %d, want 1 (not retried)", jr.Attempt)
-			}
+	eachBackend(t, func(t *testing.T, be backend) {
+		tools := newToolLog()
+		net := network(t, tools, "", scripted.Options{}, scripted.Step{Fail: &scripted.Fail{Status: 400, Message: "context window exceeded"}})
+		b := setup(t, be, net, tools, func(c *Config) {
+			c.ErrorText = "That did not work."
+			// Not the 2 s of the other tests: on a saturated machine the
+			// first attempt could time out and be retried, correctly,
+			// which is not what this test is about.
+			c.JobTimeout, c.RescueStuckJobsAfter = time.Minute, 2*time.Minute
 		})
-	}
+		thread, _, h := b.handOver(t)
+		b.start(t)
+		if jr := checkGaveUp(t, b, h, thread, "That did not work.", "context window exceeded"); jr.Attempt != 1 {
+			t.Errorf("job run attempt %d, want 1 (not retried)", jr.Attempt)
+		}
+	})
 }
 
 // TestLateSubscriberSeesDraft: a client that subscribes while the worker
 // streams gets the current draft first, then updates, then the final
 // message.
 func TestLateSubscriberSeesDraft(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			tools := newToolLog()
-			tools.started = make(chan string, 1)
-			tools.gate = make(chan struct{})
-			answer := "Your order 1234 left our warehouse this morning and should arrive within two days at the address on file."
-			b := setup(t, be, network(t, tools, "", scripted.Options{ChunkWords: 1, ChunkDelay: 30 * time.Millisecond}, scripted.Step{Text: answer}), tools,
-				func(c *Config) { c.Draft = draft.Options{Interval: 150 * time.Millisecond} })
-			_, run, _ := b.turn(t, "Where is my order 1234?")
-			h, err := b.cont.Lookup(ctx, owner, run)
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := t.Context()
+		tools := newToolLog()
+		tools.started = make(chan string, 1)
+		tools.gate = make(chan struct{})
+		answer := "Your order 1234 left our warehouse this morning and should arrive within two days at the address on file."
+		b := setup(t, be, network(t, tools, "", scripted.Options{ChunkWords: 1, ChunkDelay: 30 * time.Millisecond}, scripted.Step{Text: answer}), tools,
+			func(c *Config) { c.Draft = draft.Options{Interval: 150 * time.Millisecond} })
+		_, _, h := b.handOver(t)
+		b.start(t)
+		<-tools.started
+		// The tool runs: the draft says so. Wait for it to be flushed.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			d, err := b.st.GetDraft(ctx, &store.GetDraftParams{OwnerID: owner, MessageID: h.MessageID})
+			if err == nil && strings.Contains(d.Text, "Running lookup") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no draft while the tool runs: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		var ups []draft.Update
+		first := true
+		for u, err := range b.cont.Broker().Subscribe(sctx, draft.Filter{OwnerID: owner, MessageID: h.MessageID}) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b.start(t)
-			<-tools.started
-			// The tool runs: the draft says so. Wait for it to be flushed.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				d, err := b.st.GetDraft(ctx, &store.GetDraftParams{OwnerID: owner, MessageID: h.MessageID})
-				if err == nil && strings.Contains(d.Text, "Running lookup") {
-					break
+			if first {
+				if u.Status != message.StatusStreaming || !strings.Contains(u.Text, "Running lookup") {
+					t.Fatalf("first update = %+v, want the current draft", u)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("no draft while the tool runs: %v", err)
-				}
-				time.Sleep(10 * time.Millisecond)
+				close(tools.gate)
+				first = false
 			}
-			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			var ups []draft.Update
-			first := true
-			for u, err := range b.cont.Broker().Subscribe(sctx, draft.Filter{OwnerID: owner, MessageID: h.MessageID}) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if first {
-					if u.Status != message.StatusStreaming || !strings.Contains(u.Text, "Running lookup") {
-						t.Fatalf("first update = %+v, want the current draft", u)
-					}
-					close(tools.gate)
-					first = false
-				}
-				ups = append(ups, u)
+			ups = append(ups, u)
+		}
+		last := ups[len(ups)-1]
+		if !last.Final || last.Text != answer {
+			t.Fatalf("last update = %+v", last)
+		}
+		if len(ups) < 3 {
+			t.Errorf("%d updates, want the draft growing while the answer streams", len(ups))
+		}
+		for i := 1; i < len(ups)-1; i++ {
+			if len(ups[i].Text) < len(ups[i-1].Text) || ups[i].Version <= ups[i-1].Version {
+				t.Errorf("update %d went back: %+v after %+v", i, ups[i], ups[i-1])
 			}
-			last := ups[len(ups)-1]
-			if !last.Final || last.Text != answer {
-				t.Fatalf("last update = %+v", last)
-			}
-			if len(ups) < 3 {
-				t.Errorf("%d updates, want the draft growing while the answer streams", len(ups))
-			}
-			for i := 1; i < len(ups)-1; i++ {
-				if len(ups[i].Text) < len(ups[i-1].Text) || ups[i].Version <= ups[i-1].Version {
-					t.Errorf("update %d went back: %+v after %+v", i, ups[i], ups[i-1])
-				}
-			}
-			if d := ups[len(ups)-2].Text; !strings.Contains(d, "Running lookup") || !strings.Contains(d, "Your order") {
-				t.Errorf("last draft = %q", d)
-			}
-		})
-	}
+		}
+		if d := ups[len(ups)-2].Text; !strings.Contains(d, "Running lookup") || !strings.Contains(d, "Your order") {
+			t.Errorf("last draft = %q", d)
+		}
+	})
 }
 
 // TestLastAttemptInterrupted: the only attempt of a continuation
@@ -189,26 +155,17 @@ func TestLateSubscriberSeesDraft(t *testing.T) {
 // the thread is free, instead of River discarding the job and leaving the
 // placeholder streaming for ever.
 func TestLastAttemptInterrupted(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			tools := newToolLog()
-			tools.gate = make(chan struct{}) // never opens: the tool runs until the job times out
-			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) { c.MaxAttempts = 1 })
-			thread, run, _ := b.turn(t, "Where is my order 1234?")
-			h, err := b.cont.Lookup(ctx, owner, run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b.start(t)
-			checkGaveUp(t, b, h, thread, DefaultErrorText, "attempts spent")
-			if keys, calls := tools.total(); keys != 1 || calls != 1 {
-				t.Errorf("tool: %d keys, %d calls; want it started once", keys, calls)
-			}
-		})
-	}
+	eachBackend(t, func(t *testing.T, be backend) {
+		tools := newToolLog()
+		tools.gate = make(chan struct{}) // never opens: the tool runs until the job times out
+		b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) { c.MaxAttempts = 1 })
+		thread, _, h := b.handOver(t)
+		b.start(t)
+		checkGaveUp(t, b, h, thread, DefaultErrorText, "attempts spent")
+		if keys, calls := tools.total(); keys != 1 || calls != 1 {
+			t.Errorf("tool: %d keys, %d calls; want it started once", keys, calls)
+		}
+	})
 }
 
 // checkGaveUp checks a continuation that failed for good: its placeholder

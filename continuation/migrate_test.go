@@ -2,14 +2,13 @@ package continuation
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/pgstore"
 	"github.com/batonhq/baton/store/sqlitestore"
 )
 
@@ -30,20 +29,10 @@ func TestMigrateConcurrently(t *testing.T) {
 			}
 		},
 	}
-	if u := os.Getenv("BATON_TEST_DATABASE_URL"); u != "" {
+	if u := pgURL(t); u != "" {
 		opens["Postgres"] = func(t *testing.T) func() store.Store {
-			schema := newSchema()
-			return func() store.Store {
-				s, err := pgstore.Open(context.Background(), u, &store.Options{Schema: schema, MaxConns: 4})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() {
-					_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-					s.Close()
-				})
-				return s
-			}
+			schema := testdb.Schema(t, u)
+			return func() store.Store { return testdb.Postgres(t, u, schema) }
 		}
 	}
 	for name, open := range opens {

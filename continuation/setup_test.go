@@ -2,21 +2,24 @@ package continuation
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/draft/pgbroker"
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
@@ -36,47 +39,39 @@ type backend struct {
 }
 
 // backends returns SQLite (a temp file) and, when BATON_TEST_DATABASE_URL
-// is set, PostgreSQL (a fresh schema per store). In CI PostgreSQL is
-// required.
+// is set, PostgreSQL (a fresh schema per store, a pool of pgMaxConns); in
+// CI PostgreSQL is required (testdb.Backends).
 func backends(t testing.TB) []backend {
 	t.Helper()
-	out := []backend{{"SQLite", openSQLite}}
-	if u := os.Getenv("BATON_TEST_DATABASE_URL"); u != "" {
-		out = append(out, backend{"Postgres", func(t testing.TB) store.Store { return openPG(t, u) }})
-	} else if os.Getenv("CI") == "true" {
-		t.Fatal("BATON_TEST_DATABASE_URL is not set in CI: the PostgreSQL tests must run")
+	out := []backend{{"SQLite", func(t testing.TB) store.Store { return testdb.SQLite(t) }}}
+	if u := pgURL(t); u != "" {
+		out = append(out, backend{"Postgres", func(t testing.TB) store.Store {
+			return testdb.PostgresWith(t, u, store.Options{MaxConns: pgMaxConns})
+		}})
 	}
 	return out
 }
 
-func openSQLite(t testing.TB) store.Store {
+// pgURL returns the PostgreSQL test database's URL, "" when none is set
+// (which fails t in CI: see testdb.Backends).
+func pgURL(t testing.TB) string {
 	t.Helper()
-	s, err := sqlitestore.Open(context.Background(), filepath.Join(t.TempDir(), "baton.db"), nil)
-	if err != nil {
-		t.Fatal(err)
+	if _, ok := testdb.Backends(t)["Postgres"]; !ok {
+		return ""
 	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return os.Getenv(testdb.URLVar)
 }
 
-var schemaSeq atomic.Int64
-
-func newSchema() string {
-	return fmt.Sprintf("continuation_test_%d_%d", os.Getpid(), schemaSeq.Add(1))
-}
-
-func openPG(t testing.TB, url string) store.Store {
+// eachBackend runs test on every backend, in parallel.
+func eachBackend(t *testing.T, test func(t *testing.T, be backend)) {
 	t.Helper()
-	schema := newSchema()
-	s, err := pgstore.Open(context.Background(), url, &store.Options{Schema: schema, MaxConns: pgMaxConns})
-	if err != nil {
-		t.Fatal(err)
+	t.Parallel()
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, be)
+		})
 	}
-	t.Cleanup(func() {
-		_, _ = s.Pool().Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
-		s.Close()
-	})
-	return s
 }
 
 // toolLog records the executions of the slow tool by idempotency key.
@@ -151,6 +146,54 @@ func network(t testing.TB, tools *toolLog, instructions string, opts scripted.Op
 		t.Fatal(err)
 	}
 	return n
+}
+
+// stallNet is a network whose inline tool "stall" blocks its first call
+// until released (or its context ends): a run stuck mid-step, the way a
+// process dies with it.
+type stallNet struct {
+	net     *agent.Network
+	started chan struct{}
+	release chan struct{}
+	calls   sync.Map // idempotency key -> *atomic.Int32
+}
+
+func newStallNet(t testing.TB) *stallNet {
+	t.Helper()
+	n := &stallNet{started: make(chan struct{}, 16), release: make(chan struct{})}
+	stall := &agent.Tool{Name: "stall", Description: "Think hard.", Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		ci, _ := agent.CallFromContext(ctx)
+		c, _ := n.calls.LoadOrStore(ci.IdempotencyKey, new(atomic.Int32))
+		if c.(*atomic.Int32).Add(1) == 1 {
+			n.started <- struct{}{}
+			select {
+			case <-n.release:
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		return "thought", nil
+	}}
+	a := &agent.Agent{Name: "assistant", ModelName: "scripted", Tools: []*agent.Tool{stall},
+		Model: scripted.New("assistant", []scripted.Step{
+			{Text: "Let me think.", ToolCalls: []scripted.Call{{Name: "stall", Arguments: json.RawMessage(`{}`)}}},
+			{Text: "Done thinking."},
+			{Text: "You're welcome."},
+		}, scripted.Options{})}
+	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "stall", Agents: []*agent.Agent{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.net = net
+	return n
+}
+
+func (n *stallNet) executions(key string) int32 {
+	c, ok := n.calls.Load(key)
+	if !ok {
+		return 0
+	}
+	return c.(*atomic.Int32).Load()
 }
 
 // bundle is a store with a threads service and a continuation service.
@@ -247,13 +290,19 @@ func setup(t testing.TB, b backend, net *agent.Network, tools *toolLog, change f
 // start starts the workers until the test ends.
 func (b *bundle) start(t testing.TB) {
 	t.Helper()
-	if err := b.cont.Start(context.Background()); err != nil {
-		t.Fatal(err)
+	startUntilEnd(t, b.cont.Start, b.cont.Stop)
+}
+
+// startUntilEnd calls start, and stop when tb ends, allowing it 10s.
+func startUntilEnd(tb testing.TB, start, stop func(context.Context) error) {
+	tb.Helper()
+	if err := start(context.Background()); err != nil {
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		b.cont.Stop(ctx)
+		_ = stop(ctx)
 	})
 }
 
@@ -272,6 +321,19 @@ func (b *bundle) turn(t testing.TB, input string) (threadID, runID string, end *
 		}
 	}
 	return threadID, runID, end
+}
+
+// handOver runs an inline turn on a new thread that asks about an order,
+// which the run hands over at the slow tool, and returns its thread, run and
+// hand-over.
+func (b *bundle) handOver(t testing.TB) (threadID, runID string, h *Handover) {
+	t.Helper()
+	threadID, runID, _ = b.turn(t, "Where is my order 1234?")
+	h, err := b.cont.Lookup(t.Context(), owner, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return threadID, runID, h
 }
 
 // waitMessage waits until the placeholder is final.
@@ -296,37 +358,30 @@ func (b *bundle) waitMessage(t testing.TB, id string, d time.Duration) *store.Me
 // riverJobs counts the continuation jobs by River state.
 func riverJobs(t testing.TB, st store.Store) map[string]int {
 	t.Helper()
-	out := map[string]int{}
-	const q = `SELECT state, count(*) FROM river_job WHERE kind = 'baton.continue' GROUP BY state`
+	var db *sql.DB
 	switch s := st.(type) {
 	case *pgstore.Store:
-		rows, err := s.Pool().Query(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var state string
-			var n int
-			if err := rows.Scan(&state, &n); err != nil {
-				t.Fatal(err)
-			}
-			out[state] = n
-		}
+		db = stdlib.OpenDBFromPool(s.Pool())
+		defer db.Close()
 	case *sqlitestore.Store:
-		rows, err := s.DB().QueryContext(context.Background(), q)
-		if err != nil {
+		db = s.DB()
+	}
+	rows, err := db.QueryContext(context.Background(), `SELECT state, count(*) FROM river_job WHERE kind = 'baton.continue' GROUP BY state`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var state string
+		var n int
+		if err := rows.Scan(&state, &n); err != nil {
 			t.Fatal(err)
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var state string
-			var n int
-			if err := rows.Scan(&state, &n); err != nil {
-				t.Fatal(err)
-			}
-			out[state] = n
-		}
+		out[state] = n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

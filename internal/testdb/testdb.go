@@ -89,7 +89,17 @@ func Schema(t testing.TB, url string) string {
 // connections.
 func Postgres(t testing.TB, url, schema string) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), url, &store.Options{Schema: schema, MaxConns: 4})
+	return PostgresWith(t, url, store.Options{Schema: schema, MaxConns: 4})
+}
+
+// PostgresWith opens a store of the database at url with opts, in a new
+// [Schema] when opts.Schema is empty.
+func PostgresWith(t testing.TB, url string, opts store.Options) *pgstore.Store {
+	t.Helper()
+	if opts.Schema == "" {
+		opts.Schema = Schema(t, url)
+	}
+	s, err := pgstore.Open(context.Background(), url, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
