@@ -7,7 +7,7 @@ package netspec
 // it stopped stay resumable.
 func fingerprintSpec(f *File) any {
 	out := fingerprintFile{Version: f.Version, Name: f.Name, Entry: f.Entry, Picker: f.Picker, Policy: f.Policy,
-		Tools: f.Tools, Summary: f.Summary}
+		Tools: f.Tools, Summary: f.Summary, MCPServers: f.MCPServers}
 	if f.Limits != nil {
 		l := fingerprintLimits(*f.Limits)
 		out.Limits = &l
@@ -32,6 +32,9 @@ type fingerprintFile struct {
 	Tools   []ToolSpec         `json:"tools,omitempty"`
 	Agents  []fingerprintAgent `json:"agents"`
 	Summary *SummarySpec       `json:"summary,omitempty"`
+	// MCPServers hash as declared (variables unexpanded); the tools they
+	// resolved to hash with the agents that have them (agent.Network).
+	MCPServers []MCPServerSpec `json:"mcp_servers,omitempty"`
 }
 
 // fingerprintLimits is LimitsSpec with max_transfers named max_handoffs.
@@ -56,4 +59,7 @@ type fingerprintAgent struct {
 	OutputSchema map[string]any  `json:"output_schema,omitempty"`
 	Continuation string          `json:"continuation,omitempty"`
 	Guardrails   *GuardrailsSpec `json:"guardrails,omitempty"`
+	MCP          []string        `json:"mcp,omitempty"`
+	MCPServers   []MCPServerSpec `json:"mcp_servers,omitempty"`
+	Remote       *RemoteSpec     `json:"remote,omitempty"`
 }

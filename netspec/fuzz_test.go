@@ -28,7 +28,9 @@ func FuzzLoad(f *testing.F) {
 	for _, c := range problemCases {
 		f.Add([]byte(c.yaml))
 	}
-	opts := netspec.Options{Provider: fakeProvider(nil)}
+	f.Add([]byte(mcpNetwork))
+	mcp := &fakeMCP{offers: map[string][]netspec.MCPTool{"notes": notesTools}}
+	opts := netspec.Options{Provider: fakeProvider(nil), MCP: mcp.resolve, Remote: fakeRemote}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// A hang crashes the worker, and the fuzzer keeps the input.
 		watchdog := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("Parse hangs on %q", data)) })

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -50,6 +51,14 @@ type Options struct {
 	WrapModel func(agentName string, m model.Model) model.Model
 	// HTTPClient is passed to providers.
 	HTTPClient *http.Client
+	// MCP connects to an MCP server of the file and lists its tools (see
+	// package mcptool). Without it a file that declares MCP servers is an
+	// error.
+	MCP func(MCPServer) ([]MCPTool, error)
+	// Remote builds the model of a remote A2A agent (see package
+	// a2aremote). Without it a file that declares remote agents is an
+	// error.
+	Remote func(Remote) (model.Model, error)
 }
 
 // Spec is a loaded network.
@@ -64,6 +73,9 @@ type Spec struct {
 	Summary model.Model
 	// Source is the YAML as read.
 	Source []byte
+	// ToolSources says, by agent and tool name, where the tools that do not
+	// come from tools: come from ("mcp SERVER").
+	ToolSources map[string]map[string]string
 }
 
 // Problem is one thing wrong with a file.
@@ -203,6 +215,8 @@ type loader struct {
 	ast      *ast.File
 	anchors  map[string]ast.Node
 	problems []Problem
+	// sources is Spec.ToolSources.
+	sources *Spec
 }
 
 // bad records a problem at a YAML path, finding its line; a path that is not
@@ -345,9 +359,11 @@ func (l *loader) build(f *File) *Spec {
 		known("$.entry", f.Entry)
 	}
 	tools := l.tools(f)
+	l.sources = spec
+	mcp := l.mcpServers("$.mcp_servers", f.MCPServers, tools)
 	var agents []*agent.Agent
 	for i := range f.Agents {
-		if a := l.agent(at("$.agents", i), &f.Agents[i], tools, known); a != nil {
+		if a := l.agent(at("$.agents", i), &f.Agents[i], tools, mcp, known); a != nil {
 			agents = append(agents, a)
 		}
 	}
@@ -455,7 +471,7 @@ func (l *loader) tools(f *File) map[string]*agent.Tool {
 	return out
 }
 
-func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, known func(string, string) bool) *agent.Agent {
+func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, mcp map[string]*mcpResolved, known func(string, string) bool) *agent.Agent {
 	if s.Name == "" {
 		return nil
 	}
@@ -466,10 +482,23 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 	default:
 		l.bad(field(path, "continuation"), "continuation must be inline or background (got %q)", s.Continuation)
 	}
-	a.Model = l.model(path, s.Name, &s.ModelSpec)
+	if s.Remote != nil {
+		a.Model, a.ModelName = l.remote(path, s), "a2a:"+s.Remote.Card
+	} else {
+		a.Model = l.model(path, s.Name, &s.ModelSpec)
+	}
+	unresolved := l.agentMCP(path, s, a, tools, mcp)
 	for i, name := range s.Tools {
 		t, ok := tools[name]
 		if !ok {
+			if t, server, found, failed := mcpTool(mcp, name); found {
+				a.Tools = append(a.Tools, t)
+				l.toolSource(l.sources, s.Name, name, "mcp "+server)
+				continue
+			} else if failed {
+				unresolved = true
+				continue
+			}
 			l.bad(at(field(path, "tools"), i), "unknown tool %q (%s)", name, declared("tools", sortedKeys(tools)))
 			continue
 		}
@@ -514,7 +543,7 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 		}
 		a.AgentTools = append(a.AgentTools, &agent.AgentTool{Agent: t.Agent, ToolName: t.Tool, Description: t.Description})
 	}
-	l.toolNames(path, s, a)
+	l.toolNames(path, s, a, unresolved)
 	a.OutputSchema = l.schema(field(path, "output_schema"), s.OutputSchema)
 	if g := s.Guardrails; g != nil {
 		a.InputGuardrails = l.guardrails(field(field(path, "guardrails"), "input"), g.Input)
@@ -526,7 +555,7 @@ func (l *loader) agent(path string, s *AgentSpec, tools map[string]*agent.Tool, 
 // toolNames checks that the tool names an agent's model sees (its tools,
 // transfer tools and agent tools) are well formed and distinct, and that a
 // script calls only those.
-func (l *loader) toolNames(path string, s *AgentSpec, a *agent.Agent) {
+func (l *loader) toolNames(path string, s *AgentSpec, a *agent.Agent, unresolved bool) {
 	names := map[string]string{}
 	// claim takes name for what; p is where it is declared, or the entry
 	// (of transfers, agent_tools) whose tool: field overrides it.
@@ -550,6 +579,11 @@ func (l *loader) toolNames(path string, s *AgentSpec, a *agent.Agent) {
 		}
 		names[name] = "tool " + name
 	}
+	for _, t := range a.Tools {
+		if src := l.sources.ToolSources[s.Name][t.Name]; src != "" && !slices.Contains(s.Tools, t.Name) {
+			claim(path, "", t.Name, "tool "+t.Name+" of "+src)
+		}
+	}
 	for i, h := range s.Transfers {
 		if h.To != "" {
 			ho := transfer.Transfer{To: h.To, ToolName: h.Tool}
@@ -562,7 +596,7 @@ func (l *loader) toolNames(path string, s *AgentSpec, a *agent.Agent) {
 			claim(at(field(path, "agent_tools"), i), t.Tool, agt.Tool(), "the agent tool "+t.Agent)
 		}
 	}
-	if s.Model != "scripted" {
+	if s.Model != "scripted" || unresolved {
 		return
 	}
 	callable := sortedKeys(names)

@@ -21,6 +21,9 @@ type File struct {
 	Tools   []ToolSpec   `yaml:"tools" json:"tools,omitempty"`
 	Agents  []AgentSpec  `yaml:"agents" json:"agents"`
 	Summary *SummarySpec `yaml:"summary" json:"summary,omitempty"`
+	// MCPServers are MCP servers whose tools the agents that name them in
+	// mcp: (or name a tool of theirs in tools:) can call.
+	MCPServers []MCPServerSpec `yaml:"mcp_servers" json:"mcp_servers,omitempty"`
 }
 
 // SummarySpec configures the thread → thread summary model.
@@ -139,6 +142,13 @@ type AgentSpec struct {
 	OutputSchema map[string]any  `yaml:"output_schema" json:"output_schema,omitempty"`
 	Continuation string          `yaml:"continuation" json:"continuation,omitempty"`
 	Guardrails   *GuardrailsSpec `yaml:"guardrails" json:"guardrails,omitempty"`
+	// MCP names servers of the top-level mcp_servers whose tools the agent
+	// can call; MCPServers declares servers of the agent's own.
+	MCP        []string        `yaml:"mcp" json:"mcp,omitempty"`
+	MCPServers []MCPServerSpec `yaml:"mcp_servers" json:"mcp_servers,omitempty"`
+	// Remote makes the agent a remote A2A agent, answered by the agent
+	// that its card describes instead of a model.
+	Remote *RemoteSpec `yaml:"remote" json:"remote,omitempty"`
 }
 
 // GuardrailsSpec declares pattern guardrails.
@@ -245,3 +255,45 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // MarshalText writes the duration as "30s".
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// MCPServerSpec declares an MCP server: a command run with its standard
+// input and output (command, args, env, dir), or a streamable HTTP endpoint
+// (url, headers). Values of env and headers may name environment variables
+// as ${NAME}, expanded when the server is started.
+type MCPServerSpec struct {
+	Name    string            `yaml:"name" json:"name"`
+	Command string            `yaml:"command" json:"command,omitempty"`
+	Args    []string          `yaml:"args" json:"args,omitempty"`
+	Env     map[string]string `yaml:"env" json:"env,omitempty"`
+	// Dir is the command's working directory, relative to the network
+	// file's directory (default: that directory).
+	Dir     string            `yaml:"dir" json:"dir,omitempty"`
+	URL     string            `yaml:"url" json:"url,omitempty"`
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// Tools is the allow list of the server's tools (default: all).
+	Tools []string `yaml:"tools" json:"tools,omitempty"`
+	// Prefix is put before the server's tool names.
+	Prefix string `yaml:"prefix" json:"prefix,omitempty"`
+	// Approval, Idempotent and Slow list tools (by the server's names;
+	// "*" for all): calls that need a person's approval; tools whose calls
+	// may be repeated after a crash whatever their annotations say; tools
+	// handed to a background worker when the run is inline.
+	Approval   []string `yaml:"approval" json:"approval,omitempty"`
+	Idempotent []string `yaml:"idempotent" json:"idempotent,omitempty"`
+	Slow       []string `yaml:"slow" json:"slow,omitempty"`
+	// Timeout bounds one call.
+	Timeout Duration `yaml:"timeout" json:"timeout,omitempty"`
+}
+
+// RemoteSpec declares a remote A2A agent by its agent card.
+type RemoteSpec struct {
+	// Card is the agent card's URL; a URL whose path does not end in .json
+	// is a base URL, the card is at /.well-known/agent-card.json below it.
+	Card string `yaml:"card" json:"card"`
+	// Headers are sent with every request (the card's too); values may
+	// name environment variables as ${NAME}.
+	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// Reconnect is how long a task whose stream broke is followed again
+	// before the turn fails (default 60s).
+	Reconnect Duration `yaml:"reconnect" json:"reconnect,omitempty"`
+}
