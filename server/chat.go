@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -50,13 +49,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, c *call
 	if err := s.checkInput(input); err != nil {
 		return err
 	}
+	r, cancel := s.withTimeout(r, req.Stream)
+	defer cancel()
 	ctx := r.Context()
-	if !req.Stream {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
-		defer cancel()
-		r = r.WithContext(ctx)
-	}
 	threadID := r.Header.Get(ThreadHeader)
 	if threadID != "" {
 		th, err := s.thread(ctx, c, threadID)

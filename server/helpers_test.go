@@ -15,11 +15,11 @@ import (
 
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/internal/sse"
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/sqlitestore"
 )
 
 // bundle is what a test gets from setup.
@@ -65,13 +65,7 @@ func loadNetwork(t testing.TB, name string) service.Definition {
 
 func setup(t testing.TB, opts ...cfgOption) *bundle {
 	t.Helper()
-	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "baton.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return setupStore(t, st, opts...)
+	return setupStore(t, testdb.SQLite(t), opts...)
 }
 
 // setupStore serves the support and research networks on st, with River's
@@ -157,7 +151,9 @@ func (r *response) errType(t testing.TB) string {
 	return e.Error.Type
 }
 
-func (b *bundle) do(t testing.TB, key, method, path string, body any, hdr ...string) *response {
+// request returns a request of key (none when "") with body (nil, a string,
+// bytes or a value sent as JSON) and hdr, header names and values.
+func (b *bundle) request(t testing.TB, key, method, path string, body any, hdr ...string) *http.Request {
 	t.Helper()
 	var rd io.Reader
 	switch v := body.(type) {
@@ -186,7 +182,12 @@ func (b *bundle) do(t testing.TB, key, method, path string, body any, hdr ...str
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+func (b *bundle) do(t testing.TB, key, method, path string, body any, hdr ...string) *response {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(b.request(t, key, method, path, body, hdr...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +211,45 @@ func (b *bundle) thread(t testing.TB, key, network string) string {
 	return th.ID
 }
 
+// handOff runs a turn of input on thread, then previews and approves its
+// thread handoff, and returns the child thread and the agent whose memory
+// holds the summary.
+func (b *bundle) handOff(t testing.TB, thread, input string) (child, assistant string) {
+	t.Helper()
+	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.status != 200 {
+		t.Fatalf("run: %d %s", r.status, r.body)
+	}
+	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil)
+	var in map[string]any
+	r.json(t, &in)
+	r = b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", map[string]any{"interrupt": in, "decision": map[string]any{"type": "approve"}})
+	var out struct {
+		Child     string `json:"child_thread_id"`
+		Assistant string `json:"assistant_id"`
+	}
+	r.json(t, &out)
+	if r.status != 200 || out.Child == "" {
+		t.Fatalf("approve: %d %s", r.status, r.body)
+	}
+	return out.Child, out.Assistant
+}
+
+// seed returns the thread handoff flags of a child thread: both are set
+// until its first turn completes.
+func (b *bundle) seed(t testing.TB, child string) (cleanup, pending bool) {
+	t.Helper()
+	var th struct {
+		Metadata struct {
+			Handoff struct {
+				CleanupRequired bool `json:"cleanup_required"`
+				Pending         bool `json:"pending"`
+			} `json:"handoff"`
+		} `json:"metadata"`
+	}
+	b.do(t, b.keyA, "GET", "/v1/threads/"+child, nil).json(t, &th)
+	return th.Metadata.Handoff.CleanupRequired, th.Metadata.Handoff.Pending
+}
+
 // event is an SSE event with its JSON.
 type event struct {
 	ID, Type string
@@ -220,21 +260,7 @@ type event struct {
 // stream opens an SSE request and returns its events as they come.
 func (b *bundle) stream(t testing.TB, key, method, path string, body any, hdr ...string) (*http.Response, <-chan event) {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		data, _ := json.Marshal(body)
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(t.Context(), method, b.url+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Accept", "text/event-stream")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(b.request(t, key, method, path, body, append([]string{"Accept", "text/event-stream"}, hdr...)...))
 	if err != nil {
 		t.Fatal(err)
 	}

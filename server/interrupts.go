@@ -84,13 +84,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *caller) error
 	if err != nil {
 		return err
 	}
+	r, cancel := s.withTimeout(r, req.Stream)
+	defer cancel()
 	ctx := r.Context()
-	if !req.Stream {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.cfg.RequestTimeout)
-		defer cancel()
-		r = r.WithContext(ctx)
-	}
 	id := r.PathValue("id")
 	cp, in, err := s.interrupt(ctx, c, id)
 	if err != nil {

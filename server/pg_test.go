@@ -1,54 +1,27 @@
 package server_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
 )
 
 // pgStore opens the PostgreSQL store of BATON_TEST_DATABASE_URL in a fresh
-// schema, dropped at the end; the test skips without it (except in CI).
+// schema, dropped at the end, and returns it with the schema; the test skips
+// without it (except in CI).
 func pgStore(t *testing.T) (*pgstore.Store, string) {
 	t.Helper()
-	u := os.Getenv("BATON_TEST_DATABASE_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("BATON_TEST_DATABASE_URL is not set and CI=true: the PostgreSQL tests must run")
-		}
-		t.Skip("BATON_TEST_DATABASE_URL is not set")
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "baton_srv_" + hex.EncodeToString(b[:])
-	ctx := context.Background()
-	st, err := pgstore.Open(ctx, u, &store.Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		st.Close()
-		conn, err := pgx.Connect(context.Background(), u)
-		if err != nil {
-			t.Errorf("drop schema: %v", err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return st, schema
+	u := testdb.URL(t)
+	schema := testdb.Schema(t, u)
+	return testdb.PostgresWith(t, u, store.Options{Schema: schema}), schema
 }
 
 // On PostgreSQL, row-level security isolates owners in the database too:

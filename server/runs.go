@@ -26,11 +26,8 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err := decodeJSON(r, &req, true); err != nil {
 		return err
 	}
-	if !req.Stream {
-		var cancel context.CancelFunc
-		r, cancel = s.withTimeout(r)
-		defer cancel()
-	}
+	r, cancel := s.withTimeout(r, req.Stream)
+	defer cancel()
 	if err := s.checkInput(req.Input); err != nil {
 		return err
 	}
@@ -57,8 +54,13 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *caller) er
 	return s.waitRun(w, r, run)
 }
 
-// withTimeout bounds a request that turned out not to be a stream.
-func (s *Server) withTimeout(r *http.Request) (*http.Request, context.CancelFunc) {
+// withTimeout bounds a request that turned out not to be a stream (its
+// body says so): the request timeout applies unless stream is set. Call
+// cancel when the request is answered.
+func (s *Server) withTimeout(r *http.Request, stream bool) (*http.Request, context.CancelFunc) {
+	if stream {
+		return r, func() {}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	return r.WithContext(ctx), cancel
 }
@@ -375,6 +377,13 @@ func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.
 
 // finish closes a run's log with its status and frees its thread.
 func (s *Server) finish(run *runEntry, te *threadEntry, status string) {
+	release(run, te)
+	run.log.Close(status)
+}
+
+// release records that this process no longer produces run, and frees its
+// thread.
+func release(run *runEntry, te *threadEntry) {
 	run.mu.Lock()
 	run.producing = false
 	run.mu.Unlock()
@@ -383,7 +392,6 @@ func (s *Server) finish(run *runEntry, te *threadEntry, status string) {
 		te.active = nil
 	}
 	te.mu.Unlock()
-	run.log.Close(status)
 }
 
 // publish appends an event to the run's and the thread's logs.
@@ -418,14 +426,7 @@ func (s *Server) appendRun(run *runEntry, typ string, seq int, data []byte) {
 // continueRun follows a run handed to a background worker: its log stays
 // open for the worker's progress, read from the store and the draft broker.
 func (s *Server) continueRun(run *runEntry, te *threadEntry) {
-	run.mu.Lock()
-	run.producing = false
-	run.mu.Unlock()
-	te.mu.Lock()
-	if te.active == run {
-		te.active = nil
-	}
-	te.mu.Unlock()
+	release(run, te)
 	s.follow(run)
 }
 
@@ -494,21 +495,8 @@ func (s *Server) followLog(r *http.Request, sw *sse.Writer, run *runEntry, cur r
 				return nil
 			}
 		}
-		for i := range rd.Entries {
-			e := &rd.Entries[i]
-			if !cur.Less(e.At) {
-				continue
-			}
-			if err := queue(sw, sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}); err != nil {
-				return nil
-			}
-			cur = e.At
-		}
-		if len(rd.Entries) > 0 {
-			if sw.Flush() != nil {
-				return nil
-			}
-			resetTimer(hb, s.cfg.Heartbeat)
+		if cur, err = s.sendEntries(sw, hb, rd.Entries, cur); err != nil {
+			return nil
 		}
 		buf = rd.Entries
 		if rd.Done {
@@ -547,6 +535,28 @@ func queue(sw *sse.Writer, ev sse.Event) error {
 		err = sw.Queue(ev)
 	}
 	return err
+}
+
+// sendEntries writes the entries after cur and, when there are any, flushes
+// them and resets the heartbeat timer hb; it returns the cursor reached.
+func (s *Server) sendEntries(sw *sse.Writer, hb *time.Timer, entries []runlog.Entry, cur runlog.Cursor) (runlog.Cursor, error) {
+	for i := range entries {
+		e := &entries[i]
+		if !cur.Less(e.At) {
+			continue
+		}
+		if err := queue(sw, sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}); err != nil {
+			return cur, err
+		}
+		cur = e.At
+	}
+	if len(entries) > 0 {
+		if err := sw.Flush(); err != nil {
+			return cur, err
+		}
+		resetTimer(hb, s.cfg.Heartbeat)
+	}
+	return cur, nil
 }
 
 func resetTimer(t *time.Timer, d time.Duration) {
@@ -629,9 +639,15 @@ func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, run *runEntry) 
 	}
 }
 
-// runOf returns a run of the caller on a thread: from memory, or adopted
-// from the store (its events rebuilt from its checkpoints).
-func (s *Server) runOf(ctx context.Context, c *caller, th *store.Thread, runID string) (*runEntry, error) {
+// runOf returns the run of the caller that the request's path names
+// ({id}, {run_id}): from memory, or adopted from the store (its events
+// rebuilt from its checkpoints).
+func (s *Server) runOf(r *http.Request, c *caller) (*runEntry, error) {
+	ctx, runID := r.Context(), r.PathValue("run_id")
+	th, err := s.thread(ctx, c, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
 	if run := s.reg.run(c.owner, runID); run != nil {
 		if run.threadID != th.ID {
 			return nil, notFound("run", runID)
@@ -697,11 +713,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err != nil {
 		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want N or N.M)", sse.LastEventID(r))
 	}
-	th, err := s.thread(r.Context(), c, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	run, err := s.runOf(r.Context(), c, th, r.PathValue("run_id"))
+	run, err := s.runOf(r, c)
 	if err != nil {
 		return err
 	}
@@ -709,11 +721,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, c *caller) er
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *caller) error {
-	th, err := s.thread(r.Context(), c, r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	run, err := s.runOf(r.Context(), c, th, r.PathValue("run_id"))
+	run, err := s.runOf(r, c)
 	if err != nil {
 		return err
 	}

@@ -447,44 +447,18 @@ func TestDurableChildTurnClearsSeed(t *testing.T) {
 	b := setup(t, withServer(func(c *server.Config) {
 		c.FollowInterval = 100 * time.Millisecond
 	}))
-	thread := b.thread(t, b.keyA, "research")
-	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?"}); r.status != 200 {
-		t.Fatalf("run: %d %s", r.status, r.body)
-	}
-	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil)
-	var in map[string]any
-	r.json(t, &in)
-	r = b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", map[string]any{"interrupt": in, "decision": map[string]any{"type": "approve"}})
-	var out struct {
-		Child string `json:"child_thread_id"`
-	}
-	r.json(t, &out)
-	if r.status != 200 || out.Child == "" {
-		t.Fatalf("approve: %d %s", r.status, r.body)
-	}
-	seed := func() (cleanup bool, pending bool) {
-		var th struct {
-			Metadata struct {
-				Handoff struct {
-					CleanupRequired bool `json:"cleanup_required"`
-					Pending         bool `json:"pending"`
-				} `json:"handoff"`
-			} `json:"metadata"`
-		}
-		b.do(t, b.keyA, "GET", "/v1/threads/"+out.Child, nil).json(t, &th)
-		return th.Metadata.Handoff.CleanupRequired, th.Metadata.Handoff.Pending
-	}
-	if c, p := seed(); !c || !p {
+	child, _ := b.handOff(t, b.thread(t, b.keyA, "research"), "How did EV sales develop?")
+	if c, p := b.seed(t, child); !c || !p {
 		t.Fatalf("child before its first turn: cleanup_required %v, pending %v", c, p)
 	}
 	// The child's first turn reaches the slow tool and is finished by the worker.
-	r = b.do(t, b.keyA, "POST", "/v1/threads/"+out.Child+"/runs", map[string]any{"input": "And in 2024?"})
+	r := b.do(t, b.keyA, "POST", "/v1/threads/"+child+"/runs", map[string]any{"input": "And in 2024?"})
 	if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
 		t.Fatalf("child turn: %d %s", r.status, r.body)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, p := seed()
+		c, p := b.seed(t, child)
 		if !c && !p {
 			break
 		}

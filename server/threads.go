@@ -314,18 +314,8 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 				return nil
 			}
 		}
-		for i := range rd.Entries {
-			e := &rd.Entries[i]
-			if err := queue(sw, sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}); err != nil {
-				return nil
-			}
-			cur = e.At
-		}
-		if len(rd.Entries) > 0 {
-			if sw.Flush() != nil {
-				return nil
-			}
-			resetTimer(hb, s.cfg.Heartbeat)
+		if cur, err = s.sendEntries(sw, hb, rd.Entries, cur); err != nil {
+			return nil
 		}
 		buf = rd.Entries
 		select {
