@@ -79,13 +79,18 @@ type ToolCall struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// Usage counts tokens. Cached and reasoning tokens are included in Input and
-// Output respectively, as the providers report them.
+// Usage counts tokens. Cached (read from a prompt cache) and cache-creation
+// (written to it) tokens are included in Input, reasoning tokens in Output,
+// as the providers report them.
 type Usage struct {
-	InputTokens     int64 `json:"input_tokens,omitempty"`
-	OutputTokens    int64 `json:"output_tokens,omitempty"`
-	CachedTokens    int64 `json:"cached_tokens,omitempty"`
-	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
+	InputTokens  int64 `json:"input_tokens,omitempty"`
+	OutputTokens int64 `json:"output_tokens,omitempty"`
+	// CachedTokens are input tokens read from the provider's prompt cache.
+	CachedTokens int64 `json:"cached_tokens,omitempty"`
+	// CacheCreationTokens are input tokens written to the provider's prompt
+	// cache (Anthropic's cache_creation_input_tokens; OpenAI does not report them).
+	CacheCreationTokens int64 `json:"cache_creation_tokens,omitempty"`
+	ReasoningTokens     int64 `json:"reasoning_tokens,omitempty"`
 }
 
 // Add adds o to u.
@@ -93,6 +98,7 @@ func (u *Usage) Add(o Usage) {
 	u.InputTokens += o.InputTokens
 	u.OutputTokens += o.OutputTokens
 	u.CachedTokens += o.CachedTokens
+	u.CacheCreationTokens += o.CacheCreationTokens
 	u.ReasoningTokens += o.ReasoningTokens
 }
 
@@ -114,6 +120,13 @@ type Message struct {
 	Usage *Usage `json:"usage,omitempty"`
 	// Status is the message's lifecycle state; empty means completed.
 	Status Status `json:"status,omitempty"`
+	// FinishReason is why the model stopped, for an assistant message: "stop",
+	// "tool_calls", "length", "content_filter", "refusal", "pause_turn" or a
+	// provider's own word (see model.Chunk).
+	FinishReason string `json:"finish_reason,omitempty"`
+	// RequestID is the provider's id of the call that produced an assistant
+	// message, where the provider sends one.
+	RequestID string `json:"request_id,omitempty"`
 	// Metadata holds free-form annotations; keys are namespaced by their owner.
 	Metadata map[string]any `json:"metadata,omitempty"`
 }

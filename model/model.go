@@ -75,7 +75,21 @@ type Settings struct {
 	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty" yaml:"parallel_tool_calls"`
 	// ReasoningEffort is passed to reasoning models ("low", "medium", "high").
 	ReasoningEffort string `json:"reasoning_effort,omitempty" yaml:"reasoning_effort"`
+	// PromptCaching, when false, turns off the prompt-cache breakpoints the
+	// Anthropic adapter sets by default (cache_control on the system prompt,
+	// the tools and the conversation). OpenAI caches on its own and ignores it.
+	PromptCaching *bool `json:"prompt_caching,omitempty" yaml:"prompt_caching"`
 }
+
+// Finish reasons of [Chunk.FinishReason] that callers branch on.
+const (
+	FinishStop          = "stop"
+	FinishToolCalls     = "tool_calls"
+	FinishLength        = "length"
+	FinishContentFilter = "content_filter"
+	FinishRefusal       = "refusal"
+	FinishPauseTurn     = "pause_turn"
+)
 
 // ChunkType names the kind of a [Chunk].
 type ChunkType uint8
@@ -96,9 +110,18 @@ type Chunk struct {
 	// Message is the whole assistant message, on ChunkDone.
 	Message *message.Message
 	Usage   message.Usage
-	// FinishReason is the provider's reason, normalised: "stop", "tool_calls",
-	// "length", "content_filter", or the provider's own word.
+	// FinishReason is the provider's reason, normalised: "stop" (a whole
+	// answer), "tool_calls", "length" (cut at the output token limit or the
+	// context window), "content_filter" (stopped by the provider's safety
+	// system), "refusal" (the model declined; its text is the refusal),
+	// "pause_turn" (Anthropic paused a long turn: call again with the answer
+	// in the history to continue it), or the provider's own word.
 	FinishReason string
+	// Refusal is what the provider said about a "refusal" or
+	// "content_filter" finish, where it said something: OpenAI's refusal
+	// text (also the message's text), Anthropic's stop_details ("category:
+	// explanation"). On ChunkDone.
+	Refusal string
 	// RequestID is the provider's request id, where it sends one.
 	RequestID string
 	// Model is the model name the provider reports.
@@ -110,8 +133,10 @@ type Response struct {
 	Message      message.Message
 	Usage        message.Usage
 	FinishReason string
-	RequestID    string
-	Model        string
+	// Refusal is [Chunk.Refusal].
+	Refusal   string
+	RequestID string
+	Model     string
 }
 
 // ErrNoDone is returned by [Collect] when a stream ends without a ChunkDone.
@@ -127,7 +152,7 @@ func Collect(seq iter.Seq2[Chunk, error]) (*Response, error) {
 			if c.Message == nil {
 				return nil, ErrNoDone
 			}
-			return &Response{Message: *c.Message, Usage: c.Usage, FinishReason: c.FinishReason, RequestID: c.RequestID, Model: c.Model}, nil
+			return &Response{Message: *c.Message, Usage: c.Usage, FinishReason: c.FinishReason, Refusal: c.Refusal, RequestID: c.RequestID, Model: c.Model}, nil
 		}
 	}
 	return nil, ErrNoDone
