@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"strings"
 
@@ -253,9 +251,13 @@ func (m *Model) streamChat(ctx context.Context, req *model.Request, yield func(m
 	}
 	defer res.Body.Close()
 	acc := newChatAcc(m, req, httperr.RequestID(res.Header))
-	mt, _, _ := mime.ParseMediaType(res.Header.Get("content-type"))
-	if mt == "application/json" {
-		m.readChatJSON(ctx, res.Body, acc, yield)
+	body := httperr.Open(res)
+	switch body.Kind {
+	case httperr.KindJSON:
+		m.readChatJSON(ctx, body, acc, yield)
+		return
+	case httperr.KindUnknown:
+		yield(model.Chunk{}, m.notStream(acc.requestID, res, body))
 		return
 	}
 	dec := ssestream.NewDecoder(res)
@@ -279,61 +281,110 @@ func (m *Model) streamChat(ctx context.Context, req *model.Request, yield func(m
 			yield(model.Chunk{}, m.streamError(ctx, acc.requestID, err))
 			return
 		}
+		if body.NoEvents() {
+			yield(model.Chunk{}, m.malformed(acc.requestID, "the event stream holds no event", body.Head(), nil))
+			return
+		}
 	}
 	acc.finish(sawDone, yield)
 }
 
+// notStream is the error of a successful response whose body is neither an
+// event stream nor JSON (a proxy's HTML page, plain text).
+func (m *Model) notStream(requestID string, res *http.Response, body *httperr.Content) *model.Error {
+	ct := res.Header.Get("Content-Type")
+	if ct == "" {
+		ct = "none"
+	}
+	return m.malformed(requestID, "the response is neither an event stream nor JSON (Content-Type "+ct+")", body.Head(), nil)
+}
+
+// malformed is the permanent error of a body the adapter cannot use, with a
+// snippet of it.
+func (m *Model) malformed(requestID, what string, body []byte, err error) *model.Error {
+	return httperr.Malformed(m.provider, requestID, what, body, err, m.cfg.APIKey)
+}
+
+// readJSON reads a whole JSON body: a read that fails is a broken
+// connection (transient); a body over the limit is malformed.
+func (m *Model) readJSON(ctx context.Context, requestID string, body *httperr.Content, yield func(model.Chunk, error) bool) ([]byte, bool) {
+	b, err := body.ReadAll(maxJSONBody)
+	if err != nil {
+		if body.Len() > maxJSONBody {
+			yield(model.Chunk{}, m.malformed(requestID, "the JSON response is too long", body.Head(), err))
+		} else {
+			yield(model.Chunk{}, m.streamError(ctx, requestID, err))
+		}
+		return nil, false
+	}
+	return b, true
+}
+
 // readChatJSON accepts a whole (non-streamed) completion from a server that
 // ignored "stream": true.
-func (m *Model) readChatJSON(ctx context.Context, body io.Reader, acc *chatAcc, yield func(model.Chunk, error) bool) {
-	b, err := io.ReadAll(io.LimitReader(body, maxJSONBody))
-	if err != nil {
-		yield(model.Chunk{}, m.streamError(ctx, acc.requestID, err))
+func (m *Model) readChatJSON(ctx context.Context, body *httperr.Content, acc *chatAcc, yield func(model.Chunk, error) bool) {
+	b, ok := m.readJSON(ctx, acc.requestID, body, yield)
+	if !ok {
+		return
+	}
+	if isErrorEvent(b) {
+		yield(model.Chunk{}, httperr.StreamEvent(m.provider, acc.requestID, b, m.cfg.APIKey))
 		return
 	}
 	var c openai.ChatCompletion
-	if !m.decodeChat(acc.requestID, b, &c, "malformed completion", yield) {
+	if err := json.Unmarshal(b, &c); err != nil {
+		yield(model.Chunk{}, m.malformed(acc.requestID, "malformed completion", b, err))
+		return
+	}
+	first := -1
+	for i := range c.Choices {
+		if c.Choices[i].Index == 0 {
+			first = i
+			break
+		}
+	}
+	switch {
+	case first < 0:
+		yield(model.Chunk{}, m.malformed(acc.requestID, "completion without a choice", b, nil))
+		return
+	case !m.compat && c.Choices[first].FinishReason == "":
+		yield(model.Chunk{}, m.malformed(acc.requestID, "completion without a finish_reason", b, nil))
 		return
 	}
 	acc.setModel(c.Model)
-	for _, ch := range c.Choices {
-		if ch.Index != 0 {
+	ch := &c.Choices[first]
+	msg := &ch.Message
+	if r := extraString(msg.JSON.ExtraFields); r != "" && !acc.reasoningDelta(r, yield) {
+		return
+	}
+	if msg.Content != "" && !acc.textDelta(msg.Content, yield) {
+		return
+	}
+	acc.refusal.WriteString(msg.Refusal)
+	for i, tc := range msg.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
 			continue
 		}
-		msg := &ch.Message
-		if r := extraString(msg.JSON.ExtraFields); r != "" && !acc.reasoningDelta(r, yield) {
-			return
-		}
-		if msg.Content != "" && !acc.textDelta(msg.Content, yield) {
-			return
-		}
-		acc.refusal.WriteString(msg.Refusal)
-		for i, tc := range msg.ToolCalls {
-			if tc.Type != "" && tc.Type != "function" {
-				continue
-			}
-			acc.callDelta(int64(i), true, tc.ID, tc.Function.Name, argsFragment(tc.Function.Arguments, tc.Function.JSON.Arguments))
-		}
-		if ch.FinishReason != "" {
-			acc.finishReason = ch.FinishReason
-		}
+		acc.callDelta(int64(i), true, tc.ID, tc.Function.Name, argsFragment(tc.Function.Arguments, tc.Function.JSON.Arguments))
 	}
+	acc.finishReason = ch.FinishReason
 	if c.JSON.Usage.Valid() {
 		acc.setUsage(&c.Usage)
 	}
 	acc.finish(true, yield)
 }
 
-// decodeChat decodes data, a Chat Completions event or body, into v. It
+// decodeChat decodes data, a Chat Completions stream event, into v. It
 // yields an error object as the provider's error, and data it cannot decode
-// as an invalid stream (what names it), and then reports false.
+// as an invalid stream (what names it, with a snippet of data), and then
+// reports false.
 func (m *Model) decodeChat(requestID string, data []byte, v any, what string, yield func(model.Chunk, error) bool) bool {
 	if isErrorEvent(data) {
 		yield(model.Chunk{}, httperr.StreamEvent(m.provider, requestID, data, m.cfg.APIKey))
 		return false
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		yield(model.Chunk{}, httperr.Invalid(m.provider, requestID, what, err))
+		yield(model.Chunk{}, httperr.InvalidEvent(m.provider, requestID, what, data, err, m.cfg.APIKey))
 		return false
 	}
 	return true
@@ -529,6 +580,9 @@ func (a *chatAcc) finish(sawDone bool, yield func(model.Chunk, error) bool) {
 			finish = "tool_calls"
 		}
 	}
+	if a.refusal.Len() > 0 && finish == model.FinishStop {
+		finish = model.FinishRefusal
+	}
 	msg := &message.Message{Role: message.RoleAssistant}
 	if a.reasoning.Len() > 0 {
 		msg.Parts = append(msg.Parts, message.Part{Type: message.PartReasoning, Text: a.reasoning.String(), Provider: m.provider})
@@ -580,5 +634,5 @@ func (a *chatAcc) finish(sawDone bool, yield func(model.Chunk, error) bool) {
 	}
 	u := a.usage
 	msg.Usage = &u
-	yield(model.Chunk{Type: model.ChunkDone, Message: msg, Usage: u, FinishReason: finish, RequestID: a.requestID, Model: a.model}, nil)
+	yield(model.Chunk{Type: model.ChunkDone, Message: msg, Usage: u, FinishReason: finish, Refusal: a.refusal.String(), RequestID: a.requestID, Model: a.model}, nil)
 }

@@ -238,8 +238,10 @@ func normFinish(s string, hasCalls bool) string {
 		return "length"
 	case "tool_calls", "function_call", "tool_use":
 		return "tool_calls"
-	case "content_filter", "refusal", "safety":
+	case "content_filter", "safety":
 		return "content_filter"
+	case "refusal":
+		return "refusal"
 	}
 	return s
 }

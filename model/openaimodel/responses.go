@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3/packages/param"
@@ -221,6 +222,15 @@ func (m *Model) streamResponses(ctx context.Context, req *model.Request, yield f
 	}
 	defer res.Body.Close()
 	acc := &respAcc{m: m, req: req, requestID: httperr.RequestID(res.Header), byID: map[string]*respItem{}, byIndex: map[int64]*respItem{}}
+	body := httperr.Open(res)
+	switch body.Kind {
+	case httperr.KindJSON:
+		m.readResponseJSON(ctx, body, acc, yield)
+		return
+	case httperr.KindUnknown:
+		yield(model.Chunk{}, m.notStream(acc.requestID, res, body))
+		return
+	}
 	dec := ssestream.NewDecoder(res)
 	for !acc.terminal && dec.Next() {
 		data := bytes.TrimSpace(dec.Event().Data)
@@ -232,7 +242,7 @@ func (m *Model) streamResponses(ctx context.Context, req *model.Request, yield f
 		}
 		var e responses.ResponseStreamEventUnion
 		if err := json.Unmarshal(data, &e); err != nil {
-			yield(model.Chunk{}, httperr.Invalid(m.provider, acc.requestID, "malformed stream event", err))
+			yield(model.Chunk{}, httperr.InvalidEvent(m.provider, acc.requestID, "malformed stream event", data, err, m.cfg.APIKey))
 			return
 		}
 		if e.Type == "" && isErrorEvent(data) {
@@ -248,7 +258,63 @@ func (m *Model) streamResponses(ctx context.Context, req *model.Request, yield f
 			yield(model.Chunk{}, m.streamError(ctx, acc.requestID, err))
 			return
 		}
+		if body.NoEvents() {
+			yield(model.Chunk{}, m.malformed(acc.requestID, "the event stream holds no event", body.Head(), nil))
+			return
+		}
 		yield(model.Chunk{}, httperr.Incomplete(m.provider, acc.requestID, "response.completed"))
+		return
+	}
+	acc.finish(yield)
+}
+
+// readResponseJSON accepts a whole Response object from a server that
+// ignored "stream": true: it is folded in as the terminal event of its
+// status would be.
+func (m *Model) readResponseJSON(ctx context.Context, body *httperr.Content, acc *respAcc, yield func(model.Chunk, error) bool) {
+	b, ok := m.readJSON(ctx, acc.requestID, body, yield)
+	if !ok {
+		return
+	}
+	if isErrorEvent(b) {
+		// {"error": {...}}, or a failed response with its error.
+		yield(model.Chunk{}, httperr.StreamEvent(m.provider, acc.requestID, b, m.cfg.APIKey))
+		return
+	}
+	var r struct {
+		Object string          `json:"object"`
+		Status string          `json:"status"`
+		Output json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		yield(model.Chunk{}, m.malformed(acc.requestID, "malformed response", b, err))
+		return
+	}
+	status := r.Status
+	if status == "" && r.Object != "" && r.Object != "response" {
+		yield(model.Chunk{}, m.malformed(acc.requestID, "the JSON body is not a response (object "+strconv.Quote(r.Object)+")", b, nil))
+		return
+	}
+	if status == "" && len(r.Output) > 0 {
+		status = "completed" // a compatible server that leaves the status out
+	}
+	switch status {
+	case "completed", "incomplete", "failed":
+	case "":
+		yield(model.Chunk{}, m.malformed(acc.requestID, "the JSON body is not a response (no status, no output)", b, nil))
+		return
+	default:
+		yield(model.Chunk{}, m.malformed(acc.requestID, "the response is "+strconv.Quote(status)+", not completed", b, nil))
+		return
+	}
+	data := make([]byte, 0, len(b)+48)
+	data = append(append(append(data, `{"type":"response.`+status+`","response":`...), b...), '}')
+	var e responses.ResponseStreamEventUnion
+	if err := json.Unmarshal(data, &e); err != nil {
+		yield(model.Chunk{}, m.malformed(acc.requestID, "malformed response", b, err))
+		return
+	}
+	if !acc.add(&e, data, yield) {
 		return
 	}
 	acc.finish(yield)
@@ -496,14 +562,16 @@ func (a *respAcc) finish(yield func(model.Chunk, error) bool) {
 			msg.Parts = append(msg.Parts, message.Part{Type: message.PartToolCall, ID: it.id, CallID: it.call.ID, Name: it.call.Name, Arguments: it.call.Arguments})
 		}
 	}
-	finish := "stop"
+	finish := model.FinishStop
 	switch {
 	case calls > 0:
-		finish = "tool_calls"
+		finish = model.FinishToolCalls
 	case a.reason == "max_output_tokens":
-		finish = "length"
+		finish = model.FinishLength
 	case a.reason != "":
 		finish = normFinish(a.reason, false)
+	case refusal.Len() > 0:
+		finish = model.FinishRefusal
 	}
 	if refusal.Len() > 0 {
 		if a.req.Output != nil && calls == 0 {
@@ -528,5 +596,5 @@ func (a *respAcc) finish(yield func(model.Chunk, error) bool) {
 	}
 	u := a.usage
 	msg.Usage = &u
-	yield(model.Chunk{Type: model.ChunkDone, Message: msg, Usage: u, FinishReason: finish, RequestID: a.requestID, Model: a.model}, nil)
+	yield(model.Chunk{Type: model.ChunkDone, Message: msg, Usage: u, FinishReason: finish, Refusal: refusal.String(), RequestID: a.requestID, Model: a.model}, nil)
 }
