@@ -84,8 +84,8 @@ type Config struct {
 
 // Model is an Anthropic model. It is safe for concurrent use.
 type Model struct {
-	cfg      Config
-	messages anthropic.MessageService
+	cfg    Config
+	client anthropic.Client
 }
 
 var _ model.Model = (*Model)(nil)
@@ -132,7 +132,7 @@ func New(cfg Config) (*Model, error) {
 		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
 	}
 	client := anthropic.NewClient(opts...)
-	return &Model{cfg: cfg, messages: client.Messages}, nil
+	return &Model{cfg: cfg, client: client}, nil
 }
 
 // Name returns "anthropic:<model>".
@@ -322,7 +322,35 @@ func (m *Model) params(req *model.Request) (p anthropic.MessageNewParams, outToo
 	if s.TopP != nil && (budget == 0 || *s.TopP >= 0.95) {
 		p.TopP = param.NewOpt(*s.TopP)
 	}
+	if s.PromptCaching == nil || *s.PromptCaching {
+		cacheBreakpoints(&p)
+	}
 	return p, outTool, nil
+}
+
+// cacheBreakpoints marks the prefixes Anthropic may cache (cache_control,
+// ephemeral): the system prompt (its last block), the tools (the last one)
+// and the conversation (the last block of the last message that can carry
+// a mark; thinking blocks cannot). Three of the four breakpoints the API
+// allows; a prefix shorter than the model's minimum is simply not cached.
+func cacheBreakpoints(p *anthropic.MessageNewParams) {
+	if n := len(p.System); n > 0 {
+		p.System[n-1].CacheControl = anthropic.NewCacheControlEphemeralParam()
+	}
+	if n := len(p.Tools); n > 0 {
+		if cc := p.Tools[n-1].GetCacheControl(); cc != nil {
+			*cc = anthropic.NewCacheControlEphemeralParam()
+		}
+	}
+	if n := len(p.Messages); n > 0 {
+		content := p.Messages[n-1].Content
+		for i := len(content) - 1; i >= 0; i-- {
+			if cc := content[i].GetCacheControl(); cc != nil {
+				*cc = anthropic.NewCacheControlEphemeralParam()
+				return
+			}
+		}
+	}
 }
 
 // toolParam maps a JSON Schema object to a tool's input_schema.

@@ -63,7 +63,8 @@ func TestFixtures(t *testing.T) {
 			req := &model.Request{
 				Messages: []message.Message{message.User(tc.user)},
 				Tools:    tools,
-				Settings: model.Settings{Temperature: new(rec["temperature"].(float64)), MaxTokens: int(rec["max_tokens"].(float64))},
+				// The recorded requests set no cache breakpoints.
+				Settings: model.Settings{Temperature: new(rec["temperature"].(float64)), MaxTokens: int(rec["max_tokens"].(float64)), PromptCaching: new(false)},
 			}
 			chunks, err := providertest.Stream(t, m, req)
 			if err != nil {
@@ -138,7 +139,7 @@ func TestThinkingStream(t *testing.T) {
 	if got := providertest.ChunkText(chunks, model.ChunkText); got != "It is 18°C in Paris. Let me get the time." {
 		t.Errorf("text chunks %q (thinking must never be text)", got)
 	}
-	wantUsage := message.Usage{InputTokens: 2048 + 1024 + 256, OutputTokens: 310, CachedTokens: 1024, ReasoningTokens: 120}
+	wantUsage := message.Usage{InputTokens: 2048 + 1024 + 256, OutputTokens: 310, CachedTokens: 1024, CacheCreationTokens: 256, ReasoningTokens: 120}
 	if d.FinishReason != "tool_calls" || d.Usage != wantUsage || d.Model != "claude-sonnet-4-5-20250929" {
 		t.Errorf("finish %q usage %+v model %q", d.FinishReason, d.Usage, d.Model)
 	}
@@ -179,7 +180,8 @@ func TestThinkingStream(t *testing.T) {
 			map[string]any{"type": "tool_result", "tool_use_id": "toolu_01GetTime00000000000000001", "content": []any{map[string]any{"type": "text", "text": "14:05"}}},
 		}},
 		map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": "It is 14:05."}}},
-		map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "Thanks"}}},
+		// The conversation's cache breakpoint, on by default.
+		map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "Thanks", "cache_control": ephemeral}}},
 	}
 	if got := providertest.ToAny(sent.Messages); !reflect.DeepEqual(got, want) {
 		t.Errorf("messages\n got  %s\n want %s", providertest.Show(got), providertest.Show(want))
@@ -189,9 +191,13 @@ func TestThinkingStream(t *testing.T) {
 	}
 }
 
+// ephemeral is the cache_control of a prompt-cache breakpoint.
+var ephemeral = map[string]any{"type": "ephemeral"}
+
 // TestHistoryMapping covers system placement, grouping of parallel tool
 // results (and a following user message) into one user message, error
-// results, images, and defaults.
+// results, images, and defaults (prompt-cache breakpoints on the system
+// prompt, the tools and the conversation).
 func TestHistoryMapping(t *testing.T) {
 	t.Parallel()
 	srv := providertest.NewServer(t, providertest.Reply{Body: providertest.AnthropicWire{Model: "m"}.Stream("ok", nil)})
@@ -227,7 +233,7 @@ func TestHistoryMapping(t *testing.T) {
 		"top_p":      0.9,
 		"system": []any{
 			map[string]any{"type": "text", "text": "Be brief."},
-			map[string]any{"type": "text", "text": "Transfer: you now serve the billing team."},
+			map[string]any{"type": "text", "text": "Transfer: you now serve the billing team.", "cache_control": ephemeral},
 		},
 		"messages": []any{
 			map[string]any{"role": "user", "content": []any{
@@ -242,10 +248,10 @@ func TestHistoryMapping(t *testing.T) {
 			map[string]any{"role": "user", "content": []any{
 				map[string]any{"type": "tool_result", "tool_use_id": "toolu_a", "content": []any{map[string]any{"type": "text", "text": "A"}}},
 				map[string]any{"type": "tool_result", "tool_use_id": "toolu_b", "is_error": true, "content": []any{map[string]any{"type": "text", "text": "boom"}}},
-				map[string]any{"type": "text", "text": "And?"},
+				map[string]any{"type": "text", "text": "And?", "cache_control": ephemeral},
 			}},
 		},
-		"tools": []any{map[string]any{"name": "lookup", "description": "Look up.", "input_schema": map[string]any{
+		"tools": []any{map[string]any{"name": "lookup", "description": "Look up.", "cache_control": ephemeral, "input_schema": map[string]any{
 			"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []any{"q"}, "additionalProperties": false,
 		}}},
 		"tool_choice": map[string]any{"type": "any", "disable_parallel_tool_use": true},

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
@@ -20,7 +22,13 @@ import (
 	"github.com/batonhq/baton/model/internal/toolargs"
 )
 
-// stream runs one Messages call.
+// maxJSONBody caps a non-streamed message body.
+const maxJSONBody = 32 << 20
+
+// stream runs one Messages call. The raw response is taken (the request is
+// the SDK's, with "stream": true) so that its body can be read as an event
+// stream or, from a server that ignored "stream", as one JSON message,
+// according to its Content-Type.
 func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
 	params, outTool, err := m.params(req)
 	if err != nil {
@@ -29,15 +37,38 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	}
 	var capture httperr.Capture
 	var res *http.Response
-	s := m.messages.NewStreaming(ctx, params,
-		option.WithMiddleware(capture.Middleware),
-		option.WithResponseInto(&res))
-	defer s.Close()
-	requestID := ""
-	if res != nil {
-		requestID = httperr.RequestID(res.Header)
+	err = m.client.Post(ctx, "v1/messages", params, &res,
+		option.WithJSONSet("stream", true),
+		option.WithMiddleware(capture.Middleware))
+	if err == nil && res == nil {
+		err = errors.New("no response")
 	}
+	if err != nil {
+		if res != nil && res.Body != nil {
+			_ = res.Body.Close()
+		}
+		yield(model.Chunk{}, m.streamError(ctx, &capture, nil, httperr.RequestID(capture.Header), nil, err))
+		return
+	}
+	defer res.Body.Close()
+	requestID := httperr.RequestID(res.Header)
 	acc := &accumulator{m: m, req: req, outTool: outTool, requestID: requestID, blocks: map[int64]*block{}}
+	body := httperr.Open(res)
+	switch body.Kind {
+	case httperr.KindJSON:
+		m.readJSON(ctx, body, acc, yield)
+		return
+	case httperr.KindUnknown:
+		ct := res.Header.Get("Content-Type")
+		if ct == "" {
+			ct = "none"
+		}
+		yield(model.Chunk{}, httperr.Malformed(Provider, requestID, "the response is neither an event stream nor JSON (Content-Type "+ct+")", body.Head(), nil, m.cfg.APIKey))
+		return
+	}
+	dec := ssestream.NewDecoder(res)
+	s := ssestream.NewStream[anthropic.MessageStreamEventUnion](dec, nil)
+	defer s.Close()
 	for !acc.stopped && s.Next() {
 		ev := s.Current()
 		if !acc.add(&ev, yield) {
@@ -46,11 +77,15 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	}
 	if !acc.stopped {
 		if err := s.Err(); err != nil {
-			yield(model.Chunk{}, m.streamError(ctx, &capture, res, requestID, err))
+			yield(model.Chunk{}, m.streamError(ctx, &capture, res, requestID, dec.Event().Data, err))
 			return
 		}
 		if ctx.Err() != nil {
 			yield(model.Chunk{}, httperr.Canceled(ctx, Provider))
+			return
+		}
+		if body.NoEvents() {
+			yield(model.Chunk{}, httperr.Malformed(Provider, requestID, "the event stream holds no event", body.Head(), nil, m.cfg.APIKey))
 			return
 		}
 		yield(model.Chunk{}, httperr.Incomplete(Provider, requestID, "message_stop"))
@@ -59,10 +94,72 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	acc.finish(yield)
 }
 
+// readJSON accepts a whole Message from a server that ignored "stream": true:
+// it is folded in as the events of its stream would be (message_start, each
+// block's start and stop, message_delta, message_stop), through the same
+// code.
+func (m *Model) readJSON(ctx context.Context, body *httperr.Content, acc *accumulator, yield func(model.Chunk, error) bool) {
+	b, err := body.ReadAll(maxJSONBody)
+	if err != nil {
+		if body.Len() > maxJSONBody {
+			yield(model.Chunk{}, httperr.Malformed(Provider, acc.requestID, "the JSON response is too long", body.Head(), err, m.cfg.APIKey))
+		} else {
+			yield(model.Chunk{}, httperr.Transport(ctx, Provider, acc.requestID, err))
+		}
+		return
+	}
+	var msg struct {
+		Type       string            `json:"type"`
+		Error      json.RawMessage   `json:"error"`
+		Content    []json.RawMessage `json:"content"`
+		StopReason *string           `json:"stop_reason"`
+		Usage      json.RawMessage   `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &msg); err != nil {
+		yield(model.Chunk{}, httperr.Malformed(Provider, acc.requestID, "malformed message", b, err, m.cfg.APIKey))
+		return
+	}
+	switch {
+	case msg.Type == "error" || (len(msg.Error) > 0 && string(msg.Error) != "null"):
+		yield(model.Chunk{}, httperr.StreamEvent(Provider, acc.requestID, b, m.cfg.APIKey))
+		return
+	case msg.Type != "message" && msg.Type != "":
+		yield(model.Chunk{}, httperr.Malformed(Provider, acc.requestID, "the JSON body is not a message (type "+strconv.Quote(msg.Type)+")", b, nil, m.cfg.APIKey))
+		return
+	case msg.Content == nil || msg.StopReason == nil:
+		yield(model.Chunk{}, httperr.Malformed(Provider, acc.requestID, "the JSON body is not a whole message (no content or stop_reason)", b, nil, m.cfg.APIKey))
+		return
+	}
+	usage := msg.Usage
+	if len(usage) == 0 || string(usage) == "null" {
+		usage = json.RawMessage(`{}`)
+	}
+	events := make([]string, 0, 2*len(msg.Content)+3)
+	events = append(events, `{"type":"message_start","message":`+string(b)+`}`)
+	for i, c := range msg.Content {
+		n := strconv.Itoa(i)
+		events = append(events, `{"type":"content_block_start","index":`+n+`,"content_block":`+string(c)+`}`,
+			`{"type":"content_block_stop","index":`+n+`}`)
+	}
+	stop, _ := json.Marshal(*msg.StopReason)
+	events = append(events, `{"type":"message_delta","delta":{"stop_reason":`+string(stop)+`},"usage":`+string(usage)+`}`, `{"type":"message_stop"}`)
+	for _, e := range events {
+		var ev anthropic.MessageStreamEventUnion
+		if err := json.Unmarshal([]byte(e), &ev); err != nil {
+			yield(model.Chunk{}, httperr.Malformed(Provider, acc.requestID, "malformed message", b, err, m.cfg.APIKey))
+			return
+		}
+		if !acc.add(&ev, yield) {
+			return
+		}
+	}
+	acc.finish(yield)
+}
+
 // streamError classifies the error that ended a call: an HTTP error status,
-// an error event inside the stream, an event that could not be decoded, or a
-// failed connection.
-func (m *Model) streamError(ctx context.Context, c *httperr.Capture, res *http.Response, requestID string, err error) *model.Error {
+// an error event inside the stream, an event that could not be decoded (data
+// is the last event's data, quoted in the error), or a failed connection.
+func (m *Model) streamError(ctx context.Context, c *httperr.Capture, res *http.Response, requestID string, data []byte, err error) *model.Error {
 	if ctx.Err() != nil {
 		return httperr.Canceled(ctx, Provider)
 	}
@@ -86,7 +183,7 @@ func (m *Model) streamError(ctx context.Context, c *httperr.Capture, res *http.R
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &syn) || errors.As(err, &typ) || errors.Is(err, bufio.ErrTooLong) {
-		return httperr.Invalid(Provider, requestID, "malformed stream event", err)
+		return httperr.InvalidEvent(Provider, requestID, "malformed stream event", data, err, m.cfg.APIKey)
 	}
 	if res != nil && strings.HasPrefix(err.Error(), "received error while streaming") {
 		return httperr.StreamEvent(Provider, requestID, []byte(strings.TrimPrefix(err.Error(), "received error while streaming: ")), m.cfg.APIKey)
@@ -119,6 +216,7 @@ type accumulator struct {
 	order     []int64
 	stopped   bool
 	stop      string
+	refusal   string // stop_details: "category: explanation"
 	usage     usage
 	callIDs   toolargs.IDs
 }
@@ -129,10 +227,11 @@ type usage struct {
 
 func (u usage) message() message.Usage {
 	return message.Usage{
-		InputTokens:     u.input + u.cacheRead + u.cacheWrite,
-		OutputTokens:    u.output,
-		CachedTokens:    u.cacheRead,
-		ReasoningTokens: u.thinking,
+		InputTokens:         u.input + u.cacheRead + u.cacheWrite,
+		OutputTokens:        u.output,
+		CachedTokens:        u.cacheRead,
+		CacheCreationTokens: u.cacheWrite,
+		ReasoningTokens:     u.thinking,
 	}
 }
 
@@ -213,6 +312,12 @@ func (a *accumulator) add(ev *anthropic.MessageStreamEventUnion, yield func(mode
 	case "message_delta":
 		if ev.Delta.StopReason != "" {
 			a.stop = string(ev.Delta.StopReason)
+		}
+		if d := &ev.Delta.StopDetails; d.Explanation != "" || d.Category != "" {
+			a.refusal = string(d.Category)
+			if d.Explanation != "" {
+				a.refusal = strings.TrimPrefix(a.refusal+": "+d.Explanation, ": ")
+			}
 		}
 		u := &ev.Usage
 		if u.JSON.OutputTokens.Valid() {
@@ -310,7 +415,7 @@ func (a *accumulator) finish(yield func(model.Chunk, error) bool) {
 	}
 	u := a.usage.message()
 	msg.Usage = &u
-	yield(model.Chunk{Type: model.ChunkDone, Message: msg, Usage: u, FinishReason: finish, RequestID: a.requestID, Model: a.model}, nil)
+	yield(model.Chunk{Type: model.ChunkDone, Message: msg, Usage: u, FinishReason: finish, Refusal: a.refusal, RequestID: a.requestID, Model: a.model}, nil)
 }
 
 // normStop maps a stop reason to baton's words.
@@ -322,9 +427,11 @@ func normStop(s string, hasCalls bool) string {
 		}
 		return "stop"
 	case "max_tokens", "model_context_window_exceeded":
-		return "length"
+		return model.FinishLength
 	case "refusal":
-		return "content_filter"
+		return model.FinishRefusal
+	case "pause_turn":
+		return model.FinishPauseTurn
 	}
 	return s
 }
