@@ -5,12 +5,12 @@ import (
 	"errors"
 	"iter"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
@@ -37,11 +37,7 @@ func (s *seen) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.C
 func TestExcludeAndResumeCheckpoint(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	st, err := openSQLite(ctx, filepath.Join(t.TempDir(), "baton.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := testdb.SQLite(t)
 	var refunds atomic.Int32
 	svc := threads.New(st, support(t, &refunds), nil)
 	id, _, err := threadOf(t, svc.Turn(ctx, owner, "I was charged twice", threads.TurnOptions{}))

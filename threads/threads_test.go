@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/policy"
@@ -252,17 +252,10 @@ func testThreads(t *testing.T, open func(t *testing.T) store.Store) {
 }
 
 func TestSQLite(t *testing.T) {
-	testThreads(t, func(t *testing.T) store.Store {
-		s, err := openSQLite(t.Context(), filepath.Join(t.TempDir(), "baton.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	})
+	testThreads(t, func(t *testing.T) store.Store { return testdb.SQLite(t) })
 }
 
 func TestPostgres(t *testing.T) {
-	url := pgURL(t)
-	testThreads(t, func(t *testing.T) store.Store { return openPG(t, url) })
+	url := testdb.URL(t)
+	testThreads(t, func(t *testing.T) store.Store { return testdb.PostgresWith(t, url, store.Options{}) })
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/open"
@@ -82,13 +83,7 @@ func TestOpenSQLite(t *testing.T) {
 
 func TestOpenPostgres(t *testing.T) {
 	t.Parallel()
-	u := os.Getenv("BATON_TEST_DATABASE_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("BATON_TEST_DATABASE_URL is not set and CI=true: the PostgreSQL store tests must run")
-		}
-		t.Skip("BATON_TEST_DATABASE_URL is not set: skipping the PostgreSQL store tests")
-	}
+	u := testdb.URL(t)
 	// NoMigrate: only connect, leaving the database's schemas alone.
 	s, err := open.Open(t.Context(), u, &store.Options{NoMigrate: true, Schema: "baton_open_test_absent"})
 	var sve *store.SchemaVersionError
