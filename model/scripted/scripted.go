@@ -50,9 +50,22 @@ type Fail struct {
 type Step struct {
 	// When, if set, must match the last user message for the step to be used;
 	// steps that do not match are skipped over.
-	When      *regexp.Regexp
-	Text      string
+	When *regexp.Regexp
+	Text string
+	// Texts are further text blocks of the answer, after Text, each its own
+	// text part (a recorded answer of several blocks replays as such).
+	Texts     []string
 	ToolCalls []Call
+	// Reasoning, if set, streams first as reasoning and is kept as a
+	// reasoning part (Provider "scripted").
+	Reasoning string
+	// FinishReason replaces the finish reason ("stop", or "tool_calls" when
+	// the step has calls), to replay how a provider's answer ended:
+	// "length", "content_filter", "refusal", "pause_turn" …
+	FinishReason string
+	// Refusal is the provider's words on a refusal or content-filter stop
+	// ([model.Chunk.Refusal]).
+	Refusal string
 	// Usage defaults to an estimate of 1 token per 4 bytes.
 	Usage *message.Usage
 	// Delay is waited before the answer starts (simulated latency).
@@ -182,11 +195,26 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 			return
 		}
 		out := &message.Message{Role: message.RoleAssistant, Agent: m.agent, Metadata: map[string]any{MetaStep: i}}
+		if st.Reasoning != "" {
+			if !yield(model.Chunk{Type: model.ChunkReasoning, Text: st.Reasoning}, nil) {
+				return
+			}
+			out.Parts = append(out.Parts, message.Part{Type: message.PartReasoning, Text: st.Reasoning, Provider: "scripted"})
+		}
 		if st.Text != "" {
 			if !m.streamText(ctx, st.Text, yield) {
 				return
 			}
 			out.Parts = append(out.Parts, message.Part{Type: message.PartText, Text: st.Text})
+		}
+		for _, t := range st.Texts {
+			if t == "" {
+				continue
+			}
+			if !m.streamText(ctx, t, yield) {
+				return
+			}
+			out.Parts = append(out.Parts, message.Part{Type: message.PartText, Text: t})
 		}
 		for j, c := range st.ToolCalls {
 			id := c.ID
@@ -204,11 +232,14 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 		}
 		usage := estimate(req, st)
 		out.Usage = &usage
-		finish := "stop"
+		finish := model.FinishStop
 		if len(st.ToolCalls) > 0 {
-			finish = "tool_calls"
+			finish = model.FinishToolCalls
 		}
-		yield(model.Chunk{Type: model.ChunkDone, Message: out, Usage: usage, FinishReason: finish,
+		if st.FinishReason != "" {
+			finish = st.FinishReason
+		}
+		yield(model.Chunk{Type: model.ChunkDone, Message: out, Usage: usage, FinishReason: finish, Refusal: st.Refusal,
 			RequestID: "scripted-" + m.agent + "-" + strconv.Itoa(i+1), Model: "scripted"}, nil)
 	}
 }
@@ -259,7 +290,10 @@ func estimate(req *model.Request, st *Step) message.Usage {
 			in += len(p.Text) + len(p.Arguments)
 		}
 	}
-	out := len(st.Text)
+	out := len(st.Text) + len(st.Reasoning)
+	for _, t := range st.Texts {
+		out += len(t)
+	}
 	for _, c := range st.ToolCalls {
 		out += len(c.Name) + len(c.Arguments)
 	}

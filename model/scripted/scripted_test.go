@@ -93,3 +93,56 @@ func TestFailTimesThenAnswer(t *testing.T) {
 		t.Fatalf("second try = %v, %v", r, err)
 	}
 }
+
+// TestReplaysHowAnAnswerEnded covers what a recorded answer carries besides
+// its text and calls: reasoning, several text blocks, the finish reason and
+// a refusal's words.
+func TestReplaysHowAnAnswerEnded(t *testing.T) {
+	t.Parallel()
+	m := scripted.New("a", []scripted.Step{{
+		Reasoning: "The user wants two blocks.", Text: "First block.", Texts: []string{"", "Second block."},
+		FinishReason: model.FinishRefusal, Refusal: "policy: not this",
+		Usage: &message.Usage{InputTokens: 10, OutputTokens: 5, CachedTokens: 4, CacheCreationTokens: 2, ReasoningTokens: 3},
+	}}, scripted.Options{})
+	var reasoning, text strings.Builder
+	var done *model.Chunk
+	for c, err := range m.Stream(t.Context(), &model.Request{Agent: "a", Messages: []message.Message{message.User("hi")}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch c.Type {
+		case model.ChunkReasoning:
+			reasoning.WriteString(c.Text)
+		case model.ChunkText:
+			text.WriteString(c.Text)
+		case model.ChunkDone:
+			done = &c
+		}
+	}
+	want := []message.Part{
+		{Type: message.PartReasoning, Text: "The user wants two blocks.", Provider: "scripted"},
+		{Type: message.PartText, Text: "First block."},
+		{Type: message.PartText, Text: "Second block."},
+	}
+	if done == nil || !equalParts(done.Message.Parts, want) {
+		t.Fatalf("done %+v", done)
+	}
+	if reasoning.String() != "The user wants two blocks." || text.String() != "First block.Second block." {
+		t.Errorf("streamed reasoning %q text %q", reasoning.String(), text.String())
+	}
+	if done.FinishReason != model.FinishRefusal || done.Refusal != "policy: not this" || done.Usage.CacheCreationTokens != 2 || done.Usage.ReasoningTokens != 3 {
+		t.Errorf("finish %q refusal %q usage %+v", done.FinishReason, done.Refusal, done.Usage)
+	}
+}
+
+func equalParts(a, b []message.Part) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Type != b[i].Type || a[i].Text != b[i].Text || a[i].Provider != b[i].Provider {
+			return false
+		}
+	}
+	return true
+}
