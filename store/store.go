@@ -173,6 +173,24 @@ type Ops interface {
 	// GetThreadSummary returns the summary of a thread handoff.
 	GetThreadSummary(ctx context.Context, params *GetThreadSummaryParams) (*ThreadSummary, error)
 
+	// CreateInterrupt stores a pending interrupt. An ID the owner has
+	// already used is [ErrConflict], and so is a second pending
+	// [InterruptThreadHandoff] of one thread; neither error aborts a
+	// surrounding transaction. A thread, when set, must exist.
+	CreateInterrupt(ctx context.Context, params *CreateInterruptParams) (*Interrupt, error)
+	// GetInterrupt returns an interrupt.
+	GetInterrupt(ctx context.Context, params *GetInterruptParams) (*Interrupt, error)
+	// ListInterrupts returns a thread's interrupts, oldest first, filtered
+	// by kind and status when set. A thread without any gives an empty
+	// slice, even one that does not exist.
+	ListInterrupts(ctx context.Context, params *ListInterruptsParams) ([]*Interrupt, error)
+	// DecideInterrupt moves a pending interrupt to params.Status with its
+	// decision and outcome, compare-and-swap on its status: of any number of
+	// concurrent callers exactly one succeeds, and the others get a
+	// *[NotPendingError] carrying the interrupt with the winner's decision
+	// and outcome. That error does not abort a surrounding transaction.
+	DecideInterrupt(ctx context.Context, params *DecideInterruptParams) (*Interrupt, error)
+
 	// GetMemoryDocument returns an agent's memory document.
 	GetMemoryDocument(ctx context.Context, params *GetMemoryDocumentParams) (*MemoryDocument, error)
 	// PutMemoryDocument writes an agent's memory document, compare-and-swap

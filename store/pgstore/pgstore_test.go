@@ -175,7 +175,7 @@ func TestRowLevelSecurity(t *testing.T) {
 	checkRLS(t, s, role)
 }
 
-var ownerTables = []string{"owners", "api_keys", "threads", "messages", "message_drafts", "checkpoints", "job_runs", "thread_summaries", "memory_documents", "run_leases"}
+var ownerTables = []string{"owners", "api_keys", "threads", "messages", "message_drafts", "checkpoints", "job_runs", "thread_summaries", "memory_documents", "run_leases", "interrupts"}
 
 // checkRLS fills every table for one owner through s and queries them
 // directly, on s's pool, as another owner: in role when set (as the store's
@@ -219,6 +219,10 @@ func checkRLS(t *testing.T, s *pgstore.Store, role string) {
 		t.Fatal(err)
 	}
 	if _, err := s.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: owner, RunID: st.RunID, ThreadID: th.ID, Holder: "h", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: owner, ID: "h", Kind: store.InterruptThreadHandoff, ThreadID: th.ID,
+		Payload: []byte(`{"summary_md":"secret"}`)}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -104,7 +104,7 @@ func TestMigrateDownUp(t *testing.T) {
 	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 11 { // ten tables and the version table
+	if n != 12 { // eleven tables and the version table
 		t.Fatalf("%d tables after migrating down and up", n)
 	}
 	if err := s.MigrateTo(ctx, sqlitestore.LatestVersion()+1); err == nil {

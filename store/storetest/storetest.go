@@ -78,6 +78,9 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"MemoryDocumentCAS", testMemoryDocumentCAS},
 		{"MemoryDocumentConcurrentCAS", testMemoryDocumentConcurrentCAS},
 		{"Leases", testLeases},
+		{"Interrupts", testInterrupts},
+		{"InterruptConflictsInTx", testInterruptConflictsInTx},
+		{"InterruptConcurrent", testInterruptConcurrent},
 		{"LeaseSweep", testLeaseSweep},
 		{"TxCommit", testTxCommit},
 		{"TxRollback", testTxRollback},
@@ -1389,6 +1392,8 @@ func testOwnerIsolation(t *testing.T, s store.Store, b *bundle) {
 	must(s.UpsertThreadSummary(b.ctx, &store.UpsertThreadSummaryParams{OwnerID: b.owner, HandoffID: hid, Summary: json.RawMessage(`{}`)}))(t)
 	must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "a-" + run, Content: "secret"}))(t)
 	key := must(s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner}))(t)
+	in := must(s.CreateInterrupt(b.ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i-" + run, Kind: store.InterruptThreadHandoff, ThreadID: th.ID,
+		Payload: json.RawMessage(`{"summary_md":"secret"}`)}))(t)
 
 	o := b.other
 	for name, call := range map[string]func() error{
@@ -1467,6 +1472,19 @@ func testOwnerIsolation(t *testing.T, s store.Store, b *bundle) {
 			_, err := s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: o, ID: key.Key.ID})
 			return err
 		},
+		"GetInterrupt": func() error {
+			_, err := s.GetInterrupt(b.ctx, &store.GetInterruptParams{OwnerID: o, ID: in.ID})
+			return err
+		},
+		"DecideInterrupt": func() error {
+			_, err := s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: o, ID: in.ID, Status: store.InterruptDecided, Outcome: json.RawMessage(`{}`)})
+			return err
+		},
+		"CreateInterruptOnThread": func() error {
+			_, err := s.CreateInterrupt(b.ctx, &store.CreateInterruptParams{OwnerID: o, ID: "x", Kind: store.InterruptThreadHandoff, ThreadID: th.ID,
+				Payload: json.RawMessage(`{}`)})
+			return err
+		},
 	} {
 		if err := call(); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s as another owner: error = %v, want ErrNotFound", name, err)
@@ -1494,6 +1512,12 @@ func testOwnerIsolation(t *testing.T, s store.Store, b *bundle) {
 	}
 	if got := must(s.LookupAPIKey(b.ctx, &store.LookupAPIKeyParams{Hash: key.Key.Hash}))(t); !got.RevokedAt.IsZero() {
 		t.Errorf("api key revoked by another owner")
+	}
+	if got := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: o, ThreadID: th.ID}))(t); len(got) != 0 {
+		t.Errorf("another owner lists %d interrupts", len(got))
+	}
+	if got := must(s.GetInterrupt(b.ctx, &store.GetInterruptParams{OwnerID: b.owner, ID: in.ID}))(t); got.Status != store.InterruptPending {
+		t.Errorf("interrupt decided by another owner: %+v", got)
 	}
 }
 
@@ -1538,6 +1562,32 @@ func testInvalidParams(t *testing.T, s store.Store, b *bundle) {
 		},
 		"ReleaseLease": func() error { _, err := s.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: b.owner}); return err },
 		"RenewLeases":  func() error { _, err := s.RenewLeases(ctx, &store.RenewLeasesParams{Holder: "h", TTL: -1}); return err },
+		"CreateInterruptKind": func() error {
+			_, err := s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: "other", Payload: json.RawMessage(`{}`)})
+			return err
+		},
+		"CreateInterruptRunID": func() error {
+			_, err := s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: store.InterruptRun, Payload: json.RawMessage(`{}`)})
+			return err
+		},
+		"CreateInterruptThread": func() error {
+			_, err := s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: store.InterruptThreadHandoff, Payload: json.RawMessage(`{}`)})
+			return err
+		},
+		"CreateInterruptPayload": func() error {
+			_, err := s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: store.InterruptRun, RunID: "r", Payload: json.RawMessage(`[1]`)})
+			return err
+		},
+		"GetInterrupt":   func() error { _, err := s.GetInterrupt(ctx, &store.GetInterruptParams{OwnerID: b.owner}); return err },
+		"ListInterrupts": func() error { _, err := s.ListInterrupts(ctx, &store.ListInterruptsParams{OwnerID: b.owner}); return err },
+		"DecideInterruptStatus": func() error {
+			_, err := s.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: "i", Status: store.InterruptPending, Outcome: json.RawMessage(`{}`)})
+			return err
+		},
+		"DecideInterruptOutcome": func() error {
+			_, err := s.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: "i", Status: store.InterruptDecided, Outcome: json.RawMessage(`{`)})
+			return err
+		},
 	} {
 		if err := call(); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: error = %v, want ErrInvalid", name, err)
@@ -1656,5 +1706,192 @@ func testLeaseSweep(t *testing.T, s store.Store, b *bundle) {
 	wg.Wait()
 	if wins != 1 {
 		t.Fatalf("%d adopters took the expired lease, want 1", wins)
+	}
+}
+
+func newInterrupt(b *bundle, th *store.Thread, kind, id string) *store.CreateInterruptParams {
+	p := &store.CreateInterruptParams{OwnerID: b.owner, ID: id, Kind: kind, ThreadID: th.ID, Network: "net", Agent: "billing",
+		Payload: json.RawMessage(`{"schema_version":1,"summary_md":"### Refund ☂"}`)}
+	if kind == store.InterruptRun {
+		p.RunID = "run-" + id
+	}
+	return p
+}
+
+func testInterrupts(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	run := must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptRun, "run-i3")))(t)
+	if run.Kind != store.InterruptRun || run.Status != store.InterruptPending || run.RunID != "run-run-i3" || run.ThreadID != th.ID ||
+		run.Network != "net" || run.Agent != "billing" || run.OwnerID != b.owner || run.Decision != nil || run.Outcome != nil ||
+		!run.DecidedAt.IsZero() || !jsonEqual(run.Payload, []byte(`{"schema_version":1,"summary_md":"### Refund ☂"}`)) {
+		t.Fatalf("CreateInterrupt = %+v", run)
+	}
+	checkTime(t, "CreatedAt", run.CreatedAt)
+	hp := newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())
+	h1 := must(s.CreateInterrupt(b.ctx, hp))(t)
+	// One pending thread handoff per thread, one id per owner.
+	_, err := s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString()))
+	wantErr(t, err, store.ErrConflict)
+	_, err = s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptRun, "run-i3"))
+	wantErr(t, err, store.ErrConflict)
+	// A thread without any, and the same ids for another owner, are fine.
+	other := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other}))(t)
+	theirs := newInterrupt(b, other, store.InterruptRun, "run-i3")
+	theirs.OwnerID = b.other
+	must(s.CreateInterrupt(b.ctx, theirs))(t)
+
+	got := must(s.GetInterrupt(b.ctx, &store.GetInterruptParams{OwnerID: b.owner, ID: h1.ID}))(t)
+	if !reflect.DeepEqual(normInterrupt(got), normInterrupt(h1)) {
+		t.Fatalf("GetInterrupt = %+v, want %+v", got, h1)
+	}
+	all := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+	if len(all) != 2 || all[0].ID != run.ID || all[1].ID != h1.ID {
+		t.Fatalf("ListInterrupts = %+v", all)
+	}
+	handoffs := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Kind: store.InterruptThreadHandoff,
+		Status: store.InterruptPending}))(t)
+	if len(handoffs) != 1 || handoffs[0].ID != h1.ID {
+		t.Fatalf("ListInterrupts(thread_handoff, pending) = %+v", handoffs)
+	}
+
+	d := &store.DecideInterruptParams{OwnerID: b.owner, ID: h1.ID, Status: store.InterruptDecided,
+		Decision: json.RawMessage(`{"type":"approve"}`), Outcome: json.RawMessage(`{"child_thread_id":"c1"}`)}
+	dec := must(s.DecideInterrupt(b.ctx, d))(t)
+	if dec.Status != store.InterruptDecided || !jsonEqual(dec.Decision, d.Decision) || !jsonEqual(dec.Outcome, d.Outcome) {
+		t.Fatalf("DecideInterrupt = %+v", dec)
+	}
+	checkTime(t, "DecidedAt", dec.DecidedAt)
+	// A second decision loses and learns the first.
+	_, err = s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: h1.ID, Status: store.InterruptDecided,
+		Decision: json.RawMessage(`{"type":"reject"}`), Outcome: json.RawMessage(`{}`)})
+	np := wantAs[*store.NotPendingError](t, err)
+	wantErr(t, err, store.ErrConflict)
+	if np.Interrupt.Status != store.InterruptDecided || !jsonEqual(np.Interrupt.Outcome, d.Outcome) || !jsonEqual(np.Interrupt.Decision, d.Decision) {
+		t.Fatalf("NotPendingError carries %+v", np.Interrupt)
+	}
+	// Decided, it no longer blocks a new proposal.
+	h2 := must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
+	must(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: h2.ID, Status: store.InterruptSuperseded,
+		Outcome: json.RawMessage(`{"superseded_by":"h3"}`)}))(t)
+	must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
+	pending := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Status: store.InterruptPending}))(t)
+	if len(pending) != 2 {
+		t.Fatalf("pending = %+v, want the run's and the newest handoff", pending)
+	}
+	if got := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: "missing"}))(t); got == nil || len(got) != 0 {
+		t.Fatalf("ListInterrupts of a missing thread = %#v, want empty", got)
+	}
+
+	// A thread that does not exist; a run interrupt without a thread.
+	missing := newInterrupt(b, th, store.InterruptRun, "x-i1")
+	missing.ThreadID = "missing"
+	_, err = s.CreateInterrupt(b.ctx, missing)
+	wantErr(t, err, store.ErrNotFound)
+	missing.ThreadID = ""
+	if got := must(s.CreateInterrupt(b.ctx, missing))(t); got.ThreadID != "" {
+		t.Fatalf("run interrupt without a thread = %+v", got)
+	}
+	_, err = s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: "missing", Status: store.InterruptDecided, Outcome: json.RawMessage(`{}`)})
+	wantErr(t, err, store.ErrNotFound)
+}
+
+func normInterrupt(in *store.Interrupt) store.Interrupt {
+	c := *in
+	c.Payload, c.Decision, c.Outcome = nil, nil, nil
+	return c
+}
+
+// testInterruptConflictsInTx checks that the conflicts of CreateInterrupt
+// and DecideInterrupt leave a transaction usable: a caller decides what to
+// do with them (PostgreSQL aborts a transaction on a statement's error).
+func testInterruptConflictsInTx(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	first := must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
+	must(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: first.ID, Status: store.InterruptDecided, Outcome: json.RawMessage(`{}`)}))(t)
+	second := must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
+	err := s.Tx(b.ctx, func(tx store.Tx) error {
+		if _, err := tx.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())); !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("second pending handoff: %v, want ErrConflict", err)
+		}
+		if _, err := tx.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, second.ID)); !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("taken id: %v, want ErrConflict", err)
+		}
+		_, err := tx.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: first.ID, Status: store.InterruptDecided, Outcome: json.RawMessage(`{}`)})
+		if np, ok := errors.AsType[*store.NotPendingError](err); !ok || np.Interrupt.ID != first.ID {
+			return fmt.Errorf("decided twice: %v, want a NotPendingError", err)
+		}
+		if _, err := tx.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: second.ID, Status: store.InterruptSuperseded,
+			Outcome: json.RawMessage(`{}`)}); err != nil {
+			return err
+		}
+		_, err = tx.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-third"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Status: store.InterruptPending}))(t)
+	if len(pending) != 1 || pending[0].ID != "h-third" {
+		t.Fatalf("pending after the transaction = %+v", pending)
+	}
+}
+
+func testInterruptConcurrent(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	const n = 8
+	// Concurrent proposals: one is stored.
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, fmt.Sprintf("h-%d-%s", i, uuid.NewString())))
+		})
+	}
+	wg.Wait()
+	wins := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			wins++
+		case !errors.Is(err, store.ErrConflict):
+			t.Fatal(err)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d concurrent proposals stored, want 1", wins)
+	}
+	pending := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Status: store.InterruptPending}))(t)
+	if len(pending) != 1 {
+		t.Fatalf("pending = %+v", pending)
+	}
+	// Concurrent decisions: one wins, the others see its outcome.
+	id := pending[0].ID
+	for i := range n {
+		wg.Go(func() {
+			_, errs[i] = s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: id, Status: store.InterruptDecided,
+				Decision: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), Outcome: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		if err == nil {
+			if winner >= 0 {
+				t.Fatalf("decisions %d and %d both won", winner, i)
+			}
+			winner = i
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no decision won: %v", errs)
+	}
+	for i, err := range errs {
+		if i == winner {
+			continue
+		}
+		np := wantAs[*store.NotPendingError](t, err)
+		if want := fmt.Sprintf(`{"n":%d}`, winner); !jsonEqual(np.Interrupt.Outcome, []byte(want)) {
+			t.Fatalf("loser %d sees outcome %s, want %s", i, np.Interrupt.Outcome, want)
+		}
 	}
 }
