@@ -1578,8 +1578,11 @@ func testInvalidParams(t *testing.T, s store.Store, b *bundle) {
 			_, err := s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: store.InterruptRun, RunID: "r", Payload: json.RawMessage(`[1]`)})
 			return err
 		},
-		"GetInterrupt":   func() error { _, err := s.GetInterrupt(ctx, &store.GetInterruptParams{OwnerID: b.owner}); return err },
-		"ListInterrupts": func() error { _, err := s.ListInterrupts(ctx, &store.ListInterruptsParams{OwnerID: b.owner}); return err },
+		"GetInterrupt": func() error { _, err := s.GetInterrupt(ctx, &store.GetInterruptParams{OwnerID: b.owner}); return err },
+		"ListInterrupts": func() error {
+			_, err := s.ListInterrupts(ctx, &store.ListInterruptsParams{OwnerID: b.owner})
+			return err
+		},
 		"DecideInterruptStatus": func() error {
 			_, err := s.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: "i", Status: store.InterruptPending, Outcome: json.RawMessage(`{}`)})
 			return err
