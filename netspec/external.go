@@ -58,9 +58,6 @@ type Remote struct {
 	Spec RemoteSpec
 }
 
-// envRef is a ${NAME} reference.
-var envRef = regexp.MustCompile(`\$\{([^}]*)\}`)
-
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ExpandEnv replaces each ${NAME} in s by lookup(NAME). A $ not followed by
