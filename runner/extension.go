@@ -83,6 +83,12 @@ type Boundary struct {
 	// First is set at the first boundary of this execution of the run: the
 	// run's first checkpoint, or the first after a resume.
 	First bool
+	// Answered, at the first boundary of a run resumed with decisions, is
+	// the id of the interrupt they answered, and Decisions are those
+	// decisions: the checkpoint being written is the first past that
+	// interrupt. "" and nil at every other boundary.
+	Answered  string
+	Decisions []Decision
 }
 
 // Outcome is how a run stopped, as [Extension].AfterRun sees it.
@@ -171,6 +177,9 @@ func (x *run) write(ctx context.Context) error {
 	}
 	at := func(tx any, id string) error {
 		b := &Boundary{State: x.st, CheckpointID: id, Tx: tx, First: first}
+		if first && x.decided != "" {
+			b.Answered, b.Decisions = x.decided, x.o.decisions
+		}
 		for _, e := range exts {
 			if err := e.AtBoundary(ctx, b); err != nil {
 				return err

@@ -58,7 +58,11 @@ func (e *traceExt) ext() runner.Extension {
 			return nil
 		},
 		Boundary: func(_ context.Context, b *runner.Boundary) error {
-			e.add(fmt.Sprintf("boundary %d %s first=%v tx=%v id=%s", b.State.Step, b.State.Status, b.First, b.Tx, b.CheckpointID))
+			line := fmt.Sprintf("boundary %d %s first=%v tx=%v id=%s", b.State.Step, b.State.Status, b.First, b.Tx, b.CheckpointID)
+			if b.Answered != "" || b.Decisions != nil {
+				line += fmt.Sprintf(" answered=%s decisions=%d", b.Answered, len(b.Decisions))
+			}
+			e.add(line)
 			return nil
 		},
 		After: func(_ context.Context, o *runner.Outcome) {
@@ -69,7 +73,8 @@ func (e *traceExt) ext() runner.Extension {
 
 // TestExtensionPoints: BeforeTurn adds to every model call's system prompt,
 // AtBoundary runs inside each checkpoint's transaction, AfterRun once at the
-// end; a resumed run's first boundary is First again.
+// end; a resumed run's first boundary is First again, and names the
+// interrupt its decisions answered.
 func TestExtensionPoints(t *testing.T) {
 	t.Parallel()
 	a, recA := ag("a", calls("lookup", `{}`, "transfer_to_b", `{}`))
@@ -95,8 +100,8 @@ func TestExtensionPoints(t *testing.T) {
 		"before a",
 		"boundary 2 interrupted first=false tx=tx-cp2 id=cp2",
 		"after interrupted err=false resumed=false",
-		"boundary 3 running first=true tx=tx-cp3 id=cp3",  // the approved call's result
-		"boundary 4 running first=false tx=tx-cp4 id=cp4", // the transfer
+		"boundary 3 running first=true tx=tx-cp3 id=cp3 answered=r1-i2 decisions=1", // the approved call's result
+		"boundary 4 running first=false tx=tx-cp4 id=cp4",                           // the transfer
 		"before b",
 		"boundary 5 completed first=false tx=tx-cp5 id=cp5",
 		"after completed err=false resumed=true",

@@ -35,6 +35,8 @@ type run struct {
 	input string
 	// resumed is set for a run continued from a state.
 	resumed bool
+	// decided is the interrupt the decisions of a resumed run answered.
+	decided string
 	// preErr is the refusal of an input guardrail: the run fails without a
 	// turn.
 	preErr error

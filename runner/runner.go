@@ -439,7 +439,11 @@ func (r *Runner) resume(ctx context.Context, st *runstate.State, opts []RunOptio
 	if _, ok := r.net.Agent(st.Agent); !ok {
 		return nil, &Error{Kind: KindSystem, Err: fmt.Errorf("resume: agent %q of run %s is not in network %s", st.Agent, st.RunID, r.net.Name())}
 	}
+	answered := ""
 	if st.Status == runstate.StatusInterrupted {
+		if st.Interrupt != nil {
+			answered = st.Interrupt.ID
+		}
 		if err := applyDecisions(st, o.decisions); err != nil {
 			return nil, &Error{Kind: KindUserInput, Agent: st.Agent, Err: err}
 		}
@@ -448,7 +452,7 @@ func (r *Runner) resume(ctx context.Context, st *runstate.State, opts []RunOptio
 	}
 	st.Status = runstate.StatusRunning
 	x := r.newRun(st, o, emit)
-	x.resumed = true
+	x.resumed, x.decided = true, answered
 	x.input = firstUserText(st.Transcript)
 	x.emit(runStartEvent(st, st.Agent, true))
 	return x, nil
