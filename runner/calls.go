@@ -319,7 +319,7 @@ func (x *run) callTool(ctx context.Context, p *plan, e toolEntry, call message.T
 		out, isErr = x.readTransferContext(call)
 		return out, isErr, nil
 	case e.tool == nil:
-		return "unknown tool " + strconv.Quote(call.Name) + " for agent " + p.a.Name, true, nil
+		return unknownTool(p, call.Name), true, nil
 	}
 	tool := e.tool
 	args, perr := agent.ParseArguments(tool.Name, call.Arguments, tool.Validator())
@@ -345,6 +345,52 @@ func (x *run) callTool(ctx context.Context, p *plan, e toolEntry, call message.T
 		return "", false, ctx.Err()
 	}
 	return "error: " + err.Error(), true, nil
+}
+
+// maxToolNames bounds the tools an unknown tool's result names.
+const maxToolNames = 40
+
+// unknownTool is the result of a call of a tool the agent does not have, as
+// the major SDKs answer it: it names the agent's tools so that the model
+// can correct itself, and for a transfer tool (transfer_to_<agent>) the
+// agents it can transfer to.
+func unknownTool(p *plan, name string) string {
+	var b strings.Builder
+	b.WriteString("unknown tool ")
+	b.WriteString(strconv.Quote(name))
+	b.WriteString(" for agent ")
+	b.WriteString(p.a.Name)
+	if to, ok := strings.CutPrefix(name, "transfer_to_"); ok {
+		b.WriteString(": it cannot transfer to ")
+		b.WriteString(strconv.Quote(to))
+		var targets []string
+		for _, h := range p.a.Transfers {
+			targets = append(targets, h.To+" (tool "+h.Tool()+")")
+		}
+		if len(targets) == 0 {
+			b.WriteString(" and has no transfers")
+		} else {
+			b.WriteString("; it can transfer to ")
+			b.WriteString(strings.Join(targets, ", "))
+		}
+	}
+	if len(p.tools) == 0 {
+		b.WriteString(". It has no tools: answer without calling any.")
+		return b.String()
+	}
+	b.WriteString(". Available tools: ")
+	for i, t := range p.tools {
+		if i == maxToolNames {
+			fmt.Fprintf(&b, " … (%d more)", len(p.tools)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(t.Name)
+	}
+	b.WriteString(".")
+	return b.String()
 }
 
 // readTransferContext answers a call of [TransferContextTool]: the full value

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/batonhq/baton/internal/retry"
+	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
 )
 
@@ -25,7 +26,78 @@ const (
 	KindSystem Kind = "system"
 	// KindLimit: a limit ended the run; the error is a *LimitError.
 	KindLimit Kind = "limit"
+	// KindRefusal: the model refused to answer (a *FinishError with the
+	// provider's words).
+	KindRefusal Kind = "refusal"
+	// KindContentFilter: the provider's content filter stopped the answer
+	// (a *FinishError).
+	KindContentFilter Kind = "content_filter"
+	// KindLength: the answer was cut at the model's output token limit (or
+	// its context window) before it was whole (a *FinishError). Raise the
+	// agent's max_tokens, or ask for a shorter answer.
+	KindLength Kind = "length"
 )
+
+// FinishError is a model answer whose finish ended the run: a refusal, a
+// content-filter stop, or an answer without tool calls cut at the output
+// token limit. The answer itself is recorded in the run's messages (and
+// its message event carries the finish reason); the run fails with the
+// kind of the finish, never as an ordinary completed run.
+type FinishError struct {
+	Agent string
+	// Reason is model.FinishRefusal, model.FinishContentFilter or
+	// model.FinishLength.
+	Reason string
+	// Text is what the provider said: its refusal's words, else the text of
+	// the answer (for a refusal), else empty.
+	Text string
+	// RequestID is the provider's request id of the call.
+	RequestID string
+}
+
+func (e *FinishError) Error() string {
+	var s string
+	switch e.Reason {
+	case model.FinishRefusal:
+		s = "the model refused to answer"
+	case model.FinishContentFilter:
+		s = "the provider's content filter stopped the answer"
+	case model.FinishLength:
+		s = "the answer was cut at the model's output token limit (raise the agent's max_tokens)"
+	default:
+		s = "the answer ended with " + e.Reason
+	}
+	if e.Text != "" {
+		s += ": " + e.Text
+	}
+	return s
+}
+
+// finishKind is the Kind of a finish reason that ends a run, "" for others.
+func finishKind(reason string) Kind {
+	switch reason {
+	case model.FinishRefusal:
+		return KindRefusal
+	case model.FinishContentFilter:
+		return KindContentFilter
+	case model.FinishLength:
+		return KindLength
+	}
+	return ""
+}
+
+// requestIDOf returns the provider request id err carries, if any.
+func requestIDOf(err error) string {
+	var fe *FinishError
+	if errors.As(err, &fe) {
+		return fe.RequestID
+	}
+	var me *model.Error
+	if errors.As(err, &me) {
+		return me.RequestID
+	}
+	return ""
+}
 
 // Error is a classified run failure. Use errors.As to read it; the Err it
 // wraps stays reachable (model.Error, runstate.IncompatibleError, …).

@@ -17,6 +17,8 @@ const (
 	TypeRunStart         EventType = "run_start"
 	TypeAgentStart       EventType = "agent_start"
 	TypeTextDelta        EventType = "text_delta"
+	TypeReasoningDelta   EventType = "reasoning_delta"
+	TypeReasoning        EventType = "reasoning"
 	TypeMessage          EventType = "message"
 	TypeToolCall         EventType = "tool_call"
 	TypeToolResult       EventType = "tool_result"
@@ -74,13 +76,41 @@ type TextDeltaEvent struct {
 	Delta string `json:"delta"`
 }
 
-// MessageEvent is a complete assistant message with text.
+// ReasoningDeltaEvent is reasoning ("thinking") as the model streams it,
+// never answer text. Like text deltas, a retried call may repeat them; the
+// ReasoningEvent carries the whole reasoning.
+type ReasoningDeltaEvent struct {
+	Header
+	Agent string `json:"agent"`
+	Delta string `json:"delta"`
+}
+
+// ReasoningEvent is one reasoning part of an assistant message, before its
+// MessageEvent: a reasoning summary (OpenAI Responses), a thinking block
+// (Anthropic) or a compatible server's reasoning. Hidden is set when the
+// provider kept the reasoning to itself (encrypted, redacted, or not
+// summarised): Text is empty, the part is still sent back to the provider
+// on the next turn.
+type ReasoningEvent struct {
+	Header
+	Agent     string `json:"agent"`
+	Text      string `json:"text,omitempty"`
+	MessageID string `json:"message_id,omitempty"`
+	Hidden    bool   `json:"hidden,omitempty"`
+}
+
+// MessageEvent is a complete assistant message with text. FinishReason is
+// why the model stopped ("stop", "length", "content_filter", "refusal" …;
+// see model.Chunk) and RequestID the provider's id of the call, where it
+// sent one.
 type MessageEvent struct {
 	Header
-	Agent     string         `json:"agent"`
-	Text      string         `json:"text"`
-	MessageID string         `json:"message_id,omitempty"`
-	Usage     *message.Usage `json:"usage,omitempty"`
+	Agent        string         `json:"agent"`
+	Text         string         `json:"text"`
+	MessageID    string         `json:"message_id,omitempty"`
+	Usage        *message.Usage `json:"usage,omitempty"`
+	FinishReason string         `json:"finish_reason,omitempty"`
+	RequestID    string         `json:"request_id,omitempty"`
 }
 
 // ToolCallEvent is a call the model made.
@@ -153,12 +183,15 @@ type RunEndEvent struct {
 }
 
 // ErrorEvent reports the failure that ended a run; RunEndEvent follows it.
+// RequestID is the provider's request id when a model call or answer
+// caused it.
 type ErrorEvent struct {
 	Header
-	Kind    Kind   `json:"kind"`
-	Message string `json:"message"`
-	Limit   string `json:"limit,omitempty"`
-	Agent   string `json:"agent,omitempty"`
+	Kind      Kind   `json:"kind"`
+	Message   string `json:"message"`
+	Limit     string `json:"limit,omitempty"`
+	Agent     string `json:"agent,omitempty"`
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // SetSeq sets the Seq of ev, an event of this package, to seq, as
@@ -306,8 +339,14 @@ func agentStartEvent(agent, reason string) *AgentStartEvent {
 func appendAnswerEvents(evs []Event, m *message.Message) []Event {
 	switch m.Role {
 	case message.RoleAssistant:
+		for i := range m.Parts {
+			if p := &m.Parts[i]; p.Type == message.PartReasoning {
+				evs = append(evs, &ReasoningEvent{Header: Header{Type: TypeReasoning}, Agent: m.Agent, Text: p.Text, MessageID: m.ID, Hidden: p.Text == ""})
+			}
+		}
 		if text := m.Text(); text != "" {
-			evs = append(evs, &MessageEvent{Header: Header{Type: TypeMessage}, Agent: m.Agent, Text: text, MessageID: m.ID, Usage: m.Usage})
+			evs = append(evs, &MessageEvent{Header: Header{Type: TypeMessage}, Agent: m.Agent, Text: text, MessageID: m.ID, Usage: m.Usage,
+				FinishReason: m.FinishReason, RequestID: m.RequestID})
 		}
 		for i := range m.Parts {
 			if p := &m.Parts[i]; p.Type == message.PartToolCall {
@@ -355,7 +394,7 @@ func suspendedEvent(agent string, calls []string) *SuspendedEvent {
 // failureEvent reports st.Failure, which must be set.
 func failureEvent(st *runstate.State) *ErrorEvent {
 	f := st.Failure
-	return &ErrorEvent{Header: Header{Type: TypeError}, Kind: Kind(f.Kind), Message: f.Message, Limit: f.Limit, Agent: st.Agent}
+	return &ErrorEvent{Header: Header{Type: TypeError}, Kind: Kind(f.Kind), Message: f.Message, Limit: f.Limit, Agent: st.Agent, RequestID: f.RequestID}
 }
 
 // runEndEvent closes the run of st with status; limit names the limit that

@@ -16,7 +16,8 @@ import (
 // TestEventsBetweenMatchesLive runs networks with a checkpointer and checks
 // that the events EventsBetween derives from each pair of consecutive
 // checkpoints are the live events of that step (those numbered after the
-// first checkpoint's seq up to the second's), text deltas excepted.
+// first checkpoint's seq up to the second's), text and reasoning deltas
+// excepted.
 func TestEventsBetweenMatchesLive(t *testing.T) {
 	t.Parallel()
 	tool := func(name string) *agent.Tool {
@@ -153,8 +154,8 @@ func checkEventsBetween(t *testing.T, states []*runstate.State, live []runner.Ev
 		}
 		for _, ev := range live {
 			if s := ev.Sequence(); s > from && s <= cur.Seq {
-				if ev.EventType() == runner.TypeTextDelta {
-					continue
+				if t := ev.EventType(); t == runner.TypeTextDelta || t == runner.TypeReasoningDelta {
+					continue // folded into the message and reasoning events
 				}
 				if skip[ev.EventType()] {
 					skipped++

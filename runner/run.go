@@ -233,7 +233,7 @@ func (x *run) finish(ctx context.Context, err error) (*Result, error) {
 func (x *run) fail(ctx context.Context, err error) {
 	st := x.st
 	st.Status = runstate.StatusFailed
-	st.Failure = &runstate.Failure{Kind: string(KindOf(err)), Message: err.Error(), Limit: LimitOf(err)}
+	st.Failure = &runstate.Failure{Kind: string(KindOf(err)), Message: err.Error(), Limit: LimitOf(err), RequestID: requestIDOf(err)}
 	x.emit(failureEvent(st))
 	if x.ck != nil && !x.sub {
 		// Best effort: record the failure; a transient failure stays resumable

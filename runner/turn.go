@@ -37,6 +37,11 @@ func (x *run) takeTurn(ctx context.Context) (done bool, err error) {
 		}
 		return true, x.limit(ctx, &LimitError{Limit: LimitTokenBudget, Max: b, Agent: st.Agent})
 	}
+	if msg.FinishReason == model.FinishPauseTurn && !msg.HasToolCalls() {
+		// The provider paused a long turn (Anthropic's pause_turn): the
+		// answer so far is in the history, and the next call continues it.
+		return false, x.checkpoint(ctx)
+	}
 	if msg.HasToolCalls() {
 		// Calls that stop the run (for a human decision or a background
 		// worker) are checkpointed once, with the stop, rather than after
@@ -65,7 +70,32 @@ func (x *run) callModel(ctx context.Context, p *plan, withTools bool) (*message.
 	if err != nil {
 		return nil, err
 	}
-	return x.record(p, resp), nil
+	msg := x.record(p, resp)
+	if err := x.finished(p, resp, msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// finished returns the error that ends the run when the answer's finish
+// does (a refusal, a content-filter stop, an answer without calls cut at
+// the token limit; see [FinishError]), after answering the calls the
+// answer made without running them. The answer stays recorded.
+func (x *run) finished(p *plan, resp *model.Response, msg *message.Message) error {
+	kind := finishKind(resp.FinishReason)
+	if kind == "" || (kind == KindLength && msg.HasToolCalls()) {
+		// Calls whose arguments are whole (the adapters check them) run
+		// even when the answer reached the limit after them.
+		return nil
+	}
+	text := resp.Refusal
+	if text == "" && kind == KindRefusal {
+		text = msg.Text()
+	}
+	if msg.HasToolCalls() {
+		x.joinResults("not run: the answer ended with " + resp.FinishReason)
+	}
+	return &Error{Kind: kind, Agent: p.a.Name, Err: &FinishError{Agent: p.a.Name, Reason: resp.FinishReason, Text: text, RequestID: resp.RequestID}}
 }
 
 // request builds the active agent's model request: its history, its system
@@ -129,6 +159,8 @@ func (x *run) record(p *plan, resp *model.Response) *message.Message {
 	m.Role = message.RoleAssistant
 	m.Agent = p.a.Name
 	m.ID = x.msgID()
+	m.FinishReason = resp.FinishReason
+	m.RequestID = resp.RequestID
 	if m.Usage == nil && !resp.Usage.IsZero() {
 		u := resp.Usage
 		m.Usage = &u
@@ -218,12 +250,19 @@ func (x *run) chunk(c model.Chunk, err error) bool {
 				return false
 			}
 		}
+	case model.ChunkReasoning:
+		if x.streaming() && c.Text != "" {
+			if !x.emit(&ReasoningDeltaEvent{Header: Header{Type: TypeReasoningDelta}, Agent: cs.a.Name, Delta: c.Text}) {
+				cs.err = errStopped
+				return false
+			}
+		}
 	case model.ChunkDone:
 		if c.Message == nil {
 			cs.err = model.ErrNoDone
 			return false
 		}
-		cs.resp = model.Response{Message: *c.Message, Usage: c.Usage, FinishReason: c.FinishReason, RequestID: c.RequestID, Model: c.Model}
+		cs.resp = model.Response{Message: *c.Message, Usage: c.Usage, FinishReason: c.FinishReason, Refusal: c.Refusal, RequestID: c.RequestID, Model: c.Model}
 		cs.done = true
 		return false
 	}

@@ -91,6 +91,9 @@ type Failure struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
 	Limit   string `json:"limit,omitempty"`
+	// RequestID is the provider's request id of the model call that caused
+	// the failure, if one did.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // State is the whole serialisable state of a run.
