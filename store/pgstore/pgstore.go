@@ -23,13 +23,7 @@ import (
 //go:embed migration/*.sql
 var migrationFS embed.FS
 
-var migrations = func() []sqlcore.Migration {
-	ms, err := sqlcore.LoadMigrations(migrationFS, "migration")
-	if err != nil {
-		panic("pgstore: " + err.Error())
-	}
-	return ms
-}()
+var migrations = sqlcore.MustLoadMigrations(migrationFS, "migration", "pgstore")
 
 type engine = sqlcore.Engine
 
@@ -123,28 +117,11 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, opts *store.Options) (
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
 	s.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: storeExec{s}, Clock: s.clock}
-	if err := s.open(ctx, opts.NoMigrate); err != nil {
+	if err := sqlcore.Ready(ctx, s, opts.NoMigrate, len(migrations)); err != nil {
 		s.pool.Close()
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
 	return s, nil
-}
-
-func (s *Store) open(ctx context.Context, noMigrate bool) error {
-	if err := s.Ping(ctx); err != nil {
-		return err
-	}
-	if !noMigrate {
-		return s.Migrate(ctx)
-	}
-	v, err := s.SchemaVersion(ctx)
-	if err != nil {
-		return err
-	}
-	if v < len(migrations) {
-		return &store.SchemaVersionError{Current: v, Required: len(migrations)}
-	}
-	return nil
 }
 
 // Pool returns the connection pool, for riverpgxv5.New and LISTEN/NOTIFY.
@@ -181,19 +158,9 @@ func (s *Store) Tx(ctx context.Context, fn func(tx store.Tx) error) error {
 	q := &lazyQuerier{pool: s.pool, role: s.role, write: true, held: true}
 	t := &txOps{tx: &pgxTx{q: q}}
 	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: txExec{q}, Clock: s.clock}
-	// Roll back unless committed, also when fn panics or calls
-	// runtime.Goexit (t.FailNow).
-	committed := false
-	defer func() {
-		if !committed {
-			q.abort(ctx)
-		}
-	}()
-	if err := fn(t); err != nil {
-		return err
-	}
-	committed = true
-	return wrap("commit", q.commit(ctx))
+	return sqlcore.RunTx(func() error { return fn(t) },
+		func() error { return wrap("commit", q.commit(ctx)) },
+		func() { q.abort(ctx) })
 }
 
 func rollback(ctx context.Context, tx pgx.Tx) {

@@ -25,13 +25,7 @@ import (
 var migrationFS embed.FS
 
 // migrations are the embedded migrations, checked at init.
-var migrations = func() []sqlcore.Migration {
-	ms, err := sqlcore.LoadMigrations(migrationFS, "migration")
-	if err != nil {
-		panic("sqlitestore: " + err.Error())
-	}
-	return ms
-}()
+var migrations = sqlcore.MustLoadMigrations(migrationFS, "migration", "sqlitestore")
 
 // engine lets Store and its transactions embed the shared implementation
 // without exporting it.
@@ -134,30 +128,13 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		s.reader.SetConnMaxIdleTime(5 * time.Minute)
 	}
 	s.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: storeExec{s}, Clock: s.clock}
-	if err := s.open(ctx, opts.NoMigrate); err != nil {
+	// The first connection applies the pragmas; WAL needs the write lock
+	// once, so Ping sets it up on the writer first.
+	if err := sqlcore.Ready(ctx, s, opts.NoMigrate, len(migrations)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
 	return s, nil
-}
-
-func (s *Store) open(ctx context.Context, noMigrate bool) error {
-	// The first connection applies the pragmas; WAL needs the write lock
-	// once, so it is set up on the writer first.
-	if err := s.Ping(ctx); err != nil {
-		return err
-	}
-	if !noMigrate {
-		return s.Migrate(ctx)
-	}
-	v, err := s.SchemaVersion(ctx)
-	if err != nil {
-		return err
-	}
-	if v < len(migrations) {
-		return &store.SchemaVersionError{Current: v, Required: len(migrations)}
-	}
-	return nil
 }
 
 // parsePath splits a path or file: URI into the file part and its query.
@@ -249,19 +226,10 @@ func (s *Store) Tx(ctx context.Context, fn func(tx store.Tx) error) error {
 	}
 	t := &txOps{tx: tx}
 	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: txExec{querier{db: tx}}, Clock: s.clock}
-	// Roll back unless committed, also when fn panics or calls
-	// runtime.Goexit (t.FailNow): the write connection must come back.
-	committed := false
-	defer func() {
-		if !committed {
-			_ = tx.Rollback()
-		}
-	}()
-	if err := fn(t); err != nil {
-		return err
-	}
-	committed = true
-	return wrap("commit", tx.Commit())
+	// The write connection must come back, whatever fn does.
+	return sqlcore.RunTx(func() error { return fn(t) },
+		func() error { return wrap("commit", tx.Commit()) },
+		func() { _ = tx.Rollback() })
 }
 
 // Migrate implements [store.Store].

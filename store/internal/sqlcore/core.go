@@ -61,6 +61,23 @@ type Executor interface {
 	Run(ctx context.Context, sc Scope, write bool, fn func(q Querier) error) error
 }
 
+// RunTx calls fn, then commit when fn returns nil, or abort when fn fails,
+// panics or calls runtime.Goexit (t.FailNow), so that a transaction is
+// never left open.
+func RunTx(fn, commit func() error, abort func()) error {
+	committed := false
+	defer func() {
+		if !committed {
+			abort()
+		}
+	}()
+	if err := fn(); err != nil {
+		return err
+	}
+	committed = true
+	return commit()
+}
+
 // ErrClass is what a driver error means to the store.
 type ErrClass int
 

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/batonhq/baton/store"
 )
 
 // Migration is one numbered schema change.
@@ -69,6 +71,16 @@ func LoadMigrations(fsys fs.FS, dir string) ([]Migration, error) {
 	return out, nil
 }
 
+// MustLoadMigrations is LoadMigrations for a backend's embedded files: it
+// panics, naming the backend, on an error.
+func MustLoadMigrations(fsys fs.FS, dir, backend string) []Migration {
+	ms, err := LoadMigrations(fsys, dir)
+	if err != nil {
+		panic(backend + ": " + err.Error())
+	}
+	return ms
+}
+
 // VersionTable is the table recording applied migrations.
 const VersionTable = "baton_schema_migrations"
 
@@ -123,4 +135,31 @@ func Apply(ctx context.Context, q Querier, d Dialect, ms []Migration, target int
 		v--
 	}
 	return cur, v, nil
+}
+
+// Opened is what [Ready] needs of a store.
+type Opened interface {
+	Ping(ctx context.Context) error
+	Migrate(ctx context.Context) error
+	SchemaVersion(ctx context.Context) (int, error)
+}
+
+// Ready checks that a store just opened answers, then migrates it, or
+// with noMigrate checks that its schema has the latest of this build's
+// migrations (a *store.SchemaVersionError when it has not).
+func Ready(ctx context.Context, s Opened, noMigrate bool, latest int) error {
+	if err := s.Ping(ctx); err != nil {
+		return err
+	}
+	if !noMigrate {
+		return s.Migrate(ctx)
+	}
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if v < latest {
+		return &store.SchemaVersionError{Current: v, Required: latest}
+	}
+	return nil
 }
