@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"testing"
 
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
@@ -24,7 +25,7 @@ func BenchmarkTxCheckpoint(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			ctx := b.Context()
 			schema := freshSchema(b)
-			s := open(b, databaseURL(b), &store.Options{Schema: schema})
+			s := open(b, testdb.URL(b), &store.Options{Schema: schema})
 			if _, err := admin(b).Exec(ctx, `CREATE TABLE `+schema+`.jobs (id bigserial PRIMARY KEY, thread_id text)`); err != nil {
 				b.Fatal(err)
 			}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -15,27 +14,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
 	"github.com/batonhq/baton/store/storetest"
 )
-
-// databaseURL returns BATON_TEST_DATABASE_URL. The tests skip without it,
-// except in CI, where they must run.
-func databaseURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("BATON_TEST_DATABASE_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("BATON_TEST_DATABASE_URL is not set and CI=true: the PostgreSQL store tests must run")
-		}
-		t.Skip("BATON_TEST_DATABASE_URL is not set: skipping the PostgreSQL store tests " +
-			"(e.g. BATON_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return u
-}
 
 func randName(prefix string) string {
 	var b [6]byte
@@ -47,7 +32,7 @@ func randName(prefix string) string {
 // the store.
 func admin(t testing.TB) *pgx.Conn {
 	t.Helper()
-	conn, err := pgx.Connect(context.Background(), databaseURL(t))
+	conn, err := pgx.Connect(context.Background(), testdb.URL(t))
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -59,14 +44,7 @@ func admin(t testing.TB) *pgx.Conn {
 // dropped when the test ends, so that test runs never collide.
 func freshSchema(t testing.TB) string {
 	t.Helper()
-	schema := randName("baton_test_")
-	conn := admin(t)
-	t.Cleanup(func() {
-		if _, err := conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+schema+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	return schema
+	return testdb.Schema(t, testdb.URL(t))
 }
 
 func open(t testing.TB, u string, opts *store.Options) *pgstore.Store {
@@ -88,7 +66,7 @@ func corrupt(ctx context.Context, s store.Store, id string, b []byte) error {
 // with every transaction in the application role.
 func TestStore(t *testing.T) {
 	t.Parallel()
-	s := open(t, databaseURL(t), &store.Options{Schema: freshSchema(t)})
+	s := open(t, testdb.URL(t), &store.Options{Schema: freshSchema(t)})
 	storetest.Run(t, func(*testing.T) store.Store { return s }, storetest.WithCorruptCheckpoint(corrupt))
 }
 
@@ -96,14 +74,14 @@ func TestStore(t *testing.T) {
 // start goroutines, on a pool of two connections: no call may hold two.
 func TestStoreSmallPool(t *testing.T) {
 	t.Parallel()
-	s := open(t, databaseURL(t), &store.Options{Schema: freshSchema(t), MaxConns: 2})
+	s := open(t, testdb.URL(t), &store.Options{Schema: freshSchema(t), MaxConns: 2})
 	storetest.Run(t, func(*testing.T) store.Store { return s })
 }
 
 // withUser returns the test URL with another user.
 func withUser(t testing.TB, user string) string {
 	t.Helper()
-	u, err := url.Parse(databaseURL(t))
+	u, err := url.Parse(testdb.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +145,7 @@ func TestRowLevelSecurity(t *testing.T) {
 			t.Errorf("drop role: %v", err)
 		}
 	})
-	s := open(t, databaseURL(t), &store.Options{Schema: schema, AppRole: role})
+	s := open(t, testdb.URL(t), &store.Options{Schema: schema, AppRole: role})
 	var login bool
 	if err := conn.QueryRow(t.Context(), `SELECT rolcanlogin FROM pg_roles WHERE rolname = $1`, role).Scan(&login); err != nil || login {
 		t.Fatalf("app role: login %v, %v", login, err)
@@ -322,7 +300,7 @@ func TestMigrateConcurrent(t *testing.T) {
 	errs := make([]error, len(stores))
 	var wg sync.WaitGroup
 	for i := range stores {
-		wg.Go(func() { stores[i], errs[i] = pgstore.Open(t.Context(), databaseURL(t), &store.Options{Schema: schema}) })
+		wg.Go(func() { stores[i], errs[i] = pgstore.Open(t.Context(), testdb.URL(t), &store.Options{Schema: schema}) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -359,7 +337,7 @@ func TestMigrateConcurrent(t *testing.T) {
 
 func TestMigrateDownUp(t *testing.T) {
 	t.Parallel()
-	s := open(t, databaseURL(t), &store.Options{Schema: freshSchema(t)})
+	s := open(t, testdb.URL(t), &store.Options{Schema: freshSchema(t)})
 	ctx := t.Context()
 	for _, v := range []int{0, pgstore.LatestVersion(), 1, 0, pgstore.LatestVersion()} {
 		if err := s.MigrateTo(ctx, v); err != nil {
@@ -377,7 +355,7 @@ func TestMigrateDownUp(t *testing.T) {
 func TestNoMigrate(t *testing.T) {
 	t.Parallel()
 	schema := freshSchema(t)
-	u := databaseURL(t)
+	u := testdb.URL(t)
 	_, err := pgstore.Open(t.Context(), u, &store.Options{Schema: schema, NoMigrate: true})
 	var sve *store.SchemaVersionError
 	if !errors.As(err, &sve) || !errors.Is(err, store.ErrSchemaVersion) || sve.Current != 0 {
@@ -399,7 +377,7 @@ func TestNoMigrate(t *testing.T) {
 
 func TestOpenUnavailable(t *testing.T) {
 	t.Parallel()
-	databaseURL(t)
+	testdb.URL(t)
 	start := time.Now()
 	_, err := pgstore.Open(t.Context(), "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=5", nil)
 	if !errors.Is(err, store.ErrUnavailable) {
@@ -420,7 +398,7 @@ func TestOpenUnavailable(t *testing.T) {
 func TestConnectionLost(t *testing.T) {
 	t.Parallel()
 	app := randName("baton_lost_")
-	u := databaseURL(t)
+	u := testdb.URL(t)
 	if strings.Contains(u, "?") {
 		u += "&application_name=" + app
 	} else {
@@ -459,56 +437,30 @@ func TestPgxTx(t *testing.T) {
 	t.Parallel()
 	schema := freshSchema(t)
 	conn := admin(t)
-	s := open(t, databaseURL(t), &store.Options{Schema: schema})
+	s := open(t, testdb.URL(t), &store.Options{Schema: schema})
 	ctx := t.Context()
 	// A table created after Migrate by the same user, like River's.
 	if _, err := conn.Exec(ctx, `CREATE TABLE `+schema+`.jobs (thread_id text)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
-		t.Fatal(err)
-	}
 	if _, ok := pgstore.PgxTx(nil); ok {
 		t.Fatal("PgxTx(nil) reported ok")
 	}
-	boom := errors.New("boom")
-	for _, fail := range []bool{true, false} {
-		var threadID string
-		err := s.Tx(ctx, func(tx store.Tx) error {
-			th, err := tx.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "o"})
-			if err != nil {
-				return err
-			}
-			threadID = th.ID
-			pgTx, ok := pgstore.PgxTx(tx)
-			if !ok {
-				t.Fatal("PgxTx: not ok")
-			}
-			var user string
-			if err := pgTx.QueryRow(ctx, `SELECT current_user`).Scan(&user); err != nil || user != pgstore.DefaultAppRole {
-				t.Errorf("statements on the pgx.Tx run as %q, %v; want %s", user, err, pgstore.DefaultAppRole)
-			}
-			if _, err := pgTx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, th.ID); err != nil {
-				return err
-			}
-			if fail {
-				return boom
-			}
-			return nil
-		})
-		var jobs int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM `+schema+`.jobs WHERE thread_id = $1`, threadID).Scan(&jobs); err != nil {
-			t.Fatal(err)
+	storetest.DriverTx(t, s, func(ctx context.Context, tx store.Tx, thread string) error {
+		pgTx, ok := pgstore.PgxTx(tx)
+		if !ok {
+			t.Fatal("PgxTx: not ok")
 		}
-		_, getErr := s.GetThread(ctx, &store.GetThreadParams{OwnerID: "o", ID: threadID})
-		if fail {
-			if !errors.Is(err, boom) || jobs != 0 || !errors.Is(getErr, store.ErrNotFound) {
-				t.Fatalf("rolled back: err %v, jobs %d, thread %v", err, jobs, getErr)
-			}
-		} else if err != nil || jobs != 1 || getErr != nil {
-			t.Fatalf("committed: err %v, jobs %d, thread %v", err, jobs, getErr)
+		var user string
+		if err := pgTx.QueryRow(ctx, `SELECT current_user`).Scan(&user); err != nil || user != pgstore.DefaultAppRole {
+			t.Errorf("statements on the pgx.Tx run as %q, %v; want %s", user, err, pgstore.DefaultAppRole)
 		}
-	}
+		_, err := pgTx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, thread)
+		return err
+	}, func(ctx context.Context, thread string) (n int, err error) {
+		err = conn.QueryRow(ctx, `SELECT count(*) FROM `+schema+`.jobs WHERE thread_id = $1`, thread).Scan(&n)
+		return n, err
+	})
 }
 
 // TestLZ4Compression checks that checkpoint states written through the
@@ -518,7 +470,7 @@ func TestLZ4Compression(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	conn := admin(t)
-	s := open(t, databaseURL(t), &store.Options{Schema: freshSchema(t)})
+	s := open(t, testdb.URL(t), &store.Options{Schema: freshSchema(t)})
 	var lz4 bool
 	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE lz4_probe (b bytea COMPRESSION lz4)`); err == nil {
 		lz4 = true

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
@@ -81,7 +82,7 @@ func newTxFixture(t *testing.T, maxConns int32) *txFixture {
 	t.Helper()
 	ctx := t.Context()
 	f := &txFixture{tr: &tripTracer{}, schema: freshSchema(t), owner: randName("owner-")}
-	s, err := pgstore.OpenWith(ctx, databaseURL(t), &store.Options{Schema: f.schema, MaxConns: maxConns},
+	s, err := pgstore.OpenWith(ctx, testdb.URL(t), &store.Options{Schema: f.schema, MaxConns: maxConns},
 		func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = f.tr })
 	if err != nil {
 		t.Fatal(err)

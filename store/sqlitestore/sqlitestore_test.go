@@ -167,50 +167,24 @@ func TestSQLTx(t *testing.T) {
 	if _, err := s.DB().ExecContext(ctx, `CREATE TABLE jobs (thread_id TEXT)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
-		t.Fatal(err)
-	}
 	if _, ok := sqlitestore.SQLTx(nil); ok {
 		t.Fatal("SQLTx(nil) reported ok")
 	}
-	boom := errors.New("boom")
-	for _, fail := range []bool{true, false} {
-		var threadID string
-		err := s.Tx(ctx, func(tx store.Tx) error {
-			th, err := tx.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "o"})
-			if err != nil {
-				return err
-			}
-			threadID = th.ID
-			if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: "o", ThreadID: th.ID,
-				Messages: []store.NewMessage{{Message: message.User("hi")}}}); err != nil {
-				return err
-			}
-			sqlTx, ok := sqlitestore.SQLTx(tx)
-			if !ok {
-				t.Fatal("SQLTx: not ok")
-			}
-			if _, err := sqlTx.ExecContext(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, th.ID); err != nil {
-				return err
-			}
-			if fail {
-				return boom
-			}
-			return nil
-		})
-		var jobs int
-		if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE thread_id = $1`, threadID).Scan(&jobs); err != nil {
-			t.Fatal(err)
+	storetest.DriverTx(t, s, func(ctx context.Context, tx store.Tx, thread string) error {
+		if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: "o", ThreadID: thread,
+			Messages: []store.NewMessage{{Message: message.User("hi")}}}); err != nil {
+			return err
 		}
-		_, getErr := s.GetThread(ctx, &store.GetThreadParams{OwnerID: "o", ID: threadID})
-		if fail {
-			if !errors.Is(err, boom) || jobs != 0 || !errors.Is(getErr, store.ErrNotFound) {
-				t.Fatalf("rolled back: err %v, jobs %d, thread %v", err, jobs, getErr)
-			}
-		} else if err != nil || jobs != 1 || getErr != nil {
-			t.Fatalf("committed: err %v, jobs %d, thread %v", err, jobs, getErr)
+		sqlTx, ok := sqlitestore.SQLTx(tx)
+		if !ok {
+			t.Fatal("SQLTx: not ok")
 		}
-	}
+		_, err := sqlTx.ExecContext(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, thread)
+		return err
+	}, func(ctx context.Context, thread string) (n int, err error) {
+		err = s.DB().QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE thread_id = $1`, thread).Scan(&n)
+		return n, err
+	})
 }
 
 // TestTwoStoresOneFile writes from two stores on one file at once, as two

@@ -116,6 +116,90 @@ func setup(t *testing.T, s store.Store) *bundle {
 
 // must fails the test on err.
 // It is called as must(f(…))(t).
+// DriverTx checks that rows written through the driver's transaction under
+// a store transaction, as River's InsertTx writes them, commit and roll
+// back with the store's rows. insert writes, through tx's driver
+// transaction, a row naming thread; count counts those rows, outside any
+// transaction. The store is s with owner "o".
+func DriverTx(t *testing.T, s store.Store, insert func(ctx context.Context, tx store.Tx, thread string) error, count func(ctx context.Context, thread string) (int, error)) {
+	t.Helper()
+	ctx := t.Context()
+	must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}))(t)
+	boom := errors.New("boom")
+	for _, fail := range []bool{true, false} {
+		var threadID string
+		err := s.Tx(ctx, func(tx store.Tx) error {
+			th, err := tx.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "o"})
+			if err != nil {
+				return err
+			}
+			threadID = th.ID
+			if err := insert(ctx, tx, th.ID); err != nil {
+				return err
+			}
+			if fail {
+				return boom
+			}
+			return nil
+		})
+		jobs := must(count(ctx, threadID))(t)
+		_, getErr := s.GetThread(ctx, &store.GetThreadParams{OwnerID: "o", ID: threadID})
+		if fail {
+			if !errors.Is(err, boom) || jobs != 0 || !errors.Is(getErr, store.ErrNotFound) {
+				t.Fatalf("rolled back: err %v, jobs %d, thread %v", err, jobs, getErr)
+			}
+		} else if err != nil || jobs != 1 || getErr != nil {
+			t.Fatalf("committed: err %v, jobs %d, thread %v", err, jobs, getErr)
+		}
+	}
+}
+
+// race calls fn(0) … fn(n-1) at once and returns their errors.
+func race(n int, fn func(i int) error) []error {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { errs[i] = fn(i) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// oneWinner returns the index of the one nil error of errs, the others
+// being conflicts (store.ErrConflict); it fails t otherwise.
+func oneWinner(t *testing.T, errs []error) int {
+	t.Helper()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Fatalf("%d and %d of %d concurrent writers both won", winner, i, len(errs))
+		case err == nil:
+			winner = i
+		case !errors.Is(err, store.ErrConflict):
+			t.Fatalf("concurrent writer %d: %v, want a conflict", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("none of %d concurrent writers won: %v", len(errs), errs)
+	}
+	return winner
+}
+
+// countTrue returns how many of bs are true.
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// errOf returns the error of a call, dropping its value.
+func errOf[T any](_ T, err error) error { return err }
+
 func must[T any](v T, err error) func(t *testing.T) T {
 	return func(t *testing.T) T {
 		t.Helper()
@@ -447,31 +531,13 @@ func testThreadMetadataCAS(t *testing.T, s store.Store, b *bundle) {
 
 func testThreadMetadataConcurrentCAS(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
-	const n = 8
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			_, errs[i] = s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{
-				OwnerID: b.owner, ThreadID: th.ID, Namespace: store.MetadataThreadHandoff,
-				Patch: json.RawMessage(fmt.Sprintf(`{"cleared_by":%d}`, i)), ExpectedVersion: th.Version,
-			})
-		})
-	}
-	wg.Wait()
-	wins := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			wins++
-		case errors.Is(err, store.ErrConflict):
-		default:
-			t.Fatalf("unexpected error: %v", err)
-		}
-	}
-	if wins != 1 {
-		t.Fatalf("%d of %d concurrent compare-and-swaps won, want exactly 1", wins, n)
-	}
+	// Of concurrent compare-and-swaps exactly one wins.
+	oneWinner(t, race(8, func(i int) error {
+		return errOf(s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{
+			OwnerID: b.owner, ThreadID: th.ID, Namespace: store.MetadataThreadHandoff,
+			Patch: json.RawMessage(fmt.Sprintf(`{"cleared_by":%d}`, i)), ExpectedVersion: th.Version,
+		}))
+	}))
 	read := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
 	if read.Version != th.Version+1 {
 		t.Fatalf("version %d, want %d", read.Version, th.Version+1)
@@ -881,42 +947,20 @@ func testCheckpointFencingParent(t *testing.T, s store.Store, b *bundle) {
 func testCheckpointConcurrentWriters(t *testing.T, s store.Store, b *bundle) {
 	run := "run-" + uuid.NewString()
 	base := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
-	const n = 6
-	var wg sync.WaitGroup
-	ids := make([]string, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			// Half fence by parent, half by step only; all write step 2.
-			p := &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2)}
-			if i%2 == 0 {
-				p.ParentID = base.ID
-			}
-			cp, err := s.SaveCheckpoint(b.ctx, p)
-			errs[i] = err
-			if err == nil {
-				ids[i] = cp.ID
-			}
-		})
-	}
-	wg.Wait()
-	winner := ""
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			if winner != "" {
-				t.Fatalf("two writers of step 2 won: %s and %s", winner, ids[i])
-			}
-			winner = ids[i]
-		case errors.Is(err, store.ErrConflict):
-		default:
-			t.Fatalf("writer %d: %v", i, err)
+	ids := make([]string, 6)
+	winner := oneWinner(t, race(len(ids), func(i int) error {
+		// Half fence by parent, half by step only; all write step 2.
+		p := &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2)}
+		if i%2 == 0 {
+			p.ParentID = base.ID
 		}
-	}
-	if winner == "" {
-		t.Fatal("no writer won")
-	}
-	wantLatest(t, s, b, run, winner, 2)
+		cp, err := s.SaveCheckpoint(b.ctx, p)
+		if err == nil {
+			ids[i] = cp.ID
+		}
+		return err
+	}))
+	wantLatest(t, s, b, run, ids[winner], 2)
 }
 
 func testCheckpointIncompatible(t *testing.T, s store.Store, b *bundle) {
@@ -979,12 +1023,10 @@ func testCheckpointCorrupt(t *testing.T, s store.Store, b *bundle, corrupt func(
 		}
 		for _, read := range []func() error{
 			func() error {
-				_, err := s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp2.ID})
-				return err
+				return errOf(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp2.ID}))
 			},
 			func() error {
-				_, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run})
-				return err
+				return errOf(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))
 			},
 		} {
 			err := read()
@@ -1044,15 +1086,11 @@ func testJobRunIdempotency(t *testing.T, s store.Store, b *bundle) {
 func testJobRunConcurrentCreate(t *testing.T, s store.Store, b *bundle) {
 	key := "evt-" + uuid.NewString()
 	const n = 8
-	var wg sync.WaitGroup
 	results := make([]*store.CreateJobRunResult, n)
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			results[i], errs[i] = s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: key, Kind: "continuation"})
-		})
-	}
-	wg.Wait()
+	errs := race(n, func(i int) (err error) {
+		results[i], err = s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: key, Kind: "continuation"})
+		return err
+	})
 	created := 0
 	for i := range n {
 		if errs[i] != nil {
@@ -1214,28 +1252,15 @@ func testMemoryDocumentConcurrentCAS(t *testing.T, s store.Store, b *bundle) {
 	// one may win.
 	var version int64
 	for round := range rounds {
-		var wg sync.WaitGroup
-		errs := make([]error, writers)
-		for w := range writers {
-			wg.Go(func() {
-				_, errs[w] = s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: agent,
-					Content: fmt.Sprintf("round %d writer %d", round, w), ExpectedVersion: version})
-			})
-		}
-		wg.Wait()
-		wins := 0
-		for _, err := range errs {
-			switch {
-			case err == nil:
-				wins++
-			case errors.Is(err, store.ErrConflict):
+		errs := race(writers, func(w int) error {
+			return errOf(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: agent,
+				Content: fmt.Sprintf("round %d writer %d", round, w), ExpectedVersion: version}))
+		})
+		winner := oneWinner(t, errs)
+		for w, err := range errs {
+			if w != winner {
 				wantAs[*store.VersionConflictError](t, err)
-			default:
-				t.Fatalf("round %d: %v", round, err)
 			}
-		}
-		if wins != 1 {
-			t.Fatalf("round %d: %d writers won, want 1", round, wins)
 		}
 		version++
 		got := must(s.GetMemoryDocument(b.ctx, &store.GetMemoryDocumentParams{OwnerID: b.owner, AgentID: agent}))(t)
@@ -1397,88 +1422,60 @@ func testOwnerIsolation(t *testing.T, s store.Store, b *bundle) {
 
 	o := b.other
 	for name, call := range map[string]func() error{
-		"GetOwner":  func() error { _, err := s.GetOwner(b.ctx, &store.GetOwnerParams{ID: "missing"}); return err },
-		"GetThread": func() error { _, err := s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: o, ID: th.ID}); return err },
+		"GetOwner":  func() error { return errOf(s.GetOwner(b.ctx, &store.GetOwnerParams{ID: "missing"})) },
+		"GetThread": func() error { return errOf(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: o, ID: th.ID})) },
 		"UpdateThreadMetadata": func() error {
-			_, err := s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{OwnerID: o, ThreadID: th.ID, Namespace: "x", Patch: json.RawMessage(`1`)})
-			return err
+			return errOf(s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{OwnerID: o, ThreadID: th.ID, Namespace: "x", Patch: json.RawMessage(`1`)}))
 		},
 		"SetActiveAgent": func() error {
-			_, err := s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: o, ThreadID: th.ID, Agent: "x"})
-			return err
+			return errOf(s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: o, ThreadID: th.ID, Agent: "x"}))
 		},
 		"CreateThreadChild": func() error {
-			_, err := s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: o, ParentID: th.ID})
-			return err
+			return errOf(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: o, ParentID: th.ID}))
 		},
 		"AppendMessages": func() error {
-			_, err := s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: o, ThreadID: th.ID, Messages: []store.NewMessage{{Message: message.User("x")}}})
-			return err
+			return errOf(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: o, ThreadID: th.ID, Messages: []store.NewMessage{{Message: message.User("x")}}}))
 		},
 		"ListMessages": func() error {
-			_, err := s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: o, ThreadID: th.ID})
-			return err
+			return errOf(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: o, ThreadID: th.ID}))
 		},
-		"GetMessage": func() error {
-			_, err := s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: o, ID: msg.ID})
-			return err
-		},
+		"GetMessage": func() error { return errOf(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: o, ID: msg.ID})) },
 		"UpdateMessage": func() error {
-			_, err := s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: o, ID: msg.ID, Status: message.StatusError})
-			return err
+			return errOf(s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: o, ID: msg.ID, Status: message.StatusError}))
 		},
-		"GetDraft": func() error {
-			_, err := s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: o, MessageID: msg.ID})
-			return err
-		},
+		"GetDraft": func() error { return errOf(s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: o, MessageID: msg.ID})) },
 		"UpsertDraft": func() error {
-			_, err := s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: o, MessageID: msg.ID, Text: "x"})
-			return err
+			return errOf(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: o, MessageID: msg.ID, Text: "x"}))
 		},
-		"GetCheckpoint": func() error {
-			_, err := s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: o, ID: cp.ID})
-			return err
-		},
+		"GetCheckpoint": func() error { return errOf(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: o, ID: cp.ID})) },
 		"LatestCheckpointRun": func() error {
-			_, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: o, RunID: run})
-			return err
+			return errOf(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: o, RunID: run}))
 		},
 		"LatestCheckpointThread": func() error {
-			_, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: o, ThreadID: th.ID})
-			return err
+			return errOf(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: o, ThreadID: th.ID}))
 		},
 		"SaveCheckpointOnThread": func() error {
-			_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: o, State: newState(run, th.ID, 9)})
-			return err
+			return errOf(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: o, State: newState(run, th.ID, 9)}))
 		},
-		"GetJobRun": func() error { _, err := s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: o, ID: job.ID}); return err },
+		"GetJobRun": func() error { return errOf(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: o, ID: job.ID})) },
 		"GetJobRunByKey": func() error {
-			_, err := s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: o, IdempotencyKey: job.IdempotencyKey})
-			return err
+			return errOf(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: o, IdempotencyKey: job.IdempotencyKey}))
 		},
 		"TransitionJobRun": func() error {
-			_, err := s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: o, ID: job.ID, To: store.JobCanceled})
-			return err
+			return errOf(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: o, ID: job.ID, To: store.JobCanceled}))
 		},
 		"GetThreadSummary": func() error {
-			_, err := s.GetThreadSummary(b.ctx, &store.GetThreadSummaryParams{OwnerID: o, HandoffID: hid})
-			return err
+			return errOf(s.GetThreadSummary(b.ctx, &store.GetThreadSummaryParams{OwnerID: o, HandoffID: hid}))
 		},
 		"GetMemoryDocument": func() error {
-			_, err := s.GetMemoryDocument(b.ctx, &store.GetMemoryDocumentParams{OwnerID: o, AgentID: "a-" + run})
-			return err
+			return errOf(s.GetMemoryDocument(b.ctx, &store.GetMemoryDocumentParams{OwnerID: o, AgentID: "a-" + run}))
 		},
 		"RevokeAPIKey": func() error {
-			_, err := s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: o, ID: key.Key.ID})
-			return err
+			return errOf(s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: o, ID: key.Key.ID}))
 		},
-		"GetInterrupt": func() error {
-			_, err := s.GetInterrupt(b.ctx, &store.GetInterruptParams{OwnerID: o, ID: in.ID})
-			return err
-		},
+		"GetInterrupt": func() error { return errOf(s.GetInterrupt(b.ctx, &store.GetInterruptParams{OwnerID: o, ID: in.ID})) },
 		"DecideInterrupt": func() error {
-			_, err := s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: o, ID: in.ID, Status: store.InterruptDecided, Outcome: json.RawMessage(`{}`)})
-			return err
+			return errOf(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: o, ID: in.ID, Status: store.InterruptDecided, Outcome: json.RawMessage(`{}`)}))
 		},
 		"CreateInterruptOnThread": func() error {
 			_, err := s.CreateInterrupt(b.ctx, &store.CreateInterruptParams{OwnerID: o, ID: "x", Kind: store.InterruptThreadHandoff, ThreadID: th.ID,
@@ -1524,72 +1521,50 @@ func testOwnerIsolation(t *testing.T, s store.Store, b *bundle) {
 func testInvalidParams(t *testing.T, s store.Store, b *bundle) {
 	ctx := b.ctx
 	for name, call := range map[string]func() error{
-		"EnsureOwner":  func() error { _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{}); return err },
-		"CreateThread": func() error { _, err := s.CreateThread(ctx, &store.CreateThreadParams{}); return err },
-		"GetThread":    func() error { _, err := s.GetThread(ctx, &store.GetThreadParams{OwnerID: b.owner}); return err },
-		"ListThreads": func() error {
-			_, err := s.ListThreads(ctx, &store.ListThreadsParams{OwnerID: b.owner, Limit: -1})
-			return err
-		},
-		"AppendMessages": func() error {
-			_, err := s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: b.owner})
-			return err
-		},
-		"ListMessages": func() error { _, err := s.ListMessages(ctx, &store.ListMessagesParams{ThreadID: "t"}); return err },
-		"UpsertDraft":  func() error { _, err := s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: b.owner}); return err },
-		"LookupAPIKey": func() error { _, err := s.LookupAPIKey(ctx, &store.LookupAPIKeyParams{}); return err },
-		"GetMemory": func() error {
-			_, err := s.GetMemoryDocument(ctx, &store.GetMemoryDocumentParams{OwnerID: b.owner})
-			return err
-		},
+		"EnsureOwner":    func() error { return errOf(s.EnsureOwner(ctx, &store.EnsureOwnerParams{})) },
+		"CreateThread":   func() error { return errOf(s.CreateThread(ctx, &store.CreateThreadParams{})) },
+		"GetThread":      func() error { return errOf(s.GetThread(ctx, &store.GetThreadParams{OwnerID: b.owner})) },
+		"ListThreads":    func() error { return errOf(s.ListThreads(ctx, &store.ListThreadsParams{OwnerID: b.owner, Limit: -1})) },
+		"AppendMessages": func() error { return errOf(s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: b.owner})) },
+		"ListMessages":   func() error { return errOf(s.ListMessages(ctx, &store.ListMessagesParams{ThreadID: "t"})) },
+		"UpsertDraft":    func() error { return errOf(s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: b.owner})) },
+		"LookupAPIKey":   func() error { return errOf(s.LookupAPIKey(ctx, &store.LookupAPIKeyParams{})) },
+		"GetMemory":      func() error { return errOf(s.GetMemoryDocument(ctx, &store.GetMemoryDocumentParams{OwnerID: b.owner})) },
 		"PutMemory": func() error {
-			_, err := s.PutMemoryDocument(ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "a", ExpectedVersion: -1})
-			return err
+			return errOf(s.PutMemoryDocument(ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "a", ExpectedVersion: -1}))
 		},
 		"UpsertSummary": func() error {
-			_, err := s.UpsertThreadSummary(ctx, &store.UpsertThreadSummaryParams{OwnerID: b.owner})
-			return err
+			return errOf(s.UpsertThreadSummary(ctx, &store.UpsertThreadSummaryParams{OwnerID: b.owner}))
 		},
 		"TransitionJob": func() error {
-			_, err := s.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: "x"})
-			return err
+			return errOf(s.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: "x"}))
 		},
-		"GetCheckpoint": func() error { _, err := s.GetCheckpoint(ctx, &store.GetCheckpointParams{ID: "x"}); return err },
-		"UpdateMessage": func() error { _, err := s.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: b.owner}); return err },
+		"GetCheckpoint": func() error { return errOf(s.GetCheckpoint(ctx, &store.GetCheckpointParams{ID: "x"})) },
+		"UpdateMessage": func() error { return errOf(s.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: b.owner})) },
 		"AcquireLease": func() error {
-			_, err := s.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: "r", Holder: "h"})
-			return err
+			return errOf(s.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: "r", Holder: "h"}))
 		},
-		"ReleaseLease": func() error { _, err := s.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: b.owner}); return err },
-		"RenewLeases":  func() error { _, err := s.RenewLeases(ctx, &store.RenewLeasesParams{Holder: "h", TTL: -1}); return err },
+		"ReleaseLease": func() error { return errOf(s.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: b.owner})) },
+		"RenewLeases":  func() error { return errOf(s.RenewLeases(ctx, &store.RenewLeasesParams{Holder: "h", TTL: -1})) },
 		"CreateInterruptKind": func() error {
-			_, err := s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: "other", Payload: json.RawMessage(`{}`)})
-			return err
+			return errOf(s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: "other", Payload: json.RawMessage(`{}`)}))
 		},
 		"CreateInterruptRunID": func() error {
-			_, err := s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: store.InterruptRun, Payload: json.RawMessage(`{}`)})
-			return err
+			return errOf(s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: store.InterruptRun, Payload: json.RawMessage(`{}`)}))
 		},
 		"CreateInterruptThread": func() error {
-			_, err := s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: store.InterruptThreadHandoff, Payload: json.RawMessage(`{}`)})
-			return err
+			return errOf(s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: store.InterruptThreadHandoff, Payload: json.RawMessage(`{}`)}))
 		},
 		"CreateInterruptPayload": func() error {
-			_, err := s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: store.InterruptRun, RunID: "r", Payload: json.RawMessage(`[1]`)})
-			return err
+			return errOf(s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i", Kind: store.InterruptRun, RunID: "r", Payload: json.RawMessage(`[1]`)}))
 		},
-		"GetInterrupt": func() error { _, err := s.GetInterrupt(ctx, &store.GetInterruptParams{OwnerID: b.owner}); return err },
-		"ListInterrupts": func() error {
-			_, err := s.ListInterrupts(ctx, &store.ListInterruptsParams{OwnerID: b.owner})
-			return err
-		},
+		"GetInterrupt":   func() error { return errOf(s.GetInterrupt(ctx, &store.GetInterruptParams{OwnerID: b.owner})) },
+		"ListInterrupts": func() error { return errOf(s.ListInterrupts(ctx, &store.ListInterruptsParams{OwnerID: b.owner})) },
 		"DecideInterruptStatus": func() error {
-			_, err := s.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: "i", Status: store.InterruptPending, Outcome: json.RawMessage(`{}`)})
-			return err
+			return errOf(s.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: "i", Status: store.InterruptPending, Outcome: json.RawMessage(`{}`)}))
 		},
 		"DecideInterruptOutcome": func() error {
-			_, err := s.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: "i", Status: store.InterruptDecided, Outcome: json.RawMessage(`{`)})
-			return err
+			return errOf(s.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: "i", Status: store.InterruptDecided, Outcome: json.RawMessage(`{`)}))
 		},
 	} {
 		if err := call(); !errors.Is(err, store.ErrInvalid) {
@@ -1688,26 +1663,16 @@ func testLeaseSweep(t *testing.T, s store.Store, b *bundle) {
 		t.Fatalf("the expired lease of C is missing or wrong: %+v", c)
 	}
 	// Two adopters race for C: one wins.
-	var wins int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ok, err := s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: runC, Expired: true})
-			if err != nil {
-				t.Error(err)
-			}
-			if ok {
-				mu.Lock()
-				wins++
-				mu.Unlock()
-			}
-		}()
+	took := make([]bool, 4)
+	for i, err := range race(len(took), func(i int) (err error) {
+		took[i], err = s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: runC, Expired: true})
+		return err
+	}) {
+		if err != nil {
+			t.Errorf("adopter %d: %v", i, err)
+		}
 	}
-	wg.Wait()
-	if wins != 1 {
+	if wins := countTrue(took); wins != 1 {
 		t.Fatalf("%d adopters took the expired lease, want 1", wins)
 	}
 }
@@ -1843,51 +1808,20 @@ func testInterruptConcurrent(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
 	const n = 8
 	// Concurrent proposals: one is stored.
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			_, errs[i] = s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, fmt.Sprintf("h-%d-%s", i, uuid.NewString())))
-		})
-	}
-	wg.Wait()
-	wins := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			wins++
-		case !errors.Is(err, store.ErrConflict):
-			t.Fatal(err)
-		}
-	}
-	if wins != 1 {
-		t.Fatalf("%d concurrent proposals stored, want 1", wins)
-	}
+	oneWinner(t, race(n, func(i int) error {
+		return errOf(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, fmt.Sprintf("h-%d-%s", i, uuid.NewString()))))
+	}))
 	pending := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Status: store.InterruptPending}))(t)
 	if len(pending) != 1 {
 		t.Fatalf("pending = %+v", pending)
 	}
 	// Concurrent decisions: one wins, the others see its outcome.
 	id := pending[0].ID
-	for i := range n {
-		wg.Go(func() {
-			_, errs[i] = s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: id, Status: store.InterruptDecided,
-				Decision: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), Outcome: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
-		})
-	}
-	wg.Wait()
-	winner := -1
-	for i, err := range errs {
-		if err == nil {
-			if winner >= 0 {
-				t.Fatalf("decisions %d and %d both won", winner, i)
-			}
-			winner = i
-		}
-	}
-	if winner < 0 {
-		t.Fatalf("no decision won: %v", errs)
-	}
+	errs := race(n, func(i int) error {
+		return errOf(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: id, Status: store.InterruptDecided,
+			Decision: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i)), Outcome: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}))
+	})
+	winner := oneWinner(t, errs)
 	for i, err := range errs {
 		if i == winner {
 			continue

@@ -5,16 +5,11 @@ package storetesting
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/pgstore"
 	"github.com/batonhq/baton/store/sqlitestore"
 )
 
@@ -46,54 +41,23 @@ func SQLite(t testing.TB) (store.Store, Target) {
 	return Reopen(t, tg), tg
 }
 
-// DatabaseURL returns BATON_TEST_DATABASE_URL, skipping the test without it
-// (failing it when CI=true).
-func DatabaseURL(t testing.TB) string {
-	t.Helper()
-	u := os.Getenv("BATON_TEST_DATABASE_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("BATON_TEST_DATABASE_URL is not set and CI=true: the PostgreSQL tests must run")
-		}
-		t.Skip("BATON_TEST_DATABASE_URL is not set: skipping PostgreSQL " +
-			"(e.g. BATON_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
-	}
-	return u
-}
-
 // Postgres opens a store in a fresh schema, dropped when the test ends.
+// It skips the test when BATON_TEST_DATABASE_URL is unset, unless CI=true,
+// where it fails.
 func Postgres(t testing.TB) (store.Store, Target) {
 	t.Helper()
-	u := DatabaseURL(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	tg := Target{Backend: "postgres", Path: u, Schema: "baton_threadhandoff_test_" + hex.EncodeToString(b[:])}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, u)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", tg.Schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+tg.Schema+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", tg.Schema, err)
-		}
-	})
+	u := testdb.URL(t)
+	tg := Target{Backend: "postgres", Path: u, Schema: testdb.Schema(t, u)}
 	return Reopen(t, tg), tg
 }
 
 // Reopen opens the store at tg, closed when the test ends.
 func Reopen(t testing.TB, tg Target) store.Store {
 	t.Helper()
-	ctx := context.Background()
-	var s store.Store
-	var err error
 	if tg.Backend == "postgres" {
-		s, err = pgstore.Open(ctx, tg.Path, &store.Options{Schema: tg.Schema})
-	} else {
-		s, err = sqlitestore.Open(ctx, tg.Path, nil)
+		return testdb.PostgresWith(t, tg.Path, store.Options{Schema: tg.Schema})
 	}
+	s, err := sqlitestore.Open(context.Background(), tg.Path, nil)
 	if err != nil {
 		t.Fatalf("open %s store: %v", tg.Backend, err)
 	}
