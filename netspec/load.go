@@ -789,12 +789,17 @@ func (l *loader) steps(path string, in []StepSpec) []scripted.Step {
 	out := make([]scripted.Step, 0, len(in))
 	for i, s := range in {
 		sp := at(path, i)
-		st := scripted.Step{Text: s.Text, Delay: time.Duration(s.Delay)}
+		st := scripted.Step{Text: s.Text, Texts: s.Texts, Reasoning: s.Reasoning, FinishReason: s.FinishReason, Refusal: s.Refusal, Delay: time.Duration(s.Delay)}
 		if s.When != "" {
 			st.When = l.regexp(field(sp, "when"), s.When)
 		}
-		if s.Text == "" && len(s.ToolCalls) == 0 && s.Fail == nil {
-			l.bad(sp, "a script step needs text:, tool_calls: or fail:")
+		if s.Text == "" && len(s.Texts) == 0 && len(s.ToolCalls) == 0 && s.Fail == nil && s.FinishReason == "" {
+			l.bad(sp, "a script step needs text:, tool_calls: or fail: (or texts:, or finish_reason:)")
+		}
+		switch s.FinishReason {
+		case "", model.FinishStop, model.FinishToolCalls, model.FinishLength, model.FinishContentFilter, model.FinishRefusal, model.FinishPauseTurn:
+		default:
+			l.bad(field(sp, "finish_reason"), "unknown finish_reason %q (want length, content_filter, refusal or pause_turn)", s.FinishReason)
 		}
 		for j, c := range s.ToolCalls {
 			if c.Name == "" {
@@ -812,14 +817,16 @@ func (l *loader) steps(path string, in []StepSpec) []scripted.Step {
 			}
 			st.ToolCalls = append(st.ToolCalls, scripted.Call{ID: c.ID, Name: c.Name, Arguments: args})
 		}
-		if u := s.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0) {
+		if u := s.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.CachedTokens < 0 || u.CacheCreationTokens < 0 || u.ReasoningTokens < 0) {
 			l.bad(field(sp, "usage"), "usage token counts must not be negative")
 		}
 		if f := s.Fail; f != nil && f.Times < 0 {
 			l.bad(field(field(sp, "fail"), "times"), "fail times must not be negative (0 means always)")
 		}
 		if s.Usage != nil {
-			st.Usage = &message.Usage{InputTokens: s.Usage.InputTokens, OutputTokens: s.Usage.OutputTokens}
+			u := s.Usage
+			st.Usage = &message.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens,
+				CacheCreationTokens: u.CacheCreationTokens, ReasoningTokens: u.ReasoningTokens}
 		}
 		if f := s.Fail; f != nil {
 			st.Fail = &scripted.Fail{Status: f.Status, Message: f.Message, Transient: f.Transient, RetryAfter: time.Duration(f.RetryAfter), Times: f.Times}

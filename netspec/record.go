@@ -32,7 +32,7 @@ func (r *Recorder) Wrap(name string, m model.Model) model.Model {
 		return func(yield func(model.Chunk, error) bool) {
 			for c, err := range m.Stream(ctx, req) {
 				if err == nil && c.Type == model.ChunkDone && c.Message != nil {
-					r.record(name, c.Message, c.Usage)
+					r.record(name, &c)
 				}
 				if !yield(c, err) {
 					return
@@ -42,10 +42,29 @@ func (r *Recorder) Wrap(name string, m model.Model) model.Model {
 	})
 }
 
-func (r *Recorder) record(name string, m *message.Message, u message.Usage) {
-	st := StepSpec{Text: m.Text()}
-	for _, p := range m.Parts {
-		if p.Type == message.PartToolCall {
+// record keeps the answer of done, a ChunkDone, as a step: its text blocks
+// (several stay several), reasoning, calls, every usage count, and how it
+// ended when not as usual.
+func (r *Recorder) record(name string, done *model.Chunk) {
+	var st StepSpec
+	texts := 0
+	for _, p := range done.Message.Parts {
+		switch p.Type {
+		case message.PartText:
+			if texts == 0 {
+				st.Text = p.Text
+			} else {
+				st.Texts = append(st.Texts, p.Text)
+			}
+			texts++
+		case message.PartReasoning:
+			if p.Text != "" {
+				if st.Reasoning != "" {
+					st.Reasoning += "\n\n"
+				}
+				st.Reasoning += p.Text
+			}
+		case message.PartToolCall:
 			var args any = json.RawMessage(`{}`)
 			if len(p.Arguments) > 0 && json.Valid(p.Arguments) {
 				args = json.RawMessage(p.Arguments)
@@ -53,10 +72,16 @@ func (r *Recorder) record(name string, m *message.Message, u message.Usage) {
 			st.ToolCalls = append(st.ToolCalls, CallSpec{ID: p.CallID, Name: p.Name, Arguments: args})
 		}
 	}
-	if !u.IsZero() {
-		st.Usage = &UsageSpec{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+	switch done.FinishReason {
+	case model.FinishLength, model.FinishContentFilter, model.FinishRefusal, model.FinishPauseTurn:
+		st.FinishReason = done.FinishReason
+		st.Refusal = done.Refusal
 	}
-	if st.Text == "" && len(st.ToolCalls) == 0 {
+	if u := done.Usage; !u.IsZero() {
+		st.Usage = &UsageSpec{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens,
+			CacheCreationTokens: u.CacheCreationTokens, ReasoningTokens: u.ReasoningTokens}
+	}
+	if st.Text == "" && len(st.Texts) == 0 && len(st.ToolCalls) == 0 && st.FinishReason == "" {
 		st.Text = " " // an empty answer still takes a step of the script
 	}
 	r.mu.Lock()

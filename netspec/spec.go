@@ -166,12 +166,21 @@ type GuardrailSpec struct {
 
 // StepSpec is one scripted answer.
 type StepSpec struct {
-	When      string     `yaml:"when" json:"when,omitempty"`
-	Text      string     `yaml:"text" json:"text,omitempty"`
+	When string `yaml:"when" json:"when,omitempty"`
+	Text string `yaml:"text" json:"text,omitempty"`
+	// Texts are further text blocks, after Text, each its own block.
+	Texts     []string   `yaml:"texts" json:"texts,omitempty"`
 	ToolCalls []CallSpec `yaml:"tool_calls" json:"tool_calls,omitempty"`
-	Usage     *UsageSpec `yaml:"usage" json:"usage,omitempty"`
-	Delay     Duration   `yaml:"delay" json:"delay,omitempty"`
-	Fail      *FailSpec  `yaml:"fail" json:"fail,omitempty"`
+	// Reasoning is streamed first as reasoning (reasoning events).
+	Reasoning string `yaml:"reasoning" json:"reasoning,omitempty"`
+	// FinishReason is how the answer ended when not as usual: length,
+	// content_filter, refusal or pause_turn (stop and tool_calls are implied).
+	FinishReason string `yaml:"finish_reason" json:"finish_reason,omitempty"`
+	// Refusal is the provider's words on a refusal or content-filter stop.
+	Refusal string     `yaml:"refusal" json:"refusal,omitempty"`
+	Usage   *UsageSpec `yaml:"usage" json:"usage,omitempty"`
+	Delay   Duration   `yaml:"delay" json:"delay,omitempty"`
+	Fail    *FailSpec  `yaml:"fail" json:"fail,omitempty"`
 }
 
 // CallSpec is a scripted tool call.
@@ -183,8 +192,11 @@ type CallSpec struct {
 
 // UsageSpec is a scripted step's usage.
 type UsageSpec struct {
-	InputTokens  int64 `yaml:"input_tokens" json:"input_tokens"`
-	OutputTokens int64 `yaml:"output_tokens" json:"output_tokens"`
+	InputTokens         int64 `yaml:"input_tokens" json:"input_tokens"`
+	OutputTokens        int64 `yaml:"output_tokens" json:"output_tokens"`
+	CachedTokens        int64 `yaml:"cached_tokens" json:"cached_tokens,omitempty"`
+	CacheCreationTokens int64 `yaml:"cache_creation_tokens" json:"cache_creation_tokens,omitempty"`
+	ReasoningTokens     int64 `yaml:"reasoning_tokens" json:"reasoning_tokens,omitempty"`
 }
 
 // FailSpec makes a scripted step fail.
