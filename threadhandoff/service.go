@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/memory"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
@@ -452,22 +453,11 @@ func (s *Service) withTx(ctx context.Context, fn func(tx store.Tx) error) error 
 		if s.cfg.Sleep != nil {
 			err = s.cfg.Sleep(ctx, d)
 		} else {
-			err = sleepCtx(ctx, d)
+			err = retry.Sleep(ctx, d)
 		}
 		if err != nil {
 			return err
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
