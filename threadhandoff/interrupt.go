@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/batonhq/baton/memory"
 	"github.com/batonhq/baton/summary"
@@ -139,9 +138,9 @@ func ProposalFromInterrupt(in *Interrupt, owner string, maxChars int) (*Proposal
 	a := in.ActionRequests[0].Args
 	md, cut := summary.Truncate(memory.Escape(a.Markdown), maxChars)
 	return &Proposal{
-		HandoffID: a.HandoffID, Owner: owner, AssistantID: a.AssistantID, ParentThreadID: a.ParentThreadID,
-		Summary: a.Summary, Markdown: md, Truncated: a.Truncated || cut,
-		ModelRunID: a.ModelRunID, TokensUsed: a.TokensUsed, CreatedAt: time.Time{},
+		Result: summary.Result{HandoffID: a.HandoffID, Summary: a.Summary, Markdown: md, Truncated: a.Truncated || cut,
+			ModelRunID: a.ModelRunID, TokensUsed: a.TokensUsed},
+		Owner: owner, AssistantID: a.AssistantID, ParentThreadID: a.ParentThreadID,
 	}, nil
 }
 

@@ -27,8 +27,9 @@ func equalJSON(a, b any) bool {
 func TestInterruptGolden(t *testing.T) {
 	t.Parallel()
 	s, _ := summary.ParseSummary(goodJSON)
-	p := &Proposal{HandoffID: "0190c6a8-0000-7000-8000-000000000001", Owner: "o", AssistantID: "support", ParentThreadID: "thread-1",
-		Summary: s, Markdown: s.Markdown(), ModelRunID: "0190c6a8-0000-7000-8000-000000000002", TokensUsed: 360}
+	p := &Proposal{Owner: "o", AssistantID: "support", ParentThreadID: "thread-1",
+		Result: summary.Result{HandoffID: "0190c6a8-0000-7000-8000-000000000001", Summary: s, Markdown: s.Markdown(),
+			ModelRunID: "0190c6a8-0000-7000-8000-000000000002", TokensUsed: 360}}
 	got, err := json.MarshalIndent(p.Interrupt(), "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func TestInterruptGolden(t *testing.T) {
 func TestParseInterruptErrors(t *testing.T) {
 	t.Parallel()
 	s, _ := summary.ParseSummary(goodJSON)
-	base := (&Proposal{HandoffID: "h", AssistantID: "a", ParentThreadID: "t", Summary: s, Markdown: "md"}).Interrupt()
+	base := (&Proposal{AssistantID: "a", ParentThreadID: "t", Result: summary.Result{HandoffID: "h", Summary: s, Markdown: "md"}}).Interrupt()
 	for name, mutate := range map[string]func(*Interrupt){
 		"Version":      func(in *Interrupt) { in.SchemaVersion = 2 },
 		"Source":       func(in *Interrupt) { in.MiddlewareSource = "other" },
@@ -95,7 +96,7 @@ func TestParseInterruptErrors(t *testing.T) {
 func TestDecisionApply(t *testing.T) {
 	t.Parallel()
 	s, _ := summary.ParseSummary(goodJSON)
-	p := &Proposal{Summary: s, Markdown: s.Markdown()}
+	p := &Proposal{Result: summary.Result{Summary: s, Markdown: s.Markdown()}}
 	if _, md, edited, _, err := (Decision{Type: DecisionApprove}).apply(p, 0); err != nil || edited || md != p.Markdown {
 		t.Fatal("approve changed the proposal")
 	}

@@ -61,8 +61,8 @@ func (f *fakeChat) Resume(_ context.Context, _ string, ds []runner.Decision, rep
 
 func (f *fakeChat) Preview(_ context.Context, threadID string) (*threadhandoff.Proposal, error) {
 	s := summary.Summary{Title: "Old title", Body: []string{"one", "two", "three"}, TLDR: "Done."}
-	return &threadhandoff.Proposal{HandoffID: "h1", Owner: "local", AssistantID: "billing", ParentThreadID: threadID,
-		Summary: s, Markdown: s.Markdown(), Messages: 4, TokensUsed: 42}, nil
+	return &threadhandoff.Proposal{Owner: "local", AssistantID: "billing", ParentThreadID: threadID,
+		Result: summary.Result{HandoffID: "h1", Summary: s, Markdown: s.Markdown(), Messages: 4, TokensUsed: 42}}, nil
 }
 
 func (f *fakeChat) Decide(_ context.Context, p *threadhandoff.Proposal, d threadhandoff.Decision) (*threadhandoff.Outcome, error) {
