@@ -23,21 +23,22 @@ import (
 // conventions; the semconv package of the SDK version in use has no GenAI
 // keys yet, so they are plain strings.
 const (
-	keyOperation       = "gen_ai.operation.name"
-	keyAgentName       = "gen_ai.agent.name"
-	keyConversationID  = "gen_ai.conversation.id"
-	keyProvider        = "gen_ai.provider.name"
-	keyRequestModel    = "gen_ai.request.model"
-	keyResponseID      = "gen_ai.response.id"
-	keyResponseModel   = "gen_ai.response.model"
-	keyFinishReasons   = "gen_ai.response.finish_reasons"
-	keyInputTokens     = "gen_ai.usage.input_tokens"
-	keyOutputTokens    = "gen_ai.usage.output_tokens"
-	keyCacheReadTokens = "gen_ai.usage.cache_read.input_tokens"
-	keyToolName        = "gen_ai.tool.name"
-	keyToolCallID      = "gen_ai.tool.call.id"
-	keyToolType        = "gen_ai.tool.type"
-	keyErrorType       = "error.type"
+	keyOperation        = "gen_ai.operation.name"
+	keyAgentName        = "gen_ai.agent.name"
+	keyConversationID   = "gen_ai.conversation.id"
+	keyProvider         = "gen_ai.provider.name"
+	keyRequestModel     = "gen_ai.request.model"
+	keyResponseID       = "gen_ai.response.id"
+	keyResponseModel    = "gen_ai.response.model"
+	keyFinishReasons    = "gen_ai.response.finish_reasons"
+	keyInputTokens      = "gen_ai.usage.input_tokens"
+	keyOutputTokens     = "gen_ai.usage.output_tokens"
+	keyCacheReadTokens  = "gen_ai.usage.cache_read.input_tokens"
+	keyCacheWriteTokens = "gen_ai.usage.cache_creation.input_tokens"
+	keyToolName         = "gen_ai.tool.name"
+	keyToolCallID       = "gen_ai.tool.call.id"
+	keyToolType         = "gen_ai.tool.type"
+	keyErrorType        = "error.type"
 
 	keyRunID           = "baton.run_id"
 	keyThreadID        = "baton.thread_id"
@@ -78,7 +79,7 @@ var (
 )
 
 func init() {
-	for _, r := range []string{"stop", "tool_calls", "length", "content_filter"} {
+	for _, r := range []string{"stop", "tool_calls", "length", "content_filter", "refusal", "pause_turn"} {
 		finishReasons[r] = attribute.StringSlice(keyFinishReasons, []string{r})
 	}
 }
@@ -295,7 +296,7 @@ func (o *observer) StartModel(ctx context.Context, info runner.ModelInfo) (conte
 		if span.IsRecording() {
 			if resp != nil {
 				u := resp.Usage
-				attrs := make([]attribute.KeyValue, 0, 7)
+				attrs := make([]attribute.KeyValue, 0, 8)
 				attrs = append(attrs, attribute.Int64(keyInputTokens, u.InputTokens), attribute.Int64(keyOutputTokens, u.OutputTokens))
 				if resp.RequestID != "" {
 					attrs = append(attrs, attribute.String(keyResponseID, resp.RequestID))
@@ -312,6 +313,9 @@ func (o *observer) StartModel(ctx context.Context, info runner.ModelInfo) (conte
 				}
 				if u.CachedTokens > 0 {
 					attrs = append(attrs, attribute.Int64(keyCacheReadTokens, u.CachedTokens))
+				}
+				if u.CacheCreationTokens > 0 {
+					attrs = append(attrs, attribute.Int64(keyCacheWriteTokens, u.CacheCreationTokens))
 				}
 				if u.ReasoningTokens > 0 {
 					attrs = append(attrs, attribute.Int64(keyReasoningTokens, u.ReasoningTokens))

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -247,6 +248,40 @@ func TestTraceFailures(t *testing.T) {
 		if !strings.Contains(chat.Status.Description, telemetry.Redacted) {
 			t.Errorf("chat status description %q is not redacted", chat.Status.Description)
 		}
+	})
+
+	t.Run("Refusal", func(t *testing.T) {
+		t.Parallel()
+		// The model call succeeds (its span is not an error) and carries the
+		// finish reason, the request id and the cache counts; the run fails
+		// with kind refusal.
+		u := message.Usage{InputTokens: 3000, OutputTokens: 5, CachedTokens: 2048, CacheCreationTokens: 512}
+		_, b := setup(t, telemetry.Config{Traces: true}, network{billingSteps: []scripted.Step{
+			{Text: "I can't help with that.", FinishReason: "refusal", Usage: &u},
+		}})
+		_, err := b.runner.Run(t.Context(), input)
+		if runner.KindOf(err) != runner.KindRefusal {
+			t.Fatalf("err = %v", err)
+		}
+		var chat, root tracetest.SpanStub
+		for _, s := range b.spans.GetSpans() {
+			switch s.Name {
+			case "chat claude-sonnet-4-5":
+				chat = s
+			case "invoke_agent triage":
+				root = s
+			}
+		}
+		if chat.Status.Code == codes.Error {
+			t.Errorf("chat status %v", chat.Status)
+		}
+		wantAttrs(t, chat, map[string]any{
+			"gen_ai.response.finish_reasons":           []string{"refusal"},
+			"gen_ai.response.id":                       "scripted-billing-1",
+			"gen_ai.usage.cache_read.input_tokens":     int64(2048),
+			"gen_ai.usage.cache_creation.input_tokens": int64(512),
+		})
+		wantAttrs(t, root, map[string]any{"error.type": "refusal", "baton.run.status": "failed"})
 	})
 
 	t.Run("TransferRejected", func(t *testing.T) {
