@@ -1,7 +1,6 @@
 package summary
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/batonhq/baton/internal/logtest"
 	"github.com/batonhq/baton/memory"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
@@ -137,36 +137,6 @@ func (r *recorder) Stream(ctx context.Context, req *model.Request) iter.Seq2[mod
 }
 
 // logBuffer returns a JSON logger writing to a buffer.
-func logBuffer() (*slog.Logger, *syncBuffer) {
-	b := &syncBuffer{}
-	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// records returns the log records with msg.
-func (s *syncBuffer) records(msg string) []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(s.b.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 func conversation() []message.Message {
 	return []message.Message{
 		message.System("you are support"),
@@ -181,7 +151,7 @@ func conversation() []message.Message {
 
 func TestSummarise(t *testing.T) {
 	t.Parallel()
-	log, logs := logBuffer()
+	log, logs := logtest.New()
 	rec := &recorder{Model: scripted.New(DefaultAgent, []scripted.Step{{Text: goodJSON, Usage: &message.Usage{InputTokens: 300, OutputTokens: 60}}}, scripted.Options{})}
 	p, err := Summarise(t.Context(), rec, conversation(), Options{ThreadID: "t1", HandoffID: "h1", Logger: log})
 	if err != nil {
@@ -208,7 +178,7 @@ func TestSummarise(t *testing.T) {
 	if strings.Contains(tr, "you are support") {
 		t.Error("system message in the transcript")
 	}
-	recs := logs.records("thread handoff summary proposed")
+	recs := logs.Records(t, "thread handoff summary proposed")
 	if len(recs) != 1 || recs[0]["handoff_id"] != "h1" || recs[0]["model_run_id"] != p.ModelRunID || recs[0]["tokens_used"] != float64(360) ||
 		recs[0]["thread_id"] != "t1" {
 		t.Fatalf("log = %v", recs)
@@ -218,7 +188,7 @@ func TestSummarise(t *testing.T) {
 func TestSummariseTruncates(t *testing.T) {
 	t.Parallel()
 	long := `{"title":"T","body":["` + strings.Repeat("a long point ", 40) + `","` + strings.Repeat("b ", 200) + `","c","d"],"tldr":"` + strings.Repeat("z", 300) + `"}`
-	log, logs := logBuffer()
+	log, logs := logtest.New()
 	m := scripted.New(DefaultAgent, []scripted.Step{{Text: long}}, scripted.Options{})
 	p, err := Summarise(t.Context(), m, conversation(), Options{HandoffID: "h-long", Logger: log})
 	if err != nil {
@@ -227,7 +197,7 @@ func TestSummariseTruncates(t *testing.T) {
 	if !p.Truncated || utf8.RuneCountInString(p.Markdown) > DefaultMaxChars {
 		t.Fatalf("truncated %v, %d runes", p.Truncated, utf8.RuneCountInString(p.Markdown))
 	}
-	recs := logs.records("thread handoff summary truncated")
+	recs := logs.Records(t, "thread handoff summary truncated")
 	if len(recs) != 1 || recs[0]["handoff_id"] != "h-long" || recs[0]["max_chars"] != float64(DefaultMaxChars) {
 		t.Fatalf("truncation log = %v", recs)
 	}

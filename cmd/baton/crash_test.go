@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/logtest"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlitestore"
 )
@@ -36,7 +37,7 @@ func TestCrashedRunResumesInANewProcess(t *testing.T) {
 	cmd := exec.Command(bin, "run", "--json", "--database", crash, net, "I was charged twice")
 	// os/exec copies the output from a goroutine of its own while the test
 	// polls it.
-	var stdout syncBuffer
+	var stdout logtest.Buffer
 	cmd.Stdout = &stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -10,30 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/batonhq/baton/internal/logtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes: the process
-// logger (slog.Default) is shared by the tests that run in parallel.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // runCLI runs baton in-process with args and returns its exit code, stdout
 // and stderr. Commands that store threads get a database of their own.
@@ -43,7 +25,9 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 		db := "sqlite:" + filepath.Join(t.TempDir(), "baton.db")
 		args = append([]string{args[0], "--database", db}, args[1:]...)
 	}
-	var out, errOut syncBuffer
+	// The buffers are safe for concurrent writes: the process logger
+	// (slog.Default) is shared by the tests that run in parallel.
+	var out, errOut logtest.Buffer
 	code = run(t.Context(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/internal/logtest"
 	"github.com/batonhq/baton/memory"
 	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
@@ -28,7 +29,7 @@ func TestRunSeesThreadHandoffSummary(t *testing.T) {
 	memDir := filepath.Join(dir, "memory")
 	baton := func(args ...string) string {
 		t.Helper()
-		var out, errOut syncBuffer
+		var out, errOut logtest.Buffer
 		args = append([]string{"run", "--database", db, "--owner", "ann", "--memory-dir", memDir}, args...)
 		if code := run(t.Context(), args, &out, &errOut); code != 0 {
 			t.Fatalf("baton %s: exit code %d\n%s%s", strings.Join(args, " "), code, out.String(), errOut.String())
