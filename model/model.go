@@ -69,6 +69,11 @@ type Settings struct {
 	TopP        *float64 `json:"top_p,omitempty" yaml:"top_p"`
 	// MaxTokens caps output tokens.
 	MaxTokens int `json:"max_tokens,omitempty" yaml:"max_tokens"`
+	// Stop ends the answer before the first of these sequences (finish
+	// reason "stop"); the sequence is not part of the answer. OpenAI Chat
+	// takes up to 4, Anthropic more; the Responses API has no stop
+	// parameter, and its adapter cuts the stream itself.
+	Stop []string `json:"stop,omitempty" yaml:"stop"`
 	// ToolChoice is "auto" (default), "none", "required", or a tool name.
 	ToolChoice string `json:"tool_choice,omitempty" yaml:"tool_choice"`
 	// ParallelToolCalls, when set, says whether the model may call several tools at once.
@@ -80,6 +85,10 @@ type Settings struct {
 	// the tools and the conversation). OpenAI caches on its own and ignores it.
 	PromptCaching *bool `json:"prompt_caching,omitempty" yaml:"prompt_caching"`
 }
+
+// CodeRefusal is the [Error] Code of a model's refusal where a refusal
+// cannot be an answer (structured output was asked for).
+const CodeRefusal = "refusal"
 
 // Finish reasons of [Chunk.FinishReason] that callers branch on.
 const (

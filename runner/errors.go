@@ -187,7 +187,11 @@ func LimitOf(err error) string {
 // modelError classifies a failed model call.
 func modelError(agent string, err error) error {
 	var se *scripted.ScriptError
+	var me *model.Error
 	switch {
+	case errors.As(err, &me) && me.Code == model.CodeRefusal:
+		// A refusal where an answer had to be structured output.
+		return &Error{Kind: KindRefusal, Agent: agent, Err: err}
 	case errors.As(err, &se):
 		return &Error{Kind: KindSystem, Agent: agent, Err: err}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

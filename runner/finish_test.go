@@ -264,3 +264,23 @@ func TestReasoningEvents(t *testing.T) {
 	}
 	checkEventsBetween(t, ck.states(t), live, nil)
 }
+
+// TestStructuredOutputRefusal: an adapter that can only report a refusal
+// as an error (structured output was asked for) fails the run with kind
+// refusal too, with the request id, without retrying.
+func TestStructuredOutputRefusal(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	m := model.Func(func(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+		return func(yield func(model.Chunk, error) bool) {
+			calls++
+			yield(model.Chunk{}, &model.Error{Provider: "openai", Code: model.CodeRefusal, Message: "model refused: I can't.", RequestID: "req_so"})
+		}
+	})
+	a := &agent.Agent{Name: "a", Instructions: "x", Model: m, ModelName: "openai:gpt", OutputSchema: json.RawMessage(`{"type":"object"}`)}
+	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a), Checkpointer: &memCheckpoints{}})
+	res, err := r.Run(t.Context(), "go")
+	if runner.KindOf(err) != runner.KindRefusal || calls != 1 || res.State.Failure.RequestID != "req_so" {
+		t.Fatalf("err %v, %d calls, failure %+v", err, calls, res.State.Failure)
+	}
+}

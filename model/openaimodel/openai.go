@@ -46,7 +46,7 @@ const (
 	// CodeOutputMismatch: structured output does not match Request.Output.
 	CodeOutputMismatch = "output_schema_mismatch"
 	// CodeRefusal: the model refused to produce structured output.
-	CodeRefusal = "refusal"
+	CodeRefusal = model.CodeRefusal
 )
 
 var (
@@ -182,7 +182,13 @@ func (m *Model) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.
 			return
 		}
 		if m.cfg.API == APIResponses {
-			m.streamResponses(ctx, req, yield)
+			// The Responses API has no stop parameter: the stream is cut here.
+			seq := model.CutAtStop(func(y func(model.Chunk, error) bool) { m.streamResponses(ctx, req, y) }, req.Settings.Stop)
+			for c, err := range seq {
+				if !yield(c, err) {
+					return
+				}
+			}
 			return
 		}
 		m.streamChat(ctx, req, yield)
