@@ -1,6 +1,6 @@
 // Package anthropicmodel implements [model.Model] on Anthropic's Messages API
 // through the official SDK (github.com/anthropics/anthropic-sdk-go), always
-// streaming.
+// asking for a stream.
 //
 // # Streaming
 //
@@ -10,9 +10,16 @@
 // fragments (no fragment, or an empty one, means {}). The stream ends with
 // one [model.ChunkDone] carrying the whole assistant message (blocks in
 // order), usage (input tokens include cache reads and writes; cached tokens
-// are the cache reads; reasoning tokens are thinking tokens when reported),
-// the normalised stop reason ("stop", "tool_calls", "length",
-// "content_filter", "pause_turn"), the request-id header and the model.
+// are the cache reads, cache-creation tokens the writes; reasoning tokens are
+// thinking tokens when reported), the normalised stop reason ("stop",
+// "tool_calls", "length", "refusal" with stop_details in Refusal,
+// "pause_turn"), the request-id header and the model.
+//
+// The body is read by its Content-Type: an event stream, or one JSON message
+// from a server or proxy that ignored "stream": true, folded in through the
+// same events. A body that is neither, a JSON body that is malformed or cut,
+// or an event stream holding no event is a permanent [*model.Error] (Code
+// "invalid_response") quoting a short snippet of it, secrets redacted.
 //
 // Server-side tool blocks (server_tool_use, web_search_tool_result, …),
 // citations, pings and event or delta types this package does not know are
@@ -41,6 +48,12 @@
 // message; consecutive tool results, and a user message that follows them,
 // are grouped into one user message as Anthropic requires. Images in user
 // messages are sent by URL or as base64 data; anywhere else they are an error.
+//
+// # Prompt caching
+//
+// Unless Settings.PromptCaching is false, every request marks three cache
+// breakpoints (cache_control ephemeral): the last system block, the last
+// tool, and the last block of the conversation that can carry one.
 //
 // # Settings and structured output
 //

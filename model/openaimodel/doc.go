@@ -18,8 +18,19 @@
 // response.incomplete) event. A stream cut short is a transient
 // [*model.Error] with Code "incomplete_stream"; tool arguments that are not a
 // JSON object are an error too (Code "invalid_tool_arguments"), never a
-// silent partial answer. A server that ignores "stream": true and answers
-// with one application/json completion is accepted as well.
+// silent partial answer.
+//
+// The body is read by its Content-Type (else its first bytes): an event
+// stream, or one JSON completion (Chat) or Response (Responses) from a
+// server or proxy that ignored "stream": true — a Response is folded in as
+// its terminal event would be. A body that is neither, a JSON body that is
+// malformed, cut or not the API's object, or an event stream holding no
+// event is a permanent [*model.Error] (Code "invalid_response") quoting a
+// short snippet of it, secrets redacted: the runner does not retry it.
+//
+// Finish reasons are normalised ("stop", "tool_calls", "length",
+// "content_filter", "refusal" when the model refused — its words also in
+// Chunk.Refusal).
 //
 // # OpenAI-compatible servers
 //
