@@ -17,14 +17,42 @@ import (
 func FuzzAnthropicStream(f *testing.F) {
 	for _, name := range []string{
 		"anthropic_stream_1.sse", "anthropic_stream_4.sse", "anthropic_stream_thinking.sse",
-		"anthropic_stream_cut.sse", "anthropic_stream_error_event.sse",
+		"anthropic_stream_cut.sse", "anthropic_stream_error_event.sse", "anthropic_stream_refusal.sse",
+		"anthropic_stream_thinking_2.sse", "anthropic_stream_max_tokens.sse", "anthropic_stream_pause_turn.sse",
 	} {
 		f.Add(providertest.Fixture(f, name), uint8(0))
 		f.Add(providertest.Fixture(f, name), uint8(2))
 	}
 	f.Add([]byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), uint8(1))
 	f.Fuzz(func(t *testing.T, body []byte, mode uint8) {
-		cfg := anthropicmodel.Config{Model: "m", BaseURL: "http://fuzz.invalid", HTTPClient: providertest.BodyClient("text/event-stream; charset=utf-8", body)}
+		cfg := anthropicmodel.Config{Model: "m", BaseURL: "http://fuzz.invalid", APIKey: providertest.FuzzKey, HTTPClient: providertest.BodyClient("text/event-stream; charset=utf-8", body)}
+		req := modeltest.Request()
+		switch mode % 3 {
+		case 1:
+			req.Output = &model.OutputSchema{Name: "final_output", Schema: []byte(`{"type":"object"}`)}
+		case 2:
+			cfg.StructuredOutput = anthropicmodel.OutputTool
+			req.Output = &model.OutputSchema{Name: "final_output", Schema: []byte(`{"type":"object"}`)}
+		}
+		m := newModel(t, cfg)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		providertest.CheckStream(ctx, t, req, m.Stream(ctx, req))
+	})
+}
+
+// FuzzAnthropicJSON feeds arbitrary bodies through the adapter as one
+// application/json message (a server that ignored "stream"), in each
+// structured-output mode.
+func FuzzAnthropicJSON(f *testing.F) {
+	for _, name := range []string{"anthropic_json_tool_use.json", "anthropic_json_thinking.json"} {
+		f.Add(providertest.Fixture(f, name), uint8(0))
+		f.Add(providertest.Fixture(f, name), uint8(2))
+	}
+	f.Add([]byte(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key `+providertest.FuzzKey+`"}}`), uint8(0))
+	f.Add([]byte(`{"type":"message","content":[],"stop_reason":"refusal"}`), uint8(1))
+	f.Fuzz(func(t *testing.T, body []byte, mode uint8) {
+		cfg := anthropicmodel.Config{Model: "m", BaseURL: "http://fuzz.invalid", APIKey: providertest.FuzzKey, HTTPClient: providertest.BodyClient("application/json", body)}
 		req := modeltest.Request()
 		switch mode % 3 {
 		case 1:

@@ -29,7 +29,7 @@ func fuzzStream(f *testing.F, contentType, api string, seeds []string, extra ...
 			provider = openaimodel.ProviderCompatible
 		}
 		m, err := openaimodel.New(openaimodel.Config{
-			Model: "m", API: api, Provider: provider, BaseURL: "http://fuzz.invalid/v1",
+			Model: "m", API: api, Provider: provider, BaseURL: "http://fuzz.invalid/v1", APIKey: providertest.FuzzKey,
 			HTTPClient: providertest.BodyClient(contentType, body),
 		})
 		if err != nil {
@@ -62,6 +62,45 @@ func FuzzOpenAIChatJSON(f *testing.F) {
 func FuzzResponsesStream(f *testing.F) {
 	fuzzStream(f, "text/event-stream", openaimodel.APIResponses, []string{
 		"openai_responses_stream_1.sse", "openai_responses_stream_reasoning.sse", "openai_responses_stream_cut.sse",
-		"openai_responses_stream_failed.sse", "openai_responses_stream_incomplete.sse",
+		"openai_responses_stream_failed.sse", "openai_responses_stream_incomplete.sse", "openai_responses_stream_refusal.sse",
+	}, []byte("data: {\"type\":\"error\",\"message\":\"key "+providertest.FuzzKey+" revoked\"}\n\n"))
+}
+
+// FuzzResponsesJSON feeds arbitrary bodies through the Responses adapter as
+// a whole application/json Response (a server that ignored "stream").
+func FuzzResponsesJSON(f *testing.F) {
+	fuzzStream(f, "application/json", openaimodel.APIResponses, []string{
+		"openai_responses_json_1.json", "openai_responses_json_2.json", "openai_responses_json_reasoning.json",
+		"openai_responses_json_content_filter.json", "openai_responses_json_cut.json",
+	}, []byte(`{"status":"failed","error":{"code":"server_error","message":"boom"}}`), []byte(`{"object":"response","status":"in_progress"}`),
+		[]byte(`{"error":{"message":"Incorrect API key provided: `+providertest.FuzzKey+`"}}`))
+}
+
+// FuzzAnyBody serves arbitrary bodies with an arbitrary Content-Type to both
+// OpenAI APIs: the adapter chooses how to read each (stream, JSON, neither)
+// and must end with a parse or a clean error.
+func FuzzAnyBody(f *testing.F) {
+	for _, tc := range []struct{ ct, name string }{
+		{"", "openai_responses_json_2.json"}, {"text/plain", "openai_chat_stream_text.sse"}, {"text/html", "openai_chat_json_1.json"},
+		{"application/x-ndjson", "openai_responses_stream_1.sse"}, {"text/event-stream", "openai_chat_json_refusal.json"},
+	} {
+		f.Add(tc.ct, providertest.Fixture(f, tc.name), false)
+		f.Add(tc.ct, providertest.Fixture(f, tc.name), true)
+	}
+	f.Add("application/json; charset=utf-8", []byte("\ufeff{\"choices\":[]}"), false)
+	f.Fuzz(func(t *testing.T, contentType string, body []byte, responses bool) {
+		api := openaimodel.APIChat
+		if responses {
+			api = openaimodel.APIResponses
+		}
+		m, err := openaimodel.New(openaimodel.Config{Model: "m", API: api, BaseURL: "http://fuzz.invalid/v1", APIKey: providertest.FuzzKey,
+			HTTPClient: providertest.BodyClient(contentType, body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), fuzzTimeout)
+		defer cancel()
+		req := modeltest.Request()
+		providertest.CheckStream(ctx, t, req, m.Stream(ctx, req))
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/batonhq/baton/message"
@@ -42,10 +43,32 @@ func (rt recorderTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return res, nil
 }
 
+// FuzzKey is the API key fuzz targets configure; bodies may echo it, errors
+// never do.
+const FuzzKey = "sk-fuzz-0123456789abcdef"
+
 // CheckStream drains seq and fails t unless it ended with exactly one
 // ChunkDone (whose message is a well-formed assistant message) or exactly one
-// error, before ctx's deadline.
+// error, before ctx's deadline. An error must be a *model.Error that does
+// not hold [FuzzKey], with a message of bounded length.
 func CheckStream(ctx context.Context, t *testing.T, req *model.Request, seq iter.Seq2[model.Chunk, error]) {
+	t.Helper()
+	if err := drain(ctx, t, req, seq); err != nil {
+		var me *model.Error
+		if !errors.As(err, &me) {
+			t.Fatalf("error %T %v is not a *model.Error", err, err)
+		}
+		if strings.Contains(err.Error(), FuzzKey) {
+			t.Fatalf("error holds the API key: %v", err)
+		}
+		if len(me.Message) > 8<<10 {
+			t.Fatalf("error message of %d bytes", len(me.Message))
+		}
+	}
+}
+
+// drain is CheckStream's walk over seq; it returns the stream's error.
+func drain(ctx context.Context, t *testing.T, req *model.Request, seq iter.Seq2[model.Chunk, error]) (last error) {
 	t.Helper()
 	ended := false
 	var calls []message.ToolCall
@@ -55,6 +78,7 @@ func CheckStream(ctx context.Context, t *testing.T, req *model.Request, seq iter
 		}
 		if err != nil {
 			ended = true
+			last = err
 			if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 				t.Fatal("stream hung until the deadline")
 			}
@@ -77,6 +101,7 @@ func CheckStream(ctx context.Context, t *testing.T, req *model.Request, seq iter
 	if !ended {
 		t.Fatal("stream ended without ChunkDone or error")
 	}
+	return last
 }
 
 func checkDone(t *testing.T, req *model.Request, c model.Chunk, calls []message.ToolCall) {
