@@ -61,7 +61,11 @@ func cmdValidate(_ context.Context, args []string, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if spec.Close != nil {
+		defer spec.Close() // its MCP servers
+	}
 	fmt.Fprintf(stdout, "%s: network %s is valid: %d agents, fingerprint %s\n", fs.Arg(0), spec.Network.Name(), len(spec.Network.Agents()), spec.Network.Fingerprint())
+	printTools(stdout, spec)
 	return nil
 }
 
@@ -70,18 +74,42 @@ func ownerFlag(fs *flag.FlagSet) *string {
 	return fs.String("owner", "local", "owner of the threads this command reads and writes")
 }
 
+// eventFlags are the flags of the commands that run a network once and
+// print its events (run, resume): --json, --owner and the service's.
+type eventFlags struct {
+	*flag.FlagSet
+	json    *bool
+	owner   *string
+	service serviceFlags
+}
+
+// newEventFlags returns the flag set of such a command with those flags;
+// the command adds its own, then parses.
+func newEventFlags(name string, stderr io.Writer) *eventFlags {
+	f := &eventFlags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
+	f.SetOutput(stderr)
+	f.json = f.Bool("json", false, "print one JSON object per event")
+	f.owner = ownerFlag(f.FlagSet)
+	f.service.register(f.FlagSet, false)
+	return f
+}
+
+// parse parses args, with flags anywhere among them; its error is a usage
+// error.
+func (f *eventFlags) parse(args []string) error {
+	if err := f.Parse(reorder(args, map[string]bool{"json": true, "no-migrate": true})); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
+
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	jsonOut := fs.Bool("json", false, "print one JSON object per event")
+	fs := newEventFlags("run", stderr)
 	agentName := fs.String("agent", "", "start with this agent instead of the picker's choice")
 	thread := fs.String("thread", "", "continue this stored thread (default: a new thread)")
 	record := fs.String("record", "", "write what each agent's model answered to this file, as a scripted network")
-	owner := ownerFlag(fs)
-	var sf serviceFlags
-	sf.register(fs, false)
-	if err := fs.Parse(reorder(args, map[string]bool{"json": true, "no-migrate": true})); err != nil {
-		return usageError{err}
+	if err := fs.parse(args); err != nil {
+		return err
 	}
 	if fs.NArg() != 2 {
 		return usagef("want a network file and a message: baton run NETWORK.yaml \"message\"")
@@ -92,12 +120,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		rec = netspec.NewRecorder()
 		lopts.WrapModel = rec.Wrap
 	}
-	lopts.HTTPTools = sf.tools
+	lopts.HTTPTools = fs.service.tools
 	spec, err := loadNetwork(fs.Arg(0), lopts)
 	if err != nil {
 		return err
 	}
-	svc, n, err := openNetwork(ctx, &sf, spec)
+	svc, n, err := openNetwork(ctx, &fs.service, spec)
 	if err != nil {
 		return err
 	}
@@ -109,8 +137,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		opts = append(opts, runner.WithAgent(*agentName))
 	}
-	events := n.Threads.Turn(ctx, *owner, fs.Arg(1), threads.TurnOptions{ThreadID: *thread, RunOptions: opts})
-	runErr := printRun(events, *jsonOut, stdout, fs.Arg(0), sf.database)
+	events := n.Threads.Turn(ctx, *fs.owner, fs.Arg(1), threads.TurnOptions{ThreadID: *thread, RunOptions: opts})
+	runErr := printRun(events, *fs.json, stdout, fs.Arg(0), fs.service.database)
 	if rec != nil {
 		if err := writeRecording(*record, rec, spec.File); err != nil {
 			return errors.Join(runErr, err)
@@ -164,19 +192,14 @@ func printRun(events iter.Seq2[runner.Event, error], jsonOut bool, stdout io.Wri
 }
 
 func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("resume", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	jsonOut := fs.Bool("json", false, "print one JSON object per event")
+	fs := newEventFlags("resume", stderr)
 	runID := fs.String("run", "", "the run to resume")
 	interrupt := fs.String("interrupt", "", "the interrupt to answer (instead of --run)")
 	decision := fs.String("decision", "", "approve, reject or edit, for a run waiting for a decision")
 	editArgs := fs.String("args", "", "the edited tool arguments (JSON object), with --decision edit")
 	message := fs.String("message", "", "a reason shown to the model, with --decision reject")
-	owner := ownerFlag(fs)
-	var sf serviceFlags
-	sf.register(fs, false)
-	if err := fs.Parse(reorder(args, map[string]bool{"json": true, "no-migrate": true})); err != nil {
-		return usageError{err}
+	if err := fs.parse(args); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("want the network file: baton resume NETWORK.yaml --run RUN_ID [--decision approve|reject|edit]")
@@ -206,16 +229,16 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		return usagef("--decision %q: want approve, reject or edit", *decision)
 	}
-	spec, err := loadNetwork(fs.Arg(0), service.LoadOptions{HTTPTools: sf.tools})
+	spec, err := loadNetwork(fs.Arg(0), service.LoadOptions{HTTPTools: fs.service.tools})
 	if err != nil {
 		return err
 	}
-	svc, n, err := openNetwork(ctx, &sf, spec)
+	svc, n, err := openNetwork(ctx, &fs.service, spec)
 	if err != nil {
 		return err
 	}
 	defer closeService(ctx, svc, 10*time.Second)
-	return printRun(n.Threads.Resume(ctx, *owner, id, opts...), *jsonOut, stdout, fs.Arg(0), sf.database)
+	return printRun(n.Threads.Resume(ctx, *fs.owner, id, opts...), *fs.json, stdout, fs.Arg(0), fs.service.database)
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
