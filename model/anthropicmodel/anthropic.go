@@ -208,6 +208,7 @@ func (m *Model) params(req *model.Request) (p anthropic.MessageNewParams, outToo
 		}
 	}
 	p.MaxTokens = maxTokens
+	p.StopSequences = s.Stop
 	if budget > 0 {
 		p.Thinking = anthropic.ThinkingConfigParamUnion{OfEnabled: &anthropic.ThinkingConfigEnabledParam{BudgetTokens: budget}}
 	}

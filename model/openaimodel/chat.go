@@ -76,6 +76,9 @@ func (m *Model) chatParams(req *model.Request) (openai.ChatCompletionNewParams, 
 			p.MaxCompletionTokens = param.NewOpt(int64(s.MaxTokens))
 		}
 	}
+	if len(s.Stop) > 0 {
+		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: s.Stop}
+	}
 	if s.ReasoningEffort != "" {
 		p.ReasoningEffort = shared.ReasoningEffort(s.ReasoningEffort)
 	}
