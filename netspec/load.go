@@ -740,8 +740,8 @@ func (l *loader) model(path, agentName string, s *ModelSpec) model.Model {
 		if s.Stream != nil && s.Stream.ChunkWords < 0 {
 			l.bad(field(field(path, "stream"), "chunk_words"), "chunk_words must not be negative")
 		}
-		if len(s.Script) == 0 {
-			l.bad(path, "a scripted model needs a script: of steps")
+		if len(s.Script) == 0 && len(s.Rules) == 0 && s.Reply == "" {
+			l.bad(path, "a scripted model needs a script: of steps, rules: or a reply:")
 			return nil
 		}
 		steps := l.steps(field(path, "script"), s.Script)
@@ -749,10 +749,30 @@ func (l *loader) model(path, agentName string, s *ModelSpec) model.Model {
 		if s.Stream != nil {
 			o = scripted.Options{ChunkWords: s.Stream.ChunkWords, ChunkDelay: time.Duration(s.Stream.Delay)}
 		}
+		o.Reply = s.Reply
+		for i, r := range s.Rules {
+			rp := at(field(path, "rules"), i)
+			first := r.StepSpec
+			first.When = ""
+			rule := scripted.Rule{Steps: []scripted.Step{l.step(rp, first)}}
+			if r.When != "" {
+				rule.When = l.regexp(field(rp, "when"), r.When)
+			}
+			for j, t := range r.Then {
+				if t.When != "" {
+					l.bad(field(at(field(rp, "then"), j), "when"), "a rule's then: steps answer the same turn; only the rule has a when:")
+				}
+			}
+			rule.Steps = append(rule.Steps, l.steps(field(rp, "then"), r.Then)...)
+			o.Rules = append(o.Rules, rule)
+		}
 		m = scripted.New(agentName, steps, o)
 	default:
 		if len(s.Script) > 0 {
 			l.bad(field(path, "script"), "script: is only for model: scripted")
+		}
+		if len(s.Rules) > 0 || s.Reply != "" {
+			l.bad(field(path, "rules"), "rules: and reply: are only for model: scripted")
 		}
 		if s.Stream != nil {
 			l.bad(field(path, "stream"), "stream: simulates streaming for model: scripted; provider models stream for real")
@@ -788,52 +808,56 @@ func (l *loader) model(path, agentName string, s *ModelSpec) model.Model {
 func (l *loader) steps(path string, in []StepSpec) []scripted.Step {
 	out := make([]scripted.Step, 0, len(in))
 	for i, s := range in {
-		sp := at(path, i)
-		st := scripted.Step{Text: s.Text, Texts: s.Texts, Reasoning: s.Reasoning, FinishReason: s.FinishReason, Refusal: s.Refusal, Delay: time.Duration(s.Delay)}
-		if s.When != "" {
-			st.When = l.regexp(field(sp, "when"), s.When)
-		}
-		if s.Text == "" && len(s.Texts) == 0 && len(s.ToolCalls) == 0 && s.Fail == nil && s.FinishReason == "" {
-			l.bad(sp, "a script step needs text:, tool_calls: or fail: (or texts:, or finish_reason:)")
-		}
-		switch s.FinishReason {
-		case "", model.FinishStop, model.FinishToolCalls, model.FinishLength, model.FinishContentFilter, model.FinishRefusal, model.FinishPauseTurn:
-		default:
-			l.bad(field(sp, "finish_reason"), "unknown finish_reason %q (want length, content_filter, refusal or pause_turn)", s.FinishReason)
-		}
-		for j, c := range s.ToolCalls {
-			if c.Name == "" {
-				l.bad(at(field(sp, "tool_calls"), j), "a tool call needs a name")
-				continue
-			}
-			args := json.RawMessage(`{}`)
-			if c.Arguments != nil {
-				b, err := marshalJSON(c.Arguments)
-				if err != nil {
-					l.bad(at(field(sp, "tool_calls"), j), "arguments are not JSON-compatible: %v", err)
-					continue
-				}
-				args = b
-			}
-			st.ToolCalls = append(st.ToolCalls, scripted.Call{ID: c.ID, Name: c.Name, Arguments: args})
-		}
-		if u := s.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.CachedTokens < 0 || u.CacheCreationTokens < 0 || u.ReasoningTokens < 0) {
-			l.bad(field(sp, "usage"), "usage token counts must not be negative")
-		}
-		if f := s.Fail; f != nil && f.Times < 0 {
-			l.bad(field(field(sp, "fail"), "times"), "fail times must not be negative (0 means always)")
-		}
-		if s.Usage != nil {
-			u := s.Usage
-			st.Usage = &message.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens,
-				CacheCreationTokens: u.CacheCreationTokens, ReasoningTokens: u.ReasoningTokens}
-		}
-		if f := s.Fail; f != nil {
-			st.Fail = &scripted.Fail{Status: f.Status, Message: f.Message, Transient: f.Transient, RetryAfter: time.Duration(f.RetryAfter), Times: f.Times}
-		}
-		out = append(out, st)
+		out = append(out, l.step(at(path, i), s))
 	}
 	return out
+}
+
+// step returns the scripted step of s, at path sp.
+func (l *loader) step(sp string, s StepSpec) scripted.Step {
+	st := scripted.Step{Text: s.Text, Texts: s.Texts, Reasoning: s.Reasoning, FinishReason: s.FinishReason, Refusal: s.Refusal, Delay: time.Duration(s.Delay)}
+	if s.When != "" {
+		st.When = l.regexp(field(sp, "when"), s.When)
+	}
+	if s.Text == "" && len(s.Texts) == 0 && len(s.ToolCalls) == 0 && s.Fail == nil && s.FinishReason == "" {
+		l.bad(sp, "a script step needs text:, tool_calls: or fail: (or texts:, or finish_reason:)")
+	}
+	switch s.FinishReason {
+	case "", model.FinishStop, model.FinishToolCalls, model.FinishLength, model.FinishContentFilter, model.FinishRefusal, model.FinishPauseTurn:
+	default:
+		l.bad(field(sp, "finish_reason"), "unknown finish_reason %q (want length, content_filter, refusal or pause_turn)", s.FinishReason)
+	}
+	for j, c := range s.ToolCalls {
+		if c.Name == "" {
+			l.bad(at(field(sp, "tool_calls"), j), "a tool call needs a name")
+			continue
+		}
+		args := json.RawMessage(`{}`)
+		if c.Arguments != nil {
+			b, err := marshalJSON(c.Arguments)
+			if err != nil {
+				l.bad(at(field(sp, "tool_calls"), j), "arguments are not JSON-compatible: %v", err)
+				continue
+			}
+			args = b
+		}
+		st.ToolCalls = append(st.ToolCalls, scripted.Call{ID: c.ID, Name: c.Name, Arguments: args})
+	}
+	if u := s.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.CachedTokens < 0 || u.CacheCreationTokens < 0 || u.ReasoningTokens < 0) {
+		l.bad(field(sp, "usage"), "usage token counts must not be negative")
+	}
+	if f := s.Fail; f != nil && f.Times < 0 {
+		l.bad(field(field(sp, "fail"), "times"), "fail times must not be negative (0 means always)")
+	}
+	if s.Usage != nil {
+		u := s.Usage
+		st.Usage = &message.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens,
+			CacheCreationTokens: u.CacheCreationTokens, ReasoningTokens: u.ReasoningTokens}
+	}
+	if f := s.Fail; f != nil {
+		st.Fail = &scripted.Fail{Status: f.Status, Message: f.Message, Transient: f.Transient, RetryAfter: time.Duration(f.RetryAfter), Times: f.Times}
+	}
+	return st
 }
 
 func (l *loader) policy(f *File, known func(string, string) bool) policy.Policy {

@@ -122,6 +122,19 @@ type ModelSpec struct {
 	Settings  model.Settings `yaml:"settings" json:"settings,omitzero"`
 	Script    []StepSpec     `yaml:"script" json:"script,omitempty"`
 	Stream    *StreamSpec    `yaml:"stream" json:"stream,omitempty"`
+	// Rules and Reply keep a scripted conversation going once its script
+	// is played: a rule answers the user's words whenever they match, the
+	// reply whatever nothing else answers.
+	Rules []ScriptRuleSpec `yaml:"rules" json:"rules,omitempty"`
+	Reply string           `yaml:"reply" json:"reply,omitempty"`
+}
+
+// ScriptRuleSpec is a scripted rule: when its `when` matches the last user
+// message (no `when`: any), its step's fields answer, and `then` answers
+// the next calls of the same turn (after the results of its tool calls).
+type ScriptRuleSpec struct {
+	StepSpec `yaml:",inline"`
+	Then     []StepSpec `yaml:"then" json:"then,omitempty"`
 }
 
 // StreamSpec simulates token streaming for the scripted model.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,4 +146,120 @@ func equalParts(a, b []message.Part) bool {
 		}
 	}
 	return true
+}
+
+// converse plays a conversation of user messages against m, answering tool
+// calls with "ok", and returns each turn's answers (texts, or "call NAME").
+func converse(t *testing.T, m *scripted.Model, users ...string) [][]string {
+	t.Helper()
+	var hist []message.Message
+	var turns [][]string
+	for _, u := range users {
+		hist = append(hist, message.User(u))
+		var answers []string
+		for range 5 {
+			r, err := model.Collect(m.Stream(t.Context(), &model.Request{Agent: "a", Messages: hist}))
+			if err != nil {
+				t.Fatalf("turn %q: %v", u, err)
+			}
+			hist = append(hist, r.Message)
+			calls := r.Message.ToolCalls()
+			if len(calls) == 0 {
+				answers = append(answers, r.Message.Text())
+				break
+			}
+			for _, c := range calls {
+				answers = append(answers, "call "+c.Name)
+				hist = append(hist, message.ToolResult("a", c.ID, c.Name, "ok", false))
+			}
+		}
+		turns = append(turns, answers)
+	}
+	return turns
+}
+
+func TestFreeConversation(t *testing.T) {
+	t.Parallel()
+	m := scripted.New("a", []scripted.Step{
+		{When: regexp.MustCompile("(?i)charge"), ToolCalls: []scripted.Call{{Name: "lookup"}}},
+		{Text: "two charges"},
+	}, scripted.Options{
+		Rules: []scripted.Rule{
+			{When: regexp.MustCompile("(?i)how long"), Steps: []scripted.Step{{Text: "3-5 days"}}},
+			{When: regexp.MustCompile("(?i)status"), Steps: []scripted.Step{{ToolCalls: []scripted.Call{{Name: "status"}}}, {Text: "all good"}}},
+		},
+		Reply: "Anything else?",
+	})
+	got := converse(t, m, "I was charged twice", "hello", "how long?", "status please", "status again", "thanks", "charged again?")
+	want := [][]string{
+		{"call lookup", "two charges"},
+		// The script is played: rules and the reply answer from now on.
+		{"Anything else?"},
+		{"3-5 days"},
+		{"call status", "all good"},
+		{"call status", "all good"},
+		{"Anything else?"},
+		{"Anything else?"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %q", got)
+	}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Errorf("turn %d: got %q, want %q", i+1, got[i], want[i])
+		}
+	}
+	// Without a reply, a turn that neither the script nor a rule answers
+	// still ends with a ScriptError.
+	strict := scripted.New("a", []scripted.Step{{Text: "only"}}, scripted.Options{Rules: []scripted.Rule{{When: regexp.MustCompile("x"), Steps: []scripted.Step{{Text: "x"}}}}})
+	hist := []message.Message{message.User("hi")}
+	r, err := model.Collect(strict.Stream(t.Context(), &model.Request{Agent: "a", Messages: hist}))
+	if err != nil || r.Message.Text() != "only" {
+		t.Fatalf("first: %v %v", r, err)
+	}
+	hist = append(hist, r.Message, message.User("x marks"))
+	if r, err = model.Collect(strict.Stream(t.Context(), &model.Request{Agent: "a", Messages: hist})); err != nil || r.Message.Text() != "x" {
+		t.Fatalf("rule: %v %v", r, err)
+	}
+	hist = append(hist, r.Message, message.User("hello"))
+	_, err = model.Collect(strict.Stream(t.Context(), &model.Request{Agent: "a", Messages: hist}))
+	var se *scripted.ScriptError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "exhausted") {
+		t.Fatalf("no reply: %v", err)
+	}
+}
+
+func TestSettingsCutTheAnswer(t *testing.T) {
+	t.Parallel()
+	text := "The duplicate charge is flagged. It will be reversed within 3-5 days."
+	m := scripted.New("a", nil, scripted.Options{Rules: []scripted.Rule{{Steps: []scripted.Step{{Text: text, ToolCalls: []scripted.Call{{Name: "t"}}}}}}})
+	tests := []struct {
+		name     string
+		settings model.Settings
+		text     string
+		finish   string
+	}{
+		{"Whole", model.Settings{}, text, model.FinishToolCalls},
+		{"MaxTokens", model.Settings{MaxTokens: 5}, text[:20], model.FinishLength},
+		{"Stop", model.Settings{Stop: []string{". "}}, "The duplicate charge is flagged", model.FinishStop},
+		{"StopThenMaxTokens", model.Settings{Stop: []string{"3-5"}, MaxTokens: 2}, text[:8], model.FinishLength},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := model.Collect(m.Stream(t.Context(), &model.Request{Agent: "a", Messages: []message.Message{message.User("hi")}, Settings: tt.settings}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Message.Text() != tt.text || r.FinishReason != tt.finish {
+				t.Errorf("got %q (%s), want %q (%s)", r.Message.Text(), r.FinishReason, tt.text, tt.finish)
+			}
+			if tt.finish != model.FinishToolCalls && r.Message.HasToolCalls() {
+				t.Errorf("a cut answer has no calls: %v", r.Message.ToolCalls())
+			}
+			if tt.settings.MaxTokens > 0 && r.Usage.OutputTokens > int64(tt.settings.MaxTokens)+1 {
+				t.Errorf("usage %+v over max_tokens %d", r.Usage, tt.settings.MaxTokens)
+			}
+		})
+	}
 }
