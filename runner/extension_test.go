@@ -73,8 +73,9 @@ func (e *traceExt) ext() runner.Extension {
 
 // TestExtensionPoints: BeforeTurn adds to every model call's system prompt,
 // AtBoundary runs inside each checkpoint's transaction, AfterRun once at the
-// end; a resumed run's first boundary is First again, and names the
-// interrupt its decisions answered.
+// end; a resumed run's first boundary is First again, and a run resumed
+// with decisions writes it before anything runs, naming the interrupt they
+// answered.
 func TestExtensionPoints(t *testing.T) {
 	t.Parallel()
 	a, recA := ag("a", calls("lookup", `{}`, "transfer_to_b", `{}`))
@@ -100,10 +101,11 @@ func TestExtensionPoints(t *testing.T) {
 		"before a",
 		"boundary 2 interrupted first=false tx=tx-cp2 id=cp2",
 		"after interrupted err=false resumed=false",
-		"boundary 3 running first=true tx=tx-cp3 id=cp3 answered=r1-i2 decisions=1", // the approved call's result
-		"boundary 4 running first=false tx=tx-cp4 id=cp4",                           // the transfer
+		"boundary 3 running first=true tx=tx-cp3 id=cp3 answered=r1-i2 decisions=1", // the decision, before the call runs
+		"boundary 4 running first=false tx=tx-cp4 id=cp4",                           // the approved call's result
+		"boundary 5 running first=false tx=tx-cp5 id=cp5",                           // the transfer
 		"before b",
-		"boundary 5 completed first=false tx=tx-cp5 id=cp5",
+		"boundary 6 completed first=false tx=tx-cp6 id=cp6",
 		"after completed err=false resumed=true",
 	}
 	if !slices.Equal(tr.points, want) {

@@ -182,6 +182,15 @@ func (x *run) exec(ctx context.Context) error {
 // stopped to wait (interrupted, suspended).
 func (x *run) loop(ctx context.Context) error {
 	st := x.st
+	if x.decided != "" && !x.wrote {
+		// The decisions of a resumed run are checkpointed before anything
+		// they allow runs: of two resumes answering the same interrupt,
+		// the fence lets one through before any tool is called, and the
+		// extensions record the decision (Boundary.Answered) with it.
+		if err := x.checkpoint(ctx); err != nil {
+			return err
+		}
+	}
 	for {
 		if st.Status != runstate.StatusRunning {
 			return nil // completed, or stopped to wait
