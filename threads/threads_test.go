@@ -30,7 +30,7 @@ func call(name, args string) scripted.Step {
 }
 
 // support builds triage → billing with a sticky picker; billing needs approval to refund.
-func support(t *testing.T, refunds *atomic.Int32) *runner.Runner {
+func support(t *testing.T, refunds *atomic.Int32, exts ...runner.Extension) *runner.Runner {
 	t.Helper()
 	triage := &agent.Agent{Name: "triage", Model: scripted.New("triage", steps(call("transfer_to_billing", `{"reason":"charge"}`)), scripted.Options{}),
 		Transfers: []*transfer.Transfer{{To: "billing"}}}
@@ -47,7 +47,8 @@ func support(t *testing.T, refunds *atomic.Int32) *runner.Runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{Network: net, Picker: policy.Chain{Pickers: []policy.Picker{policy.Sticky{}}}, Logger: slog.New(slog.DiscardHandler)})
+	r, err := runner.New(runner.Config{Network: net, Picker: policy.Chain{Pickers: []policy.Picker{policy.Sticky{}}}, Logger: slog.New(slog.DiscardHandler),
+		Extensions: exts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,11 +198,12 @@ func testThreads(t *testing.T, open func(t *testing.T) store.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Two workers resume the same checkpoint at once: both load it, both
-		// run the tool (the idempotency key is how a tool de-duplicates), and
-		// only the first to write its checkpoint wins; the other is fenced.
+		// Two workers resume the same checkpoint with the same decision at
+		// once: both load it, and the first to write the decision's
+		// checkpoint wins; the other is fenced before the tool runs.
 		entered := make(chan struct{}, 2)
 		release := make(chan struct{})
+		before := refunds.Load()
 		worker := func() *threads.Service {
 			r := support(t, &refunds)
 			billing, _ := r.Network().Agent("billing")
@@ -216,21 +218,23 @@ func testThreads(t *testing.T, open func(t *testing.T) store.Store) {
 		errs := make(chan error, 2)
 		for range 2 {
 			w := worker()
+			mine, err := st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
 			go func() {
-				_, err := drain(t, w.Resume(ctx, owner, cp.RunID, runner.WithDecisions(runner.Decision{Type: runner.DecisionApprove})))
+				_, err := drain(t, w.ResumeCheckpoint(ctx, owner, mine, runner.WithDecisions(runner.Decision{Type: runner.DecisionApprove})))
 				errs <- err
 			}()
 		}
 		<-entered
-		<-entered
+		lost := <-errs // the loser ends while the winner's tool still runs
 		close(release)
-		e1, e2 := <-errs, <-errs
-		if (e1 == nil) == (e2 == nil) {
-			t.Fatalf("want exactly one winner: %v / %v", e1, e2)
+		if err := <-errs; err != nil {
+			t.Fatalf("winner: %v", err)
 		}
-		lost := e1
-		if lost == nil {
-			lost = e2
+		if n := len(entered); n != 0 || refunds.Load() != before+1 {
+			t.Fatalf("the tool ran %d times, want once", refunds.Load()-before)
 		}
 		var stale *store.StaleWriteError
 		if !errors.As(lost, &stale) || !errors.Is(lost, store.ErrConflict) {
