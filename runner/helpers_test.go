@@ -9,9 +9,9 @@ import (
 	"regexp"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
@@ -82,24 +82,13 @@ func network(t *testing.T, limits agent.Limits, agents ...*agent.Agent) *agent.N
 	return n
 }
 
-// sleeps records the retry waits instead of sleeping.
-type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.d = append(s.d, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func newRunner(t *testing.T, cfg runner.Config) (*runner.Runner, *sleeps) {
+// newRunner returns a runner of cfg and, unless cfg has its own, the
+// recorder of its retry waits (it does not wait).
+func newRunner(t *testing.T, cfg runner.Config) (*runner.Runner, *retry.Recorder) {
 	t.Helper()
-	s := &sleeps{}
+	s := &retry.Recorder{}
 	if cfg.Sleep == nil {
-		cfg.Sleep = s.sleep
+		cfg.Sleep = s.Sleep
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -122,8 +122,8 @@ func TestRetryAfterHonoured(t *testing.T) {
 	if err != nil || res.Output != "ok" {
 		t.Fatalf("run = %+v, %v", res, err)
 	}
-	if len(s.d) != 2 || s.d[0] != 7*time.Second || s.d[1] != 7*time.Second {
-		t.Fatalf("waits = %v, want [7s 7s]", s.d)
+	if len(s.Waits()) != 2 || s.Waits()[0] != 7*time.Second || s.Waits()[1] != 7*time.Second {
+		t.Fatalf("waits = %v, want [7s 7s]", s.Waits())
 	}
 
 	t.Run("BackoffWithoutRetryAfter", func(t *testing.T) {
@@ -133,7 +133,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Exponential with jitter in [d/2, d]: 100ms, 200ms, 400ms.
-		for i, d := range s.d {
+		for i, d := range s.Waits() {
 			hi := 100 * time.Millisecond << i
 			if d < hi/2 || d > hi {
 				t.Errorf("wait %d = %v, want within [%v, %v]", i, d, hi/2, hi)
@@ -148,16 +148,16 @@ func TestRetryAfterHonoured(t *testing.T) {
 		if runner.KindOf(err) != runner.KindModelTransient || !errors.As(err, &me) || me.StatusCode != 529 {
 			t.Fatalf("err = %v (kind %s), want model_transient wrapping the 529", err, runner.KindOf(err))
 		}
-		if len(s.d) != 2 {
-			t.Errorf("waits = %d, want 2 for 3 attempts", len(s.d))
+		if len(s.Waits()) != 2 {
+			t.Errorf("waits = %d, want 2 for 3 attempts", len(s.Waits()))
 		}
 	})
 	t.Run("PermanentNotRetried", func(t *testing.T) {
 		a, _ := ag("a", scripted.Step{Text: "never", Fail: &scripted.Fail{Status: 400, Message: "context length exceeded"}})
 		r, s := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a)})
 		_, err := r.Run(t.Context(), "hi")
-		if runner.KindOf(err) != runner.KindSystem || !strings.Contains(err.Error(), "context length") || len(s.d) != 0 {
-			t.Fatalf("err = %v, waits %v", err, s.d)
+		if runner.KindOf(err) != runner.KindSystem || !strings.Contains(err.Error(), "context length") || len(s.Waits()) != 0 {
+			t.Fatalf("err = %v, waits %v", err, s.Waits())
 		}
 	})
 	t.Run("ToolTransientRetried", func(t *testing.T) {
@@ -174,8 +174,8 @@ func TestRetryAfterHonoured(t *testing.T) {
 		if err != nil || toolResults(res.Messages)["call_a_1_1"].Text != "fine" {
 			t.Fatalf("run = %+v, %v", res, err)
 		}
-		if len(s.d) != 2 || s.d[0] != 2*time.Second {
-			t.Errorf("waits = %v, want [2s 2s]", s.d)
+		if len(s.Waits()) != 2 || s.Waits()[0] != 2*time.Second {
+			t.Errorf("waits = %v, want [2s 2s]", s.Waits())
 		}
 	})
 	t.Run("ToolTransientExhausted", func(t *testing.T) {

@@ -210,8 +210,9 @@ func writeChatNetwork(t *testing.T, path, baseURL string) {
 	for _, a := range doc["agents"].([]any) {
 		if am := a.(map[string]any); am["name"] == "billing" {
 			am["model"], am["base_url"] = "openai-compatible:fake-billing", baseURL
-			delete(am, "script")
-			delete(am, "stream")
+			for _, k := range []string{"script", "stream", "rules", "reply"} {
+				delete(am, k)
+			}
 			found = true
 		}
 	}

@@ -58,13 +58,24 @@ func (p *textPrinter) print(ev runner.Event) {
 			p.streaming = e.Agent
 		}
 		fmt.Fprint(p.w, e.Delta)
+	case *runner.ReasoningEvent:
+		p.endLine()
+		if e.Hidden {
+			fmt.Fprintf(p.w, "  … %s reasoned (not shown by the provider)\n", e.Agent)
+		} else {
+			fmt.Fprintf(p.w, "  … %s thinks: %s\n", e.Agent, oneLine(e.Text))
+		}
 	case *runner.MessageEvent:
-		if p.streaming == e.Agent {
+		if p.streaming != e.Agent {
 			p.endLine()
-			return
+			fmt.Fprintf(p.w, "%s: %s\n", e.Agent, e.Text)
 		}
 		p.endLine()
-		fmt.Fprintf(p.w, "%s: %s\n", e.Agent, e.Text)
+		switch e.FinishReason {
+		case "", "stop", "tool_calls":
+		default:
+			fmt.Fprintf(p.w, "  (the answer ended with %s)\n", e.FinishReason)
+		}
 	case *runner.ToolCallEvent:
 		p.endLine()
 		fmt.Fprintf(p.w, "  → %s calls %s %s\n", e.Agent, e.Name, compact(e.Arguments))

@@ -8,6 +8,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -72,6 +74,28 @@ func Sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Recorder is a [Sleeper] for tests: Sleep records the wait asked of it
+// instead of waiting. It is safe for concurrent use.
+type Recorder struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+// Sleep records d and returns ctx's error.
+func (r *Recorder) Sleep(ctx context.Context, d time.Duration) error {
+	r.mu.Lock()
+	r.waits = append(r.waits, d)
+	r.mu.Unlock()
+	return ctx.Err()
+}
+
+// Waits returns the waits recorded so far, oldest first.
+func (r *Recorder) Waits() []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.waits)
 }
 
 // Transient reports whether err is worth retrying: an error that says so via

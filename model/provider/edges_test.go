@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/anthropicmodel"
 	"github.com/batonhq/baton/model/internal/providertest"
@@ -37,28 +37,15 @@ var apis = []struct {
 	}},
 }
 
-// sleeps records the runner's retry waits instead of waiting.
-type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
-}
-
-func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
-	s.mu.Lock()
-	s.d = append(s.d, d)
-	s.mu.Unlock()
-	return ctx.Err()
-}
-
-func runOne(t *testing.T, m model.Model, tools ...*agent.Tool) (*runner.Result, *sleeps, error) {
+func runOne(t *testing.T, m model.Model, tools ...*agent.Tool) (*runner.Result, *retry.Recorder, error) {
 	t.Helper()
 	a := &agent.Agent{Name: "support", Instructions: "Help.", Model: m, ModelName: "test", Tools: tools}
 	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "edges", Agents: []*agent.Agent{a}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sleeps{}
-	r, err := runner.New(runner.Config{Network: net, Logger: slog.New(slog.DiscardHandler), Sleep: s.sleep})
+	s := &retry.Recorder{} // the runner's retry waits, not waited
+	r, err := runner.New(runner.Config{Network: net, Logger: slog.New(slog.DiscardHandler), Sleep: s.Sleep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +103,8 @@ func TestOneLayerRetries(t *testing.T) {
 					if tc.code != "" && (!errors.As(err, &me) || me.Code != tc.code || !strings.Contains(me.Message, "the body began")) {
 						t.Errorf("error %v, want code %s with a snippet", err, tc.code)
 					}
-					if tc.waits != nil && !equalDurations(s.d, tc.waits) {
-						t.Errorf("waits %v, want %v", s.d, tc.waits)
+					if tc.waits != nil && !equalDurations(s.Waits(), tc.waits) {
+						t.Errorf("waits %v, want %v", s.Waits(), tc.waits)
 					}
 				})
 			}
