@@ -76,6 +76,11 @@ type Spec struct {
 	// ToolSources says, by agent and tool name, where the tools that do not
 	// come from tools: come from ("mcp SERVER").
 	ToolSources map[string]map[string]string
+	// Close, when set, releases what the program that loaded the network
+	// opened for it (package service: the sessions with its MCP servers);
+	// whoever loaded it calls it once done with the network
+	// (service.Service.Close does for the networks it serves).
+	Close func() error
 }
 
 // Problem is one thing wrong with a file.

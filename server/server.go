@@ -225,6 +225,11 @@ func (s *Server) routes() {
 	s.handle("GET /v1/interrupts/{id}", 0, s.getInterrupt)
 	s.handle("POST /v1/interrupts/{id}/decision", streaming, s.decide)
 	s.handle("POST /v1/chat/completions", streaming, s.chatCompletions)
+	s.handle("GET /a2a/{network}/.well-known/agent-card.json", public, s.a2aCard)
+	s.handle("POST /a2a/{network}", streaming, s.a2aRPC)
+	if len(s.netList) == 1 {
+		s.handle("GET /.well-known/agent-card.json", public, s.a2aCard)
+	}
 	if !s.cfg.NoUI {
 		ui := webui.Handler()
 		mux.Handle("GET /{$}", ui)

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"net/http"
 
+	"github.com/batonhq/baton/mcptool"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/provider"
 	"github.com/batonhq/baton/netspec"
@@ -31,6 +33,15 @@ type LoadOptions struct {
 	Offline bool
 	// WrapModel, if set, wraps every agent's model (`baton run --record`).
 	WrapModel func(agentName string, m model.Model) model.Model
+	// MCP, if set, holds the sessions with the file's MCP servers (package
+	// mcptool; several files may share it) and its caller closes it. Nil:
+	// Load opens sessions of the network's own, which the returned spec's
+	// Close ends (Service.Close calls it).
+	MCP *mcptool.Sessions
+	// Logger gets the MCP servers' standard error and the remote agents'
+	// reconnections. Defaults to a logger that discards (Open gives its
+	// own).
+	Logger *slog.Logger
 }
 
 // ErrUnknownTool: an implementation is given for a tool the network does
@@ -44,9 +55,11 @@ type ToolFunc = func(ctx context.Context, args json.RawMessage) (string, error)
 
 // Load loads a network file with real model providers (openai:,
 // openai-responses:, anthropic:, openai-compatible: with base_url; API keys
-// from the environment) and the tools of opts: what every baton command
-// and the service use. A problem in the file is a *netspec.Error listing
-// each with its line.
+// from the environment), the tools of opts, the tools of its MCP servers
+// (started now: see LoadOptions.MCP) and its remote A2A agents: what every
+// baton command and the service use. A problem in the file is a
+// *netspec.Error listing each with its line. Call the spec's Close when
+// done with it, unless a service took it over (DefinitionOf).
 func Load(path string, opts LoadOptions) (*netspec.Spec, error) {
 	tools := map[string]ToolFunc{}
 	for name, f := range opts.Tools {
@@ -59,14 +72,24 @@ func Load(path string, opts LoadOptions) (*netspec.Spec, error) {
 	for name, url := range opts.HTTPTools {
 		tools[name] = HTTPTool(name, url, client)
 	}
-	spec, err := netspec.Load(path, netspec.Options{Provider: providers(opts.Offline), Tools: tools, WrapModel: opts.WrapModel, HTTPClient: opts.HTTPClient})
+	mcp, owned, o := external(opts, client)
+	o.Provider, o.Tools, o.WrapModel, o.HTTPClient = providers(opts.Offline), tools, opts.WrapModel, opts.HTTPClient
+	spec, err := netspec.Load(path, o)
+	if err == nil {
+		for name := range opts.HTTPTools {
+			if !declares(spec, name) {
+				err = fmt.Errorf("%s: --tool %s: %w %q", path, name, ErrUnknownTool, name)
+			}
+		}
+	}
 	if err != nil {
+		if owned {
+			_ = mcp.Close()
+		}
 		return nil, err
 	}
-	for name := range opts.HTTPTools {
-		if !declares(spec, name) {
-			return nil, fmt.Errorf("%s: --tool %s: %w %q", path, name, ErrUnknownTool, name)
-		}
+	if owned {
+		spec.Close = mcp.Close
 	}
 	return spec, nil
 }

@@ -84,17 +84,22 @@ type Definition struct {
 	// the network's threads cannot be handed off (their memory and seeds
 	// still work).
 	Summary model.Model
+	// Close, if set, releases what loading the network opened (the sessions
+	// with its MCP servers, see [Load]): Service.Close calls it, and so
+	// does Open when it fails.
+	Close func() error
 }
 
-// DefinitionOf returns the Definition of a loaded network file.
+// DefinitionOf returns the Definition of a loaded network file; the
+// service takes over its Close.
 func DefinitionOf(spec *netspec.Spec) Definition {
-	return Definition{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Summary: spec.Summary}
+	return Definition{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Summary: spec.Summary, Close: spec.Close}
 }
 
 // Network is a served network: its runner, with the extensions every
 // process registers (the background path, agent memory and thread handoff
-// seeds), the threads it runs turns on, its thread handoffs and its
-// background continuations.
+// seeds, runs' interrupts stored), the threads it runs turns on, its thread
+// handoffs and its background continuations.
 type Network struct {
 	Definition
 	Runner        *runner.Runner
@@ -127,14 +132,20 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	defs := slices.Clone(cfg.Networks)
+	load := cfg.Load
+	if load.Logger == nil {
+		load.Logger = log
+	}
 	for _, f := range cfg.Files {
-		spec, err := Load(f, cfg.Load)
+		spec, err := Load(f, load)
 		if err != nil {
+			closeDefinitions(defs)
 			return nil, err
 		}
 		defs = append(defs, DefinitionOf(spec))
 	}
 	if err := checkDefinitions(defs); err != nil {
+		closeDefinitions(defs)
 		return nil, err
 	}
 	var be *backend
@@ -145,6 +156,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		be, err = openBackend(ctx, cfg.Database, &store.Options{NoMigrate: cfg.NoMigrate}, log)
 	}
 	if err != nil {
+		closeDefinitions(defs)
 		return nil, err
 	}
 	s := &Service{be: be, log: log}
@@ -152,6 +164,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		n, err := s.assemble(d, cfg, len(defs))
 		if err != nil {
 			be.close()
+			closeDefinitions(defs)
 			return nil, err
 		}
 		s.nets = append(s.nets, n)
@@ -194,7 +207,7 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 		return nil, fmt.Errorf("service: network %s: %w", name, err)
 	}
 	rc := runner.Config{Network: d.Network, Policy: d.Policy, Picker: n.ThreadHandoff.Picker(d.Picker), Logger: s.log,
-		Extensions: []runner.Extension{n.Continuation.Extension(), n.ThreadHandoff.Extension()}}
+		Extensions: []runner.Extension{n.Continuation.Extension(), n.ThreadHandoff.Extension(), threads.InterruptExtension()}}
 	if cfg.Telemetry != nil {
 		rc.Observer = cfg.Telemetry.Observer()
 	}
@@ -297,8 +310,13 @@ func (s *Service) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Close releases the database: the broker, and the store unless it was
-// given in Config.Store. Call it after Stop.
+// Close releases the database (the broker, and the store unless it was
+// given in Config.Store) and what loading the networks opened (their MCP
+// servers' sessions: stdio servers are stopped). Call it after Stop.
 func (s *Service) Close() error {
-	return s.be.close()
+	defs := make([]Definition, len(s.nets))
+	for i, n := range s.nets {
+		defs[i] = n.Definition
+	}
+	return errors.Join(closeDefinitions(defs), s.be.close())
 }
