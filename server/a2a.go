@@ -66,8 +66,8 @@ func (s *Server) agentCard(r *http.Request, nw *network) *a2a.AgentCard {
 	card := &a2a.AgentCard{
 		Name: nw.name, Description: desc, URL: scheme + "://" + r.Host + "/a2a/" + nw.name,
 		PreferredTransport: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2aProtocolVersion, Version: nw.net.Fingerprint(),
-		Capabilities:       a2a.AgentCapabilities{Streaming: true},
-		DefaultInputModes:  []string{"text/plain", "application/json"}, DefaultOutputModes: []string{"text/plain"},
+		Capabilities:      a2a.AgentCapabilities{Streaming: true},
+		DefaultInputModes: []string{"text/plain", "application/json"}, DefaultOutputModes: []string{"text/plain"},
 		Provider: &a2a.AgentProvider{Org: "baton", URL: scheme + "://" + r.Host},
 		SecuritySchemes: a2a.NamedSecuritySchemes{"baton": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer",
 			Description: "A baton API key (baton keys create): the key's owner is the tenant of the tasks."}},
