@@ -98,8 +98,10 @@ func (x *run) interrupt(ctx context.Context, ir *runstate.Interrupt) error {
 	return x.checkpoint(ctx)
 }
 
-// applyDecisions answers the interrupt of st.
-func applyDecisions(st *runstate.State, ds []Decision) error {
+// applyDecisions answers the interrupt of st. An edit's arguments must be
+// what the call's tool accepts (a JSON object matching its schema): when one
+// is not, st is left as it was and the error is an *[EditError].
+func applyDecisions(st *runstate.State, ds []Decision, p *plan) error {
 	if st.Interrupt == nil {
 		return errors.New("resume: interrupted run without an interrupt")
 	}
@@ -131,6 +133,20 @@ func applyDecisions(st *runstate.State, ds []Decision) error {
 			return fmt.Errorf("resume: no decision for call %s (%s)", ar.CallID, ar.Name)
 		}
 	}
+	// Every edit is checked before st changes, so that a refused one
+	// leaves the interrupt as it was, pending.
+	edited := map[string]json.RawMessage{}
+	for _, pc := range st.Pending {
+		d, ok := decided[pc.Call.ID]
+		if !ok || d.Type != DecisionEdit {
+			continue
+		}
+		args, err := checkEdit(p, pc.Call.Name, d.Args)
+		if err != nil {
+			return &EditError{InterruptID: st.Interrupt.ID, CallID: pc.Call.ID, Tool: pc.Call.Name, Err: err}
+		}
+		edited[pc.Call.ID] = args
+	}
 	for i := range st.Pending {
 		p := &st.Pending[i]
 		d, ok := decided[p.Call.ID]
@@ -141,7 +157,7 @@ func applyDecisions(st *runstate.State, ds []Decision) error {
 		case DecisionApprove:
 			p.Approved = true
 		case DecisionEdit:
-			p.Call.Arguments = d.Args
+			p.Call.Arguments = edited[p.Call.ID]
 			p.Approved = true
 		case DecisionReject:
 			msg := "rejected by a human reviewer"
@@ -153,6 +169,22 @@ func applyDecisions(st *runstate.State, ds []Decision) error {
 	}
 	st.Interrupt = nil
 	return nil
+}
+
+// checkEdit checks the edited arguments of a call of the tool name as the
+// tool's own call would be checked ([agent.ParseArguments]: one JSON
+// object, valid UTF-8, at most 1 MiB, matching the tool's JSON Schema) and
+// returns them trimmed. A call of a tool the agent no longer has keeps the
+// object check only: its call is answered as an unknown tool anyway.
+func checkEdit(p *plan, name string, args json.RawMessage) (json.RawMessage, error) {
+	var tool *agent.Tool
+	if p != nil {
+		tool = p.byName[name].tool
+	}
+	if tool == nil {
+		return agent.ParseArguments(name, args, nil)
+	}
+	return agent.ParseArguments(tool.Name, args, tool.Validator())
 }
 
 // refuseApprovals answers, in a sub-run, the calls that would need a

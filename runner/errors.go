@@ -99,6 +99,29 @@ func requestIDOf(err error) string {
 	return ""
 }
 
+// EditError is an approval edit refused before anything runs: the edited
+// arguments of a call are not what its tool accepts (not one JSON object,
+// or not matching the tool's JSON Schema). The resume that carried it is
+// refused with an *Error of kind [KindUserInput] wrapping it; nothing is
+// written, so the interrupt stays pending and can be decided again.
+type EditError struct {
+	// InterruptID and CallID name the action whose edit was refused; Tool
+	// is the tool it calls.
+	InterruptID string
+	CallID      string
+	Tool        string
+	// Err says why: an *agent.ArgumentError whose Detail is the schema
+	// error (a JSON pointer to the value, and what was expected).
+	Err error
+}
+
+func (e *EditError) Error() string {
+	return fmt.Sprintf("resume: the edited arguments of call %s of interrupt %s are refused: %v", e.CallID, e.InterruptID, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *EditError) Unwrap() error { return e.Err }
+
 // Error is a classified run failure. Use errors.As to read it; the Err it
 // wraps stays reachable (model.Error, runstate.IncompatibleError, …).
 type Error struct {

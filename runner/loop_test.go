@@ -437,6 +437,76 @@ func TestInterruptAndResume(t *testing.T) {
 	}
 }
 
+// TestEditValidatedAgainstSchema: an approval edit whose arguments the
+// tool's JSON Schema refuses (or that are not one JSON object) fails the
+// resume with kind user_input and an *EditError naming the call and the
+// schema error, before anything runs or is written; the interrupt stays
+// pending, and a valid edit of the same state then runs the tool once.
+func TestEditValidatedAgainstSchema(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	a, _ := ag("refunds", calls("issue_refund", `{"amount":10,"currency":"EUR"}`), text("refund done"))
+	a.Tools = []*agent.Tool{{Name: "issue_refund",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"integer","minimum":1,"maximum":100},"currency":{"enum":["EUR","USD"]}},"required":["amount"],"additionalProperties":false}`),
+		Func: func(_ context.Context, args json.RawMessage) (string, error) {
+			runs.Add(1)
+			return "refunded " + string(args), nil
+		},
+		RequireApproval: func(context.Context, json.RawMessage) bool { return true }}}
+	ck := &memCheckpoints{}
+	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a), Checkpointer: ck})
+	res, err := r.Run(t.Context(), "refund me")
+	if err != nil || res.Status != runstate.StatusInterrupted {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	ir := res.Interrupt
+	callID := ir.ActionRequests[0].CallID
+	saved := len(ck.saved)
+	for _, tc := range []struct {
+		name, args, want string
+		callID           string
+	}{
+		{"WrongType", `{"amount":"lots"}`, "/amount", callID},
+		{"OverMaximum", `{"amount":1000}`, "/amount", ""},
+		{"Missing", `{"currency":"EUR"}`, "amount", callID},
+		{"Unknown", `{"amount":5,"iban":"x"}`, "iban", callID},
+		{"NotInEnum", `{"amount":5,"currency":"GBP"}`, "/currency", callID},
+		{"NotAnObject", `[1]`, "must be a JSON object", callID},
+		{"NotJSON", `{"amount":`, "not valid JSON", callID},
+	} {
+		st := ck.latest(t)
+		_, err := r.Resume(t.Context(), st, runner.WithDecisions(runner.Decision{Type: runner.DecisionEdit, CallID: tc.callID, Args: json.RawMessage(tc.args)}))
+		var ee *runner.EditError
+		if runner.KindOf(err) != runner.KindUserInput || !errors.As(err, &ee) {
+			t.Fatalf("%s: err = %v, want a user_input *EditError", tc.name, err)
+		}
+		var ae *agent.ArgumentError
+		if ee.CallID != callID || ee.InterruptID != ir.ID || ee.Tool != "issue_refund" || !errors.As(err, &ae) || !strings.Contains(ae.Detail, tc.want) {
+			t.Errorf("%s: %+v (%v), want the call, the interrupt and %q", tc.name, ee, err, tc.want)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: message %q does not name %q", tc.name, err, tc.want)
+		}
+		// The state given is untouched: still interrupted, its call not approved.
+		if st.Status != runstate.StatusInterrupted || st.Interrupt == nil || st.Pending[0].Approved || string(st.Pending[0].Call.Arguments) != `{"amount":10,"currency":"EUR"}` {
+			t.Errorf("%s: state changed: %s %+v %+v", tc.name, st.Status, st.Interrupt, st.Pending[0])
+		}
+	}
+	if runs.Load() != 0 || len(ck.saved) != saved {
+		t.Fatalf("refused edits ran the tool %d times, wrote %d checkpoints", runs.Load(), len(ck.saved)-saved)
+	}
+	if st := ck.latest(t); st.Status != runstate.StatusInterrupted || st.Interrupt == nil || st.Interrupt.ID != ir.ID {
+		t.Fatalf("interrupt no longer pending: %s %+v", st.Status, st.Interrupt)
+	}
+	res, err = r.Resume(t.Context(), ck.latest(t), runner.WithDecisions(runner.Decision{Type: runner.DecisionEdit, Args: json.RawMessage(" {\"amount\":5} ")}))
+	if err != nil || res.Status != runstate.StatusCompleted || runs.Load() != 1 {
+		t.Fatalf("valid edit: %+v, %v (tool ran %d times)", res, err, runs.Load())
+	}
+	if p := toolResults(res.State.Transcript)[callID]; p.Text != `refunded {"amount":5}` {
+		t.Errorf("tool result %+v", p)
+	}
+}
+
 func TestBackgroundBoundaryAndResume(t *testing.T) {
 	t.Parallel()
 	build := func() (*runner.Runner, *memCheckpoints, *atomic.Int32) {

@@ -444,7 +444,7 @@ func (r *Runner) resume(ctx context.Context, st *runstate.State, opts []RunOptio
 		if st.Interrupt != nil {
 			answered = st.Interrupt.ID
 		}
-		if err := applyDecisions(st, o.decisions); err != nil {
+		if err := applyDecisions(st, o.decisions, r.plans[st.Agent]); err != nil {
 			return nil, &Error{Kind: KindUserInput, Agent: st.Agent, Err: err}
 		}
 	} else if len(o.decisions) > 0 {
