@@ -36,7 +36,7 @@ func wantAttrs(t *testing.T, s tracetest.SpanStub, want map[string]any) {
 		v, ok := got[attribute.Key(k)]
 		if w == nil {
 			if ok {
-				t.Errorf("%s: %s = %v, want absent", s.Name, k, v.Emit())
+				t.Errorf("%s: %s = %v, want absent", s.Name, k, v.String())
 			}
 			continue
 		}
@@ -60,7 +60,7 @@ func wantAttrs(t *testing.T, s tracetest.SpanStub, want map[string]any) {
 			t.Fatalf("unsupported want type %T", w)
 		}
 		if !match {
-			t.Errorf("%s: %s = %v (%s), want %v", s.Name, k, v.Emit(), v.Type(), w)
+			t.Errorf("%s: %s = %v (%s), want %v", s.Name, k, v.String(), v.Type(), w)
 		}
 	}
 }
