@@ -26,6 +26,7 @@ type apiError struct {
 	param   string
 	retry   int // Retry-After seconds, when > 0
 	headers map[string]string
+	extra   *wire.ErrorExtra // more fields of the error object
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -66,6 +67,11 @@ func classify(err error) *apiError {
 	if errors.As(err, &inc) {
 		return errorf(http.StatusConflict, wire.ErrConflict, "%s", inc.Error())
 	}
+	var ee *runner.EditError
+	if errors.As(err, &ee) {
+		// An approval edit the tool's schema refuses: the interrupt stays pending.
+		return badParam("args", "%s", ee.Error())
+	}
 	var re *runner.Error
 	if errors.As(err, &re) && re.Kind == runner.KindUserInput {
 		return errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "%s", re.Error())
@@ -81,7 +87,7 @@ func classify(err error) *apiError {
 		e := errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the database is unavailable; retry later")
 		e.retry = 1
 		return e
-	case errors.Is(err, threadhandoff.ErrInvalidInterrupt), errors.Is(err, threadhandoff.ErrInvalidDecision), errors.Is(err, threadhandoff.ErrInvalidProposal):
+	case errors.Is(err, threadhandoff.ErrInvalidInterrupt), errors.Is(err, threadhandoff.ErrInvalidDecision):
 		return errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "%s", err.Error())
 	case errors.Is(err, errShuttingDown):
 		e := errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the server is shutting down; retry on another instance")
@@ -109,7 +115,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	for k, v := range ae.headers {
 		w.Header().Set(k, v)
 	}
-	writeJSON(w, ae.status, wire.ErrorBody{Error: wire.ErrorDetail{Type: ae.typ, Message: ae.msg, Param: ae.param, Code: ae.typ}})
+	writeJSON(w, ae.status, wire.ErrorBody{Error: wire.ErrorDetail{Type: ae.typ, Message: ae.msg, Param: ae.param, Code: ae.typ, ErrorExtra: ae.extra}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

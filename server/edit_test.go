@@ -1,0 +1,61 @@
+package server_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/internal/testdb"
+)
+
+// TestEditRefusedBySchema: an approval edit whose arguments fail the tool's
+// JSON Schema answers 400 naming the schema error (param args), streaming
+// or not; nothing runs and the interrupt stays pending, so a valid edit
+// then resumes the run. On every backend.
+func TestEditRefusedBySchema(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, b *bundle) {
+		thread, _, intr := interrupted(t, b, b.keyA)
+		for _, tc := range []struct {
+			body map[string]any
+			want string
+		}{
+			{map[string]any{"type": "edit", "args": map[string]any{"order_id": "1234", "amount": "lots"}}, "at /amount: got string, want number"},
+			{map[string]any{"type": "edit", "args": map[string]any{"order_id": "1234", "amount": -5}, "stream": true}, "at /amount: exclusiveMinimum"},
+			{map[string]any{"decisions": []any{map[string]any{"type": "edit", "args": map[string]any{"amount": 5}}}}, "missing property 'order_id'"},
+		} {
+			r := b.do(t, b.keyA, "POST", "/v1/interrupts/"+intr+"/decision", tc.body)
+			var e struct {
+				Error struct{ Type, Message, Param string }
+			}
+			r.json(t, &e)
+			if r.status != http.StatusBadRequest || e.Error.Type != "invalid_request" || e.Error.Param != "args" ||
+				!strings.Contains(e.Error.Message, "issue_refund") || !strings.Contains(e.Error.Message, tc.want) {
+				t.Fatalf("edit %v: %d %s, want 400 naming %q", tc.body, r.status, r.body, tc.want)
+			}
+			if r := b.do(t, b.keyA, "GET", "/v1/interrupts/"+intr, nil); !strings.Contains(string(r.body), `"status":"pending"`) {
+				t.Fatalf("after a refused edit: %s", r.body)
+			}
+		}
+		r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread+"/messages", nil)
+		if strings.Contains(string(r.body), "R-77") {
+			t.Fatalf("the refund ran: %s", r.body)
+		}
+		r = b.do(t, b.keyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"type": "edit", "args": map[string]any{"order_id": "1234", "amount": 10}})
+		if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
+			t.Fatalf("valid edit: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// onBackends runs test in parallel subtests, one per backend of
+// testdb.Backends, each on its own served store.
+func onBackends(t *testing.T, test func(t *testing.T, b *bundle), opts ...cfgOption) {
+	t.Helper()
+	for name, open := range testdb.Backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, setupStore(t, open(t), opts...))
+		})
+	}
+}
