@@ -211,7 +211,7 @@ func (b *bundle) thread(t testing.TB, key, network string) string {
 	return th.ID
 }
 
-// handOff runs a turn of input on thread, then previews and approves its
+// handOff runs a turn of input on thread, then proposes and approves its
 // thread handoff, and returns the child thread and the agent whose memory
 // holds the summary.
 func (b *bundle) handOff(t testing.TB, thread, input string) (child, assistant string) {
@@ -220,9 +220,14 @@ func (b *bundle) handOff(t testing.TB, thread, input string) (child, assistant s
 		t.Fatalf("run: %d %s", r.status, r.body)
 	}
 	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil)
-	var in map[string]any
+	var in struct {
+		ID string `json:"interrupt_id"`
+	}
 	r.json(t, &in)
-	r = b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", map[string]any{"interrupt": in, "decision": map[string]any{"type": "approve"}})
+	if r.status != http.StatusCreated || in.ID == "" {
+		t.Fatalf("propose: %d %s", r.status, r.body)
+	}
+	r = b.do(t, b.keyA, "POST", "/v1/interrupts/"+in.ID+"/decision", map[string]any{"decisions": []any{map[string]any{"type": "approve"}}})
 	var out struct {
 		Child     string `json:"child_thread_id"`
 		Assistant string `json:"assistant_id"`

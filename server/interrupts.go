@@ -6,6 +6,7 @@ import (
 	"errors"
 	"iter"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/batonhq/baton/runner"
@@ -13,90 +14,158 @@ import (
 	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/threadhandoff"
 )
 
-// Interrupt statuses.
-const (
-	interruptPending  = "pending"
-	interruptResolved = "resolved"
-)
+// maxInterruptID bounds the interrupt ids looked up.
+const maxInterruptID = 160
 
-// interrupt finds an interrupt of the caller: the run it belongs to, its
-// latest checkpoint, and the interrupt payload.
-func (s *Server) interrupt(ctx context.Context, c *caller, id string) (*store.Checkpoint, *runstate.Interrupt, error) {
-	runID, ok := runstate.RunOfInterrupt(id)
-	if !ok || len(id) > 160 {
-		return nil, nil, notFound("interrupt", id)
+// interrupt returns a stored interrupt of the caller: a run's approvals
+// (kind run, stored by threads.InterruptExtension with the checkpoint that
+// stops the run) or a thread handoff proposal (kind thread_handoff).
+func (s *Server) interrupt(ctx context.Context, c *caller, id string) (*store.Interrupt, error) {
+	if id == "" || len(id) > maxInterruptID {
+		return nil, notFound("interrupt", id)
 	}
-	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, RunID: runID})
+	in, err := s.st.GetInterrupt(ctx, &store.GetInterruptParams{OwnerID: c.owner, ID: id})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, notFound("interrupt", id)
+		return nil, notFound("interrupt", id)
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if in := cp.State.Interrupt; cp.State.Status == runstate.StatusInterrupted && in != nil && in.ID == id {
-		return cp, in, nil
-	}
-	// Not pending: find it in the run's history, or it does not exist.
-	for p, n := cp, 0; p.ParentID != "" && n < maxChain; n++ {
-		p, err = s.st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: c.owner, ID: p.ParentID})
-		if err != nil {
-			return nil, nil, err
-		}
-		if in := p.State.Interrupt; in != nil && in.ID == id {
-			return cp, in, nil
-		}
-	}
-	return nil, nil, notFound("interrupt", id)
+	return in, err
 }
 
-func interruptDTO(cp *store.Checkpoint, in *runstate.Interrupt) wire.Interrupt {
-	status := interruptResolved
-	if cp.State.Status == runstate.StatusInterrupted && cp.State.Interrupt != nil && cp.State.Interrupt.ID == in.ID {
-		status = interruptPending
+func decisionURL(id string) string { return "/v1/interrupts/" + id + "/decision" }
+
+// interruptDTO shows a stored interrupt. Its action requests are the run's
+// tool calls, or, for a thread handoff, its one handoff_summary action
+// (call_id handoff_summary). stale is whether a pending thread handoff's
+// thread has outgrown it.
+func interruptDTO(in *store.Interrupt, stale bool) wire.Interrupt {
+	dto := wire.Interrupt{ID: in.ID, Object: "interrupt", Kind: in.Kind, RunID: in.RunID, ThreadID: in.ThreadID, Network: in.Network, Agent: in.Agent,
+		Status: in.Status, Payload: in.Payload, Stale: stale && in.Status == store.InterruptPending, Decision: in.Decision, Outcome: in.Outcome,
+		DecisionURL: decisionURL(in.ID), CreatedAt: in.CreatedAt, ActionRequests: []runstate.ActionRequest{}}
+	if !in.DecidedAt.IsZero() {
+		at := in.DecidedAt
+		dto.DecidedAt = &at
 	}
-	ars := in.ActionRequests
-	if ars == nil {
-		ars = []runstate.ActionRequest{}
+	switch in.Kind {
+	case store.InterruptRun:
+		var ri runstate.Interrupt
+		if json.Unmarshal(in.Payload, &ri) == nil {
+			dto.SchemaVersion, dto.Source = ri.SchemaVersion, ri.Source
+			if ri.ActionRequests != nil {
+				dto.ActionRequests = ri.ActionRequests
+			}
+		}
+	case store.InterruptThreadHandoff:
+		if p, err := threadhandoff.ParseInterrupt(in.Payload); err == nil {
+			dto.SchemaVersion, dto.Source = p.SchemaVersion, p.MiddlewareSource
+			for _, ar := range p.ActionRequests {
+				args, _ := json.Marshal(ar.Args)
+				dto.ActionRequests = append(dto.ActionRequests, runstate.ActionRequest{Name: ar.Name, CallID: ar.Name, Description: ar.Description, Args: args})
+			}
+		}
 	}
-	return wire.Interrupt{ID: in.ID, Object: "interrupt", RunID: cp.RunID, ThreadID: cp.ThreadID, Network: cp.State.Network, Agent: cp.State.Agent,
-		Status: status, SchemaVersion: in.SchemaVersion, Source: in.Source, ActionRequests: ars}
+	return dto
+}
+
+// interruptView returns the DTO of in, with, for a pending thread handoff,
+// whether its thread has outgrown it.
+func (s *Server) interruptView(ctx context.Context, in *store.Interrupt) (wire.Interrupt, error) {
+	stale := false
+	if in.Kind == store.InterruptThreadHandoff && in.Status == store.InterruptPending {
+		if nw, ok := s.nets[in.Network]; ok && nw.sum != nil {
+			p, err := nw.sum.Of(ctx, in)
+			if err != nil {
+				return wire.Interrupt{}, err
+			}
+			stale = p.Stale
+		}
+	}
+	return interruptDTO(in, stale), nil
+}
+
+// pendingInterrupts returns the DTOs of a thread's pending interrupts,
+// oldest first.
+func (s *Server) pendingInterrupts(ctx context.Context, owner, threadID string) ([]wire.Interrupt, error) {
+	ins, err := s.st.ListInterrupts(ctx, &store.ListInterruptsParams{OwnerID: owner, ThreadID: threadID, Status: store.InterruptPending})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wire.Interrupt, 0, len(ins))
+	for _, in := range ins {
+		dto, err := s.interruptView(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, dto)
+	}
+	return out, nil
 }
 
 func (s *Server) getInterrupt(w http.ResponseWriter, r *http.Request, c *caller) error {
-	cp, in, err := s.interrupt(r.Context(), c, r.PathValue("id"))
+	in, err := s.interrupt(r.Context(), c, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, interruptDTO(cp, in))
+	dto, err := s.interruptView(r.Context(), in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, dto)
 	return nil
 }
 
-// decide answers an interrupt and resumes its run, streaming it or waiting
-// for its result like POST /v1/threads/{id}/runs.
+// decide answers an interrupt, the one route of every approval: a thread
+// handoff proposal is decided by decideThreadHandoff; a run's interrupt
+// resumes the run, streaming it or waiting for its result like POST
+// /v1/threads/{id}/runs.
 func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *caller) error {
 	var req wire.Decision
 	if err := decodeJSON(r, &req, true); err != nil {
 		return err
 	}
+	// The shape of every decision first, whatever the interrupt.
 	decisions, err := decisionsOf(&req)
 	if err != nil {
 		return err
 	}
-	r, cancel := s.withTimeout(r, req.Stream)
-	defer cancel()
-	ctx := r.Context()
 	id := r.PathValue("id")
-	cp, in, err := s.interrupt(ctx, c, id)
+	in, err := s.interrupt(r.Context(), c, id)
 	if err != nil {
 		return err
 	}
-	if dto := interruptDTO(cp, in); dto.Status != interruptPending {
+	if in.Kind == store.InterruptThreadHandoff {
+		return s.decideThreadHandoff(w, r, c, in, &req)
+	}
+	if in.Kind != store.InterruptRun {
+		return errorf(http.StatusConflict, wire.ErrUnsupported, "interrupt %s is of kind %q, which this server cannot decide", id, in.Kind)
+	}
+	if req.Force || slices.ContainsFunc(req.Decisions, func(d wire.CallDecision) bool { return d.Force }) {
+		return badParam("force", "force approves a thread handoff proposal that its thread has outgrown; a run's interrupt has no use for it")
+	}
+	if in.Status != store.InterruptPending {
+		e := errorf(http.StatusConflict, wire.ErrConflict, "interrupt %s was already answered", id)
+		if len(in.Outcome) > 0 {
+			e.extra = &wire.ErrorExtra{Outcome: in.Outcome}
+		}
+		return e
+	}
+	r, cancel := s.withTimeout(r, req.Stream)
+	defer cancel()
+	ctx := r.Context()
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, RunID: in.RunID})
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("interrupt", id)
+	}
+	if err != nil {
+		return err
+	}
+	if ri := cp.State.Interrupt; cp.State.Status != runstate.StatusInterrupted || ri == nil || ri.ID != id {
 		return errorf(http.StatusConflict, wire.ErrConflict, "interrupt %s was already answered", id)
 	}
 	calls := map[string]bool{}
-	for _, ar := range in.ActionRequests {
+	for _, ar := range cp.State.Interrupt.ActionRequests {
 		calls[ar.CallID] = true
 	}
 	for i, d := range decisions {
@@ -124,7 +193,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *caller) error
 	return s.waitRun(w, r, run)
 }
 
-// decisionsOf validates a decision body.
+// decisionsOf validates a decision body: known types (decline is taken for
+// reject), an edit's args a JSON object, bounded messages. It returns the
+// decisions of a run's interrupt.
 func decisionsOf(req *wire.Decision) ([]runner.Decision, error) {
 	if req.Type != "" && len(req.Decisions) > 0 {
 		return nil, badRequest("give either type (one decision for every action) or decisions (one per call), not both")
@@ -144,6 +215,9 @@ func decisionsOf(req *wire.Decision) ([]runner.Decision, error) {
 	out := make([]runner.Decision, 0, len(in))
 	for i, d := range in {
 		t := runner.DecisionType(strings.ToLower(strings.TrimSpace(d.Type)))
+		if t == "decline" {
+			t = runner.DecisionReject
+		}
 		switch t {
 		case runner.DecisionApprove, runner.DecisionReject:
 		case runner.DecisionEdit:

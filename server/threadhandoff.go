@@ -13,10 +13,17 @@ import (
 	"github.com/batonhq/baton/threadhandoff"
 )
 
-// threadHandoff is POST /v1/threads/{id}/handoff: without a decision it
-// previews a summary of the thread (no side effects) and answers its
-// approval interrupt; with the interrupt and a decision it applies the
-// decision (docs/thread-handoff.md).
+// Thread event types of thread handoffs.
+const (
+	eventHandoffProposed = "thread_handoff_proposed"
+	eventHandoffDecided  = "thread_handoff_decided"
+)
+
+// threadHandoff is POST /v1/threads/{id}/handoff: it summarises the thread
+// and stores the proposal as the thread's pending interrupt (201), or
+// answers the pending one (200) unless the body asks to replace it
+// (docs/thread-handoff.md). Proposals are decided through POST
+// /v1/interrupts/{id}/decision.
 func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -28,6 +35,9 @@ func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller
 		if err := decodeJSON(r, &req, true); err != nil {
 			return err
 		}
+	}
+	if len(req.Interrupt) > 0 || len(req.Decision) > 0 {
+		return badParam("decision", "a thread handoff proposal is decided as an interrupt: POST /v1/interrupts/{interrupt_id}/decision with {\"decisions\": [{\"type\": \"approve\"}]}")
 	}
 	ctx := r.Context()
 	th, err := s.thread(ctx, c, r.PathValue("id"))
@@ -41,78 +51,126 @@ func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller
 	if nw.sum == nil {
 		return errorf(http.StatusUnprocessableEntity, wire.ErrUnsupported, "network %s has no summary model: declare `summary:` in its network file to hand threads off", nw.name)
 	}
-	te := s.reg.thread(c.owner, th.ID)
-	if req.Decision == nil {
-		if len(req.Interrupt) > 0 {
-			return badParam("decision", "an interrupt needs a decision: approve, edit or reject")
+	if req.AssistantID != "" {
+		if _, ok := nw.net.Agent(req.AssistantID); !ok {
+			return badParam("assistant_id", "network %s has no agent %q", nw.name, req.AssistantID)
 		}
-		if req.AssistantID != "" {
-			if _, ok := nw.net.Agent(req.AssistantID); !ok {
-				return badParam("assistant_id", "network %s has no agent %q", nw.name, req.AssistantID)
-			}
-		} else if th.ActiveAgent == "" {
-			return errorf(http.StatusUnprocessableEntity, wire.ErrInvalidRequest, "thread %s has nothing to summarise yet: no agent has answered on it", th.ID)
-		}
-		p, err := nw.sum.Preview(ctx, &threadhandoff.PreviewParams{Owner: c.owner, ThreadID: th.ID, AssistantID: req.AssistantID})
-		var ise *summary.InvalidSummaryError
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return notFound("thread", th.ID)
-		case errors.Is(err, summary.ErrNothingToSummarise):
-			return errorf(http.StatusUnprocessableEntity, wire.ErrInvalidRequest, "thread %s has nothing to summarise yet: it needs a user message", th.ID)
-		case errors.As(err, &ise):
-			return errorf(http.StatusBadGateway, wire.ErrUpstream, "the summary model gave an invalid summary: %s", ise.Error())
-		case err != nil && ctx.Err() == nil:
-			var ae *apiError
-			if errors.As(err, &ae) || errors.Is(err, store.ErrUnavailable) {
-				return err
-			}
-			s.log.Warn("thread handoff preview failed", "thread_id", th.ID, "error", err)
-			return errorf(http.StatusBadGateway, wire.ErrUpstream, "the summary could not be made: %s", err.Error())
-		case err != nil:
+	} else if th.ActiveAgent == "" {
+		return errorf(http.StatusUnprocessableEntity, wire.ErrInvalidRequest, "thread %s has nothing to summarise yet: no agent has answered on it", th.ID)
+	}
+	p, err := nw.sum.Propose(ctx, &threadhandoff.ProposeParams{Owner: c.owner, ThreadID: th.ID, AssistantID: req.AssistantID, Replace: req.Replace})
+	var ise *summary.InvalidSummaryError
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("thread", th.ID)
+	case errors.Is(err, summary.ErrNothingToSummarise):
+		return errorf(http.StatusUnprocessableEntity, wire.ErrInvalidRequest, "thread %s has nothing to summarise yet: it needs a user message", th.ID)
+	case errors.As(err, &ise):
+		return errorf(http.StatusBadGateway, wire.ErrUpstream, "the summary model gave an invalid summary: %s", ise.Error())
+	case err != nil && ctx.Err() == nil:
+		var ae *apiError
+		if errors.As(err, &ae) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrCorrupt) {
 			return err
 		}
-		in := p.Interrupt()
-		data, _ := json.Marshal(in)
-		te.append("", "thread_handoff_proposed", data)
-		writeJSON(w, http.StatusOK, in)
-		return nil
-	}
-	if len(req.Interrupt) == 0 {
-		return badParam("interrupt", "a decision needs the interrupt it answers (the payload the preview returned)")
-	}
-	in, err := threadhandoff.ParseInterrupt(req.Interrupt)
-	if err != nil {
-		return badParam("interrupt", "%s", err.Error())
-	}
-	p, err := threadhandoff.ProposalFromInterrupt(in, c.owner, 0)
-	if err != nil {
-		return badParam("interrupt", "%s", err.Error())
-	}
-	if p.ParentThreadID != th.ID {
-		return badParam("interrupt", "the interrupt is about thread %s, not %s", p.ParentThreadID, th.ID)
-	}
-	d := threadhandoff.Decision{Type: threadhandoff.DecisionType(req.Decision.Type), Title: req.Decision.Title, Markdown: req.Decision.Markdown, Reason: req.Decision.Reason}
-	switch d.Type {
-	case threadhandoff.DecisionApprove, threadhandoff.DecisionEdit, threadhandoff.DecisionReject:
-	default:
-		return badParam("decision.type", "decision type %q is not approve, edit or reject", req.Decision.Type)
-	}
-	if _, ok := nw.net.Agent(p.AssistantID); !ok {
-		return badParam("interrupt", "network %s has no agent %q", nw.name, p.AssistantID)
-	}
-	out, err := nw.sum.Decide(ctx, p, d)
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound("thread", th.ID)
-	}
-	if err != nil {
+		s.log.Warn("thread handoff proposal failed", "thread_id", th.ID, "error", err)
+		return errorf(http.StatusBadGateway, wire.ErrUpstream, "the summary could not be made: %s", err.Error())
+	case err != nil:
 		return err
 	}
-	dto := wire.ThreadHandoffOutcome{Object: "thread.handoff", HandoffID: out.HandoffID, Decision: string(out.Decision), Applied: out.Applied,
-		AlreadyApplied: out.AlreadyApplied, ParentThreadID: out.ParentThreadID, ChildThreadID: out.ChildThreadID, AssistantID: out.AssistantID,
-		Markdown: out.Markdown, MirrorStatus: out.MirrorStatus, Message: out.Message}
+	dto := proposalDTO(p)
+	status := http.StatusOK
+	if !p.Existing {
+		status = http.StatusCreated
+		data, _ := json.Marshal(interruptDTO(p.Interrupt, p.Stale))
+		s.reg.thread(c.owner, th.ID).append("", eventHandoffProposed, data)
+	}
+	w.Header().Set("Location", dto.InterruptURL)
+	writeJSON(w, status, dto)
+	return nil
+}
+
+func proposalDTO(p *threadhandoff.Pending) wire.ThreadHandoffProposal {
+	in := p.Interrupt
+	return wire.ThreadHandoffProposal{Object: "thread.handoff.proposal", InterruptID: in.ID, ThreadID: in.ThreadID, Kind: in.Kind, Status: in.Status,
+		Payload: in.Payload, Stale: p.Stale, Superseded: p.Superseded, InterruptURL: "/v1/interrupts/" + in.ID,
+		DecisionURL: decisionURL(in.ID), CreatedAt: in.CreatedAt}
+}
+
+// decideThreadHandoff answers POST /v1/interrupts/{id}/decision for a
+// thread handoff proposal: one decision (approve, edit with args
+// summary_md and/or title, reject or decline), applied by
+// threadhandoff.Service.Decide.
+func (s *Server) decideThreadHandoff(w http.ResponseWriter, r *http.Request, c *caller, in *store.Interrupt, req *wire.Decision) error {
+	var one wire.CallDecision
+	switch {
+	case req.Type != "" && len(req.Decisions) > 0:
+		return badRequest("give either type or decisions, not both")
+	case req.Type != "":
+		one = wire.CallDecision{Type: req.Type, Args: req.Args, Message: req.Message}
+	case len(req.Decisions) == 1:
+		one = req.Decisions[0]
+	case len(req.Decisions) > 1:
+		return badParam("decisions", "a thread handoff proposal has one action: give one decision")
+	default:
+		return badParam("decisions", "a decision is required: {\"decisions\": [{\"type\": \"approve\" | \"edit\" | \"reject\", \"args\": {\"summary_md\", \"title\"}}]}")
+	}
+	if one.CallID != "" && one.CallID != threadhandoff.ActionHandoffSummary {
+		return badParam("decisions", "call %q is not an action of interrupt %s (its one action is %s)", one.CallID, in.ID, threadhandoff.ActionHandoffSummary)
+	}
+	d, err := threadhandoff.ParseDecision(one.Type, one.Args)
+	if err != nil {
+		var de *threadhandoff.DecisionError
+		if errors.As(err, &de) {
+			return badParam(de.Field, "%s", de.Reason)
+		}
+		return err
+	}
+	d.Reason, d.Force = one.Message, one.Force || req.Force
+	nw, ok := s.nets[in.Network]
+	if !ok {
+		return errorf(http.StatusConflict, "network_unavailable", "interrupt %s belongs to network %q, which this server does not run", in.ID, in.Network)
+	}
+	if nw.sum == nil {
+		return errorf(http.StatusUnprocessableEntity, wire.ErrUnsupported, "network %s has no summary model", nw.name)
+	}
+	ctx := r.Context()
+	out, err := nw.sum.Decide(ctx, &threadhandoff.DecideParams{Owner: c.owner, InterruptID: in.ID, Decision: d})
+	var de *threadhandoff.DecisionError
+	var decided *threadhandoff.DecidedError
+	var stale *threadhandoff.StaleError
+	switch {
+	case errors.As(err, &de):
+		return badParam(de.Field, "%s", de.Reason)
+	case errors.As(err, &decided):
+		e := errorf(http.StatusConflict, wire.ErrConflict, "interrupt %s was already decided: %s", in.ID, decided.Error())
+		if decided.Status == store.InterruptSuperseded {
+			e.msg = "interrupt " + in.ID + " was superseded by a newer proposal, " + decided.Outcome.SupersededBy + ": decide that one"
+		}
+		if decided.Outcome != nil {
+			e.extra = &wire.ErrorExtra{Outcome: outcomeDTO(decided.Outcome, decided.Status)}
+		}
+		return e
+	case errors.As(err, &stale):
+		e := errorf(http.StatusConflict, wire.ErrStaleProposal,
+			"thread %s has %d new message(s) since this proposal: propose again (POST /v1/threads/%s/handoff with {\"replace\": true}) or decide with \"force\": true",
+			stale.ThreadID, stale.LastSeq-stale.ThroughSeq, stale.ThreadID)
+		e.extra = &wire.ErrorExtra{ThroughSeq: stale.ThroughSeq, LastSeq: stale.LastSeq}
+		return e
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("interrupt", in.ID)
+	case err != nil:
+		return err
+	}
+	dto := outcomeDTO(out, store.InterruptDecided)
 	data, _ := json.Marshal(dto)
-	te.append("", "thread_handoff", data)
+	s.reg.thread(c.owner, in.ThreadID).append("", eventHandoffDecided, data)
 	writeJSON(w, http.StatusOK, dto)
 	return nil
+}
+
+func outcomeDTO(o *threadhandoff.Outcome, status string) wire.ThreadHandoffOutcome {
+	return wire.ThreadHandoffOutcome{Object: "thread.handoff.decision", InterruptID: o.HandoffID, Kind: store.InterruptThreadHandoff, Status: status,
+		HandoffID: o.HandoffID, Decision: string(o.Decision), Applied: o.Applied, ParentThreadID: o.ParentThreadID, ChildThreadID: o.ChildThreadID,
+		AssistantID: o.AssistantID, Title: o.Summary.Title, Markdown: o.Markdown, Edited: o.Edited, SupersededBy: o.SupersededBy,
+		MirrorStatus: o.MirrorStatus, Message: o.Message}
 }

@@ -149,14 +149,24 @@ func (s *Server) getThread(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err != nil {
 		return err
 	}
-	dto := threadDTO(th)
-	if rs, err := s.runStatus(r.Context(), c.owner, th.ID); err != nil {
+	dto, err := s.threadDetail(r.Context(), c.owner, th)
+	if err != nil {
 		return err
-	} else {
-		dto.Run = rs
 	}
 	writeJSON(w, http.StatusOK, dto)
 	return nil
+}
+
+// threadDetail returns th with its latest run and its pending interrupts
+// (a run's approvals, a thread handoff proposal).
+func (s *Server) threadDetail(ctx context.Context, owner string, th *store.Thread) (wire.ThreadDetail, error) {
+	dto := wire.ThreadDetail{Thread: threadDTO(th)}
+	var err error
+	if dto.Run, err = s.runStatus(ctx, owner, th.ID); err != nil {
+		return dto, err
+	}
+	dto.Interrupts, err = s.pendingInterrupts(ctx, owner, th.ID)
+	return dto, err
 }
 
 // runStatus returns the state of a thread's latest run, nil without runs.
@@ -277,8 +287,8 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 		if cur.Seq < s.reg.epoch {
 			cur = runlog.Cursor{Seq: s.reg.epoch}
 		}
-		dto := threadDTO(th)
-		if dto.Run, err = s.runStatus(ctx, c.owner, th.ID); err != nil {
+		dto, err := s.threadDetail(ctx, c.owner, th)
+		if err != nil {
 			s.log.Warn("thread snapshot", "thread_id", th.ID, "error", err)
 		}
 		data, _ := json.Marshal(dto)

@@ -2,6 +2,7 @@ package threadhandoff_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -33,12 +34,20 @@ func Example() {
 		Model:  scripted.New(summary.DefaultAgent, []scripted.Step{{Text: summaryOut}}, scripted.Options{}),
 		Logger: slog.New(slog.DiscardHandler),
 	})
-	// 1–3: summarise and show the proposal (no side effects).
-	p, _ := svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: "acme", ThreadID: parent.ID})
-	fmt.Println("proposal:", p.Interrupt().ActionRequests[0].Args.Summary.Title)
-	// 4: a person approves; the child thread is created and seeded.
-	out, _ := svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
+	// 1–3: summarise and store the proposal as the thread's pending
+	// interrupt: any surface shows it and decides it.
+	pend, _ := svc.Propose(ctx, &threadhandoff.ProposeParams{Owner: "acme", ThreadID: parent.ID})
+	fmt.Println("proposal:", pend.Payload.Title, pend.Interrupt.Status)
+	// 4: a person edits the title and approves; the child thread is
+	// created and seeded, and the proposal decided, in one transaction.
+	out, _ := svc.Decide(ctx, &threadhandoff.DecideParams{Owner: "acme", InterruptID: pend.Interrupt.ID,
+		Decision: threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Title: "Refund for order 1142 (bank pending)"}})
 	fmt.Println(out.Message == "Thread handoff approved: continue in thread "+out.ChildThreadID+".", out.MirrorStatus)
+	// A second decision gets the first one's outcome.
+	_, err := svc.Decide(ctx, &threadhandoff.DecideParams{Owner: "acme", InterruptID: pend.Interrupt.ID,
+		Decision: threadhandoff.Decision{Type: threadhandoff.DecisionApprove}})
+	var decided *threadhandoff.DecidedError
+	fmt.Println("decided again:", errors.As(err, &decided) && decided.Outcome.ChildThreadID == out.ChildThreadID)
 	// 5: every model call injects the memory (svc.Extension() in the
 	// runner); the child sees the summary…
 	text, _ := svc.SystemText(ctx, "acme", "support", out.ChildThreadID)
@@ -50,8 +59,9 @@ func Example() {
 	text, _ = svc.SystemText(ctx, "acme", "support", out.ChildThreadID)
 	fmt.Println("cleanup:", done, again, strings.Contains(text, memory.Placeholder))
 	// Output:
-	// proposal: Refund for order 1142
+	// proposal: Refund for order 1142 pending
 	// true ok
+	// decided again: true
 	// child sees summary: true
 	// cleanup: true false true
 }
@@ -82,8 +92,9 @@ func ExampleService_Extension() {
 	r, _ := runner.New(runner.Config{Network: net, Extensions: []runner.Extension{svc.Extension()}, Picker: svc.Picker(nil)})
 	turns := threads.New(st, r, slog.New(slog.DiscardHandler))
 
-	p, _ := svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: "acme", ThreadID: parent.ID})
-	out, _ := svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
+	pend, _ := svc.Propose(ctx, &threadhandoff.ProposeParams{Owner: "acme", ThreadID: parent.ID})
+	out, _ := svc.Decide(ctx, &threadhandoff.DecideParams{Owner: "acme", InterruptID: pend.Interrupt.ID,
+		Decision: threadhandoff.Decision{Type: threadhandoff.DecisionApprove}})
 	for _, input := range []string{"Any news?", "Thanks."} {
 		res, _ := turns.Run(ctx, "acme", input, threads.TurnOptions{ThreadID: out.ChildThreadID})
 		child, _ := st.GetThread(ctx, &store.GetThreadParams{OwnerID: "acme", ID: out.ChildThreadID})

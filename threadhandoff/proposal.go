@@ -5,8 +5,8 @@ import (
 )
 
 // Proposal is a summary awaiting a person's decision, with what produced
-// it: the input of [Service.Decide]. [Service.Preview] and
-// [ProposalFromInterrupt] make one; it has no side effects until decided.
+// it. [Service.Preview] makes one and [Service.Propose] stores it for a
+// decision ([Service.Decide]); it has no side effects until decided.
 type Proposal struct {
 	// Result is the summary and what produced it.
 	summary.Result
@@ -15,6 +15,9 @@ type Proposal struct {
 	Owner          string `json:"owner"`
 	AssistantID    string `json:"assistant_id"`
 	ParentThreadID string `json:"parent_thread_id"`
+	// ThroughSeq is the seq of the parent's last message when it was
+	// summarised: a message after it makes the proposal stale.
+	ThroughSeq int64 `json:"through_seq,omitempty"`
 }
 
 // newProposal returns the proposal of r, a summary of thread parent of

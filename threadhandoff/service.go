@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/batonhq/baton/agent"
@@ -141,25 +140,32 @@ type PreviewParams struct {
 }
 
 // Preview summarises the last messages of a thread ([summary.Summarise]
-// with the configured model and defaults) and returns the proposal to show
-// for approval, with [Proposal.Interrupt] as its payload. It writes
-// nothing. A thread of another owner is store.ErrNotFound; a thread without
-// a user message [summary.ErrNothingToSummarise]; output that is no valid
-// summary a *[summary.InvalidSummaryError].
+// with the configured model and defaults) and returns the proposal it
+// makes, with [Proposal.Interrupt] as its payload. It writes nothing:
+// [Service.Propose] stores the proposal for a decision. A thread of another
+// owner is store.ErrNotFound; a thread without a user message
+// [summary.ErrNothingToSummarise]; output that is no valid summary a
+// *[summary.InvalidSummaryError].
 func (s *Service) Preview(ctx context.Context, p *PreviewParams) (*Proposal, error) {
+	_, prop, err := s.preview(ctx, p)
+	return prop, err
+}
+
+// preview is Preview, which also returns the thread.
+func (s *Service) preview(ctx context.Context, p *PreviewParams) (*store.Thread, *Proposal, error) {
 	if s.cfg.Model == nil {
-		return nil, errors.New("threadhandoff: Config.Model is required to preview a handoff")
+		return nil, nil, errors.New("threadhandoff: Config.Model is required to preview a handoff")
 	}
 	th, err := s.cfg.Store.GetThread(ctx, &store.GetThreadParams{OwnerID: p.Owner, ID: p.ThreadID})
 	if err != nil {
-		return nil, fmt.Errorf("thread handoff preview of thread %s: %w", p.ThreadID, err)
+		return nil, nil, fmt.Errorf("thread handoff preview of thread %s: %w", p.ThreadID, err)
 	}
 	assistant := p.AssistantID
 	if assistant == "" {
 		assistant = th.ActiveAgent
 	}
 	if assistant == "" {
-		return nil, fmt.Errorf("thread handoff preview of thread %s: the thread has no active agent: name the assistant", p.ThreadID)
+		return nil, nil, fmt.Errorf("thread handoff preview of thread %s: the thread has no active agent: name the assistant", p.ThreadID)
 	}
 	o := s.cfg.Summarise
 	window := o.Select.Window
@@ -168,11 +174,13 @@ func (s *Service) Preview(ctx context.Context, p *PreviewParams) (*Proposal, err
 	}
 	stored, err := s.cfg.Store.ListMessages(ctx, &store.ListMessagesParams{OwnerID: p.Owner, ThreadID: p.ThreadID, Limit: window, Last: true})
 	if err != nil {
-		return nil, fmt.Errorf("thread handoff preview of thread %s: %w", p.ThreadID, err)
+		return nil, nil, fmt.Errorf("thread handoff preview of thread %s: %w", p.ThreadID, err)
 	}
 	msgs := make([]message.Message, len(stored))
+	var through int64
 	for i, m := range stored {
 		msgs[i] = m.Message
+		through = max(through, m.Seq)
 	}
 	o.HandoffID, o.ThreadID = p.HandoffID, p.ThreadID
 	if o.Logger == nil {
@@ -186,9 +194,11 @@ func (s *Service) Preview(ctx context.Context, p *PreviewParams) (*Proposal, err
 	}
 	r, err := summary.Summarise(ctx, s.cfg.Model, msgs, o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return newProposal(r, p.Owner, assistant, p.ThreadID), nil
+	prop := newProposal(r, p.Owner, assistant, p.ThreadID)
+	prop.ThroughSeq = through
+	return th, prop, nil
 }
 
 // Mirror statuses of an [Outcome], logged as handoff_store_status.
@@ -199,10 +209,13 @@ const (
 	MirrorDisabled = "disabled"
 )
 
-// Outcome is the result of [Service.Decide].
+// Outcome is the result of [Service.Decide], recorded with the decided
+// proposal (its JSON is the interrupt's outcome).
 type Outcome struct {
-	HandoffID string       `json:"handoff_id"`
-	Decision  DecisionType `json:"decision"`
+	// InterruptID is the stored proposal decided; HandoffID is the same id.
+	InterruptID string       `json:"interrupt_id"`
+	HandoffID   string       `json:"handoff_id"`
+	Decision    DecisionType `json:"decision,omitempty"`
 	// Applied is true when the handoff is in effect (approve or edit).
 	Applied bool `json:"applied"`
 	// AlreadyApplied reports that an earlier Decide applied this handoff;
@@ -225,115 +238,23 @@ type Outcome struct {
 	// MirrorStatus is MirrorOK, MirrorDegraded, MirrorSkipped or
 	// MirrorDisabled; "" for a rejection.
 	MirrorStatus string `json:"mirror_status,omitempty"`
+	// SupersededBy, for a proposal superseded before anyone decided it, is
+	// the newer proposal.
+	SupersededBy string `json:"superseded_by,omitempty"`
 	// Message says what happened, for people.
 	Message string `json:"message"`
 
 	owner string
 }
 
-// ErrInvalidProposal is wrapped by the error of Decide for a proposal that
-// lacks its handoff id, owner, assistant, parent thread or Markdown.
-var ErrInvalidProposal = errors.New("threadhandoff: invalid proposal")
-
-// Decide applies a person's decision on a proposal.
-//
-// A rejection writes nothing and says so. An approval, or an edit (a new
-// title and/or Markdown), does all of the following, atomically when the
-// memory is in the store (one transaction):
-//
-//   - writes the Markdown into the <current_thread_summary> block of the
-//     memory document of p.AssistantID for p.Owner, creating the document
-//     or the block when missing and keeping everything outside the block
-//     byte for byte;
-//   - creates the child thread, with ParentID, the parent's network and the
-//     assistant as its active agent;
-//   - sets the "handoff" metadata ([Handoff]) of both threads, with pending
-//     and cleanup_required true, and the [MetadataLastHandoff] metadata of
-//     the parent;
-//
-// then mirrors the summary (see [Config].Mirror) and logs handoff_id,
-// thread_id, child_thread_id, model_run_id, tokens_used and
-// handoff_store_status. The caller switches its active thread to
-// Outcome.ChildThreadID.
-//
-// Decide is idempotent per handoff id: deciding again on an applied
-// handoff, or two processes deciding at once, applies it once, and the
-// others get AlreadyApplied. With a separate memory store, the threads are
-// committed first and the memory written after; if that write fails, Decide
-// returns the error and calling it again completes the handoff.
-func (s *Service) Decide(ctx context.Context, p *Proposal, d Decision) (*Outcome, error) {
-	if p == nil || p.HandoffID == "" || p.Owner == "" || p.AssistantID == "" || p.ParentThreadID == "" || strings.TrimSpace(p.Markdown) == "" {
-		return nil, fmt.Errorf("%w: handoff id, owner, assistant, parent thread and Markdown are required", ErrInvalidProposal)
-	}
-	log := s.log.With("handoff_id", p.HandoffID, "thread_id", p.ParentThreadID, "model_run_id", p.ModelRunID, "tokens_used", p.TokensUsed)
-	if d.Type == DecisionReject {
-		log.InfoContext(ctx, "thread handoff rejected: nothing written", "reason", d.Reason)
-		return &Outcome{HandoffID: p.HandoffID, Decision: DecisionReject, ParentThreadID: p.ParentThreadID, AssistantID: p.AssistantID,
-			Summary: p.Summary, Markdown: p.Markdown, Message: "Thread handoff rejected: nothing was written."}, nil
-	}
-	maxChars := s.cfg.Summarise.MaxChars
-	summ, md, edited, cut, err := d.apply(p, maxChars)
-	if err != nil {
-		return nil, err
-	}
-	if cut {
-		log.WarnContext(ctx, "thread handoff summary truncated", "max_chars", maxChars, "edited", true)
-	}
-	truncated := cut || (p.Truncated && md == p.Markdown)
-	a := &approval{p: p, summary: summ, md: md, edited: edited, at: s.now().UTC()}
-	var out *Outcome
-	if s.memInStore {
-		err = s.withTx(ctx, func(tx store.Tx) error {
-			var err error
-			out, err = s.approveTx(ctx, tx, StoreMemory(tx), a)
-			return err
-		})
-	} else {
-		err = s.withTx(ctx, func(tx store.Tx) error {
-			var err error
-			out, err = s.approveTx(ctx, tx, nil, a)
-			return err
-		})
-		if err == nil {
-			err = s.seedSeparateMemory(ctx, out)
-		}
-	}
-	if err != nil {
-		log.ErrorContext(ctx, "thread handoff approval failed", "error", err)
-		return nil, fmt.Errorf("approve handoff %s: %w", p.HandoffID, err)
-	}
-	out.Decision, out.Truncated = d.Type, truncated || out.Truncated
-	for _, f := range out.MemoryRepairs {
-		log.WarnContext(ctx, "agent memory was malformed and has been repaired", "assistant_id", p.AssistantID, "repair", f.String())
-	}
-	out.MirrorStatus = MirrorDisabled
-	if s.mirror != nil {
-		out.MirrorStatus = s.mirror.upsert(ctx, &store.UpsertThreadSummaryParams{
-			OwnerID: p.Owner, HandoffID: p.HandoffID, AgentID: out.AssistantID, ThreadID: out.ParentThreadID,
-			ChildThreadID: out.ChildThreadID, Summary: mustJSON(out.Summary), Markdown: out.Markdown,
-		}, "handoff_id", p.HandoffID, "thread_id", out.ParentThreadID, "child_thread_id", out.ChildThreadID,
-			"model_run_id", p.ModelRunID, "tokens_used", p.TokensUsed)
-	}
-	msg := "thread handoff approved"
-	if out.AlreadyApplied {
-		msg = "thread handoff already approved"
-	}
-	log.InfoContext(ctx, msg, "child_thread_id", out.ChildThreadID, "assistant_id", out.AssistantID, "edited", out.Edited,
-		"truncated", out.Truncated, "replaced_handoff_id", out.ReplacedHandoffID, "handoff_store_status", out.MirrorStatus)
-	out.Message = "Thread handoff approved: continue in thread " + out.ChildThreadID + "."
-	if out.MirrorStatus == MirrorDegraded {
-		out.Message += " (The summary could not be mirrored to the summary store; it will be retried.)"
-	}
-	return out, nil
-}
-
 // approval is what Decide writes.
 type approval struct {
-	p       *Proposal
-	summary summary.Summary
-	md      string
-	edited  bool
-	at      time.Time
+	p         *Proposal
+	summary   summary.Summary
+	md        string
+	edited    bool
+	truncated bool
+	at        time.Time
 }
 
 // approveTx writes the threads (and the memory, when mem is not nil) of an

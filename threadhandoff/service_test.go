@@ -133,126 +133,6 @@ func variants() []struct {
 	return out
 }
 
-// TestHandoffFlow is the whole flow: preview → approve → child created →
-// the child's first turn sees the summary → cleared after that turn → the
-// second turn does not see it.
-func TestHandoffFlow(t *testing.T) {
-	t.Parallel()
-	for _, v := range variants() {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, v.be, setupOpts{memDir: v.dir})
-			ctx := t.Context()
-
-			// Preview: no side effects.
-			p, err := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.AssistantID != assistant || p.Summary.Title != "Refund for order 1142" || p.TokensUsed != 480 || p.ModelRunID == "" {
-				t.Fatalf("proposal = %+v", p)
-			}
-			b.checkUntouched(t)
-
-			// The payload goes to a person and comes back (as through HTTP).
-			wire, _ := json.Marshal(p.Interrupt())
-			in, err := threadhandoff.ParseInterrupt(wire)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p2, err := threadhandoff.ProposalFromInterrupt(in, owner, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := b.svc.Decide(ctx, p2, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !out.Applied || out.AlreadyApplied || out.ChildThreadID == "" || out.MirrorStatus != threadhandoff.MirrorOK || out.Markdown != p.Markdown {
-				t.Fatalf("outcome = %+v", out)
-			}
-			child := b.thread(t, out.ChildThreadID)
-			if child.ParentID != b.parent.ID || child.ActiveAgent != assistant || child.Network != "support-net" || child.Name != p.Summary.Title {
-				t.Fatalf("child = %+v", child)
-			}
-			for _, th := range []*store.Thread{child, b.thread(t, b.parent.ID)} {
-				h := threadhandoff.HandoffOf(th)
-				if h == nil || h.HandoffID != p.HandoffID || h.SourceThreadID != b.parent.ID || h.ChildThreadID != child.ID ||
-					!h.Pending || !h.CleanupRequired || h.LastCleanupAt != nil || h.AssistantID != assistant {
-					t.Fatalf("handoff metadata of %s = %+v (%s)", th.ID, h, th.Metadata["handoff"])
-				}
-			}
-			if lh := threadhandoff.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || lh.HandoffID != p.HandoffID || lh.ChildThreadID != child.ID ||
-				lh.Markdown != p.Markdown || lh.ModelRunID != p.ModelRunID || lh.TokensUsed != 480 {
-				t.Fatalf("last_handoff = %+v", lh)
-			}
-			doc := b.doc(t)
-			if !strings.HasPrefix(doc, notes) {
-				t.Fatalf("text outside the block changed:\n%s", doc)
-			}
-			if blk := block(t, doc); !strings.Contains(blk, p.Markdown) || !strings.Contains(blk, "handoff_id="+p.HandoffID) {
-				t.Fatalf("block = %q", blk)
-			}
-			ts, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: p.HandoffID})
-			if err != nil || ts.ChildThreadID != child.ID || ts.ThreadID != b.parent.ID || ts.AgentID != assistant || ts.Markdown != p.Markdown {
-				t.Fatalf("thread summary = %+v, %v", ts, err)
-			}
-			if rec := b.logs.find("thread handoff approved"); rec == nil || rec["handoff_id"] != p.HandoffID || rec["child_thread_id"] != child.ID ||
-				rec["model_run_id"] != p.ModelRunID || rec["tokens_used"] != float64(480) || rec["handoff_store_status"] != "ok" || rec["thread_id"] != b.parent.ID {
-				t.Fatalf("approval log = %v", rec)
-			}
-
-			// The child's first turn sees the summary; other threads do not.
-			r, seen := newRunner(t, b.svc)
-			run := func(thread string) string {
-				t.Helper()
-				res, err := r.Run(store.ContextWithOwner(ctx, owner), "hello again", runner.WithThread(thread))
-				if err != nil || res.Status != "completed" {
-					t.Fatalf("run: %v %v", res, err)
-				}
-				return seen.last()
-			}
-			first := run(child.ID)
-			if !strings.Contains(first, "Refund for order 1142") || !strings.Contains(first, "The customer prefers e-mail.") ||
-				strings.Contains(first, "baton:handoff") {
-				t.Fatalf("first turn system prompt:\n%s", first)
-			}
-
-			// After the child's first complete turn the extension has
-			// cleaned up, once; Cleanup finds nothing left to do.
-			if recs := b.logs.all("thread handoff cleanup: summary cleared from memory"); len(recs) != 1 ||
-				recs[0]["thread_id"] != child.ID || recs[0]["handoff_id"] != p.HandoffID {
-				t.Fatalf("cleanup logs after the first turn = %v", recs)
-			}
-			doc = b.doc(t)
-			if want := notes + "\n" + memory.Render(memory.Placeholder) + "\n"; doc != want {
-				t.Fatalf("memory after cleanup =\n%q\nwant\n%q", doc, want)
-			}
-			for _, id := range []string{child.ID, b.parent.ID} {
-				h := threadhandoff.HandoffOf(b.thread(t, id))
-				if h.Pending || h.CleanupRequired || h.LastCleanupAt == nil || h.HandoffID != p.HandoffID {
-					t.Fatalf("flags of %s after cleanup = %+v", id, h)
-				}
-			}
-			if other := run(b.parent.ID); strings.Contains(other, "Refund for order 1142") || !strings.Contains(other, memory.Placeholder) {
-				t.Fatalf("another thread sees the summary:\n%s", other)
-			}
-			if done, err := b.svc.Cleanup(ctx, owner, child.ID); err != nil || done {
-				t.Fatalf("Cleanup after the extension's = %v, %v", done, err)
-			}
-			if done, err := b.svc.Cleanup(ctx, owner, b.parent.ID); err != nil || done {
-				t.Fatalf("Cleanup of the parent = %v, %v", done, err)
-			}
-			if second := run(child.ID); strings.Contains(second, "Refund for order 1142") || !strings.Contains(second, memory.Placeholder) {
-				t.Fatalf("second turn still sees the summary:\n%s", second)
-			}
-			if n := len(b.logs.all("thread handoff cleanup: summary cleared from memory")); n != 1 {
-				t.Fatalf("%d cleanups; want 1", n)
-			}
-		})
-	}
-}
-
 // checkUntouched fails if anything of a handoff was written.
 func (b *bundle) checkUntouched(t *testing.T) {
 	t.Helper()
@@ -333,119 +213,417 @@ func newRunner(t *testing.T, svc *threadhandoff.Service) (*runner.Runner, *syste
 	return r, seen
 }
 
+// propose stores a proposal of the parent thread.
+func (b *bundle) propose(t *testing.T) *threadhandoff.Pending {
+	t.Helper()
+	p, err := b.svc.Propose(t.Context(), &threadhandoff.ProposeParams{Owner: owner, ThreadID: b.parent.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// decide decides a stored proposal.
+func (b *bundle) decide(t *testing.T, id string, d threadhandoff.Decision) (*threadhandoff.Outcome, error) {
+	t.Helper()
+	return b.svc.Decide(t.Context(), &threadhandoff.DecideParams{Owner: owner, InterruptID: id, Decision: d})
+}
+
+// interrupt returns a stored interrupt.
+func (b *bundle) interrupt(t *testing.T, id string) *store.Interrupt {
+	t.Helper()
+	in, err := b.st.GetInterrupt(t.Context(), &store.GetInterruptParams{OwnerID: owner, ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+var approve = threadhandoff.Decision{Type: threadhandoff.DecisionApprove}
+
+// TestHandoffFlow is the whole flow: propose (stored, pending) → approve →
+// child created and the proposal decided → the child's first turn sees the
+// summary → cleared after that turn → the second turn does not see it.
+func TestHandoffFlow(t *testing.T) {
+	t.Parallel()
+	for _, v := range variants() {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, v.be, setupOpts{memDir: v.dir})
+			ctx := t.Context()
+
+			// Propose: the proposal is stored as the thread's pending
+			// interrupt, nothing else is written.
+			pend := b.propose(t)
+			p := pend.Proposal
+			if p.AssistantID != assistant || p.Summary.Title != "Refund for order 1142" || p.TokensUsed != 480 || p.ModelRunID == "" ||
+				p.ThroughSeq != int64(len(conversation())) || pend.Existing || pend.Stale {
+				t.Fatalf("proposal = %+v", pend)
+			}
+			in := pend.Interrupt
+			if in.ID != p.HandoffID || in.Kind != store.InterruptThreadHandoff || in.Status != store.InterruptPending || in.ThreadID != b.parent.ID ||
+				in.Network != "support-net" || in.Agent != assistant {
+				t.Fatalf("stored interrupt = %+v", in)
+			}
+			payload, err := threadhandoff.ParseInterrupt(b.interrupt(t, in.ID).Payload)
+			if err != nil || payload.HandoffID != p.HandoffID || payload.Title != p.Summary.Title || payload.Markdown != p.Markdown ||
+				payload.ThroughSeq != p.ThroughSeq || payload.ActionRequests[0].Args.AssistantID != assistant {
+				t.Fatalf("stored payload = %+v, %v", payload, err)
+			}
+			b.checkUntouched(t)
+			if got, err := b.svc.PendingOf(ctx, owner, b.parent.ID); err != nil || got == nil || got.Interrupt.ID != in.ID {
+				t.Fatalf("PendingOf = %+v, %v", got, err)
+			}
+
+			out, err := b.decide(t, in.ID, approve)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !out.Applied || out.AlreadyApplied || out.ChildThreadID == "" || out.MirrorStatus != threadhandoff.MirrorOK || out.Markdown != p.Markdown ||
+				out.InterruptID != in.ID || out.Decision != threadhandoff.DecisionApprove {
+				t.Fatalf("outcome = %+v", out)
+			}
+			decided := b.interrupt(t, in.ID)
+			var rec threadhandoff.Outcome
+			if err := json.Unmarshal(decided.Outcome, &rec); err != nil || decided.Status != store.InterruptDecided || rec.ChildThreadID != out.ChildThreadID {
+				t.Fatalf("decided interrupt = %+v (%v)", decided, err)
+			}
+			if got, err := b.svc.PendingOf(ctx, owner, b.parent.ID); err != nil || got != nil {
+				t.Fatalf("PendingOf after the decision = %+v, %v", got, err)
+			}
+			child := b.thread(t, out.ChildThreadID)
+			if child.ParentID != b.parent.ID || child.ActiveAgent != assistant || child.Network != "support-net" || child.Name != p.Summary.Title {
+				t.Fatalf("child = %+v", child)
+			}
+			for _, th := range []*store.Thread{child, b.thread(t, b.parent.ID)} {
+				h := threadhandoff.HandoffOf(th)
+				if h == nil || h.HandoffID != p.HandoffID || h.SourceThreadID != b.parent.ID || h.ChildThreadID != child.ID ||
+					!h.Pending || !h.CleanupRequired || h.LastCleanupAt != nil || h.AssistantID != assistant {
+					t.Fatalf("handoff metadata of %s = %+v (%s)", th.ID, h, th.Metadata["handoff"])
+				}
+			}
+			if lh := threadhandoff.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || lh.HandoffID != p.HandoffID || lh.ChildThreadID != child.ID ||
+				lh.Markdown != p.Markdown || lh.ModelRunID != p.ModelRunID || lh.TokensUsed != 480 {
+				t.Fatalf("last_handoff = %+v", lh)
+			}
+			doc := b.doc(t)
+			if !strings.HasPrefix(doc, notes) {
+				t.Fatalf("text outside the block changed:\n%s", doc)
+			}
+			if blk := block(t, doc); !strings.Contains(blk, p.Markdown) || !strings.Contains(blk, "handoff_id="+p.HandoffID) {
+				t.Fatalf("block = %q", blk)
+			}
+			ts, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: p.HandoffID})
+			if err != nil || ts.ChildThreadID != child.ID || ts.ThreadID != b.parent.ID || ts.AgentID != assistant || ts.Markdown != p.Markdown {
+				t.Fatalf("thread summary = %+v, %v", ts, err)
+			}
+			if rec := b.logs.find("thread handoff approved"); rec == nil || rec["handoff_id"] != p.HandoffID || rec["child_thread_id"] != child.ID ||
+				rec["model_run_id"] != p.ModelRunID || rec["tokens_used"] != float64(480) || rec["handoff_store_status"] != "ok" || rec["thread_id"] != b.parent.ID {
+				t.Fatalf("approval log = %v", rec)
+			}
+
+			// A second decision gets the first outcome: the same child.
+			_, err = b.decide(t, in.ID, threadhandoff.Decision{Type: threadhandoff.DecisionReject})
+			var de *threadhandoff.DecidedError
+			if !errors.As(err, &de) || !errors.Is(err, threadhandoff.ErrDecided) || de.Outcome.ChildThreadID != child.ID ||
+				de.Outcome.Decision != threadhandoff.DecisionApprove || de.Status != store.InterruptDecided {
+				t.Fatalf("second decision: %v", err)
+			}
+
+			// The child's first turn sees the summary; other threads do not.
+			r, seen := newRunner(t, b.svc)
+			run := func(thread string) string {
+				t.Helper()
+				res, err := r.Run(store.ContextWithOwner(ctx, owner), "hello again", runner.WithThread(thread))
+				if err != nil || res.Status != "completed" {
+					t.Fatalf("run: %v %v", res, err)
+				}
+				return seen.last()
+			}
+			first := run(child.ID)
+			if !strings.Contains(first, "Refund for order 1142") || !strings.Contains(first, "The customer prefers e-mail.") ||
+				strings.Contains(first, "baton:handoff") {
+				t.Fatalf("first turn system prompt:\n%s", first)
+			}
+
+			// After the child's first complete turn the extension has
+			// cleaned up, once; Cleanup finds nothing left to do.
+			if recs := b.logs.all("thread handoff cleanup: summary cleared from memory"); len(recs) != 1 ||
+				recs[0]["thread_id"] != child.ID || recs[0]["handoff_id"] != p.HandoffID {
+				t.Fatalf("cleanup logs after the first turn = %v", recs)
+			}
+			doc = b.doc(t)
+			if want := notes + "\n" + memory.Render(memory.Placeholder) + "\n"; doc != want {
+				t.Fatalf("memory after cleanup =\n%q\nwant\n%q", doc, want)
+			}
+			for _, id := range []string{child.ID, b.parent.ID} {
+				h := threadhandoff.HandoffOf(b.thread(t, id))
+				if h.Pending || h.CleanupRequired || h.LastCleanupAt == nil || h.HandoffID != p.HandoffID {
+					t.Fatalf("flags of %s after cleanup = %+v", id, h)
+				}
+			}
+			if other := run(b.parent.ID); strings.Contains(other, "Refund for order 1142") || !strings.Contains(other, memory.Placeholder) {
+				t.Fatalf("another thread sees the summary:\n%s", other)
+			}
+			if done, err := b.svc.Cleanup(ctx, owner, child.ID); err != nil || done {
+				t.Fatalf("Cleanup after the extension's = %v, %v", done, err)
+			}
+			if done, err := b.svc.Cleanup(ctx, owner, b.parent.ID); err != nil || done {
+				t.Fatalf("Cleanup of the parent = %v, %v", done, err)
+			}
+			if second := run(child.ID); strings.Contains(second, "Refund for order 1142") || !strings.Contains(second, memory.Placeholder) {
+				t.Fatalf("second turn still sees the summary:\n%s", second)
+			}
+			if n := len(b.logs.all("thread handoff cleanup: summary cleared from memory")); n != 1 {
+				t.Fatalf("%d cleanups; want 1", n)
+			}
+		})
+	}
+}
+
+// countingModel counts the calls of the summary model.
+type countingModel struct {
+	model.Model
+	n atomic.Int32
+}
+
+func (c *countingModel) Stream(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+	c.n.Add(1)
+	return c.Model.Stream(ctx, req)
+}
+
+// TestProposePending: while a proposal is pending, Propose returns it
+// without calling the model; Replace supersedes it with a new one, and the
+// superseded one can no longer be decided.
+func TestProposePending(t *testing.T) {
+	t.Parallel()
+	for _, be := range storetesting.Backends() {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			var cm *countingModel
+			b := setup(t, be, setupOpts{mutate: func(c *threadhandoff.Config) { cm = &countingModel{Model: c.Model}; c.Model = cm }})
+			ctx := t.Context()
+			first := b.propose(t)
+			again := b.propose(t)
+			if !again.Existing || again.Interrupt.ID != first.Interrupt.ID || cm.n.Load() != 1 || again.Proposal.Markdown != first.Proposal.Markdown {
+				t.Fatalf("second Propose = %+v (%d model calls)", again, cm.n.Load())
+			}
+			repl, err := b.svc.Propose(ctx, &threadhandoff.ProposeParams{Owner: owner, ThreadID: b.parent.ID, Replace: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if repl.Existing || repl.Interrupt.ID == first.Interrupt.ID || repl.Superseded != first.Interrupt.ID || cm.n.Load() != 2 {
+				t.Fatalf("Replace = %+v (%d model calls)", repl, cm.n.Load())
+			}
+			old := b.interrupt(t, first.Interrupt.ID)
+			if old.Status != store.InterruptSuperseded {
+				t.Fatalf("replaced proposal = %+v", old)
+			}
+			_, err = b.decide(t, first.Interrupt.ID, approve)
+			var de *threadhandoff.DecidedError
+			if !errors.As(err, &de) || de.Status != store.InterruptSuperseded || de.Outcome.SupersededBy != repl.Interrupt.ID {
+				t.Fatalf("decision on the superseded proposal: %v", err)
+			}
+			b.checkUntouched(t)
+			pending, err := b.st.ListInterrupts(ctx, &store.ListInterruptsParams{OwnerID: owner, ThreadID: b.parent.ID, Status: store.InterruptPending})
+			if err != nil || len(pending) != 1 || pending[0].ID != repl.Interrupt.ID {
+				t.Fatalf("pending = %+v, %v", pending, err)
+			}
+			// A thread of another owner, one without messages.
+			if _, err := b.svc.Propose(ctx, &threadhandoff.ProposeParams{Owner: "other", ThreadID: b.parent.ID}); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("another owner's thread: %v", err)
+			}
+			if _, err := b.svc.Get(ctx, "other", repl.Interrupt.ID); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("another owner's proposal: %v", err)
+			}
+		})
+	}
+}
+
 func TestDecideReject(t *testing.T) {
 	t.Parallel()
 	for _, v := range variants() {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, v.be, setupOpts{memDir: v.dir})
-			p, err := b.svc.Preview(t.Context(), &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
-			if err != nil {
-				t.Fatal(err)
-			}
-			out, err := b.svc.Decide(t.Context(), p, threadhandoff.Decision{Type: threadhandoff.DecisionReject, Reason: "not now"})
-			if err != nil || out.Applied || out.ChildThreadID != "" || !strings.Contains(out.Message, "nothing was written") {
+			pend := b.propose(t)
+			out, err := b.decide(t, pend.Interrupt.ID, threadhandoff.Decision{Type: "decline", Reason: "not now"})
+			if err != nil || out.Applied || out.ChildThreadID != "" || out.Decision != threadhandoff.DecisionReject || !strings.Contains(out.Message, "nothing was written") {
 				t.Fatalf("reject = %+v, %v", out, err)
 			}
 			b.checkUntouched(t)
-			if rec := b.logs.find("thread handoff rejected: nothing written"); rec == nil || rec["handoff_id"] != p.HandoffID || rec["reason"] != "not now" {
+			if in := b.interrupt(t, pend.Interrupt.ID); in.Status != store.InterruptDecided || !strings.Contains(string(in.Decision), `"reject"`) {
+				t.Fatalf("rejected interrupt = %+v", in)
+			}
+			if rec := b.logs.find("thread handoff rejected: nothing written"); rec == nil || rec["handoff_id"] != pend.Proposal.HandoffID || rec["reason"] != "not now" {
 				t.Fatalf("log = %v", rec)
 			}
+			_, err = b.decide(t, pend.Interrupt.ID, approve)
+			var de *threadhandoff.DecidedError
+			if !errors.As(err, &de) || de.Outcome.Decision != threadhandoff.DecisionReject || de.Outcome.ChildThreadID != "" {
+				t.Fatalf("approval after the rejection: %v", err)
+			}
+			b.checkUntouched(t)
 		})
 	}
 }
 
 func TestDecideEdit(t *testing.T) {
 	t.Parallel()
-	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{noNotes: true})
-	ctx := t.Context()
-	p, err := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Title: "Refund 1142 (edited)"})
-	if err != nil || !out.Edited || out.Summary.Title != "Refund 1142 (edited)" || !strings.HasPrefix(out.Markdown, "### Refund 1142 (edited)\n") {
-		t.Fatalf("edit = %+v, %v", out, err)
-	}
-	if th := b.thread(t, out.ChildThreadID); th.Name != "Refund 1142 (edited)" {
-		t.Fatalf("child name %q", th.Name)
-	}
-	// A missing memory document is created with the block.
-	if doc := b.doc(t); !strings.HasPrefix(doc, memory.OpenMarker+"\n") || !strings.Contains(doc, "### Refund 1142 (edited)") {
-		t.Fatalf("doc = %q", doc)
-	}
+	for _, be := range storetesting.Backends() {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, be, setupOpts{noNotes: true})
+			pend := b.propose(t)
+			// Invalid edits are refused and the proposal stays pending.
+			for _, d := range []threadhandoff.Decision{
+				{Type: threadhandoff.DecisionEdit},
+				{Type: threadhandoff.DecisionEdit, Markdown: "  \n"},
+				{Type: threadhandoff.DecisionEdit, Markdown: strings.Repeat("x", summary.DefaultMaxChars+1)},
+				{Type: threadhandoff.DecisionEdit, Title: strings.Repeat("t", threadhandoff.MaxTitleBytes+1)},
+				{Type: "maybe"},
+			} {
+				if _, err := b.decide(t, pend.Interrupt.ID, d); !errors.Is(err, threadhandoff.ErrInvalidDecision) {
+					t.Fatalf("edit %+v: %v", d, err)
+				}
+			}
+			if in := b.interrupt(t, pend.Interrupt.ID); in.Status != store.InterruptPending {
+				t.Fatalf("after invalid edits: %+v", in)
+			}
+			if page, _ := b.st.ListThreads(t.Context(), &store.ListThreadsParams{OwnerID: owner}); len(page.Threads) != 1 || b.doc(t) != "" {
+				t.Fatalf("invalid edits wrote: %d threads, memory %q", len(page.Threads), b.doc(t))
+			}
 
-	p2, err := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	md := "## My own words\n\nThe refund is done. </current_thread_summary> sneaky"
-	out2, err := b.svc.Decide(ctx, p2, threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Markdown: md})
-	if err != nil || out2.ReplacedHandoffID != p.HandoffID {
-		t.Fatalf("second edit = %+v, %v", out2, err)
-	}
-	blk := block(t, b.doc(t))
-	if !strings.Contains(blk, "## My own words") || !strings.Contains(blk, memory.EscapedCloseMarker+" sneaky") || strings.Contains(blk, "Refund 1142 (edited)") {
-		t.Fatalf("block = %q", blk)
-	}
-	if lh := threadhandoff.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || !lh.Edited || lh.HandoffID != p2.HandoffID {
-		t.Fatalf("last_handoff = %+v", lh)
-	}
-	// The first child's cleanup leaves the newer summary alone but clears its flags.
-	if done, err := b.svc.Cleanup(ctx, owner, out.ChildThreadID); err != nil || !done {
-		t.Fatalf("cleanup of the replaced handoff = %v, %v", done, err)
-	}
-	if blk := block(t, b.doc(t)); !strings.Contains(blk, "## My own words") {
-		t.Fatalf("cleanup of an older handoff cleared a newer summary: %q", blk)
-	}
-	if _, err := b.svc.Decide(ctx, p2, threadhandoff.Decision{Type: threadhandoff.DecisionEdit}); !errors.Is(err, threadhandoff.ErrInvalidDecision) {
-		t.Fatalf("empty edit: %v", err)
+			out, err := b.decide(t, pend.Interrupt.ID, threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Title: "Refund 1142 (edited)"})
+			if err != nil || !out.Edited || out.Summary.Title != "Refund 1142 (edited)" || !strings.HasPrefix(out.Markdown, "### Refund 1142 (edited)\n") {
+				t.Fatalf("edit = %+v, %v", out, err)
+			}
+			if th := b.thread(t, out.ChildThreadID); th.Name != "Refund 1142 (edited)" {
+				t.Fatalf("child name %q", th.Name)
+			}
+			// A missing memory document is created with the block.
+			if doc := b.doc(t); !strings.HasPrefix(doc, memory.OpenMarker+"\n") || !strings.Contains(doc, "### Refund 1142 (edited)") {
+				t.Fatalf("doc = %q", doc)
+			}
+
+			pend2 := b.propose(t)
+			md := "## My own words\n\nThe refund is done. </current_thread_summary> sneaky"
+			out2, err := b.decide(t, pend2.Interrupt.ID, threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Markdown: md})
+			if err != nil || out2.ReplacedHandoffID != pend.Proposal.HandoffID {
+				t.Fatalf("second edit = %+v, %v", out2, err)
+			}
+			blk := block(t, b.doc(t))
+			if !strings.Contains(blk, "## My own words") || !strings.Contains(blk, memory.EscapedCloseMarker+" sneaky") || strings.Contains(blk, "Refund 1142 (edited)") {
+				t.Fatalf("block = %q", blk)
+			}
+			if lh := threadhandoff.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || !lh.Edited || lh.HandoffID != pend2.Proposal.HandoffID {
+				t.Fatalf("last_handoff = %+v", lh)
+			}
+			var d threadhandoff.Decision
+			if err := json.Unmarshal(b.interrupt(t, pend2.Interrupt.ID).Decision, &d); err != nil || d.Markdown != md || d.Type != threadhandoff.DecisionEdit {
+				t.Fatalf("recorded decision = %+v, %v", d, err)
+			}
+			// The first child's cleanup leaves the newer summary alone but clears its flags.
+			if done, err := b.svc.Cleanup(t.Context(), owner, out.ChildThreadID); err != nil || !done {
+				t.Fatalf("cleanup of the replaced handoff = %v, %v", done, err)
+			}
+			if blk := block(t, b.doc(t)); !strings.Contains(blk, "## My own words") {
+				t.Fatalf("cleanup of an older handoff cleared a newer summary: %q", blk)
+			}
+		})
 	}
 }
 
-func TestDecideIdempotent(t *testing.T) {
+// TestDecideStale: a proposal whose thread has gained messages is not
+// approved (nothing written, still pending) unless forced.
+func TestDecideStale(t *testing.T) {
 	t.Parallel()
 	for _, be := range storetesting.Backends() {
 		t.Run(be.Name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, be, setupOpts{mutate: func(c *threadhandoff.Config) { c.MirrorMinInterval = time.Hour }})
+			b := setup(t, be, setupOpts{})
 			ctx := t.Context()
-			p, err := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
-			if err != nil {
+			pend := b.propose(t)
+			if _, err := b.st.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: b.parent.ID,
+				Messages: []store.NewMessage{{Message: message.User("One more thing: the address changed.")}}}); err != nil {
 				t.Fatal(err)
 			}
+			b.parent = b.thread(t, b.parent.ID)
+			if got, err := b.svc.PendingOf(ctx, owner, b.parent.ID); err != nil || !got.Stale {
+				t.Fatalf("PendingOf of an outgrown proposal = %+v, %v", got, err)
+			}
+			for _, d := range []threadhandoff.Decision{approve, {Type: threadhandoff.DecisionEdit, Title: "New"}} {
+				_, err := b.decide(t, pend.Interrupt.ID, d)
+				var se *threadhandoff.StaleError
+				if !errors.As(err, &se) || !errors.Is(err, threadhandoff.ErrStale) || se.ThroughSeq != pend.Proposal.ThroughSeq || se.LastSeq != se.ThroughSeq+1 {
+					t.Fatalf("%s of a stale proposal: %v", d.Type, err)
+				}
+			}
+			b.checkUntouched(t)
+			if in := b.interrupt(t, pend.Interrupt.ID); in.Status != store.InterruptPending {
+				t.Fatalf("stale proposal = %+v", in)
+			}
+			// Rejecting a stale proposal is fine; forcing approves it.
+			out, err := b.decide(t, pend.Interrupt.ID, threadhandoff.Decision{Type: threadhandoff.DecisionApprove, Force: true})
+			if err != nil || !out.Applied || out.ChildThreadID == "" {
+				t.Fatalf("forced approval = %+v, %v", out, err)
+			}
+		})
+	}
+}
+
+// TestDecideConcurrent: of concurrent decisions on one proposal, one is
+// applied; the others get its outcome, and one child thread exists.
+func TestDecideConcurrent(t *testing.T) {
+	t.Parallel()
+	for _, v := range variants() {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, v.be, setupOpts{memDir: v.dir, mutate: func(c *threadhandoff.Config) { c.MirrorMinInterval = time.Hour }})
+			ctx := t.Context()
+			pend := b.propose(t)
 			const n = 6
 			outs := make([]*threadhandoff.Outcome, n)
 			errs := make([]error, n)
 			var wg sync.WaitGroup
 			for i := range n {
-				wg.Go(func() {
-					outs[i], errs[i] = b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
-				})
+				d := approve
+				if i%2 == 1 {
+					d = threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Title: fmt.Sprintf("Edit %d", i)}
+				}
+				wg.Go(func() { outs[i], errs[i] = b.decide(t, pend.Interrupt.ID, d) })
 			}
 			wg.Wait()
-			fresh := 0
+			winner := -1
 			for i := range n {
-				if errs[i] != nil {
-					t.Fatalf("Decide %d: %v", i, errs[i])
-				}
-				if outs[i].ChildThreadID != outs[0].ChildThreadID {
-					t.Fatalf("two children: %s and %s", outs[i].ChildThreadID, outs[0].ChildThreadID)
-				}
-				if !outs[i].AlreadyApplied {
-					fresh++
+				if errs[i] == nil {
+					if winner >= 0 {
+						t.Fatalf("decisions %d and %d both applied", winner, i)
+					}
+					winner = i
 				}
 			}
-			if fresh != 1 {
-				t.Fatalf("%d Decide calls applied the handoff; want 1", fresh)
+			if winner < 0 {
+				t.Fatalf("no decision applied: %v", errs)
+			}
+			for i := range n {
+				if i == winner {
+					continue
+				}
+				var de *threadhandoff.DecidedError
+				if !errors.As(errs[i], &de) || de.Outcome.ChildThreadID != outs[winner].ChildThreadID {
+					t.Fatalf("decision %d: %v; want the winner's outcome (child %s)", i, errs[i], outs[winner].ChildThreadID)
+				}
 			}
 			page, _ := b.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: owner, ParentID: b.parent.ID})
 			if len(page.Threads) != 1 {
 				t.Fatalf("%d child threads", len(page.Threads))
 			}
-			// The memory was written once: created with the notes (1), seeded (2).
-			if d, _ := b.mem.Get(ctx, owner, assistant); d.Version != "2" {
-				t.Fatalf("memory version %s; want 2", d.Version)
+			if !v.dir {
+				// The memory was written once: created with the notes (1), seeded (2).
+				if d, _ := b.mem.Get(ctx, owner, assistant); d.Version != "2" {
+					t.Fatalf("memory version %s; want 2", d.Version)
+				}
 			}
 		})
 	}
@@ -461,13 +639,13 @@ func TestDecideMemoryRepairAndStrict(t *testing.T) {
 		if _, err := b.mem.Put(ctx, owner, assistant, broken, ""); err != nil {
 			t.Fatal(err)
 		}
-		p, _ := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
-		out, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
+		pend := b.propose(t)
+		out, err := b.decide(t, pend.Interrupt.ID, approve)
 		if err != nil || len(out.MemoryRepairs) != 1 {
 			t.Fatalf("Decide = %+v, %v", out, err)
 		}
 		want := "notes\n" + memory.EscapedOpenMarker + "\nhalf a block\n\n"
-		if doc := b.doc(t); !strings.HasPrefix(doc, want) || !strings.Contains(block(t, doc), p.Markdown) {
+		if doc := b.doc(t); !strings.HasPrefix(doc, want) || !strings.Contains(block(t, doc), pend.Proposal.Markdown) {
 			t.Fatalf("doc = %q", doc)
 		}
 		if b.logs.find("agent memory was malformed and has been repaired") == nil {
@@ -481,15 +659,16 @@ func TestDecideMemoryRepairAndStrict(t *testing.T) {
 		if _, err := b.mem.Put(ctx, owner, assistant, broken, ""); err != nil {
 			t.Fatal(err)
 		}
-		p, _ := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
-		_, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
+		pend := b.propose(t)
+		_, err := b.decide(t, pend.Interrupt.ID, approve)
 		var pe *memory.ParseError
 		if !errors.As(err, &pe) || !errors.Is(err, memory.ErrUnclosed) {
 			t.Fatalf("err = %v", err)
 		}
-		// One transaction: the child thread was not created either.
+		// One transaction: the child thread was not created either, and
+		// the proposal is still pending.
 		page, _ := b.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: owner})
-		if len(page.Threads) != 1 || b.doc(t) != broken {
+		if len(page.Threads) != 1 || b.doc(t) != broken || b.interrupt(t, pend.Interrupt.ID).Status != store.InterruptPending {
 			t.Fatalf("a failed approval wrote: %d threads, doc %q", len(page.Threads), b.doc(t))
 		}
 	})
@@ -509,29 +688,31 @@ func (f *flakyMemory) Put(ctx context.Context, owner, agent, content, expected s
 }
 
 // TestDecideSeparateMemoryRetry: with the memory outside the store, a failed
-// memory write is completed by calling Decide again.
+// memory write is completed by deciding again.
 func TestDecideSeparateMemoryRetry(t *testing.T) {
 	t.Parallel()
 	flaky := &flakyMemory{Store: &memory.Dir{Path: t.TempDir()}}
 	b := setup(t, storetesting.Backend{Name: "SQLite", Open: storetesting.SQLite}, setupOpts{noNotes: true, mutate: func(c *threadhandoff.Config) { c.Memory = flaky }})
 	ctx := t.Context()
-	p, _ := b.svc.Preview(ctx, &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+	pend := b.propose(t)
+	id := pend.Interrupt.ID
 	flaky.fails.Store(1)
-	if _, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove}); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if _, err := b.decide(t, id, approve); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("err = %v", err)
 	}
-	out, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
-	if err != nil || !out.AlreadyApplied {
-		t.Fatalf("retry = %+v, %v", out, err)
+	_, err := b.decide(t, id, approve)
+	var de *threadhandoff.DecidedError
+	if !errors.As(err, &de) || de.Outcome.ChildThreadID == "" {
+		t.Fatalf("retry = %v", err)
 	}
-	if !strings.Contains(block(t, b.doc(t)), p.Markdown) {
+	if !strings.Contains(block(t, b.doc(t)), pend.Proposal.Markdown) {
 		t.Fatal("retry did not seed the memory")
 	}
 	// After the cleanup, deciding again must not seed a cleared summary.
-	if done, err := b.svc.Cleanup(ctx, owner, out.ChildThreadID); err != nil || !done {
+	if done, err := b.svc.Cleanup(ctx, owner, de.Outcome.ChildThreadID); err != nil || !done {
 		t.Fatalf("cleanup = %v, %v", done, err)
 	}
-	if _, err := b.svc.Decide(ctx, p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove}); err != nil {
+	if _, err := b.decide(t, id, approve); !errors.Is(err, threadhandoff.ErrDecided) {
 		t.Fatal(err)
 	}
 	if blk := block(t, b.doc(t)); blk != memory.Placeholder {
@@ -539,18 +720,15 @@ func TestDecideSeparateMemoryRetry(t *testing.T) {
 	}
 }
 
-// approved runs a preview and an approval and returns the child thread id.
+// approved proposes and approves; it returns the child thread id.
 func (b *bundle) approved(t *testing.T) (string, *threadhandoff.Proposal) {
 	t.Helper()
-	p, err := b.svc.Preview(t.Context(), &threadhandoff.PreviewParams{Owner: owner, ThreadID: b.parent.ID})
+	pend := b.propose(t)
+	out, err := b.decide(t, pend.Interrupt.ID, approve)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := b.svc.Decide(t.Context(), p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out.ChildThreadID, p
+	return out.ChildThreadID, pend.Proposal
 }
 
 // TestCleanupConcurrent races goroutines on one cleanup: exactly one does it.
@@ -663,9 +841,67 @@ func TestCleanupTwoProcesses(t *testing.T) {
 	}
 }
 
-// TestHelperProcess is the other process of TestCleanupTwoProcesses.
+// TestDecideTwoProcesses races two OS processes (each with several
+// goroutines) deciding one proposal, on one SQLite file and on PostgreSQL:
+// one decision is applied, one child thread exists, every other decision
+// reports that child.
+func TestDecideTwoProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	t.Parallel()
+	for _, be := range storetesting.Backends() {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, be, setupOpts{})
+			pend := b.propose(t)
+			start := strconv.FormatInt(time.Now().Add(700*time.Millisecond).UnixNano(), 10)
+			var cmds []*exec.Cmd
+			var outs []*bytes.Buffer
+			for range 2 {
+				cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+				cmd.Env = append(os.Environ(), "THREADHANDOFF_HELPER=decide", "THREADHANDOFF_HELPER_BACKEND="+b.target.Backend,
+					"THREADHANDOFF_HELPER_PATH="+b.target.Path, "THREADHANDOFF_HELPER_SCHEMA="+b.target.Schema,
+					"THREADHANDOFF_HELPER_INTERRUPT="+pend.Interrupt.ID, "THREADHANDOFF_HELPER_START="+start)
+				out := &bytes.Buffer{}
+				cmd.Stdout, cmd.Stderr = out, os.Stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				cmds, outs = append(cmds, cmd), append(outs, out)
+			}
+			applied := 0
+			children := map[string]bool{}
+			for i, c := range cmds {
+				if err := c.Wait(); err != nil {
+					t.Fatalf("helper %d: %v\n%s", i, err, outs[i])
+				}
+				for _, line := range strings.Split(outs[i].String(), "\n") {
+					if kind, child, ok := strings.Cut(line, " child="); ok {
+						children[child] = true
+						if kind == "applied" {
+							applied++
+						}
+					}
+				}
+			}
+			page, _ := b.st.ListThreads(t.Context(), &store.ListThreadsParams{OwnerID: owner, ParentID: b.parent.ID})
+			if applied != 1 || len(children) != 1 || len(page.Threads) != 1 || !children[page.Threads[0].ID] {
+				t.Fatalf("%d decisions applied, children reported %v, %d child threads; want 1, 1, 1", applied, children, len(page.Threads))
+			}
+		})
+	}
+}
+
+// TestHelperProcess is the other process of TestCleanupTwoProcesses and
+// TestDecideTwoProcesses.
 func TestHelperProcess(t *testing.T) {
-	if os.Getenv("THREADHANDOFF_HELPER") != "cleanup" {
+	switch os.Getenv("THREADHANDOFF_HELPER") {
+	case "cleanup":
+	case "decide":
+		helperDecide(t)
+		return
+	default:
 		t.Skip("helper process")
 	}
 	st := storetesting.Reopen(t, storetesting.Target{Backend: os.Getenv("THREADHANDOFF_HELPER_BACKEND"),
@@ -696,6 +932,40 @@ func TestHelperProcess(t *testing.T) {
 	}
 	wg.Wait()
 	fmt.Printf("won=%d\n", won.Load())
+}
+
+// helperDecide decides one proposal from 3 goroutines and prints, per
+// decision, "applied child=ID" or "decided child=ID".
+func helperDecide(t *testing.T) {
+	st := storetesting.Reopen(t, storetesting.Target{Backend: os.Getenv("THREADHANDOFF_HELPER_BACKEND"),
+		Path: os.Getenv("THREADHANDOFF_HELPER_PATH"), Schema: os.Getenv("THREADHANDOFF_HELPER_SCHEMA")})
+	svc, err := threadhandoff.New(threadhandoff.Config{Store: st, Logger: slog.New(slog.DiscardHandler), NoMirror: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, err := strconv.ParseInt(os.Getenv("THREADHANDOFF_HELPER_START"), 10, 64); err == nil {
+		time.Sleep(time.Until(time.Unix(0, at)))
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			out, err := svc.Decide(context.Background(), &threadhandoff.DecideParams{Owner: owner, InterruptID: os.Getenv("THREADHANDOFF_HELPER_INTERRUPT"),
+				Decision: approve})
+			var de *threadhandoff.DecidedError
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				fmt.Printf("applied child=%s\n", out.ChildThreadID)
+			case errors.As(err, &de):
+				fmt.Printf("decided child=%s\n", de.Outcome.ChildThreadID)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // downMirror is a summary store that cannot be reached until up is set.

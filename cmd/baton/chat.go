@@ -170,7 +170,11 @@ type chatBackend interface {
 	Turn(ctx context.Context, threadID, input string, report func(cleanupResult)) iter.Seq2[runner.Event, error]
 	// Resume continues an interrupted run with decisions.
 	Resume(ctx context.Context, runID string, ds []runner.Decision, report func(cleanupResult)) iter.Seq2[runner.Event, error]
+	// Preview summarises a thread and stores nothing; Propose stores the
+	// summary as the thread's pending proposal (or returns the pending one,
+	// unless its thread has outgrown it); Decide decides a stored proposal.
 	Preview(ctx context.Context, threadID string) (*threadhandoff.Proposal, error)
+	Propose(ctx context.Context, threadID string) (*threadhandoff.Proposal, error)
 	Decide(ctx context.Context, p *threadhandoff.Proposal, d threadhandoff.Decision) (*threadhandoff.Outcome, error)
 	// Threads lists the owner's threads, newest first.
 	Threads(ctx context.Context) ([]*store.Thread, error)
@@ -208,14 +212,40 @@ func (c *chatStore) Resume(ctx context.Context, runID string, ds []runner.Decisi
 }
 
 func (c *chatStore) Preview(ctx context.Context, threadID string) (*threadhandoff.Proposal, error) {
-	if c.n.Summary == nil {
-		return nil, fmt.Errorf("network %s declares no summary: model: declare one in its file to hand threads off", c.n.Name())
+	if err := c.canHandOff(); err != nil {
+		return nil, err
 	}
 	return c.n.ThreadHandoff.Preview(ctx, &threadhandoff.PreviewParams{Owner: c.owner, ThreadID: threadID})
 }
 
+// Propose stores the thread's proposal through the same library path as
+// POST /v1/threads/{id}/handoff, so that the web UI and the API see it.
+func (c *chatStore) Propose(ctx context.Context, threadID string) (*threadhandoff.Proposal, error) {
+	if err := c.canHandOff(); err != nil {
+		return nil, err
+	}
+	p, err := c.n.ThreadHandoff.Propose(ctx, &threadhandoff.ProposeParams{Owner: c.owner, ThreadID: threadID})
+	if err == nil && p.Stale {
+		// The pending proposal no longer covers the thread: summarise again.
+		p, err = c.n.ThreadHandoff.Propose(ctx, &threadhandoff.ProposeParams{Owner: c.owner, ThreadID: threadID, Replace: true})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.Proposal, nil
+}
+
+func (c *chatStore) canHandOff() error {
+	if c.n.Summary == nil {
+		return fmt.Errorf("network %s declares no summary: model: declare one in its file to hand threads off", c.n.Name())
+	}
+	return nil
+}
+
+// Decide decides a stored proposal (its interrupt id is its handoff id),
+// like POST /v1/interrupts/{id}/decision.
 func (c *chatStore) Decide(ctx context.Context, p *threadhandoff.Proposal, d threadhandoff.Decision) (*threadhandoff.Outcome, error) {
-	return c.n.ThreadHandoff.Decide(ctx, p, d)
+	return c.n.ThreadHandoff.Decide(ctx, &threadhandoff.DecideParams{Owner: c.owner, InterruptID: p.HandoffID, Decision: d})
 }
 
 func (c *chatStore) Threads(ctx context.Context) ([]*store.Thread, error) {

@@ -432,7 +432,11 @@ func (m *chatModel) submit(text string) tea.Cmd {
 		thread := m.thread
 		m.mode, m.status = modeBusy, "summarising the thread…"
 		return func() tea.Msg {
-			p, err := m.be.Preview(m.ctx, thread)
+			propose := m.be.Propose
+			if mode == handoffPreviewOnly {
+				propose = m.be.Preview
+			}
+			p, err := propose(m.ctx, thread)
 			return previewMsg{p: p, err: err, mode: mode}
 		}
 	}

@@ -30,6 +30,7 @@ type fakeChat struct {
 	inputs    []string
 	resumed   [][]runner.Decision
 	decisions []threadhandoff.Decision
+	proposed  int // proposals stored
 }
 
 func (f *fakeChat) play(events []runner.Event, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
@@ -63,6 +64,13 @@ func (f *fakeChat) Preview(_ context.Context, threadID string) (*threadhandoff.P
 	s := summary.Summary{Title: "Old title", Body: []string{"one", "two", "three"}, TLDR: "Done."}
 	return &threadhandoff.Proposal{Owner: "local", AssistantID: "billing", ParentThreadID: threadID,
 		Result: summary.Result{HandoffID: "h1", Summary: s, Markdown: s.Markdown(), Messages: 4, TokensUsed: 42}}, nil
+}
+
+func (f *fakeChat) Propose(ctx context.Context, threadID string) (*threadhandoff.Proposal, error) {
+	f.mu.Lock()
+	f.proposed++
+	f.mu.Unlock()
+	return f.Preview(ctx, threadID)
 }
 
 func (f *fakeChat) Decide(_ context.Context, p *threadhandoff.Proposal, d threadhandoff.Decision) (*threadhandoff.Outcome, error) {
@@ -218,8 +226,8 @@ func TestChatHandoff(t *testing.T) {
 		m := newTestChat(t, f, "t1")
 		typeLine(t, m, "/handoff")
 		drive(t, m, press("a"))
-		if len(f.decisions) != 1 || f.decisions[0].Type != threadhandoff.DecisionApprove || m.thread != "child" {
-			t.Errorf("decisions %+v, thread %q: want one approval, on the child", f.decisions, m.thread)
+		if len(f.decisions) != 1 || f.decisions[0].Type != threadhandoff.DecisionApprove || m.thread != "child" || f.proposed != 1 {
+			t.Errorf("decisions %+v, thread %q, %d proposals stored: want one stored, one approval, on the child", f.decisions, m.thread, f.proposed)
 		}
 	})
 	t.Run("Preview", func(t *testing.T) {
@@ -227,8 +235,8 @@ func TestChatHandoff(t *testing.T) {
 		f := &fakeChat{}
 		m := newTestChat(t, f, "t1")
 		typeLine(t, m, "/handoff --preview")
-		if len(f.decisions) != 0 || m.mode != modeInput || m.thread != "t1" {
-			t.Errorf("decisions %+v, mode %d, thread %q: want nothing decided", f.decisions, m.mode, m.thread)
+		if len(f.decisions) != 0 || m.mode != modeInput || m.thread != "t1" || f.proposed != 0 {
+			t.Errorf("decisions %+v, mode %d, thread %q, %d proposals stored: want nothing stored or decided", f.decisions, m.mode, m.thread, f.proposed)
 		}
 		wantTranscript(t, m, "### Old title", "· preview only: nothing was written")
 	})

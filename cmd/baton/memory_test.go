@@ -57,11 +57,11 @@ func TestRunSeesThreadHandoffSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := svc.Preview(t.Context(), &threadhandoff.PreviewParams{Owner: "ann", ThreadID: parent})
+	p, err := svc.Propose(t.Context(), &threadhandoff.ProposeParams{Owner: "ann", ThreadID: parent})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := svc.Decide(t.Context(), p, threadhandoff.Decision{Type: threadhandoff.DecisionApprove})
+	o, err := svc.Decide(t.Context(), &threadhandoff.DecideParams{Owner: "ann", InterruptID: p.Interrupt.ID, Decision: threadhandoff.Decision{Type: threadhandoff.DecisionApprove}})
 	if err != nil {
 		t.Fatal(err)
 	}

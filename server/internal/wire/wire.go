@@ -25,6 +25,9 @@ const (
 	ErrUnsupported    = "unsupported"
 	ErrUpstream       = "upstream_error"
 	ErrInternal       = "internal_error"
+	// ErrStaleProposal refuses the approval of a thread handoff proposal
+	// whose thread has gained messages since the summary.
+	ErrStaleProposal = "stale_proposal"
 )
 
 // ErrorBody is every error response: {"error": {"type", "message"}}.
@@ -39,6 +42,20 @@ type ErrorDetail struct {
 	Message string `json:"message"`
 	Param   string `json:"param,omitempty"`
 	Code    string `json:"code,omitempty"`
+	// ErrorExtra, when set, adds its fields to the error object.
+	*ErrorExtra
+}
+
+// ErrorExtra are the fields some errors add to their [ErrorDetail].
+type ErrorExtra struct {
+	// Outcome, on the 409 of a decision on an interrupt already decided, is
+	// what the first decision did (a [ThreadHandoffOutcome] for a thread
+	// handoff: the same child thread).
+	Outcome any `json:"outcome,omitempty"`
+	// ThroughSeq and LastSeq, on a 409 stale_proposal, are the last message
+	// the summary covers and the thread's last message now.
+	ThroughSeq int64 `json:"through_seq,omitempty"`
+	LastSeq    int64 `json:"last_seq,omitempty"`
 }
 
 // Network is a network the server runs (GET /v1/networks).
@@ -168,16 +185,21 @@ type RunError struct {
 }
 
 // Decision answers an interrupt: one decision for every action, or one per
-// call in Decisions.
+// call in Decisions. A thread handoff proposal has one action: one
+// decision, whose Args (for an edit) are {"summary_md", "title"}.
 type Decision struct {
 	Type string `json:"type,omitempty"`
 	// Args are the edited arguments of an edit decision.
 	Args json.RawMessage `json:"args,omitempty"`
-	// Message is a reason shown to the model on rejection.
+	// Message is a reason shown to the model on rejection (recorded with a
+	// rejected thread handoff).
 	Message   string         `json:"message,omitempty"`
 	Decisions []CallDecision `json:"decisions,omitempty"`
+	// Force approves a thread handoff proposal that its thread has
+	// outgrown.
+	Force bool `json:"force,omitempty"`
 	// Stream answers with the resumed run's events (SSE) instead of its
-	// result.
+	// result (run interrupts).
 	Stream bool `json:"stream,omitempty"`
 }
 
@@ -187,50 +209,91 @@ type CallDecision struct {
 	CallID  string          `json:"call_id,omitempty"`
 	Args    json.RawMessage `json:"args,omitempty"`
 	Message string          `json:"message,omitempty"`
+	Force   bool            `json:"force,omitempty"`
 }
 
-// Interrupt is an approval a run waits for.
+// Interrupt is a stored request for a decision: a run's approvals (kind
+// "run") or a thread handoff proposal (kind "thread_handoff").
 type Interrupt struct {
-	ID             string                   `json:"id"`
-	Object         string                   `json:"object"`
-	RunID          string                   `json:"run_id"`
-	ThreadID       string                   `json:"thread_id"`
-	Network        string                   `json:"network"`
-	Agent          string                   `json:"agent"`
+	ID       string `json:"id"`
+	Object   string `json:"object"`
+	Kind     string `json:"kind"`
+	RunID    string `json:"run_id,omitempty"`
+	ThreadID string `json:"thread_id"`
+	Network  string `json:"network"`
+	Agent    string `json:"agent"`
+	// Status is pending, decided or superseded.
 	Status         string                   `json:"status"`
 	SchemaVersion  int                      `json:"schema_version"`
 	Source         string                   `json:"source"`
 	ActionRequests []runstate.ActionRequest `json:"action_requests"`
+	// Payload is the kind's versioned payload: a run's interrupt, a thread
+	// handoff's proposal.
+	Payload json.RawMessage `json:"payload"`
+	// Stale, for a pending thread handoff, says that its thread has gained
+	// messages since the summary: approving needs force.
+	Stale bool `json:"stale,omitempty"`
+	// Decision and Outcome are set once decided.
+	Decision    json.RawMessage `json:"decision,omitempty"`
+	Outcome     json.RawMessage `json:"outcome,omitempty"`
+	DecisionURL string          `json:"decision_url"`
+	CreatedAt   time.Time       `json:"created_at"`
+	DecidedAt   *time.Time      `json:"decided_at,omitempty"`
 }
 
-// ThreadHandoffRequest is the body of POST /v1/threads/{id}/handoff: empty
-// (or with AssistantID) to preview a summary, or an interrupt and a
-// decision to apply one.
+// ThreadDetail is a thread as GET /v1/threads/{id} shows it: with its
+// latest run and its pending interrupts.
+type ThreadDetail struct {
+	Thread
+	Interrupts []Interrupt `json:"interrupts"`
+}
+
+// ThreadHandoffRequest is the body of POST /v1/threads/{id}/handoff.
 type ThreadHandoffRequest struct {
-	AssistantID string                 `json:"assistant_id,omitempty"`
-	Interrupt   json.RawMessage        `json:"interrupt,omitempty"`
-	Decision    *ThreadHandoffDecision `json:"decision,omitempty"`
+	AssistantID string `json:"assistant_id,omitempty"`
+	// Replace proposes again although one is pending (superseding it).
+	Replace bool `json:"replace,omitempty"`
+	// Interrupt and Decision are refused with a pointer to the decision
+	// route: proposals are decided as interrupts.
+	Interrupt json.RawMessage `json:"interrupt,omitempty"`
+	Decision  json.RawMessage `json:"decision,omitempty"`
 }
 
-// ThreadHandoffDecision is a person's decision on a thread handoff summary.
-type ThreadHandoffDecision struct {
-	Type     string `json:"type"`
-	Title    string `json:"title,omitempty"`
-	Markdown string `json:"markdown,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+// ThreadHandoffProposal is a stored thread handoff proposal: the answer of
+// POST /v1/threads/{id}/handoff.
+type ThreadHandoffProposal struct {
+	Object      string `json:"object"`
+	InterruptID string `json:"interrupt_id"`
+	ThreadID    string `json:"thread_id"`
+	Kind        string `json:"kind"`
+	Status      string `json:"status"`
+	// Payload is the approval payload (threadhandoff.Interrupt).
+	Payload json.RawMessage `json:"payload"`
+	Stale   bool            `json:"stale"`
+	// Superseded is the proposal a replace superseded.
+	Superseded   string    `json:"superseded_interrupt_id,omitempty"`
+	InterruptURL string    `json:"interrupt_url"`
+	DecisionURL  string    `json:"decision_url"`
+	CreatedAt    time.Time `json:"created_at"`
 }
 
-// ThreadHandoffOutcome is the result of a thread handoff decision.
+// ThreadHandoffOutcome is the result of a decision on a thread handoff
+// proposal (and the first outcome a second decision's 409 carries).
 type ThreadHandoffOutcome struct {
 	Object         string `json:"object"`
+	InterruptID    string `json:"interrupt_id"`
+	Kind           string `json:"kind"`
+	Status         string `json:"status"`
 	HandoffID      string `json:"handoff_id"`
-	Decision       string `json:"decision"`
+	Decision       string `json:"decision,omitempty"`
 	Applied        bool   `json:"applied"`
-	AlreadyApplied bool   `json:"already_applied,omitempty"`
 	ParentThreadID string `json:"parent_thread_id"`
 	ChildThreadID  string `json:"child_thread_id,omitempty"`
 	AssistantID    string `json:"assistant_id,omitempty"`
+	Title          string `json:"title,omitempty"`
 	Markdown       string `json:"summary_md,omitempty"`
+	Edited         bool   `json:"edited,omitempty"`
+	SupersededBy   string `json:"superseded_by,omitempty"`
 	MirrorStatus   string `json:"mirror_status,omitempty"`
 	Message        string `json:"message"`
 }
