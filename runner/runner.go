@@ -58,7 +58,9 @@ type Config struct {
 	Retry  RetryPolicy
 	// Checkpointer, if set, persists state at every step boundary.
 	Checkpointer Checkpointer
-	// Logger defaults to slog.Default().
+	// Logger gets the runner's warnings (retries) and, at info, its
+	// transfers and limits. Defaults to a logger that discards: the library
+	// is quiet unless given one.
 	Logger *slog.Logger
 	// MaxParallelTools bounds the calls of one turn that run at once. Defaults to 8.
 	MaxParallelTools int
@@ -119,7 +121,7 @@ func New(cfg Config) (*Runner, error) {
 	r := &Runner{cfg: cfg, net: cfg.Network, plans: map[string]*plan{}, log: cfg.Logger, sleep: cfg.Sleep,
 		retry: retry.Policy{MaxAttempts: cfg.Retry.MaxAttempts, BaseDelay: cfg.Retry.BaseDelay, MaxDelay: cfg.Retry.MaxDelay}}
 	if r.log == nil {
-		r.log = slog.Default()
+		r.log = slog.New(slog.DiscardHandler)
 	}
 	if r.sleep == nil {
 		r.sleep = retry.Sleep
