@@ -38,6 +38,13 @@ type LoadOptions struct {
 	// Load opens sessions of the network's own, which the returned spec's
 	// Close ends (Service.Close calls it).
 	MCP *mcptool.Sessions
+	// Model, if set, is a live model that replaces the model of every
+	// agent of the file — scripted ones included — and its summary model;
+	// remote A2A agents keep theirs. See [ParseModel] for the forms
+	// (openai:, openai-responses:, anthropic:, ollama:,
+	// openai-compatible:MODEL@URL). The baton commands' --model flag
+	// sets it (default $BATON_MODEL).
+	Model string
 	// Logger gets the MCP servers' standard error and the remote agents'
 	// reconnections. Defaults to a logger that discards (Open gives its
 	// own).
@@ -74,6 +81,13 @@ func Load(path string, opts LoadOptions) (*netspec.Spec, error) {
 	}
 	mcp, owned, o := external(opts, client)
 	o.Provider, o.Tools, o.WrapModel, o.HTTPClient = providers(opts.Offline), tools, opts.WrapModel, opts.HTTPClient
+	err := liveModel(opts, &o)
+	if err != nil {
+		if owned {
+			_ = mcp.Close()
+		}
+		return nil, fmt.Errorf("%s: --model: %w", path, err)
+	}
 	spec, err := netspec.Load(path, o)
 	if err == nil {
 		for name := range opts.HTTPTools {

@@ -88,7 +88,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *network == "" {
 		return usagef("want --network FILE: baton chat --network NETWORK.yaml")
 	}
-	spec, err := loadNetwork(*network, service.LoadOptions{HTTPTools: sf.tools})
+	spec, err := loadNetwork(*network, sf.load())
 	if err != nil {
 		return err
 	}
@@ -348,11 +348,7 @@ func (w *chatLogWriter) close() {
 
 // chatLogger is the logger of the chat: text records without the time.
 func chatLogger(w io.Writer, level string) *slog.Logger {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil || level == "" {
-		l = slog.LevelWarn
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: logLevel(level), ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 		if len(groups) == 0 && a.Key == slog.TimeKey {
 			return slog.Attr{}
 		}

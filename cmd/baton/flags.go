@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ type serviceFlags struct {
 	noMigrate bool
 	memoryDir string
 	tools     toolURLs
+	model     string
 	// background is set for serve and worker: they work continuations and
 	// adopt dead processes' runs.
 	background  bool
@@ -40,6 +42,8 @@ type serviceFlags struct {
 func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	f.tools = toolURLs{}
 	f.background = background
+	verboseFlag(fs)
+	fs.StringVar(&f.model, "model", os.Getenv(service.ModelEnv), "run every agent on this live model instead of the file's (default $"+service.ModelEnv+"): openai:MODEL, openai-responses:MODEL, anthropic:MODEL (API key from OPENAI_API_KEY or ANTHROPIC_API_KEY), ollama:MODEL (Ollama at $OLLAMA_HOST, else localhost:11434) or openai-compatible:MODEL@URL (any OpenAI-compatible server)")
 	fs.StringVar(&f.database, "database", "", databaseHelp)
 	fs.BoolVar(&f.noMigrate, "no-migrate", false, "refuse to migrate the database (baton's tables and River's); fail if it is out of date")
 	fs.StringVar(&f.memoryDir, "memory-dir", "", "keep the agents' memory documents in DIR/<owner>/<agent>.md (default: in the database; every process serving the same threads must agree)")
@@ -63,7 +67,7 @@ func (f *serviceFlags) config(files []string, log *slog.Logger, tel *telemetry.T
 	if f.workers < 0 {
 		return service.Config{}, usagef("--workers must be 0 or more")
 	}
-	cfg := service.Config{Files: files, Load: service.LoadOptions{HTTPTools: f.tools}, Database: url, NoMigrate: f.noMigrate,
+	cfg := service.Config{Files: files, Load: f.load(), Database: url, NoMigrate: f.noMigrate,
 		MemoryDir: f.memoryDir, Logger: log, Telemetry: tel}
 	cfg.Continuation.LeaseTTL = f.leaseTTL
 	if f.background {
@@ -71,6 +75,11 @@ func (f *serviceFlags) config(files []string, log *slog.Logger, tel *telemetry.T
 		cfg.Continuation.JobTimeout, cfg.Continuation.RescueStuckJobsAfter, cfg.Continuation.MaxAttempts = f.jobTimeout, f.rescueAfter, f.maxAttempts
 	}
 	return cfg, nil
+}
+
+// load returns the options of loading a network file with these flags.
+func (f *serviceFlags) load() service.LoadOptions {
+	return service.LoadOptions{HTTPTools: f.tools, Model: f.model}
 }
 
 // open opens and starts the service of cfg. An invalid network file or

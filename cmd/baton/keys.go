@@ -19,8 +19,17 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("want a subcommand: baton keys create|list|revoke --owner NAME")
 	}
 	sub := args[0]
+	if sub == "-h" || sub == "-help" || sub == "--help" || sub == "help" {
+		sub = "create|list|revoke"
+		args = []string{sub, "-h"}
+	}
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	verboseFlag(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: baton keys %s --owner NAME [flags]\n\ncreate prints a new API key once (only its hash is stored); list shows an owner's keys;\nrevoke KEY_ID revokes one.\n\nFlags:\n", sub)
+		fs.PrintDefaults()
+	}
 	owner := fs.String("owner", "", "the owner (tenant) of the keys (required)")
 	name := fs.String("name", "", "a label for the new key (create)")
 	database := fs.String("database", "", databaseHelp)

@@ -48,11 +48,16 @@ func openNetwork(ctx context.Context, sf *serviceFlags, spec *netspec.Spec) (*se
 	return svc, svc.Networks()[0], nil
 }
 
-func cmdValidate(_ context.Context, args []string, stdout, _ io.Writer) error {
+func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return usagef("%v", err)
+	fs.SetOutput(stderr)
+	verboseFlag(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: baton validate NETWORK.yaml\n\nChecks a network file and lists every problem with its line; API keys may be missing.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(reorder(args, nil)); err != nil {
+		return usageError{err}
 	}
 	if fs.NArg() != 1 {
 		return usagef("want one network file: baton validate NETWORK.yaml")
@@ -105,6 +110,7 @@ func (f *eventFlags) parse(args []string) error {
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newEventFlags("run", stderr)
+	synopsis(fs.FlagSet, `baton run NETWORK.yaml "message" [--thread ID] [--agent NAME] [--json] [flags]`)
 	agentName := fs.String("agent", "", "start with this agent instead of the picker's choice")
 	thread := fs.String("thread", "", "continue this stored thread (default: a new thread)")
 	record := fs.String("record", "", "write what each agent's model answered to this file, as a scripted network")
@@ -114,13 +120,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if fs.NArg() != 2 {
 		return usagef("want a network file and a message: baton run NETWORK.yaml \"message\"")
 	}
-	var lopts service.LoadOptions
+	lopts := fs.service.load()
 	var rec *netspec.Recorder
 	if *record != "" {
 		rec = netspec.NewRecorder()
 		lopts.WrapModel = rec.Wrap
 	}
-	lopts.HTTPTools = fs.service.tools
 	spec, err := loadNetwork(fs.Arg(0), lopts)
 	if err != nil {
 		return err
@@ -193,6 +198,7 @@ func printRun(events iter.Seq2[runner.Event, error], jsonOut bool, stdout io.Wri
 
 func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newEventFlags("resume", stderr)
+	synopsis(fs.FlagSet, "baton resume NETWORK.yaml --run ID|--interrupt ID [--decision approve|reject|edit] [flags]")
 	runID := fs.String("run", "", "the run to resume")
 	interrupt := fs.String("interrupt", "", "the interrupt to answer (instead of --run)")
 	decision := fs.String("decision", "", "approve, reject or edit, for a run waiting for a decision")
@@ -229,7 +235,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		return usagef("--decision %q: want approve, reject or edit", *decision)
 	}
-	spec, err := loadNetwork(fs.Arg(0), service.LoadOptions{HTTPTools: fs.service.tools})
+	spec, err := loadNetwork(fs.Arg(0), fs.service.load())
 	if err != nil {
 		return err
 	}
@@ -244,6 +250,8 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	verboseFlag(fs)
+	synopsis(fs, "baton migrate [--database URL]")
 	database := fs.String("database", "", databaseHelp)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -263,6 +271,9 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
+// alwaysBool are the flags of every command that take no value.
+var alwaysBool = map[string]bool{"h": true, "help": true, "v": true}
+
 // reorder moves flags after positional arguments to the front, so that
 // `baton run FILE "msg" --json` works like `baton run --json FILE "msg"`.
 func reorder(args []string, boolFlags map[string]bool) []string {
@@ -276,7 +287,7 @@ func reorder(args []string, boolFlags map[string]bool) []string {
 		if strings.HasPrefix(a, "-") && len(a) > 1 {
 			flags = append(flags, a)
 			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && !boolFlags[name] && i+1 < len(args) {
+			if !strings.Contains(name, "=") && !boolFlags[name] && !alwaysBool[name] && i+1 < len(args) {
 				flags = append(flags, args[i+1])
 				i++
 			}

@@ -28,6 +28,7 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	synopsis(fs, "baton serve --network NETWORK.yaml [--network …] [--addr 127.0.0.1:8080] [flags]")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free port; the address is logged)")
 	var files stringList
 	fs.Var(&files, "network", "a network file to serve (repeatable; positional arguments count too)")

@@ -18,6 +18,7 @@ import (
 func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	synopsis(fs, "baton worker --network NETWORK.yaml --database postgres://… [--workers N] [flags]")
 	var files stringList
 	fs.Var(&files, "network", "a network file whose runs this worker continues (repeatable; positional arguments count too)")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long running continuations may finish before they are cancelled (they resume later from their last checkpoint)")
@@ -62,7 +63,7 @@ func openServed(ctx context.Context, sf *serviceFlags, files []string, log *slog
 	}
 	seen := map[string]string{}
 	for _, f := range files {
-		spec, err := loadNetwork(f, service.LoadOptions{HTTPTools: sf.tools})
+		spec, err := loadNetwork(f, sf.load())
 		if err != nil {
 			return nil, err
 		}
