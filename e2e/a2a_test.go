@@ -165,9 +165,9 @@ func (r *localRun) await(t *testing.T, d time.Duration, what string, ok func(run
 	}
 }
 
-// end waits up to d for the run to exit and returns its exit error and
-// run_end (nil if it printed none).
-func (r *localRun) end(t *testing.T, d time.Duration) (error, *runner.RunEndEvent) {
+// end waits up to d for the run to exit and returns its run_end (nil if
+// it printed none) and its exit error.
+func (r *localRun) end(t *testing.T, d time.Duration) (*runner.RunEndEvent, error) {
 	t.Helper()
 	err := r.proc.wait(d)
 	if err != nil && strings.Contains(err.Error(), "still running") {
@@ -177,10 +177,10 @@ func (r *localRun) end(t *testing.T, d time.Duration) (error, *runner.RunEndEven
 	defer r.mu.Unlock()
 	for _, e := range r.evs {
 		if end, ok := e.(*runner.RunEndEvent); ok {
-			return err, end
+			return end, err
 		}
 	}
-	return err, nil
+	return nil, err
 }
 
 // remoteThreads counts the threads the remote baton holds: one per A2A
@@ -265,7 +265,7 @@ func TestA2ABetweenTwoBatons(t *testing.T) {
 			if err := p.remote.start(); err != nil {
 				t.Fatal(err)
 			}
-			err, end := r.end(t, 2*time.Minute)
+			end, err := r.end(t, 2*time.Minute)
 			if err != nil || end == nil || end.Status != runstate.StatusCompleted {
 				t.Fatalf("local run: exit %v, run_end %+v", err, end)
 			}
@@ -304,7 +304,7 @@ func TestA2ABetweenTwoBatons(t *testing.T) {
 		r.await(t, time.Minute, "text_delta of the remote expert", isExpertDelta)
 		p.remote.kill()
 		start := time.Now()
-		err, end := r.end(t, 2*time.Minute)
+		end, err := r.end(t, 2*time.Minute)
 		if err == nil {
 			t.Fatalf("the local run succeeded with the remote gone: %+v", end)
 		}
