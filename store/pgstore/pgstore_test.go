@@ -7,7 +7,6 @@ import (
 	"errors"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,17 +48,7 @@ func freshSchema(t testing.TB) string {
 
 func open(t testing.TB, u string, opts *store.Options) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), u, opts)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}
-
-func corrupt(ctx context.Context, s store.Store, id string, b []byte) error {
-	_, err := s.(*pgstore.Store).Pool().Exec(ctx, `UPDATE checkpoints SET state = $1 WHERE id = $2`, b, id)
-	return err
+	return storetest.Opened(pgstore.Open(context.Background(), u, opts))(t)
 }
 
 // TestStore runs the suite connected as the test user (a superuser in CI),
@@ -67,6 +56,10 @@ func corrupt(ctx context.Context, s store.Store, id string, b []byte) error {
 func TestStore(t *testing.T) {
 	t.Parallel()
 	s := open(t, testdb.URL(t), &store.Options{Schema: freshSchema(t)})
+	corrupt := func(ctx context.Context, _ store.Store, id string, b []byte) error {
+		_, err := s.Pool().Exec(ctx, `UPDATE checkpoints SET state = $1 WHERE id = $2`, b, id)
+		return err
+	}
 	storetest.Run(t, func(*testing.T) store.Store { return s }, storetest.WithCorruptCheckpoint(corrupt))
 }
 
@@ -291,35 +284,15 @@ func checkRLS(t *testing.T, s *pgstore.Store, role string) {
 	}
 }
 
-// TestMigrateConcurrent opens one fresh schema from two stores at once (as
-// two processes would) and migrates it from both again.
+// TestMigrateConcurrent opens one fresh schema from three stores at once
+// (as three processes would) and migrates it from all again: each
+// migration is recorded once.
 func TestMigrateConcurrent(t *testing.T) {
 	t.Parallel()
 	schema := freshSchema(t)
-	stores := make([]*pgstore.Store, 3)
-	errs := make([]error, len(stores))
-	var wg sync.WaitGroup
-	for i := range stores {
-		wg.Go(func() { stores[i], errs[i] = pgstore.Open(t.Context(), testdb.URL(t), &store.Options{Schema: schema}) })
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("Open %d: %v", i, err)
-		}
-		t.Cleanup(func() { stores[i].Close() })
-	}
-	for range 2 {
-		for i := range stores {
-			wg.Go(func() { errs[i] = stores[i].Migrate(t.Context()) })
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("Migrate %d: %v", i, err)
-			}
-		}
-	}
+	stores := storetest.MigrateConcurrent(t, 3, pgstore.LatestVersion(), func() (*pgstore.Store, error) {
+		return pgstore.Open(t.Context(), testdb.URL(t), &store.Options{Schema: schema})
+	})
 	var applied int
 	if err := stores[0].Pool().QueryRow(t.Context(), `SELECT count(*) FROM baton_schema_migrations`).Scan(&applied); err != nil {
 		t.Fatal(err)
@@ -327,52 +300,21 @@ func TestMigrateConcurrent(t *testing.T) {
 	if applied != pgstore.LatestVersion() {
 		t.Fatalf("%d migrations recorded, want %d", applied, pgstore.LatestVersion())
 	}
-	if _, err := stores[0].EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: "o"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stores[1].GetOwner(t.Context(), &store.GetOwnerParams{ID: "o"}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestMigrateDownUp(t *testing.T) {
 	t.Parallel()
 	s := open(t, testdb.URL(t), &store.Options{Schema: freshSchema(t)})
-	ctx := t.Context()
-	for _, v := range []int{0, pgstore.LatestVersion(), 1, 0, pgstore.LatestVersion()} {
-		if err := s.MigrateTo(ctx, v); err != nil {
-			t.Fatalf("MigrateTo(%d): %v", v, err)
-		}
-		if got, err := s.SchemaVersion(ctx); err != nil || got != v {
-			t.Fatalf("after MigrateTo(%d): version %d, %v", v, got, err)
-		}
-	}
-	if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
-		t.Fatalf("after migrating down and up: %v", err)
-	}
+	storetest.MigrateDownUp(t, s, pgstore.LatestVersion())
 }
 
 func TestNoMigrate(t *testing.T) {
 	t.Parallel()
 	schema := freshSchema(t)
 	u := testdb.URL(t)
-	_, err := pgstore.Open(t.Context(), u, &store.Options{Schema: schema, NoMigrate: true})
-	var sve *store.SchemaVersionError
-	if !errors.As(err, &sve) || !errors.Is(err, store.ErrSchemaVersion) || sve.Current != 0 {
-		t.Fatalf("Open(NoMigrate) of an empty schema: %v", err)
-	}
-	s := open(t, u, &store.Options{Schema: schema})
-	if err := s.MigrateTo(t.Context(), 1); err != nil {
-		t.Fatal(err)
-	}
-	_, err = pgstore.Open(t.Context(), u, &store.Options{Schema: schema, NoMigrate: true})
-	if !errors.As(err, &sve) || sve.Current != 1 || sve.Required != pgstore.LatestVersion() {
-		t.Fatalf("Open(NoMigrate) of an old schema: %v", err)
-	}
-	if err := s.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	open(t, u, &store.Options{Schema: schema, NoMigrate: true})
+	storetest.NoMigrate(t, 1, pgstore.LatestVersion(), func(noMigrate bool) (*pgstore.Store, error) {
+		return pgstore.Open(t.Context(), u, &store.Options{Schema: schema, NoMigrate: noMigrate})
+	})
 }
 
 func TestOpenUnavailable(t *testing.T) {

@@ -17,12 +17,7 @@ import (
 
 func openFile(t *testing.T, path string, opts *store.Options) *sqlitestore.Store {
 	t.Helper()
-	s, err := sqlitestore.Open(t.Context(), path, opts)
-	if err != nil {
-		t.Fatalf("Open(%s): %v", path, err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return storetest.Opened(sqlitestore.Open(t.Context(), path, opts))(t)
 }
 
 func corrupt(ctx context.Context, s store.Store, id string, b []byte) error {
@@ -49,89 +44,30 @@ func TestStoreMemory(t *testing.T) {
 func TestMigrateConcurrent(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sub", "dir", "baton.db")
-	stores := make([]*sqlitestore.Store, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i := range stores {
-		wg.Go(func() { stores[i], errs[i] = sqlitestore.Open(t.Context(), path, nil) })
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("Open %d: %v", i, err)
-		}
-		t.Cleanup(func() { stores[i].Close() })
-	}
-	for range 2 {
-		for i := range stores {
-			wg.Go(func() { errs[i] = stores[i].Migrate(t.Context()) })
-		}
-		wg.Wait()
-		for i, err := range errs {
-			if err != nil {
-				t.Fatalf("Migrate %d: %v", i, err)
-			}
-		}
-	}
-	for _, s := range stores {
-		v, err := s.SchemaVersion(t.Context())
-		if err != nil || v != sqlitestore.LatestVersion() {
-			t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, sqlitestore.LatestVersion())
-		}
-	}
-	// Both work on the same database.
-	if _, err := stores[0].EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: "o"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stores[1].GetOwner(t.Context(), &store.GetOwnerParams{ID: "o"}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.MigrateConcurrent(t, 2, sqlitestore.LatestVersion(), func() (*sqlitestore.Store, error) {
+		return sqlitestore.Open(t.Context(), path, nil)
+	})
 }
 
 func TestMigrateDownUp(t *testing.T) {
 	t.Parallel()
 	s := openFile(t, filepath.Join(t.TempDir(), "baton.db"), nil)
-	ctx := t.Context()
-	for _, v := range []int{0, sqlitestore.LatestVersion(), 1, 0, sqlitestore.LatestVersion()} {
-		if err := s.MigrateTo(ctx, v); err != nil {
-			t.Fatalf("MigrateTo(%d): %v", v, err)
-		}
-		if got, err := s.SchemaVersion(ctx); err != nil || got != v {
-			t.Fatalf("after MigrateTo(%d): version %d, %v", v, got, err)
-		}
-	}
+	storetest.MigrateDownUp(t, s, sqlitestore.LatestVersion())
 	var n int
-	if err := s.DB().QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).Scan(&n); err != nil {
+	if err := s.DB().QueryRowContext(t.Context(), `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if n != 12 { // eleven tables and the version table
 		t.Fatalf("%d tables after migrating down and up", n)
-	}
-	if err := s.MigrateTo(ctx, sqlitestore.LatestVersion()+1); err == nil {
-		t.Fatal("MigrateTo past the latest version succeeded")
 	}
 }
 
 func TestNoMigrate(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "baton.db")
-	_, err := sqlitestore.Open(t.Context(), path, &store.Options{NoMigrate: true})
-	var sve *store.SchemaVersionError
-	if !errors.As(err, &sve) || !errors.Is(err, store.ErrSchemaVersion) || sve.Current != 0 || sve.Required != sqlitestore.LatestVersion() {
-		t.Fatalf("Open(NoMigrate) of an empty database: %v", err)
-	}
-	s := openFile(t, path, nil)
-	if err := s.MigrateTo(t.Context(), 2); err != nil {
-		t.Fatal(err)
-	}
-	_, err = sqlitestore.Open(t.Context(), path, &store.Options{NoMigrate: true})
-	if !errors.As(err, &sve) || sve.Current != 2 {
-		t.Fatalf("Open(NoMigrate) of an old schema: %v", err)
-	}
-	if err := s.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	openFile(t, path, &store.Options{NoMigrate: true})
+	storetest.NoMigrate(t, 2, sqlitestore.LatestVersion(), func(noMigrate bool) (*sqlitestore.Store, error) {
+		return sqlitestore.Open(t.Context(), path, &store.Options{NoMigrate: noMigrate})
+	})
 }
 
 func TestOpenUnavailable(t *testing.T) {
