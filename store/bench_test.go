@@ -103,24 +103,33 @@ func benchState(run, thread string, step int) *runstate.State {
 	}
 }
 
+// benchRun makes an owner and a thread of its own on s and returns the
+// owner and b.N states of run in the thread, at steps 1 to b.N.
+func benchRun(b *testing.B, s store.Store, run string) (owner string, states []*runstate.State) {
+	b.Helper()
+	ctx := context.Background()
+	owner = "bench-" + randHex()
+	if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
+		b.Fatal(err)
+	}
+	th, err := s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner})
+	if err != nil {
+		b.Fatal(err)
+	}
+	states = make([]*runstate.State, 0, b.N)
+	for i := range b.N {
+		states = append(states, benchState(run, th.ID, i+1))
+	}
+	return owner, states
+}
+
 func BenchmarkCheckpointStep(b *testing.B) {
 	for _, be := range benchBackends(b) {
 		b.Run(be.name, func(b *testing.B) {
 			ctx := context.Background()
 			s := be.store
-			owner := "bench-" + randHex()
-			if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
-				b.Fatal(err)
-			}
-			th, err := s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner})
-			if err != nil {
-				b.Fatal(err)
-			}
 			run := "run-" + randHex()
-			states := make([]*runstate.State, 0, b.N)
-			for i := range b.N {
-				states = append(states, benchState(run, th.ID, i+1))
-			}
+			owner, states := benchRun(b, s, run)
 			enc, _ := runstate.Encode(states[0])
 			b.SetBytes(int64(len(enc)))
 			parent := ""
@@ -166,19 +175,8 @@ func BenchmarkCheckpointStepVsBare(b *testing.B) {
 		b.Run(be.name, func(b *testing.B) {
 			ctx := context.Background()
 			s := be.store
-			owner := "bench-" + randHex()
-			if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
-				b.Fatal(err)
-			}
-			th, err := s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner})
-			if err != nil {
-				b.Fatal(err)
-			}
 			run, prefix := "run-"+randHex(), randHex()
-			states := make([]*runstate.State, 0, b.N)
-			for i := range b.N {
-				states = append(states, benchState(run, th.ID, i+1))
-			}
+			owner, states := benchRun(b, s, run)
 			payload, _ := runstate.Encode(states[0])
 			steps := make([]time.Duration, 0, b.N)
 			bares := make([]time.Duration, 0, b.N)
