@@ -117,26 +117,26 @@ type nestedTx struct {
 }
 
 // Commit releases the savepoint, pipelined with what is pending.
-func (s *nestedTx) Commit(ctx context.Context) error {
-	if s.closed {
-		return pgx.ErrTxClosed
-	}
-	s.closed = true
-	_, err := s.Exec(ctx, "release savepoint "+s.name)
-	return err
-}
+func (s *nestedTx) Commit(ctx context.Context) error { return s.end(ctx, "release savepoint ") }
 
 // Rollback rolls back to the savepoint, pipelined with what is pending.
 // That also undoes a change of scope made after the savepoint, so the
 // store's current scope is set again, deferred to the next statement.
 func (s *nestedTx) Rollback(ctx context.Context) error {
+	err := s.end(ctx, "rollback to savepoint ")
+	if err == nil {
+		s.q.deferScope()
+	}
+	return err
+}
+
+// end runs stmt on the savepoint's name, once: a savepoint committed or
+// rolled back is closed.
+func (s *nestedTx) end(ctx context.Context, stmt string) error {
 	if s.closed {
 		return pgx.ErrTxClosed
 	}
 	s.closed = true
-	_, err := s.Exec(ctx, "rollback to savepoint "+s.name)
-	if err == nil {
-		s.q.deferScope()
-	}
+	_, err := s.Exec(ctx, stmt+s.name)
 	return err
 }
