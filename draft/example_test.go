@@ -3,8 +3,6 @@ package draft_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/message"
@@ -16,9 +14,7 @@ import (
 // subscribes later first gets the current draft, then the final message.
 func Example() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "draft-example")
-	defer os.RemoveAll(dir)
-	st, err := sqlitestore.Open(ctx, filepath.Join(dir, "baton.db"), nil)
+	st, err := sqlitestore.Open(ctx, ":memory:", nil)
 	if err != nil {
 		panic(err)
 	}
