@@ -195,6 +195,7 @@ type runOpts struct {
 	background   bool
 	fallback     func(ctx context.Context, err error) string
 	checkpointer Checkpointer
+	settings     *model.Settings
 }
 
 // WithThread sets the run's thread id.
@@ -410,7 +411,7 @@ func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit
 		SchemaVersion: runstate.SchemaVersion, RunID: runID, ThreadID: o.threadID,
 		Network: r.net.Name(), Fingerprint: r.net.Fingerprint(), Agent: a.Name,
 		Messages: msgs, Transcript: tr, Trail: append(make([]string, 0, 4), a.Name), Status: runstate.StatusRunning,
-		StartedAt: time.Now().UTC(), Values: o.values,
+		StartedAt: time.Now().UTC(), Values: o.runValues(),
 	}
 	x := r.newRun(st, o, emit)
 	x.input = input

@@ -103,7 +103,7 @@ func (x *run) finished(p *plan, resp *model.Response, msg *message.Message) erro
 // offered (none unless withTools) and its output schema.
 func (x *run) request(ctx context.Context, p *plan, withTools bool) (*model.Request, error) {
 	a := p.a
-	req := &model.Request{Agent: a.Name, Messages: x.st.Messages, Settings: a.Settings}
+	req := &model.Request{Agent: a.Name, Messages: x.st.Messages, Settings: runSettings(a.Settings, x.st.Values)}
 	sys, err := x.system(ctx, p)
 	if err != nil {
 		return nil, err
