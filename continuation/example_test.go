@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/batonhq/baton/agent"
@@ -23,14 +21,6 @@ import (
 // the placeholder message to the answer.
 func Example() {
 	ctx := context.Background()
-	dir, _ := os.MkdirTemp("", "continuation-example")
-	defer os.RemoveAll(dir)
-	st, err := sqlitestore.Open(ctx, filepath.Join(dir, "baton.db"), nil)
-	if err != nil {
-		panic(err)
-	}
-	defer st.Close()
-
 	lookup := &agent.Tool{Name: "lookup_order", Slow: true, // `slow: true` in YAML
 		Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
 			ci, _ := agent.CallFromContext(ctx) // ci.IdempotencyKey de-duplicates external effects
@@ -43,6 +33,12 @@ func Example() {
 	}, scripted.Options{})}
 	net, _ := agent.NewNetwork(agent.NetworkConfig{Name: "shop", Agents: []*agent.Agent{assistant}})
 	quiet := slog.New(slog.DiscardHandler)
+
+	st, err := sqlitestore.Open(ctx, ":memory:", nil)
+	if err != nil {
+		panic(err)
+	}
+	defer st.Close()
 	// River and the draft broker on the store's database (package service
 	// makes these three together when it opens a database URL).
 	cont, err := continuation.New(continuation.Config{Store: st, Driver: continuation.SQLiteDriver(st), Broker: draft.NewHub(st), Logger: quiet})

@@ -3,6 +3,8 @@ package draft_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/message"
@@ -14,7 +16,9 @@ import (
 // subscribes later first gets the current draft, then the final message.
 func Example() {
 	ctx := context.Background()
-	st, err := sqlitestore.Open(ctx, ":memory:", nil)
+	dir, _ := os.MkdirTemp("", "draft-example")
+	defer os.RemoveAll(dir)
+	st, err := sqlitestore.Open(ctx, filepath.Join(dir, "baton.db"), nil)
 	if err != nil {
 		panic(err)
 	}
