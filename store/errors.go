@@ -36,7 +36,13 @@ var (
 	ErrCorrupt = errors.New("store: corrupt row")
 
 	// ErrInvalid: the parameters of a call are invalid (a required field is
-	// empty, an enum value is unknown). Nothing was written.
+	// empty, an enum value is unknown), or hold a value the store does not
+	// keep, on every backend alike: text that is not UTF-8 or holds NUL, an
+	// id or key longer than 1024 bytes, JSON (metadata, summaries,
+	// interrupts) with a \u0000 escape, a lone UTF-16 surrogate or a number
+	// beyond PostgreSQL's numeric range. The error names the field. On
+	// PostgreSQL, any other value the database refuses (SQLSTATE classes 22
+	// and 54) is ErrInvalid too. Nothing was written.
 	ErrInvalid = errors.New("store: invalid argument")
 
 	// ErrSchemaVersion: the database schema is older than this build and the

@@ -463,6 +463,9 @@ func (dialect) Classify(err error) sqlcore.ErrClass {
 			pe.Code == "53300",                                         // too many connections
 			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03": // shutdown, cannot connect now
 			return sqlcore.ClassUnavailable
+		case strings.HasPrefix(pe.Code, "22"), // data exception: NUL, a lone surrogate, a number out of range
+			strings.HasPrefix(pe.Code, "54"): // program limit exceeded: an index entry too large
+			return sqlcore.ClassInvalid
 		}
 		return sqlcore.ClassOther
 	}

@@ -474,6 +474,9 @@ func (dialect) Classify(err error) sqlcore.ErrClass {
 	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
 		return sqlcore.ClassForeignKey
 	}
+	if se.Code()&0xff == sqlite3.SQLITE_TOOBIG {
+		return sqlcore.ClassInvalid
+	}
 	switch se.Code() & 0xff {
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR,
 		sqlite3.SQLITE_FULL, sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_READONLY:

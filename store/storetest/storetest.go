@@ -87,6 +87,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"TxPanic", testTxPanic},
 		{"OwnerIsolation", testOwnerIsolation},
 		{"InvalidParams", testInvalidParams},
+		{"HostileText", testHostileText},
+		{"HostileJSON", testHostileJSON},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -70,7 +70,7 @@ func DecodeState(cp *store.Checkpoint, b []byte) (*runstate.State, error) {
 // SaveCheckpoint implements [store.Ops].
 func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointParams) (*store.Checkpoint, error) {
 	const op = "save checkpoint"
-	if err := need("OwnerID", p.OwnerID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	if p.State == nil {
@@ -78,6 +78,9 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 	}
 	if p.State.Step < 0 {
 		return nil, e.wrap(op, invalid("State.Step %d is negative", p.State.Step))
+	}
+	if err := checkTexts("State.", "RunID", p.State.RunID, "ThreadID", p.State.ThreadID, "Fingerprint", p.State.Fingerprint); err != nil {
+		return nil, e.wrap(op, err)
 	}
 	// Never write a state that cannot be read back.
 	if err := p.State.Validate(); err != nil {
@@ -146,7 +149,7 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 // GetCheckpoint implements [store.Ops].
 func (e *Engine) GetCheckpoint(ctx context.Context, p *store.GetCheckpointParams) (*store.Checkpoint, error) {
 	const op = "get checkpoint"
-	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	row, err := readRow(ctx, e, p.OwnerID, op+" "+p.ID, scanCheckpointRow,
@@ -161,7 +164,7 @@ func (e *Engine) GetCheckpoint(ctx context.Context, p *store.GetCheckpointParams
 // LatestCheckpoint implements [store.Ops].
 func (e *Engine) LatestCheckpoint(ctx context.Context, p *store.LatestCheckpointParams) (*store.Checkpoint, error) {
 	const op = "latest checkpoint"
-	if err := need("OwnerID", p.OwnerID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	var query, key, what string

@@ -87,6 +87,11 @@ const (
 	ClassUnique               // a unique constraint was violated
 	ClassForeignKey           // a referenced row does not exist
 	ClassUnavailable          // the database cannot be reached or is locked
+	// ClassInvalid: the database refused a value (PostgreSQL's SQLSTATE
+	// classes 22, data exception, and 54, program limit exceeded; SQLite's
+	// SQLITE_TOOBIG). The checks of holdable.go refuse such values first,
+	// alike on both backends; this class is what escapes them.
+	ClassInvalid
 )
 
 // Dialect is what differs between the backends' SQL.
@@ -227,6 +232,8 @@ func Wrap(d Dialect, op string, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, store.ErrNotFound, err)
 	case ClassUnavailable:
 		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	case ClassInvalid:
+		return fmt.Errorf("%s: %w: %w", op, store.ErrInvalid, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
@@ -235,15 +242,20 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", store.ErrInvalid, fmt.Sprintf(format, args...))
 }
 
-// need returns an ErrInvalid error naming the first empty field, or nil.
-// Fields come in name, value pairs.
-func need(fields ...string) error {
+// need returns an ErrInvalid error naming the first empty field, then
+// the first string field of the params p points to (nil: none) that the
+// store cannot hold ([checkParams]), or nil. Fields come in name, value
+// pairs.
+func need(p any, fields ...string) error {
 	for i := 0; i+1 < len(fields); i += 2 {
 		if fields[i+1] == "" {
 			return invalid("%s is required", fields[i])
 		}
 	}
-	return nil
+	if p == nil {
+		return checkTexts("", fields...)
+	}
+	return checkParams(p)
 }
 
 // nullTime scans a time stored as microseconds since the epoch (SQLite) or

@@ -21,7 +21,7 @@ func scanDraft(r Row) (*store.Draft, error) {
 // UpsertDraft implements [store.Ops].
 func (e *Engine) UpsertDraft(ctx context.Context, p *store.UpsertDraftParams) (*store.Draft, error) {
 	const op = "upsert draft"
-	if err := need("OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" of message "+p.MessageID, func(q Querier) (*store.Draft, error) {
@@ -42,7 +42,7 @@ func (e *Engine) UpsertDraft(ctx context.Context, p *store.UpsertDraftParams) (*
 // GetDraft implements [store.Ops].
 func (e *Engine) GetDraft(ctx context.Context, p *store.GetDraftParams) (*store.Draft, error) {
 	const op = "get draft"
-	if err := need("OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return readRow(ctx, e, p.OwnerID, op+" of message "+p.MessageID, scanDraft,
@@ -52,7 +52,7 @@ func (e *Engine) GetDraft(ctx context.Context, p *store.GetDraftParams) (*store.
 // DeleteDraft implements [store.Ops].
 func (e *Engine) DeleteDraft(ctx context.Context, p *store.DeleteDraftParams) error {
 	const op = "delete draft"
-	if err := need("OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
 		return e.wrap(op, err)
 	}
 	err := e.write(ctx, p.OwnerID, func(q Querier) error {

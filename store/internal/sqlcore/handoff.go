@@ -28,11 +28,14 @@ func scanSummary(r Row) (*store.ThreadSummary, error) {
 // UpsertThreadSummary implements [store.Ops].
 func (e *Engine) UpsertThreadSummary(ctx context.Context, p *store.UpsertThreadSummaryParams) (*store.ThreadSummary, error) {
 	const op = "upsert thread summary"
-	if err := need("OwnerID", p.OwnerID, "HandoffID", p.HandoffID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "HandoffID", p.HandoffID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	if !json.Valid(p.Summary) {
 		return nil, e.wrap(op, invalid("Summary is not valid JSON"))
+	}
+	if err := CheckJSON("Summary", p.Summary); err != nil {
+		return nil, e.wrap(op, err)
 	}
 	return writeRow(ctx, e, p.OwnerID, op+" of handoff "+p.HandoffID, scanSummary, `INSERT INTO thread_summaries
 		(id, owner_id, handoff_id, agent_id, thread_id, child_thread_id, summary, markdown, created_at, updated_at)
@@ -47,7 +50,7 @@ func (e *Engine) UpsertThreadSummary(ctx context.Context, p *store.UpsertThreadS
 // GetThreadSummary implements [store.Ops].
 func (e *Engine) GetThreadSummary(ctx context.Context, p *store.GetThreadSummaryParams) (*store.ThreadSummary, error) {
 	const op = "get thread summary"
-	if err := need("OwnerID", p.OwnerID, "HandoffID", p.HandoffID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "HandoffID", p.HandoffID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return readRow(ctx, e, p.OwnerID, op+" of handoff "+p.HandoffID, scanSummary,
@@ -69,7 +72,7 @@ func scanMemory(r Row) (*store.MemoryDocument, error) {
 // GetMemoryDocument implements [store.Ops].
 func (e *Engine) GetMemoryDocument(ctx context.Context, p *store.GetMemoryDocumentParams) (*store.MemoryDocument, error) {
 	const op = "get memory document"
-	if err := need("OwnerID", p.OwnerID, "AgentID", p.AgentID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "AgentID", p.AgentID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return readRow(ctx, e, p.OwnerID, op+" of agent "+p.AgentID, scanMemory,
@@ -79,7 +82,7 @@ func (e *Engine) GetMemoryDocument(ctx context.Context, p *store.GetMemoryDocume
 // PutMemoryDocument implements [store.Ops].
 func (e *Engine) PutMemoryDocument(ctx context.Context, p *store.PutMemoryDocumentParams) (*store.MemoryDocument, error) {
 	const op = "put memory document"
-	if err := need("OwnerID", p.OwnerID, "AgentID", p.AgentID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "AgentID", p.AgentID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	if p.ExpectedVersion < 0 {

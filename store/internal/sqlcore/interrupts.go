@@ -47,13 +47,16 @@ func nullJSON(field string, v json.RawMessage) (any, error) {
 	if !json.Valid(v) {
 		return nil, invalid("%s is not valid JSON", field)
 	}
+	if err := CheckJSON(field, v); err != nil {
+		return nil, err
+	}
 	return string(v), nil
 }
 
 // CreateInterrupt implements [store.Ops].
 func (e *Engine) CreateInterrupt(ctx context.Context, p *store.CreateInterruptParams) (*store.Interrupt, error) {
 	const op = "create interrupt"
-	if err := need("OwnerID", p.OwnerID, "ID", p.ID, "Kind", p.Kind); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID, "Kind", p.Kind); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	switch {
@@ -67,6 +70,9 @@ func (e *Engine) CreateInterrupt(ctx context.Context, p *store.CreateInterruptPa
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(p.Payload, &obj) != nil || obj == nil {
 		return nil, e.wrap(op, invalid("Payload is not a JSON object"))
+	}
+	if err := CheckJSON("Payload", p.Payload); err != nil {
+		return nil, e.wrap(op, err)
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+strconv.Quote(p.ID), func(q Querier) (*store.Interrupt, error) {
 		// The thread is checked first, so that a missing one is not a
@@ -103,7 +109,7 @@ func (e *Engine) CreateInterrupt(ctx context.Context, p *store.CreateInterruptPa
 // GetInterrupt implements [store.Ops].
 func (e *Engine) GetInterrupt(ctx context.Context, p *store.GetInterruptParams) (*store.Interrupt, error) {
 	const op = "get interrupt"
-	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return readRow(ctx, e, p.OwnerID, op+" "+strconv.Quote(p.ID), scanInterrupt,
@@ -113,7 +119,7 @@ func (e *Engine) GetInterrupt(ctx context.Context, p *store.GetInterruptParams) 
 // ListInterrupts implements [store.Ops].
 func (e *Engine) ListInterrupts(ctx context.Context, p *store.ListInterruptsParams) ([]*store.Interrupt, error) {
 	const op = "list interrupts"
-	if err := need("OwnerID", p.OwnerID, "ThreadID", p.ThreadID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ThreadID", p.ThreadID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	limit := p.Limit
@@ -143,7 +149,7 @@ func (e *Engine) ListInterrupts(ctx context.Context, p *store.ListInterruptsPara
 // DecideInterrupt implements [store.Ops].
 func (e *Engine) DecideInterrupt(ctx context.Context, p *store.DecideInterruptParams) (*store.Interrupt, error) {
 	const op = "decide interrupt"
-	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	if p.Status != store.InterruptDecided && p.Status != store.InterruptSuperseded {

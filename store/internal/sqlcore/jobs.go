@@ -36,7 +36,7 @@ func scanJobRun(r Row) (*store.JobRun, error) {
 // CreateJobRun implements [store.Ops].
 func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) (*store.CreateJobRunResult, error) {
 	const op = "create job run"
-	if err := need("OwnerID", p.OwnerID, "IdempotencyKey", p.IdempotencyKey, "Kind", p.Kind); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "IdempotencyKey", p.IdempotencyKey, "Kind", p.Kind); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	md, err := encodeNamespaces("Metadata", p.Metadata)
@@ -76,7 +76,7 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 // GetJobRun implements [store.Ops].
 func (e *Engine) GetJobRun(ctx context.Context, p *store.GetJobRunParams) (*store.JobRun, error) {
 	const op = "get job run"
-	if err := need("OwnerID", p.OwnerID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	var query, key string
@@ -96,7 +96,7 @@ func (e *Engine) GetJobRun(ctx context.Context, p *store.GetJobRunParams) (*stor
 // TransitionJobRun implements [store.Ops].
 func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRunParams) (*store.JobRun, error) {
 	const op = "transition job run"
-	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	if !p.To.Valid() {

@@ -22,6 +22,9 @@ func encodeNamespaces(field string, m map[string]json.RawMessage) (string, error
 	if err != nil {
 		return "", invalid("%s: %v", field, err)
 	}
+	if err := CheckJSON(field, b); err != nil {
+		return "", err
+	}
 	return string(b), nil
 }
 

@@ -24,7 +24,7 @@ func scanLease(r Row) (*store.Lease, error) {
 // AcquireLease implements [store.Ops].
 func (e *Engine) AcquireLease(ctx context.Context, p *store.AcquireLeaseParams) (*store.Lease, error) {
 	const op = "acquire lease"
-	if err := need("OwnerID", p.OwnerID, "RunID", p.RunID, "Holder", p.Holder); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "RunID", p.RunID, "Holder", p.Holder); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	if p.TTL <= 0 {
@@ -38,7 +38,7 @@ func (e *Engine) AcquireLease(ctx context.Context, p *store.AcquireLeaseParams) 
 // GetLease implements [store.Ops].
 func (e *Engine) GetLease(ctx context.Context, p *store.GetLeaseParams) (*store.Lease, error) {
 	const op = "get lease"
-	if err := need("OwnerID", p.OwnerID, "RunID", p.RunID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "RunID", p.RunID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return readRow(ctx, e, p.OwnerID, op+" of run "+strconv.Quote(p.RunID), scanLease,
@@ -48,7 +48,7 @@ func (e *Engine) GetLease(ctx context.Context, p *store.GetLeaseParams) (*store.
 // ReleaseLease implements [store.Ops].
 func (e *Engine) ReleaseLease(ctx context.Context, p *store.ReleaseLeaseParams) (bool, error) {
 	const op = "release lease"
-	if err := need("OwnerID", p.OwnerID, "RunID", p.RunID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "RunID", p.RunID); err != nil {
 		return false, e.wrap(op, err)
 	}
 	query := `DELETE FROM run_leases WHERE owner_id = $1 AND run_id = $2`
@@ -74,7 +74,7 @@ const leaseChunk = 500
 // RenewLeases implements [store.Store]; it spans owners.
 func (e *Engine) RenewLeases(ctx context.Context, p *store.RenewLeasesParams) (int, error) {
 	const op = "renew leases"
-	if err := need("Holder", p.Holder); err != nil {
+	if err := need(p, "Holder", p.Holder); err != nil {
 		return 0, e.wrap(op, err)
 	}
 	if p.TTL <= 0 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
@@ -118,7 +119,7 @@ func encodeMessage(m *message.Message) (encodedMessage, error) {
 // AppendMessages implements [store.Ops].
 func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesParams) ([]*store.Message, error) {
 	const op = "append messages"
-	if err := need("OwnerID", p.OwnerID, "ThreadID", p.ThreadID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ThreadID", p.ThreadID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	nms, err := encodeNew(p.Messages)
@@ -160,6 +161,9 @@ func encodeNew(msgs []store.NewMessage) ([]newMessage, error) {
 			return nil, invalid("message %d: unknown role %q", i, m.Role)
 		}
 		nm := newMessage{id: m.ID, parent: msgs[i].ParentID, msg: m, status: m.Status}
+		if err := checkTexts("Messages["+strconv.Itoa(i)+"].", "ID", nm.id, "ParentID", nm.parent, "Agent", m.Agent); err != nil {
+			return nil, err
+		}
 		if nm.status == "" {
 			nm.status = message.StatusCompleted
 		} else if !validStatus(nm.status) {
@@ -203,7 +207,7 @@ func insertMessages(ctx context.Context, q Querier, owner, thread string, seq in
 // GetMessage implements [store.Ops].
 func (e *Engine) GetMessage(ctx context.Context, p *store.GetMessageParams) (*store.Message, error) {
 	const op = "get message"
-	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return readRow(ctx, e, p.OwnerID, op+" "+p.ID, scanMessage, `SELECT `+messageCols+` FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID)
@@ -212,7 +216,7 @@ func (e *Engine) GetMessage(ctx context.Context, p *store.GetMessageParams) (*st
 // ListMessages implements [store.Ops].
 func (e *Engine) ListMessages(ctx context.Context, p *store.ListMessagesParams) ([]*store.Message, error) {
 	const op = "list messages"
-	if err := need("OwnerID", p.OwnerID, "ThreadID", p.ThreadID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ThreadID", p.ThreadID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	if p.Limit < 0 {
@@ -245,7 +249,7 @@ func (e *Engine) ListMessages(ctx context.Context, p *store.ListMessagesParams) 
 // UpdateMessage implements [store.Ops].
 func (e *Engine) UpdateMessage(ctx context.Context, p *store.UpdateMessageParams) (*store.Message, error) {
 	const op = "update message"
-	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	if p.Status != "" && !validStatus(p.Status) {

@@ -23,7 +23,7 @@ func scanOwner(r Row) (*store.Owner, error) {
 // EnsureOwner implements [store.Ops].
 func (e *Engine) EnsureOwner(ctx context.Context, p *store.EnsureOwnerParams) (*store.Owner, error) {
 	const op = "ensure owner"
-	if err := need("ID", p.ID); err != nil {
+	if err := need(p, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return inTx(ctx, e, Scope{Owner: p.ID}, true, op+" "+p.ID, func(q Querier) (*store.Owner, error) {
@@ -39,7 +39,7 @@ func (e *Engine) EnsureOwner(ctx context.Context, p *store.EnsureOwnerParams) (*
 // GetOwner implements [store.Ops].
 func (e *Engine) GetOwner(ctx context.Context, p *store.GetOwnerParams) (*store.Owner, error) {
 	const op = "get owner"
-	if err := need("ID", p.ID); err != nil {
+	if err := need(p, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return readRow(ctx, e, p.ID, op+" "+p.ID, scanOwner, `SELECT `+ownerCols+` FROM owners WHERE id = $1`, p.ID)
@@ -60,7 +60,7 @@ func scanAPIKey(r Row) (*store.APIKey, error) {
 // CreateAPIKey implements [store.Ops].
 func (e *Engine) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) (*store.CreatedAPIKey, error) {
 	const op = "create api key"
-	if err := need("OwnerID", p.OwnerID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	secret := p.Secret
@@ -86,7 +86,7 @@ func (e *Engine) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) 
 // LookupAPIKey implements [store.Ops].
 func (e *Engine) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) (*store.APIKey, error) {
 	const op = "lookup api key"
-	if err := need("Hash", p.Hash); err != nil {
+	if err := need(p, "Hash", p.Hash); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return inTx(ctx, e, Scope{APIKeyHash: p.Hash}, false, op, func(q Querier) (*store.APIKey, error) {
@@ -97,7 +97,7 @@ func (e *Engine) LookupAPIKey(ctx context.Context, p *store.LookupAPIKeyParams) 
 // ListAPIKeys implements [store.Ops].
 func (e *Engine) ListAPIKeys(ctx context.Context, p *store.ListAPIKeysParams) ([]*store.APIKey, error) {
 	const op = "list api keys"
-	if err := need("OwnerID", p.OwnerID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op, func(q Querier) ([]*store.APIKey, error) {
@@ -108,7 +108,7 @@ func (e *Engine) ListAPIKeys(ctx context.Context, p *store.ListAPIKeysParams) ([
 // RevokeAPIKey implements [store.Ops].
 func (e *Engine) RevokeAPIKey(ctx context.Context, p *store.RevokeAPIKeyParams) (*store.APIKey, error) {
 	const op = "revoke api key"
-	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+p.ID, func(q Querier) (*store.APIKey, error) {

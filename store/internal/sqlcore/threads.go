@@ -55,7 +55,7 @@ func getThread(ctx context.Context, q Querier, owner, id, lock string) (*store.T
 // CreateThread implements [store.Ops].
 func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) (*store.Thread, error) {
 	const op = "create thread"
-	if err := need("OwnerID", p.OwnerID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	md, err := encodeNamespaces("Metadata", p.Metadata)
@@ -94,7 +94,7 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 // GetThread implements [store.Ops].
 func (e *Engine) GetThread(ctx context.Context, p *store.GetThreadParams) (*store.Thread, error) {
 	const op = "get thread"
-	if err := need("OwnerID", p.OwnerID, "ID", p.ID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op+" "+p.ID, func(q Querier) (*store.Thread, error) {
@@ -111,7 +111,7 @@ const (
 // ListThreads implements [store.Ops].
 func (e *Engine) ListThreads(ctx context.Context, p *store.ListThreadsParams) (*store.ThreadPage, error) {
 	const op = "list threads"
-	if err := need("OwnerID", p.OwnerID); err != nil {
+	if err := need(p, "OwnerID", p.OwnerID); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	limit := p.Limit
@@ -186,7 +186,7 @@ func decodeCursor(c string) (time.Time, string, error) {
 // updateThread runs change on a locked thread and writes back its metadata
 // and active agent with the version incremented.
 func (e *Engine) updateThread(ctx context.Context, op, owner, id string, expected int64, change func(t *store.Thread) error) (*store.Thread, error) {
-	if err := need("OwnerID", owner, "ThreadID", id); err != nil {
+	if err := need(nil, "OwnerID", owner, "ThreadID", id); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	if expected < 0 {
@@ -217,7 +217,7 @@ func (e *Engine) updateThread(ctx context.Context, op, owner, id string, expecte
 // UpdateThreadMetadata implements [store.Ops].
 func (e *Engine) UpdateThreadMetadata(ctx context.Context, p *store.UpdateThreadMetadataParams) (*store.Thread, error) {
 	const op = "update thread metadata"
-	if err := need("Namespace", p.Namespace); err != nil {
+	if err := need(p, "Namespace", p.Namespace); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	patch := p.Patch
@@ -226,6 +226,11 @@ func (e *Engine) UpdateThreadMetadata(ctx context.Context, p *store.UpdateThread
 	}
 	if !json.Valid(patch) {
 		return nil, e.wrap(op, invalid("Patch is not valid JSON"))
+	}
+	// The merge would turn a lone surrogate into U+FFFD: refused as
+	// written instead, like every JSON value the store is given.
+	if err := CheckJSON("Patch", patch); err != nil {
+		return nil, e.wrap(op, err)
 	}
 	return e.updateThread(ctx, op, p.OwnerID, p.ThreadID, p.ExpectedVersion, func(t *store.Thread) error {
 		v, err := MergePatch(t.Metadata[p.Namespace], patch)
@@ -243,6 +248,9 @@ func (e *Engine) UpdateThreadMetadata(ctx context.Context, p *store.UpdateThread
 
 // SetActiveAgent implements [store.Ops].
 func (e *Engine) SetActiveAgent(ctx context.Context, p *store.SetActiveAgentParams) (*store.Thread, error) {
+	if err := need(p); err != nil {
+		return nil, e.wrap("set active agent", err)
+	}
 	return e.updateThread(ctx, "set active agent", p.OwnerID, p.ThreadID, p.ExpectedVersion, func(t *store.Thread) error {
 		t.ActiveAgent = p.Agent
 		return nil
