@@ -22,15 +22,15 @@ const input = "I was charged twice for my March invoice, please refund one of th
 // answer is the final text of every scenario.
 const answer = "I have refunded the duplicate charge of 42.00 EUR; it will appear on your statement in 3-5 days."
 
+// transferArgs is the transfer call's arguments: a small typed context.
+var transferArgs = json.RawMessage(`{"reason":"duplicate charge on the March invoice","account_id":"acct_42","priority":2}`)
+
 // billingContext is the typed transfer context triage fills in.
 type billingContext struct {
 	Reason    string `json:"reason"`
 	AccountID string `json:"account_id"`
 	Priority  int    `json:"priority"`
 }
-
-// transferArgs is the transfer call's arguments: a small typed context.
-var transferArgs = json.RawMessage(`{"reason":"duplicate charge on the March invoice","account_id":"acct_42","priority":2}`)
 
 // usage is what each instant answer reports, so that usage accounting runs.
 var usage = message.Usage{InputTokens: 120, OutputTokens: 24}
