@@ -54,8 +54,7 @@ type ParseError struct {
 	Kind error
 	// Offset is the byte offset of the offending marker; Line is its
 	// 1-based line.
-	Offset int
-	Line   int
+	Offset, Line int
 }
 
 func (e *ParseError) Error() string {

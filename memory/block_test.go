@@ -9,13 +9,11 @@ import (
 func TestParse(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name    string
-		doc     string
-		want    *Block
-		kind    error
-		offset  int
-		line    int
-		content string
+		name, doc    string
+		want         *Block
+		kind         error
+		offset, line int
+		content      string
 	}{
 		{name: "Empty", doc: ""},
 		{name: "NoBlock", doc: "# Notes\nlikes tea\n"},

@@ -10,9 +10,7 @@ import (
 func TestIDFormats(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		name string
-		got  string
-		want string
+		name, got, want string
 	}{
 		{"MessageID input", runstate.MessageID("run_abc", 1), "run_abc-m1"},
 		{"MessageID", runstate.MessageID("r1", 12), "r1-m12"},
@@ -34,9 +32,8 @@ func TestIDFormats(t *testing.T) {
 func TestRunOfInterrupt(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		id   string
-		run  string
-		isOK bool
+		id, run string
+		isOK    bool
 	}{
 		{"run_abc-i4", "run_abc", true},
 		{runstate.InterruptID("r1", 12), "r1", true},

@@ -24,10 +24,9 @@ const goodJSON = `{"title":"Refund for order 1142","body":["User asked for a ref
 func TestParseSummary(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name  string
-		in    string
-		want  Summary
-		field string // expected InvalidSummaryError field; "-" for a non-object
+		name, in string
+		want     Summary
+		field    string // expected InvalidSummaryError field; "-" for a non-object
 	}{
 		{name: "Plain", in: goodJSON, want: Summary{Title: "Refund for order 1142", Body: []string{"User asked for a refund of order 1142.", "Refund approved for 42.10 EUR.", "Waiting for the bank to confirm."}, TLDR: "Refund approved; confirm with the bank on Monday."}},
 		{name: "Fenced", in: "Here you go:\n```json\n{\"title\":\"T\",\"body\":[\"a\",\"b\",\"c\"],\"tldr\":\"x\"}\n```", want: Summary{Title: "T", Body: []string{"a", "b", "c"}, TLDR: "x"}},
