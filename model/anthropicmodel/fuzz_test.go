@@ -24,21 +24,7 @@ func FuzzAnthropicStream(f *testing.F) {
 		f.Add(providertest.Fixture(f, name), uint8(2))
 	}
 	f.Add([]byte("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), uint8(1))
-	f.Fuzz(func(t *testing.T, body []byte, mode uint8) {
-		cfg := anthropicmodel.Config{Model: "m", BaseURL: "http://fuzz.invalid", APIKey: providertest.FuzzKey, HTTPClient: providertest.BodyClient("text/event-stream; charset=utf-8", body)}
-		req := modeltest.Request()
-		switch mode % 3 {
-		case 1:
-			req.Output = &model.OutputSchema{Name: "final_output", Schema: []byte(`{"type":"object"}`)}
-		case 2:
-			cfg.StructuredOutput = anthropicmodel.OutputTool
-			req.Output = &model.OutputSchema{Name: "final_output", Schema: []byte(`{"type":"object"}`)}
-		}
-		m := newModel(t, cfg)
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		providertest.CheckStream(ctx, t, req, m.Stream(ctx, req))
-	})
+	f.Fuzz(fuzzBody("text/event-stream; charset=utf-8"))
 }
 
 // FuzzAnthropicJSON feeds arbitrary bodies through the adapter as one
@@ -51,8 +37,15 @@ func FuzzAnthropicJSON(f *testing.F) {
 	}
 	f.Add([]byte(`{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key `+providertest.FuzzKey+`"}}`), uint8(0))
 	f.Add([]byte(`{"type":"message","content":[],"stop_reason":"refusal"}`), uint8(1))
-	f.Fuzz(func(t *testing.T, body []byte, mode uint8) {
-		cfg := anthropicmodel.Config{Model: "m", BaseURL: "http://fuzz.invalid", APIKey: providertest.FuzzKey, HTTPClient: providertest.BodyClient("application/json", body)}
+	f.Fuzz(fuzzBody("application/json"))
+}
+
+// fuzzBody is a fuzz target that serves body as contentType to one request,
+// in the structured-output mode mode selects (none, native or tool), and
+// checks that the stream ends in a parse or an error.
+func fuzzBody(contentType string) func(*testing.T, []byte, uint8) {
+	return func(t *testing.T, body []byte, mode uint8) {
+		cfg := anthropicmodel.Config{Model: "m", BaseURL: "http://fuzz.invalid", APIKey: providertest.FuzzKey, HTTPClient: providertest.BodyClient(contentType, body)}
 		req := modeltest.Request()
 		switch mode % 3 {
 		case 1:
@@ -65,5 +58,5 @@ func FuzzAnthropicJSON(f *testing.F) {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		providertest.CheckStream(ctx, t, req, m.Stream(ctx, req))
-	})
+	}
 }

@@ -22,9 +22,6 @@ import (
 	"github.com/batonhq/baton/model/internal/toolargs"
 )
 
-// maxJSONBody caps a non-streamed message body.
-const maxJSONBody = 32 << 20
-
 // stream runs one Messages call. The raw response is taken (the request is
 // the SDK's, with "stream": true) so that its body can be read as an event
 // stream or, from a server that ignored "stream", as one JSON message,
@@ -53,17 +50,8 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 	defer res.Body.Close()
 	requestID := httperr.RequestID(res.Header)
 	acc := &accumulator{m: m, req: req, outTool: outTool, requestID: requestID, blocks: map[int64]*block{}}
-	body := httperr.Open(res)
-	switch body.Kind {
-	case httperr.KindJSON:
-		m.readJSON(ctx, body, acc, yield)
-		return
-	case httperr.KindUnknown:
-		ct := res.Header.Get("Content-Type")
-		if ct == "" {
-			ct = "none"
-		}
-		yield(model.Chunk{}, httperr.Malformed(Provider, requestID, "the response is neither an event stream nor JSON (Content-Type "+ct+")", body.Head(), nil, m.cfg.APIKey))
+	body := httperr.EventStream(ctx, res, Provider, requestID, func(b []byte) { m.messageJSON(b, acc, yield) }, yield, m.cfg.APIKey)
+	if body == nil {
 		return
 	}
 	dec := ssestream.NewDecoder(res)
@@ -84,30 +72,21 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 			yield(model.Chunk{}, httperr.Canceled(ctx, Provider))
 			return
 		}
-		if body.NoEvents() {
-			yield(model.Chunk{}, httperr.Malformed(Provider, requestID, "the event stream holds no event", body.Head(), nil, m.cfg.APIKey))
-			return
+		err := body.Eventless(Provider, requestID, m.cfg.APIKey)
+		if err == nil {
+			err = httperr.Incomplete(Provider, requestID, "message_stop")
 		}
-		yield(model.Chunk{}, httperr.Incomplete(Provider, requestID, "message_stop"))
+		yield(model.Chunk{}, err)
 		return
 	}
 	acc.finish(yield)
 }
 
-// readJSON accepts a whole Message from a server that ignored "stream": true:
-// it is folded in as the events of its stream would be (message_start, each
-// block's start and stop, message_delta, message_stop), through the same
+// messageJSON accepts a whole Message b from a server that ignored "stream":
+// true: it is folded in as the events of its stream would be (message_start,
+// each block's start and stop, message_delta, message_stop), through the same
 // code.
-func (m *Model) readJSON(ctx context.Context, body *httperr.Content, acc *accumulator, yield func(model.Chunk, error) bool) {
-	b, err := body.ReadAll(maxJSONBody)
-	if err != nil {
-		if body.Len() > maxJSONBody {
-			yield(model.Chunk{}, httperr.Malformed(Provider, acc.requestID, "the JSON response is too long", body.Head(), err, m.cfg.APIKey))
-		} else {
-			yield(model.Chunk{}, httperr.Transport(ctx, Provider, acc.requestID, err))
-		}
-		return
-	}
+func (m *Model) messageJSON(b []byte, acc *accumulator, yield func(model.Chunk, error) bool) {
 	var msg struct {
 		Type       string            `json:"type"`
 		Error      json.RawMessage   `json:"error"`

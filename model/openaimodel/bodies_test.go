@@ -1,7 +1,6 @@
 package openaimodel_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,18 +21,6 @@ import (
 func TestBodies(t *testing.T) {
 	t.Parallel()
 	const key = "sk-test-0123456789abcdef"
-	meta := func(name string) providertest.Parse {
-		var p providertest.Parse
-		providertest.MetaParse(t, name+".meta.md", &p)
-		return p
-	}
-	parse := func(s string) providertest.Parse {
-		var p providertest.Parse
-		if err := json.Unmarshal([]byte(s), &p); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
 	jsonReply := func(name string) providertest.Reply {
 		return providertest.Reply{ContentType: "application/json", Header: http.Header{"X-Request-Id": {"req_" + name}}, Body: providertest.Fixture(t, name)}
 	}
@@ -48,65 +35,61 @@ func TestBodies(t *testing.T) {
 		want     providertest.Parse
 	}{
 		// Responses API, whole JSON bodies (real recordings).
-		{name: "ResponsesJSONToolCall", api: openaimodel.APIResponses, reply: jsonReply("openai_responses_json_1.json"), want: meta("openai_responses_json_1")},
-		{name: "ResponsesJSONText", api: openaimodel.APIResponses, reply: jsonReply("openai_responses_json_2.json"), want: meta("openai_responses_json_2")},
-		{name: "ResponsesJSONReasoning", api: openaimodel.APIResponses, reply: jsonReply("openai_responses_json_reasoning.json"), want: meta("openai_responses_json_reasoning")},
+		{name: "ResponsesJSONToolCall", api: openaimodel.APIResponses, reply: jsonReply("openai_responses_json_1.json"), want: providertest.WantMeta(t, "openai_responses_json_1")},
+		{name: "ResponsesJSONText", api: openaimodel.APIResponses, reply: jsonReply("openai_responses_json_2.json"), want: providertest.WantMeta(t, "openai_responses_json_2")},
+		{name: "ResponsesJSONReasoning", api: openaimodel.APIResponses, reply: jsonReply("openai_responses_json_reasoning.json"), want: providertest.WantMeta(t, "openai_responses_json_reasoning")},
 		{name: "ResponsesJSONNoContentType", api: openaimodel.APIResponses,
-			reply: providertest.Reply{ContentType: " ", Body: providertest.Fixture(t, "openai_responses_json_2.json")}, want: meta("openai_responses_json_2")},
+			reply: providertest.Reply{ContentType: " ", Body: providertest.Fixture(t, "openai_responses_json_2.json")}, want: providertest.WantMeta(t, "openai_responses_json_2")},
 		{name: "ResponsesJSONContentFilter", api: openaimodel.APIResponses, reply: jsonReply("openai_responses_json_content_filter.json"),
-			want: parse(`{"text":"Step one is to","finish_reason":"content_filter","usage":{"input_tokens":22,"output_tokens":5}}`)},
+			want: providertest.WantParse(t, `{"text":"Step one is to","finish_reason":"content_filter","usage":{"input_tokens":22,"output_tokens":5}}`)},
 		{name: "ResponsesJSONCut", api: openaimodel.APIResponses, reply: jsonReply("openai_responses_json_cut.json"),
-			want: parse(`{"error":{"code":"invalid_response","message":["malformed response","the body began \"{\\n  \\\"id\\\": \\\"resp_05c01d5dceb461c5"]}}`)},
+			want: providertest.WantParse(t, `{"error":{"code":"invalid_response","message":["malformed response","the body began \"{\\n  \\\"id\\\": \\\"resp_05c01d5dceb461c5"]}}`)},
 		{name: "ResponsesJSONServedAsEventStream", api: openaimodel.APIResponses, reply: providertest.HTTPReply(t, "openai_responses_json_as_event_stream.http"),
-			want: parse(`{"request_id":"req_json_as_sse","error":{"code":"invalid_response","message":["the event stream holds no event","the body began \"{\\\"id\\\":\\\"resp_07c42ac68b2c94"]}}`)},
+			want: providertest.WantParse(t, `{"request_id":"req_json_as_sse","error":{"code":"invalid_response","message":["the event stream holds no event","the body began \"{\\\"id\\\":\\\"resp_07c42ac68b2c94"]}}`)},
 		{name: "ResponsesJSONInProgress", api: openaimodel.APIResponses,
 			reply: providertest.Reply{ContentType: "application/json", Body: []byte(`{"id":"resp_bg","object":"response","status":"in_progress","output":[]}`)},
-			want:  parse(`{"error":{"code":"invalid_response","message":["the response is \"in_progress\", not completed"]}}`)},
+			want:  providertest.WantParse(t, `{"error":{"code":"invalid_response","message":["the response is \"in_progress\", not completed"]}}`)},
 		{name: "ResponsesJSONNotAResponse", api: openaimodel.APIResponses,
 			reply: providertest.Reply{ContentType: "application/json", Body: []byte(`{"object":"chat.completion","choices":[]}`)},
-			want:  parse(`{"error":{"code":"invalid_response","message":["not a response (object \"chat.completion\")"]}}`)},
+			want:  providertest.WantParse(t, `{"error":{"code":"invalid_response","message":["not a response (object \"chat.completion\")"]}}`)},
 		{name: "ResponsesJSONError", api: openaimodel.APIResponses,
 			reply: providertest.Reply{ContentType: "application/json", Body: []byte(`{"error":{"message":"model not found","type":"invalid_request_error","code":"model_not_found"}}`)},
-			want:  parse(`{"error":{"code":"model_not_found","message":["model not found"]}}`)},
+			want:  providertest.WantParse(t, `{"error":{"code":"model_not_found","message":["model not found"]}}`)},
 		// Responses API streams.
 		{name: "ResponsesStreamRefusal", api: openaimodel.APIResponses, reply: sseReply("openai_responses_stream_refusal.sse"),
-			want: parse(`{"text":"I'm sorry, but I can't help with that.","finish_reason":"refusal","refusal_prefix":"I'm sorry, but I can't help with that.","usage":{"input_tokens":27,"output_tokens":11}}`)},
+			want: providertest.WantParse(t, `{"text":"I'm sorry, but I can't help with that.","finish_reason":"refusal","refusal_prefix":"I'm sorry, but I can't help with that.","usage":{"input_tokens":27,"output_tokens":11}}`)},
 
 		// Chat Completions.
 		{name: "ChatStreamRefusal", reply: sseReply("openai_chat_stream_refusal.sse"),
-			want: parse(`{"text":"I'm sorry, I can't help with that.","finish_reason":"refusal","refusal_prefix":"I'm sorry, I can't help with that.","usage":{"input_tokens":31,"output_tokens":9}}`)},
+			want: providertest.WantParse(t, `{"text":"I'm sorry, I can't help with that.","finish_reason":"refusal","refusal_prefix":"I'm sorry, I can't help with that.","usage":{"input_tokens":31,"output_tokens":9}}`)},
 		{name: "ChatJSONRefusal", reply: jsonReply("openai_chat_json_refusal.json"),
-			want: parse(`{"text":"I'm sorry, I can't assist with that request.","finish_reason":"refusal","refusal_prefix":"I'm sorry, I can't assist","usage":{"input_tokens":31,"output_tokens":11}}`)},
+			want: providertest.WantParse(t, `{"text":"I'm sorry, I can't assist with that request.","finish_reason":"refusal","refusal_prefix":"I'm sorry, I can't assist","usage":{"input_tokens":31,"output_tokens":11}}`)},
 		{name: "ChatStreamContentFilter", reply: sseReply("openai_chat_stream_content_filter.sse"),
-			want: parse(`{"text":"Here is how you","finish_reason":"content_filter","usage":{"input_tokens":24,"output_tokens":3}}`)},
+			want: providertest.WantParse(t, `{"text":"Here is how you","finish_reason":"content_filter","usage":{"input_tokens":24,"output_tokens":3}}`)},
 		{name: "ChatStreamLength", reply: sseReply("openai_chat_stream_length.sse"),
-			want: parse(`{"text":"The three largest moons of Jupiter are Ganymede, Callisto and","finish_reason":"length","usage":{"input_tokens":18,"output_tokens":16}}`)},
+			want: providertest.WantParse(t, `{"text":"The three largest moons of Jupiter are Ganymede, Callisto and","finish_reason":"length","usage":{"input_tokens":18,"output_tokens":16}}`)},
 		{name: "ChatStreamUnknownTool", reply: sseReply("openai_chat_stream_unknown_tool.sse"),
-			want: parse(`{"calls":[{"id":"call_Wether0000000000000000001","name":"get_wether","arguments":{"city":"Paris"}}],"finish_reason":"tool_calls","usage":{"input_tokens":83,"output_tokens":15}}`)},
+			want: providertest.WantParse(t, `{"calls":[{"id":"call_Wether0000000000000000001","name":"get_wether","arguments":{"city":"Paris"}}],"finish_reason":"tool_calls","usage":{"input_tokens":83,"output_tokens":15}}`)},
 		{name: "ChatHTMLPage", reply: providertest.HTTPReply(t, "openai_chat_200_html.http"),
-			want: parse(`{"request_id":"req_html200","error":{"code":"invalid_response","message":["neither an event stream nor JSON (Content-Type text/html; charset=utf-8)","<!DOCTYPE html>","Bearer [redacted]"],"not_message":["LEAKEDKEY"]}}`)},
+			want: providertest.WantParse(t, `{"request_id":"req_html200","error":{"code":"invalid_response","message":["neither an event stream nor JSON (Content-Type text/html; charset=utf-8)","<!DOCTYPE html>","Bearer [redacted]"],"not_message":["LEAKEDKEY"]}}`)},
 		{name: "ChatJSONCut", reply: providertest.Reply{ContentType: "application/json", Body: providertest.Fixture(t, "openai_chat_json_1.json")[:200]},
-			want: parse(`{"error":{"code":"invalid_response","message":["malformed completion","the body began"]}}`)},
+			want: providertest.WantParse(t, `{"error":{"code":"invalid_response","message":["malformed completion","the body began"]}}`)},
 		{name: "ChatJSONNoChoice", reply: providertest.Reply{ContentType: "application/json", Body: []byte(`{"id":"x","object":"chat.completion","choices":[]}`)},
-			want: parse(`{"error":{"code":"invalid_response","message":["completion without a choice"]}}`)},
+			want: providertest.WantParse(t, `{"error":{"code":"invalid_response","message":["completion without a choice"]}}`)},
 		{name: "ChatJSONEchoesKey", reply: providertest.Reply{ContentType: "application/json", Body: []byte(`{"note":"key ` + key + ` rejected"`)},
-			want: parse(`{"error":{"code":"invalid_response","message":["[redacted]"],"not_message":["` + key + `"]}}`)},
+			want: providertest.WantParse(t, `{"error":{"code":"invalid_response","message":["[redacted]"],"not_message":["`+key+`"]}}`)},
 		{name: "ChatEventStreamGarbage", reply: providertest.Reply{Body: []byte("Service Unavailable: upstream connect error\n")},
-			want: parse(`{"error":{"code":"invalid_response","message":["holds no event","Service Unavailable"]}}`)},
+			want: providertest.WantParse(t, `{"error":{"code":"invalid_response","message":["holds no event","Service Unavailable"]}}`)},
 		{name: "ChatMalformedEvent", reply: providertest.Reply{Body: []byte("data: {\"choices\": [nope]}\n\n")},
-			want: parse(`{"error":{"code":"invalid_stream","message":["malformed stream event","the event began \"{\\\"choices\\\": [nope]}\""]}}`)},
+			want: providertest.WantParse(t, `{"error":{"code":"invalid_stream","message":["malformed stream event","the event began \"{\\\"choices\\\": [nope]}\""]}}`)},
 		{name: "ChatEmptyBodyIsCut", reply: providertest.Reply{Body: nil},
-			want: parse(`{"error":{"code":"incomplete_stream","transient":true}}`)},
+			want: providertest.WantParse(t, `{"error":{"code":"incomplete_stream","transient":true}}`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			srv := providertest.NewServer(t, tc.reply)
-			m := newModel(t, openaimodel.Config{Model: "gpt-5.5", API: tc.api, Provider: tc.provider, BaseURL: srv.URL + "/v1", APIKey: key})
-			chunks, err := providertest.Stream(t, m, &model.Request{Messages: []message.Message{message.User("hi")}})
-			providertest.CheckParse(t, chunks, err, tc.want)
-			if n := len(srv.Requests()); n != 1 {
-				t.Errorf("%d requests, want 1", n)
-			}
+			providertest.CheckBody(t, tc.reply, tc.want, func(url string) model.Model {
+				return newModel(t, openaimodel.Config{Model: "gpt-5.5", API: tc.api, Provider: tc.provider, BaseURL: url + "/v1", APIKey: key})
+			})
 		})
 	}
 }

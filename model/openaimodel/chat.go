@@ -24,9 +24,6 @@ import (
 	"github.com/batonhq/baton/model/internal/toolargs"
 )
 
-// maxJSONBody caps a non-streamed completion body.
-const maxJSONBody = 32 << 20
-
 // chatParams maps a request to Chat Completions parameters.
 func (m *Model) chatParams(req *model.Request) (openai.ChatCompletionNewParams, error) {
 	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(m.cfg.Model)}
@@ -254,13 +251,8 @@ func (m *Model) streamChat(ctx context.Context, req *model.Request, yield func(m
 	}
 	defer res.Body.Close()
 	acc := newChatAcc(m, req, httperr.RequestID(res.Header))
-	body := httperr.Open(res)
-	switch body.Kind {
-	case httperr.KindJSON:
-		m.readChatJSON(ctx, body, acc, yield)
-		return
-	case httperr.KindUnknown:
-		yield(model.Chunk{}, m.notStream(acc.requestID, res, body))
+	body := m.eventStream(ctx, res, acc.requestID, func(b []byte) { m.chatJSON(b, acc, yield) }, yield)
+	if body == nil {
 		return
 	}
 	dec := ssestream.NewDecoder(res)
@@ -280,26 +272,36 @@ func (m *Model) streamChat(ctx context.Context, req *model.Request, yield func(m
 		}
 	}
 	if !sawDone {
-		if err := dec.Err(); err != nil || ctx.Err() != nil {
-			yield(model.Chunk{}, m.streamError(ctx, acc.requestID, err))
-			return
-		}
-		if body.NoEvents() {
-			yield(model.Chunk{}, m.malformed(acc.requestID, "the event stream holds no event", body.Head(), nil))
+		if err := m.unfinished(ctx, acc.requestID, dec, body); err != nil {
+			yield(model.Chunk{}, err)
 			return
 		}
 	}
 	acc.finish(sawDone, yield)
 }
 
-// notStream is the error of a successful response whose body is neither an
-// event stream nor JSON (a proxy's HTML page, plain text).
-func (m *Model) notStream(requestID string, res *http.Response, body *httperr.Content) *model.Error {
-	ct := res.Header.Get("Content-Type")
-	if ct == "" {
-		ct = "none"
+// eventStream opens a successful response's body and returns it when it is
+// an event stream; a whole JSON body goes to whole (see
+// [httperr.EventStream]), unless it is an error object, which is the
+// provider's error.
+func (m *Model) eventStream(ctx context.Context, res *http.Response, requestID string, whole func([]byte), yield func(model.Chunk, error) bool) *httperr.Content {
+	return httperr.EventStream(ctx, res, m.provider, requestID, func(b []byte) {
+		if isErrorEvent(b) {
+			yield(model.Chunk{}, httperr.StreamEvent(m.provider, requestID, b, m.cfg.APIKey))
+			return
+		}
+		whole(b)
+	}, yield, m.cfg.APIKey)
+}
+
+// unfinished is the error of an event stream that ended before its terminal
+// event: a broken connection, the end of ctx, or a body that holds no event
+// at all; nil when the stream just stopped.
+func (m *Model) unfinished(ctx context.Context, requestID string, dec ssestream.Decoder, body *httperr.Content) error {
+	if err := dec.Err(); err != nil || ctx.Err() != nil {
+		return m.streamError(ctx, requestID, err)
 	}
-	return m.malformed(requestID, "the response is neither an event stream nor JSON (Content-Type "+ct+")", body.Head(), nil)
+	return body.Eventless(m.provider, requestID, m.cfg.APIKey)
 }
 
 // malformed is the permanent error of a body the adapter cannot use, with a
@@ -308,32 +310,9 @@ func (m *Model) malformed(requestID, what string, body []byte, err error) *model
 	return httperr.Malformed(m.provider, requestID, what, body, err, m.cfg.APIKey)
 }
 
-// readJSON reads a whole JSON body: a read that fails is a broken
-// connection (transient); a body over the limit is malformed.
-func (m *Model) readJSON(ctx context.Context, requestID string, body *httperr.Content, yield func(model.Chunk, error) bool) ([]byte, bool) {
-	b, err := body.ReadAll(maxJSONBody)
-	if err != nil {
-		if body.Len() > maxJSONBody {
-			yield(model.Chunk{}, m.malformed(requestID, "the JSON response is too long", body.Head(), err))
-		} else {
-			yield(model.Chunk{}, m.streamError(ctx, requestID, err))
-		}
-		return nil, false
-	}
-	return b, true
-}
-
-// readChatJSON accepts a whole (non-streamed) completion from a server that
+// chatJSON accepts a whole (non-streamed) completion b from a server that
 // ignored "stream": true.
-func (m *Model) readChatJSON(ctx context.Context, body *httperr.Content, acc *chatAcc, yield func(model.Chunk, error) bool) {
-	b, ok := m.readJSON(ctx, acc.requestID, body, yield)
-	if !ok {
-		return
-	}
-	if isErrorEvent(b) {
-		yield(model.Chunk{}, httperr.StreamEvent(m.provider, acc.requestID, b, m.cfg.APIKey))
-		return
-	}
+func (m *Model) chatJSON(b []byte, acc *chatAcc, yield func(model.Chunk, error) bool) {
 	var c openai.ChatCompletion
 	if err := json.Unmarshal(b, &c); err != nil {
 		yield(model.Chunk{}, m.malformed(acc.requestID, "malformed completion", b, err))

@@ -222,13 +222,8 @@ func (m *Model) streamResponses(ctx context.Context, req *model.Request, yield f
 	}
 	defer res.Body.Close()
 	acc := &respAcc{m: m, req: req, requestID: httperr.RequestID(res.Header), byID: map[string]*respItem{}, byIndex: map[int64]*respItem{}}
-	body := httperr.Open(res)
-	switch body.Kind {
-	case httperr.KindJSON:
-		m.readResponseJSON(ctx, body, acc, yield)
-		return
-	case httperr.KindUnknown:
-		yield(model.Chunk{}, m.notStream(acc.requestID, res, body))
+	body := m.eventStream(ctx, res, acc.requestID, func(b []byte) { m.responseJSON(b, acc, yield) }, yield)
+	if body == nil {
 		return
 	}
 	dec := ssestream.NewDecoder(res)
@@ -254,33 +249,21 @@ func (m *Model) streamResponses(ctx context.Context, req *model.Request, yield f
 		}
 	}
 	if !acc.terminal {
-		if err := dec.Err(); err != nil || ctx.Err() != nil {
-			yield(model.Chunk{}, m.streamError(ctx, acc.requestID, err))
-			return
+		err := m.unfinished(ctx, acc.requestID, dec, body)
+		if err == nil {
+			err = httperr.Incomplete(m.provider, acc.requestID, "response.completed")
 		}
-		if body.NoEvents() {
-			yield(model.Chunk{}, m.malformed(acc.requestID, "the event stream holds no event", body.Head(), nil))
-			return
-		}
-		yield(model.Chunk{}, httperr.Incomplete(m.provider, acc.requestID, "response.completed"))
+		yield(model.Chunk{}, err)
 		return
 	}
 	acc.finish(yield)
 }
 
-// readResponseJSON accepts a whole Response object from a server that
-// ignored "stream": true: it is folded in as the terminal event of its
-// status would be.
-func (m *Model) readResponseJSON(ctx context.Context, body *httperr.Content, acc *respAcc, yield func(model.Chunk, error) bool) {
-	b, ok := m.readJSON(ctx, acc.requestID, body, yield)
-	if !ok {
-		return
-	}
-	if isErrorEvent(b) {
-		// {"error": {...}}, or a failed response with its error.
-		yield(model.Chunk{}, httperr.StreamEvent(m.provider, acc.requestID, b, m.cfg.APIKey))
-		return
-	}
+// responseJSON accepts a whole Response object b from a server that ignored
+// "stream": true: it is folded in as the terminal event of its status would
+// be. An error object ({"error": {...}}, or a failed response with its
+// error) does not come here: eventStream yields it as the provider's error.
+func (m *Model) responseJSON(b []byte, acc *respAcc, yield func(model.Chunk, error) bool) {
 	var r struct {
 		Object string          `json:"object"`
 		Status string          `json:"status"`

@@ -3,6 +3,7 @@ package httperr
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"mime"
 	"net/http"
@@ -40,17 +41,21 @@ const headSize = 1024
 // SnippetSize bounds the snippet of a body quoted in an error, in bytes.
 const SnippetSize = 200
 
+// MaxJSONBody caps a whole JSON body read by [EventStream].
+const MaxJSONBody = 32 << 20
+
 // Content is the body of a successful response, read through a buffer that
 // keeps its first bytes so that an error can quote what came back. One
 // goroutine reads it.
 type Content struct {
 	// Kind is how the body is to be read: chosen by the Content-Type, and
 	// by the first bytes when the type is missing or says neither.
-	Kind Kind
-	r    *bufio.Reader
-	body io.ReadCloser
-	head []byte
-	n    int64 // bytes read so far
+	Kind  Kind
+	ctype string // the Content-Type header, "" if none
+	r     *bufio.Reader
+	body  io.ReadCloser
+	head  []byte
+	n     int64 // bytes read so far
 }
 
 // Open wraps res.Body in a Content, sets res.Body to it (so that decoders
@@ -61,9 +66,9 @@ type Content struct {
 // KindUnknown. An empty body is an event stream (it ends before its
 // terminal event, which is reported as a cut stream).
 func Open(res *http.Response) *Content {
-	c := &Content{body: res.Body, r: bufio.NewReaderSize(res.Body, 4096)}
+	c := &Content{ctype: res.Header.Get("Content-Type"), body: res.Body, r: bufio.NewReaderSize(res.Body, 4096)}
 	res.Body = c
-	mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	mt, _, _ := mime.ParseMediaType(c.ctype)
 	switch {
 	case mt == "text/event-stream":
 		c.Kind = KindEventStream
@@ -73,6 +78,39 @@ func Open(res *http.Response) *Content {
 		c.Kind = c.sniff()
 	}
 	return c
+}
+
+// EventStream opens res's body (see [Open]), the successful response of a
+// call that asked for an event stream, and returns it when it is one. A JSON
+// body, from a server that ignored "stream": true, is read whole (at most
+// [MaxJSONBody] bytes) and handed to whole. Any other body is yielded as a
+// permanent error, and so is a JSON body over the limit; a read that fails
+// is yielded as a broken connection ([Transport], transient). EventStream
+// returns nil unless the body is an event stream. provider, requestID and
+// secrets go into the errors as [Malformed] takes them.
+func EventStream(ctx context.Context, res *http.Response, provider, requestID string, whole func([]byte), yield func(model.Chunk, error) bool, secrets ...string) *Content {
+	c := Open(res)
+	switch c.Kind {
+	case KindEventStream:
+		return c
+	case KindJSON:
+		b, err := c.ReadAll(MaxJSONBody)
+		switch {
+		case err == nil:
+			whole(b)
+		case c.Len() > MaxJSONBody:
+			yield(model.Chunk{}, Malformed(provider, requestID, "the JSON response is too long", c.Head(), err, secrets...))
+		default:
+			yield(model.Chunk{}, Transport(ctx, provider, requestID, err))
+		}
+	default:
+		ct := c.ctype
+		if ct == "" {
+			ct = "none"
+		}
+		yield(model.Chunk{}, Malformed(provider, requestID, "the response is neither an event stream nor JSON (Content-Type "+ct+")", c.Head(), nil, secrets...))
+	}
+	return nil
 }
 
 // sniff decides the kind of a body from its first bytes. It reads no more
@@ -165,6 +203,15 @@ func (c *Content) NoEvents() bool {
 		}
 	}
 	return true
+}
+
+// Eventless returns the permanent error of an event stream that ended
+// without holding a single event (see [Content.NoEvents]), nil otherwise.
+func (c *Content) Eventless(provider, requestID string, secrets ...string) error {
+	if !c.NoEvents() {
+		return nil
+	}
+	return Malformed(provider, requestID, "the event stream holds no event", c.Head(), nil, secrets...)
 }
 
 // ReadAll reads the whole body, up to limit bytes; a longer body is an error.

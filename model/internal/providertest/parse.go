@@ -52,6 +52,38 @@ type ParseError struct {
 	NotMessage []string `json:"not_message"`
 }
 
+// WantParse is the Parse written as JSON in s, for a test's table.
+func WantParse(t testing.TB, s string) Parse {
+	t.Helper()
+	var p Parse
+	if err := json.Unmarshal([]byte(s), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// WantMeta is the "Expected parse" of the recording testdata/name.meta.md.
+func WantMeta(t testing.TB, name string) Parse {
+	t.Helper()
+	var p Parse
+	MetaParse(t, name+".meta.md", &p)
+	return p
+}
+
+// CheckBody serves reply from a [Server] to the model build makes for the
+// server's URL, streams one request through it, and checks the parse or the
+// error against want (see [CheckParse]) and that exactly one request was
+// made: a body that is not what it claims is not retried.
+func CheckBody(t *testing.T, reply Reply, want Parse, build func(url string) model.Model) {
+	t.Helper()
+	srv := NewServer(t, reply)
+	chunks, err := Stream(t, build(srv.URL), &model.Request{Messages: []message.Message{message.User("hi")}})
+	CheckParse(t, chunks, err, want)
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
 // CheckParse checks the chunks and error of a stream against want.
 func CheckParse(t *testing.T, chunks []model.Chunk, err error, want Parse) {
 	t.Helper()
