@@ -52,10 +52,7 @@ func TestBackgroundFallback(t *testing.T) {
 				notice = func(ctx context.Context, err error) string { told = err; return tt.notice(ctx, err) }
 			}
 			opts := []runner.RunOption{runner.WithRunID("r1"), runner.WithBackgroundBoundary(), runner.WithBackgroundFallback(notice)}
-			evs, err := collect(r.Stream(t.Context(), "make a report", opts...))
-			if err != nil {
-				t.Fatal(err)
-			}
+			evs := mustCollect(t, r.Stream(t.Context(), "make a report", opts...))
 			end := ofType[*runner.RunEndEvent](evs)
 			if len(end) != 1 || end[0].Status != runstate.StatusCompleted || end[0].Output != "Sorry, the report could not run." {
 				t.Fatalf("run_end = %+v", end)

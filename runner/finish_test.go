@@ -37,10 +37,7 @@ func TestUnknownToolNamesTheTools(t *testing.T) {
 	billing, _ := ag("billing", text("unused"))
 	ck := &memCheckpoints{}
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a, billing), Checkpointer: ck})
-	evs, err := collect(r.Stream(t.Context(), "weather in Paris?"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustCollect(t, r.Stream(t.Context(), "weather in Paris?"))
 	end := ofType[*runner.RunEndEvent](evs)
 	if len(end) != 1 || end[0].Status != runstate.StatusCompleted || end[0].Output != "Sorry, let me try again." {
 		t.Fatalf("run_end %+v", end)
@@ -191,10 +188,7 @@ func TestPauseTurnContinues(t *testing.T) {
 	a, rec := ag("a", scripted.Step{Text: "Let me keep researching.", FinishReason: model.FinishPauseTurn}, text("Found it."))
 	ck := &memCheckpoints{}
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a), Checkpointer: ck})
-	live, err := collect(r.Stream(t.Context(), "go"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	live := mustCollect(t, r.Stream(t.Context(), "go"))
 	end := ofType[*runner.RunEndEvent](live)[0]
 	if end.Status != runstate.StatusCompleted || end.Output != "Found it." || end.Turns != 2 {
 		t.Errorf("run_end %+v", end)
@@ -239,10 +233,7 @@ func TestReasoningEvents(t *testing.T) {
 	a := &agent.Agent{Name: "thinker", Instructions: "Think.", Model: m, ModelName: "anthropic:claude"}
 	ck := &memCheckpoints{}
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a), Checkpointer: ck})
-	live, err := collect(r.Stream(t.Context(), "go"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	live := mustCollect(t, r.Stream(t.Context(), "go"))
 	var seen []string
 	for _, ev := range live {
 		switch e := ev.(type) {

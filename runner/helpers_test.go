@@ -112,6 +112,16 @@ func collect(seq iter.Seq2[runner.Event, error]) ([]runner.Event, error) {
 	return evs, nil
 }
 
+// mustCollect is collect for a run that must not fail: an error fails t.
+func mustCollect(t *testing.T, seq iter.Seq2[runner.Event, error]) []runner.Event {
+	t.Helper()
+	evs, err := collect(seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
 func ofType[T runner.Event](evs []runner.Event) []T {
 	var out []T
 	for _, e := range evs {

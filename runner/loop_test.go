@@ -306,10 +306,7 @@ func TestPoliciesAndPickers(t *testing.T) {
 			return strings.Contains(v.Messages[len(v.Messages)-1].Parts[0].Text, `"vip":true`)
 		}}}
 		r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a, vip), Policy: policy.Composite{rules, policy.Explicit{}}})
-		evs, err := collect(r.Stream(t.Context(), "hi"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := mustCollect(t, r.Stream(t.Context(), "hi"))
 		hs := ofType[*runner.TransferEvent](evs)
 		if len(hs) != 1 || hs[0].TransferType != transfer.TypeRule || hs[0].Reason != "rule vip" {
 			t.Fatalf("transfers = %+v", hs)
@@ -355,17 +352,14 @@ func TestPoliciesAndPickers(t *testing.T) {
 		}, scripted.Options{})}
 		cl := &policy.Classifier{Model: rec, Candidates: []policy.Candidate{{Name: "billing", Description: "charges"}, {Name: "refunds", Description: "money back"}}}
 		r, _ := newRunner(t, runner.Config{Network: n, Picker: policy.Chain{Pickers: []policy.Picker{cl}, Default: "triage"}})
-		evs, err := collect(r.Stream(t.Context(), "I was charged twice"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		evs := mustCollect(t, r.Stream(t.Context(), "I was charged twice"))
 		if st := ofType[*runner.AgentStartEvent](evs)[0]; st.Agent != "billing" || !strings.Contains(st.Reason, "classifier") {
 			t.Fatalf("agent start = %+v", st)
 		}
 		if req := rec.last(t); req.Output == nil || !strings.Contains(string(req.Output.Schema), `"enum":["billing","refunds"]`) {
 			t.Errorf("classifier did not ask for structured output: %+v", req.Output)
 		}
-		_, err = r.Run(t.Context(), "nonsense")
+		_, err := r.Run(t.Context(), "nonsense")
 		if !errors.Is(err, policy.ErrClassifier) {
 			t.Fatalf("answer outside the candidates: err = %v", err)
 		}
@@ -526,10 +520,7 @@ func TestBackgroundBoundaryAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, ck, runs := build()
-	evs, err := collect(r.Stream(t.Context(), "make a report", runner.WithRunID("r1"), runner.WithBackgroundBoundary()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustCollect(t, r.Stream(t.Context(), "make a report", runner.WithRunID("r1"), runner.WithBackgroundBoundary()))
 	sus := ofType[*runner.SuspendedEvent](evs)
 	if len(sus) != 1 || sus[0].Calls[0] != "call_a_1_1" || runs.Load() != 0 {
 		t.Fatalf("suspended = %+v, tool ran %d", sus, runs.Load())
@@ -539,10 +530,7 @@ func TestBackgroundBoundaryAndResume(t *testing.T) {
 		t.Fatalf("checkpoint = %s with %d pending", st.Status, len(st.Pending))
 	}
 	lastSeq := evs[len(evs)-1].Sequence()
-	evs2, err := collect(r.ResumeStream(t.Context(), roundTrip(t, st)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs2 := mustCollect(t, r.ResumeStream(t.Context(), roundTrip(t, st)))
 	if evs2[0].Sequence() != lastSeq+1 {
 		t.Errorf("resumed events start at seq %d, want %d", evs2[0].Sequence(), lastSeq+1)
 	}
@@ -656,10 +644,7 @@ func TestStreamEvents(t *testing.T) {
 	triage.Transfers = []*transfer.Transfer{{To: "b"}}
 	b, _ := ag("b", text("bye"))
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, triage, b)})
-	evs, err := collect(r.Stream(t.Context(), "hi", runner.WithThread("t1")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustCollect(t, r.Stream(t.Context(), "hi", runner.WithThread("t1")))
 	var types []string
 	for i, e := range evs {
 		if e.Sequence() != i+1 {

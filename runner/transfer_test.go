@@ -36,10 +36,7 @@ func TestTransferDeliversTypedContext(t *testing.T) {
 	billing.Model = refFixer{brec}
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, triage, billing)})
 
-	evs, err := collect(r.Stream(t.Context(), "I was charged twice"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustCollect(t, r.Stream(t.Context(), "I was charged twice"))
 	hs := ofType[*runner.TransferEvent](evs)
 	if len(hs) != 1 {
 		t.Fatalf("transfer events = %d, want 1", len(hs))
@@ -123,10 +120,7 @@ func TestResumeSchema1ContextCall(t *testing.T) {
 		!strings.Contains(string(st.Pending[0].Call.Arguments), `"handoff:`) {
 		t.Fatalf("version 1 state: %s, pending %+v", st.Status, st.Pending)
 	}
-	evs, err := collect(r.ResumeStream(t.Context(), st))
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustCollect(t, r.ResumeStream(t.Context(), st))
 	var got string
 	for _, e := range ofType[*runner.ToolResultEvent](evs) {
 		if e.Name == "read_handoff_context" {
@@ -178,10 +172,7 @@ func TestFirstTransferWins(t *testing.T) {
 	billing, _ := ag("billing", text("billing here"))
 	refunds, rrec := ag("refunds", text("refunds here"))
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, triage, billing, refunds)})
-	evs, err := collect(r.Stream(t.Context(), "help"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustCollect(t, r.Stream(t.Context(), "help"))
 	end := ofType[*runner.RunEndEvent](evs)[0]
 	if end.LastAgent != "billing" || end.Transfers != 1 {
 		t.Fatalf("run end = %+v, want billing after 1 transfer", end)
@@ -239,10 +230,7 @@ func TestTypedContextRejectedThenAccepted(t *testing.T) {
 	triage.Transfers = []*transfer.Transfer{{To: "billing", ContextSchema: orderSchema}}
 	billing, _ := ag("billing", text("done"))
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, triage, billing)})
-	evs, err := collect(r.Stream(t.Context(), "charged twice"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustCollect(t, r.Stream(t.Context(), "charged twice"))
 	rej := ofType[*runner.TransferRejectedEvent](evs)
 	if len(rej) != 2 {
 		t.Fatalf("rejections = %d, want 2", len(rej))
@@ -450,10 +438,7 @@ func TestReturnToCaller(t *testing.T) {
 	lead.Transfers = []*transfer.Transfer{{To: "expert", Return: true}}
 	expert, _ := ag("expert", text("the answer is 42"))
 	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, lead, expert)})
-	evs, err := collect(r.Stream(t.Context(), "what is it?"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	evs := mustCollect(t, r.Stream(t.Context(), "what is it?"))
 	hs := ofType[*runner.TransferEvent](evs)
 	if len(hs) != 2 || hs[0].TransferType != transfer.TypeReturn || hs[1].TransferType != transfer.TypeReturned || hs[1].To != "lead" {
 		t.Fatalf("transfers = %+v", hs)
