@@ -134,12 +134,8 @@ func (l *loader) mcpServers(path string, specs []MCPServerSpec, declaredTools ma
 			l.bad(sp, "an MCP server needs a name")
 			continue
 		}
-		if _, dup := out[s.Name]; dup {
-			l.bad(field(sp, "name"), "MCP server %q is declared twice", s.Name)
+		if _, dup := out[s.Name]; !l.declare(sp, "MCP server", s.Name, dup, "") {
 			continue
-		}
-		if !namePattern.MatchString(s.Name) {
-			l.bad(field(sp, "name"), "MCP server name %q must be 1-64 letters, digits, '_' or '-'", s.Name)
 		}
 		out[s.Name] = l.mcpServer(sp, s, declaredTools)
 	}

@@ -344,12 +344,8 @@ func (l *loader) build(f *File) *Spec {
 			l.bad(at("$.agents", i), "agent name is required")
 			continue
 		}
-		if j, dup := agentIdx[a.Name]; dup {
-			l.bad(field(at("$.agents", i), "name"), "agent %q is declared twice (first at agents[%d])", a.Name, j)
+		if j, dup := agentIdx[a.Name]; !l.declare(at("$.agents", i), "agent", a.Name, dup, fmt.Sprintf(" (first at agents[%d])", j)) {
 			continue
-		}
-		if !namePattern.MatchString(a.Name) {
-			l.bad(field(at("$.agents", i), "name"), "agent name %q must be 1-64 letters, digits, '_' or '-'", a.Name)
 		}
 		agentIdx[a.Name] = i
 	}
@@ -424,6 +420,22 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// declare checks the name, not empty, of a what ("agent", "tool", "MCP
+// server") declared at path, dup when the name is taken: a name taken is
+// reported, with the words first saying where it was first declared, and
+// the declaration is to be skipped (false); a name namePattern refuses is
+// reported, and the declaration kept.
+func (l *loader) declare(path, what, name string, dup bool, first string) bool {
+	if dup {
+		l.bad(field(path, "name"), "%s %q is declared twice%s", what, name, first)
+		return false
+	}
+	if !namePattern.MatchString(name) {
+		l.bad(field(path, "name"), "%s name %q must be 1-64 letters, digits, '_' or '-'", what, name)
+	}
+	return true
+}
+
 func (l *loader) tools(f *File) map[string]*agent.Tool {
 	out := map[string]*agent.Tool{}
 	for i, t := range f.Tools {
@@ -432,12 +444,8 @@ func (l *loader) tools(f *File) map[string]*agent.Tool {
 			l.bad(path, "tool name is required")
 			continue
 		}
-		if _, dup := out[t.Name]; dup {
-			l.bad(field(path, "name"), "tool %q is declared twice", t.Name)
+		if _, dup := out[t.Name]; !l.declare(path, "tool", t.Name, dup, "") {
 			continue
-		}
-		if !namePattern.MatchString(t.Name) {
-			l.bad(field(path, "name"), "tool name %q must be 1-64 letters, digits, '_' or '-'", t.Name)
 		}
 		params := l.objectSchema(field(path, "parameters"), t.Parameters)
 		tool := &agent.Tool{Name: t.Name, Description: t.Description, Parameters: params, Timeout: time.Duration(t.Timeout),
