@@ -2,16 +2,18 @@ package e2e_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/pgstore"
 	"github.com/batonhq/baton/store/sqlitestore"
 )
 
@@ -54,6 +56,10 @@ func backends(t *testing.T, only string) []backend {
 type database struct {
 	url string
 	st  store.Store
+	// sql is the store's database for the test's own queries, run as the
+	// connecting user (the superuser on PostgreSQL), past row-level
+	// security.
+	sql *sql.DB
 }
 
 func openSQLite(t *testing.T) *database {
@@ -63,7 +69,7 @@ func openSQLite(t *testing.T) *database {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return &database{url: "sqlite:" + path, st: st}
+	return &database{url: "sqlite:" + path, st: st, sql: st.DB()}
 }
 
 // openPostgres makes a fresh schema in the database at url (dropped at the
@@ -75,7 +81,10 @@ func openPostgres(t *testing.T, url string) *database {
 	if strings.Contains(url, "?") {
 		sep = "&"
 	}
-	return &database{url: url + sep + "search_path=" + schema, st: testdb.Postgres(t, url, schema)}
+	st := testdb.Postgres(t, url, schema)
+	db := stdlib.OpenDBFromPool(st.Pool())
+	t.Cleanup(func() { db.Close() })
+	return &database{url: url + sep + "search_path=" + schema, st: st, sql: db}
 }
 
 // count runs a counting query (plain SQL both backends take) as the
@@ -83,16 +92,7 @@ func openPostgres(t *testing.T, url string) *database {
 func (d *database) count(t *testing.T, query string) int {
 	t.Helper()
 	var n int
-	var err error
-	switch s := d.st.(type) {
-	case *sqlitestore.Store:
-		err = s.DB().QueryRowContext(context.Background(), query).Scan(&n)
-	case *pgstore.Store:
-		err = s.Pool().QueryRow(context.Background(), query).Scan(&n)
-	default:
-		t.Fatalf("store %T", d.st)
-	}
-	if err != nil {
+	if err := d.sql.QueryRowContext(context.Background(), query).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
@@ -101,29 +101,11 @@ func (d *database) count(t *testing.T, query string) int {
 // column runs a query of one text column.
 func (d *database) column(t *testing.T, query string) []string {
 	t.Helper()
-	var rows interface {
-		Next() bool
-		Scan(...any) error
-		Err() error
+	rows, err := d.sql.QueryContext(context.Background(), query)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
 	}
-	switch s := d.st.(type) {
-	case *sqlitestore.Store:
-		r, err := s.DB().QueryContext(context.Background(), query)
-		if err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-		defer r.Close()
-		rows = r
-	case *pgstore.Store:
-		r, err := s.Pool().Query(context.Background(), query)
-		if err != nil {
-			t.Fatalf("%s: %v", query, err)
-		}
-		defer r.Close()
-		rows = r
-	default:
-		t.Fatalf("store %T", d.st)
-	}
+	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var v string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -652,7 +653,7 @@ func (k *killTest) waitRuns(ctx context.Context, from time.Time, bound time.Dura
 		run, thread, _ := strings.Cut(rt, " ")
 		runs[run] = thread
 	}
-	pending := sortedKeys(runs)
+	pending := slices.Sorted(maps.Keys(runs))
 	for len(pending) > 0 {
 		var still []string
 		for _, run := range pending {
@@ -687,15 +688,6 @@ func (k *killTest) waitRuns(ctx context.Context, from time.Time, bound time.Dura
 		}
 	}
 	return runs
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

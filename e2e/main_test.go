@@ -34,20 +34,23 @@ var network = filepath.Join("testdata", "shop.yaml")
 // binDir holds the binary built for this test binary.
 var binDir string
 
-func TestMain(m *testing.M) {
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+// runTests runs the tests with binDir a new temporary directory, removed
+// after them, and returns the exit code.
+func runTests(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "baton-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
+	defer os.RemoveAll(dir)
 	binDir = dir
 	// Keep the CLI's default database out of the user's data directory
 	// (every command here names its --database anyway).
 	os.Setenv("XDG_DATA_HOME", dir)
 	os.Unsetenv("BATON_DATABASE_URL")
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return m.Run()
 }
 
 var build struct {
