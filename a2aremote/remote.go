@@ -19,6 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2aclient"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/httpheader"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/netspec"
@@ -96,7 +97,7 @@ func New(r netspec.Remote, opts Options) (*Agent, error) {
 		h[k] = x
 	}
 	hc := *base
-	hc.Transport = headers{base: base.Transport, h: h}
+	hc.Transport = httpheader.Transport(base.Transport, h)
 	card := r.Spec.Card
 	if u, err := url.Parse(card); err == nil && !strings.HasSuffix(u.Path, ".json") {
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/.well-known/agent-card.json"
@@ -646,25 +647,4 @@ func (a *Agent) message(req *model.Request) (*a2a.MessageSendParams, error) {
 	}
 	blocking := true
 	return &a2a.MessageSendParams{Message: m, Config: &a2a.MessageSendConfig{Blocking: &blocking, AcceptedOutputModes: []string{"text/plain"}}}, nil
-}
-
-// headers sets fixed headers on every request.
-type headers struct {
-	base http.RoundTripper
-	h    map[string]string
-}
-
-func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	base := t.base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	if len(t.h) == 0 {
-		return base.RoundTrip(r)
-	}
-	r = r.Clone(r.Context())
-	for k, v := range t.h {
-		r.Header.Set(k, v)
-	}
-	return base.RoundTrip(r)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/httpheader"
 	"github.com/batonhq/baton/netspec"
 )
 
@@ -202,7 +204,7 @@ func (s *Sessions) target(decl netspec.MCPServer) (target, error) {
 		}
 	}
 	t := target{Command: cmd, Args: sp.Args, Dir: abs}
-	for _, k := range sortedKeys(sp.Env) {
+	for _, k := range slices.Sorted(maps.Keys(sp.Env)) {
 		x, err := netspec.ExpandEnv(sp.Env[k], s.opts.LookupEnv)
 		if err != nil {
 			return target{}, fmt.Errorf("env %s: %w", k, err)
@@ -314,7 +316,7 @@ func (srv *server) connect(ctx context.Context) error {
 	var tr mcp.Transport
 	if srv.t.URL != "" {
 		client := *srv.s.opts.HTTPClient
-		client.Transport = headers{base: client.Transport, h: srv.t.Headers}
+		client.Transport = httpheader.Transport(client.Transport, srv.t.Headers)
 		tr = &mcp.StreamableClientTransport{Endpoint: srv.t.URL, HTTPClient: &client, DisableStandaloneSSE: true, MaxRetries: -1}
 	} else {
 		cmd := exec.Command(srv.t.Command, srv.t.Args...)
@@ -430,27 +432,6 @@ func (srv *server) call(ctx context.Context, name string, args json.RawMessage, 
 	}
 }
 
-// headers sets fixed headers on every request.
-type headers struct {
-	base http.RoundTripper
-	h    map[string]string
-}
-
-func (t headers) RoundTrip(r *http.Request) (*http.Response, error) {
-	base := t.base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	if len(t.h) == 0 {
-		return base.RoundTrip(r)
-	}
-	r = r.Clone(r.Context())
-	for k, v := range t.h {
-		r.Header.Set(k, v)
-	}
-	return base.RoundTrip(r)
-}
-
 // tail logs a server's standard error line by line and keeps its last
 // lines for error messages.
 type tail struct {
@@ -506,13 +487,4 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "dev"
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
