@@ -140,22 +140,21 @@ func TestTwoStoresOneFile(t *testing.T) {
 	}
 	const each = 25
 	var wg sync.WaitGroup
-	errs := make(chan error, 2*each)
-	for _, s := range []*sqlitestore.Store{a, b} {
+	errs := make([]error, 2)
+	for i, s := range []*sqlitestore.Store{a, b} {
 		wg.Go(func() {
 			for range each {
-				_, err := s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: "o", ThreadID: th.ID,
-					Messages: []store.NewMessage{{Message: message.User("x")}}})
-				errs <- err
+				if _, err := s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: "o", ThreadID: th.ID,
+					Messages: []store.NewMessage{{Message: message.User("x")}}}); err != nil {
+					errs[i] = err
+					return
+				}
 			}
 		})
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 	msgs, err := b.ListMessages(ctx, &store.ListMessagesParams{OwnerID: "o", ThreadID: th.ID})
 	if err != nil || len(msgs) != 2*each {
