@@ -19,7 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 
 	"github.com/batonhq/baton/a2aremote"
-	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/memotest"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/netspec"
@@ -153,25 +153,6 @@ func (r *remote) agent(t *testing.T, reconnect time.Duration) *a2aremote.Agent {
 	return a
 }
 
-// memo is an agent.Memo kept in memory.
-type memo struct {
-	mu sync.Mutex
-	v  json.RawMessage
-}
-
-func (m *memo) ctx(ctx context.Context) context.Context {
-	return agent.WithMemo(ctx, agent.NewMemo("run/turn/1", func() json.RawMessage {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return m.v
-	}, func(_ context.Context, v json.RawMessage) error {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		m.v = v
-		return nil
-	}))
-}
-
 func request(msgs ...message.Message) *model.Request {
 	return &model.Request{Agent: "billing", Messages: msgs}
 }
@@ -205,10 +186,10 @@ func TestStreamingAnswer(t *testing.T) {
 	t.Parallel()
 	r := newRemote(t, true)
 	a := r.agent(t, time.Second)
-	m := &memo{}
+	m := memotest.New("run/turn/1", nil)
 	hist := request(message.User("I was charged twice"), message.Assistant("triage", "Let me get billing."), message.User("hello"))
 	hist.System = "You got a transfer."
-	deltas, msg, usage, err := stream(m.ctx(t.Context()), a, hist, nil)
+	deltas, msg, usage, err := stream(m.Context(t.Context()), a, hist, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,8 +200,8 @@ func TestStreamingAnswer(t *testing.T) {
 	if md["state"] != "completed" || md["task_id"] == "" || md["context_id"] == "" {
 		t.Errorf("metadata %v", msg.Metadata)
 	}
-	if !strings.Contains(string(m.v), md["task_id"].(string)) {
-		t.Errorf("memo %s does not name task %v", m.v, md["task_id"])
+	if !strings.Contains(string(m.Value()), md["task_id"].(string)) {
+		t.Errorf("memo %s does not name task %v", m.Value(), md["task_id"])
 	}
 	// The first contact carried the history and the system prompt.
 	in := r.exec.inputs[0]
@@ -248,17 +229,17 @@ func TestPickUpTheTask(t *testing.T) {
 	t.Parallel()
 	r := newRemote(t, true)
 	a := r.agent(t, time.Second)
-	m := &memo{}
-	ctx, cancel := context.WithCancel(m.ctx(t.Context()))
+	m := memotest.New("run/turn/1", nil)
+	ctx, cancel := context.WithCancel(m.Context(t.Context()))
 	// The process dies after the first word.
 	_, _, _, err := stream(ctx, a, request(message.User("slow")), func(string) { cancel() })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("first attempt: %v", err)
 	}
-	if m.v == nil {
+	if m.Value() == nil {
 		t.Fatal("no memo saved")
 	}
-	deltas, msg, _, err := stream(m.ctx(t.Context()), r.agent(t, time.Second), request(message.User("slow")), nil)
+	deltas, msg, _, err := stream(m.Context(t.Context()), r.agent(t, time.Second), request(message.User("slow")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,16 +281,16 @@ func TestRemoteGone(t *testing.T) {
 	t.Parallel()
 	r := newRemote(t, true)
 	a := r.agent(t, 300*time.Millisecond)
-	m := &memo{}
+	m := memotest.New("run/turn/1", nil)
 	var once sync.Once
-	_, _, _, err := stream(m.ctx(t.Context()), a, request(message.User("slow")), func(string) {
+	_, _, _, err := stream(m.Context(t.Context()), a, request(message.User("slow")), func(string) {
 		once.Do(func() { r.token = "revoked"; go r.srv.CloseClientConnections() })
 	})
 	var me *model.Error
 	if !errors.As(err, &me) || !me.Transient || !strings.Contains(err.Error(), "could not be followed") {
 		t.Fatalf("error %v", err)
 	}
-	if m.v == nil {
+	if m.Value() == nil {
 		t.Error("memo lost")
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/memotest"
 	"github.com/batonhq/baton/mcptool"
 	"github.com/batonhq/baton/netspec"
 )
@@ -233,47 +233,26 @@ func TestRestart(t *testing.T) {
 	}
 }
 
-// memo is an agent.Memo kept in memory.
-type memo struct {
-	mu    sync.Mutex
-	v     json.RawMessage
-	saves int
-}
-
-func (m *memo) ctx(ctx context.Context) context.Context {
-	return agent.WithMemo(ctx, agent.NewMemo("run/call/c1", func() json.RawMessage {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return m.v
-	}, func(_ context.Context, v json.RawMessage) error {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		m.v = v
-		m.saves++
-		return nil
-	}))
-}
-
 func TestAtMostOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.env["SECRET"] = "x"
 	tools := b.resolve(t, b.stdio("test"))
-	m := &memo{}
-	got, err := call(t, m.ctx(t.Context()), tools["append"], `{"line":"one"}`, true)
-	if err != nil || got != "appended one" || m.saves != 1 {
-		t.Fatalf("append: %q, %v, %d saves", got, err, m.saves)
+	m := memotest.New("run/call/c1", nil)
+	got, err := call(t, m.Context(t.Context()), tools["append"], `{"line":"one"}`, true)
+	if err != nil || got != "appended one" || m.Saves() != 1 {
+		t.Fatalf("append: %q, %v, %d saves", got, err, m.Saves())
 	}
 	// The same call again (a resumed run whose result was not recorded):
 	// not sent.
-	_, err = call(t, m.ctx(t.Context()), tools["append"], `{"line":"one"}`, true)
+	_, err = call(t, m.Context(t.Context()), tools["append"], `{"line":"one"}`, true)
 	if err == nil || !strings.Contains(err.Error(), "not sent again") {
 		t.Errorf("append again: %v", err)
 	}
 	// An idempotent call is sent again, and saves nothing.
-	m2 := &memo{v: json.RawMessage(`{"mcp":"sent"}`)}
-	if got, err := call(t, m2.ctx(t.Context()), tools["append"], `{"line":"two"}`, false); err != nil || got != "appended two" || m2.saves != 0 {
-		t.Errorf("append (may repeat): %q, %v, %d saves", got, err, m2.saves)
+	m2 := memotest.New("run/call/c1", json.RawMessage(`{"mcp":"sent"}`))
+	if got, err := call(t, m2.Context(t.Context()), tools["append"], `{"line":"two"}`, false); err != nil || got != "appended two" || m2.Saves() != 0 {
+		t.Errorf("append (may repeat): %q, %v, %d saves", got, err, m2.Saves())
 	}
 	if lines := b.logLines(t); strings.Join(lines, " ") != "one two" {
 		t.Errorf("log %v", lines)
