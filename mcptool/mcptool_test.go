@@ -60,6 +60,15 @@ func setup(t *testing.T) *bundle {
 	return b
 }
 
+// setupTest is setup with the test server resolved on stdio, SECRET set to
+// secret.
+func setupTest(t *testing.T, secret string) (*bundle, map[string]netspec.MCPTool) {
+	t.Helper()
+	b := setup(t)
+	b.env["SECRET"] = secret
+	return b, b.resolve(t, b.stdio("test"))
+}
+
 // stdio declares the test server on stdio.
 func (b *bundle) stdio(name string) netspec.MCPServer {
 	return netspec.MCPServer{Spec: netspec.MCPServerSpec{Name: name, Command: serverBin, Env: map[string]string{
@@ -130,9 +139,7 @@ func checkResults(t *testing.T, tools map[string]netspec.MCPTool) {
 
 func TestStdioServer(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.env["SECRET"] = "s3cr3t"
-	tools := b.resolve(t, b.stdio("test"))
+	_, tools := setupTest(t, "s3cr3t")
 	echo, add := tools["echo"], tools["add"]
 	if !echo.ReadOnly || echo.Idempotent || !add.Idempotent || echo.Description != "Echo the text." {
 		t.Errorf("annotations: echo %+v, add %+v", echo, add)
@@ -215,9 +222,7 @@ func TestHTTPServer(t *testing.T) {
 // answered as of unknown outcome, and the next calls work.
 func TestRestart(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.env["SECRET"] = "x"
-	tools := b.resolve(t, b.stdio("test"))
+	b, tools := setupTest(t, "x")
 	if err := os.WriteFile(filepath.Join(b.dir, "crash-once"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -235,9 +240,7 @@ func TestRestart(t *testing.T) {
 
 func TestAtMostOnce(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.env["SECRET"] = "x"
-	tools := b.resolve(t, b.stdio("test"))
+	b, tools := setupTest(t, "x")
 	m := memotest.New("run/call/c1", nil)
 	got, err := call(t, m.Context(t.Context()), tools["append"], `{"line":"one"}`, true)
 	if err != nil || got != "appended one" || m.Saves() != 1 {
@@ -261,9 +264,7 @@ func TestAtMostOnce(t *testing.T) {
 
 func TestClose(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	b.env["SECRET"] = "x"
-	tools := b.resolve(t, b.stdio("test"))
+	b, tools := setupTest(t, "x")
 	if err := b.s.Close(); err != nil {
 		t.Fatal(err)
 	}
