@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/open"
 )
 
 // databaseHelp documents the --database flag.
-const databaseHelp = "database: sqlite:PATH, postgres://… (default $BATON_DATABASE_URL, else an SQLite file under the user's data directory)"
+const databaseHelp = "database: sqlite:PATH (its folder must exist), file:PATH?QUERY, postgres://USER@HOST/DB or a plain path (default $BATON_DATABASE_URL, else an SQLite file under the user's data directory)"
 
 // resolveDatabase returns the database URL to use.
 func resolveDatabase(flagValue string) (string, error) {
@@ -43,15 +42,4 @@ func openStore(ctx context.Context, url string, noMigrate bool) (store.Store, er
 }
 
 // redactURL hides the password of a database URL for messages.
-func redactURL(u string) string {
-	at := strings.Index(u, "@")
-	scheme := strings.Index(u, "://")
-	if at < 0 || scheme < 0 || at < scheme {
-		return u
-	}
-	cred := u[scheme+3 : at]
-	if user, _, ok := strings.Cut(cred, ":"); ok {
-		return u[:scheme+3] + user + ":***" + u[at:]
-	}
-	return u
-}
+func redactURL(u string) string { return open.Redact(u) }

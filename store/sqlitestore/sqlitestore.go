@@ -6,6 +6,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -49,8 +50,8 @@ const (
 	DefaultMaxReadConns = 4
 )
 
-// Open opens (creating it and its directory if needed) the SQLite database
-// at path and, unless opts.NoMigrate, migrates it. path is a file path,
+// Open opens (creating it if needed, but not its folder, which must exist)
+// the SQLite database at path and, unless opts.NoMigrate, migrates it. path is a file path,
 // ":memory:" for a private in-memory database, or a "file:" URI whose query
 // parameters are passed to the driver.
 //
@@ -95,8 +96,15 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 		return nil, fmt.Errorf("sqlitestore: open %s: %w: %v", path, store.ErrInvalid, err)
 	}
 	if !memory {
-		if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		// The folder must exist: a mistyped path creates no folders.
+		dir := filepath.Dir(file)
+		switch fi, err := os.Stat(dir); {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("sqlitestore: open %s: %w: the folder %s does not exist (baton creates no folder for a database: create it, or check the path)", path, store.ErrInvalid, dir)
+		case err != nil:
 			return nil, fmt.Errorf("sqlitestore: open %s: %w: %w", path, store.ErrUnavailable, err)
+		case !fi.IsDir():
+			return nil, fmt.Errorf("sqlitestore: open %s: %w: %s is not a folder", path, store.ErrInvalid, dir)
 		}
 	}
 	s := &Store{log: opts.Logger, clock: opts.Now}
