@@ -155,6 +155,19 @@ func readRow[T any](ctx context.Context, e *Engine, owner, what string, scan fun
 	})
 }
 
+// getByKey is a Get of the one row that an owner's key names: it checks p,
+// whose OwnerID is owner and whose field keyField is key, both required,
+// then reads the row of query ($1 the owner, $2 the key) as the owner,
+// scanned by scan. A refused p is wrapped with op, an error of the read
+// with op+what (the words naming the row: " of message "+key).
+func getByKey[T any](ctx context.Context, e *Engine, p any, op, owner, keyField, key, what string, scan func(Row) (T, error), query string) (T, error) {
+	if err := need(p, "OwnerID", owner, keyField, key); err != nil {
+		var zero T
+		return zero, e.wrap(op, err)
+	}
+	return readRow(ctx, e, owner, op+what, scan, query, owner, key)
+}
+
 // writeRow runs query, one statement returning one row, as owner in a
 // transaction of its own, and returns the row scanned by scan; its error is
 // wrapped with what.

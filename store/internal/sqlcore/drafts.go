@@ -41,12 +41,8 @@ func (e *Engine) UpsertDraft(ctx context.Context, p *store.UpsertDraftParams) (*
 
 // GetDraft implements [store.Ops].
 func (e *Engine) GetDraft(ctx context.Context, p *store.GetDraftParams) (*store.Draft, error) {
-	const op = "get draft"
-	if err := need(p, "OwnerID", p.OwnerID, "MessageID", p.MessageID); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	return readRow(ctx, e, p.OwnerID, op+" of message "+p.MessageID, scanDraft,
-		`SELECT `+draftCols+` FROM message_drafts WHERE owner_id = $1 AND message_id = $2`, p.OwnerID, p.MessageID)
+	return getByKey(ctx, e, p, "get draft", p.OwnerID, "MessageID", p.MessageID, " of message "+p.MessageID, scanDraft,
+		`SELECT `+draftCols+` FROM message_drafts WHERE owner_id = $1 AND message_id = $2`)
 }
 
 // DeleteDraft implements [store.Ops].

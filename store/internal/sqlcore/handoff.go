@@ -49,12 +49,8 @@ func (e *Engine) UpsertThreadSummary(ctx context.Context, p *store.UpsertThreadS
 
 // GetThreadSummary implements [store.Ops].
 func (e *Engine) GetThreadSummary(ctx context.Context, p *store.GetThreadSummaryParams) (*store.ThreadSummary, error) {
-	const op = "get thread summary"
-	if err := need(p, "OwnerID", p.OwnerID, "HandoffID", p.HandoffID); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	return readRow(ctx, e, p.OwnerID, op+" of handoff "+p.HandoffID, scanSummary,
-		`SELECT `+summaryCols+` FROM thread_summaries WHERE owner_id = $1 AND handoff_id = $2`, p.OwnerID, p.HandoffID)
+	return getByKey(ctx, e, p, "get thread summary", p.OwnerID, "HandoffID", p.HandoffID, " of handoff "+p.HandoffID, scanSummary,
+		`SELECT `+summaryCols+` FROM thread_summaries WHERE owner_id = $1 AND handoff_id = $2`)
 }
 
 const memoryCols = `owner_id, agent_id, content, version, created_at, updated_at`
@@ -71,12 +67,8 @@ func scanMemory(r Row) (*store.MemoryDocument, error) {
 
 // GetMemoryDocument implements [store.Ops].
 func (e *Engine) GetMemoryDocument(ctx context.Context, p *store.GetMemoryDocumentParams) (*store.MemoryDocument, error) {
-	const op = "get memory document"
-	if err := need(p, "OwnerID", p.OwnerID, "AgentID", p.AgentID); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	return readRow(ctx, e, p.OwnerID, op+" of agent "+p.AgentID, scanMemory,
-		`SELECT `+memoryCols+` FROM memory_documents WHERE owner_id = $1 AND agent_id = $2`, p.OwnerID, p.AgentID)
+	return getByKey(ctx, e, p, "get memory document", p.OwnerID, "AgentID", p.AgentID, " of agent "+p.AgentID, scanMemory,
+		`SELECT `+memoryCols+` FROM memory_documents WHERE owner_id = $1 AND agent_id = $2`)
 }
 
 // PutMemoryDocument implements [store.Ops].

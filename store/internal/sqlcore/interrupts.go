@@ -108,12 +108,8 @@ func (e *Engine) CreateInterrupt(ctx context.Context, p *store.CreateInterruptPa
 
 // GetInterrupt implements [store.Ops].
 func (e *Engine) GetInterrupt(ctx context.Context, p *store.GetInterruptParams) (*store.Interrupt, error) {
-	const op = "get interrupt"
-	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	return readRow(ctx, e, p.OwnerID, op+" "+strconv.Quote(p.ID), scanInterrupt,
-		`SELECT `+interruptCols+` FROM interrupts WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID)
+	return getByKey(ctx, e, p, "get interrupt", p.OwnerID, "ID", p.ID, " "+strconv.Quote(p.ID), scanInterrupt,
+		`SELECT `+interruptCols+` FROM interrupts WHERE owner_id = $1 AND id = $2`)
 }
 
 // ListInterrupts implements [store.Ops].

@@ -37,12 +37,8 @@ func (e *Engine) AcquireLease(ctx context.Context, p *store.AcquireLeaseParams) 
 
 // GetLease implements [store.Ops].
 func (e *Engine) GetLease(ctx context.Context, p *store.GetLeaseParams) (*store.Lease, error) {
-	const op = "get lease"
-	if err := need(p, "OwnerID", p.OwnerID, "RunID", p.RunID); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	return readRow(ctx, e, p.OwnerID, op+" of run "+strconv.Quote(p.RunID), scanLease,
-		`SELECT `+leaseCols+` FROM run_leases WHERE owner_id = $1 AND run_id = $2`, p.OwnerID, p.RunID)
+	return getByKey(ctx, e, p, "get lease", p.OwnerID, "RunID", p.RunID, " of run "+strconv.Quote(p.RunID), scanLease,
+		`SELECT `+leaseCols+` FROM run_leases WHERE owner_id = $1 AND run_id = $2`)
 }
 
 // ReleaseLease implements [store.Ops].

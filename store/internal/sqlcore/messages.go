@@ -206,11 +206,8 @@ func insertMessages(ctx context.Context, q Querier, owner, thread string, seq in
 
 // GetMessage implements [store.Ops].
 func (e *Engine) GetMessage(ctx context.Context, p *store.GetMessageParams) (*store.Message, error) {
-	const op = "get message"
-	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	return readRow(ctx, e, p.OwnerID, op+" "+p.ID, scanMessage, `SELECT `+messageCols+` FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID)
+	return getByKey(ctx, e, p, "get message", p.OwnerID, "ID", p.ID, " "+p.ID, scanMessage,
+		`SELECT `+messageCols+` FROM messages WHERE owner_id = $1 AND id = $2`)
 }
 
 // ListMessages implements [store.Ops].
