@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestStoreMemory(t *testing.T) {
 // (as two processes would) and migrates it from both again.
 func TestMigrateConcurrent(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sub", "dir", "baton.db")
+	path := filepath.Join(t.TempDir(), "baton.db")
 	storetest.MigrateConcurrent(t, 2, sqlitestore.LatestVersion(), func() (*sqlitestore.Store, error) {
 		return sqlitestore.Open(t.Context(), path, nil)
 	})
@@ -77,10 +78,19 @@ func TestOpenUnavailable(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// A directory that cannot be created: its parent is a file.
+	// A folder that is a file, and one that does not exist: refused as
+	// invalid paths, and no folder is created.
 	_, err := sqlitestore.Open(t.Context(), filepath.Join(file, "baton.db"), nil)
-	if !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("Open under a file: %v, want ErrUnavailable", err)
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "is not a folder") {
+		t.Fatalf("Open under a file: %v, want ErrInvalid", err)
+	}
+	missing := filepath.Join(dir, "no", "such")
+	_, err = sqlitestore.Open(t.Context(), filepath.Join(missing, "baton.db"), nil)
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "the folder "+missing+" does not exist") {
+		t.Fatalf("Open in a missing folder: %v, want ErrInvalid naming it", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "no")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a folder was created: %v", err)
 	}
 	// A path that is a directory.
 	_, err = sqlitestore.Open(t.Context(), dir, nil)
@@ -228,6 +238,9 @@ func TestBusyUnavailable(t *testing.T) {
 func TestOpenOddPath(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "we?ird #dir %20 ü")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	s := openFile(t, filepath.Join(dir, "b.db"), nil)
 	if _, err := s.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: "o"}); err != nil {
 		t.Fatal(err)
