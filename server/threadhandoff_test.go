@@ -1,48 +1,467 @@
 package server_test
 
 import (
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threadhandoff"
 )
 
-// TestChildTurnStartsAtAssistant: the first turn of a child thread starts
-// at the agent whose memory holds the summary (billing, the parent's active
-// agent), not at the network's entry (triage), as in the CLI; once it has
-// completed, the seed is cleared and the next turn starts at the entry.
-func TestChildTurnStartsAtAssistant(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	child, assistant := b.handOff(t, b.thread(t, b.keyA, "support"), "I was charged twice for order 1234")
-	if assistant != "billing" {
-		t.Fatalf("approved with assistant %q, want billing", assistant)
-	}
+// proposal is the answer of POST /v1/threads/{id}/handoff.
+type proposal struct {
+	InterruptID string `json:"interrupt_id"`
+	ThreadID    string `json:"thread_id"`
+	Kind        string `json:"kind"`
+	Status      string `json:"status"`
+	Stale       bool   `json:"stale"`
+	Superseded  string `json:"superseded_interrupt_id"`
+	DecisionURL string `json:"decision_url"`
+	Payload     struct {
+		SchemaVersion  int            `json:"schema_version"`
+		HandoffID      string         `json:"handoff_id"`
+		AssistantID    string         `json:"assistant_id"`
+		ParentThreadID string         `json:"parent_thread_id"`
+		Title          string         `json:"title"`
+		Markdown       string         `json:"summary_md"`
+		Summary        map[string]any `json:"summary_json"`
+		ActionRequests []struct {
+			Name string `json:"name"`
+		} `json:"action_requests"`
+	} `json:"payload"`
+}
 
-	firstAgent := func(input string) (agent, reason string) {
-		t.Helper()
-		resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+child+"/runs", map[string]any{"input": input, "stream": true})
+// outcome is the answer of a decision on a thread handoff proposal.
+type outcome struct {
+	InterruptID    string `json:"interrupt_id"`
+	Status         string `json:"status"`
+	Decision       string `json:"decision"`
+	Applied        bool   `json:"applied"`
+	ParentThreadID string `json:"parent_thread_id"`
+	ChildThreadID  string `json:"child_thread_id"`
+	AssistantID    string `json:"assistant_id"`
+	Title          string `json:"title"`
+	Markdown       string `json:"summary_md"`
+	Edited         bool   `json:"edited"`
+}
+
+// errBody is an error answer with the fields thread handoff errors add.
+type errBody struct {
+	Error struct {
+		Type       string  `json:"type"`
+		Message    string  `json:"message"`
+		Param      string  `json:"param"`
+		Outcome    outcome `json:"outcome"`
+		ThroughSeq int64   `json:"through_seq"`
+		LastSeq    int64   `json:"last_seq"`
+	} `json:"error"`
+}
+
+// propose runs a turn of input on thread (when input is not "") and
+// proposes its thread handoff with body; it wants status.
+func (b *bundle) propose(t *testing.T, thread, input string, body any, status int) proposal {
+	t.Helper()
+	if input != "" {
+		if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.status != 200 {
+			t.Fatalf("run: %d %s", r.status, r.body)
+		}
+	}
+	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", body)
+	if r.status != status {
+		t.Fatalf("propose: %d %s, want %d", r.status, r.body, status)
+	}
+	var p proposal
+	r.json(t, &p)
+	return p
+}
+
+// decision posts a decision on interrupt id.
+func (b *bundle) decision(t *testing.T, key, id string, d map[string]any) *response {
+	t.Helper()
+	return b.do(t, key, "POST", "/v1/interrupts/"+id+"/decision", map[string]any{"decisions": []any{d}})
+}
+
+// pending returns the ids of the pending interrupts GET /v1/threads/{id}
+// lists.
+func (b *bundle) pending(t *testing.T, thread string) []string {
+	t.Helper()
+	var th struct {
+		Interrupts []struct {
+			ID     string `json:"id"`
+			Kind   string `json:"kind"`
+			Status string `json:"status"`
+		} `json:"interrupts"`
+	}
+	b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil).json(t, &th)
+	var ids []string
+	for _, in := range th.Interrupts {
+		if in.Status != store.InterruptPending {
+			t.Fatalf("GET /v1/threads/%s lists interrupt %s, %s", thread, in.ID, in.Status)
+		}
+		ids = append(ids, in.Kind+":"+in.ID)
+	}
+	return ids
+}
+
+// children returns the ids of the child threads of thread.
+func (b *bundle) children(t *testing.T, thread string) []string {
+	t.Helper()
+	var page struct {
+		Data []struct{ ID string }
+	}
+	b.do(t, b.keyA, "GET", "/v1/threads?parent_id="+thread, nil).json(t, &page)
+	var ids []string
+	for _, th := range page.Data {
+		ids = append(ids, th.ID)
+	}
+	return ids
+}
+
+// TestThreadHandoffProposal: POST /v1/threads/{id}/handoff stores the
+// proposal as an interrupt of the thread (201); GET /v1/interrupts/{id}
+// shows it and GET /v1/threads/{id} lists it; a second POST answers the
+// pending one (200, no new summary) unless replace, which supersedes it;
+// the thread's events carry thread_handoff_proposed and _decided; the
+// echo-back form of the route is gone; another owner sees nothing.
+func TestThreadHandoffProposal(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, b *bundle) {
+		thread := b.thread(t, b.keyA, "support")
+		if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil); r.status != http.StatusUnprocessableEntity {
+			t.Fatalf("handoff of an empty thread: %d %s", r.status, r.body)
+		}
+		if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I was charged twice for order 1234"}); r.status != 200 {
+			t.Fatalf("run: %d %s", r.status, r.body)
+		}
+		resp, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
 		if resp.StatusCode != 200 {
-			t.Fatalf("child turn %q: %d", input, resp.StatusCode)
+			t.Fatalf("subscribe: %d", resp.StatusCode)
 		}
-		evs := collect(t, ch, nil)
-		if last := evs[len(evs)-1]; last.Type != "run_end" || last.Data["status"] != "completed" {
-			t.Fatalf("child turn %q: %v", input, types(evs))
+		defer resp.Body.Close()
+		collect(t, ch, func(e event) bool { return e.Type == "thread" })
+
+		p := b.propose(t, thread, "", nil, http.StatusCreated)
+		pl := p.Payload
+		if p.Kind != "thread_handoff" || p.ThreadID != thread || p.Status != "pending" || p.InterruptID == "" || p.Stale ||
+			p.DecisionURL != "/v1/interrupts/"+p.InterruptID+"/decision" {
+			t.Fatalf("proposal: %+v", p)
 		}
-		for _, e := range evs {
-			if e.Type == "agent_start" {
-				return e.Data["agent"].(string), e.Data["reason"].(string)
+		if pl.SchemaVersion != 1 || pl.HandoffID != p.InterruptID || pl.AssistantID != "billing" || pl.ParentThreadID != thread ||
+			pl.Title == "" || !strings.Contains(pl.Markdown, pl.Title) || pl.Summary["title"] != pl.Title ||
+			len(pl.ActionRequests) != 1 || pl.ActionRequests[0].Name != "handoff_summary" {
+			t.Fatalf("payload: %+v", pl)
+		}
+		if ev := collect(t, ch, func(e event) bool { return e.Type == "thread_handoff_proposed" }); ev[len(ev)-1].Data["id"] != p.InterruptID {
+			t.Fatalf("thread_handoff_proposed: %s", ev[len(ev)-1].Raw)
+		}
+
+		r := b.do(t, b.keyA, "GET", "/v1/interrupts/"+p.InterruptID, nil)
+		var got map[string]any
+		r.json(t, &got)
+		if r.status != 200 || got["kind"] != "thread_handoff" || got["status"] != "pending" || got["thread_id"] != thread || got["agent"] != "billing" {
+			t.Fatalf("GET interrupt: %d %s", r.status, r.body)
+		}
+		if ids := b.pending(t, thread); len(ids) != 1 || ids[0] != "thread_handoff:"+p.InterruptID {
+			t.Fatalf("pending interrupts of the thread: %v", ids)
+		}
+
+		// Pending: the same proposal again, 200.
+		if again := b.propose(t, thread, "", map[string]any{}, http.StatusOK); again.InterruptID != p.InterruptID {
+			t.Fatalf("second proposal while one is pending: %s, want %s", again.InterruptID, p.InterruptID)
+		}
+		// Replace: a new one, the old one superseded.
+		p2 := b.propose(t, thread, "", map[string]any{"replace": true, "assistant_id": "billing"}, http.StatusCreated)
+		if p2.InterruptID == p.InterruptID || p2.Superseded != p.InterruptID {
+			t.Fatalf("replace: %+v", p2)
+		}
+		if ids := b.pending(t, thread); len(ids) != 1 || ids[0] != "thread_handoff:"+p2.InterruptID {
+			t.Fatalf("pending interrupts after replace: %v", ids)
+		}
+		r = b.decision(t, b.keyA, p.InterruptID, map[string]any{"type": "approve"})
+		var eb errBody
+		r.json(t, &eb)
+		if r.status != http.StatusConflict || !strings.Contains(eb.Error.Message, p2.InterruptID) {
+			t.Fatalf("approval of a superseded proposal: %d %s", r.status, r.body)
+		}
+
+		// Another owner sees and decides nothing.
+		for _, req := range [][2]string{{"GET", "/v1/interrupts/" + p2.InterruptID}, {"POST", "/v1/threads/" + thread + "/handoff"}} {
+			if r := b.do(t, b.keyB, req[0], req[1], nil); r.status != http.StatusNotFound {
+				t.Fatalf("%s %s by another owner: %d %s", req[0], req[1], r.status, r.body)
 			}
 		}
-		t.Fatalf("child turn %q: no agent_start in %v", input, types(evs))
-		return "", ""
-	}
-	if a, why := firstAgent("Any news on the double charge?"); a != "billing" || why != threadhandoff.PickReason {
-		t.Fatalf("the child's first turn started at %s (%s); want billing (%s)", a, why, threadhandoff.PickReason)
-	}
-	if c, p := b.seed(t, child); c || p {
-		t.Fatalf("after the child's first turn: cleanup_required %v, pending %v; want the seed cleared", c, p)
-	}
-	if a, why := firstAgent("Hello again"); a != "triage" || why != "entry" {
-		t.Fatalf("the child's second turn started at %s (%s); want triage (entry)", a, why)
-	}
+		if r := b.decision(t, b.keyB, p2.InterruptID, map[string]any{"type": "approve"}); r.status != http.StatusNotFound {
+			t.Fatalf("decision by another owner: %d %s", r.status, r.body)
+		}
+		// The echo-back form of the route is gone.
+		r = b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", map[string]any{"interrupt": map[string]any{}, "decision": map[string]any{"type": "approve"}})
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "/v1/interrupts/") {
+			t.Fatalf("echo-back decision: %d %s", r.status, r.body)
+		}
+
+		r = b.decision(t, b.keyA, p2.InterruptID, map[string]any{"type": "approve"})
+		var out outcome
+		r.json(t, &out)
+		if r.status != 200 || out.ChildThreadID == "" {
+			t.Fatalf("approve: %d %s", r.status, r.body)
+		}
+		if ev := collect(t, ch, func(e event) bool { return e.Type == "thread_handoff_decided" }); ev[len(ev)-1].Data["child_thread_id"] != out.ChildThreadID {
+			t.Fatalf("thread_handoff_decided: %s", ev[len(ev)-1].Raw)
+		}
+		if ids := b.pending(t, thread); len(ids) != 0 {
+			t.Fatalf("pending interrupts after the decision: %v", ids)
+		}
+		r = b.do(t, b.keyA, "GET", "/v1/interrupts/"+p2.InterruptID, nil)
+		r.json(t, &got)
+		if got["status"] != "decided" || got["decided_at"] == nil || !strings.Contains(string(r.body), out.ChildThreadID) {
+			t.Fatalf("GET a decided interrupt: %s", r.body)
+		}
+	})
+}
+
+// TestThreadHandoffApprove: an edit approves with the edited summary and
+// title: 200 with the child, created with its parent id and handoff
+// metadata, the agent's memory seeded; a second decision answers 409 with
+// the first outcome; the child's first turn starts at the assistant and
+// clears the seed.
+func TestThreadHandoffApprove(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, b *bundle) {
+		thread := b.thread(t, b.keyA, "support")
+		p := b.propose(t, thread, "I was charged twice for order 1234", nil, http.StatusCreated)
+		md := "### Double charge, order 1234\n\n- Charged twice for order 1234.\n- Refund of the second charge pending.\n\n**TL;DR:** refund pending."
+		r := b.decision(t, b.keyA, p.InterruptID, map[string]any{"type": "edit", "args": map[string]any{"summary_md": md, "title": "Double charge, order 1234"}})
+		var out outcome
+		r.json(t, &out)
+		if r.status != 200 || !out.Applied || out.ChildThreadID == "" || out.Decision != "edit" || !out.Edited || out.Status != "decided" ||
+			out.AssistantID != "billing" || out.ParentThreadID != thread || out.Title != "Double charge, order 1234" || out.Markdown != md {
+			t.Fatalf("edit: %d %s", r.status, r.body)
+		}
+		var child struct {
+			ParentID    string `json:"parent_id"`
+			Name        string `json:"name"`
+			ActiveAgent string `json:"active_agent"`
+			Metadata    struct {
+				Handoff threadhandoff.Handoff `json:"handoff"`
+			} `json:"metadata"`
+		}
+		b.do(t, b.keyA, "GET", "/v1/threads/"+out.ChildThreadID, nil).json(t, &child)
+		h := child.Metadata.Handoff
+		if child.ParentID != thread || child.Name != "Double charge, order 1234" || child.ActiveAgent != "billing" ||
+			!h.Pending || !h.CleanupRequired || h.SourceThreadID != thread || h.HandoffID != p.InterruptID || h.AssistantID != "billing" || h.LastCleanupAt != nil {
+			t.Fatalf("child: %+v", child)
+		}
+		doc, err := threadhandoff.StoreMemory(b.st).Get(t.Context(), "alice", "billing")
+		if err != nil || !strings.Contains(doc.Content, "Refund of the second charge pending.") {
+			t.Fatalf("billing's memory: %q (%v)", doc, err)
+		}
+
+		r = b.decision(t, b.keyA, p.InterruptID, map[string]any{"type": "approve"})
+		var eb errBody
+		r.json(t, &eb)
+		if r.status != http.StatusConflict || eb.Error.Type != "conflict" || eb.Error.Outcome.ChildThreadID != out.ChildThreadID || eb.Error.Outcome.Decision != "edit" {
+			t.Fatalf("second decision: %d %s", r.status, r.body)
+		}
+		if kids := b.children(t, thread); len(kids) != 1 {
+			t.Fatalf("children of the parent: %v", kids)
+		}
+
+		// The child's first turn starts at billing, with the seed; then the
+		// seed is cleared and the next turn starts at the entry.
+		firstAgent := func(input string) (agent, reason string) {
+			t.Helper()
+			resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+out.ChildThreadID+"/runs", map[string]any{"input": input, "stream": true})
+			if resp.StatusCode != 200 {
+				t.Fatalf("child turn %q: %d", input, resp.StatusCode)
+			}
+			evs := collect(t, ch, nil)
+			if last := evs[len(evs)-1]; last.Type != "run_end" || last.Data["status"] != "completed" {
+				t.Fatalf("child turn %q: %v", input, types(evs))
+			}
+			for _, e := range evs {
+				if e.Type == "agent_start" {
+					return e.Data["agent"].(string), e.Data["reason"].(string)
+				}
+			}
+			t.Fatalf("child turn %q: no agent_start in %v", input, types(evs))
+			return "", ""
+		}
+		if a, why := firstAgent("Any news on the double charge?"); a != "billing" || why != threadhandoff.PickReason {
+			t.Fatalf("the child's first turn started at %s (%s); want billing (%s)", a, why, threadhandoff.PickReason)
+		}
+		b.do(t, b.keyA, "GET", "/v1/threads/"+out.ChildThreadID, nil).json(t, &child)
+		if h := child.Metadata.Handoff; h.Pending || h.CleanupRequired || h.LastCleanupAt == nil {
+			t.Fatalf("after the child's first turn: %+v; want pending false and last_cleanup_at set", h)
+		}
+		if doc, _ := threadhandoff.StoreMemory(b.st).Get(t.Context(), "alice", "billing"); strings.Contains(doc.Content, "Refund of the second charge pending.") {
+			t.Fatalf("billing's memory after the child's first turn still holds the seed: %q", doc)
+		}
+		if a, why := firstAgent("Hello again"); a != "triage" || why != "entry" {
+			t.Fatalf("the child's second turn started at %s (%s); want triage (entry)", a, why)
+		}
+	})
+}
+
+// TestThreadHandoffReject: a rejection (decline, too) creates no thread,
+// leaves the parent as it was and answers 200; invalid edits answer 400
+// and leave the proposal pending.
+func TestThreadHandoffReject(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, b *bundle) {
+		thread := b.thread(t, b.keyA, "support")
+		p := b.propose(t, thread, "I was charged twice for order 1234", nil, http.StatusCreated)
+		before := b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil)
+		for _, c := range []struct {
+			name  string
+			d     map[string]any
+			param string
+		}{
+			{"empty summary", map[string]any{"type": "edit", "args": map[string]any{"summary_md": "  "}}, "args.summary_md"},
+			{"too long", map[string]any{"type": "edit", "args": map[string]any{"summary_md": strings.Repeat("x", 5000)}}, "args.summary_md"},
+			{"not a string", map[string]any{"type": "edit", "args": map[string]any{"summary_md": 5}}, "args.summary_md"},
+			{"unknown arg", map[string]any{"type": "edit", "args": map[string]any{"body": "x"}}, "args"},
+			{"no args", map[string]any{"type": "edit"}, "args"},
+			{"args not an object", map[string]any{"type": "edit", "args": []any{"x"}}, "args"},
+			{"unknown type", map[string]any{"type": "later"}, "type"},
+			{"title too long", map[string]any{"type": "edit", "args": map[string]any{"title": strings.Repeat("t", 300)}}, "args.title"},
+		} {
+			r := b.decision(t, b.keyA, p.InterruptID, c.d)
+			var eb errBody
+			r.json(t, &eb)
+			if r.status != http.StatusBadRequest || eb.Error.Param != c.param {
+				t.Errorf("%s: %d %s, want 400 with param %s", c.name, r.status, r.body, c.param)
+			}
+		}
+		if ids := b.pending(t, thread); len(ids) != 1 {
+			t.Fatalf("after invalid decisions the proposal is not pending: %v", ids)
+		}
+		r := b.decision(t, b.keyA, p.InterruptID, map[string]any{"type": "decline", "message": "not now"})
+		var out outcome
+		r.json(t, &out)
+		if r.status != 200 || out.Applied || out.ChildThreadID != "" || out.Decision != "reject" {
+			t.Fatalf("reject: %d %s", r.status, r.body)
+		}
+		if kids := b.children(t, thread); len(kids) != 0 {
+			t.Fatalf("a rejection created threads: %v", kids)
+		}
+		after := b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil)
+		var th0, th1 struct {
+			Metadata map[string]any `json:"metadata"`
+			Version  int64          `json:"version"`
+		}
+		before.json(t, &th0)
+		after.json(t, &th1)
+		if th1.Version != th0.Version || len(th1.Metadata) != 0 {
+			t.Fatalf("the parent changed: %s -> %s", before.body, after.body)
+		}
+		if doc, _ := threadhandoff.StoreMemory(b.st).Get(t.Context(), "alice", "billing"); strings.Contains(doc.Content, "order 1234") {
+			t.Fatalf("a rejection wrote the memory: %q", doc)
+		}
+		if r := b.decision(t, b.keyA, p.InterruptID, map[string]any{"type": "approve"}); r.status != http.StatusConflict {
+			t.Fatalf("approval after the rejection: %d %s", r.status, r.body)
+		}
+		// A network without a summary model has no thread handoff.
+		if r := b.do(t, b.keyA, "POST", "/v1/threads/"+b.thread(t, b.keyA, "pipeline")+"/handoff", nil); r.status != http.StatusUnprocessableEntity {
+			t.Fatalf("network without summary: %d %s", r.status, r.body)
+		}
+	}, withNetworks(t, "pipeline"))
+}
+
+// TestThreadHandoffStale: a proposal whose thread has gained messages is
+// refused as stale (409 stale_proposal, nothing written, still pending);
+// force approves it; re-proposing is one call.
+func TestThreadHandoffStale(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, b *bundle) {
+		thread := b.thread(t, b.keyA, "support")
+		p := b.propose(t, thread, "I was charged twice for order 1234", nil, http.StatusCreated)
+		if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "Also, my address changed."}); r.status != 200 {
+			t.Fatalf("run: %d %s", r.status, r.body)
+		}
+		var got struct{ Stale bool }
+		b.do(t, b.keyA, "GET", "/v1/interrupts/"+p.InterruptID, nil).json(t, &got)
+		if !got.Stale {
+			t.Fatal("GET interrupt: not stale after new messages")
+		}
+		r := b.decision(t, b.keyA, p.InterruptID, map[string]any{"type": "approve"})
+		var eb errBody
+		r.json(t, &eb)
+		if r.status != http.StatusConflict || eb.Error.Type != "stale_proposal" || eb.Error.LastSeq <= eb.Error.ThroughSeq {
+			t.Fatalf("stale approval: %d %s", r.status, r.body)
+		}
+		if kids := b.children(t, thread); len(kids) != 0 || len(b.pending(t, thread)) != 1 {
+			t.Fatalf("a stale approval wrote something: children %v", kids)
+		}
+		// Re-proposing: one call.
+		p2 := b.propose(t, thread, "", map[string]any{"replace": true}, http.StatusCreated)
+		if p2.Stale || p2.Superseded != p.InterruptID {
+			t.Fatalf("re-proposal: %+v", p2)
+		}
+		if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "One more thing."}); r.status != 200 {
+			t.Fatalf("run: %d %s", r.status, r.body)
+		}
+		r = b.do(t, b.keyA, "POST", "/v1/interrupts/"+p2.InterruptID+"/decision", map[string]any{"decisions": []any{map[string]any{"type": "approve"}}, "force": true})
+		var out outcome
+		r.json(t, &out)
+		if r.status != 200 || out.ChildThreadID == "" {
+			t.Fatalf("forced approval: %d %s", r.status, r.body)
+		}
+	})
+}
+
+// TestThreadHandoffConcurrentDecisions: of concurrent approvals of one
+// proposal exactly one applies; the others answer 409 with its child.
+func TestThreadHandoffConcurrentDecisions(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, b *bundle) {
+		thread := b.thread(t, b.keyA, "support")
+		p := b.propose(t, thread, "I was charged twice for order 1234", nil, http.StatusCreated)
+		const n = 8
+		var wg sync.WaitGroup
+		rs := make([]*response, n)
+		for i := range n {
+			wg.Go(func() {
+				typ := "approve"
+				if i%2 == 1 {
+					typ = "edit"
+				}
+				d := map[string]any{"type": typ}
+				if typ == "edit" {
+					d["args"] = map[string]any{"title": "Edited"}
+				}
+				rs[i] = b.decision(t, b.keyA, p.InterruptID, d)
+			})
+		}
+		wg.Wait()
+		child, ok := "", 0
+		for _, r := range rs {
+			if r.status == 200 {
+				ok++
+				var out outcome
+				r.json(t, &out)
+				child = out.ChildThreadID
+			}
+		}
+		if ok != 1 || child == "" {
+			for _, r := range rs {
+				t.Logf("%d %s", r.status, r.body)
+			}
+			t.Fatalf("%d decisions applied, want 1", ok)
+		}
+		for _, r := range rs {
+			if r.status == 200 {
+				continue
+			}
+			var eb errBody
+			r.json(t, &eb)
+			if r.status != http.StatusConflict || eb.Error.Outcome.ChildThreadID != child {
+				t.Errorf("a losing decision: %d %s, want 409 with child %s", r.status, r.body, child)
+			}
+		}
+		if kids := b.children(t, thread); len(kids) != 1 || kids[0] != child {
+			t.Fatalf("children: %v, want [%s]", kids, child)
+		}
+	})
 }

@@ -9,16 +9,24 @@
 //  1. [Service.Preview] summarises the last messages of a thread
 //     (summary.Summarise with [Config].Model) and returns a [Proposal]. It
 //     writes nothing.
-//  2. Approval: [Proposal.Interrupt] is the stable, versioned payload
-//     (schema_version 1, middleware_source, one handoff_summary action) that
-//     surfaces show; [ParseInterrupt] and [ProposalFromInterrupt] read it
-//     back. A [Decision] approves, edits (title and/or Markdown) or rejects.
+//  2. [Service.Propose] summarises and stores the proposal as a pending
+//     interrupt of the thread (store.Interrupt of kind
+//     store.InterruptThreadHandoff, id the handoff id), whose payload is the
+//     stable, versioned [Interrupt] (schema_version 1, one handoff_summary
+//     action; [ParseInterrupt] reads it back). A thread has at most one
+//     pending: Propose returns it unless asked to replace it. Every surface
+//     — the HTTP API, the web UI, baton chat — shows and decides the stored
+//     proposal ([Service.Get], [Service.PendingOf]); a [Decision] approves,
+//     edits (title and/or Markdown) or rejects it.
 //  3. [Service.Decide] on approval only, in one transaction when the memory
 //     is in the store: the Markdown goes into the <current_thread_summary>
 //     block of the assistant's memory (package memory), the child thread is
 //     created with its parent id, "handoff" metadata ([Handoff]) is set on
-//     both threads and [MetadataLastHandoff] on the parent. Rejection
-//     writes nothing.
+//     both threads, [MetadataLastHandoff] on the parent, and the proposal is
+//     marked decided (compare-and-swap: one decision wins, the others get a
+//     *[DecidedError] with its outcome). A proposal whose thread has gained
+//     messages since is refused (*[StaleError]) unless forced. Rejection
+//     writes nothing but the decision.
 //  4. Runs: [Service.Extension], in the runner of every process (request
 //     handlers and background workers alike), injects the running agent's
 //     memory into every model call, showing the summary on the child thread

@@ -103,8 +103,8 @@ func (p *Proposal) Interrupt() *Interrupt {
 	}
 }
 
-// ErrInvalidInterrupt is wrapped by the errors of [ParseInterrupt] and
-// [ProposalFromInterrupt].
+// ErrInvalidInterrupt is wrapped by the errors of [ParseInterrupt] (and so
+// of a stored proposal whose payload does not parse).
 var ErrInvalidInterrupt = errors.New("threadhandoff: invalid handoff interrupt")
 
 // ParseInterrupt decodes and checks an [Interrupt]: a supported

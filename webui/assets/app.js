@@ -193,6 +193,7 @@
     $("interrupt").hidden = true;
     $("thread-handoff").hidden = true;
     $("thread-handoff-done").hidden = true;
+    $("seed").hidden = true;
     $("send-error").textContent = "";
     let th;
     try {
@@ -230,6 +231,10 @@
     } else {
       setStatus("idle");
     }
+    const pending = (th.interrupts || []).find((i) => i.kind === "thread_handoff");
+    if (!pending) hideProposal();
+    else if (!state.proposal || state.proposal.id !== pending.id) showProposal(proposalOf(pending));
+    showSeed(th);
   }
 
   const statusText = {
@@ -330,6 +335,8 @@
         break;
       case "run_start":
         state.ended.delete(run);
+        // A new turn on the parent: the pending summary no longer covers it.
+        if (state.proposal && !d.resumed) { state.proposal.stale = true; $("thread-handoff-stale").hidden = false; }
         setStatus("running");
         if (!d.resumed) timelineRun(run);
         timelineAgent(run, d.agent);
@@ -414,9 +421,14 @@
           if (row && row.querySelector(".worker")) timelineWorker(run, null);
         }
         if (d.status === "completed" || d.status === "failed") $("interrupt").hidden = true;
+        if (d.status === "completed" && !$("seed").hidden) refreshSeed(threadID).catch(() => {});
         break;
       }
-      case "thread_handoff":
+      case "thread_handoff_proposed":
+        if (!state.proposal || state.proposal.id !== d.id) showProposal(proposalOf(d));
+        break;
+      case "thread_handoff_decided":
+        if (state.proposal && state.proposal.id === d.interrupt_id) hideProposal();
         if (d.applied) showThreadHandoffDone(d);
         break;
       case "shutdown":
@@ -652,52 +664,86 @@
   }
 
   // ---- thread handoff ------------------------------------------------
+  //
+  // A proposal is a stored interrupt of kind thread_handoff: it shows after
+  // a reload (the thread's pending interrupts) and on every device (the
+  // thread's events), and it is decided through the one interrupt route.
 
-  async function requestThreadHandoff() {
+  // proposalOf reads the proposal of an interrupt as GET /v1/interrupts/{id}
+  // shows it or as POST …/handoff answers it.
+  function proposalOf(x) {
+    return { id: x.interrupt_id || x.id, payload: x.payload || {}, stale: !!x.stale };
+  }
+
+  function showProposal(p) {
+    state.proposal = p;
+    const pl = p.payload;
+    const args = (pl.action_requests && pl.action_requests[0] && pl.action_requests[0].args) || {};
+    const title = pl.title || (args.summary_json && args.summary_json.title) || "";
+    const markdown = pl.summary_md || args.summary_md || "";
+    p.title = title; p.markdown = markdown;
+    $("thread-handoff-title").value = title;
+    $("thread-handoff-md").value = markdown;
+    $("thread-handoff-preview").innerHTML = md().render(markdown);
+    $("thread-handoff-agent").textContent = "On approval, " + (pl.assistant_id || args.assistant_id) + " takes over in the new thread.";
+    $("thread-handoff-stale").hidden = !p.stale;
+    $("thread-handoff-error").textContent = "";
+    $("thread-handoff").hidden = false;
+  }
+
+  function hideProposal() {
+    state.proposal = null;
+    $("thread-handoff").hidden = true;
+  }
+
+  async function requestThreadHandoff(replace) {
     const th = state.thread;
     $("thread-handoff-error").textContent = "";
     $("thread-handoff-btn").disabled = true;
+    $("thread-handoff-repropose").disabled = true;
     try {
-      const intr = await api("POST", "/v1/threads/" + th.id + "/handoff", {});
-      state.proposal = intr;
-      const args = intr.action_requests[0].args;
-      $("thread-handoff-title").value = args.summary_json.title;
-      $("thread-handoff-md").value = args.summary_md;
-      $("thread-handoff-preview").innerHTML = md().render(args.summary_md);
-      $("thread-handoff").hidden = false;
+      const p = await api("POST", "/v1/threads/" + th.id + "/handoff", replace ? { replace: true } : {});
+      if (state.thread && state.thread.id === th.id) showProposal(proposalOf(p));
     } catch (e) {
-      $("send-error").textContent = e.message;
+      (replace ? $("thread-handoff-error") : $("send-error")).textContent = e.message;
     } finally {
       $("thread-handoff-btn").disabled = false;
+      $("thread-handoff-repropose").disabled = false;
     }
   }
 
   async function decideThreadHandoff(approve) {
     const p = state.proposal;
     if (!p) return;
-    const args = p.action_requests[0].args;
     let decision = { type: "reject" };
     if (approve) {
       const title = $("thread-handoff-title").value.trim();
       const markdown = $("thread-handoff-md").value.trim();
-      decision = (title !== args.summary_json.title || markdown !== args.summary_md.trim())
-        ? { type: "edit", title, markdown } : { type: "approve" };
+      const args = {};
+      if (title !== p.title.trim()) args.title = title;
+      if (markdown !== p.markdown.trim()) args.summary_md = markdown;
+      decision = Object.keys(args).length ? { type: "edit", args } : { type: "approve" };
     }
+    for (const b of ["thread-handoff-approve", "thread-handoff-reject"]) $(b).disabled = true;
     try {
-      const out = await api("POST", "/v1/threads/" + state.thread.id + "/handoff", { interrupt: p, decision });
-      $("thread-handoff").hidden = true;
-      state.proposal = null;
+      const out = await api("POST", "/v1/interrupts/" + encodeURIComponent(p.id) + "/decision", { decisions: [decision] });
+      hideProposal();
       if (out.applied) {
-        showThreadHandoffDone(out);
         await loadThreads(true);
+        location.hash = "#/threads/" + out.child_thread_id; // switch to the child
       } else {
-        notice(out.message, "");
+        notice(out.message || "Thread handoff rejected.", "", "thread-handoff-rejected");
       }
     } catch (e) {
+      if (e.type === "stale_proposal") $("thread-handoff-stale").hidden = false;
       $("thread-handoff-error").textContent = e.message;
+    } finally {
+      for (const b of ["thread-handoff-approve", "thread-handoff-reject"]) $(b).disabled = false;
     }
   }
 
+  // showThreadHandoffDone says, on a parent, that its proposal was approved
+  // (by another tab or device), with a link to the child.
   function showThreadHandoffDone(out) {
     const box = $("thread-handoff-done");
     box.textContent = "";
@@ -708,6 +754,36 @@
     a.setAttribute("data-testid", "open-child");
     box.appendChild(a);
     box.hidden = false;
+  }
+
+  // showSeed shows, on a child thread whose first turn has not ended, the
+  // summary it starts with, its parent and the agent taking over.
+  async function showSeed(th) {
+    const h = (th.metadata || {}).handoff;
+    const seeded = h && h.pending && h.child_thread_id === th.id;
+    $("seed").hidden = !seeded;
+    if (!seeded) return;
+    $("seed-agent").textContent = h.assistant_id;
+    $("seed-parent").textContent = "thread " + h.source_thread_id.slice(-8);
+    $("seed-parent").href = "#/threads/" + h.source_thread_id;
+    $("seed-summary").textContent = "";
+    try {
+      const intr = await api("GET", "/v1/interrupts/" + encodeURIComponent(h.handoff_id));
+      const out = intr.outcome || {};
+      if (state.thread && state.thread.id === th.id) $("seed-summary").innerHTML = md().render(out.summary_md || "");
+    } catch (e) { /* the card shows without the summary */ }
+  }
+
+  // refreshSeed reads the thread again after a completed run, until its seed
+  // is cleared (the clean-up may land just after the run's end).
+  async function refreshSeed(threadID) {
+    for (let i = 0; i < 10 && !$("seed").hidden; i++) {
+      const th = await api("GET", "/v1/threads/" + encodeURIComponent(threadID));
+      if (!state.thread || state.thread.id !== threadID) return;
+      const h = (th.metadata || {}).handoff;
+      if (!h || !h.pending) { $("seed").hidden = true; return; }
+      await new Promise((r) => setTimeout(r, 300));
+    }
   }
 
   // ---- sending -------------------------------------------------------
@@ -753,7 +829,8 @@
   $("approve").addEventListener("click", () => decide("approve"));
   $("edit-approve").addEventListener("click", () => decide("edit"));
   $("reject").addEventListener("click", () => decide("reject"));
-  $("thread-handoff-btn").addEventListener("click", requestThreadHandoff);
+  $("thread-handoff-btn").addEventListener("click", () => requestThreadHandoff(false));
+  $("thread-handoff-repropose").addEventListener("click", () => requestThreadHandoff(true));
   $("thread-handoff-approve").addEventListener("click", () => decideThreadHandoff(true));
   $("thread-handoff-reject").addEventListener("click", () => decideThreadHandoff(false));
   $("thread-handoff-md").addEventListener("input", () => { $("thread-handoff-preview").innerHTML = md().render($("thread-handoff-md").value); });

@@ -1,6 +1,8 @@
 // Browser tests of baton's web UI against a real `baton serve` (run.sh
 // starts it): log in, send a message and watch a transfer and a background
-// continuation complete live, approve an interrupt, hand a thread off.
+// continuation complete live, approve an interrupt, hand a thread off
+// (propose, edit, approve, the child's seed until its first turn; reload
+// while a proposal is pending; reject).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
@@ -109,19 +111,72 @@ test("approve an interrupt", () => step("interrupt", async () => {
   await shot("05-interrupt-approved");
 }));
 
-test("request and approve a thread handoff", () => step("thread-handoff", async () => {
-  // The research thread of the first test.
-  await page.getByTestId("thread-item").filter({ hasText: "research" }).first().click();
-  await page.getByTestId("assistant-message").filter({ hasText: "RPT-42" }).first().waitFor();
+// proposeThreadHandoff opens a new support thread, has billing answer on
+// it and proposes its thread handoff.
+async function proposeThreadHandoff() {
+  await newThread("support");
+  await send("I was charged twice for order 1234");
+  await waitStatus("completed");
   await page.getByTestId("request-thread-handoff").click();
   await page.getByTestId("thread-handoff-proposal").waitFor();
-  assert.equal(await page.locator("#thread-handoff-title").inputValue(), "EV market report 2025");
+  assert.match(await page.getByTestId("thread-handoff-agent").textContent(), /billing takes over/);
+  return page.evaluate(() => location.hash);
+}
+
+test("propose, edit and approve a thread handoff; the child shows its seed until its first turn ends", () => step("thread-handoff", async () => {
+  const parent = await proposeThreadHandoff();
+  assert.equal(await page.locator("#thread-handoff-title").inputValue(), "Double charge on order 1234");
   await shot("06-thread-handoff-proposal");
+  await page.locator("#thread-handoff-title").fill("Double charge, order 1234 (edited)");
+  await page.locator("#thread-handoff-md").fill("### Double charge, order 1234 (edited)\n\n- Charged twice for order 1234.\n- Refund of the second charge pending.");
   await page.getByTestId("approve-thread-handoff").click();
-  await page.getByTestId("thread-handoff-done").waitFor();
-  await page.getByTestId("open-child").click();
+  // Approving switches to the child, which shows its seed.
+  await page.waitForFunction((p) => location.hash !== p, parent);
   await page.locator("#thread-parent:not([hidden])").waitFor();
-  await shot("07-child-thread");
+  assert.equal(await page.locator("#thread-title").textContent(), "Double charge, order 1234 (edited)");
+  await page.getByTestId("seed-card").waitFor();
+  assert.equal(await page.getByTestId("seed-agent").textContent(), "billing");
+  assert.equal(await page.getByTestId("seed-parent").getAttribute("href"), parent);
+  await page.getByTestId("seed-summary").filter({ hasText: "Refund of the second charge pending." }).waitFor();
+  assert.ok(await page.getByTestId("thread-handoff-proposal").isHidden());
+  await shot("07-child-seed");
+  // The first turn starts at billing; when it ends the seed card goes.
+  await send("Any news on the double charge?");
+  await waitStatus("completed");
+  const nodes = await page.getByTestId("timeline-node").allTextContents();
+  assert.equal(nodes[0], "billing", "the child's first turn starts at the agent the summary names");
+  await page.getByTestId("seed-card").waitFor({ state: "hidden" });
+  await shot("08-child-after-first-turn");
+  // The parent shows no pending proposal any more.
+  await page.goto(URL + "/" + parent);
+  await page.locator("#thread:not([hidden])").waitFor();
+  await page.waitForFunction(() => document.getElementById("status").dataset.status === "completed");
+  assert.ok(await page.getByTestId("thread-handoff-proposal").isHidden());
+}));
+
+test("a pending proposal shows after a reload; rejecting leaves the parent as it was", () => step("thread-handoff-reload", async () => {
+  const parent = await proposeThreadHandoff();
+  const title = await page.locator("#thread-handoff-title").inputValue();
+  const threads = await page.getByTestId("thread-item").count();
+  await page.reload();
+  await page.getByTestId("thread-handoff-proposal").waitFor();
+  assert.equal(await page.evaluate(() => location.hash), parent);
+  assert.equal(await page.locator("#thread-handoff-title").inputValue(), title);
+  assert.match(await page.getByTestId("thread-handoff-agent").textContent(), /billing takes over/);
+  await shot("09-proposal-after-reload");
+  await page.getByTestId("reject-thread-handoff").click();
+  await page.getByTestId("thread-handoff-rejected").waitFor();
+  assert.ok(await page.getByTestId("thread-handoff-proposal").isHidden());
+  assert.equal(await page.evaluate(() => location.hash), parent, "a rejection stays on the parent");
+  assert.ok(await page.locator("#thread-parent").isHidden());
+  assert.ok(await page.getByTestId("seed-card").isHidden());
+  // No child thread: the list is as it was, and a reload shows no proposal.
+  await page.reload();
+  await page.locator("#thread:not([hidden])").waitFor();
+  await page.waitForFunction(() => document.getElementById("status").dataset.status === "completed");
+  assert.equal(await page.getByTestId("thread-item").count(), threads);
+  assert.ok(await page.getByTestId("thread-handoff-proposal").isHidden());
+  await shot("10-proposal-rejected");
 }));
 
 test("the Markdown renderer is safe", async () => {
