@@ -5,46 +5,15 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/checkpointtest"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 )
-
-// checkpoints keeps a run's checkpoints as a store would, encoded.
-type checkpoints struct {
-	mu  sync.Mutex
-	all [][]byte
-}
-
-func (c *checkpoints) Checkpoint(_ context.Context, st *runstate.State) error {
-	if err := st.Validate(); err != nil {
-		return err
-	}
-	b, err := runstate.Encode(st)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.all = append(c.all, b)
-	c.mu.Unlock()
-	return nil
-}
-
-func (c *checkpoints) latest(t *testing.T) *runstate.State {
-	t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st, err := runstate.Decode(c.all[len(c.all)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 const runnerNetwork = `version: 1
 name: notes
@@ -96,7 +65,7 @@ func lastResult(msgs []message.Message) message.Part {
 func TestApproval(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ck := &checkpoints{}
+	ck := &checkpointtest.Memory{}
 	r := runnerFor(t, b, ck)
 	res, err := r.Run(t.Context(), "please approve")
 	if err != nil {
@@ -121,7 +90,7 @@ func TestApproval(t *testing.T) {
 func TestNotTwiceAcrossACrash(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ck := &checkpoints{}
+	ck := &checkpointtest.Memory{}
 	r := runnerFor(t, b, ck)
 	ctx, crash := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -131,10 +100,7 @@ func TestNotTwiceAcrossACrash(t *testing.T) {
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		ck.mu.Lock()
-		n := len(ck.all)
-		ck.mu.Unlock()
-		if n > 0 && len(ck.latest(t).Memos) > 0 {
+		if ck.Len() > 0 && len(ck.Latest(t).Memos) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -144,7 +110,7 @@ func TestNotTwiceAcrossACrash(t *testing.T) {
 	}
 	crash()
 	<-done
-	st := ck.latest(t)
+	st := ck.Latest(t)
 	if len(st.Pending) != 1 || st.Pending[0].Result != nil {
 		t.Fatalf("state at the crash: pending %+v", st.Pending)
 	}

@@ -11,22 +11,15 @@ import (
 
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/runner"
-	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/transfer"
 )
 
 // describe renders each checkpoint as "status/pending results/last
 // transcript role", e.g. "running/0of1/assistant".
-func (m *memCheckpoints) describe(t *testing.T) []string {
+func describe(t *testing.T, ck *memCheckpoints) []string {
 	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var out []string
-	for i, b := range m.saved {
-		st, err := runstate.Decode(b)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for i, st := range ck.States(t) {
 		if st.Step != i+1 {
 			t.Errorf("checkpoint %d has step %d", i+1, st.Step)
 		}
@@ -119,7 +112,7 @@ func TestCheckpointBoundaries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := ck.describe(t); !slices.Equal(got, tc.want) {
+			if got := describe(t, ck); !slices.Equal(got, tc.want) {
 				t.Fatalf("checkpoints:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(tc.want, "\n  "))
 			}
 			if res.Interrupt != nil && res.Interrupt.ID != "r1-i2" {

@@ -122,13 +122,13 @@ func TestEventsBetweenMatchesLive(t *testing.T) {
 				t.Fatalf("run: err = %v, want failed %v", err, tc.failed)
 			}
 			if tc.resume != nil {
-				more, err := collect(r.ResumeStream(t.Context(), roundTrip(t, ck.latest(t)), tc.resume...))
+				more, err := collect(r.ResumeStream(t.Context(), roundTrip(t, ck.Latest(t)), tc.resume...))
 				if err != nil {
 					t.Fatalf("resume: %v", err)
 				}
 				live = append(live, more...)
 			}
-			checkEventsBetween(t, ck.states(t), live, tc.notDerived)
+			checkEventsBetween(t, ck.States(t), live, tc.notDerived)
 		})
 	}
 }
@@ -208,25 +208,6 @@ func lines(ss []string) string {
 	out := ""
 	for _, s := range ss {
 		out += "  " + s + "\n"
-	}
-	return out
-}
-
-// states decodes every checkpoint written.
-func (m *memCheckpoints) states(t *testing.T) []*runstate.State {
-	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []*runstate.State
-	for _, b := range m.saved {
-		st, err := runstate.Decode(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, st)
-	}
-	if len(out) == 0 {
-		t.Fatal("no checkpoint")
 	}
 	return out
 }

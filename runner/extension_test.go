@@ -137,8 +137,8 @@ func TestBoundaryErrorRollsBack(t *testing.T) {
 	if !errors.Is(err, boom) || runner.KindOf(err) != runner.KindSystem {
 		t.Fatalf("err %v (%s), want the boundary's error as a system error", err, runner.KindOf(err))
 	}
-	if st := ck.latest(t); st.Status != runstate.StatusFailed || len(ck.saved) != 2 {
-		t.Fatalf("%d checkpoints, the last %s: want the input and the failure, not the refused completion", len(ck.saved), st.Status)
+	if st := ck.Latest(t); st.Status != runstate.StatusFailed || ck.Len() != 2 {
+		t.Fatalf("%d checkpoints, the last %s: want the input and the failure, not the refused completion", ck.Len(), st.Status)
 	}
 
 	before := runner.ExtensionFuncs{Before: func(context.Context, *runner.Turn) error { return boom }}
@@ -163,7 +163,7 @@ func TestStoredBeforeFirstEvent(t *testing.T) {
 		}
 		n++
 		if n == 1 {
-			first := ck.latest(t)
+			first := ck.Latest(t)
 			if first.Step != 1 || first.Status != runstate.StatusRunning || len(first.Transcript) != 1 || first.Transcript[0].Text() != "hello" {
 				t.Fatalf("before the first event the store holds step %d %s %v, want the input at step 1", first.Step, first.Status, first.Transcript)
 			}

@@ -76,7 +76,7 @@ func TestBackgroundFallback(t *testing.T) {
 			if len(last.Tools) != 0 {
 				t.Errorf("the fallback call offered %d tools", len(last.Tools))
 			}
-			st := ck.latest(t)
+			st := ck.Latest(t)
 			if st.Status != runstate.StatusCompleted || len(st.Pending) != 0 {
 				t.Errorf("final checkpoint = %s with %d pending", st.Status, len(st.Pending))
 			}

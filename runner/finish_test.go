@@ -69,7 +69,7 @@ func TestUnknownToolNamesTheTools(t *testing.T) {
 	if len(ofType[*runner.TransferEvent](evs)) != 0 {
 		t.Error("a transfer happened")
 	}
-	if st := ck.latest(t); st.Status != runstate.StatusCompleted || st.Failure != nil {
+	if st := ck.Latest(t); st.Status != runstate.StatusCompleted || st.Failure != nil {
 		t.Errorf("last checkpoint %s %+v", st.Status, st.Failure)
 	}
 }
@@ -147,7 +147,7 @@ func TestFinishReasonsEndTheRun(t *testing.T) {
 			if len(end) != 1 || end[0].Status != runstate.StatusFailed || end[0].Output != "" {
 				t.Errorf("run_end %+v", end)
 			}
-			st := ck.latest(t)
+			st := ck.Latest(t)
 			if st.Status != runstate.StatusFailed || st.Failure == nil || st.Failure.Kind != string(tc.kind) || st.Failure.RequestID != "scripted-a-1" {
 				t.Errorf("checkpoint %s %+v", st.Status, st.Failure)
 			}
@@ -161,7 +161,7 @@ func TestFinishReasonsEndTheRun(t *testing.T) {
 			if _, err := r.Resume(t.Context(), roundTrip(t, st)); runner.KindOf(err) != runner.KindUserInput {
 				t.Errorf("resume: %v", err)
 			}
-			checkEventsBetween(t, ck.states(t), live, nil)
+			checkEventsBetween(t, ck.States(t), live, nil)
 		})
 	}
 }
@@ -197,7 +197,7 @@ func TestPauseTurnContinues(t *testing.T) {
 	if n := len(second.Messages); n != 2 || second.Messages[1].Text() != "Let me keep researching." {
 		t.Errorf("second call's history %+v", second.Messages)
 	}
-	checkEventsBetween(t, ck.states(t), live, nil)
+	checkEventsBetween(t, ck.States(t), live, nil)
 
 	t.Run("BoundedByMaxTurns", func(t *testing.T) {
 		t.Parallel()
@@ -250,10 +250,10 @@ func TestReasoningEvents(t *testing.T) {
 		t.Errorf("events\n%v\nwant\n%v", seen, want)
 	}
 	// The reasoning stays in the history, with its signature.
-	if st := ck.latest(t); len(st.Messages[1].Parts) != 3 || st.Messages[1].Parts[0].Signature != "sig" {
+	if st := ck.Latest(t); len(st.Messages[1].Parts) != 3 || st.Messages[1].Parts[0].Signature != "sig" {
 		t.Errorf("history %+v", st.Messages)
 	}
-	checkEventsBetween(t, ck.states(t), live, nil)
+	checkEventsBetween(t, ck.States(t), live, nil)
 }
 
 // TestStructuredOutputRefusal: an adapter that can only report a refusal

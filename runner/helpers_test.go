@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"log/slog"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/checkpointtest"
 	"github.com/batonhq/baton/internal/retry"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
@@ -160,35 +160,4 @@ func roundTrip(t *testing.T, st *runstate.State) *runstate.State {
 
 // memCheckpoints keeps every checkpoint, encoded, as a store would: a state
 // that does not validate is refused.
-type memCheckpoints struct {
-	mu    sync.Mutex
-	saved [][]byte
-}
-
-func (m *memCheckpoints) Checkpoint(_ context.Context, st *runstate.State) error {
-	if err := st.Validate(); err != nil {
-		return fmt.Errorf("checkpoint refused: %w", err)
-	}
-	b, err := runstate.Encode(st)
-	if err != nil {
-		return err
-	}
-	m.mu.Lock()
-	m.saved = append(m.saved, b)
-	m.mu.Unlock()
-	return nil
-}
-
-func (m *memCheckpoints) latest(t *testing.T) *runstate.State {
-	t.Helper()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.saved) == 0 {
-		t.Fatal("no checkpoint")
-	}
-	st, err := runstate.Decode(m.saved[len(m.saved)-1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
+type memCheckpoints = checkpointtest.Memory

@@ -412,7 +412,7 @@ func TestInterruptAndResume(t *testing.T) {
 				t.Fatalf("interrupt = %+v", ir)
 			}
 			// Resume from what the store holds, as another process would.
-			st := ck.latest(t)
+			st := ck.Latest(t)
 			if _, err := r.Resume(t.Context(), roundTrip(t, st)); runner.KindOf(err) != runner.KindUserInput {
 				t.Fatalf("resume without a decision: err = %v", err)
 			}
@@ -455,7 +455,7 @@ func TestEditValidatedAgainstSchema(t *testing.T) {
 	}
 	ir := res.Interrupt
 	callID := ir.ActionRequests[0].CallID
-	saved := len(ck.saved)
+	saved := ck.Len()
 	for _, tc := range []struct {
 		name, args, want string
 		callID           string
@@ -468,7 +468,7 @@ func TestEditValidatedAgainstSchema(t *testing.T) {
 		{"NotAnObject", `[1]`, "must be a JSON object", callID},
 		{"NotJSON", `{"amount":`, "not valid JSON", callID},
 	} {
-		st := ck.latest(t)
+		st := ck.Latest(t)
 		_, err := r.Resume(t.Context(), st, runner.WithDecisions(runner.Decision{Type: runner.DecisionEdit, CallID: tc.callID, Args: json.RawMessage(tc.args)}))
 		var ee *runner.EditError
 		if runner.KindOf(err) != runner.KindUserInput || !errors.As(err, &ee) {
@@ -486,13 +486,13 @@ func TestEditValidatedAgainstSchema(t *testing.T) {
 			t.Errorf("%s: state changed: %s %+v %+v", tc.name, st.Status, st.Interrupt, st.Pending[0])
 		}
 	}
-	if runs.Load() != 0 || len(ck.saved) != saved {
-		t.Fatalf("refused edits ran the tool %d times, wrote %d checkpoints", runs.Load(), len(ck.saved)-saved)
+	if runs.Load() != 0 || ck.Len() != saved {
+		t.Fatalf("refused edits ran the tool %d times, wrote %d checkpoints", runs.Load(), ck.Len()-saved)
 	}
-	if st := ck.latest(t); st.Status != runstate.StatusInterrupted || st.Interrupt == nil || st.Interrupt.ID != ir.ID {
+	if st := ck.Latest(t); st.Status != runstate.StatusInterrupted || st.Interrupt == nil || st.Interrupt.ID != ir.ID {
 		t.Fatalf("interrupt no longer pending: %s %+v", st.Status, st.Interrupt)
 	}
-	res, err = r.Resume(t.Context(), ck.latest(t), runner.WithDecisions(runner.Decision{Type: runner.DecisionEdit, Args: json.RawMessage(" {\"amount\":5} ")}))
+	res, err = r.Resume(t.Context(), ck.Latest(t), runner.WithDecisions(runner.Decision{Type: runner.DecisionEdit, Args: json.RawMessage(" {\"amount\":5} ")}))
 	if err != nil || res.Status != runstate.StatusCompleted || runs.Load() != 1 {
 		t.Fatalf("valid edit: %+v, %v (tool ran %d times)", res, err, runs.Load())
 	}
@@ -525,7 +525,7 @@ func TestBackgroundBoundaryAndResume(t *testing.T) {
 	if len(sus) != 1 || sus[0].Calls[0] != "call_a_1_1" || runs.Load() != 0 {
 		t.Fatalf("suspended = %+v, tool ran %d", sus, runs.Load())
 	}
-	st := ck.latest(t)
+	st := ck.Latest(t)
 	if st.Status != runstate.StatusSuspended || len(st.Pending) != 1 {
 		t.Fatalf("checkpoint = %s with %d pending", st.Status, len(st.Pending))
 	}
@@ -538,7 +538,7 @@ func TestBackgroundBoundaryAndResume(t *testing.T) {
 	if end.Status != runstate.StatusCompleted || runs.Load() != 1 {
 		t.Fatalf("end = %+v, tool ran %d", end, runs.Load())
 	}
-	final := ck.latest(t)
+	final := ck.Latest(t)
 	if got, w := transcriptShape(final.Transcript), transcriptShape(want.Messages); got != w {
 		t.Errorf("transcript after background resume:\n%s\nwant (all inline):\n%s", got, w)
 	}
@@ -592,7 +592,7 @@ func TestResumeAfterCrashMatchesUninterruptedRun(t *testing.T) {
 	if _, err := crashing.Run(ctx, "charged twice", runner.WithRunID("same")); !errors.Is(err, context.Canceled) {
 		t.Fatalf("crashed run: err = %v", err)
 	}
-	st := ck.latest(t)
+	st := ck.Latest(t)
 	if st.Status != runstate.StatusRunning || st.Agent != "billing" || len(st.Pending) != 1 || st.Pending[0].Call.Name != "refund" {
 		t.Fatalf("last checkpoint: status %s agent %s pending %+v", st.Status, st.Agent, st.Pending)
 	}
@@ -624,7 +624,7 @@ func TestResumeRefusesOtherNetworkVersion(t *testing.T) {
 	a, _ := ag("refunds", text("changed"))
 	a.Instructions = "different instructions"
 	other, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a)})
-	st := ck.latest(t)
+	st := ck.Latest(t)
 	_, err := other.Resume(t.Context(), st, runner.WithDecisions(runner.Decision{Type: runner.DecisionApprove}))
 	var ie *runstate.IncompatibleError
 	if !errors.As(err, &ie) || ie.Checkpoint != n.Fingerprint() || ie.Current != other.Network().Fingerprint() {
@@ -689,7 +689,7 @@ func TestResumeAfterTransientFailure(t *testing.T) {
 	if runner.KindOf(err) != runner.KindModelTransient {
 		t.Fatalf("err = %v", err)
 	}
-	st := ck.latest(t)
+	st := ck.Latest(t)
 	if st.Status != runstate.StatusFailed || st.Failure == nil || st.Failure.Kind != string(runner.KindModelTransient) {
 		t.Fatalf("failure checkpoint = %s %+v", st.Status, st.Failure)
 	}
@@ -702,7 +702,7 @@ func TestResumeAfterTransientFailure(t *testing.T) {
 	ck2 := &memCheckpoints{}
 	r2, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, b), Checkpointer: ck2})
 	_, _ = r2.Run(t.Context(), "hi")
-	if _, err := r2.Resume(t.Context(), ck2.latest(t)); runner.KindOf(err) != runner.KindUserInput {
+	if _, err := r2.Resume(t.Context(), ck2.Latest(t)); runner.KindOf(err) != runner.KindUserInput {
 		t.Fatalf("resume of a permanent failure: %v", err)
 	}
 }

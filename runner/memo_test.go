@@ -56,7 +56,7 @@ func crashAfterSave(t *testing.T, r *runner.Runner, ck *memCheckpoints, saved ch
 	key := <-saved
 	cancel()
 	<-done
-	return key, ck.latest(t)
+	return key, ck.Latest(t)
 }
 
 func TestMemoOfATurnIsCheckpointedAndPickedUp(t *testing.T) {
@@ -79,8 +79,8 @@ func TestMemoOfATurnIsCheckpointedAndPickedUp(t *testing.T) {
 	if res.Output != `picked up "task-1"` {
 		t.Errorf("output %q", res.Output)
 	}
-	if len(ck.latest(t).Memos) != 0 {
-		t.Errorf("memos kept after the turn was recorded: %v", ck.latest(t).Memos)
+	if len(ck.Latest(t).Memos) != 0 {
+		t.Errorf("memos kept after the turn was recorded: %v", ck.Latest(t).Memos)
 	}
 }
 
@@ -119,8 +119,8 @@ func TestMemoOfAToolCall(t *testing.T) {
 	if n != 2 {
 		t.Errorf("%d calls", n)
 	}
-	if len(ck.latest(t).Memos) != 0 {
-		t.Errorf("memos kept after the result was recorded: %v", ck.latest(t).Memos)
+	if len(ck.Latest(t).Memos) != 0 {
+		t.Errorf("memos kept after the result was recorded: %v", ck.Latest(t).Memos)
 	}
 }
 
@@ -146,7 +146,7 @@ func TestMemoOfAnAgentToolSubRunIsKeptByTheTopRun(t *testing.T) {
 	if got := toolResults(res.Messages)[st.Pending[0].Call.ID].Text; got != `picked up "task-1"` {
 		t.Errorf("agent tool result %q", got)
 	}
-	if len(ck.latest(t).Memos) != 0 {
-		t.Errorf("memos kept after the agent tool's result was recorded: %v", ck.latest(t).Memos)
+	if len(ck.Latest(t).Memos) != 0 {
+		t.Errorf("memos kept after the agent tool's result was recorded: %v", ck.Latest(t).Memos)
 	}
 }

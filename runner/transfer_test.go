@@ -106,7 +106,7 @@ func TestResumeSchema1ContextCall(t *testing.T) {
 	if _, err := collect(r.Stream(t.Context(), "hi", runner.WithBackgroundBoundary())); err != nil {
 		t.Fatal(err)
 	}
-	b, err := runstate.Encode(ck.latest(t))
+	b, err := runstate.Encode(ck.Latest(t))
 	if err != nil {
 		t.Fatal(err)
 	}
