@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -214,18 +213,7 @@ func benchRiverEquivalent(b *testing.B, st store.Store) {
 	}
 	startUntilEnd(b, start, stop)
 	t0 := time.Now()
-	var wg sync.WaitGroup
-	for p := range benchProducers {
-		wg.Go(func() {
-			for i := p; i < benchBatonJobs; i += benchProducers {
-				if err := produce(i); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	fanOut(b, benchBatonJobs, produce)
 	if b.Failed() {
 		b.FailNow()
 	}

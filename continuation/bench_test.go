@@ -211,18 +211,7 @@ func benchRiver(b *testing.B, st store.Store) {
 	// Throughput, 16 producers.
 	done.Store(0)
 	start := time.Now()
-	var wg sync.WaitGroup
-	for p := range benchProducers {
-		wg.Go(func() {
-			for i := p; i < benchRiverJobs; i += benchProducers {
-				if err := c.Insert(ctx, bareArgs{N: benchLatencySamples + i}, opts); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	fanOut(b, benchRiverJobs, func(i int) error { return c.Insert(ctx, bareArgs{N: benchLatencySamples + i}, opts) })
 	for done.Load() < benchRiverJobs {
 		time.Sleep(time.Millisecond)
 	}
@@ -288,15 +277,10 @@ func benchBaton(b *testing.B, st store.Store) {
 	// Throughput, 16 producers, end to end.
 	done.Store(0)
 	start := time.Now()
-	var wg sync.WaitGroup
-	for p := range benchProducers {
-		wg.Go(func() {
-			for i := p; i < benchBatonJobs; i += benchProducers {
-				turn(benchLatencySamples + i)
-			}
-		})
-	}
-	wg.Wait()
+	fanOut(b, benchBatonJobs, func(i int) error {
+		turn(benchLatencySamples + i)
+		return nil
+	})
 	deadline := time.Now().Add(5 * time.Minute)
 	for done.Load() < benchBatonJobs && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -313,14 +297,10 @@ func benchBaton(b *testing.B, st store.Store) {
 	if err := cont.Stop(sctx); err != nil {
 		b.Fatal(err)
 	}
-	for p := range benchProducers {
-		wg.Go(func() {
-			for i := p; i < benchBatonJobs; i += benchProducers {
-				turn(benchLatencySamples + benchBatonJobs + i)
-			}
-		})
-	}
-	wg.Wait()
+	fanOut(b, benchBatonJobs, func(i int) error {
+		turn(benchLatencySamples + benchBatonJobs + i)
+		return nil
+	})
 	done.Store(0)
 	start = time.Now()
 	if err := cont.Start(ctx); err != nil {
@@ -348,6 +328,24 @@ func benchNetwork(b *testing.B, tool func(context.Context, json.RawMessage) (str
 	return net
 }
 
+// fanOut calls do(0) … do(n-1) from benchProducers goroutines at once,
+// each taking every benchProducers-th i, and returns when all are done. A
+// goroutine stops at its first error, which fails b.
+func fanOut(b *testing.B, n int, do func(i int) error) {
+	var wg sync.WaitGroup
+	for p := range benchProducers {
+		wg.Go(func() {
+			for i := p; i < n; i += benchProducers {
+				if err := do(i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 func benchInline(b *testing.B, st store.Store) {
 	ctx := context.Background()
 	r, err := runner.New(runner.Config{Network: benchNetwork(b, func(context.Context, json.RawMessage) (string, error) {
@@ -358,23 +356,17 @@ func benchInline(b *testing.B, st store.Store) {
 	}
 	svc := threads.New(st, r, testLogger())
 	start := time.Now()
-	var wg sync.WaitGroup
-	for p := range benchProducers {
-		wg.Go(func() {
-			for i := p; i < benchBatonJobs; i += benchProducers {
-				for ev, err := range svc.Turn(ctx, owner, fmt.Sprintf("Where is order %d?", i), threads.TurnOptions{}) {
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if e, ok := ev.(*runner.RunEndEvent); ok && e.Status != runstate.StatusCompleted {
-						b.Errorf("turn %d ended %s", i, e.Status)
-					}
-				}
+	fanOut(b, benchBatonJobs, func(i int) error {
+		for ev, err := range svc.Turn(ctx, owner, fmt.Sprintf("Where is order %d?", i), threads.TurnOptions{}) {
+			if err != nil {
+				return err
 			}
-		})
-	}
-	wg.Wait()
+			if e, ok := ev.(*runner.RunEndEvent); ok && e.Status != runstate.StatusCompleted {
+				b.Errorf("turn %d ended %s", i, e.Status)
+			}
+		}
+		return nil
+	})
 	b.ReportMetric(float64(benchBatonJobs)/time.Since(start).Seconds(), "per-s")
 	b.ReportMetric(0, "ns/op")
 }
