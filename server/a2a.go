@@ -245,9 +245,12 @@ func (h *a2aHandler) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams
 		wctx, cancel = context.WithCancel(ctx)
 		cancel()
 	}
+	// The run's earlier executions (a resumed task's) are folded too; only
+	// an event of this one settles the task.
+	from := run.startedAt()
 	_ = h.s.eachEntry(wctx, run, runlog.Cursor{}, func(e runlog.Entry) bool {
 		f.add(e)
-		return !f.settled()
+		return !f.settled() || !from.Less(e.At)
 	})
 	return f.task(historyLength(p.Config)), nil
 }
@@ -291,6 +294,7 @@ func (h *a2aHandler) stream(ctx context.Context, run *runEntry, from runlog.Curs
 	defer run.addReader(-1)
 	f := newTaskFold(run)
 	f.request(req)
+	exec := run.startedAt()
 	sent := false
 	ok := true
 	err := h.s.eachEntry(ctx, run, runlog.Cursor{}, func(e runlog.Entry) bool {
@@ -308,7 +312,8 @@ func (h *a2aHandler) stream(ctx context.Context, run *runEntry, from runlog.Curs
 				}
 			}
 		}
-		return !f.settled()
+		// Events of a resumed task's earlier executions do not settle it.
+		return !f.settled() || !exec.Less(e.At)
 	})
 	if !ok {
 		return
