@@ -16,11 +16,14 @@ import (
 )
 
 // stalled opens a store of be and returns it, a new stall network and the
-// test config on the store: an adoption test's fixture.
-func stalled(t *testing.T, be backend) (store.Store, *stallNet, Config) {
+// test config on the store with leases of ttl, adopted every adoptEvery (0:
+// the default): an adoption test's fixture.
+func stalled(t *testing.T, be backend, ttl, adoptEvery time.Duration) (store.Store, *stallNet, Config) {
 	t.Helper()
 	st := be.open(t)
-	return st, newStallNet(t), testConfig(t, st)
+	cfg := testConfig(t, st)
+	cfg.LeaseTTL, cfg.AdoptEvery = ttl, adoptEvery
+	return st, newStallNet(t), cfg
 }
 
 // dyingTurn starts an inline turn that stalls in its tool, then "kills"
@@ -58,11 +61,8 @@ func dyingTurn(t *testing.T, svc *threads.Service, n *stallNet, opts ...runner.R
 func TestAdoptOrphanedRun(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := t.Context()
-		st, n, cfg := stalled(t, be)
-		cfg.LeaseTTL, cfg.AdoptEvery = 300*time.Millisecond, 100*time.Millisecond
-		cont, svc := wire(t, st, n.net, cfg)
-		b := &bundle{st: st, svc: svc, cont: cont}
-		b.start(t)
+		st, n, cfg := stalled(t, be, 300*time.Millisecond, 100*time.Millisecond)
+		b := running(t, st, n.net, cfg)
 		// The process that dies: its run ends without its stop
 		// recorded, as a SIGKILL leaves it (a process that does not
 		// adopt does not hand its cancelled runs over either).
@@ -76,14 +76,14 @@ func TestAdoptOrphanedRun(t *testing.T) {
 			t.Fatalf("the dead run's lease: %v", err)
 		}
 		var busy *threads.BusyError
-		for _, err := range svc.Turn(ctx, owner, "Hello?", threads.TurnOptions{ThreadID: thread}) {
+		for _, err := range b.svc.Turn(ctx, owner, "Hello?", threads.TurnOptions{ThreadID: thread}) {
 			if !errors.As(err, &busy) || busy.RunID != run {
 				t.Fatalf("a turn on the dead run's thread: %v, want a BusyError naming %s", err, run)
 			}
 			break
 		}
 		close(n.release) // the tool answers from now on
-		h := waitHandover(t, cont, run, 10*time.Second)
+		h := waitHandover(t, b.cont, run, 10*time.Second)
 		m := b.waitMessage(t, h.MessageID, 30*time.Second)
 		if m.Status != message.StatusCompleted || m.Text() != "Done thinking." {
 			t.Fatalf("placeholder %s %q, want completed with the answer", m.Status, m.Text())
@@ -99,7 +99,7 @@ func TestAdoptOrphanedRun(t *testing.T) {
 		}
 		waitRiver(t, st, 10*time.Second)
 		var end *runner.RunEndEvent
-		for ev, err := range svc.Turn(ctx, owner, "Thanks!", threads.TurnOptions{ThreadID: thread}) {
+		for ev, err := range b.svc.Turn(ctx, owner, "Thanks!", threads.TurnOptions{ThreadID: thread}) {
 			if err != nil {
 				t.Fatalf("a new turn after the adoption: %v", err)
 			}
@@ -118,20 +118,17 @@ func TestAdoptOrphanedRun(t *testing.T) {
 func TestLiveLeaseNotAdopted(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := t.Context()
-		st, n, cfg := stalled(t, be)
 		// Renewals every 400ms must win the database's write lock in time
 		// on a loaded machine: a lease is lost only if none does for 1.2s.
-		cfg.LeaseTTL, cfg.AdoptEvery = 1200*time.Millisecond, 100*time.Millisecond
-		cont, svc := wire(t, st, n.net, cfg)
-		(&bundle{cont: cont}).start(t)
+		st, n, cfg := stalled(t, be, 1200*time.Millisecond, 100*time.Millisecond)
+		b := running(t, st, n.net, cfg)
 		// A second process's adopter on the same database.
-		other, _ := wire(t, st, n.net, cfg)
-		(&bundle{cont: other}).start(t)
+		other := running(t, st, n.net, cfg).cont
 
 		done := make(chan *runner.RunEndEvent, 1)
 		go func() {
 			var end *runner.RunEndEvent
-			for ev, err := range svc.Turn(ctx, owner, "Think about it.", threads.TurnOptions{}) {
+			for ev, err := range b.svc.Turn(ctx, owner, "Think about it.", threads.TurnOptions{}) {
 				if err != nil {
 					t.Error(err)
 					break
@@ -152,7 +149,7 @@ func TestLiveLeaseNotAdopted(t *testing.T) {
 		if end == nil || end.Status != runstate.StatusCompleted {
 			t.Fatalf("run end %+v, want completed inline", end)
 		}
-		if ids := cont.leases.ids(); len(ids) != 0 {
+		if ids := b.cont.leases.ids(); len(ids) != 0 {
 			t.Errorf("the process still renews %v", ids)
 		}
 	})
@@ -161,8 +158,7 @@ func TestLiveLeaseNotAdopted(t *testing.T) {
 // TestAdoptOnce: of concurrent adopters of one orphan, one hands it over.
 func TestAdoptOnce(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
-		st, n, cfg := stalled(t, be)
-		cfg.LeaseTTL = 100 * time.Millisecond
+		st, n, cfg := stalled(t, be, 100*time.Millisecond, 0)
 		cfg.NoAdopt = true
 		cont, svc := wire(t, st, n.net, cfg)
 		if err := cont.Migrate(t.Context()); err != nil {
@@ -232,14 +228,11 @@ func firstCall(t *testing.T, st store.Store, run string) string {
 func TestCancelledRunHandedOver(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := t.Context()
-		st, n, cfg := stalled(t, be)
-		cfg.LeaseTTL = time.Hour
-		cont, svc := wire(t, st, n.net, cfg)
-		b := &bundle{st: st, svc: svc, cont: cont}
-		b.start(t)
-		_, run := dyingTurn(t, svc, n)
+		st, n, cfg := stalled(t, be, time.Hour, 0)
+		b := running(t, st, n.net, cfg)
+		_, run := dyingTurn(t, b.svc, n)
 		close(n.release)
-		h := waitHandover(t, cont, run, 5*time.Second)
+		h := waitHandover(t, b.cont, run, 5*time.Second)
 		if m := b.waitMessage(t, h.MessageID, 30*time.Second); m.Status != message.StatusCompleted {
 			t.Fatalf("placeholder %s, want completed", m.Status)
 		}
@@ -252,7 +245,7 @@ func TestCancelledRunHandedOver(t *testing.T) {
 		if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run2}); err != nil {
 			t.Fatalf("the one-shot command's cancelled run: %v, want it to keep its lease", err)
 		}
-		if _, err := cont.Lookup(ctx, owner, run2); !errors.Is(err, ErrNotSuspended) {
+		if _, err := b.cont.Lookup(ctx, owner, run2); !errors.Is(err, ErrNotSuspended) {
 			t.Fatalf("the one-shot command's cancelled run was handed over: %v", err)
 		}
 	})

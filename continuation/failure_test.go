@@ -24,9 +24,7 @@ func TestIncompatibleFingerprint(t *testing.T) {
 		b := setup(t, be, network(t, tools, "v1", scripted.Options{}), tools, nil)
 		thread, _, h := b.handOver(t)
 		// A worker deployed with v2 of the network, on the same database.
-		cont2, _ := wire(t, b.st, network(t, tools, "v2", scripted.Options{}), testConfig(t, b.st))
-		w := &bundle{st: b.st, cont: cont2}
-		w.start(t)
+		running(t, b.st, network(t, tools, "v2", scripted.Options{}), testConfig(t, b.st))
 		checkGaveUp(t, b, h, thread, DefaultIncompatibleText, "was written under version")
 		if keys, _ := tools.total(); keys != 0 {
 			t.Error("the tool ran")

@@ -287,6 +287,16 @@ func setup(t testing.TB, b backend, net *agent.Network, tools *toolLog, change f
 	return &bundle{st: st, svc: svc, cont: cont, tools: tools}
 }
 
+// running is a service wired on st as wire does, its workers started until
+// the test ends.
+func running(t testing.TB, st store.Store, net *agent.Network, cfg Config) *bundle {
+	t.Helper()
+	cont, svc := wire(t, st, net, cfg)
+	b := &bundle{st: st, svc: svc, cont: cont}
+	b.start(t)
+	return b
+}
+
 // start starts the workers until the test ends.
 func (b *bundle) start(t testing.TB) {
 	t.Helper()
