@@ -465,3 +465,34 @@ func TestThreadHandoffConcurrentDecisions(t *testing.T) {
 		}
 	})
 }
+
+// TestThreadHandoffAssistant: a proposal for another agent than the
+// thread's active one (assistant_id) starts the child's first turn at that
+// agent, seeded, not at the network's entry.
+func TestThreadHandoffAssistant(t *testing.T) {
+	t.Parallel()
+	onBackends(t, func(t *testing.T, b *bundle) {
+		thread := b.thread(t, b.keyA, "support")
+		if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", map[string]any{"assistant_id": "nobody"}); r.status != http.StatusBadRequest {
+			t.Fatalf("unknown assistant: %d %s", r.status, r.body)
+		}
+		p := b.propose(t, thread, "I was charged twice for order 1234", map[string]any{"assistant_id": "refunds"}, http.StatusCreated)
+		if p.Payload.AssistantID != "refunds" {
+			t.Fatalf("assistant_id: %+v", p.Payload)
+		}
+		var out outcome
+		b.decision(t, b.keyA, p.InterruptID, map[string]any{"type": "approve"}).json(t, &out)
+		if out.AssistantID != "refunds" || out.ChildThreadID == "" {
+			t.Fatalf("approve: %+v", out)
+		}
+		resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+out.ChildThreadID+"/runs", map[string]any{"input": "Hello", "stream": true})
+		if resp.StatusCode != 200 {
+			t.Fatalf("child turn: %d", resp.StatusCode)
+		}
+		evs := collect(t, ch, func(e event) bool { return e.Type == "agent_start" })
+		if e := evs[len(evs)-1]; e.Data["agent"] != "refunds" || e.Data["reason"] != threadhandoff.PickReason {
+			t.Fatalf("the child's first turn: %s; want refunds (%s)", e.Raw, threadhandoff.PickReason)
+		}
+		collect(t, ch, nil)
+	})
+}
