@@ -333,6 +333,12 @@ func TestSameEventManyTimes(t *testing.T) {
 			args := Args{OwnerID: owner, ThreadID: cp.ThreadID, RunID: run, EventID: h.EventID, JobRunID: h.JobRun.ID, Fingerprint: cp.Fingerprint}
 			for range 99 {
 				err := b.st.Tx(ctx, func(tx store.Tx) error {
+					// In the owner's scope, as the hand-over inserts it:
+					// on PostgreSQL River's jobs are under row-level
+					// security (pgstore's IsolateRiverJobs).
+					if _, err := tx.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: cp.ThreadID}); err != nil {
+						return err
+					}
 					_, err := b.cont.q.insertTx(ctx, tx, args, nil)
 					return err
 				})

@@ -104,7 +104,9 @@ const stopCancelWait = 10 * time.Second
 // does, once, with the store and its draft broker).
 type Driver interface {
 	// Migrate applies River's migrations under a lock, so that processes
-	// starting at once take turns. It is safe to call again.
+	// starting at once take turns, and on PostgreSQL puts River's job table
+	// under the store's row-level security (pgstore's IsolateRiverJobs).
+	// It is safe to call again.
 	Migrate(ctx context.Context, log *slog.Logger) error
 	// queue builds River's client with rc (nil: no client, migrations only).
 	queue(rc *river.Config, works bool) (queue, error)
@@ -139,8 +141,12 @@ func (d pgDriver) Migrate(ctx context.Context, log *slog.Logger) error {
 			return err
 		}
 		defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, riverMigrateLockKey)
-		_, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil)
-		return err
+		if _, err = m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+			return err
+		}
+		// River's jobs carry owners' run ids and errors: under row-level
+		// security for the store's transactions, like baton's tables.
+		return d.st.IsolateRiverJobs(ctx)
 	})(ctx)
 }
 
