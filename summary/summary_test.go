@@ -189,7 +189,9 @@ func TestSummariseTruncates(t *testing.T) {
 	long := `{"title":"T","body":["` + strings.Repeat("a long point ", 40) + `","` + strings.Repeat("b ", 200) + `","c","d"],"tldr":"` + strings.Repeat("z", 300) + `"}`
 	log, logs := logtest.New()
 	m := scripted.New(DefaultAgent, []scripted.Step{{Text: long}}, scripted.Options{})
-	p, err := Summarise(t.Context(), m, conversation(), Options{HandoffID: "h-long", Logger: log})
+	// Output tokens enough for the whole answer: the summary, not the model's
+	// output, is cut.
+	p, err := Summarise(t.Context(), m, conversation(), Options{HandoffID: "h-long", Logger: log, MaxTokens: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
