@@ -24,6 +24,7 @@ func routes(thread, run, interrupt string) []route {
 	return []route{
 		{"GET", "/v1/networks", nil},
 		{"GET", "/v1/models", nil},
+		{"GET", "/v1/models/support", nil},
 		{"POST", "/v1/threads", map[string]any{"network": "support"}},
 		{"GET", "/v1/threads", nil},
 		{"GET", "/v1/threads/" + thread, nil},
@@ -36,7 +37,14 @@ func routes(thread, run, interrupt string) []route {
 		{"GET", "/v1/interrupts/" + interrupt, nil},
 		{"POST", "/v1/interrupts/" + interrupt + "/decision", map[string]any{"type": "approve"}},
 		{"POST", "/v1/chat/completions", map[string]any{"model": "support", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}},
+		{"POST", "/v1/responses", map[string]any{"model": "support", "input": "hi"}},
 	}
+}
+
+// openAIRoute reports whether path is of OpenAI's API, whose errors use
+// OpenAI's types and codes.
+func openAIRoute(path string) bool {
+	return strings.HasPrefix(path, "/v1/models") || path == "/v1/chat/completions" || path == "/v1/responses"
 }
 
 // interrupted makes a thread of key whose run waits for an approval and
@@ -84,7 +92,11 @@ func TestAuthRequired(t *testing.T) {
 			"long-key": {"Authorization", "Bearer " + strings.Repeat("x", 600)},
 		} {
 			r := b.do(t, "", rt.method, rt.path, rt.body, hdr...)
-			if r.status != http.StatusUnauthorized || r.errType(t) != "unauthorized" || r.header.Get("WWW-Authenticate") == "" {
+			want := "unauthorized"
+			if openAIRoute(rt.path) {
+				want = "invalid_request_error" // OpenAI's words, code invalid_api_key
+			}
+			if r.status != http.StatusUnauthorized || r.errType(t) != want || r.header.Get("WWW-Authenticate") == "" {
 				t.Errorf("%s %s (%s key): %d %s", rt.method, rt.path, name, r.status, r.body)
 			}
 		}

@@ -102,11 +102,14 @@ func TestChatCompletionsHTTP(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	text := string(body)
-	if resp.StatusCode != 200 || !strings.HasSuffix(text, "data: [DONE]\n\n") || strings.Contains(text, "event:") || !strings.Contains(text, `"finish_reason":"stop"`) {
+	if resp.StatusCode != 200 || !strings.HasSuffix(text, "data: [DONE]\n\n") || strings.Contains(text, "event:") || strings.Contains(text, "retry:") {
 		t.Fatalf("stream: %d %s", resp.StatusCode, text)
 	}
-	// The run waits for approval: the answer says so and names the interrupt.
-	if !strings.Contains(text, "Waiting for approval of issue_refund") {
+	// The run waits for approval: the answer says so and names the
+	// interrupt; clients detect it by the finish reason and the "baton"
+	// field of the last chunk.
+	if !strings.Contains(text, "Waiting for approval of issue_refund") || !strings.Contains(text, `"finish_reason":"interrupted"`) ||
+		!strings.Contains(text, `"status":"interrupted","last_agent":"refunds","interrupt":{"id":"run_`) {
 		t.Fatalf("interrupt not reported: %s", text)
 	}
 	thread := resp.Header.Get(server.ThreadHeader)

@@ -27,6 +27,7 @@ type apiError struct {
 	retry   int // Retry-After seconds, when > 0
 	headers map[string]string
 	extra   *wire.ErrorExtra // more fields of the error object
+	code    string           // OpenAI's code, on its routes (model_not_found, …)
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -106,6 +107,12 @@ var errShuttingDown = errors.New("server: shutting down")
 // and their text is not sent.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
+	s.writeErrorDetail(w, r, err, ae, wire.ErrorDetail{Type: ae.typ, Message: ae.msg, Param: ae.param, Code: ae.typ, ErrorExtra: ae.extra})
+}
+
+// writeErrorDetail answers err, classified as ae, with d as the error
+// object.
+func (s *Server) writeErrorDetail(w http.ResponseWriter, r *http.Request, err error, ae *apiError, d wire.ErrorDetail) {
 	if ae.status >= 500 && ae.typ == wire.ErrInternal {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
@@ -115,7 +122,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	for k, v := range ae.headers {
 		w.Header().Set(k, v)
 	}
-	writeJSON(w, ae.status, wire.ErrorBody{Error: wire.ErrorDetail{Type: ae.typ, Message: ae.msg, Param: ae.param, Code: ae.typ, ErrorExtra: ae.extra}})
+	writeJSON(w, ae.status, wire.ErrorBody{Error: d})
+}
+
+// writeOpenAIError writes err as OpenAI's API does (see openAIError).
+func (s *Server) writeOpenAIError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := classify(err)
+	s.writeErrorDetail(w, r, err, ae, openAIError(ae))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

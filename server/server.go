@@ -201,6 +201,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c *caller) error
 const (
 	public    = 1 << iota // no API key
 	streaming             // no request timeout: the handler bounds itself
+	openAI                // OpenAI's API: its error types and codes
 )
 
 func (s *Server) routes() {
@@ -212,7 +213,8 @@ func (s *Server) routes() {
 		mux.Handle("GET /metrics", s.tel.MetricsHandler())
 	}
 	s.handle("GET /v1/networks", 0, s.listNetworks)
-	s.handle("GET /v1/models", 0, s.listModels)
+	s.handle("GET /v1/models", openAI, s.listModels)
+	s.handle("GET /v1/models/{id}", openAI, s.getModel)
 	s.handle("POST /v1/threads", 0, s.createThread)
 	s.handle("GET /v1/threads", 0, s.listThreads)
 	s.handle("GET /v1/threads/{id}", 0, s.getThread)
@@ -224,7 +226,8 @@ func (s *Server) routes() {
 	s.handle("POST /v1/threads/{id}/handoff", 0, s.threadHandoff)
 	s.handle("GET /v1/interrupts/{id}", 0, s.getInterrupt)
 	s.handle("POST /v1/interrupts/{id}/decision", streaming, s.decide)
-	s.handle("POST /v1/chat/completions", streaming, s.chatCompletions)
+	s.handle("POST /v1/chat/completions", streaming|openAI, s.chatCompletions)
+	s.handle("POST /v1/responses", streaming|openAI, s.responses)
 	s.handle("GET /a2a/{network}/.well-known/agent-card.json", public, s.a2aCard)
 	s.handle("POST /a2a/{network}", streaming, s.a2aRPC)
 	if len(s.netList) == 1 {
@@ -240,18 +243,22 @@ func (s *Server) routes() {
 // handle registers an API route: authentication, rate limit, body limit
 // and (unless streaming) the request timeout around h.
 func (s *Server) handle(pattern string, opts int, h handlerFunc) {
+	writeError := s.writeError
+	if opts&openAI != 0 {
+		writeError = s.writeOpenAIError
+	}
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		var c *caller
 		if opts&public == 0 {
 			var err error
 			if c, err = s.authenticate(r); err != nil {
-				s.writeError(w, r, err)
+				writeError(w, r, err)
 				return
 			}
 			if ok, wait := s.limiter.allow(c.keyID, time.Now()); !ok {
 				e := errorf(http.StatusTooManyRequests, wire.ErrRateLimited, "rate limit of %g requests per second exceeded; retry in %s", s.cfg.RateLimit, wait.Round(time.Millisecond))
 				e.retry = int(math.Ceil(wait.Seconds()))
-				s.writeError(w, r, e)
+				writeError(w, r, e)
 				return
 			}
 			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
@@ -268,7 +275,7 @@ func (s *Server) handle(pattern string, opts int, h handlerFunc) {
 			if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil {
 				err = errorf(http.StatusGatewayTimeout, wire.ErrTimeout, "the request took longer than %s", s.cfg.RequestTimeout)
 			}
-			s.writeError(w, r, err)
+			writeError(w, r, err)
 		}
 	})
 }
@@ -276,6 +283,7 @@ func (s *Server) handle(pattern string, opts int, h handlerFunc) {
 // ServeHTTP routes a request. Unknown routes and methods answer JSON
 // errors (404, 405).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(RequestIDHeader, newRequestID())
 	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
 		s.mux.ServeHTTP(w, r) // sets the path values
@@ -343,15 +351,9 @@ func (s *Server) listNetworks(w http.ResponseWriter, r *http.Request, c *caller)
 
 // listModels is OpenAI's GET /v1/models: the networks, as models.
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request, c *caller) error {
-	type model struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
-	out := wire.List[model]{Object: "list", Data: []model{}}
+	out := wire.List[wire.Model]{Object: "list", Data: []wire.Model{}}
 	for _, n := range s.netList {
-		out.Data = append(out.Data, model{ID: n.name, Object: "model", OwnedBy: "baton"})
+		out.Data = append(out.Data, wire.Model{ID: n.name, Object: "model", Created: startedAt, OwnedBy: "baton"})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

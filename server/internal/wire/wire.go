@@ -298,64 +298,6 @@ type ThreadHandoffOutcome struct {
 	Message        string `json:"message"`
 }
 
-// ChatRequest is the body of POST /v1/chat/completions (the fields baton
-// uses; others are accepted and ignored).
-type ChatRequest struct {
-	Model         string         `json:"model"`
-	Messages      []ChatMessage  `json:"messages"`
-	Stream        bool           `json:"stream,omitempty"`
-	StreamOptions *StreamOptions `json:"stream_options,omitempty"`
-	User          string         `json:"user,omitempty"`
-}
-
-// StreamOptions are the stream options of a [ChatRequest].
-type StreamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-// ChatMessage is a message of a [ChatRequest]. Content is a string or an
-// array of parts ({"type": "text", "text": …}).
-type ChatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-}
-
-// ChatCompletion is a chat completion or one chunk of a streamed one.
-type ChatCompletion struct {
-	ID                string       `json:"id"`
-	Object            string       `json:"object"`
-	Created           int64        `json:"created"`
-	Model             string       `json:"model"`
-	SystemFingerprint string       `json:"system_fingerprint,omitempty"`
-	Choices           []ChatChoice `json:"choices"`
-	Usage             *ChatUsage   `json:"usage,omitempty"`
-}
-
-// ChatChoice is the one choice of a [ChatCompletion].
-type ChatChoice struct {
-	Index        int         `json:"index"`
-	Message      *ChatOutput `json:"message,omitempty"`
-	Delta        *ChatOutput `json:"delta,omitempty"`
-	FinishReason *string     `json:"finish_reason"`
-	Logprobs     *struct{}   `json:"logprobs"`
-}
-
-// ChatOutput is the assistant message (or delta) of a [ChatChoice].
-type ChatOutput struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
-	Refusal *string `json:"refusal,omitempty"`
-}
-
-// ChatUsage counts the tokens of a chat completion.
-type ChatUsage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
-}
-
 // Health is the body of /healthz and /readyz.
 type Health struct {
 	Status string            `json:"status"`

@@ -1,0 +1,513 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/internal/sse"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/server/internal/runlog"
+	"github.com/batonhq/baton/server/internal/wire"
+	"github.com/batonhq/baton/store"
+)
+
+// This file is what OpenAI's two APIs served here share (chat.go:
+// /v1/chat/completions, responses.go: /v1/responses): the models (the
+// networks), OpenAI's error names, request fields honoured or refused, the
+// thread a request runs on, and the fold of a run's events into an answer.
+
+// RequestIDHeader is sent on every answer, as OpenAI's API does: its
+// clients report it (openai.Error.RequestID, response.request_id).
+const RequestIDHeader = "X-Request-Id"
+
+// newRequestID returns a request id: req_ and 24 hex digits.
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+// startedAt is the "created" of the models: when this process started.
+var startedAt = time.Now().Unix()
+
+// getModel is OpenAI's GET /v1/models/{id}: a network, as a model.
+func (s *Server) getModel(w http.ResponseWriter, r *http.Request, c *caller) error {
+	id := r.PathValue("id")
+	if _, ok := s.nets[id]; !ok {
+		return unknownModel(id)
+	}
+	writeJSON(w, http.StatusOK, wire.Model{ID: id, Object: "model", Created: startedAt, OwnedBy: "baton"})
+	return nil
+}
+
+// model returns the network a request names as its model.
+func (s *Server) model(name string) (*network, error) {
+	if name == "" {
+		return nil, badParam("model", "model is required: the name of a baton network (GET /v1/models)")
+	}
+	if nw, ok := s.nets[name]; ok {
+		return nw, nil
+	}
+	return nil, unknownModel(name)
+}
+
+func unknownModel(name string) *apiError {
+	e := errorf(http.StatusNotFound, wire.ErrNotFound, "the model %q does not exist: models are this server's networks (GET /v1/models)", name)
+	e.param, e.code = "model", "model_not_found"
+	return e
+}
+
+// openAIError is an error as OpenAI's API words it: type
+// invalid_request_error (4xx), requests (429) or server_error (5xx), and a
+// code (model_not_found, invalid_api_key, unsupported_parameter, …).
+func openAIError(ae *apiError) wire.ErrorDetail {
+	d := wire.ErrorDetail{Type: wire.OpenAIInvalidRequest, Message: ae.msg, Param: ae.param, Code: ae.code, ErrorExtra: ae.extra}
+	switch {
+	case ae.status == http.StatusTooManyRequests:
+		d.Type = wire.OpenAIRateLimit
+	case ae.status >= 500:
+		d.Type = wire.OpenAIServer
+	}
+	if d.Code != "" {
+		return d
+	}
+	switch ae.typ {
+	case wire.ErrUnauthorized:
+		d.Code = "invalid_api_key"
+	case wire.ErrRateLimited:
+		d.Code = "rate_limit_exceeded"
+	case wire.ErrInvalidRequest:
+		d.Code = "invalid_request"
+		if ae.param != "" {
+			d.Code = "invalid_value"
+		}
+	case wire.ErrUnsupported:
+		d.Code = "unsupported_parameter"
+	default:
+		d.Code = ae.typ
+	}
+	return d
+}
+
+// unsupported refuses a request field baton does not honour.
+func unsupported(param, format string, args ...any) *apiError {
+	e := badParam(param, format, args...)
+	e.typ, e.code = wire.ErrUnsupported, "unsupported_parameter"
+	return e
+}
+
+// runOptions checks the fields both APIs share and returns the run
+// options that honour them: temperature, top_p and the output limit
+// (maxTokens) and stop sequences reach every model of the network
+// (runner.WithSettings). A field baton cannot honour is refused.
+func runOptions(q *wire.OpenAIRequest, maxTokens *int, stop []string, effort string) ([]runner.RunOption, error) {
+	if len(q.Tools) > 0 {
+		return nil, unsupported("tools", "client-side tools are not supported: a network's agents call the tools declared in its file; send the request without tools")
+	}
+	if len(q.ToolChoice) > 0 {
+		var tc string
+		if json.Unmarshal(q.ToolChoice, &tc) != nil || (tc != "none" && tc != "auto") {
+			return nil, unsupported("tool_choice", "tool_choice must be \"auto\" or \"none\": a network's agents call the tools declared in its file")
+		}
+	}
+	if q.Store != nil && !*q.Store {
+		return nil, unsupported("store", "store: false is not supported: baton keeps every conversation as a thread (delete it with the threads API)")
+	}
+	if q.ServiceTier != "" && q.ServiceTier != "auto" && q.ServiceTier != "default" {
+		return nil, unsupported("service_tier", "service_tier %q is not supported: leave it out or send \"auto\"", q.ServiceTier)
+	}
+	if q.TopLogprobs != nil && *q.TopLogprobs > 0 {
+		return nil, unsupported("top_logprobs", "log probabilities are not available from a network")
+	}
+	var st model.Settings
+	if q.Temperature != nil {
+		if *q.Temperature < 0 || *q.Temperature > 2 {
+			return nil, badParam("temperature", "temperature must be between 0 and 2")
+		}
+		st.Temperature = q.Temperature
+	}
+	if q.TopP != nil {
+		if *q.TopP < 0 || *q.TopP > 1 {
+			return nil, badParam("top_p", "top_p must be between 0 and 1")
+		}
+		st.TopP = q.TopP
+	}
+	if maxTokens != nil {
+		if *maxTokens < 1 {
+			return nil, badParam("max_tokens", "the output token limit must be at least 1")
+		}
+		st.MaxTokens = *maxTokens
+	}
+	if len(stop) > 4 {
+		return nil, badParam("stop", "at most 4 stop sequences")
+	}
+	for _, s := range stop {
+		if s == "" {
+			return nil, badParam("stop", "a stop sequence must not be empty")
+		}
+	}
+	st.Stop = stop
+	switch effort {
+	case "", "minimal", "low", "medium", "high":
+		st.ReasoningEffort = effort
+	default:
+		return nil, badParam("reasoning_effort", "reasoning effort %q: want minimal, low, medium or high", effort)
+	}
+	if st.Temperature == nil && st.TopP == nil && st.MaxTokens == 0 && len(st.Stop) == 0 && st.ReasoningEffort == "" {
+		return nil, nil
+	}
+	return []runner.RunOption{runner.WithSettings(st)}, nil
+}
+
+// openAIRun is what an OpenAI request runs: a turn of nw on the thread of
+// req (see openAIThread) with input after hist, and opts.
+type openAIRun struct {
+	nw     *network
+	req    *wire.OpenAIRequest
+	source string // the API, kept in a new thread's metadata
+	hist   []message.Message
+	input  string
+	opts   []runner.RunOption
+}
+
+// openAITurn starts the run of an OpenAI request and names its thread and
+// run in the answer's headers.
+func (s *Server) openAITurn(w http.ResponseWriter, r *http.Request, c *caller, o openAIRun) (*answer, error) {
+	if err := s.checkInput(o.input); err != nil {
+		return nil, err
+	}
+	ctx := r.Context()
+	threadID, err := s.openAIThread(ctx, r, c, o.nw, o.req, o.source, o.hist, o.input)
+	if err != nil {
+		return nil, err
+	}
+	run, err := s.startTurn(ctx, c.owner, threadID, o.nw, o.input, o.opts)
+	if err != nil {
+		return nil, err
+	}
+	w.Header().Set(ThreadHeader, threadID)
+	w.Header().Set("Baton-Run-Id", run.id)
+	return &answer{run: run}, nil
+}
+
+// openAIAnswer waits for the answer of a request that does not stream: a
+// failed run is the request's error; a run waiting for approval names its
+// interrupt in the Baton-Interrupt-Id header.
+func (s *Server) openAIAnswer(w http.ResponseWriter, r *http.Request, a *answer) error {
+	if err := s.wait(r.Context(), a); err != nil {
+		return err
+	}
+	if a.failed != nil {
+		return a.failed
+	}
+	if a.interrupt != nil {
+		w.Header().Set("Baton-Interrupt-Id", a.interrupt.ID)
+	}
+	return nil
+}
+
+// openAIThread returns the thread an OpenAI request runs on: the one its
+// Baton-Thread-Id header names (the request's history then is the
+// thread's), else a new thread seeded with hist, named after the input.
+func (s *Server) openAIThread(ctx context.Context, r *http.Request, c *caller, nw *network, q *wire.OpenAIRequest, source string, hist []message.Message, input string) (string, error) {
+	if id := r.Header.Get(ThreadHeader); id != "" {
+		th, err := s.thread(ctx, c, id)
+		if err != nil {
+			return "", err
+		}
+		if th.Network != nw.name {
+			return "", badParam("model", "thread %s belongs to network %q, not %q", th.ID, th.Network, nw.name)
+		}
+		return th.ID, nil
+	}
+	if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: c.owner}); err != nil {
+		return "", err
+	}
+	md := map[string]json.RawMessage{"source": json.RawMessage(`"` + source + `"`)}
+	if q.User != "" {
+		if len(q.User) > 256 {
+			return "", badParam("user", "user must be at most 256 characters")
+		}
+		md["user"], _ = json.Marshal(q.User)
+	}
+	if len(q.Metadata) > 0 {
+		if len(q.Metadata) > 16 {
+			return "", badParam("metadata", "at most 16 metadata keys")
+		}
+		md["metadata"], _ = json.Marshal(q.Metadata)
+	}
+	th, err := s.st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: c.owner, Network: nw.name, Name: chatName(input), Metadata: md})
+	if err != nil {
+		return "", err
+	}
+	if len(hist) > 0 {
+		nm := make([]store.NewMessage, len(hist))
+		for i, m := range hist {
+			nm[i] = store.NewMessage{Message: m}
+		}
+		if _, err := s.st.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: c.owner, ThreadID: th.ID, Messages: nm}); err != nil {
+			return "", err
+		}
+	}
+	return th.ID, nil
+}
+
+// turn is a message of a request's conversation: its role and content
+// (a string or an array of text parts).
+type turn struct {
+	role    string
+	content json.RawMessage
+}
+
+// conversation turns a request's conversation (messages, input; param
+// names it) into the thread's earlier messages, after hist, and the input:
+// the last turn, the user's.
+func conversation(hist []message.Message, turns []turn, param string) ([]message.Message, string, error) {
+	if len(turns) == 0 || len(turns) > maxChatMessages {
+		return nil, "", badParam(param, "%s must hold at least one message (at most %d), the last from the user", param, maxChatMessages)
+	}
+	for i, t := range turns {
+		text, err := chatText(t.content)
+		if err != nil {
+			return nil, "", badParam(param, "%s[%d].content: %s", param, i, err.Error())
+		}
+		last := i == len(turns)-1
+		switch t.role {
+		case "user":
+			if last {
+				return hist, text, nil
+			}
+			hist = append(hist, message.User(text))
+		case "system", "developer":
+			if !last {
+				hist = append(hist, message.System(text))
+			}
+		case "assistant":
+			if !last && text != "" {
+				hist = append(hist, message.Assistant("", text))
+			}
+		default:
+			return nil, "", badParam(param, "%s[%d].role %q is not system, developer, user or assistant", param, i, t.role)
+		}
+	}
+	return nil, "", badParam(param, "the last message must be from the user")
+}
+
+// chatName is a thread's name: its first message, on one line, cut at 60
+// bytes.
+func chatName(input string) string {
+	input = strings.Join(strings.Fields(input), " ")
+	if len(input) > 60 {
+		cut := 60
+		for cut > 0 && (input[cut]&0xC0) == 0x80 {
+			cut--
+		}
+		input = input[:cut] + "…"
+	}
+	return input
+}
+
+// answer folds a run's events into an OpenAI answer: the text of every
+// assistant message of the run, in order, separated by blank lines; how it
+// finished; its usage.
+type answer struct {
+	run  *runEntry
+	text strings.Builder
+	// deltas is set when the current message's text came as deltas.
+	deltas bool
+	end    *runner.RunEndEvent
+	// finish is the answer's finish: stop, length (cut at the output
+	// token limit), content_filter, or interrupted (the run waits for a
+	// person's approval: interrupt).
+	finish    string
+	interrupt *wire.OpenAIInterrupt
+	failed    *apiError
+}
+
+// add folds an event and returns the text it adds.
+func (a *answer) add(e runlog.Entry) string {
+	sep := func() string {
+		if a.text.Len() > 0 {
+			return "\n\n"
+		}
+		return ""
+	}
+	var out string
+	switch runner.EventType(e.Type) {
+	case runner.TypeTextDelta:
+		var ev runner.TextDeltaEvent
+		if json.Unmarshal(e.Data, &ev) == nil && ev.Delta != "" {
+			if !a.deltas {
+				out = sep()
+				a.deltas = true
+			}
+			out += ev.Delta
+		}
+	case runner.TypeMessage:
+		if !a.deltas {
+			var ev runner.MessageEvent
+			if json.Unmarshal(e.Data, &ev) == nil && ev.Text != "" {
+				out = sep() + ev.Text
+			}
+		}
+		a.deltas = false
+	case runner.TypeInterrupt:
+		var ev runner.InterruptEvent
+		if json.Unmarshal(e.Data, &ev) == nil && ev.Interrupt != nil {
+			in := &wire.OpenAIInterrupt{ID: ev.Interrupt.ID, Tools: []string{}, DecisionURL: "/v1/interrupts/" + ev.Interrupt.ID + "/decision"}
+			for _, ar := range ev.Interrupt.ActionRequests {
+				in.Tools = append(in.Tools, ar.Name)
+			}
+			a.interrupt, a.finish = in, "interrupted"
+			out = sep() + "[Waiting for approval of " + strings.Join(in.Tools, ", ") + ": interrupt " + in.ID +
+				". Decide with POST " + in.DecisionURL + ".]"
+		}
+	case runner.TypeError:
+		var ev runner.ErrorEvent
+		if json.Unmarshal(e.Data, &ev) == nil {
+			switch ev.Kind {
+			case runner.KindLength:
+				a.finish = "length"
+			case runner.KindContentFilter:
+				a.finish = "content_filter"
+			case runner.KindModelTransient, runner.KindToolTransient:
+				a.failed = errorf(http.StatusBadGateway, wire.ErrUpstream, "the run failed: %s", ev.Message)
+			case runner.KindUserInput:
+				a.failed = errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "the run failed: %s", ev.Message)
+			default:
+				a.failed = errorf(http.StatusInternalServerError, wire.ErrInternal, "the run failed: %s", ev.Message)
+			}
+		}
+	case runner.TypeRunEnd:
+		var ev runner.RunEndEvent
+		if json.Unmarshal(e.Data, &ev) == nil && ev.Status != runstate.StatusSuspended {
+			a.end = &ev
+		}
+	}
+	a.text.WriteString(out)
+	return out
+}
+
+// finishReason is the answer's finish: stop unless add saw another.
+func (a *answer) finishReason() string {
+	if a.finish == "" {
+		return "stop"
+	}
+	return a.finish
+}
+
+// usage is the run's usage.
+func (a *answer) usage() message.Usage {
+	if a.end == nil {
+		return message.Usage{}
+	}
+	return a.end.Usage
+}
+
+// baton is the run behind the answer, for its "baton" field.
+func (a *answer) baton() *wire.OpenAIRun {
+	o := &wire.OpenAIRun{ThreadID: a.run.threadID, RunID: a.run.id, Status: string(runstate.StatusRunning), Interrupt: a.interrupt}
+	if a.end != nil {
+		o.Status, o.LastAgent = string(a.end.Status), a.end.LastAgent
+	}
+	return o
+}
+
+// wait folds the run's events until it ends (or waits for a person).
+func (s *Server) wait(ctx context.Context, a *answer) error {
+	var cur runlog.Cursor
+	for {
+		rd := a.run.log.Since(cur, 0, nil)
+		for _, e := range rd.Entries {
+			a.add(e)
+			cur = e.At
+		}
+		if rd.Done {
+			return nil
+		}
+		select {
+		case <-rd.Wait:
+		case <-s.runCtx.Done():
+			return errShuttingDown
+		case <-ctx.Done():
+			return errorf(http.StatusGatewayTimeout, wire.ErrTimeout, "the run did not finish within %s; follow it at %s", s.cfg.RequestTimeout, eventsURL(a.run.threadID, a.run.id))
+		}
+	}
+}
+
+// followOpenAI streams the run's events to an OpenAI client: each event folded
+// into a, its text (if any) sent by send; a comment ping after each
+// heartbeat without events. It returns false when the client is gone.
+func (s *Server) followOpenAI(ctx context.Context, sw *sse.Writer, a *answer, send func(text string) error) bool {
+	hb := time.NewTimer(s.cfg.Heartbeat)
+	defer hb.Stop()
+	var cur runlog.Cursor
+	for {
+		rd := a.run.log.Since(cur, 256, nil)
+		for _, e := range rd.Entries {
+			cur = e.At
+			if out := a.add(e); out != "" {
+				if send(out) != nil {
+					return false
+				}
+			}
+		}
+		if len(rd.Entries) > 0 {
+			if sw.Flush() != nil {
+				return false
+			}
+			resetTimer(hb, s.cfg.Heartbeat)
+		}
+		if rd.Done {
+			return true
+		}
+		select {
+		case <-rd.Wait:
+		case <-ctx.Done():
+			return false
+		case <-s.runCtx.Done():
+			return false
+		case <-hb.C:
+			if sw.Comment("ping") != nil {
+				return false
+			}
+			hb.Reset(s.cfg.Heartbeat)
+		}
+	}
+}
+
+// openAIStream streams the answer of a run to an OpenAI client with send:
+// an event stream of data-only events, with no retry field (OpenAI's Python
+// client reads a block without data as an event whose empty data is not
+// JSON).
+func (s *Server) openAIStream(w http.ResponseWriter, r *http.Request, a *answer, send func(ctx context.Context, sw *sse.Writer)) error {
+	ctx := r.Context()
+	if !s.acquireStream(ctx) {
+		return s.tooManyStreams()
+	}
+	defer s.releaseStream(ctx)
+	a.run.addReader(1)
+	defer a.run.addReader(-1)
+	o := s.sseOptions(http.Header{"Baton-Run-Id": {a.run.id}, ThreadHeader: {a.run.threadID}})
+	o.Retry = 0
+	sw, err := sse.NewWriter(w, o)
+	if err != nil {
+		return nil
+	}
+	send(ctx, sw)
+	return nil
+}
+
+// data is an SSE event of v's JSON.
+func data(v any) sse.Event {
+	b, _ := json.Marshal(v)
+	return sse.Event{Data: b}
+}

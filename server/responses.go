@@ -1,0 +1,221 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/internal/sse"
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/server/internal/wire"
+)
+
+// responses is OpenAI's POST /v1/responses (the Responses API) where the
+// model is a network, fronting it as chat completions do: a run on a new
+// thread seeded with the input's earlier messages (or on the thread named
+// by Baton-Thread-Id); one output message holding the text of every
+// assistant message of the run. Streamed as data-only events (response.*,
+// no [DONE]). Every field of the request is honoured or refused (400).
+func (s *Server) responses(w http.ResponseWriter, r *http.Request, c *caller) error {
+	var req wire.ResponsesRequest
+	if err := decodeJSON(r, &req, true); err != nil {
+		return err
+	}
+	nw, opts, err := s.responsesRequest(&req)
+	if err != nil {
+		return err
+	}
+	hist, input, err := responsesInput(req.Instructions, req.Input)
+	if err != nil {
+		return err
+	}
+	if req.SafetyIdentifier != "" && req.User == "" {
+		req.User = req.SafetyIdentifier
+	}
+	r, cancel := s.withTimeout(r, req.Stream)
+	defer cancel()
+	a, err := s.openAITurn(w, r, c, openAIRun{nw: nw, req: &req.OpenAIRequest, source: "responses", hist: hist, input: input, opts: opts})
+	if err != nil {
+		return err
+	}
+	id := strings.TrimPrefix(a.run.id, "run_")
+	resp := wire.Response{ID: "resp_" + id, Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress", Model: nw.name,
+		Output: []wire.ResponseItem{}, Metadata: req.Metadata, Temperature: req.Temperature, TopP: req.TopP, MaxOutputTokens: req.MaxOutputTokens,
+		ToolChoice: "auto", Tools: []struct{}{}, Store: true, Truncation: "disabled"}
+	if resp.Metadata == nil {
+		resp.Metadata = map[string]string{}
+	}
+	if req.Instructions != "" {
+		resp.Instructions = &req.Instructions
+	}
+	resp.Text.Format.Type = "text"
+	if req.Stream {
+		return s.streamResponse(w, r, a, resp, "msg_"+id)
+	}
+	if err := s.openAIAnswer(w, r, a); err != nil {
+		return err
+	}
+	finishResponse(&resp, a, "msg_"+id)
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// responsesRequest checks a responses request's fields: the network it
+// names and the run options that honour its settings; what baton cannot
+// honour is refused.
+func (s *Server) responsesRequest(req *wire.ResponsesRequest) (*network, []runner.RunOption, error) {
+	nw, err := s.model(req.Model)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case req.PreviousResponseID != "":
+		return nil, nil, unsupported("previous_response_id", "previous_response_id is not supported: continue a conversation by sending the Baton-Thread-Id header of the previous response, or the whole conversation as input")
+	case len(req.Conversation) > 0 && string(req.Conversation) != "null":
+		return nil, nil, unsupported("conversation", "conversation is not supported: continue a conversation by sending the Baton-Thread-Id header of the previous response")
+	case req.Text != nil && req.Text.Format != nil && req.Text.Format.Type != "text":
+		return nil, nil, unsupported("text.format", "text.format %q is not supported: a network answers text (an agent's output schema is declared in the network file)", req.Text.Format.Type)
+	case req.Text != nil && req.Text.Verbosity != "":
+		return nil, nil, unsupported("text.verbosity", "text.verbosity is not supported: leave it out")
+	case req.Reasoning != nil && req.Reasoning.Summary != "":
+		return nil, nil, unsupported("reasoning.summary", "reasoning summaries are not available from a network: leave reasoning.summary out")
+	case req.Truncation != "" && req.Truncation != "disabled" && req.Truncation != "auto":
+		return nil, nil, badParam("truncation", "truncation must be \"auto\" or \"disabled\"")
+	case len(req.Include) > 0:
+		return nil, nil, unsupported("include", "include is not supported: a response holds its output message only")
+	case req.MaxToolCalls != nil:
+		return nil, nil, unsupported("max_tool_calls", "max_tool_calls is not supported: a network's limits are declared in its file")
+	case req.PromptCacheKey != "":
+		return nil, nil, unsupported("prompt_cache_key", "prompt_cache_key is not supported: leave it out")
+	case req.Background != nil && *req.Background:
+		return nil, nil, unsupported("background", "background responses are not supported: runs that reach slow tools continue in baton's workers by themselves; stream the response to follow them")
+	}
+	effort := ""
+	if req.Reasoning != nil {
+		effort = req.Reasoning.Effort
+	}
+	opts, err := runOptions(&req.OpenAIRequest, req.MaxOutputTokens, nil, effort)
+	if ae, ok := err.(*apiError); ok && ae.param == "max_tokens" {
+		ae.param = "max_output_tokens"
+	}
+	return nw, opts, err
+}
+
+// responsesInput turns a request's instructions and input into the
+// thread's earlier messages and the input (the last item, a user message).
+func responsesInput(instructions string, raw json.RawMessage) ([]message.Message, string, error) {
+	var hist []message.Message
+	if instructions != "" {
+		hist = append(hist, message.System(instructions))
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, "", badParam("input", "input is required: the user's message, or an array of messages ending with the user's")
+	}
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return hist, text, nil
+	}
+	var items []wire.ResponseInputItem
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, "", badParam("input", "input must be a string or an array of input items")
+	}
+	turns := make([]turn, len(items))
+	for i, it := range items {
+		if it.Type != "" && it.Type != "message" {
+			return nil, "", unsupported("input", "input[%d]: items of type %q are not supported (only messages): a network's agents call the tools declared in its file", i, it.Type)
+		}
+		turns[i] = turn{it.Role, it.Content}
+	}
+	return conversation(hist, turns, "input")
+}
+
+// finishResponse completes resp with the answer: status, output, usage.
+func finishResponse(resp *wire.Response, a *answer, itemID string) {
+	text := a.text.String()
+	resp.Status, resp.OutputText, resp.Baton = "completed", text, a.baton()
+	switch a.finishReason() {
+	case "length":
+		resp.Status, resp.IncompleteDetails = "incomplete", &wire.IncompleteDetails{Reason: "max_output_tokens"}
+	case "content_filter":
+		resp.Status, resp.IncompleteDetails = "incomplete", &wire.IncompleteDetails{Reason: "content_filter"}
+	case "interrupted":
+		resp.Status, resp.IncompleteDetails = "incomplete", &wire.IncompleteDetails{Reason: "interrupted"}
+	}
+	resp.Output = []wire.ResponseItem{responseItem(itemID, "completed", text)}
+	u := a.usage()
+	resp.Usage = &wire.ResponseUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+	resp.Usage.InputTokensDetails.CachedTokens = u.CachedTokens
+	resp.Usage.OutputTokensDetails.ReasoningTokens = u.ReasoningTokens
+}
+
+func responseItem(id, status, text string) wire.ResponseItem {
+	it := wire.ResponseItem{Type: "message", ID: id, Status: status, Role: "assistant", Content: []wire.ResponseContent{}}
+	if status == "completed" {
+		it.Content = append(it.Content, outputText(text))
+	}
+	return it
+}
+
+func outputText(text string) wire.ResponseContent {
+	return wire.ResponseContent{Type: "output_text", Text: text, Annotations: []struct{}{}, Logprobs: []struct{}{}}
+}
+
+// streamResponse streams a run as the Responses API's events, data-only
+// (each names its type), ending with response.completed or
+// response.incomplete (or an error event); comment pings keep it open while
+// the run is quiet.
+func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, a *answer, resp wire.Response, itemID string) error {
+	return s.openAIStream(w, r, a, func(ctx context.Context, sw *sse.Writer) {
+		seq := 0
+		events := func(evs ...wire.ResponseEvent) error {
+			for _, ev := range evs {
+				ev.SequenceNumber = seq
+				seq++
+				if err := queue(sw, data(ev)); err != nil {
+					return err
+				}
+			}
+			return sw.Flush()
+		}
+		zero := 0
+		snapshot := resp
+		item := responseItem(itemID, "in_progress", "")
+		empty := outputText("")
+		if events(
+			wire.ResponseEvent{Type: "response.created", Response: &snapshot},
+			wire.ResponseEvent{Type: "response.in_progress", Response: &snapshot},
+			wire.ResponseEvent{Type: "response.output_item.added", OutputIndex: &zero, Item: &item},
+			wire.ResponseEvent{Type: "response.content_part.added", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Part: &empty},
+		) != nil {
+			return
+		}
+		if !s.followOpenAI(ctx, sw, a, func(text string) error {
+			ev := wire.ResponseEvent{Type: "response.output_text.delta", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Delta: &text, Logprobs: []struct{}{}, SequenceNumber: seq}
+			seq++
+			return queue(sw, data(ev))
+		}) {
+			return
+		}
+		if a.failed != nil {
+			d := openAIError(a.failed)
+			_ = events(wire.ResponseEvent{Type: "error", Code: d.Code, Message: d.Message, Param: d.Param})
+			return
+		}
+		finishResponse(&resp, a, itemID)
+		text := resp.OutputText
+		part := outputText(text)
+		final := "response.completed"
+		if resp.Status == "incomplete" {
+			final = "response.incomplete"
+		}
+		_ = events(
+			wire.ResponseEvent{Type: "response.output_text.done", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Text: &text, Logprobs: []struct{}{}},
+			wire.ResponseEvent{Type: "response.content_part.done", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Part: &part},
+			wire.ResponseEvent{Type: "response.output_item.done", OutputIndex: &zero, Item: &resp.Output[0]},
+			wire.ResponseEvent{Type: final, Response: &resp},
+		)
+	})
+}
