@@ -34,19 +34,7 @@ func TestRiverJobsUnderRowLevelSecurity(t *testing.T) {
 	pg := b.st.(*pgstore.Store)
 	_, _, h := b.handOver(t)
 	ctx := t.Context()
-	// as runs fn in a transaction as the store runs its own: the
-	// application role, baton.owner set to who.
-	as := func(who string, fn func(tx pgx.Tx) error) error {
-		tx, err := pg.Pool().Begin(ctx)
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, `SELECT set_config('role', $1, true), set_config('baton.owner', $2, true)`, pgstore.DefaultAppRole, who); err != nil {
-			return err
-		}
-		return fn(tx)
-	}
+	as := func(who string, fn func(tx pgx.Tx) error) error { return testdb.AsOwner(ctx, pg, who, fn) }
 	count := func(who string) int {
 		t.Helper()
 		var n int

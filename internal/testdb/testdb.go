@@ -106,3 +106,19 @@ func PostgresWith(t testing.TB, url string, opts store.Options) *pgstore.Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// AsOwner runs fn in a transaction on st's pool scoped as st scopes its
+// own: the application role (pgstore.DefaultAppRole) and baton.owner set to
+// owner, so that row-level security alone decides what fn sees and may
+// write. The transaction is rolled back.
+func AsOwner(ctx context.Context, st *pgstore.Store, owner string, fn func(tx pgx.Tx) error) error {
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if _, err := tx.Exec(ctx, `SELECT set_config('role', $1, true), set_config('baton.owner', $2, true)`, pgstore.DefaultAppRole, owner); err != nil {
+		return err
+	}
+	return fn(tx)
+}
