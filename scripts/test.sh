@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of baton on a fresh machine: installs and starts what the
 # tests need (PostgreSQL, staticcheck, Chromium + playwright-core for the web
-# UI), then runs vet, staticcheck, the Go tests (with -race on the packages
-# with concurrency) and the browser tests.
+# UI, the npm OpenAI clients), then runs vet, staticcheck, the Go tests (with
+# -race on the packages with concurrency), the OpenAI clients against a real
+# baton serve (e2e/openai) and the browser tests.
 #
 # Environment:
 #   BATON_TEST_DATABASE_URL  PostgreSQL for the store tests
@@ -59,6 +60,12 @@ for f in examples/*/network.yaml; do
   [ -f "$f" ] || continue
   go run ./cmd/baton validate "$f"
 done
+
+# The official OpenAI Node client and the Vercel AI SDK against a real baton serve.
+if [ -x e2e/openai/run.sh ]; then
+  log "OpenAI clients (npm openai, @ai-sdk/openai-compatible, @ai-sdk/openai)"
+  e2e/openai/run.sh
+fi
 
 if [ -x webui/e2e/run.sh ] && [ "${SKIP_BROWSER:-}" != "1" ]; then
   log "browser tests"
