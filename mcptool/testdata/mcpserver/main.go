@@ -5,7 +5,8 @@
 //
 // Its tools: echo (read-only), add (structured, idempotent), fail (an
 // error result), picture (an image), append (appends a line to the file
-// $MCP_LOG, not idempotent; wait_ms waits first), crash (exits during the
+// $MCP_LOG, not idempotent; wait_ms waits first), append_first (the same,
+// but the line is written first and wait_ms waited after), crash (exits during the
 // call), crash_once (idempotent: exits during the call if the file
 // $MCP_CRASH_ONCE exists, removing it first), secret (the value of
 // $MCP_SECRET).
@@ -49,6 +50,19 @@ func textResult(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
+// appendLine appends a line to the file $MCP_LOG.
+func appendLine(line string) error {
+	f, err := os.OpenFile(os.Getenv("MCP_LOG"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, line); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 func server() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptool-test", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
@@ -76,13 +90,20 @@ func server() *mcp.Server {
 					return nil, nil, ctx.Err()
 				}
 			}
-			f, err := os.OpenFile(os.Getenv("MCP_LOG"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-			if err != nil {
+			if err := appendLine(in.Line); err != nil {
 				return nil, nil, err
 			}
-			defer f.Close()
-			if _, err := fmt.Fprintln(f, in.Line); err != nil {
+			return textResult("appended " + in.Line), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "append_first", Description: "Append a line to the log, then wait."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in line) (*mcp.CallToolResult, any, error) {
+			if err := appendLine(in.Line); err != nil {
 				return nil, nil, err
+			}
+			select {
+			case <-time.After(time.Duration(in.WaitMS) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
 			}
 			return textResult("appended " + in.Line), nil, nil
 		})
