@@ -195,7 +195,8 @@ func (p *a2aPair) remoteThreads(t *testing.T) int {
 // started again on the same port and database. The local run picks the
 // remote task up (the task id was checkpointed) and completes with the
 // whole answer, once; the remote adopted its dead run and sent nothing
-// twice. With the remote gone for good, the local run fails with an error
+// twice. A local run SIGKILLed while the remote streams is completed by
+// `baton resume`, which picks the same remote task up. With the remote gone for good, the local run fails with an error
 // naming the remote, within its reconnect window and retries — it never
 // hangs.
 func TestA2ABetweenTwoBatons(t *testing.T) {
@@ -279,6 +280,49 @@ func TestA2ABetweenTwoBatons(t *testing.T) {
 			}
 		})
 	}
+
+	// The local process dies while the remote streams: `baton resume` picks
+	// the remote task up from the checkpoint instead of sending the message
+	// again.
+	t.Run("local killed", func(t *testing.T) {
+		before := p.remoteThreads(t)
+		r := p.run(t, "local-killed", "60s", "Please transfer me to the expert")
+		r.await(t, time.Minute, "text_delta of the remote expert", isExpertDelta)
+		r.proc.kill()
+		var runID string
+		r.mu.Lock()
+		for _, e := range r.evs {
+			if s, ok := e.(*runner.RunStartEvent); ok {
+				runID = s.RunID
+			}
+		}
+		r.mu.Unlock()
+		resume := exec.Command(p.bin, "resume", "--json", "--owner", owner, "--database", "sqlite:"+filepath.Join(p.dir, "local-killed.db"),
+			filepath.Join(p.dir, "local-killed.yaml"), "--run", runID)
+		resume.Env = append(os.Environ(), "REMOTE_KEY="+p.key)
+		out, err := resume.CombinedOutput()
+		if err != nil {
+			t.Fatalf("baton resume: %v\n%s", err, out)
+		}
+		var text string
+		var end *runner.RunEndEvent
+		for line := range strings.Lines(string(out)) {
+			switch e, _ := decodeLine(strings.TrimSpace(line)); e := e.(type) {
+			case *runner.MessageEvent:
+				if e.Agent == "expert" {
+					text += e.Text
+				}
+			case *runner.RunEndEvent:
+				end = e
+			}
+		}
+		if end == nil || end.Status != runstate.StatusCompleted || text != expertAnswer {
+			t.Fatalf("resumed run: %+v, the expert's message %q\n%s", end, text, out)
+		}
+		if n := p.remoteThreads(t) - before; n != 1 {
+			t.Errorf("the remote holds %d new threads (A2A contexts), want 1: the resumed run sent the message again", n)
+		}
+	})
 
 	// The remote thread of each run holds one answer of the expert (beside
 	// the placeholder of the adopted run's hand-over): the run the kill cut
