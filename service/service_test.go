@@ -121,7 +121,7 @@ func TestOpenRefuses(t *testing.T) {
 		"Twice":     {service.Config{Store: st, Files: []string{example("support"), example("support")}}, "given twice"},
 		"UnknownTool": {service.Config{Store: st, Files: []string{example("support")},
 			Load: service.LoadOptions{HTTPTools: map[string]string{"nope": "http://127.0.0.1:1"}}}, "declares no tool"},
-		"BadURL": {service.Config{Database: "mysql://u@h/db", Files: []string{example("support")}}, "unknown database scheme"},
+		"BadURL": {service.Config{Database: "mysql://u@h/db", Files: []string{example("support")}}, `unknown scheme "mysql"`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			svc, err := service.Open(ctx, tc.cfg)
