@@ -143,7 +143,7 @@ func (s *Server) decideThreadHandoff(w http.ResponseWriter, r *http.Request, c *
 		return badParam(de.Field, "%s", de.Reason)
 	case errors.As(err, &decided):
 		e := errorf(http.StatusConflict, wire.ErrConflict, "interrupt %s was already decided: %s", in.ID, decided.Error())
-		if decided.Status == store.InterruptSuperseded {
+		if decided.Status == store.InterruptSuperseded && decided.Outcome != nil {
 			e.msg = "interrupt " + in.ID + " was superseded by a newer proposal, " + decided.Outcome.SupersededBy + ": decide that one"
 		}
 		if decided.Outcome != nil {
