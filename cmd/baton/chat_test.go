@@ -169,6 +169,19 @@ func TestChatTerminal(t *testing.T) {
 	if b, err := memory.Parse(doc.Content); err != nil || b == nil || strings.TrimSpace(b.Content) != memory.Placeholder {
 		t.Errorf("billing's memory after the turns: %q (%v), want the placeholder", doc.Content, err)
 	}
+	// Each /handoff was stored as a proposal of its thread and decided
+	// there, as the web UI and the API would see it.
+	for id, want := range map[string]threadhandoff.DecisionType{parent: threadhandoff.DecisionApprove, child: threadhandoff.DecisionEdit,
+		grandchild: threadhandoff.DecisionReject} {
+		ins, err := st.ListInterrupts(t.Context(), &store.ListInterruptsParams{OwnerID: "tester", ThreadID: id, Kind: store.InterruptThreadHandoff})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d threadhandoff.Decision
+		if len(ins) != 1 || ins[0].Status != store.InterruptDecided || json.Unmarshal(ins[0].Decision, &d) != nil || d.Type != want {
+			t.Errorf("thread handoff proposals of %s: %d, want one decided %s", id, len(ins), want)
+		}
+	}
 }
 
 // switchedTo reads the parent and child thread ids of the switch to the
