@@ -17,6 +17,7 @@ import (
 	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/threads"
 )
 
 // This file is what OpenAI's two APIs served here share (chat.go:
@@ -301,19 +302,9 @@ func conversation(hist []message.Message, turns []turn, param string) ([]message
 	return nil, "", badParam(param, "the last message must be from the user")
 }
 
-// chatName is a thread's name: its first message, on one line, cut at 60
-// bytes.
-func chatName(input string) string {
-	input = strings.Join(strings.Fields(input), " ")
-	if len(input) > 60 {
-		cut := 60
-		for cut > 0 && (input[cut]&0xC0) == 0x80 {
-			cut--
-		}
-		input = input[:cut] + "…"
-	}
-	return input
-}
+// chatName is the name of a thread that a request starts: its first
+// message's title.
+func chatName(input string) string { return threads.Title(input) }
 
 // answer folds a run's events into an OpenAI answer: the text of every
 // assistant message of the run, in order, separated by blank lines; how it

@@ -49,7 +49,7 @@ func (s *Service) Store() store.Store { return s.st }
 type TurnOptions struct {
 	// ThreadID continues a thread; empty creates one.
 	ThreadID string
-	// Name names a new thread.
+	// Name names a new thread. Defaults to its first message's [Title].
 	Name string
 	// RunOptions are passed to the runner.
 	RunOptions []runner.RunOption
@@ -63,6 +63,9 @@ type TurnOptions struct {
 func (s *Service) Turn(ctx context.Context, owner, input string, o TurnOptions) iter.Seq2[runner.Event, error] {
 	return func(yield func(runner.Event, error) bool) {
 		ctx := store.ContextWithOwner(ctx, owner)
+		if o.Name == "" {
+			o.Name = Title(input)
+		}
 		th, hist, err := s.prepare(ctx, owner, o)
 		if err != nil {
 			yield(nil, err)
