@@ -40,15 +40,21 @@ Commands:
   /handoff --preview  show the summary only; nothing is written
   /handoff --apply    accept the summary without asking
   /threads            list your threads (id, name, parent, active agent)
-  /switch ID          continue another thread (an id or a unique prefix)
+  /switch ID          continue another thread (its short id, or any unique start or end of its id)
   /new                start a new thread with the next message
   /resume             continue this thread's run that was stopped mid-step
   /help               show the commands
   /quit               leave (also ctrl+d on an empty line)
 
-Keys: enter sends, alt+enter or ctrl+j adds a line, pgup/pgdown scroll,
-ctrl+c stops a running answer after its current step (twice: at once, and
-/resume continues it later), or leaves when idle.
+Keys: enter sends, alt+enter or ctrl+j adds a line, pgup/pgdown scroll.
+The next message can be typed while an answer streams. ctrl+c stops a
+running answer (what it streamed stays); a second ctrl+c leaves (a run
+stopped mid-step stays resumable: /resume). Leaving prints the session and
+a message typed but not sent.
+
+The status line shows the network, the thread (short id and title: a new
+thread is titled with its first message), the agent, its model and the
+tokens of this session's turns on the thread.
 
 The summary model is the network's summary: model; without one /handoff is
 unavailable, as POST /v1/threads/{id}/handoff is in baton serve.
@@ -106,7 +112,14 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		summaryNote = "the network declares no summary: model: /handoff is unavailable"
 	}
 	be := &chatStore{n: n, st: svc.Store(), owner: *owner}
-	info := chatInfo{Network: n.Name(), Fingerprint: n.Network.Fingerprint(), Owner: *owner, File: *network, SummaryNote: summaryNote}
+	info := chatInfo{Network: n.Name(), Fingerprint: n.Network.Fingerprint(), Owner: *owner, File: *network, SummaryNote: summaryNote,
+		Models: map[string]string{}}
+	for _, a := range n.Network.Agents() {
+		info.Models[a.Name] = a.ModelName
+		if sf.model != "" {
+			info.Models[a.Name] = sf.model
+		}
+	}
 	if *thread != "" {
 		th, err := be.Thread(ctx, *thread)
 		if err != nil {
@@ -144,8 +157,8 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
 		return err
 	}
-	if fm, ok := final.(*chatModel); ok && fm.thread != "" {
-		fmt.Fprintf(stdout, "baton chat: thread %s (continue with: baton chat --network %s --thread %s)\n", fm.thread, *network, fm.thread)
+	if fm, ok := final.(*chatModel); ok {
+		fm.farewell(stdout, *network)
 	}
 	return nil
 }
@@ -178,7 +191,7 @@ type chatBackend interface {
 	Decide(ctx context.Context, p *threadhandoff.Proposal, d threadhandoff.Decision) (*threadhandoff.Outcome, error)
 	// Threads lists the owner's threads, newest first.
 	Threads(ctx context.Context) ([]*store.Thread, error)
-	// Thread finds a thread by id or unique id prefix.
+	// Thread finds a thread by id, or a unique start or end of one.
 	Thread(ctx context.Context, id string) (*store.Thread, error)
 	// Recent returns the last n messages of a thread.
 	Recent(ctx context.Context, threadID string, n int) ([]*store.Message, error)
@@ -270,9 +283,9 @@ func (c *chatStore) Thread(ctx context.Context, id string) (*store.Thread, error
 	}
 	var found *store.Thread
 	for _, t := range page.Threads {
-		if strings.HasPrefix(t.ID, id) {
+		if strings.HasPrefix(t.ID, id) || strings.HasSuffix(t.ID, id) {
 			if found != nil {
-				return nil, fmt.Errorf("thread %s: the prefix names more than one thread", id)
+				return nil, fmt.Errorf("thread %s: more than one thread's id starts or ends so", id)
 			}
 			found = t
 		}

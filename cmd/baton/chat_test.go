@@ -98,7 +98,7 @@ func TestChatTerminal(t *testing.T) {
 	tm.waitFor(t, "✗ Thread handoff rejected: nothing was written.", idle)
 
 	tm.send(t, "/threads")
-	tm.waitFor(t, "(* is the current one)", "* "+grandchild, "  "+child, "  "+parent, idle)
+	tm.waitFor(t, "(* is the current one)", "* "+shortID(grandchild), "  "+shortID(child), "  "+shortID(parent), idle)
 	tm.send(t, "/quit")
 	tm.waitExit(t)
 	t.Logf("terminal session: %s", time.Since(start).Round(time.Millisecond))

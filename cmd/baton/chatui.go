@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"os"
 	"os/exec"
@@ -33,6 +34,8 @@ type chatInfo struct {
 	// SummaryNote says where the summary model comes from, when it is not
 	// the network's summary: model.
 	SummaryNote string
+	// Models are the agents' models, by agent, for the status line.
+	Models map[string]string
 }
 
 // chatMode is what the chat waits for.
@@ -139,6 +142,13 @@ type chatModel struct {
 
 	// A thread handoff waiting for a decision.
 	proposal *threadhandoff.Proposal
+
+	// tokensIn and tokensOut count the tokens of this session's runs on
+	// the current thread.
+	tokensIn, tokensOut int64
+	// quitArmed is set by a ctrl+c that stopped a turn or found nothing to
+	// stop: the next ctrl+c quits. Any other key disarms it.
+	quitArmed bool
 }
 
 func newChatModel(ctx context.Context, be chatBackend, info chatInfo) *chatModel {
@@ -244,7 +254,7 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.key(msg)
 	case tea.PasteMsg:
 		switch m.mode {
-		case modeInput:
+		case modeInput, modeRunning:
 			m.input, cmd = m.input.Update(msg)
 		case modeEditInline:
 			m.editor, cmd = m.editor.Update(msg)
@@ -283,6 +293,11 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 // key handles a key press in the current mode.
 func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
+	armed := m.quitArmed
+	m.quitArmed = false
+	if k.String() == "ctrl+c" && armed {
+		return tea.Quit
+	}
 	switch k.String() {
 	case "pgup":
 		m.vp.PageUp()
@@ -295,11 +310,10 @@ func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
 	case modeInput:
 		switch k.String() {
 		case "ctrl+c":
-			if m.input.Value() != "" {
-				m.input.Reset()
-				return nil
-			}
-			return tea.Quit
+			// What is typed stays; leaving prints it.
+			m.quitArmed = true
+			m.println("· ctrl+c again quits (what you typed is kept, and printed when you leave)")
+			return nil
 		case "ctrl+d":
 			if m.input.Value() == "" {
 				return tea.Quit
@@ -316,22 +330,27 @@ func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
 		m.input, cmd = m.input.Update(k)
 		return cmd
 	case modeRunning:
-		if k.String() != "ctrl+c" {
+		switch k.String() {
+		case "ctrl+c":
+			// The run stops at its next event and is recorded as failed,
+			// so that the thread takes the next message; what it streamed
+			// stays. A second ctrl+c quits (the run, cancelled mid-step,
+			// stays resumable: /resume).
+			m.quitArmed = true
+			if !m.stopped {
+				m.stopped = true
+				m.stop.Store(true)
+				m.status = "stopping… (ctrl+c again quits)"
+			}
+			return nil
+		case "enter":
+			m.status = "still answering: enter sends once the answer is done (ctrl+c stops it)"
 			return nil
 		}
-		switch {
-		case !m.stopped:
-			// The run stops at its next event and is recorded as failed,
-			// so that the thread takes the next message.
-			m.stopped = true
-			m.stop.Store(true)
-			m.status = "stopping after the current step… (ctrl+c again: at once)"
-		case m.cancel != nil && !m.aborted:
-			// Cancelled mid-step, the run stays resumable (/resume).
-			m.aborted = true
-			m.cancel()
-			m.status = "stopping…"
-		}
+		// The next message can be typed while the answer streams.
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(k)
+		return cmd
 	case modeBusy, modeEditor:
 		if k.String() == "ctrl+c" {
 			return tea.Quit
@@ -344,7 +363,7 @@ func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
 			return m.approve(runner.DecisionReject)
 		case "ctrl+c":
 			m.println("· left undecided: the run waits; /switch to this thread (or baton resume) to answer it")
-			m.interrupt, m.mode = nil, modeInput
+			m.interrupt, m.mode, m.quitArmed = nil, modeInput, true
 		}
 	case modeChoice:
 		switch k.String() {
@@ -378,6 +397,9 @@ func (m *chatModel) submit(text string) tea.Cmd {
 		m.println("")
 		m.println("you: " + strings.ReplaceAll(text, "\n", "\n     "))
 		thread := m.thread
+		if thread == "" {
+			m.threadName = threads.Title(text) // the name the new thread gets
+		}
 		return m.start(func(ctx context.Context, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
 			return m.be.Turn(ctx, thread, text, report)
 		})
@@ -394,6 +416,7 @@ func (m *chatModel) submit(text string) tea.Cmd {
 		return nil
 	case "/new":
 		m.thread, m.threadName, m.agent = "", "", ""
+		m.tokensIn, m.tokensOut = 0, 0
 		m.println("· a new thread starts with your next message")
 		return nil
 	case "/resume":
@@ -469,11 +492,12 @@ const chatCommandsHelp = `commands:
   /handoff --preview  show the summary only (nothing is written)
   /handoff --apply    accept the summary without asking
   /threads            list your threads
-  /switch ID          continue another thread (id or unique prefix)
+  /switch ID          continue another thread (its short id, or any unique start or end of its id)
   /new                start a new thread with the next message
   /resume             continue this thread's run that was stopped mid-step
   /quit               leave
-keys: enter sends · alt+enter or ctrl+j adds a line · pgup/pgdown scroll · ctrl+c stops an answer`
+keys: enter sends · alt+enter or ctrl+j adds a line · pgup/pgdown scroll · ctrl+c stops an answer
+(what it streamed stays), a second ctrl+c quits; leaving prints the session and anything unsent`
 
 // start runs a turn (or a resumed run) in a goroutine that feeds its
 // events to the program through m.events.
@@ -536,7 +560,12 @@ func (m *chatModel) event(ev runner.Event) {
 		}
 	case *runner.AgentStartEvent:
 		m.agent = e.Agent
-		m.status = e.Agent + " is answering…"
+		if !m.stopped {
+			m.status = e.Agent + " is answering…"
+		}
+	case *runner.RunEndEvent:
+		m.tokensIn += e.Usage.InputTokens
+		m.tokensOut += e.Usage.OutputTokens
 	case *runner.InterruptEvent:
 		m.printer.endLine()
 		m.interrupt, m.decisions = e.Interrupt, nil
@@ -771,17 +800,17 @@ func (m *chatModel) listThreads(msg threadsMsg) {
 		}
 		name := th.Name
 		if name == "" {
-			name = "(no name)"
+			name = "(untitled)"
 		}
 		parent := "—"
 		if th.ParentID != "" {
-			parent = th.ParentID
+			parent = shortID(th.ParentID)
 		}
 		agent := th.ActiveAgent
 		if agent == "" {
 			agent = "—"
 		}
-		m.println(fmt.Sprintf("%s %s  %s", mark, th.ID, name))
+		m.println(fmt.Sprintf("%s %s  %s", mark, shortID(th.ID), name))
 		m.println(fmt.Sprintf("    parent %s · agent %s", parent, agent))
 	}
 }
@@ -793,14 +822,17 @@ func (m *chatModel) switched(msg switchMsg) {
 		return
 	}
 	th := msg.th
+	if th.ID != m.thread {
+		m.tokensIn, m.tokensOut = 0, 0
+	}
 	m.thread, m.threadName, m.agent = th.ID, th.Name, th.ActiveAgent
 	verb := "switched to"
 	if msg.initial {
 		verb = "continuing"
 	}
-	line := fmt.Sprintf("→ %s thread %s%s", verb, th.ID, quoteName(th.Name))
+	line := fmt.Sprintf("→ %s thread %s%s", verb, shortID(th.ID), quoteName(th.Name))
 	if th.ParentID != "" {
-		line += ", child of " + th.ParentID
+		line += ", child of " + shortID(th.ParentID)
 	}
 	m.println(line)
 	if len(msg.recent) > 0 {
@@ -872,7 +904,7 @@ func (m *chatModel) View() tea.View {
 	v.WindowTitle = "baton chat · " + m.info.Network
 	topHeight := m.vp.Height()
 	switch m.mode {
-	case modeInput:
+	case modeInput, modeRunning:
 		if c := m.input.Cursor(); c != nil {
 			c.Y += topHeight + 1
 			v.Cursor = c
@@ -883,29 +915,62 @@ func (m *chatModel) View() tea.View {
 	return v
 }
 
-// statusLine describes the current thread.
+// statusLine describes the current thread: network, thread (short id and
+// title), agent, its model, this session's tokens on the thread, and what
+// the chat is doing.
 func (m *chatModel) statusLine() string {
 	thread := "new thread"
 	if m.thread != "" {
-		thread = "thread " + m.thread + quoteName(m.threadName)
+		thread = "thread " + shortID(m.thread)
 	}
-	s := " " + m.info.Network + " · " + thread
+	thread += quoteName(m.threadName)
+	parts := []string{" " + m.info.Network, thread}
 	if m.agent != "" {
-		s += " · " + m.agent
+		parts = append(parts, m.agent)
+		if model := m.info.Models[m.agent]; model != "" {
+			parts = append(parts, model)
+		}
 	}
+	parts = append(parts, fmt.Sprintf("%s in · %s out tokens", countTokens(m.tokensIn), countTokens(m.tokensOut)))
+	if m.mode == modeRunning {
+		parts = append(parts, "⋯ "+m.status)
+	}
+	s := strings.Join(parts, " · ")
 	if w := lipgloss.Width(s); w < m.width {
 		s += strings.Repeat(" ", m.width-w)
 	}
 	return styleStatus.Render(cut(s, m.width))
 }
 
+// countTokens writes a token count short: 980, 12.3k, 4.1M.
+func countTokens(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1000)
+	}
+	return fmt.Sprintf("%.1fM", float64(n)/1_000_000)
+}
+
+// shortID is a thread id as the chat shows it: its last 8 characters
+// (the random end of a UUIDv7, whose start is its time, the same for the
+// threads of a minute). /switch and --thread take it, or any unique start
+// or end of an id.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[len(id)-8:]
+	}
+	return id
+}
+
 // bottom is the input box, or what the chat asks or does instead.
 func (m *chatModel) bottom() string {
 	var lines []string
 	switch m.mode {
-	case modeInput:
+	case modeInput, modeRunning:
 		return m.input.View()
-	case modeRunning, modeBusy, modeEditor:
+	case modeBusy, modeEditor:
 		hint := "  (ctrl+c to stop)"
 		if strings.Contains(m.status, "ctrl+c") || m.mode == modeEditor {
 			hint = ""
@@ -926,6 +991,20 @@ func (m *chatModel) bottom() string {
 		lines[i] = cut(lines[i], m.width)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// farewell writes what the chat leaves behind once its screen is gone:
+// the session's transcript (answers stopped half-way included), a message
+// typed and not sent, and how to continue the thread.
+func (m *chatModel) farewell(w io.Writer, network string) {
+	m.printer.endLine()
+	io.WriteString(w, m.transcript.String())
+	if text := strings.TrimSpace(m.input.Value()); text != "" {
+		fmt.Fprintf(w, "\nnot sent: %s\n", text)
+	}
+	if m.thread != "" {
+		fmt.Fprintf(w, "\nbaton chat: thread %s%s (continue with: baton chat --network %s --thread %s)\n", m.thread, quoteName(m.threadName), network, shortID(m.thread))
+	}
 }
 
 // cut shortens s (styled or not) to w cells.

@@ -313,7 +313,7 @@ func TestChatThreads(t *testing.T) {
 	t.Parallel()
 	m := newTestChat(t, &fakeChat{}, "child")
 	typeLine(t, m, "/threads")
-	wantTranscript(t, m, "* child  Old title\n    parent t1 · agent billing", "  t1  (no name)\n    parent — · agent billing")
+	wantTranscript(t, m, "* child  Old title\n    parent t1 · agent billing", "  t1  (untitled)\n    parent — · agent billing")
 	typeLine(t, m, "/switch t1")
 	if m.thread != "t1" {
 		t.Errorf("thread %q after /switch t1", m.thread)
