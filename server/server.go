@@ -237,6 +237,7 @@ func (s *Server) routes() {
 		ui := webui.Handler()
 		mux.Handle("GET /{$}", ui)
 		mux.Handle("GET /assets/", ui)
+		mux.Handle("GET /favicon.ico", ui)
 	}
 }
 

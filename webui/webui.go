@@ -17,13 +17,15 @@ var assets embed.FS
 // FS returns the UI's files: index.html at the root, the rest under assets/.
 func FS() fs.FS { return assets }
 
-// Handler serves the UI: GET / is the page, GET /assets/… its files. Files
+// Handler serves the UI: GET / is the page, GET /assets/… its files, GET
+// /favicon.ico its icon (an SVG, as /assets/favicon.svg). Files
 // are served with their modification-independent ETag-less caching
 // disabled for the page (so a new binary's page is picked up) and a strict
 // Content-Security-Policy: scripts and styles from the same origin only.
 func Handler() http.Handler {
 	files := http.FileServerFS(assets)
 	index, _ := fs.ReadFile(assets, "assets/index.html")
+	favicon, _ := fs.ReadFile(assets, "assets/favicon.svg")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'")
@@ -33,6 +35,13 @@ func Handler() http.Handler {
 			h.Set("Content-Type", "text/html; charset=utf-8")
 			h.Set("Cache-Control", "no-cache")
 			_, _ = w.Write(index)
+			return
+		}
+		if r.URL.Path == "/favicon.ico" {
+			// Browsers ask for it whatever the page's icon link says.
+			h.Set("Content-Type", "image/svg+xml")
+			h.Set("Cache-Control", "max-age=86400")
+			_, _ = w.Write(favicon)
 			return
 		}
 		if !strings.HasPrefix(r.URL.Path, "/assets/") || r.URL.Path == "/assets/index.html" {

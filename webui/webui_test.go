@@ -23,6 +23,8 @@ func TestHandler(t *testing.T) {
 		{"/assets/app.js", "javascript", 200, "batonMarkdown"},
 		{"/assets/markdown.js", "javascript", 200, "escapeHTML"},
 		{"/assets/style.css", "text/css", 200, ".timeline"},
+		{"/favicon.ico", "image/svg+xml", 200, "<svg"},
+		{"/assets/favicon.svg", "image/svg+xml", 200, "<svg"},
 		{"/assets/nope.js", "", 404, ""},
 		{"/assets/index.html", "", 404, ""},
 		{"/other", "", 404, ""},

@@ -26,10 +26,63 @@
 
   class APIError extends Error {
     constructor(status, type, message) {
-      super(message);
+      super(sentence(status, type, message));
       this.status = status;
       this.type = type;
+      this.detail = message;
     }
+  }
+
+  // sentence words an error for a person: what happened, and what to do.
+  function sentence(status, type, message) {
+    const said = message ? " (" + message.replace(/[.\s]+$/, "") + ")" : "";
+    switch (true) {
+      case status === 0:
+        return "The baton server cannot be reached. Check that it is running and that you are online, then try again.";
+      case status === 401:
+        return "Your API key was refused. Log in again with a valid key (baton keys create --owner NAME makes one).";
+      case status === 404:
+        return "This was not found: it may have been deleted, or belong to another API key. Pick another thread or start a new one.";
+      case status === 409:
+        return "This thread is still busy with an earlier message" + said + ". Wait for its answer, or decide its approval, then try again.";
+      case status === 413:
+        return "That is too long to send. Shorten it and try again.";
+      case status === 429:
+        return "Too many requests at once. Wait a few seconds, then try again.";
+      case status === 502:
+        return "The model provider did not answer" + said + ". Your message is saved in the thread: send it again in a moment.";
+      case status === 503:
+        return "The server is busy or restarting. Try again in a few seconds.";
+      case status === 504:
+        return "The answer is taking longer than this request may wait. It goes on in the background: reopen the thread in a moment.";
+      case status >= 500:
+        return "Something went wrong on the server. Try again; if it keeps happening, the server's log says why.";
+      case status >= 400 && !!message:
+        return message.charAt(0).toUpperCase() + message.slice(1).replace(/([^.!?])$/, "$1.") + " Change it and try again.";
+    }
+    return "Something went wrong (" + (type || status) + "). Try again.";
+  }
+
+  // runErrorSentence words a run's error event for a person.
+  function runErrorSentence(d) {
+    const said = d.message ? " (" + d.message.replace(/[.\s]+$/, "") + ")" : "";
+    switch (d.kind) {
+      case "model_transient":
+        return "The model could not answer" + said + ". Send your message again in a moment.";
+      case "tool_transient":
+        return "A tool failed" + said + ". Send your message again in a moment.";
+      case "limit":
+        return "The run stopped at a limit" + said + ". Ask a narrower question, or raise the limit in the network file.";
+      case "length":
+        return "The answer was cut at the model's token limit. Ask for a shorter answer, or raise max_tokens in the network file.";
+      case "refusal":
+        return "The model declined to answer" + said + ". Rephrase the request.";
+      case "content_filter":
+        return "The provider's content filter stopped the answer. Rephrase the request.";
+      case "user_input":
+        return "The message was not accepted" + said + ". Change it and send it again.";
+    }
+    return "The run failed" + said + ". Try again; if it keeps happening, the server's log says why.";
   }
 
   async function api(method, path, body) {
@@ -38,13 +91,14 @@
       opts.headers["Content-Type"] = "application/json";
       opts.body = JSON.stringify(body);
     }
-    const resp = await fetch(path, opts);
+    let resp;
+    try { resp = await fetch(path, opts); } catch (e) { throw new APIError(0, "network", ""); }
     const text = await resp.text();
     let data = null;
     try { data = text ? JSON.parse(text) : null; } catch (e) { data = null; }
     if (!resp.ok) {
       const err = (data && data.error) || {};
-      if (resp.status === 401) logout("Your API key was refused: " + (err.message || "unauthorized"));
+      if (resp.status === 401) logout(sentence(401));
       throw new APIError(resp.status, err.type || "error", err.message || resp.statusText);
     }
     return data;
@@ -56,14 +110,20 @@
     const headers = { Authorization: "Bearer " + state.key, Accept: "text/event-stream" };
     if (opts.lastEventId) headers["Last-Event-ID"] = opts.lastEventId;
     if (opts.body !== undefined) headers["Content-Type"] = "application/json";
-    const resp = await fetch(path, {
-      method: opts.method || "GET", headers, signal: opts.signal,
-      body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
-    });
+    let resp;
+    try {
+      resp = await fetch(path, {
+        method: opts.method || "GET", headers, signal: opts.signal,
+        body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
+      });
+    } catch (e) {
+      if (e.name === "AbortError") throw e;
+      throw new APIError(0, "network", "");
+    }
     if (!resp.ok) {
       let err = {};
       try { err = (await resp.json()).error || {}; } catch (e) { /* not JSON */ }
-      if (resp.status === 401) logout("Your API key was refused.");
+      if (resp.status === 401) logout(sentence(401));
       throw new APIError(resp.status, err.type || "error", err.message || resp.statusText);
     }
     if (opts.onOpen) opts.onOpen(resp);
@@ -128,7 +188,7 @@
       const nets = await api("GET", "/v1/networks");
       state.networks = nets.data;
     } catch (e) {
-      logout(e.status === 401 ? "That API key is not valid." : e.message);
+      logout(e.status === 401 ? "That API key is not valid. Check it, or make one with baton keys create --owner NAME." : e.message);
       return false;
     }
     sessionStorage.setItem(KEY, key);
@@ -201,7 +261,7 @@
     } catch (e) {
       $("empty").hidden = false;
       $("thread").hidden = true;
-      $("empty").firstElementChild.textContent = e.status === 404 ? "Thread not found." : e.message;
+      $("empty").firstElementChild.textContent = e.status === 404 ? "This thread was not found: it may belong to another API key. Pick one from the list, or start a new one." : e.message;
       return;
     }
     state.thread = th;
@@ -406,7 +466,7 @@
         showInterrupt(d.interrupt);
         break;
       case "error":
-        notice("✗ " + (d.kind || "error") + ": " + d.message, "warn");
+        notice("✗ " + runErrorSentence(d), "warn");
         break;
       case "run_end": {
         closeLive(run);
@@ -641,7 +701,7 @@
       for (const ta of $("interrupt-actions").querySelectorAll("textarea")) {
         let args;
         try { args = JSON.parse(ta.value); } catch (e) {
-          $("interrupt-error").textContent = "The arguments are not valid JSON: " + e.message;
+          $("interrupt-error").textContent = "The arguments are not valid JSON (" + e.message + "). Fix them, then approve again.";
           return;
         }
         decisions.push({ type: "edit", call_id: ta.dataset.call, args });

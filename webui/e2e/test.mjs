@@ -5,7 +5,7 @@
 // while a proposal is pending; reject).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { openPage } from "./browser.mjs";
 
 const URL = process.env.BATON_URL;
 const KEY = process.env.BATON_KEY;
@@ -30,13 +30,7 @@ async function step(name, fn) {
 
 before(async () => {
   assert.ok(URL && KEY, "BATON_URL and BATON_KEY must be set (run ./run.sh)");
-  browser = await chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-  });
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.setDefaultTimeout(20000);
+  ({ browser, page } = await openPage({ viewport: { width: 1280, height: 900 } }));
   page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
   page.on("console", (m) => { if (m.type() === "error") errors.push(`console: ${m.text()}`); });
 });
