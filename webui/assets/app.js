@@ -43,6 +43,8 @@
         return "Your API key was refused. Log in again with a valid key (baton keys create --owner NAME makes one).";
       case status === 404:
         return "This was not found: it may have been deleted, or belong to another API key. Pick another thread or start a new one.";
+      case type === "stale_proposal":
+        return "The thread has new messages since this summary. Summarise it again, then decide.";
       case status === 409:
         return "This thread is still busy with an earlier message" + said + ". Wait for its answer, or decide its approval, then try again.";
       case status === 413:
@@ -796,7 +798,9 @@
       }
     } catch (e) {
       if (e.type === "stale_proposal") $("thread-handoff-stale").hidden = false;
-      $("thread-handoff-error").textContent = e.message;
+      $("thread-handoff-error").textContent = e.type === "conflict"
+        ? "This proposal was already decided, here or on another device (" + e.detail + "). Reload the thread to see the outcome."
+        : e.message;
     } finally {
       for (const b of ["thread-handoff-approve", "thread-handoff-reject"]) $(b).disabled = false;
     }

@@ -173,6 +173,23 @@ test("a pending proposal shows after a reload; rejecting leaves the parent as it
   await shot("10-proposal-rejected");
 }));
 
+test("a proposal its thread has outgrown is refused as stale; summarising again is one click", () => step("thread-handoff-stale", async () => {
+  await proposeThreadHandoff();
+  await send("Thanks, that's all");
+  await waitStatus("completed");
+  await page.getByTestId("thread-handoff-stale").waitFor();
+  await page.getByTestId("approve-thread-handoff").click();
+  await page.locator("#thread-handoff-error").filter({ hasText: "The thread has new messages since this summary. Summarise it again" }).waitFor();
+  assert.ok(await page.locator("#thread-parent").isHidden(), "a stale approval does not switch threads");
+  // The browser logs the refused request (409): expected here.
+  for (let i; (i = errors.findIndex((e) => e.includes("status of 409"))) >= 0;) errors.splice(i, 1);
+  await shot("11-proposal-stale");
+  await page.getByTestId("repropose-thread-handoff").click();
+  await page.getByTestId("thread-handoff-stale").waitFor({ state: "hidden" });
+  await page.getByTestId("reject-thread-handoff").click();
+  await page.getByTestId("thread-handoff-rejected").waitFor();
+}));
+
 test("the Markdown renderer is safe", async () => {
   const html = await page.evaluate(() => window.batonMarkdown.render(
     "<img src=x onerror=alert(1)> **bold** [x](javascript:alert(1)) [ok](https://example.com) `<b>`"));
