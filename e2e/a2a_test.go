@@ -205,6 +205,7 @@ func TestA2ABetweenTwoBatons(t *testing.T) {
 		d, ok := e.(*runner.TextDeltaEvent)
 		return ok && d.Agent == "expert"
 	}
+	threadsBefore := 0 // the remote's threads before the case that runs
 	isAsk := func(e runner.Event) bool {
 		c, ok := e.(*runner.ToolCallEvent)
 		return ok && c.Name == "ask_expert"
@@ -242,7 +243,16 @@ func TestA2ABetweenTwoBatons(t *testing.T) {
 		}},
 		{"agent tool", "Please ask the expert", func(t *testing.T, r *localRun) {
 			r.await(t, time.Minute, "ask_expert call", isAsk)
-			time.Sleep(1500 * time.Millisecond) // the remote is streaming its answer (about 6s)
+			// The remote made the context, and streams its answer (about
+			// 6s) a second later.
+			deadline := time.Now().Add(time.Minute)
+			for p.remoteThreads(t) == threadsBefore {
+				if time.Now().After(deadline) {
+					t.Fatal("the remote never got the agent tool's message")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(time.Second)
 		}, func(t *testing.T, evs []runner.Event) {
 			var results []string
 			for _, e := range evs {
@@ -257,6 +267,7 @@ func TestA2ABetweenTwoBatons(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := p.remoteThreads(t)
+			threadsBefore = before
 			r := p.run(t, fmt.Sprintf("local-%d", i), "60s", c.input)
 			c.killAfter(t, r)
 			if !p.remote.kill() {
