@@ -59,7 +59,17 @@ func TestChatCtrlC(t *testing.T) {
 	f := &slowChat{started: make(chan struct{}), ended: make(chan struct{})}
 	m := newChatModel(t.Context(), f, chatInfo{Network: "support", Owner: "local", Models: map[string]string{"billing": "openai:gpt-4.1-mini"}})
 	in, keys := io.Pipe()
-	p := tea.NewProgram(m, tea.WithContext(t.Context()), tea.WithInput(in), tea.WithOutput(io.Discard), tea.WithWindowSize(120, 30), tea.WithoutSignals())
+	// turnDone is closed when the program takes the end of the turn (the
+	// filter sees each message before the model's Update, in order).
+	turnDone := make(chan struct{})
+	filter := func(_ tea.Model, msg tea.Msg) tea.Msg {
+		if _, ok := msg.(runDoneMsg); ok {
+			close(turnDone)
+		}
+		return msg
+	}
+	p := tea.NewProgram(m, tea.WithContext(t.Context()), tea.WithInput(in), tea.WithOutput(io.Discard), tea.WithWindowSize(120, 30),
+		tea.WithoutSignals(), tea.WithFilter(filter))
 	done := make(chan error, 1)
 	var final tea.Model
 	go func() {
@@ -85,10 +95,9 @@ func TestChatCtrlC(t *testing.T) {
 	write("I was charged twice\r")
 	wait(f.started, "the answer to stream")
 	write("and a refund") // typed while the answer streams
-	time.Sleep(50 * time.Millisecond)
-	write("\x03") // ctrl+c: stop the answer
+	write("\x03")         // ctrl+c: stop the answer
 	wait(f.ended, "the turn to stop")
-	time.Sleep(50 * time.Millisecond)
+	wait(turnDone, "the chat to take the end of the turn")
 	write("\x03") // ctrl+c again: quit
 	select {
 	case err := <-done:
