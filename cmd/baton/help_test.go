@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -71,5 +73,25 @@ func TestLiveModel(t *testing.T) {
 	code, _, stderr = runCLI(t, "run", "--model", "nowhere:tiny", supportNet, "hello")
 	if code != exitUsage || !strings.Contains(stderr, `unknown provider "nowhere"`) {
 		t.Errorf("unknown provider: exit code %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// The CLI prints warnings only; -v adds the info logs (a transfer), before
+// or after the command. Not parallel: -v sets the process's log level,
+// which is put back after.
+func TestVerbose(t *testing.T) {
+	defer verboseLevel.Set(slog.LevelWarn)
+	t.Setenv("BATON_LOG_LEVEL", "")
+	const msg = "I was charged twice for order 1234"
+	if code, _, stderr := runCLI(t, "run", supportNet, msg); code != 0 || stderr != "" {
+		t.Errorf("without -v: exit code %d, stderr:\n%s", code, stderr)
+	}
+	db := "sqlite:" + filepath.Join(t.TempDir(), "baton.db")
+	for _, args := range [][]string{{"-v", "run", "--database", db, supportNet, msg}, {"run", supportNet, msg, "-v"}} {
+		verboseLevel.Set(slog.LevelWarn)
+		code, _, stderr := runCLI(t, args...)
+		if code != 0 || !strings.Contains(stderr, "level=INFO msg=transfer") || strings.Contains(stderr, "level=DEBUG") {
+			t.Errorf("%v: exit code %d, stderr:\n%s", args, code, stderr)
+		}
 	}
 }
