@@ -26,35 +26,8 @@ fi
 command -v node >/dev/null || fail "node is not installed"
 npm ci --no-audit --no-fund --loglevel=error >/dev/null || fail "npm ci"
 
-TMP=$(mktemp -d)
-PID=""
-cleanup() {
-  if [ -n "$PID" ] && kill -0 "$PID" 2>/dev/null; then
-    kill -TERM "$PID" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$PID" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$PID" 2>/dev/null || true
-  fi
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-
-(cd "$ROOT" && go build -o "$TMP/baton" ./cmd/baton) || fail "go build"
-DB="sqlite:$TMP/baton.db"
-KEY=$("$TMP/baton" keys create --owner e2e --name browser --database "$DB" 2>/dev/null) || fail "baton keys create"
-
-"$TMP/baton" serve --addr 127.0.0.1:0 --database "$DB" \
-  --network "$ROOT/examples/support/network.yaml" \
-  --network "$ROOT/examples/research/network.yaml" >"$ART/serve.log" 2>&1 &
-PID=$!
-URL=""
-for _ in $(seq 1 150); do
-  URL=$(grep -o 'listening on http://[0-9.:]*' "$ART/serve.log" | head -n1 | sed 's/^listening on //' || true)
-  [ -n "$URL" ] && break
-  kill -0 "$PID" 2>/dev/null || { cat "$ART/serve.log"; fail "baton serve exited"; }
-  sleep 0.2
-done
-[ -n "$URL" ] || { cat "$ART/serve.log"; fail "baton serve did not start"; }
-echo "baton serve at $URL"
+. "$ROOT/scripts/lib/serve.sh"
+serve_start browser "$ART/serve.log"
 
 status=0
 BATON_URL="$URL" BATON_KEY="$KEY" ARTIFACTS="$ART" node --test --test-concurrency=1 test.mjs mobile.mjs || status=$?
