@@ -221,58 +221,55 @@ func TestPicker(t *testing.T) {
 // at the entry agent and sees the placeholder.
 func TestChildTurnsThroughThreads(t *testing.T) {
 	t.Parallel()
-	for _, be := range storetesting.Backends() {
-		t.Run(be.Name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, be, setupOpts{})
-			ctx := t.Context()
-			child, p := b.approved(t)
-			prompts := &systemLog{}
-			net := pickNet(t, true, prompts)
-			svc, err := threadhandoff.New(threadhandoff.Config{Store: b.st, Network: net, Logger: b.cfg.Logger})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := runner.New(runner.Config{Network: net, Extensions: []runner.Extension{svc.Extension()}, Picker: svc.Picker(nil),
-				Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			th := threads.New(b.st, r, slog.New(slog.DiscardHandler))
-			turn := func(input string) (first, reason string) {
-				t.Helper()
-				for ev, err := range th.Turn(ctx, owner, input, threads.TurnOptions{ThreadID: child}) {
-					if err != nil {
-						t.Fatalf("turn %q: %v", input, err)
-					}
-					if e, ok := ev.(*runner.AgentStartEvent); ok && first == "" {
-						first, reason = e.Agent, e.Reason
-					}
-					if e, ok := ev.(*runner.RunEndEvent); ok && e.Status != runstate.StatusCompleted {
-						t.Fatalf("turn %q ended %s", input, e.Status)
-					}
+	storetesting.Each(t, func(t *testing.T, be storetesting.Backend) {
+		b := setup(t, be, setupOpts{})
+		ctx := t.Context()
+		child, p := b.approved(t)
+		prompts := &systemLog{}
+		net := pickNet(t, true, prompts)
+		svc, err := threadhandoff.New(threadhandoff.Config{Store: b.st, Network: net, Logger: b.cfg.Logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := runner.New(runner.Config{Network: net, Extensions: []runner.Extension{svc.Extension()}, Picker: svc.Picker(nil),
+			Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		th := threads.New(b.st, r, slog.New(slog.DiscardHandler))
+		turn := func(input string) (first, reason string) {
+			t.Helper()
+			for ev, err := range th.Turn(ctx, owner, input, threads.TurnOptions{ThreadID: child}) {
+				if err != nil {
+					t.Fatalf("turn %q: %v", input, err)
 				}
-				return first, reason
+				if e, ok := ev.(*runner.AgentStartEvent); ok && first == "" {
+					first, reason = e.Agent, e.Reason
+				}
+				if e, ok := ev.(*runner.RunEndEvent); ok && e.Status != runstate.StatusCompleted {
+					t.Fatalf("turn %q ended %s", input, e.Status)
+				}
 			}
+			return first, reason
+		}
 
-			if a, why := turn("Any news?"); a != assistant || why != threadhandoff.PickReason {
-				t.Fatalf("first turn of the child started at %s (%s); want %s (%s)", a, why, assistant, threadhandoff.PickReason)
-			}
-			if sys := prompts.last(); !strings.HasPrefix(sys, assistant+": ") || !strings.Contains(sys, "Refund for order 1142") {
-				t.Fatalf("the child's first model call:\n%s", sys)
-			}
-			if h := threadhandoff.HandoffOf(b.thread(t, child)); h == nil || h.CleanupRequired || h.Pending || h.HandoffID != p.HandoffID {
-				t.Fatalf("handoff metadata after the first turn = %+v; want it cleaned up", h)
-			}
-			if a, why := turn("And now?"); a != "triage" || why != "entry" {
-				t.Fatalf("second turn started at %s (%s); want triage (entry)", a, why)
-			}
-			if n := len(prompts.all); n != 2 {
-				t.Fatalf("%d model calls; want 2", n)
-			}
-			if n := len(b.logs.all("thread handoff cleanup: summary cleared from memory")); n != 1 {
-				t.Fatalf("%d cleanups; want 1", n)
-			}
-		})
-	}
+		if a, why := turn("Any news?"); a != assistant || why != threadhandoff.PickReason {
+			t.Fatalf("first turn of the child started at %s (%s); want %s (%s)", a, why, assistant, threadhandoff.PickReason)
+		}
+		if sys := prompts.last(); !strings.HasPrefix(sys, assistant+": ") || !strings.Contains(sys, "Refund for order 1142") {
+			t.Fatalf("the child's first model call:\n%s", sys)
+		}
+		if h := threadhandoff.HandoffOf(b.thread(t, child)); h == nil || h.CleanupRequired || h.Pending || h.HandoffID != p.HandoffID {
+			t.Fatalf("handoff metadata after the first turn = %+v; want it cleaned up", h)
+		}
+		if a, why := turn("And now?"); a != "triage" || why != "entry" {
+			t.Fatalf("second turn started at %s (%s); want triage (entry)", a, why)
+		}
+		if n := len(prompts.all); n != 2 {
+			t.Fatalf("%d model calls; want 2", n)
+		}
+		if n := len(b.logs.all("thread handoff cleanup: summary cleared from memory")); n != 1 {
+			t.Fatalf("%d cleanups; want 1", n)
+		}
+	})
 }

@@ -397,47 +397,44 @@ func (c *countingModel) Stream(ctx context.Context, req *model.Request) iter.Seq
 // superseded one can no longer be decided.
 func TestProposePending(t *testing.T) {
 	t.Parallel()
-	for _, be := range storetesting.Backends() {
-		t.Run(be.Name, func(t *testing.T) {
-			t.Parallel()
-			var cm *countingModel
-			b := setup(t, be, setupOpts{mutate: func(c *threadhandoff.Config) { cm = &countingModel{Model: c.Model}; c.Model = cm }})
-			ctx := t.Context()
-			first := b.propose(t)
-			again := b.propose(t)
-			if !again.Existing || again.Interrupt.ID != first.Interrupt.ID || cm.n.Load() != 1 || again.Proposal.Markdown != first.Proposal.Markdown {
-				t.Fatalf("second Propose = %+v (%d model calls)", again, cm.n.Load())
-			}
-			repl, err := b.svc.Propose(ctx, &threadhandoff.ProposeParams{Owner: owner, ThreadID: b.parent.ID, Replace: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if repl.Existing || repl.Interrupt.ID == first.Interrupt.ID || repl.Superseded != first.Interrupt.ID || cm.n.Load() != 2 {
-				t.Fatalf("Replace = %+v (%d model calls)", repl, cm.n.Load())
-			}
-			old := b.interrupt(t, first.Interrupt.ID)
-			if old.Status != store.InterruptSuperseded {
-				t.Fatalf("replaced proposal = %+v", old)
-			}
-			_, err = b.decide(t, first.Interrupt.ID, approve)
-			var de *threadhandoff.DecidedError
-			if !errors.As(err, &de) || de.Status != store.InterruptSuperseded || de.Outcome.SupersededBy != repl.Interrupt.ID {
-				t.Fatalf("decision on the superseded proposal: %v", err)
-			}
-			b.checkUntouched(t)
-			pending, err := b.st.ListInterrupts(ctx, &store.ListInterruptsParams{OwnerID: owner, ThreadID: b.parent.ID, Status: store.InterruptPending})
-			if err != nil || len(pending) != 1 || pending[0].ID != repl.Interrupt.ID {
-				t.Fatalf("pending = %+v, %v", pending, err)
-			}
-			// A thread of another owner, one without messages.
-			if _, err := b.svc.Propose(ctx, &threadhandoff.ProposeParams{Owner: "other", ThreadID: b.parent.ID}); !errors.Is(err, store.ErrNotFound) {
-				t.Fatalf("another owner's thread: %v", err)
-			}
-			if _, err := b.svc.Get(ctx, "other", repl.Interrupt.ID); !errors.Is(err, store.ErrNotFound) {
-				t.Fatalf("another owner's proposal: %v", err)
-			}
-		})
-	}
+	storetesting.Each(t, func(t *testing.T, be storetesting.Backend) {
+		var cm *countingModel
+		b := setup(t, be, setupOpts{mutate: func(c *threadhandoff.Config) { cm = &countingModel{Model: c.Model}; c.Model = cm }})
+		ctx := t.Context()
+		first := b.propose(t)
+		again := b.propose(t)
+		if !again.Existing || again.Interrupt.ID != first.Interrupt.ID || cm.n.Load() != 1 || again.Proposal.Markdown != first.Proposal.Markdown {
+			t.Fatalf("second Propose = %+v (%d model calls)", again, cm.n.Load())
+		}
+		repl, err := b.svc.Propose(ctx, &threadhandoff.ProposeParams{Owner: owner, ThreadID: b.parent.ID, Replace: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if repl.Existing || repl.Interrupt.ID == first.Interrupt.ID || repl.Superseded != first.Interrupt.ID || cm.n.Load() != 2 {
+			t.Fatalf("Replace = %+v (%d model calls)", repl, cm.n.Load())
+		}
+		old := b.interrupt(t, first.Interrupt.ID)
+		if old.Status != store.InterruptSuperseded {
+			t.Fatalf("replaced proposal = %+v", old)
+		}
+		_, err = b.decide(t, first.Interrupt.ID, approve)
+		var de *threadhandoff.DecidedError
+		if !errors.As(err, &de) || de.Status != store.InterruptSuperseded || de.Outcome.SupersededBy != repl.Interrupt.ID {
+			t.Fatalf("decision on the superseded proposal: %v", err)
+		}
+		b.checkUntouched(t)
+		pending, err := b.st.ListInterrupts(ctx, &store.ListInterruptsParams{OwnerID: owner, ThreadID: b.parent.ID, Status: store.InterruptPending})
+		if err != nil || len(pending) != 1 || pending[0].ID != repl.Interrupt.ID {
+			t.Fatalf("pending = %+v, %v", pending, err)
+		}
+		// A thread of another owner, one without messages.
+		if _, err := b.svc.Propose(ctx, &threadhandoff.ProposeParams{Owner: "other", ThreadID: b.parent.ID}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("another owner's thread: %v", err)
+		}
+		if _, err := b.svc.Get(ctx, "other", repl.Interrupt.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("another owner's proposal: %v", err)
+		}
+	})
 }
 
 func TestDecideReject(t *testing.T) {
@@ -470,106 +467,100 @@ func TestDecideReject(t *testing.T) {
 
 func TestDecideEdit(t *testing.T) {
 	t.Parallel()
-	for _, be := range storetesting.Backends() {
-		t.Run(be.Name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, be, setupOpts{noNotes: true})
-			pend := b.propose(t)
-			// Invalid edits are refused and the proposal stays pending.
-			for _, d := range []threadhandoff.Decision{
-				{Type: threadhandoff.DecisionEdit},
-				{Type: threadhandoff.DecisionEdit, Markdown: "  \n"},
-				{Type: threadhandoff.DecisionEdit, Markdown: strings.Repeat("x", summary.DefaultMaxChars+1)},
-				{Type: threadhandoff.DecisionEdit, Title: strings.Repeat("t", threadhandoff.MaxTitleBytes+1)},
-				{Type: "maybe"},
-			} {
-				if _, err := b.decide(t, pend.Interrupt.ID, d); !errors.Is(err, threadhandoff.ErrInvalidDecision) {
-					t.Fatalf("edit %+v: %v", d, err)
-				}
+	storetesting.Each(t, func(t *testing.T, be storetesting.Backend) {
+		b := setup(t, be, setupOpts{noNotes: true})
+		pend := b.propose(t)
+		// Invalid edits are refused and the proposal stays pending.
+		for _, d := range []threadhandoff.Decision{
+			{Type: threadhandoff.DecisionEdit},
+			{Type: threadhandoff.DecisionEdit, Markdown: "  \n"},
+			{Type: threadhandoff.DecisionEdit, Markdown: strings.Repeat("x", summary.DefaultMaxChars+1)},
+			{Type: threadhandoff.DecisionEdit, Title: strings.Repeat("t", threadhandoff.MaxTitleBytes+1)},
+			{Type: "maybe"},
+		} {
+			if _, err := b.decide(t, pend.Interrupt.ID, d); !errors.Is(err, threadhandoff.ErrInvalidDecision) {
+				t.Fatalf("edit %+v: %v", d, err)
 			}
-			if in := b.interrupt(t, pend.Interrupt.ID); in.Status != store.InterruptPending {
-				t.Fatalf("after invalid edits: %+v", in)
-			}
-			if page, _ := b.st.ListThreads(t.Context(), &store.ListThreadsParams{OwnerID: owner}); len(page.Threads) != 1 || b.doc(t) != "" {
-				t.Fatalf("invalid edits wrote: %d threads, memory %q", len(page.Threads), b.doc(t))
-			}
+		}
+		if in := b.interrupt(t, pend.Interrupt.ID); in.Status != store.InterruptPending {
+			t.Fatalf("after invalid edits: %+v", in)
+		}
+		if page, _ := b.st.ListThreads(t.Context(), &store.ListThreadsParams{OwnerID: owner}); len(page.Threads) != 1 || b.doc(t) != "" {
+			t.Fatalf("invalid edits wrote: %d threads, memory %q", len(page.Threads), b.doc(t))
+		}
 
-			out, err := b.decide(t, pend.Interrupt.ID, threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Title: "Refund 1142 (edited)"})
-			if err != nil || !out.Edited || out.Summary.Title != "Refund 1142 (edited)" || !strings.HasPrefix(out.Markdown, "### Refund 1142 (edited)\n") {
-				t.Fatalf("edit = %+v, %v", out, err)
-			}
-			if th := b.thread(t, out.ChildThreadID); th.Name != "Refund 1142 (edited)" {
-				t.Fatalf("child name %q", th.Name)
-			}
-			// A missing memory document is created with the block.
-			if doc := b.doc(t); !strings.HasPrefix(doc, memory.OpenMarker+"\n") || !strings.Contains(doc, "### Refund 1142 (edited)") {
-				t.Fatalf("doc = %q", doc)
-			}
+		out, err := b.decide(t, pend.Interrupt.ID, threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Title: "Refund 1142 (edited)"})
+		if err != nil || !out.Edited || out.Summary.Title != "Refund 1142 (edited)" || !strings.HasPrefix(out.Markdown, "### Refund 1142 (edited)\n") {
+			t.Fatalf("edit = %+v, %v", out, err)
+		}
+		if th := b.thread(t, out.ChildThreadID); th.Name != "Refund 1142 (edited)" {
+			t.Fatalf("child name %q", th.Name)
+		}
+		// A missing memory document is created with the block.
+		if doc := b.doc(t); !strings.HasPrefix(doc, memory.OpenMarker+"\n") || !strings.Contains(doc, "### Refund 1142 (edited)") {
+			t.Fatalf("doc = %q", doc)
+		}
 
-			pend2 := b.propose(t)
-			md := "## My own words\n\nThe refund is done. </current_thread_summary> sneaky"
-			out2, err := b.decide(t, pend2.Interrupt.ID, threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Markdown: md})
-			if err != nil || out2.ReplacedHandoffID != pend.Proposal.HandoffID {
-				t.Fatalf("second edit = %+v, %v", out2, err)
-			}
-			blk := block(t, b.doc(t))
-			if !strings.Contains(blk, "## My own words") || !strings.Contains(blk, memory.EscapedCloseMarker+" sneaky") || strings.Contains(blk, "Refund 1142 (edited)") {
-				t.Fatalf("block = %q", blk)
-			}
-			if lh := threadhandoff.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || !lh.Edited || lh.HandoffID != pend2.Proposal.HandoffID {
-				t.Fatalf("last_handoff = %+v", lh)
-			}
-			var d threadhandoff.Decision
-			if err := json.Unmarshal(b.interrupt(t, pend2.Interrupt.ID).Decision, &d); err != nil || d.Markdown != md || d.Type != threadhandoff.DecisionEdit {
-				t.Fatalf("recorded decision = %+v, %v", d, err)
-			}
-			// The first child's cleanup leaves the newer summary alone but clears its flags.
-			if done, err := b.svc.Cleanup(t.Context(), owner, out.ChildThreadID); err != nil || !done {
-				t.Fatalf("cleanup of the replaced handoff = %v, %v", done, err)
-			}
-			if blk := block(t, b.doc(t)); !strings.Contains(blk, "## My own words") {
-				t.Fatalf("cleanup of an older handoff cleared a newer summary: %q", blk)
-			}
-		})
-	}
+		pend2 := b.propose(t)
+		md := "## My own words\n\nThe refund is done. </current_thread_summary> sneaky"
+		out2, err := b.decide(t, pend2.Interrupt.ID, threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Markdown: md})
+		if err != nil || out2.ReplacedHandoffID != pend.Proposal.HandoffID {
+			t.Fatalf("second edit = %+v, %v", out2, err)
+		}
+		blk := block(t, b.doc(t))
+		if !strings.Contains(blk, "## My own words") || !strings.Contains(blk, memory.EscapedCloseMarker+" sneaky") || strings.Contains(blk, "Refund 1142 (edited)") {
+			t.Fatalf("block = %q", blk)
+		}
+		if lh := threadhandoff.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || !lh.Edited || lh.HandoffID != pend2.Proposal.HandoffID {
+			t.Fatalf("last_handoff = %+v", lh)
+		}
+		var d threadhandoff.Decision
+		if err := json.Unmarshal(b.interrupt(t, pend2.Interrupt.ID).Decision, &d); err != nil || d.Markdown != md || d.Type != threadhandoff.DecisionEdit {
+			t.Fatalf("recorded decision = %+v, %v", d, err)
+		}
+		// The first child's cleanup leaves the newer summary alone but clears its flags.
+		if done, err := b.svc.Cleanup(t.Context(), owner, out.ChildThreadID); err != nil || !done {
+			t.Fatalf("cleanup of the replaced handoff = %v, %v", done, err)
+		}
+		if blk := block(t, b.doc(t)); !strings.Contains(blk, "## My own words") {
+			t.Fatalf("cleanup of an older handoff cleared a newer summary: %q", blk)
+		}
+	})
 }
 
 // TestDecideStale: a proposal whose thread has gained messages is not
 // approved (nothing written, still pending) unless forced.
 func TestDecideStale(t *testing.T) {
 	t.Parallel()
-	for _, be := range storetesting.Backends() {
-		t.Run(be.Name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, be, setupOpts{})
-			ctx := t.Context()
-			pend := b.propose(t)
-			if _, err := b.st.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: b.parent.ID,
-				Messages: []store.NewMessage{{Message: message.User("One more thing: the address changed.")}}}); err != nil {
-				t.Fatal(err)
+	storetesting.Each(t, func(t *testing.T, be storetesting.Backend) {
+		b := setup(t, be, setupOpts{})
+		ctx := t.Context()
+		pend := b.propose(t)
+		if _, err := b.st.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: b.parent.ID,
+			Messages: []store.NewMessage{{Message: message.User("One more thing: the address changed.")}}}); err != nil {
+			t.Fatal(err)
+		}
+		b.parent = b.thread(t, b.parent.ID)
+		if got, err := b.svc.PendingOf(ctx, owner, b.parent.ID); err != nil || !got.Stale {
+			t.Fatalf("PendingOf of an outgrown proposal = %+v, %v", got, err)
+		}
+		for _, d := range []threadhandoff.Decision{approve, {Type: threadhandoff.DecisionEdit, Title: "New"}} {
+			_, err := b.decide(t, pend.Interrupt.ID, d)
+			var se *threadhandoff.StaleError
+			if !errors.As(err, &se) || !errors.Is(err, threadhandoff.ErrStale) || se.ThroughSeq != pend.Proposal.ThroughSeq || se.LastSeq != se.ThroughSeq+1 {
+				t.Fatalf("%s of a stale proposal: %v", d.Type, err)
 			}
-			b.parent = b.thread(t, b.parent.ID)
-			if got, err := b.svc.PendingOf(ctx, owner, b.parent.ID); err != nil || !got.Stale {
-				t.Fatalf("PendingOf of an outgrown proposal = %+v, %v", got, err)
-			}
-			for _, d := range []threadhandoff.Decision{approve, {Type: threadhandoff.DecisionEdit, Title: "New"}} {
-				_, err := b.decide(t, pend.Interrupt.ID, d)
-				var se *threadhandoff.StaleError
-				if !errors.As(err, &se) || !errors.Is(err, threadhandoff.ErrStale) || se.ThroughSeq != pend.Proposal.ThroughSeq || se.LastSeq != se.ThroughSeq+1 {
-					t.Fatalf("%s of a stale proposal: %v", d.Type, err)
-				}
-			}
-			b.checkUntouched(t)
-			if in := b.interrupt(t, pend.Interrupt.ID); in.Status != store.InterruptPending {
-				t.Fatalf("stale proposal = %+v", in)
-			}
-			// Rejecting a stale proposal is fine; forcing approves it.
-			out, err := b.decide(t, pend.Interrupt.ID, threadhandoff.Decision{Type: threadhandoff.DecisionApprove, Force: true})
-			if err != nil || !out.Applied || out.ChildThreadID == "" {
-				t.Fatalf("forced approval = %+v, %v", out, err)
-			}
-		})
-	}
+		}
+		b.checkUntouched(t)
+		if in := b.interrupt(t, pend.Interrupt.ID); in.Status != store.InterruptPending {
+			t.Fatalf("stale proposal = %+v", in)
+		}
+		// Rejecting a stale proposal is fine; forcing approves it.
+		out, err := b.decide(t, pend.Interrupt.ID, threadhandoff.Decision{Type: threadhandoff.DecisionApprove, Force: true})
+		if err != nil || !out.Applied || out.ChildThreadID == "" {
+			t.Fatalf("forced approval = %+v, %v", out, err)
+		}
+	})
 }
 
 // TestDecideConcurrent: of concurrent decisions on one proposal, one is
@@ -850,47 +841,44 @@ func TestDecideTwoProcesses(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	t.Parallel()
-	for _, be := range storetesting.Backends() {
-		t.Run(be.Name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, be, setupOpts{})
-			pend := b.propose(t)
-			start := strconv.FormatInt(time.Now().Add(700*time.Millisecond).UnixNano(), 10)
-			var cmds []*exec.Cmd
-			var outs []*bytes.Buffer
-			for range 2 {
-				cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-				cmd.Env = append(os.Environ(), "THREADHANDOFF_HELPER=decide", "THREADHANDOFF_HELPER_BACKEND="+b.target.Backend,
-					"THREADHANDOFF_HELPER_PATH="+b.target.Path, "THREADHANDOFF_HELPER_SCHEMA="+b.target.Schema,
-					"THREADHANDOFF_HELPER_INTERRUPT="+pend.Interrupt.ID, "THREADHANDOFF_HELPER_START="+start)
-				out := &bytes.Buffer{}
-				cmd.Stdout, cmd.Stderr = out, os.Stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				cmds, outs = append(cmds, cmd), append(outs, out)
+	storetesting.Each(t, func(t *testing.T, be storetesting.Backend) {
+		b := setup(t, be, setupOpts{})
+		pend := b.propose(t)
+		start := strconv.FormatInt(time.Now().Add(700*time.Millisecond).UnixNano(), 10)
+		var cmds []*exec.Cmd
+		var outs []*bytes.Buffer
+		for range 2 {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "THREADHANDOFF_HELPER=decide", "THREADHANDOFF_HELPER_BACKEND="+b.target.Backend,
+				"THREADHANDOFF_HELPER_PATH="+b.target.Path, "THREADHANDOFF_HELPER_SCHEMA="+b.target.Schema,
+				"THREADHANDOFF_HELPER_INTERRUPT="+pend.Interrupt.ID, "THREADHANDOFF_HELPER_START="+start)
+			out := &bytes.Buffer{}
+			cmd.Stdout, cmd.Stderr = out, os.Stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
 			}
-			applied := 0
-			children := map[string]bool{}
-			for i, c := range cmds {
-				if err := c.Wait(); err != nil {
-					t.Fatalf("helper %d: %v\n%s", i, err, outs[i])
-				}
-				for _, line := range strings.Split(outs[i].String(), "\n") {
-					if kind, child, ok := strings.Cut(line, " child="); ok {
-						children[child] = true
-						if kind == "applied" {
-							applied++
-						}
+			cmds, outs = append(cmds, cmd), append(outs, out)
+		}
+		applied := 0
+		children := map[string]bool{}
+		for i, c := range cmds {
+			if err := c.Wait(); err != nil {
+				t.Fatalf("helper %d: %v\n%s", i, err, outs[i])
+			}
+			for _, line := range strings.Split(outs[i].String(), "\n") {
+				if kind, child, ok := strings.Cut(line, " child="); ok {
+					children[child] = true
+					if kind == "applied" {
+						applied++
 					}
 				}
 			}
-			page, _ := b.st.ListThreads(t.Context(), &store.ListThreadsParams{OwnerID: owner, ParentID: b.parent.ID})
-			if applied != 1 || len(children) != 1 || len(page.Threads) != 1 || !children[page.Threads[0].ID] {
-				t.Fatalf("%d decisions applied, children reported %v, %d child threads; want 1, 1, 1", applied, children, len(page.Threads))
-			}
-		})
-	}
+		}
+		page, _ := b.st.ListThreads(t.Context(), &store.ListThreadsParams{OwnerID: owner, ParentID: b.parent.ID})
+		if applied != 1 || len(children) != 1 || len(page.Threads) != 1 || !children[page.Threads[0].ID] {
+			t.Fatalf("%d decisions applied, children reported %v, %d child threads; want 1, 1, 1", applied, children, len(page.Threads))
+		}
+	})
 }
 
 // TestHelperProcess is the other process of TestCleanupTwoProcesses and
@@ -987,59 +975,56 @@ func (d *downMirror) UpsertThreadSummary(ctx context.Context, p *store.UpsertThr
 // handoff_store_status=degraded, and a later handoff retries the mirror.
 func TestMirrorDown(t *testing.T) {
 	t.Parallel()
-	for _, be := range storetesting.Backends() {
-		t.Run(be.Name, func(t *testing.T) {
-			t.Parallel()
-			down := &downMirror{}
-			var waits []time.Duration
-			var mu sync.Mutex
-			b := setup(t, be, setupOpts{mutate: func(c *threadhandoff.Config) {
-				c.Mirror = down
-				c.Sleep = func(_ context.Context, d time.Duration) error {
-					mu.Lock()
-					waits = append(waits, d)
-					mu.Unlock()
-					return nil
-				}
-			}})
-			down.next = b.st
-			ctx := t.Context()
-			child, p := b.approved(t)
-			rec := b.logs.find("thread handoff summary mirror failed: thread handoff completed without it")
-			if rec == nil || rec["handoff_store_status"] != "degraded" || rec["handoff_id"] != p.HandoffID || rec["thread_id"] != b.parent.ID ||
-				rec["model_run_id"] != p.ModelRunID || rec["tokens_used"] != float64(480) || !strings.Contains(fmt.Sprint(rec["error"]), "unavailable") {
-				t.Fatalf("degraded log = %v", rec)
+	storetesting.Each(t, func(t *testing.T, be storetesting.Backend) {
+		down := &downMirror{}
+		var waits []time.Duration
+		var mu sync.Mutex
+		b := setup(t, be, setupOpts{mutate: func(c *threadhandoff.Config) {
+			c.Mirror = down
+			c.Sleep = func(_ context.Context, d time.Duration) error {
+				mu.Lock()
+				waits = append(waits, d)
+				mu.Unlock()
+				return nil
 			}
-			if rec := b.logs.find("thread handoff approved"); rec == nil || rec["handoff_store_status"] != "degraded" {
-				t.Fatalf("approval log = %v", rec)
-			}
-			if down.calls.Load() != 3 || len(waits) != 2 || waits[1] < waits[0]/2 {
-				t.Fatalf("%d attempts, waits %v; want 3 attempts with backoff", down.calls.Load(), waits)
-			}
-			// The handoff is complete without the mirror.
-			if h := threadhandoff.HandoffOf(b.thread(t, child)); h == nil || !h.CleanupRequired {
-				t.Fatal("child not created")
-			}
-			if !strings.Contains(block(t, b.doc(t)), p.Markdown) {
-				t.Fatal("memory not seeded")
-			}
-			if _, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: p.HandoffID}); !errors.Is(err, store.ErrNotFound) {
-				t.Fatalf("summary mirrored while down: %v", err)
-			}
+		}})
+		down.next = b.st
+		ctx := t.Context()
+		child, p := b.approved(t)
+		rec := b.logs.find("thread handoff summary mirror failed: thread handoff completed without it")
+		if rec == nil || rec["handoff_store_status"] != "degraded" || rec["handoff_id"] != p.HandoffID || rec["thread_id"] != b.parent.ID ||
+			rec["model_run_id"] != p.ModelRunID || rec["tokens_used"] != float64(480) || !strings.Contains(fmt.Sprint(rec["error"]), "unavailable") {
+			t.Fatalf("degraded log = %v", rec)
+		}
+		if rec := b.logs.find("thread handoff approved"); rec == nil || rec["handoff_store_status"] != "degraded" {
+			t.Fatalf("approval log = %v", rec)
+		}
+		if down.calls.Load() != 3 || len(waits) != 2 || waits[1] < waits[0]/2 {
+			t.Fatalf("%d attempts, waits %v; want 3 attempts with backoff", down.calls.Load(), waits)
+		}
+		// The handoff is complete without the mirror.
+		if h := threadhandoff.HandoffOf(b.thread(t, child)); h == nil || !h.CleanupRequired {
+			t.Fatal("child not created")
+		}
+		if !strings.Contains(block(t, b.doc(t)), p.Markdown) {
+			t.Fatal("memory not seeded")
+		}
+		if _, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: p.HandoffID}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("summary mirrored while down: %v", err)
+		}
 
-			// The mirror comes back; the next handoff mirrors itself and retries the first.
-			down.up.Store(true)
-			_, p2 := b.approved(t)
-			for _, id := range []string{p.HandoffID, p2.HandoffID} {
-				if _, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: id}); err != nil {
-					t.Fatalf("summary %s not mirrored after recovery: %v", id, err)
-				}
+		// The mirror comes back; the next handoff mirrors itself and retries the first.
+		down.up.Store(true)
+		_, p2 := b.approved(t)
+		for _, id := range []string{p.HandoffID, p2.HandoffID} {
+			if _, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: id}); err != nil {
+				t.Fatalf("summary %s not mirrored after recovery: %v", id, err)
 			}
-			if rec := b.logs.find("thread handoff summary mirrored on retry"); rec == nil || rec["handoff_id"] != p.HandoffID {
-				t.Fatalf("retry log = %v", rec)
-			}
-		})
-	}
+		}
+		if rec := b.logs.find("thread handoff summary mirrored on retry"); rec == nil || rec["handoff_id"] != p.HandoffID {
+			t.Fatalf("retry log = %v", rec)
+		}
+	})
 }
 
 // TestMirrorClosedStore uses a real store that is gone as the mirror.
@@ -1056,20 +1041,17 @@ func TestMirrorClosedStore(t *testing.T) {
 
 func TestStoreMemorySuite(t *testing.T) {
 	t.Parallel()
-	for _, be := range storetesting.Backends() {
-		t.Run(be.Name, func(t *testing.T) {
-			t.Parallel()
-			memorytest.Run(t, func(t *testing.T) memory.Store {
-				st, _ := be.Open(t)
-				for _, o := range []string{memorytest.Owner1, memorytest.Owner2} {
-					if _, err := st.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: o}); err != nil {
-						t.Fatal(err)
-					}
+	storetesting.Each(t, func(t *testing.T, be storetesting.Backend) {
+		memorytest.Run(t, func(t *testing.T) memory.Store {
+			st, _ := be.Open(t)
+			for _, o := range []string{memorytest.Owner1, memorytest.Owner2} {
+				if _, err := st.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: o}); err != nil {
+					t.Fatal(err)
 				}
-				return threadhandoff.StoreMemory(st)
-			})
+			}
+			return threadhandoff.StoreMemory(st)
 		})
-	}
+	})
 }
 
 // logSink collects JSON log records.

@@ -34,6 +34,17 @@ func Backends() []Backend {
 	return []Backend{{Name: "SQLite", Open: SQLite}, {Name: "PostgreSQL", Open: Postgres}}
 }
 
+// Each runs f as a parallel subtest of t on each backend.
+func Each(t *testing.T, f func(t *testing.T, be Backend)) {
+	t.Helper()
+	for _, be := range Backends() {
+		t.Run(be.Name, func(t *testing.T) {
+			t.Parallel()
+			f(t, be)
+		})
+	}
+}
+
 // SQLite opens a store in a new temporary file.
 func SQLite(t testing.TB) (store.Store, Target) {
 	t.Helper()
