@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,6 +100,29 @@ func FuzzDecode(f *testing.F) {
 		}
 		if enc2, _ := Encode(again); !bytes.Equal(enc, enc2) {
 			t.Fatalf("re-encoding differs:\n%s\n%s", enc, enc2)
+		}
+	})
+}
+
+// FuzzRunOfInterrupt: RunOfInterrupt undoes InterruptID for every run and
+// step, and what it accepts is always of that form.
+func FuzzRunOfInterrupt(f *testing.F) {
+	f.Add("run_abc", 3, "run_abc-i3")
+	f.Add("a-i", 0, "a-i-i")
+	f.Add("", 1, "-i1")
+	f.Fuzz(func(t *testing.T, run string, step int, id string) {
+		if run != "" && step >= 0 {
+			if got, ok := RunOfInterrupt(InterruptID(run, step)); !ok || got != run {
+				t.Fatalf("RunOfInterrupt(InterruptID(%q, %d)) = %q, %v", run, step, got, ok)
+			}
+		}
+		if r, ok := RunOfInterrupt(id); ok {
+			if r == "" || !strings.HasPrefix(id, r+"-i") {
+				t.Fatalf("RunOfInterrupt(%q) = %q: not the id's run", id, r)
+			}
+			if _, err := strconv.ParseUint(id[len(r)+2:], 10, 64); err != nil && len(id[len(r)+2:]) < 19 {
+				t.Fatalf("RunOfInterrupt(%q) accepted step %q", id, id[len(r)+2:])
+			}
 		}
 	})
 }

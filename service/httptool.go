@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -66,9 +67,12 @@ func HTTPTool(name, url string, client *http.Client) ToolFunc {
 
 // ParseHTTPTool parses the --tool flag's NAME=URL.
 func ParseHTTPTool(v string) (name, url string, err error) {
-	name, url, ok := strings.Cut(v, "=")
-	if !ok || name == "" || !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+	name, raw, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
 		return "", "", fmt.Errorf("want NAME=http(s)://URL, got %q", v)
 	}
-	return name, url, nil
+	if u, err := neturl.Parse(raw); err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", "", fmt.Errorf("want NAME=http(s)://URL with a host, got %q", v)
+	}
+	return name, raw, nil
 }
