@@ -201,6 +201,9 @@ func (x *run) loop(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if x.stopRequested() {
+			return x.stopNow(ctx, "")
+		}
 		var done bool
 		var err error
 		if len(st.Pending) > 0 {

@@ -196,6 +196,7 @@ type runOpts struct {
 	fallback     func(ctx context.Context, err error) string
 	checkpointer Checkpointer
 	settings     *model.Settings
+	stopper      *Stopper
 }
 
 // WithThread sets the run's thread id.

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/agent"
@@ -26,8 +27,14 @@ func (x *run) takeTurn(ctx context.Context) (done bool, err error) {
 	if st.Turns >= x.r.limits.MaxTurns {
 		return true, x.limit(ctx, &LimitError{Limit: LimitMaxTurns, Max: int64(x.r.limits.MaxTurns), Agent: st.Agent})
 	}
-	msg, err := x.callModel(ctx, p, true)
+	mctx, release := x.stopCtx(ctx)
+	msg, err := x.callModel(mctx, p, true)
+	release()
 	if err != nil {
+		if x.stopRequested() {
+			// Cut by a Stopper: the answer so far is kept.
+			return true, x.stopNow(ctx, x.turn.cs.partial.String())
+		}
 		return true, err
 	}
 	if b := x.r.limits.TokenBudget; b > 0 && st.Usage.Total() > b {
@@ -228,10 +235,12 @@ func (x *run) stream(ctx context.Context, a *agent.Agent, req *model.Request) (*
 
 // chunkState is the state of the model stream being drained.
 type chunkState struct {
-	a    *agent.Agent
-	resp model.Response
-	done bool
-	err  error
+	a *agent.Agent
+	// partial is the answer's text so far, kept for a run with a Stopper.
+	partial strings.Builder
+	resp    model.Response
+	done    bool
+	err     error
 }
 
 // chunk takes one chunk of the model stream being drained: a text delta is
@@ -244,6 +253,9 @@ func (x *run) chunk(c model.Chunk, err error) bool {
 	}
 	switch c.Type {
 	case model.ChunkText:
+		if x.o.stopper != nil {
+			cs.partial.WriteString(c.Text)
+		}
 		if x.streaming() && c.Text != "" {
 			if !x.emit(&TextDeltaEvent{Header: Header{Type: TypeTextDelta}, Agent: cs.a.Name, Delta: c.Text}) {
 				cs.err = errStopped

@@ -215,6 +215,9 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 		return nil, fmt.Errorf("service: network %s: %w", name, err)
 	}
 	n.Threads = threads.New(s.be.store, n.Runner, s.log)
+	// A run from a thread's queue, started by this process, is an inline
+	// run: its slow tools go to the background.
+	n.Threads.QueuedRunOptions = n.Continuation.RunOptions()
 	n.Continuation.Work(n.Threads)
 	return n, nil
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
@@ -29,6 +31,20 @@ type Service struct {
 	// out of a turn's history. continuation.Service.Work excludes its
 	// placeholder messages, whose final text repeats the run's answer.
 	Exclude func(m *store.Message) bool
+	// Start starts a run from a thread's queue (see [Service.Submit]) when
+	// the thread is free; q.TurnOptions(threadID) are its options, to which
+	// the caller adds its run options. The server sets it, to run and
+	// stream queued runs like its own. Defaults to running the turn in a
+	// goroutine with QueuedRunOptions.
+	Start func(ctx context.Context, owner, threadID string, q Queued)
+	// QueuedRunOptions are the run options of the default Start (package
+	// service gives the background path's).
+	QueuedRunOptions []runner.RunOption
+
+	// running are the runs this process executes, by id: *active.
+	running sync.Map
+	// bg are the kicks and queued runs in the background.
+	bg sync.WaitGroup
 }
 
 // New returns a service.
@@ -51,8 +67,19 @@ type TurnOptions struct {
 	ThreadID string
 	// Name names a new thread. Defaults to its first message's [Title].
 	Name string
+	// RunID is the run's id; defaults to a new one.
+	RunID string
+	// Agent starts the run with this agent instead of the picker's.
+	Agent string
+	// Strategy is what [Service.Submit] does when the thread is busy.
+	Strategy Strategy
 	// RunOptions are passed to the runner.
 	RunOptions []runner.RunOption
+
+	// dequeue marks a run from the thread's queue; stops is the run it
+	// interrupts or rolls back.
+	dequeue bool
+	stops   string
 }
 
 // Turn runs one user turn on a thread of owner and streams its events. The
@@ -71,17 +98,31 @@ func (s *Service) Turn(ctx context.Context, owner, input string, o TurnOptions) 
 			yield(nil, err)
 			return
 		}
-		ck := s.checkpointer(owner, th)
-		opts := append([]runner.RunOption{
-			runner.WithThread(th.ID), runner.WithHistory(hist), runner.WithLastAgent(th.ActiveAgent),
-			runner.WithCheckpointer(ck),
-		}, o.RunOptions...)
-		for ev, err := range s.r.Stream(ctx, input, opts...) {
+		opts, stop := s.runOptions(owner, th, hist, &o)
+		for ev, err := range s.tracked(ctx, owner, th.ID, o.RunID, stop, s.r.Stream(ctx, input, opts...)) {
 			if !yield(ev, err) {
 				return
 			}
 		}
 	}
+}
+
+// runOptions are the options of a new run on th: its thread, history,
+// checkpointer, id and stopper, then o's.
+func (s *Service) runOptions(owner string, th *store.Thread, hist []message.Message, o *TurnOptions) ([]runner.RunOption, *runner.Stopper) {
+	if o.RunID == "" {
+		o.RunID = runstate.NewRunID()
+	}
+	ck := s.checkpointer(owner, th)
+	ck.gate, ck.dequeue = ck.create == nil, o.dequeue
+	stop := runner.NewStopper()
+	opts := append(make([]runner.RunOption, 0, 7+len(o.RunOptions)),
+		runner.WithThread(th.ID), runner.WithHistory(hist), runner.WithLastAgent(th.ActiveAgent),
+		runner.WithCheckpointer(ck), runner.WithRunID(o.RunID), runner.WithStopper(stop))
+	if o.Agent != "" {
+		opts = append(opts, runner.WithAgent(o.Agent))
+	}
+	return append(opts, o.RunOptions...), stop
 }
 
 // Run is Turn without events: it returns the result.
@@ -91,12 +132,23 @@ func (s *Service) Run(ctx context.Context, owner, input string, o TurnOptions) (
 	if err != nil {
 		return nil, err
 	}
-	ck := s.checkpointer(owner, th)
-	opts := append([]runner.RunOption{
-		runner.WithThread(th.ID), runner.WithHistory(hist), runner.WithLastAgent(th.ActiveAgent),
-		runner.WithCheckpointer(ck),
-	}, o.RunOptions...)
-	return s.r.Run(ctx, input, opts...)
+	opts, stop := s.runOptions(owner, th, hist, &o)
+	var res *runner.Result
+	run := func(yield func(runner.Event, error) bool) {
+		res, err = s.r.Run(ctx, input, opts...)
+		if res != nil {
+			yield(runEndEvent(res), nil)
+		}
+	}
+	for range s.tracked(ctx, owner, th.ID, o.RunID, stop, run) {
+		continue
+	}
+	return res, err
+}
+
+// runEndEvent is the run_end of a result, for tracked.
+func runEndEvent(res *runner.Result) runner.Event {
+	return &runner.RunEndEvent{Status: res.Status}
 }
 
 func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*store.Thread, []message.Message, error) {
@@ -121,8 +173,10 @@ func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*st
 	if _, ok := net.Agent(th.ActiveAgent); !ok {
 		th.ActiveAgent = "" // an agent the network no longer has: let the picker choose
 	}
-	if cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID}); err == nil && cp.State != nil && !cp.State.Status.Terminal() {
-		return nil, nil, &BusyError{ThreadID: th.ID, RunID: cp.RunID, Status: cp.State.Status}
+	if cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID}); err == nil && cp.State != nil && !cp.State.Status.Terminal() && (o.stops == "" || cp.RunID != o.stops) {
+		return nil, nil, &BusyError{ThreadID: th.ID, RunID: cp.RunID, Status: cp.State.Status, Queued: len(QueueOf(th))}
+	} else if q := QueueOf(th); err == nil && len(q) > 0 && !o.dequeue {
+		return nil, nil, &BusyError{ThreadID: th.ID, RunID: q[0].RunID, Status: StatusQueued, Queued: len(q)}
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrIncompatible) {
 		return nil, nil, fmt.Errorf("threads: thread %s: %w", th.ID, err)
 	}
@@ -131,7 +185,14 @@ func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*st
 		return nil, nil, fmt.Errorf("threads: messages of %s: %w", th.ID, err)
 	}
 	hist := make([]message.Message, 0, len(msgs))
+	rolledBack := ""
+	if o.stops != "" && o.Strategy == Rollback {
+		rolledBack = o.stops + "-" // its messages leave the thread with this run's first checkpoint
+	}
 	for _, m := range msgs {
+		if rolledBack != "" && strings.HasPrefix(m.ID, rolledBack) {
+			continue
+		}
 		if (m.Status == "" || m.Status == message.StatusCompleted) && (s.Exclude == nil || !s.Exclude(m)) {
 			hist = append(hist, m.Message)
 		}
@@ -143,10 +204,17 @@ func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*st
 // it waits for a decision, a background worker, or a resume after a crash.
 type BusyError struct {
 	ThreadID, RunID string
-	Status          runstate.Status
+	// Status is the run's; [StatusQueued] when runs wait in the thread's
+	// queue (RunID is the next).
+	Status runstate.Status
+	// Queued is how many runs wait in the thread's queue.
+	Queued int
 }
 
 func (e *BusyError) Error() string {
+	if e.Status == StatusQueued {
+		return fmt.Sprintf("threads: thread %s has %d queued runs, next %s", e.ThreadID, e.Queued, e.RunID)
+	}
 	return fmt.Sprintf("threads: thread %s has an unfinished run %s (%s); resume it first", e.ThreadID, e.RunID, e.Status)
 }
 
@@ -192,8 +260,10 @@ func (s *Service) ResumeCheckpoint(ctx context.Context, owner string, cp *store.
 			return
 		}
 		ck := &checkpointer{s: s, owner: owner, threadID: cp.ThreadID, parent: cp.ID, persisted: len(cp.State.Transcript), agent: cp.State.Agent}
-		opts = append([]runner.RunOption{runner.WithCheckpointer(ck)}, opts...)
-		for ev, err := range s.r.ResumeStream(store.ContextWithOwner(ctx, owner), cp.State, opts...) {
+		stop := runner.NewStopper()
+		opts = append([]runner.RunOption{runner.WithCheckpointer(ck), runner.WithStopper(stop)}, opts...)
+		ctx = store.ContextWithOwner(ctx, owner)
+		for ev, err := range s.tracked(ctx, owner, cp.ThreadID, cp.RunID, stop, s.r.ResumeStream(ctx, cp.State, opts...)) {
 			if !yield(ev, err) {
 				return
 			}
@@ -226,6 +296,10 @@ type checkpointer struct {
 	// persisted counts the transcript messages already stored.
 	persisted int
 	agent     string
+	// gate: the next write is the first of a new run on an existing
+	// thread, which must be free (see Service.gate); dequeue: the run is
+	// the next of the thread's queue.
+	gate, dequeue bool
 }
 
 // Checkpoint implements runner.Checkpointer.
@@ -248,7 +322,7 @@ func (c *checkpointer) CheckpointTx(ctx context.Context, st *runstate.State, at 
 	if err != nil {
 		return err
 	}
-	c.create = nil
+	c.create, c.gate = nil, false
 	c.parent = cp.ID
 	c.persisted = len(st.Transcript)
 	c.agent = st.Agent
@@ -291,7 +365,14 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		// The fenced checkpoint is the first write of a run's existing
 		// thread: a stale writer fails here, with a *store.StaleWriteError,
 		// before it touches the thread, and the run's lock comes first in
-		// every transaction that takes several (see continuation).
+		// every transaction that takes several (see continuation). The one
+		// exception is a new run's gate, which locks the thread first: it
+		// takes no other run's lock.
+		if c.gate && c.create == nil && c.threadID != "" {
+			if err := c.s.gate(ctx, tx, c.owner, c.threadID, st.RunID, c.dequeue); err != nil {
+				return err
+			}
+		}
 		var err error
 		cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent})
 		if err != nil {
@@ -315,4 +396,42 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		return nil
 	})
 	return cp, err
+}
+
+// tracked runs events, a run of owner on threadID this process executes,
+// as a run that [Service.Submit] can stop (stop is the run's Stopper); when
+// it ends completed or failed, the thread's queue is kicked.
+func (s *Service) tracked(ctx context.Context, owner, threadID, runID string, stop *runner.Stopper, events iter.Seq2[runner.Event, error]) iter.Seq2[runner.Event, error] {
+	return func(yield func(runner.Event, error) bool) {
+		a := &active{stop: stop, done: make(chan struct{})}
+		s.running.Store(runID, a)
+		var end runstate.Status
+		defer func() {
+			s.running.CompareAndDelete(runID, a)
+			close(a.done)
+			if threadID != "" && (end == "" || end.Terminal()) {
+				s.bg.Go(func() { s.Kick(context.WithoutCancel(ctx), owner, threadID) })
+			}
+		}()
+		for ev, err := range events {
+			if e, ok := ev.(*runner.RunEndEvent); ok {
+				end = e.Status
+			}
+			if !yield(ev, err) {
+				return
+			}
+		}
+	}
+}
+
+// QueuedStartError logs why a queued run did not start or failed: at debug
+// level when another start took it first (two kicks of one thread), else
+// as a warning.
+func QueuedStartError(ctx context.Context, log *slog.Logger, runID, threadID string, err error) {
+	var busy *BusyError
+	if errors.Is(err, store.ErrConflict) && !errors.As(err, &busy) || errors.As(err, &busy) {
+		log.DebugContext(ctx, "queued run not started: another start took it, or the thread is busy again", "run_id", runID, "thread_id", threadID, "error", err)
+		return
+	}
+	log.WarnContext(ctx, "queued run", "run_id", runID, "thread_id", threadID, "error", err)
 }

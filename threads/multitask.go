@@ -1,0 +1,479 @@
+package threads
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+)
+
+// This file is double-texting: what a new turn does when its thread is
+// busy ([Strategy]), the thread's durable queue of runs waiting for their
+// turn ([Queued], in the thread's metadata), the graceful stop of the busy
+// run (interrupt) or its removal (rollback), and the start of the next
+// queued run when a run ends ([Service.Kick]).
+
+// Strategy is what a new turn does when its thread is busy: a run is in
+// progress, waits for a decision or a worker, or runs wait in the queue.
+type Strategy string
+
+// Strategies.
+const (
+	// Reject refuses the turn with a *BusyError; nothing changes.
+	Reject Strategy = "reject"
+	// Enqueue puts the turn in the thread's queue: it starts after the
+	// busy run, and after the runs queued before it, in order.
+	Enqueue Strategy = "enqueue"
+	// Interrupt stops the busy run at its next safe boundary, keeping what
+	// it did (an answer being streamed is kept, marked partial), then
+	// starts the turn.
+	Interrupt Strategy = "interrupt"
+	// Rollback stops the busy run and removes its messages from the thread
+	// (its input included), then starts the turn.
+	Rollback Strategy = "rollback"
+)
+
+// ParseStrategy returns the strategy named s; "" is [Reject]. An unknown
+// name is store.ErrInvalid.
+func ParseStrategy(s string) (Strategy, error) {
+	switch Strategy(s) {
+	case "":
+		return Reject, nil
+	case Reject, Enqueue, Interrupt, Rollback:
+		return Strategy(s), nil
+	}
+	return "", fmt.Errorf("threads: unknown multitask strategy %q (want reject, enqueue, interrupt or rollback): %w", s, store.ErrInvalid)
+}
+
+// MetadataQueue is the namespace of a thread's metadata that holds its
+// queue: {"runs": [Queued…]}, the next run first. It is absent when the
+// queue is empty.
+const MetadataQueue = "queue"
+
+// MaxQueued is how many runs a thread's queue holds; a turn beyond is
+// refused with a *BusyError.
+const MaxQueued = 16
+
+// Queued is a run waiting in a thread's queue: what starts it later, in
+// whichever process ends the run before it.
+type Queued struct {
+	RunID    string   `json:"run_id"`
+	Input    string   `json:"input"`
+	Agent    string   `json:"agent,omitempty"`
+	Strategy Strategy `json:"strategy"`
+	// Stops is the run that an interrupt or a rollback stops: the first
+	// checkpoint of this run settles it, in the same transaction.
+	Stops    string    `json:"stops,omitempty"`
+	QueuedAt time.Time `json:"queued_at"`
+}
+
+// RolledBackMetadata is the key of the metadata of a message removed from
+// its thread by a rollback: the id of the run whose turn removed it. Such
+// messages are kept in the store with status error, left out of every
+// turn's history and of the thread's message list.
+const RolledBackMetadata = "rolled_back"
+
+// IsRolledBack reports whether m was removed from its thread by a rollback.
+func IsRolledBack(m *message.Message) bool {
+	_, ok := m.Metadata[RolledBackMetadata]
+	return ok
+}
+
+// QueueOf returns the runs waiting in th's queue, the next first.
+func QueueOf(th *store.Thread) []Queued {
+	raw, ok := th.Metadata[MetadataQueue]
+	if !ok {
+		return nil
+	}
+	var v struct {
+		Runs []Queued `json:"runs"`
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	return v.Runs
+}
+
+// setQueue writes th's queue (compare-and-swap on the version read). It
+// also takes the thread's row lock: transactions that change who runs on a
+// thread take turns on it.
+func setQueue(ctx context.Context, tx store.Tx, th *store.Thread, q []Queued) error {
+	patch := json.RawMessage("null")
+	if len(q) > 0 {
+		b, err := json.Marshal(map[string][]Queued{"runs": q})
+		if err != nil {
+			return err
+		}
+		patch = b
+	}
+	_, err := tx.UpdateThreadMetadata(ctx, &store.UpdateThreadMetadataParams{OwnerID: th.OwnerID, ThreadID: th.ID,
+		Namespace: MetadataQueue, Patch: patch, ExpectedVersion: th.Version})
+	return err
+}
+
+// busyRun returns the thread's latest checkpoint when its run is not
+// finished, else nil.
+func busyRun(ctx context.Context, ops store.Ops, owner, threadID string) (*store.Checkpoint, error) {
+	cp, err := ops.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: threadID})
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrIncompatible):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("threads: thread %s: %w", threadID, err)
+	case cp.State == nil || cp.State.Status.Terminal():
+		return nil, nil
+	}
+	return cp, nil
+}
+
+// Submission is what [Service.Submit] did with a turn.
+type Submission struct {
+	// RunID is the turn's run.
+	RunID string
+	// Queued is set when the turn waits in the thread's queue (the thread
+	// was busy); Position is its place there (1: next). When not set, the
+	// thread was free: run the turn with [Service.Turn].
+	Queued   bool
+	Position int
+	// Busy is the run the turn found in progress, if any: stopped by
+	// interrupt and rollback.
+	Busy string
+}
+
+// Submit applies o.Strategy to a turn of owner on thread o.ThreadID (run
+// o.RunID, required). On a free thread it changes nothing and returns a
+// Submission without Queued: run the turn with [Service.Turn], and submit
+// it again if Turn finds the thread busy after all (*BusyError). On a busy
+// thread — a run unfinished, or runs in its queue:
+//
+//   - Reject returns a *BusyError;
+//   - Enqueue appends the turn to the thread's queue;
+//   - Interrupt and Rollback put the turn first in the queue (after the
+//     interrupts and rollbacks waiting already) and stop the busy run: when
+//     this process executes it, at its next safe boundary, keeping what it
+//     did, and Submit waits for it. The first checkpoint of the turn's run
+//     settles the busy run in its own transaction: a run executed nowhere
+//     (waiting for a decision or a worker) or elsewhere is completed there
+//     (its pending interrupt superseded, its unfinished messages in error,
+//     its lease released: an executor elsewhere loses its next
+//     checkpoint), and a rollback removes the busy run's messages.
+//
+// The turn is in the queue, durably, before anything is stopped. It starts
+// when the thread is free, through [Service.Start], in whichever process
+// ends the run before it, or at the next [Service.Kick].
+func (s *Service) Submit(ctx context.Context, owner, input string, o TurnOptions) (*Submission, error) {
+	ctx = store.ContextWithOwner(ctx, owner)
+	if o.ThreadID == "" || o.RunID == "" {
+		return nil, fmt.Errorf("threads: submit needs a thread and a run id: %w", store.ErrInvalid)
+	}
+	strat, err := ParseStrategy(string(o.Strategy))
+	if err != nil {
+		return nil, err
+	}
+	sub := &Submission{RunID: o.RunID}
+	var busy *store.Checkpoint
+	err = s.st.Tx(ctx, func(tx store.Tx) error {
+		return retryVersion(func() error { return s.enqueue(ctx, tx, owner, input, strat, o, sub, &busy) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !sub.Queued {
+		return sub, nil
+	}
+	if busy != nil && (strat == Interrupt || strat == Rollback) {
+		if err := s.stopRun(ctx, busy.RunID, string(strat)); err != nil {
+			return sub, err
+		}
+	}
+	s.Kick(context.WithoutCancel(ctx), owner, o.ThreadID)
+	return sub, nil
+}
+
+// retryVersion calls fn again, up to 5 times, while it fails with a
+// *store.VersionConflictError: the thread changed between its read and its
+// compare-and-swap. The failed write took the thread's row lock, and a
+// store's version check aborts no transaction: read again, it succeeds.
+func retryVersion(fn func() error) error {
+	var err error
+	for range 5 {
+		var vc *store.VersionConflictError
+		if err = fn(); !errors.As(err, &vc) {
+			return err
+		}
+	}
+	return err
+}
+
+// enqueue is Submit's transaction: the thread's state, and the turn in its
+// queue when it is busy.
+func (s *Service) enqueue(ctx context.Context, tx store.Tx, owner, input string, strat Strategy, o TurnOptions, sub *Submission, busyOut **store.Checkpoint) error {
+	var busy *store.Checkpoint
+	*sub = Submission{RunID: o.RunID}
+	th, err := tx.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: o.ThreadID})
+	if err != nil {
+		return fmt.Errorf("threads: thread %s: %w", o.ThreadID, err)
+	}
+	if th.Network != "" && th.Network != s.r.Network().Name() {
+		return fmt.Errorf("threads: thread %s belongs to network %q, not %q: %w", th.ID, th.Network, s.r.Network().Name(), store.ErrInvalid)
+	}
+	q := QueueOf(th)
+	if busy, err = busyRun(ctx, tx, owner, th.ID); err != nil {
+		return err
+	}
+	*busyOut = busy
+	if busy == nil && len(q) == 0 {
+		return nil
+	}
+	if busy != nil {
+		sub.Busy = busy.RunID
+	}
+	if strat == Reject || len(q) >= MaxQueued {
+		e := &BusyError{ThreadID: th.ID, Queued: len(q)}
+		if busy != nil {
+			e.RunID, e.Status = busy.RunID, busy.Status
+		} else {
+			e.RunID, e.Status = q[0].RunID, StatusQueued
+		}
+		return e
+	}
+	at := len(q)
+	if strat != Enqueue {
+		at = 0
+		for at < len(q) && q[at].Strategy != Enqueue && q[at].Strategy != "" {
+			at++
+		}
+	}
+	item := Queued{RunID: o.RunID, Input: input, Agent: o.Agent, Strategy: strat, QueuedAt: time.Now().UTC()}
+	if busy != nil && strat != Enqueue {
+		item.Stops = busy.RunID
+	}
+	q = append(q[:at], append([]Queued{item}, q[at:]...)...)
+	sub.Queued, sub.Position = true, at+1
+	return setQueue(ctx, tx, th, q)
+}
+
+// RolledBack is the failure kind of a run rolled back by a new turn.
+const RolledBack = "rolled_back"
+
+// StatusQueued is the status of a run waiting in its thread's queue.
+const StatusQueued runstate.Status = "queued"
+
+// stopRun asks run runID to stop for reason (interrupt or rollback) when
+// this process executes it, and waits until it has: it stops at its next
+// safe boundary, keeping what it did. A run executed nowhere or elsewhere
+// is settled by the first checkpoint of the run that stops it (see gate).
+func (s *Service) stopRun(ctx context.Context, runID, reason string) error {
+	a := s.activeRun(runID)
+	if a == nil {
+		return nil
+	}
+	a.stop.Stop(reason)
+	select {
+	case <-a.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// settle ends run runID in the store in one transaction, fenced on its
+// latest checkpoint: an unfinished run is completed (interrupt: what it
+// did is kept, its unfinished messages — a background worker's
+// placeholder — end in error, its pending interrupt is superseded) or
+// failed (rollback); a rollback also removes every message of the run
+// from its thread. The run's lease is released: whoever still executes it
+// loses its next checkpoint.
+func settle(ctx context.Context, tx store.Tx, owner, runID string, reason Strategy, by string) error {
+	{
+		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
+		if err != nil {
+			return fmt.Errorf("threads: stop run %s: %w", runID, err)
+		}
+		st := cp.State
+		rollback := reason == Rollback
+		if st.Status.Terminal() && !rollback {
+			return nil
+		}
+		if st.Failure != nil && st.Failure.Kind == RolledBack {
+			return nil // rolled back already
+		}
+		wasInterrupt := st.Status == runstate.StatusInterrupted && st.Interrupt != nil
+		interruptID := ""
+		if wasInterrupt {
+			interruptID = st.Interrupt.ID
+		}
+		stopped, _ := json.Marshal(string(reason))
+		if st.Values == nil {
+			st.Values = map[string]json.RawMessage{}
+		}
+		st.Values[runner.StoppedValue] = stopped
+		st.Interrupt = nil
+		st.Pending = nil
+		st.Step++
+		if rollback {
+			st.Status = runstate.StatusFailed
+			st.Failure = &runstate.Failure{Kind: RolledBack, Message: "rolled back by run " + by + " (double-texting)"}
+		} else if !st.Status.Terminal() {
+			st.Status = runstate.StatusCompleted
+		}
+		if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: cp.ID}); err != nil {
+			return err
+		}
+		if interruptID != "" {
+			outcome, _ := json.Marshal(map[string]string{"stopped_by": by, "reason": string(reason)})
+			_, err := tx.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: owner, ID: interruptID, Status: store.InterruptSuperseded, Outcome: outcome})
+			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrConflict) {
+				return fmt.Errorf("threads: supersede interrupt %s: %w", interruptID, err)
+			}
+		}
+		if _, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: runID}); err != nil {
+			return fmt.Errorf("threads: release lease of %s: %w", runID, err)
+		}
+		if st.ThreadID == "" {
+			return nil
+		}
+		msgs, err := tx.ListMessages(ctx, &store.ListMessagesParams{OwnerID: owner, ThreadID: st.ThreadID, Limit: HistoryLimit, Last: true})
+		if err != nil {
+			return fmt.Errorf("threads: messages of %s: %w", st.ThreadID, err)
+		}
+		prefix := runID + "-"
+		for _, m := range msgs {
+			if !strings.HasPrefix(m.ID, prefix) {
+				continue
+			}
+			final := m.Status == "" || m.Status == message.StatusCompleted || m.Status == message.StatusError
+			switch {
+			case rollback:
+				_, err = tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: owner, ID: m.ID, Status: message.StatusError,
+					Metadata: map[string]any{RolledBackMetadata: by}})
+			case !final:
+				_, err = tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: owner, ID: m.ID, Status: message.StatusError,
+					Metadata: map[string]any{"stopped_by": by}})
+			}
+			if err != nil {
+				return fmt.Errorf("threads: message %s: %w", m.ID, err)
+			}
+		}
+		return nil
+	}
+}
+
+// Kick starts the next run of a thread's queue if the thread is free,
+// through [Service.Start]. Runs ending in this process kick their thread;
+// call it to recover a queue whose kick was lost (its process died between
+// a run's end and the next run's start). Errors are logged.
+func (s *Service) Kick(ctx context.Context, owner, threadID string) {
+	ctx = store.ContextWithOwner(ctx, owner)
+	th, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: threadID})
+	if err != nil {
+		s.log.WarnContext(ctx, "queued runs: read thread", "thread_id", threadID, "error", err)
+		return
+	}
+	q := QueueOf(th)
+	if len(q) == 0 {
+		return
+	}
+	if busy, err := busyRun(ctx, s.st, owner, threadID); err != nil ||
+		busy != nil && (busy.RunID != q[0].Stops || s.activeRun(busy.RunID) != nil) {
+		// The busy run's end kicks again; a run this process is
+		// stopping ends soon.
+		return
+	}
+	start := s.Start
+	if start == nil {
+		start = s.startQueued
+	}
+	start(ctx, owner, threadID, q[0])
+}
+
+// TurnOptions of a queued run: it dequeues itself in its first checkpoint.
+func (q Queued) TurnOptions(threadID string) TurnOptions {
+	return TurnOptions{ThreadID: threadID, RunID: q.RunID, Agent: q.Agent, Strategy: q.Strategy, dequeue: true, stops: q.Stops}
+}
+
+// startQueued is the default [Service.Start]: it runs the turn in a
+// goroutine of its own, with QueuedRunOptions.
+func (s *Service) startQueued(ctx context.Context, owner, threadID string, q Queued) {
+	o := q.TurnOptions(threadID)
+	o.RunOptions = s.QueuedRunOptions
+	s.bg.Go(func() {
+		for _, err := range s.Turn(context.WithoutCancel(ctx), owner, q.Input, o) {
+			if err != nil {
+				QueuedStartError(ctx, s.log, q.RunID, threadID, err)
+				return
+			}
+		}
+	})
+}
+
+// Wait waits for what the service does in the background: the kicks of
+// threads' queues and the queued runs of the default Start. Call it before
+// closing the store.
+func (s *Service) Wait() { s.bg.Wait() }
+
+// active is a run this process executes through the service.
+type active struct {
+	stop *runner.Stopper
+	done chan struct{}
+}
+
+func (s *Service) activeRun(runID string) *active {
+	v, ok := s.running.Load(runID)
+	if !ok {
+		return nil
+	}
+	return v.(*active)
+}
+
+// gate is the first write of a new run on an existing thread, in its first
+// checkpoint's transaction: it takes the thread's row lock (the queue's
+// compare-and-swap) and refuses the run if another run is unfinished or, for
+// a run not from the queue, if runs wait in the queue; a run from the queue
+// (dequeue) must be its next, and leaves it.
+func (s *Service) gate(ctx context.Context, tx store.Tx, owner, threadID, runID string, dequeue bool) error {
+	return retryVersion(func() error { return s.gateOnce(ctx, tx, owner, threadID, runID, dequeue) })
+}
+
+func (s *Service) gateOnce(ctx context.Context, tx store.Tx, owner, threadID, runID string, dequeue bool) error {
+	th, err := tx.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: threadID})
+	if err != nil {
+		return fmt.Errorf("threads: thread %s: %w", threadID, err)
+	}
+	q := QueueOf(th)
+	var head Queued
+	switch {
+	case dequeue && (len(q) == 0 || q[0].RunID != runID):
+		return fmt.Errorf("threads: run %s is not next in the queue of thread %s: %w", runID, threadID, store.ErrConflict)
+	case dequeue:
+		head, q = q[0], q[1:]
+	case len(q) > 0:
+		return &BusyError{ThreadID: threadID, RunID: q[0].RunID, Status: StatusQueued, Queued: len(q)}
+	}
+	if head.Stops != "" {
+		// The run this one interrupts or rolls back ends here, in the
+		// transaction that starts this one. Its run lock comes before the
+		// thread's, as in its own checkpoints.
+		if err := settle(ctx, tx, owner, head.Stops, head.Strategy, runID); err != nil {
+			return err
+		}
+	}
+	if err := setQueue(ctx, tx, th, q); err != nil {
+		return err
+	}
+	busy, err := busyRun(ctx, tx, owner, threadID)
+	if err != nil {
+		return err
+	}
+	if busy != nil && busy.RunID != runID {
+		return &BusyError{ThreadID: threadID, RunID: busy.RunID, Status: busy.Status, Queued: len(q)}
+	}
+	return nil
+}
