@@ -410,7 +410,7 @@ func (h *a2aHandler) begin(ctx context.Context, p *a2a.MessageSendParams) (*runE
 			if len(in.history) > 0 {
 				return nil, fmt.Errorf("%w: history is for a new context; context %s has its own", a2a.ErrInvalidParams, threadID)
 			}
-			return s.startTurn(ctx, c.owner, threadID, nw, in.text, nil)
+			return s.startTurn(ctx, c.owner, threadID, runstate.NewRunID(), nw, in.text, nil)
 		case classify(err).status != http.StatusNotFound:
 			return nil, err
 		}
@@ -431,7 +431,7 @@ func (h *a2aHandler) begin(ctx context.Context, p *a2a.MessageSendParams) (*runE
 		}
 		return nil, err
 	}
-	return s.startTurn(ctx, c.owner, th.ID, nw, in.text, nil)
+	return s.startTurn(ctx, c.owner, th.ID, runstate.NewRunID(), nw, in.text, nil)
 }
 
 // answer resumes the interrupted run of a message's task with the

@@ -62,7 +62,10 @@ func classify(err error) *apiError {
 	}
 	var busy *threads.BusyError
 	if errors.As(err, &busy) {
-		return errorf(http.StatusConflict, wire.ErrConflict, "thread %s has an unfinished run %s (%s): wait for it or answer its interrupt", busy.ThreadID, busy.RunID, busy.Status)
+		if busy.Status == threads.StatusQueued {
+			return errorf(http.StatusConflict, wire.ErrThreadBusy, "thread %s has %d runs queued (next %s): wait for them, or send multitask_strategy enqueue", busy.ThreadID, busy.Queued, busy.RunID)
+		}
+		return errorf(http.StatusConflict, wire.ErrThreadBusy, "thread %s has an unfinished run %s (%s): wait for it or answer its interrupt, or send multitask_strategy enqueue, interrupt or rollback", busy.ThreadID, busy.RunID, busy.Status)
 	}
 	var inc *runstate.IncompatibleError
 	if errors.As(err, &inc) {

@@ -190,7 +190,7 @@ func (s *Server) openAITurn(w http.ResponseWriter, r *http.Request, c *caller, o
 	if err != nil {
 		return nil, err
 	}
-	run, err := s.startTurn(ctx, c.owner, threadID, o.nw, o.input, o.opts)
+	run, err := s.startTurn(ctx, c.owner, threadID, runstate.NewRunID(), o.nw, o.input, o.opts)
 	if err != nil {
 		return nil, err
 	}

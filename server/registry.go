@@ -49,6 +49,7 @@ type runEntry struct {
 	base      runlog.Cursor
 	res       wire.Run
 	producing bool // a goroutine of this process executes the run
+	queued    bool // the run waits in its thread's queue (or did): its readers wait for it to start
 	following bool // a goroutine follows the run through the store
 	// followCP is the last checkpoint followed; until there is one,
 	// followFrom is the cursor of the last event the log got live.

@@ -40,18 +40,18 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *caller) er
 			return badParam("agent", "network %s has no agent %q", nw.name, req.Agent)
 		}
 	}
+	strat, err := threads.ParseStrategy(req.MultitaskStrategy)
+	if err != nil {
+		return badParam("multitask_strategy", "multitask_strategy %q is not one of reject, enqueue, interrupt, rollback", req.MultitaskStrategy)
+	}
 	var opts []runner.RunOption
 	if req.Agent != "" {
 		opts = append(opts, runner.WithAgent(req.Agent))
 	}
-	if req.Stream {
-		return s.streamTurn(w, r, c.owner, th.ID, nw, req.Input, opts)
+	if strat != threads.Reject {
+		return s.multitaskRun(w, r, c, th.ID, runstate.NewRunID(), nw, &req, strat, opts)
 	}
-	run, err := s.startTurn(r.Context(), c.owner, th.ID, nw, req.Input, opts)
-	if err != nil {
-		return err
-	}
-	return s.waitRun(w, r, run)
+	return s.ordinaryRun(w, r, c.owner, th.ID, runstate.NewRunID(), nw, &req, opts)
 }
 
 // withTimeout bounds a request that turned out not to be a stream (its
@@ -121,11 +121,10 @@ func (s *Server) threadNetwork(th *store.Thread) (*network, error) {
 // startTurn starts a user turn on a thread in a goroutine of the server and
 // returns once its first event (or the error that kept it from starting)
 // is known.
-func (s *Server) startTurn(ctx context.Context, owner, threadID string, nw *network, input string, opts []runner.RunOption) (*runEntry, error) {
-	runID := runstate.NewRunID()
-	opts = append(append([]runner.RunOption{runner.WithRunID(runID)}, nw.inlineOptions()...), opts...)
+func (s *Server) startTurn(ctx context.Context, owner, threadID, runID string, nw *network, input string, opts []runner.RunOption) (*runEntry, error) {
+	opts = append(nw.inlineOptions(), opts...)
 	return s.launch(ctx, owner, threadID, runID, nw, nil, func(ctx context.Context) iter.Seq2[runner.Event, error] {
-		return nw.svc.Turn(ctx, owner, input, threads.TurnOptions{ThreadID: threadID, RunOptions: opts})
+		return nw.svc.Turn(ctx, owner, input, threads.TurnOptions{ThreadID: threadID, RunID: runID, RunOptions: opts})
 	})
 }
 
@@ -167,7 +166,7 @@ func (s *Server) register(owner, threadID, runID string, nw *network, resumeAt *
 	te.mu.Lock()
 	if a := te.active; a != nil {
 		te.mu.Unlock()
-		e := errorf(http.StatusConflict, wire.ErrConflict, "thread %s has a run in progress (%s): wait for it to end, or follow it at %s", threadID, a.id, eventsURL(threadID, a.id))
+		e := errorf(http.StatusConflict, wire.ErrThreadBusy, "thread %s has a run in progress (%s): wait for it to end, or follow it at %s", threadID, a.id, eventsURL(threadID, a.id))
 		e.param = a.id
 		return nil, nil, nil, e
 	}
@@ -206,13 +205,12 @@ func (s *Server) register(owner, threadID, runID string, nw *network, resumeAt *
 // its hand-over to the background); other clients follow it through its
 // log. After a hand-over the handler follows the worker's progress like
 // any reader.
-func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, owner, threadID string, nw *network, input string, opts []runner.RunOption) error {
+func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, owner, threadID, runID string, nw *network, input string, opts []runner.RunOption) error {
 	if !s.acquireStream(r.Context()) {
 		return s.tooManyStreams()
 	}
 	defer s.releaseStream(r.Context())
-	runID := runstate.NewRunID()
-	opts = append(append([]runner.RunOption{runner.WithRunID(runID)}, nw.inlineOptions()...), opts...)
+	opts = append(nw.inlineOptions(), opts...)
 	run, te, _, err := s.register(owner, threadID, runID, nw, nil)
 	if err != nil {
 		return err
@@ -221,7 +219,7 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, owner, threa
 	defer run.addReader(-1)
 	c := &inlineClient{s: s, r: r, w: w, run: run}
 	s.inflight.add()
-	s.drive(run, te, nw, nw.svc.Turn(s.runCtx, owner, input, threads.TurnOptions{ThreadID: threadID, RunOptions: opts}), c.onEvent)
+	s.drive(run, te, nw, nw.svc.Turn(s.runCtx, owner, input, threads.TurnOptions{ThreadID: threadID, RunID: runID, RunOptions: opts}), c.onEvent)
 	s.inflight.done()
 	run.mu.Lock()
 	startErr := run.startErr
@@ -346,12 +344,19 @@ func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.
 		// The run did not start: the request answers with the error.
 		run.mu.Lock()
 		run.startErr, run.producing = runErr, false
+		queued := run.queued
 		run.mu.Unlock()
 		te.mu.Lock()
 		if te.active == run {
 			te.active = nil
 		}
 		te.mu.Unlock()
+		if queued {
+			// A queued run that another start took, or that waits
+			// again: its readers wait on.
+			threads.QueuedStartError(s.runCtx, s.log, run.id, run.threadID, runErr)
+			return
+		}
 		if run.log.Last() == (runlog.Cursor{}) && run.base == (runlog.Cursor{}) {
 			s.reg.forget(run)
 		}
@@ -658,6 +663,15 @@ func (s *Server) runOf(r *http.Request, c *caller) (*runEntry, error) {
 		return nil, notFound("run", runID)
 	}
 	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, RunID: runID})
+	if errors.Is(err, store.ErrNotFound) {
+		// A run waiting in the thread's queue: its readers wait for it.
+		for _, q := range threads.QueueOf(th) {
+			if nw, ok := s.nets[th.Network]; ok && q.RunID == runID {
+				go nw.svc.Kick(s.runCtx, c.owner, th.ID) // in case the kick that starts it was lost
+				return s.queuedRun(c.owner, th.ID, runID, nw), nil
+			}
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) || err == nil && cp.ThreadID != th.ID {
 		return nil, notFound("run", runID)
 	}

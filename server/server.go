@@ -137,6 +137,7 @@ func New(cfg Config) (*Server, error) {
 	s.reg = newRegistry(runlog.Limits{MaxEvents: cfg.LogEvents, MaxBytes: cfg.LogBytes}, cfg.LogTTL)
 	for _, n := range cfg.Service.Networks() {
 		nw := newNetwork(n)
+		s.withQueue(nw)
 		s.nets[nw.name] = nw
 		s.netList = append(s.netList, nw)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threadhandoff"
+	"github.com/batonhq/baton/threads"
 )
 
 // Metadata bounds of POST /v1/threads.
@@ -29,7 +30,7 @@ const (
 var metadataKey = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 
 // reservedMetadata are the namespaces baton writes itself.
-var reservedMetadata = map[string]bool{store.MetadataThreadHandoff: true, threadhandoff.MetadataLastHandoff: true}
+var reservedMetadata = map[string]bool{store.MetadataThreadHandoff: true, threadhandoff.MetadataLastHandoff: true, threads.MetadataQueue: true}
 
 func (s *Server) createThread(w http.ResponseWriter, r *http.Request, c *caller) error {
 	var req wire.CreateThread
@@ -217,6 +218,9 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 		out.NextCursor = strconv.FormatInt(msgs[limit-1].Seq, 10)
 	}
 	for _, m := range msgs {
+		if threads.IsRolledBack(&m.Message) {
+			continue // removed from the thread by a rollback (kept in the store)
+		}
 		dto := messageDTO(m)
 		if m.Status == message.StatusQueued || m.Status == message.StatusStreaming {
 			if d, err := s.st.GetDraft(r.Context(), &store.GetDraftParams{OwnerID: c.owner, MessageID: m.ID}); err == nil {

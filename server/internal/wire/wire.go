@@ -17,14 +17,17 @@ const (
 	ErrUnauthorized   = "unauthorized"
 	ErrNotFound       = "not_found"
 	ErrConflict       = "conflict"
-	ErrTooLarge       = "request_too_large"
-	ErrRateLimited    = "rate_limited"
-	ErrOverloaded     = "overloaded"
-	ErrUnavailable    = "unavailable"
-	ErrTimeout        = "timeout"
-	ErrUnsupported    = "unsupported"
-	ErrUpstream       = "upstream_error"
-	ErrInternal       = "internal_error"
+	// ErrThreadBusy refuses a run on a thread with a run in progress, one
+	// waiting for a decision or a worker, or runs in its queue.
+	ErrThreadBusy  = "thread_busy"
+	ErrTooLarge    = "request_too_large"
+	ErrRateLimited = "rate_limited"
+	ErrOverloaded  = "overloaded"
+	ErrUnavailable = "unavailable"
+	ErrTimeout     = "timeout"
+	ErrUnsupported = "unsupported"
+	ErrUpstream    = "upstream_error"
+	ErrInternal    = "internal_error"
 	// ErrStaleProposal refuses the approval of a thread handoff proposal
 	// whose thread has gained messages since the summary.
 	ErrStaleProposal = "stale_proposal"
@@ -157,6 +160,9 @@ type CreateRun struct {
 	Stream bool   `json:"stream,omitempty"`
 	// Agent starts the run with this agent instead of the picker's choice.
 	Agent string `json:"agent,omitempty"`
+	// MultitaskStrategy is what to do when the thread is busy: reject (the
+	// default), enqueue, interrupt or rollback.
+	MultitaskStrategy string `json:"multitask_strategy,omitempty"`
 }
 
 // Run is the outcome of a run, or its state while it waits.
@@ -175,6 +181,9 @@ type Run struct {
 	Error     *RunError           `json:"error,omitempty"`
 	Limit     string              `json:"limit,omitempty"`
 	EventsURL string              `json:"events_url"`
+	// Position is a queued run's place in its thread's queue (1: next), in
+	// the answer that queued it.
+	Position int `json:"position,omitempty"`
 }
 
 // RunError is why a run failed.

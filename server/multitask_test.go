@@ -1,0 +1,237 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/model/scripted"
+	"github.com/batonhq/baton/service"
+	"github.com/batonhq/baton/store"
+)
+
+// slowAnswer streams a word every 20ms.
+const slowAnswer = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+
+// withSlow adds the network "slow": one agent that answers every message
+// with slowAnswer, a word at a time.
+func withSlow(t testing.TB) cfgOption {
+	return func(o *options) {
+		m := scripted.New("talker", nil, scripted.Options{ChunkWords: 1, ChunkDelay: 20 * time.Millisecond, Reply: slowAnswer})
+		net, err := agent.NewNetwork(agent.NetworkConfig{Name: "slow", Agents: []*agent.Agent{{Name: "talker", Model: m}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.service.Networks = append(o.service.Networks, service.Definition{Network: net})
+	}
+}
+
+// TestMultitask: POST /v1/threads/{id}/runs with each multitask_strategy
+// on a busy thread, on SQLite and PostgreSQL.
+func TestMultitask(t *testing.T) {
+	t.Parallel()
+	t.Run("SQLite", func(t *testing.T) {
+		t.Parallel()
+		testMultitask(t, setup(t, withSlow(t)))
+	})
+	t.Run("Postgres", func(t *testing.T) {
+		t.Parallel()
+		pg, _ := pgStore(t)
+		testMultitask(t, setupStore(t, pg, withSlow(t)))
+	})
+}
+
+// message is a stored message as GET …/messages lists it.
+type listed struct {
+	Role     string
+	Text     string
+	Metadata map[string]any
+}
+
+func (b *bundle) messages(t *testing.T, thread string) []string {
+	t.Helper()
+	var page struct{ Data []listed }
+	b.do(t, b.keyA, "GET", "/v1/threads/"+thread+"/messages?limit=1000", nil).json(t, &page)
+	var out []string
+	for _, m := range page.Data {
+		line := m.Role + ":" + m.Text
+		if m.Metadata["partial"] == true {
+			line += " [partial]"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// busyThread returns a thread whose run (the first message "question")
+// streams, and the channel of that stream's events.
+func (b *bundle) busyThread(t *testing.T) (thread string, events <-chan event) {
+	t.Helper()
+	thread = b.thread(t, b.keyA, "slow")
+	resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "question", "stream": true})
+	if resp.StatusCode != 200 {
+		t.Fatalf("busy run: %d", resp.StatusCode)
+	}
+	collect(t, ch, func(e event) bool { return e.Type == "text_delta" })
+	return thread, ch
+}
+
+// waitMessages waits until the thread's messages are want.
+func (b *bundle) waitMessages(t *testing.T, thread string, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := b.messages(t, thread)
+		if strings.Join(got, "|") == strings.Join(want, "|") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("messages %q, want %q", got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func testMultitask(t *testing.T, b *bundle) {
+	t.Run("Invalid", func(t *testing.T) {
+		t.Parallel()
+		thread := b.thread(t, b.keyA, "slow")
+		r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "hi", "multitask_strategy": "replace"})
+		if r.status != 400 || !strings.Contains(string(r.body), `"param":"multitask_strategy"`) {
+			t.Fatalf("unknown strategy: %d %s", r.status, r.body)
+		}
+	})
+	t.Run("Reject", func(t *testing.T) {
+		t.Parallel()
+		thread, ch := b.busyThread(t)
+		for _, strat := range []string{"", "reject"} {
+			r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "second", "multitask_strategy": strat})
+			if r.status != http.StatusConflict || r.errType(t) != "thread_busy" {
+				t.Fatalf("reject %q: %d %s", strat, r.status, r.body)
+			}
+		}
+		collect(t, ch, nil)
+		b.waitMessages(t, thread, "user:question", "assistant:"+slowAnswer)
+	})
+	t.Run("Enqueue", func(t *testing.T) {
+		t.Parallel()
+		thread, ch := b.busyThread(t)
+		var runs []string
+		for i, input := range []string{"second", "third"} {
+			r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input, "multitask_strategy": "enqueue"})
+			var run struct {
+				ID, Status string
+				Position   int
+				EventsURL  string `json:"events_url"`
+			}
+			r.json(t, &run)
+			if r.status != http.StatusAccepted || run.Status != "queued" || run.Position != i+1 || r.header.Get("Location") != run.EventsURL {
+				t.Fatalf("enqueue %s: %d %s", input, r.status, r.body)
+			}
+			runs = append(runs, run.EventsURL)
+		}
+		// The queue is on the thread.
+		var th struct {
+			Metadata struct {
+				Queue struct{ Runs []struct{ Input string } } `json:"queue"`
+			} `json:"metadata"`
+		}
+		b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil).json(t, &th)
+		if len(th.Metadata.Queue.Runs) != 2 || th.Metadata.Queue.Runs[0].Input != "second" {
+			t.Fatalf("thread's queue: %+v", th.Metadata.Queue)
+		}
+		// A queued run's stream waits for it and follows it.
+		_, q2 := b.stream(t, b.keyA, "GET", runs[1], nil)
+		collect(t, ch, nil)
+		evs := collect(t, q2, func(e event) bool { return e.Type == "run_end" })
+		if evs[0].Type != "run_start" || evs[len(evs)-1].Data["status"] != "completed" || evs[len(evs)-1].Data["output"] != slowAnswer {
+			t.Fatalf("the queued run's stream: %v", types(evs))
+		}
+		b.waitMessages(t, thread, "user:question", "assistant:"+slowAnswer, "user:second", "assistant:"+slowAnswer, "user:third", "assistant:"+slowAnswer)
+	})
+	t.Run("Interrupt", func(t *testing.T) {
+		t.Parallel()
+		thread, ch := b.busyThread(t)
+		_, next := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "second", "multitask_strategy": "interrupt", "stream": true})
+		busyEnd := collect(t, ch, nil)
+		end := busyEnd[len(busyEnd)-1]
+		partial, _ := end.Data["output"].(string)
+		if end.Type != "run_end" || end.Data["status"] != "completed" || partial == "" || partial == slowAnswer {
+			t.Fatalf("the interrupted run's end: %s %s", end.Type, end.Raw)
+		}
+		evs := collect(t, next, func(e event) bool { return e.Type == "run_end" })
+		if evs[len(evs)-1].Data["output"] != slowAnswer {
+			t.Fatalf("the new run's stream: %v", types(evs))
+		}
+		b.waitMessages(t, thread, "user:question", "assistant:"+partial+" [partial]", "user:second", "assistant:"+slowAnswer)
+	})
+	t.Run("Rollback", func(t *testing.T) {
+		t.Parallel()
+		thread, ch := b.busyThread(t)
+		r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "second", "multitask_strategy": "rollback"})
+		if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
+			t.Fatalf("rollback: %d %s", r.status, r.body)
+		}
+		collect(t, ch, nil)
+		b.waitMessages(t, thread, "user:second", "assistant:"+slowAnswer)
+		// The rolled-back messages stay in the store, marked.
+		msgs, err := b.st.ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "alice", ThreadID: thread})
+		if err != nil || len(msgs) != 4 || msgs[0].Metadata["rolled_back"] == nil {
+			t.Fatalf("stored messages: %d, %v", len(msgs), err)
+		}
+	})
+	for _, strat := range []string{"enqueue", "interrupt", "rollback"} {
+		t.Run("TwoConcurrent_"+strat, func(t *testing.T) {
+			t.Parallel()
+			thread, ch := b.busyThread(t)
+			var wg sync.WaitGroup
+			status := make([]int, 2)
+			for i := range 2 {
+				wg.Go(func() {
+					r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": fmt.Sprintf("post %d", i), "multitask_strategy": strat})
+					status[i] = r.status
+				})
+			}
+			wg.Wait()
+			for i, s := range status {
+				if s != 200 && s != 202 {
+					t.Fatalf("post %d: %d", i, s)
+				}
+			}
+			collect(t, ch, nil)
+			// Both posts are in the thread (a rollback may remove the
+			// other post's run: then one), the last answered in full, and
+			// no run is left running.
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				got := b.messages(t, thread)
+				posts := 0
+				for _, m := range got {
+					if strings.HasPrefix(m, "user:post ") {
+						posts++
+					}
+				}
+				var th struct {
+					Run      struct{ Status string } `json:"run"`
+					Metadata map[string]any          `json:"metadata"`
+				}
+				b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil).json(t, &th)
+				wantPosts := 2
+				if strat == "rollback" {
+					wantPosts = posts // 1 or 2
+				}
+				if posts >= 1 && posts == wantPosts && got[len(got)-1] == "assistant:"+slowAnswer && th.Run.Status == "completed" && th.Metadata["queue"] == nil {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("messages %q, run %s, queue %v", got, th.Run.Status, th.Metadata["queue"])
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+}
