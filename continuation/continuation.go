@@ -86,7 +86,10 @@ type Config struct {
 	RetryMaxDelay  time.Duration
 	// FetchCooldown and FetchPollInterval are River's (minimum time between
 	// fetches; fetch period without notifications). Default to River's
-	// defaults, 100ms and 1s.
+	// defaults, 100ms and 1s, except FetchCooldown on SQLite: 5ms, so that
+	// the workers woken in process by a hand-over (River's SQLite driver
+	// has no LISTEN; other processes poll its notification table every
+	// 50ms) start it at once.
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
 

@@ -101,7 +101,8 @@ func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 	return err
 }
 
-// AfterRun stops renewing the lease of a run executed inline. In a process
+// AfterRun stops renewing the lease of a run executed inline and, when the
+// run was handed over, wakes this process's workers. In a process
 // that adopts (serve, worker), an inline run cancelled mid-flight — the
 // process is shutting down — is handed to a worker at once rather than
 // when its lease expires; a one-shot command's cancelled run (ctrl+c in
@@ -113,6 +114,11 @@ func (e extension) AfterRun(ctx context.Context, o *runner.Outcome) {
 	}
 	s := e.s
 	s.leases.drop(o.State.RunID)
+	if o.State.Status == runstate.StatusSuspended && o.Err == nil {
+		// The hand-over has committed: this process's workers start it now
+		// rather than at their next poll.
+		s.q.wake()
+	}
 	if s.cfg.NoAdopt || o.State.Status != runstate.StatusRunning || !cancelled(o.Err) {
 		return
 	}
@@ -247,6 +253,7 @@ func (s *Service) Enqueue(ctx context.Context, owner, runID string) (*Handover, 
 		return nil, err
 	}
 	if h != nil && !h.Duplicate {
+		s.q.wake()
 		if _, ok := s.broker.(draft.TxPublisher); !ok {
 			s.publish(ctx, owner, h.JobRun.ThreadID, h.MessageID)
 		}

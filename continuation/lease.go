@@ -206,5 +206,8 @@ func (s *Service) adopt(ctx context.Context, owner, runID string, expired bool) 
 	if err != nil {
 		return nil, fmt.Errorf("continuation: adopt run %s: %w", runID, err)
 	}
+	if h != nil && !h.Duplicate {
+		s.q.wake()
+	}
 	return h, nil
 }

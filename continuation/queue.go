@@ -28,6 +28,9 @@ type queue interface {
 	// completeTx marks the running job completed in tx (River's
 	// JobCompleteTx); ctx must be the worker's.
 	completeTx(ctx context.Context, tx store.Tx, job *river.Job[Args]) error
+	// wake tells this process's workers, if any, that a job was
+	// committed (see waker); call it after the commit.
+	wake()
 	start(ctx context.Context) error
 	stop(ctx context.Context) error
 }
@@ -38,6 +41,15 @@ type riverQueue[TTx any, D riverdriver.Driver[TTx]] struct {
 	client *river.Client[TTx]
 	txOf   func(store.Tx) (TTx, bool)
 	works  bool
+	// waker wakes the workers' listener in process; nil where River's
+	// notifications need none (PostgreSQL's LISTEN).
+	waker *waker
+}
+
+func (q *riverQueue[TTx, D]) wake() {
+	if q.works {
+		q.waker.wake()
+	}
 }
 
 func (q *riverQueue[TTx, D]) insertTx(ctx context.Context, tx store.Tx, args Args, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
@@ -176,8 +188,26 @@ func SQLiteDriver(st *sqlitestore.Store) Driver { return sqliteDriver{st} }
 
 type sqliteDriver struct{ st *sqlitestore.Store }
 
+// sqliteFetchCooldown is River's FetchCooldown on SQLite unless the
+// config sets one: a wake right after another fetch waits at most this
+// long (River's default, 100ms, would hold it that long).
+const sqliteFetchCooldown = 5 * time.Millisecond
+
 func (d sqliteDriver) queue(rc *river.Config, works bool) (queue, error) {
-	q := &riverQueue[*sql.Tx, *riversqlite.Driver]{driver: riversqlite.New(d.st.DB()), txOf: sqlitestore.SQLTx, works: works}
+	var w *waker
+	if rc != nil && works {
+		for name := range rc.Queues {
+			w = newWaker(name)
+		}
+		if rc.FetchCooldown == 0 {
+			rc.FetchCooldown = sqliteFetchCooldown
+			if rc.FetchPollInterval > 0 {
+				rc.FetchCooldown = min(rc.FetchCooldown, rc.FetchPollInterval)
+			}
+		}
+	}
+	q := &riverQueue[*sql.Tx, *sqliteWakeDriver]{driver: &sqliteWakeDriver{Driver: riversqlite.New(d.st.DB()), w: w},
+		txOf: sqlitestore.SQLTx, works: works, waker: w}
 	return q, q.newClient(rc)
 }
 

@@ -1,0 +1,170 @@
+package continuation
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river/riverdriver"
+
+	"github.com/batonhq/baton/model/scripted"
+)
+
+// fakeListener is a River listener whose notifications a test sends.
+type fakeListener struct {
+	riverdriver.Listener
+	notes chan *riverdriver.Notification
+	waits chan struct{} // told each wait's start
+}
+
+func (l *fakeListener) WaitForNotification(ctx context.Context) (*riverdriver.Notification, error) {
+	l.waits <- struct{}{}
+	select {
+	case n := <-l.notes:
+		return n, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestWakeListener: a wake before a wait, or during one, makes the wait
+// return the insert notification of the queue; a notification the
+// interrupted wait received is the next wait's; without a wake the
+// listener's own notifications pass through.
+func TestWakeListener(t *testing.T) {
+	inner := &fakeListener{notes: make(chan *riverdriver.Notification, 1), waits: make(chan struct{}, 4)}
+	w := newWaker("baton_shop")
+	l := &wakeListener{Listener: inner, w: w}
+	ctx := t.Context()
+	if w.note.Topic != "river_insert" || w.note.Payload != `{"queue":"baton_shop"}` {
+		t.Fatalf("wake notification %+v", w.note)
+	}
+
+	type result struct {
+		n   *riverdriver.Notification
+		err error
+	}
+	wait := func() <-chan result {
+		c := make(chan result, 1)
+		go func() {
+			n, err := l.WaitForNotification(ctx)
+			c <- result{n, err}
+		}()
+		return c
+	}
+	get := func(c <-chan result) *riverdriver.Notification {
+		t.Helper()
+		select {
+		case r := <-c:
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			return r.n
+		case <-time.After(10 * time.Second):
+			t.Fatal("the wait did not return")
+			return nil
+		}
+	}
+
+	// Woken before the wait: the listener is not even asked.
+	w.wake()
+	w.wake()
+	if n := get(wait()); n != w.note {
+		t.Fatalf("woken before: %+v", n)
+	}
+	if len(inner.waits) != 0 {
+		t.Fatal("the listener waited although a wake was pending")
+	}
+
+	// Woken during the wait.
+	c := wait()
+	<-inner.waits
+	w.wake()
+	if n := get(c); n != w.note {
+		t.Fatalf("woken during: %+v", n)
+	}
+
+	// The listener's own notification passes through.
+	own := &riverdriver.Notification{Topic: "river_leadership", Payload: "{}"}
+	inner.notes <- own
+	if n := get(wait()); n != own {
+		t.Fatalf("own notification: %+v", n)
+	}
+	<-inner.waits
+
+	// A wake racing a received notification: both are delivered.
+	c = wait()
+	<-inner.waits
+	w.mu.Lock() // the wake lands as the listener returns its own
+	inner.notes <- own
+	w.woken = true
+	w.mu.Unlock()
+	first, second := get(c), get(wait())
+	if first != w.note || second != own {
+		t.Fatalf("racing: %+v then %+v", first, second)
+	}
+
+	// A cancelled wait without a wake is the context's error.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := l.WaitForNotification(cctx); err == nil {
+		t.Fatal("a cancelled wait returned no error")
+	}
+}
+
+// TestInProcessWake: on SQLite, with River's own insert notifications
+// dropped and its fetch poll an hour away, the workers of the process that
+// handed a run over start it anyway — the hand-over, and the adoption of a
+// dead process's run, wake them once committed.
+func TestInProcessWake(t *testing.T) {
+	t.Parallel()
+	be := backends(t)[0]
+	st, n, cfg := stalled(t, be, 300*time.Millisecond, 100*time.Millisecond)
+	cfg.FetchPollInterval = time.Hour
+	tools := newToolLog()
+	net := network(t, tools, "", scripted.Options{})
+	b := setup(t, be, net, tools, func(c *Config) { c.FetchPollInterval = time.Hour })
+	deafen(t, b.cont)
+	b.start(t)
+	for range 3 {
+		_, _, h := b.handOver(t)
+		if m := b.waitMessage(t, h.MessageID, 20*time.Second); m.Status != "completed" {
+			t.Fatalf("placeholder %s", m.Status)
+		}
+	}
+
+	// Adoption: a dead process's run, handed over by this one's adopter.
+	a := running(t, st, n.net, cfg)
+	deafen(t, a.cont)
+	victim := cfg
+	victim.NoAdopt, victim.NoWorkers = true, true
+	_, dying := wire(t, st, n.net, victim)
+	_, run := dyingTurn(t, dying, n)
+	close(n.release)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h, err := a.cont.Lookup(t.Context(), owner, run)
+		if err == nil {
+			if m := a.waitMessage(t, h.MessageID, time.Until(deadline)); m.Status != "completed" {
+				t.Fatalf("adopted run's placeholder %s", m.Status)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s not adopted: %v", run, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// deafen makes the SQLite workers of s ignore River's insert
+// notifications (before Start).
+func deafen(t *testing.T, s *Service) {
+	t.Helper()
+	q, ok := s.q.(*riverQueue[*sql.Tx, *sqliteWakeDriver])
+	if !ok || q.waker == nil {
+		t.Fatalf("queue %T has no waker", s.q)
+	}
+	q.waker.testDeaf = true
+}
