@@ -394,6 +394,36 @@ func (s *Service) Kick(ctx context.Context, owner, threadID string) {
 	start(ctx, owner, threadID, q[0])
 }
 
+// unstartable drops a queued run (o.dequeue) from its thread's queue when
+// it cannot start for a reason of its own (an agent the network no longer
+// has, a thread of another network), so that the runs behind it are not
+// blocked; then the queue is kicked. A run that found the thread busy, lost
+// a race or could not reach the database stays in the queue.
+func (s *Service) unstartable(ctx context.Context, owner string, o TurnOptions, cause error) {
+	if !o.dequeue || errors.Is(cause, store.ErrConflict) || errors.Is(cause, store.ErrUnavailable) || ctx.Err() != nil {
+		return
+	}
+	err := s.st.Tx(ctx, func(tx store.Tx) error {
+		return retryVersion(func() error {
+			th, err := tx.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: o.ThreadID})
+			if err != nil {
+				return err
+			}
+			q := QueueOf(th)
+			if len(q) == 0 || q[0].RunID != o.RunID {
+				return nil
+			}
+			return setQueue(ctx, tx, th, q[1:])
+		})
+	})
+	if err != nil {
+		s.log.WarnContext(ctx, "queued runs: drop a run that cannot start", "run_id", o.RunID, "thread_id", o.ThreadID, "error", err)
+		return
+	}
+	s.log.WarnContext(ctx, "queued run dropped: it cannot start", "run_id", o.RunID, "thread_id", o.ThreadID, "error", cause)
+	s.bg.Go(func() { s.Kick(context.WithoutCancel(ctx), owner, o.ThreadID) })
+}
+
 // TurnOptions of a queued run: it dequeues itself in its first checkpoint.
 func (q Queued) TurnOptions(threadID string) TurnOptions {
 	return TurnOptions{ThreadID: threadID, RunID: q.RunID, Agent: q.Agent, Strategy: q.Strategy, dequeue: true, stops: q.Stops}

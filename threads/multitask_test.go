@@ -299,6 +299,20 @@ func testMultitask(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatalf("interrupts: %+v, %v", ints, err)
 		}
 	})
+	t.Run("UnstartableLeavesTheQueue", func(t *testing.T) {
+		// A queued run that cannot start (its agent is gone) leaves the
+		// queue; the run behind it runs.
+		f := newFixture(t, open, "question")
+		bad, err := f.svc.Submit(t.Context(), owner, "to nobody", threads.TurnOptions{ThreadID: f.thread, RunID: runstate.NewRunID(), Agent: "gone", Strategy: threads.Enqueue})
+		if err != nil || !bad.Queued {
+			t.Fatalf("enqueue: %+v, %v", bad, err)
+		}
+		s2 := f.post(t, "second", threads.Enqueue)
+		<-f.done
+		settled(t, f.st, f.thread, f.r0, s2.RunID)
+		equal(t, transcript(t, f.st, f.thread), []string{"user:hello", "assistant:" + longAnswer, "user:question", "assistant:" + longAnswer,
+			"user:second", "assistant:" + longAnswer})
+	})
 	for _, strat := range []threads.Strategy{threads.Enqueue, threads.Interrupt, threads.Rollback} {
 		t.Run("TwoConcurrent"+string(strat), func(t *testing.T) {
 			f := newFixture(t, open, "question")

@@ -95,11 +95,17 @@ func (s *Service) Turn(ctx context.Context, owner, input string, o TurnOptions) 
 		}
 		th, hist, err := s.prepare(ctx, owner, o)
 		if err != nil {
+			s.unstartable(ctx, owner, o, err)
 			yield(nil, err)
 			return
 		}
 		opts, stop := s.runOptions(owner, th, hist, &o)
+		started := false
 		for ev, err := range s.tracked(ctx, owner, th.ID, o.RunID, stop, s.r.Stream(ctx, input, opts...)) {
+			if err != nil && !started {
+				s.unstartable(ctx, owner, o, err)
+			}
+			started = started || err == nil
 			if !yield(ev, err) {
 				return
 			}
