@@ -320,6 +320,9 @@ func (s *Service) Close() error {
 	defs := make([]Definition, len(s.nets))
 	for i, n := range s.nets {
 		defs[i] = n.Definition
+		// Runs ending kick their threads' queues in the background: let
+		// them finish with the database open.
+		n.Threads.Wait()
 	}
 	return errors.Join(closeDefinitions(defs), s.be.close())
 }
