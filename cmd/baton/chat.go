@@ -111,7 +111,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if n.Summary == nil {
 		summaryNote = "the network declares no summary: model: /handoff is unavailable"
 	}
-	be := &chatStore{n: n, st: svc.Store(), owner: *owner}
+	be := newChatStore(n, svc.Store(), *owner)
 	info := chatInfo{Network: n.Name(), Fingerprint: n.Network.Fingerprint(), Owner: *owner, File: *network, SummaryNote: summaryNote,
 		Models: map[string]string{}}
 	for _, a := range n.Network.Agents() {
@@ -198,6 +198,14 @@ type chatBackend interface {
 	// Unfinished returns the unfinished run of a thread (waiting for
 	// approvals, stopped mid-step, or with a background worker), or nil.
 	Unfinished(ctx context.Context, threadID string) (*unfinishedRun, error)
+	// Submit puts a message typed during an answer in the thread's queue
+	// with strategy s (threads.Service.Submit) and returns its position;
+	// 0 when the thread was free (send it as a turn).
+	Submit(ctx context.Context, threadID, input string, s threads.Strategy) (int, error)
+	// Started delivers the queued messages whose turn has come; RunQueued
+	// runs one.
+	Started() <-chan threads.Queued
+	RunQueued(ctx context.Context, threadID string, q threads.Queued, report func(cleanupResult)) iter.Seq2[runner.Event, error]
 }
 
 // unfinishedRun is a run of a thread that has not ended.
@@ -214,6 +222,36 @@ type chatStore struct {
 	n     *service.Network
 	st    store.Store
 	owner string
+	// starts are the queued messages whose turn has come (the network's
+	// threads.Service.Start, see newChatStore).
+	starts chan threads.Queued
+}
+
+// newChatStore returns the chat's backend on n; the chat runs the queued
+// messages of its threads itself, so that it shows their answers.
+func newChatStore(n *service.Network, st store.Store, owner string) *chatStore {
+	c := &chatStore{n: n, st: st, owner: owner, starts: make(chan threads.Queued, 16)}
+	n.Threads.Start = func(_ context.Context, _, _ string, q threads.Queued) {
+		select {
+		case c.starts <- q:
+		default: // nobody takes it: it stays queued for the next run's end
+		}
+	}
+	return c
+}
+
+func (c *chatStore) Submit(ctx context.Context, threadID, input string, s threads.Strategy) (int, error) {
+	sub, err := c.n.Threads.Submit(ctx, c.owner, input, threads.TurnOptions{ThreadID: threadID, RunID: runstate.NewRunID(), Strategy: s})
+	if err != nil || !sub.Queued {
+		return 0, err
+	}
+	return sub.Position, nil
+}
+
+func (c *chatStore) Started() <-chan threads.Queued { return c.starts }
+
+func (c *chatStore) RunQueued(ctx context.Context, threadID string, q threads.Queued, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+	return c.reportCleanup(ctx, c.n.Threads.Turn(ctx, c.owner, q.Input, q.TurnOptions(threadID)), report)
 }
 
 func (c *chatStore) Turn(ctx context.Context, threadID, input string, report func(cleanupResult)) iter.Seq2[runner.Event, error] {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"charm.land/bubbles/v2/textarea"
 	"charm.land/bubbles/v2/viewport"
@@ -64,8 +65,21 @@ const (
 type (
 	runEventMsg struct{ ev runner.Event }
 	runDoneMsg  struct{ err error }
-	cleanupMsg  struct{ res cleanupResult }
-	previewMsg  struct {
+	// queuedMsg: a message typed during an answer was submitted (position
+	// in the thread's queue; 0: the thread was free).
+	queuedMsg struct {
+		text string
+		pos  int
+		err  error
+	}
+	// queuedStartMsg: the thread's next queued message starts (ok), or
+	// none came.
+	queuedStartMsg struct {
+		q  threads.Queued
+		ok bool
+	}
+	cleanupMsg struct{ res cleanupResult }
+	previewMsg struct {
 		p    *threadhandoff.Proposal
 		err  error
 		mode handoffMode
@@ -142,6 +156,10 @@ type chatModel struct {
 
 	// A thread handoff waiting for a decision.
 	proposal *threadhandoff.Proposal
+
+	// pending counts the messages typed during answers that wait in the
+	// thread's queue, to be run by this chat as they start.
+	pending int
 
 	// tokensIn and tokensOut count the tokens of this session's runs on
 	// the current thread.
@@ -272,6 +290,13 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.wait()
 	case runDoneMsg:
 		cmd = m.runDone(msg.err)
+		if cmd == nil && m.pending > 0 && m.mode == modeInput {
+			cmd = m.awaitQueued()
+		}
+	case queuedMsg:
+		cmd = m.queued(msg)
+	case queuedStartMsg:
+		cmd = m.queuedStart(msg)
 	case previewMsg:
 		cmd = m.previewed(msg)
 	case decideMsg:
@@ -344,8 +369,13 @@ func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
 			}
 			return nil
 		case "enter":
-			m.status = "still answering: enter sends once the answer is done (ctrl+c stops it)"
-			return nil
+			text := strings.TrimSpace(m.input.Value())
+			if text == "" || strings.HasPrefix(text, "/") || m.thread == "" {
+				m.status = "still answering: enter queues a message once the thread exists, commands wait (ctrl+c stops the answer)"
+				return nil
+			}
+			// Queued in the thread (durably): sent once the answer is done.
+			return m.multitask(text, threads.Enqueue)
 		}
 		// The next message can be typed while the answer streams.
 		var cmd tea.Cmd
@@ -467,6 +497,78 @@ func (m *chatModel) submit(text string) tea.Cmd {
 	return nil
 }
 
+// multitask submits text, typed while an answer streams, to the thread's
+// queue with strategy s (enqueue, or interrupt the answer), through the
+// library's threads.Service.Submit as the API's multitask_strategy does.
+func (m *chatModel) multitask(text string, s threads.Strategy) tea.Cmd {
+	m.input.Reset()
+	m.println("")
+	label := "you (queued): "
+	if s == threads.Interrupt {
+		label = "you (interrupting): "
+		m.status = "interrupting the answer…"
+	}
+	m.println(label + strings.ReplaceAll(text, "\n", "\n     "))
+	m.pending++
+	thread := m.thread
+	return func() tea.Msg {
+		pos, err := m.be.Submit(m.ctx, thread, text, s)
+		return queuedMsg{text: text, pos: pos, err: err}
+	}
+}
+
+// queued reports a submitted message: queued, refused, or (the thread was
+// free by then) run now.
+func (m *chatModel) queued(msg queuedMsg) tea.Cmd {
+	switch {
+	case msg.err != nil:
+		m.pending--
+		m.println("✗ not queued: " + msg.err.Error())
+	case msg.pos == 0:
+		m.pending--
+		if m.mode == modeInput {
+			thread := m.thread
+			return m.start(func(ctx context.Context, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+				return m.be.Turn(ctx, thread, msg.text, report)
+			})
+		}
+		m.input.SetValue(msg.text) // the thread is busy again: send it later
+	default:
+		m.println(fmt.Sprintf("· queued (%d): sent once the answer is done", msg.pos))
+	}
+	return nil
+}
+
+// awaitQueued waits for the thread's next queued message to start (the
+// end of the run before it starts it).
+func (m *chatModel) awaitQueued() tea.Cmd {
+	ch := m.be.Started()
+	return func() tea.Msg {
+		select {
+		case q := <-ch:
+			return queuedStartMsg{q: q, ok: true}
+		case <-time.After(10 * time.Second):
+			return queuedStartMsg{}
+		case <-m.ctx.Done():
+			return nil
+		}
+	}
+}
+
+// queuedStart runs the thread's next queued message here.
+func (m *chatModel) queuedStart(msg queuedStartMsg) tea.Cmd {
+	if !msg.ok {
+		m.pending = 0
+		m.println("· your queued messages wait in the thread's queue: they are sent after its run (/resume)")
+		return nil
+	}
+	m.pending = max(m.pending-1, 0)
+	thread, q := m.thread, msg.q
+	return m.start(func(ctx context.Context, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+		return m.be.RunQueued(ctx, thread, q, report)
+	})
+}
+
 // switchTo loads a thread to continue: its last messages and a run that
 // waits for approvals.
 func (m *chatModel) switchTo(id string) tea.Cmd {
@@ -496,8 +598,9 @@ const chatCommandsHelp = `commands:
   /new                start a new thread with the next message
   /resume             continue this thread's run that was stopped mid-step
   /quit               leave
-keys: enter sends · alt+enter or ctrl+j adds a line · pgup/pgdown scroll · ctrl+c stops an answer
-(what it streamed stays), a second ctrl+c quits; leaving prints the session and anything unsent`
+keys: enter sends (during an answer: queues it in the thread, sent once the answer is done) · alt+enter
+or ctrl+j adds a line · pgup/pgdown scroll · ctrl+c stops an answer (what it streamed stays), a second
+ctrl+c quits; leaving prints the session and anything unsent`
 
 // start runs a turn (or a resumed run) in a goroutine that feeds its
 // events to the program through m.events.

@@ -11,11 +11,15 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/summary"
 	"github.com/batonhq/baton/threadhandoff"
+	"github.com/batonhq/baton/threads"
 )
 
 // fakeChat is a chatBackend that plays scripted events and records what
@@ -31,6 +35,35 @@ type fakeChat struct {
 	resumed   [][]runner.Decision
 	decisions []threadhandoff.Decision
 	proposed  int // proposals stored
+	// submitted are the messages typed during answers, with their
+	// strategies; starts delivers them, as the end of the run before them
+	// would.
+	submitted []string
+	starts    chan threads.Queued
+}
+
+func (f *fakeChat) Submit(_ context.Context, _, input string, s threads.Strategy) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.submitted = append(f.submitted, string(s)+":"+input)
+	if f.starts == nil {
+		f.starts = make(chan threads.Queued, 16)
+	}
+	f.starts <- threads.Queued{RunID: "run_q", Input: input, Strategy: s}
+	return len(f.submitted), nil
+}
+
+func (f *fakeChat) Started() <-chan threads.Queued {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.starts == nil {
+		f.starts = make(chan threads.Queued, 16)
+	}
+	return f.starts
+}
+
+func (f *fakeChat) RunQueued(ctx context.Context, threadID string, q threads.Queued, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
+	return f.Turn(ctx, threadID, q.Input, report)
 }
 
 func (f *fakeChat) play(events []runner.Event, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
@@ -117,7 +150,7 @@ func drive(t *testing.T, m *chatModel, msgs ...tea.Msg) {
 		select {
 		case r := <-done:
 			switch r.(type) {
-			case runEventMsg, runDoneMsg, cleanupMsg, previewMsg, decideMsg, threadsMsg, switchMsg, unfinishedMsg:
+			case runEventMsg, runDoneMsg, cleanupMsg, previewMsg, decideMsg, threadsMsg, switchMsg, unfinishedMsg, queuedMsg, queuedStartMsg:
 				msgs = append(msgs, r)
 			}
 		case <-time.After(10 * time.Second):
@@ -368,5 +401,115 @@ func TestChatWrappedIncrementally(t *testing.T) {
 	drive(t, m, tea.WindowSizeMsg{Width: 24, Height: 30})
 	if got, want := m.wrapped(), wrapWords(m.transcript.String(), 24); got != want {
 		t.Fatalf("after a resize: wrapped\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestChatTypeWhileAnswering: a message sent (enter) while the answer
+// streams goes to the thread's queue (threads.Service.Submit, enqueue) and
+// is answered after it, by this chat.
+func TestChatTypeWhileAnswering(t *testing.T) {
+	for _, tc := range []struct {
+		key, strategy, label string
+	}{{"enter", "enqueue", "you (queued): and a refund"}} {
+		t.Run(tc.strategy, func(t *testing.T) {
+			f := &fakeChat{turn: func(input string) []runner.Event {
+				return []runner.Event{&runner.RunStartEvent{RunID: "run_" + input, ThreadID: "t1"}, &runner.AgentStartEvent{Agent: "billing"},
+					&runner.TextDeltaEvent{Agent: "billing", Delta: "about " + input}, &runner.RunEndEvent{Status: runstate.StatusCompleted}}
+			}}
+			m := newTestChat(t, f, "t1")
+			for _, r := range "I was charged twice" {
+				drive(t, m, tea.KeyPressMsg{Code: r, Text: string(r)})
+			}
+			_, wait := m.Update(press("enter")) // the answer streams: its events wait
+			if m.mode != modeRunning {
+				t.Fatalf("mode %d, want running", m.mode)
+			}
+			for _, r := range "and a refund" {
+				drive(t, m, tea.KeyPressMsg{Code: r, Text: string(r)})
+			}
+			drive(t, m, press(tc.key))
+			drive(t, m, wait()) // the first answer ends; the queued message starts
+			if m.mode != modeInput || m.pending != 0 {
+				t.Fatalf("mode %d, pending %d", m.mode, m.pending)
+			}
+			if got := strings.Join(f.submitted, "|"); got != tc.strategy+":and a refund" {
+				t.Fatalf("submitted %q", got)
+			}
+			if got := strings.Join(f.inputs, "|"); got != "I was charged twice|and a refund" {
+				t.Fatalf("turns %q", got)
+			}
+			wantTranscript(t, m, "you: I was charged twice", tc.label, "· queued (1)", "about I was charged twice", "about and a refund")
+		})
+	}
+}
+
+// TestChatStoreQueue: the chat's backend on a real service queues a
+// message typed during an answer in the thread (the library's Submit) and
+// is handed it when the answer ends, to run and show it.
+func TestChatStoreQueue(t *testing.T) {
+	ctx := context.Background()
+	m := scripted.New("talker", nil, scripted.Options{ChunkWords: 1, ChunkDelay: 20 * time.Millisecond, Reply: "one two three four five six seven eight"})
+	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "talk", Agents: []*agent.Agent{{Name: "talker", Model: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := service.Open(ctx, service.Config{Networks: []service.Definition{{Network: net}}, Database: "sqlite:" + t.TempDir() + "/chat.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	n, _ := svc.Network("talk")
+	be := newChatStore(n, svc.Store(), "local")
+
+	answer := func(seq func(func(runner.Event, error) bool), started chan<- string) string {
+		thread := ""
+		for ev, err := range seq {
+			if err != nil {
+				t.Error(err)
+				return thread
+			}
+			switch e := ev.(type) {
+			case *runner.RunStartEvent:
+				thread = e.ThreadID
+			case *runner.TextDeltaEvent:
+				if started != nil {
+					started <- thread
+					started = nil
+				}
+			}
+		}
+		return thread
+	}
+	thread := answer(be.Turn(ctx, "", "hello", nil), nil)
+	started := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		answer(be.Turn(ctx, thread, "question", nil), started)
+	}()
+	<-started
+	pos, err := be.Submit(ctx, thread, "typed while answering", threads.Enqueue)
+	if err != nil || pos != 1 {
+		t.Fatalf("submit: %d, %v", pos, err)
+	}
+	<-done
+	select {
+	case q := <-be.Started():
+		answer(be.RunQueued(ctx, thread, q, nil), nil)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the queued message did not come")
+	}
+	msgs, err := svc.Store().ListMessages(ctx, &store.ListMessagesParams{OwnerID: "local", ThreadID: thread})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range msgs {
+		got = append(got, string(m.Role)+":"+m.Text())
+	}
+	want := "user:hello|assistant:one two three four five six seven eight|user:question|assistant:one two three four five six seven eight|" +
+		"user:typed while answering|assistant:one two three four five six seven eight"
+	if strings.Join(got, "|") != want {
+		t.Fatalf("thread %q", got)
 	}
 }
