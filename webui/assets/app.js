@@ -309,7 +309,15 @@
     el.textContent = statusText[s] || s;
     el.className = "badge s-" + s;
     el.dataset.status = s;
-    $("send").disabled = s === "running" || s === "suspended" || s === "interrupted";
+    // While the agent answers, a message is queued (multitask_strategy
+    // enqueue) or interrupts the answer; a run waiting for approval waits.
+    $("send").disabled = s === "interrupted";
+    $("send").textContent = answering(s) ? "Queue" : "Send";
+    $("interrupt-send").hidden = !answering(s);
+  }
+
+  function answering(s) {
+    return s === "running" || s === "suspended";
   }
 
   function setAgent(a) {
@@ -508,8 +516,12 @@
     box.scrollTop = box.scrollHeight;
   }
 
-  function userBubble(text) {
+  function userBubble(text, strategy) {
     const el = make("div", "msg user", undefined, "user-message");
+    if (strategy) {
+      el.dataset.strategy = strategy;
+      el.appendChild(make("div", "who", strategy === "enqueue" ? "queued: sent once the answer is done" : "interrupting the answer"));
+    }
     el.appendChild(make("div", "body", text));
     $("messages").appendChild(el);
     scroll();
@@ -852,12 +864,25 @@
 
   // ---- sending -------------------------------------------------------
 
-  async function send() {
+  // send sends the typed message. While the agent answers, it goes to the
+  // thread's queue (enqueue), or with strategy "interrupt" stops the answer
+  // where it is and runs next; the thread's events show its run.
+  async function send(strategy) {
     const th = state.thread;
     const text = $("input").value.trim();
     if (!th || !text) return;
     $("send-error").textContent = "";
     $("input").value = "";
+    if (answering($("status").dataset.status)) {
+      strategy = strategy || "enqueue";
+      userBubble(text, strategy);
+      try {
+        await api("POST", "/v1/threads/" + th.id + "/runs", { input: text, multitask_strategy: strategy });
+      } catch (e) {
+        $("send-error").textContent = e.message;
+      }
+      return;
+    }
     userBubble(text);
     setStatus("running");
     try {
@@ -887,6 +912,7 @@
   });
   $("more-threads").addEventListener("click", () => loadThreads(false));
   $("composer").addEventListener("submit", (e) => { e.preventDefault(); send(); });
+  $("interrupt-send").addEventListener("click", () => send("interrupt"));
   $("input").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); if (!$("send").disabled) send(); }
   });

@@ -90,6 +90,27 @@ test("send a message; watch the transfer and the background continuation complet
   await shot("03-background-completed");
 }));
 
+test("type while the agent answers: the message is queued, then answered after the answer", () => step("queue", async () => {
+  await newThread("research");
+  await send("How did EV sales develop in 2025?");
+  // The slow tool goes to the background: the agent is still answering.
+  await page.getByTestId("background-notice").waitFor();
+  assert.equal(await page.getByTestId("send").textContent(), "Queue");
+  assert.ok(await page.getByTestId("interrupt-send").isVisible());
+  await send("Thanks, great report");
+  await page.locator('[data-testid="user-message"][data-strategy="enqueue"]').filter({ hasText: "Thanks, great report" }).waitFor();
+  await shot("03b-queued");
+  // The queued message runs once the first answer is done, then completes.
+  await page.getByTestId("assistant-message").filter({ hasText: "You're welcome" }).waitFor({ timeout: 60000 });
+  await waitStatus("completed", 60000);
+  const answers = await page.getByTestId("assistant-message").allTextContents();
+  const report = answers.findIndex((a) => a.includes("RPT-42"));
+  const welcome = answers.findIndex((a) => a.includes("You're welcome"));
+  assert.ok(report >= 0 && welcome > report, "the queued message is answered after the first answer");
+  assert.equal(await page.getByTestId("send").textContent(), "Send");
+  await shot("03c-queued-answered");
+}));
+
 test("approve an interrupt", () => step("interrupt", async () => {
   await newThread("support");
   await send("I want a refund for order 1234");
