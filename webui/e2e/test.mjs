@@ -111,6 +111,22 @@ test("type while the agent answers: the message is queued, then answered after t
   await shot("03c-queued-answered");
 }));
 
+test("interrupt the agent: its answer stops where it is, the new message is answered", () => step("interrupt-answer", async () => {
+  await newThread("research");
+  await send("How did EV sales develop in 2025?");
+  await page.getByTestId("background-notice").waitFor();
+  await page.getByTestId("input").fill("Thanks, that will do");
+  await page.getByTestId("interrupt-send").click();
+  await page.locator('[data-testid="user-message"][data-strategy="interrupt"]').waitFor();
+  await page.getByTestId("assistant-message").filter({ hasText: "You're welcome" }).waitFor({ timeout: 60000 });
+  await waitStatus("completed", 60000);
+  // Reloaded, the thread has both messages and no run waiting.
+  await page.reload();
+  await page.getByTestId("user-message").filter({ hasText: "Thanks, that will do" }).waitFor();
+  await waitStatus("completed");
+  await shot("03d-interrupted");
+}));
+
 test("approve an interrupt", () => step("interrupt", async () => {
   await newThread("support");
   await send("I want a refund for order 1234");
