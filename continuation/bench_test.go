@@ -242,26 +242,7 @@ func benchBaton(b *testing.B, st store.Store) {
 	if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
 		b.Fatal(err)
 	}
-	turn := func(i int) (string, time.Time) {
-		var run string
-		for ev, err := range svc.Turn(ctx, owner, fmt.Sprintf("Where is order %d?", i), threads.TurnOptions{RunOptions: cont.RunOptions()}) {
-			if err != nil {
-				b.Fatal(err)
-			}
-			switch e := ev.(type) {
-			case *runner.RunStartEvent:
-				run = e.RunID
-			case *runner.RunEndEvent:
-				if e.Status != runstate.StatusSuspended {
-					b.Fatalf("turn %d ended %s", i, e.Status)
-				}
-				// The hand-over committed before run_end.
-				return run, time.Now()
-			}
-		}
-		b.Fatal("no run_end")
-		return "", time.Time{}
-	}
+	turn := func(i int) (string, time.Time) { return benchTurn(b, svc, cont.RunOptions(), i) }
 	// Latency, one continuation at a time.
 	var lat, full []time.Duration
 	for i := range benchLatencySamples {
@@ -310,6 +291,29 @@ func benchBaton(b *testing.B, st store.Store) {
 		time.Sleep(time.Millisecond)
 	}
 	b.ReportMetric(float64(benchBatonJobs)/time.Unix(0, last.Load()).Sub(start).Seconds(), "worker-per-s")
+}
+
+// benchTurn runs turn i on a new thread of svc with opts, which hands the
+// run over, and returns the run and the time its hand-over had committed.
+func benchTurn(b *testing.B, svc *threads.Service, opts []runner.RunOption, i int) (string, time.Time) {
+	var run string
+	for ev, err := range svc.Turn(context.Background(), owner, fmt.Sprintf("Where is order %d?", i), threads.TurnOptions{RunOptions: opts}) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		switch e := ev.(type) {
+		case *runner.RunStartEvent:
+			run = e.RunID
+		case *runner.RunEndEvent:
+			if e.Status != runstate.StatusSuspended {
+				b.Fatalf("turn %d ended %s", i, e.Status)
+			}
+			// The hand-over committed before run_end.
+			return run, time.Now()
+		}
+	}
+	b.Fatal("no run_end")
+	return "", time.Time{}
 }
 
 // benchNetwork is the benchmarks' network: a call of the slow tool, then
