@@ -60,8 +60,8 @@ type Config struct {
 	Adopt bool
 	// Continuation tunes the background path: JobTimeout,
 	// RescueStuckJobsAfter, MaxAttempts, retry delays, River's fetch
-	// timings (FetchPollInterval defaults to 250ms on SQLite, whose River
-	// driver polls), LeaseTTL, AdoptEvery, Draft, Notice, ErrorText, and
+	// timings (FetchPollInterval defaults to 250ms on SQLite, where other
+	// processes' jobs are found by polling), LeaseTTL, AdoptEvery, Draft, Notice, ErrorText, and
 	// Queue (one network only; by default each network has the queue
 	// [continuation.QueueName]). The service sets the rest.
 	Continuation continuation.Config
@@ -232,8 +232,10 @@ func (s *Service) continuationConfig(cfg Config, name string, networks int) cont
 		c.Queue = continuation.QueueName(name)
 	}
 	if _, ok := s.be.store.(*sqlitestore.Store); ok && c.FetchPollInterval == 0 {
-		// River's SQLite driver has no notifications: poll often enough
-		// for a person watching the stream.
+		// River's SQLite driver learns of other processes' jobs by
+		// polling (its notification table every 50 ms, jobs every
+		// FetchPollInterval); this process's own hand-overs wake its
+		// workers at once (continuation's in-process wake).
 		c.FetchPollInterval = 250 * time.Millisecond
 	}
 	if tel := cfg.Telemetry; tel != nil && tel.TracingEnabled() {
