@@ -266,6 +266,20 @@ const RolledBack = "rolled_back"
 // StatusQueued is the status of a run waiting in its thread's queue.
 const StatusQueued runstate.Status = "queued"
 
+// Stop asks run runID, if this process executes it, to stop at its next
+// safe boundary for reason (such as "interrupt"), keeping what it did (see
+// runner.Stopper): the run completes, an answer being streamed kept and
+// marked partial. It reports whether the run executes here; it does not
+// wait.
+func (s *Service) Stop(runID, reason string) bool {
+	a := s.activeRun(runID)
+	if a == nil {
+		return false
+	}
+	a.stop.Stop(reason)
+	return true
+}
+
 // stopRun asks run runID to stop for reason (interrupt or rollback) when
 // this process executes it, and waits until it has: it stops at its next
 // safe boundary, keeping what it did. A run executed nowhere or elsewhere

@@ -206,6 +206,10 @@ type chatBackend interface {
 	// runs one.
 	Started() <-chan threads.Queued
 	RunQueued(ctx context.Context, threadID string, q threads.Queued, report func(cleanupResult)) iter.Seq2[runner.Event, error]
+	// Stop asks a run this chat executes to stop at its next safe
+	// boundary, keeping what it said (threads.Service.Stop); false when it
+	// does not execute here.
+	Stop(runID string) bool
 }
 
 // unfinishedRun is a run of a thread that has not ended.
@@ -249,6 +253,10 @@ func (c *chatStore) Submit(ctx context.Context, threadID, input string, s thread
 }
 
 func (c *chatStore) Started() <-chan threads.Queued { return c.starts }
+
+func (c *chatStore) Stop(runID string) bool {
+	return c.n.Threads.Stop(runID, string(threads.Interrupt))
+}
 
 func (c *chatStore) RunQueued(ctx context.Context, threadID string, q threads.Queued, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
 	return c.reportCleanup(ctx, c.n.Threads.Turn(ctx, c.owner, q.Input, q.TurnOptions(threadID)), report)

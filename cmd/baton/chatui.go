@@ -357,14 +357,18 @@ func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
 	case modeRunning:
 		switch k.String() {
 		case "ctrl+c":
-			// The run stops at its next event and is recorded as failed,
-			// so that the thread takes the next message; what it streamed
-			// stays. A second ctrl+c quits (the run, cancelled mid-step,
-			// stays resumable: /resume).
+			// The run stops at its next safe boundary, keeping what it
+			// said (an answer cut short is kept, marked partial), and
+			// completes, so that the thread takes the next message. A run
+			// the chat cannot ask (not started yet) stops at its next event
+			// and is recorded as failed. A second ctrl+c quits (the run,
+			// cancelled mid-step, stays resumable: /resume).
 			m.quitArmed = true
 			if !m.stopped {
 				m.stopped = true
-				m.stop.Store(true)
+				if m.runID == "" || !m.be.Stop(m.runID) {
+					m.stop.Store(true)
+				}
 				m.status = "stopping… (ctrl+c again quits)"
 			}
 			return nil

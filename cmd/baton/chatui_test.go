@@ -53,6 +53,8 @@ func (f *fakeChat) Submit(_ context.Context, _, input string, s threads.Strategy
 	return len(f.submitted), nil
 }
 
+func (f *fakeChat) Stop(string) bool { return false }
+
 func (f *fakeChat) Started() <-chan threads.Queued {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -448,18 +450,7 @@ func TestChatTypeWhileAnswering(t *testing.T) {
 // is handed it when the answer ends, to run and show it.
 func TestChatStoreQueue(t *testing.T) {
 	ctx := context.Background()
-	m := scripted.New("talker", nil, scripted.Options{ChunkWords: 1, ChunkDelay: 20 * time.Millisecond, Reply: "one two three four five six seven eight"})
-	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "talk", Agents: []*agent.Agent{{Name: "talker", Model: m}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := service.Open(ctx, service.Config{Networks: []service.Definition{{Network: net}}, Database: "sqlite:" + t.TempDir() + "/chat.db"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	n, _ := svc.Network("talk")
-	be := newChatStore(n, svc.Store(), "local")
+	svc, be := talkStore(t)
 
 	answer := func(seq func(func(runner.Event, error) bool), started chan<- string) string {
 		thread := ""
@@ -511,5 +502,56 @@ func TestChatStoreQueue(t *testing.T) {
 		"user:typed while answering|assistant:one two three four five six seven eight"
 	if strings.Join(got, "|") != want {
 		t.Fatalf("thread %q", got)
+	}
+}
+
+// talkStore is the chat's backend on a real service whose one agent
+// answers every message slowly, a word every 20ms.
+func talkStore(t *testing.T) (*service.Service, *chatStore) {
+	t.Helper()
+	m := scripted.New("talker", nil, scripted.Options{ChunkWords: 1, ChunkDelay: 20 * time.Millisecond, Reply: "one two three four five six seven eight"})
+	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "talk", Agents: []*agent.Agent{{Name: "talker", Model: m}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := service.Open(context.Background(), service.Config{Networks: []service.Definition{{Network: net}}, Database: "sqlite:" + t.TempDir() + "/chat.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	n, _ := svc.Network("talk")
+	return svc, newChatStore(n, svc.Store(), "local")
+}
+
+// TestChatStoreStop: ctrl+c's stop of a real run keeps what it said: the
+// run completes with the answer so far, stored marked partial.
+func TestChatStoreStop(t *testing.T) {
+	svc, be := talkStore(t)
+	var runID, thread string
+	var end *runner.RunEndEvent
+	for ev, err := range be.Turn(t.Context(), "", "hello", nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := ev.(type) {
+		case *runner.RunStartEvent:
+			runID, thread = e.RunID, e.ThreadID
+		case *runner.TextDeltaEvent:
+			if !be.Stop(runID) {
+				t.Fatal("the run does not execute here")
+			}
+		case *runner.RunEndEvent:
+			end = e
+		}
+	}
+	if end == nil || end.Status != runstate.StatusCompleted || end.Output == "" || end.Output == "one two three four five six seven eight" {
+		t.Fatalf("run_end %+v, want completed with the answer so far", end)
+	}
+	msgs, err := svc.Store().ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "local", ThreadID: thread})
+	if err != nil || len(msgs) != 2 || msgs[1].Metadata["partial"] != true || msgs[1].Text() != end.Output {
+		t.Fatalf("stored %+v, %v", msgs, err)
+	}
+	if be.Stop(runID) {
+		t.Fatal("a finished run still executes")
 	}
 }
