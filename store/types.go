@@ -189,6 +189,12 @@ type AppendMessagesParams struct {
 	OwnerID  string
 	ThreadID string
 	Messages []NewMessage
+	// Thread, when not nil, is set to the thread as the append leaves it,
+	// by the statement that numbers the messages (no second read). That
+	// statement locks the thread's row until the transaction ends: a
+	// change of the thread committed before it is seen, any other commits
+	// after the transaction.
+	Thread *Thread
 }
 
 // GetMessageParams are the params of [Ops.GetMessage].

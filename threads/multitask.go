@@ -381,9 +381,11 @@ func settle(ctx context.Context, tx store.Tx, owner, runID string, reason Strate
 }
 
 // Kick starts the next run of a thread's queue if the thread is free,
-// through [Service.Start]. Runs ending in this process kick their thread;
-// call it to recover a queue whose kick was lost (its process died between
-// a run's end and the next run's start). Errors are logged.
+// through [Service.Start]. Runs ending in this process kick their thread,
+// unless their final checkpoint saw its queue empty (a run enqueued after
+// that is kicked by its Submit); call it to recover a queue whose kick was
+// lost (its process died between a run's end and the next run's start).
+// Errors are logged.
 func (s *Service) Kick(ctx context.Context, owner, threadID string) {
 	ctx = store.ContextWithOwner(ctx, owner)
 	th, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: threadID})

@@ -313,6 +313,39 @@ func testMultitask(t *testing.T, open func(t *testing.T) store.Store) {
 		equal(t, transcript(t, f.st, f.thread), []string{"user:hello", "assistant:" + longAnswer, "user:question", "assistant:" + longAnswer,
 			"user:second", "assistant:" + longAnswer})
 	})
+	t.Run("EnqueueRacesTheEnd", func(t *testing.T) {
+		// A run's end kicks its thread only when its final checkpoint saw
+		// runs in the queue; a run enqueued after that is started by its
+		// own Submit. Posts land at every moment of the busy run, its end
+		// included: each is answered, none stays in the queue.
+		f := newFixture(t, open, "question")
+		want := []string{"user:hello", "assistant:" + longAnswer, "user:question", "assistant:" + longAnswer}
+		for i := range 12 {
+			r0, done := f.r0, f.done
+			if i > 0 {
+				r0, done = busy(t, f.svc, f.thread, "question")
+				want = append(want, "user:question", "assistant:"+longAnswer)
+			}
+			time.Sleep(time.Duration(i) * 30 * time.Millisecond)
+			input := fmt.Sprintf("post %d", i)
+			o := threads.TurnOptions{ThreadID: f.thread, RunID: runstate.NewRunID(), Strategy: threads.Enqueue}
+			sub, err := f.svc.Submit(t.Context(), owner, input, o)
+			if err == nil && !sub.Queued {
+				_, err = drain(t, f.svc.Turn(t.Context(), owner, input, o))
+			}
+			if err != nil {
+				t.Fatalf("post %d: %v", i, err)
+			}
+			<-done
+			for id, s := range settled(t, f.st, f.thread, r0, o.RunID) {
+				if s.Status != runstate.StatusCompleted {
+					t.Fatalf("post %d: run %s %s", i, id, s.Status)
+				}
+			}
+			want = append(want, "user:"+input, "assistant:"+longAnswer)
+		}
+		equal(t, transcript(t, f.st, f.thread), want)
+	})
 	for _, strat := range []threads.Strategy{threads.Enqueue, threads.Interrupt, threads.Rollback} {
 		t.Run("TwoConcurrent"+string(strat), func(t *testing.T) {
 			f := newFixture(t, open, "question")

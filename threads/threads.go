@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -99,9 +100,9 @@ func (s *Service) Turn(ctx context.Context, owner, input string, o TurnOptions) 
 			yield(nil, err)
 			return
 		}
-		opts, stop := s.runOptions(owner, th, hist, &o)
+		opts, ck, stop := s.runOptions(owner, th, hist, &o)
 		started := false
-		for ev, err := range s.tracked(ctx, owner, th.ID, o.RunID, stop, s.r.Stream(ctx, input, opts...)) {
+		for ev, err := range s.tracked(ctx, owner, th.ID, o.RunID, ck, stop, s.r.Stream(ctx, input, opts...)) {
 			if err != nil && !started {
 				s.unstartable(ctx, owner, o, err)
 			}
@@ -115,7 +116,7 @@ func (s *Service) Turn(ctx context.Context, owner, input string, o TurnOptions) 
 
 // runOptions are the options of a new run on th: its thread, history,
 // checkpointer, id and stopper, then o's.
-func (s *Service) runOptions(owner string, th *store.Thread, hist []message.Message, o *TurnOptions) ([]runner.RunOption, *runner.Stopper) {
+func (s *Service) runOptions(owner string, th *store.Thread, hist []message.Message, o *TurnOptions) ([]runner.RunOption, *checkpointer, *runner.Stopper) {
 	if o.RunID == "" {
 		o.RunID = runstate.NewRunID()
 	}
@@ -128,7 +129,7 @@ func (s *Service) runOptions(owner string, th *store.Thread, hist []message.Mess
 	if o.Agent != "" {
 		opts = append(opts, runner.WithAgent(o.Agent))
 	}
-	return append(opts, o.RunOptions...), stop
+	return append(opts, o.RunOptions...), ck, stop
 }
 
 // Run is Turn without events: it returns the result.
@@ -138,7 +139,7 @@ func (s *Service) Run(ctx context.Context, owner, input string, o TurnOptions) (
 	if err != nil {
 		return nil, err
 	}
-	opts, stop := s.runOptions(owner, th, hist, &o)
+	opts, ck, stop := s.runOptions(owner, th, hist, &o)
 	var res *runner.Result
 	run := func(yield func(runner.Event, error) bool) {
 		res, err = s.r.Run(ctx, input, opts...)
@@ -146,7 +147,7 @@ func (s *Service) Run(ctx context.Context, owner, input string, o TurnOptions) (
 			yield(runEndEvent(res), nil)
 		}
 	}
-	for range s.tracked(ctx, owner, th.ID, o.RunID, stop, run) {
+	for range s.tracked(ctx, owner, th.ID, o.RunID, ck, stop, run) {
 		continue
 	}
 	return res, err
@@ -269,7 +270,7 @@ func (s *Service) ResumeCheckpoint(ctx context.Context, owner string, cp *store.
 		stop := runner.NewStopper()
 		opts = append([]runner.RunOption{runner.WithCheckpointer(ck), runner.WithStopper(stop)}, opts...)
 		ctx = store.ContextWithOwner(ctx, owner)
-		for ev, err := range s.tracked(ctx, owner, cp.ThreadID, cp.RunID, stop, s.r.ResumeStream(ctx, cp.State, opts...)) {
+		for ev, err := range s.tracked(ctx, owner, cp.ThreadID, cp.RunID, ck, stop, s.r.ResumeStream(ctx, cp.State, opts...)) {
 			if !yield(ev, err) {
 				return
 			}
@@ -306,6 +307,13 @@ type checkpointer struct {
 	// thread, which must be free (see Service.gate); dequeue: the run is
 	// the next of the thread's queue.
 	gate, dequeue bool
+	// ended: the last write was the run's end (a terminal status), and its
+	// transaction saw the thread's queue empty with the thread's row
+	// locked. A run enqueued after that commits after it, and its
+	// Submit kicks the thread itself: the run's end need not (see
+	// Service.tracked). Atomic: the run may write in a goroutine of its
+	// own.
+	ended atomic.Bool
 }
 
 // Checkpoint implements runner.Checkpointer.
@@ -316,18 +324,20 @@ func (c *checkpointer) Checkpoint(ctx context.Context, st *runstate.State) error
 // CheckpointTx implements runner.TxCheckpointer: the extensions' AtBoundary
 // run in the checkpoint's transaction, with its store.Tx.
 func (c *checkpointer) CheckpointTx(ctx context.Context, st *runstate.State, at func(tx any, checkpointID string) error) error {
-	cp, err := c.write(ctx, st, at)
+	c.ended.Store(false)
+	cp, th, err := c.write(ctx, st, at)
 	if c.create != nil && errors.Is(err, errNoOwner) {
 		// The owner usually exists; it is created only when the store
 		// says it is missing, and the write is tried again.
 		if _, err := c.s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: c.owner}); err != nil {
 			return fmt.Errorf("threads: owner %s: %w", c.owner, err)
 		}
-		cp, err = c.write(ctx, st, at)
+		cp, th, err = c.write(ctx, st, at)
 	}
 	if err != nil {
 		return err
 	}
+	c.ended.Store(th != nil && st.Status.Terminal() && len(QueueOf(th)) == 0)
 	c.create, c.gate = nil, false
 	c.parent = cp.ID
 	c.persisted = len(st.Transcript)
@@ -351,17 +361,19 @@ func (c *checkpointer) newMessages(st *runstate.State) []store.NewMessage {
 	return nm
 }
 
-// write writes one checkpoint's transaction.
-func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx any, checkpointID string) error) (*store.Checkpoint, error) {
-	var cp *store.Checkpoint
-	err := c.s.st.Tx(ctx, func(tx store.Tx) error {
+// write writes one checkpoint's transaction. th is the thread as the
+// transaction left it, when it wrote the thread's row (nil if not).
+func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx any, checkpointID string) error) (cp *store.Checkpoint, th *store.Thread, err error) {
+	err = c.s.st.Tx(ctx, func(tx store.Tx) error {
+		cp, th = nil, nil
 		news := c.newMessages(st)
 		if c.create != nil {
 			// A new thread, created with the agent that runs first and the
 			// run's messages so far.
 			create := *c.create
 			create.ActiveAgent, create.Messages, news = st.Agent, news, nil
-			if _, err := tx.CreateThread(ctx, &create); err != nil {
+			var err error
+			if th, err = tx.CreateThread(ctx, &create); err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					return fmt.Errorf("%w: %w", errNoOwner, err)
 				}
@@ -385,12 +397,13 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 			return fmt.Errorf("save checkpoint: %w", err)
 		}
 		if len(news) > 0 {
-			if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: c.owner, ThreadID: c.threadID, Messages: news}); err != nil {
+			th = new(store.Thread)
+			if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: c.owner, ThreadID: c.threadID, Messages: news, Thread: th}); err != nil {
 				return fmt.Errorf("append messages: %w", err)
 			}
 		}
 		if c.threadID != "" && st.Agent != c.agent && c.create == nil {
-			if _, err := tx.SetActiveAgent(ctx, &store.SetActiveAgentParams{OwnerID: c.owner, ThreadID: c.threadID, Agent: st.Agent}); err != nil {
+			if th, err = tx.SetActiveAgent(ctx, &store.SetActiveAgentParams{OwnerID: c.owner, ThreadID: c.threadID, Agent: st.Agent}); err != nil {
 				return fmt.Errorf("set active agent: %w", err)
 			}
 		}
@@ -401,13 +414,14 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		}
 		return nil
 	})
-	return cp, err
+	return cp, th, err
 }
 
 // tracked runs events, a run of owner on threadID this process executes,
 // as a run that [Service.Submit] can stop (stop is the run's Stopper); when
-// it ends completed or failed, the thread's queue is kicked.
-func (s *Service) tracked(ctx context.Context, owner, threadID, runID string, stop *runner.Stopper, events iter.Seq2[runner.Event, error]) iter.Seq2[runner.Event, error] {
+// it ends completed or failed, the thread's queue is kicked, unless ck, the
+// run's checkpointer, wrote its end and saw the queue empty then.
+func (s *Service) tracked(ctx context.Context, owner, threadID, runID string, ck *checkpointer, stop *runner.Stopper, events iter.Seq2[runner.Event, error]) iter.Seq2[runner.Event, error] {
 	return func(yield func(runner.Event, error) bool) {
 		a := &active{stop: stop, done: make(chan struct{})}
 		s.running.Store(runID, a)
@@ -415,7 +429,7 @@ func (s *Service) tracked(ctx context.Context, owner, threadID, runID string, st
 		defer func() {
 			s.running.CompareAndDelete(runID, a)
 			close(a.done)
-			if threadID != "" && (end == "" || end.Terminal()) {
+			if threadID != "" && (end == "" || end.Terminal()) && !ck.ended.Load() {
 				s.bg.Go(func() { s.Kick(context.WithoutCancel(ctx), owner, threadID) })
 			}
 		}()

@@ -625,8 +625,9 @@ func testMessagesAppendList(t *testing.T, s store.Store, b *bundle) {
 		t.Fatalf("GetMessage = %+v, want %+v", got, out[2])
 	}
 
+	var after store.Thread
 	more := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
-		Messages: []store.NewMessage{{Message: message.User("again")}}}))(t)
+		Messages: []store.NewMessage{{Message: message.User("again")}}, Thread: &after}))(t)
 	if more[0].Seq != int64(len(in)+1) {
 		t.Fatalf("next seq = %d", more[0].Seq)
 	}
@@ -656,6 +657,9 @@ func testMessagesAppendList(t *testing.T, s store.Store, b *bundle) {
 	if updated.UpdatedAt.Before(more[0].CreatedAt) || updated.Version != th.Version {
 		t.Fatalf("thread after append: updated %v (message %v), version %d", updated.UpdatedAt, more[0].CreatedAt, updated.Version)
 	}
+	if !reflect.DeepEqual(&after, updated) {
+		t.Fatalf("AppendMessages' Thread:\n got %+v\nwant %+v", &after, updated)
+	}
 	empty := newThread(t, s, b)
 	if got := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: empty.ID}))(t); got == nil || len(got) != 0 {
 		t.Fatalf("empty thread lists %v", got)
@@ -663,6 +667,8 @@ func testMessagesAppendList(t *testing.T, s store.Store, b *bundle) {
 	_, err := s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: "missing"})
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: "missing", Messages: in[:1]})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: "missing", Messages: in[:1], Thread: &after})
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.Message{Role: "robot"}}}})

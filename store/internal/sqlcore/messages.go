@@ -133,14 +133,33 @@ func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesPara
 		if len(nms) == 0 {
 			last(q)
 		}
+		const reserve = `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
+			WHERE owner_id = $1 AND id = $2 RETURNING next_seq`
 		var next int64
-		if err := q.QueryRow(ctx, `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
-			WHERE owner_id = $1 AND id = $2 RETURNING next_seq`,
-			p.OwnerID, p.ThreadID, len(nms), now).Scan(&next); err != nil {
-			return nil, err
+		if p.Thread == nil {
+			if err := q.QueryRow(ctx, reserve, p.OwnerID, p.ThreadID, len(nms), now).Scan(&next); err != nil {
+				return nil, err
+			}
+		} else {
+			th, err := scanThread(seqRow{q.QueryRow(ctx, reserve+", "+threadCols, p.OwnerID, p.ThreadID, len(nms), now), &next})
+			if err != nil {
+				return nil, err
+			}
+			*p.Thread = *th
 		}
 		return insertMessages(ctx, q, p.OwnerID, p.ThreadID, next-int64(len(nms)), nms, now)
 	})
+}
+
+// seqRow is a row of next_seq followed by a thread's columns: Scan reads
+// the first into seq, the rest into dest.
+type seqRow struct {
+	Row
+	seq *int64
+}
+
+func (r seqRow) Scan(dest ...any) error {
+	return r.Row.Scan(append([]any{r.seq}, dest...)...)
 }
 
 // newMessage is a message to insert, checked and encoded.
