@@ -3,6 +3,9 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -54,7 +57,9 @@ type lazyQuerier struct {
 var errRolledBack = errors.New("pgstore: transaction rolled back at commit")
 
 // Defer queues a statement whose result is not needed to be sent with the
-// next one. Dialect.LockRun uses it.
+// next one. Dialect.LockRun uses it. sql is "SELECT " and a list of
+// expressions, its parameters numbered from $1: the deferred statements
+// and the scope go as one such SELECT (see lead).
 func (q *lazyQuerier) Defer(sql string, args ...any) {
 	q.prelude = append(q.prelude, queued{sql, args})
 }
@@ -115,12 +120,14 @@ func (b *batch) finish(err error) error {
 // the scope when it begins the write transaction (inTx; the connection is
 // acquired here), the scope alone when it runs in an implicit transaction
 // of its own, nothing more when it continues the write transaction; then
-// the deferred statements.
+// the deferred statements. The scope and the deferred statements are one
+// statement (selectList): a transaction's scope and its run's lock cost one.
 func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, error) {
 	if q.held && q.done {
 		return nil, pgx.ErrTxClosed
 	}
 	b := &pgx.Batch{}
+	var pre []queued
 	switch {
 	case inTx && q.conn == nil:
 		conn, err := q.pool.Acquire(ctx)
@@ -131,14 +138,41 @@ func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, error) {
 		b.Queue("begin")
 		fallthrough
 	case !inTx:
-		st := scopeStmt(q.role, q.sc, false)
+		pre = append(pre, scopeStmt(q.role, q.sc, false))
+	}
+	pre = append(pre, q.prelude...)
+	q.prelude = nil
+	for _, st := range selectList(pre) {
 		b.Queue(st.sql, st.args...)
 	}
-	for _, p := range q.prelude {
-		b.Queue(p.sql, p.args...)
-	}
-	q.prelude = nil
 	return b, nil
+}
+
+// param is a statement's parameter.
+var param = regexp.MustCompile(`\$[0-9]+`)
+
+// selectList joins consecutive statements that are each "SELECT " and a
+// list of expressions (parameters from $1) into one SELECT of all their
+// expressions, in order, parameters renumbered. Other statements are left
+// as they are.
+func selectList(stmts []queued) []queued {
+	var out []queued
+	for _, st := range stmts {
+		list, ok := strings.CutPrefix(st.sql, "SELECT ")
+		n := len(out)
+		if !ok || n == 0 || !strings.HasPrefix(out[n-1].sql, "SELECT ") {
+			out = append(out, st)
+			continue
+		}
+		prev := &out[n-1]
+		k := len(prev.args)
+		prev.sql += ", " + param.ReplaceAllStringFunc(list, func(p string) string {
+			i, _ := strconv.Atoi(p[1:])
+			return "$" + strconv.Itoa(i+k)
+		})
+		prev.args = append(prev.args[:k:k], st.args...)
+	}
+	return out
 }
 
 // send runs sql, with what must precede it (lead), and returns the batch
