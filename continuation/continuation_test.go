@@ -322,7 +322,7 @@ func TestSameEventManyTimes(t *testing.T) {
 			// loaded machine: then exactly one delivery claims the run.
 			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) {
 				c.testNoUnique, c.Workers = true, 8
-				c.JobTimeout, c.RescueStuckJobsAfter = 10*time.Second, 15*time.Second
+				c.JobTimeout, c.RescueStuckJobsAfter = 30*time.Second, 45*time.Second
 			})
 			_, run, h := b.handOver(t)
 			// 99 more deliveries of the same job.
