@@ -11,13 +11,10 @@ import (
 
 func TestHub(t *testing.T) {
 	t.Parallel()
-	for name, open := range testdb.Backends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			drafttest.Run(t, func(t *testing.T) (draft.Broker, store.Store) {
-				st := open(t)
-				return draft.NewHub(st), st
-			})
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		drafttest.Run(t, func(t *testing.T) (draft.Broker, store.Store) {
+			st := open(t)
+			return draft.NewHub(st), st
 		})
-	}
+	})
 }

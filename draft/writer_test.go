@@ -39,90 +39,87 @@ func (l *flushLog) times() []time.Time {
 // soon as Bytes accumulate, and a late subscriber sees the current draft.
 func TestWriterCadence(t *testing.T) {
 	t.Parallel()
-	for name, open := range testdb.Backends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			const interval = 200 * time.Millisecond
-			st := open(t)
-			t.Run("Interval", func(t *testing.T) {
-				tg := drafttest.Target(t, st, "o")
-				log := &flushLog{Hub: draft.NewHub(st)}
-				w := draft.NewWriter(t.Context(), st, log, tg, draft.Options{Interval: interval, Bytes: 1536})
-				start := time.Now()
-				for time.Since(start) < 2*time.Second {
-					w.WriteString("tok ")
-					time.Sleep(10 * time.Millisecond)
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		const interval = 200 * time.Millisecond
+		st := open(t)
+		t.Run("Interval", func(t *testing.T) {
+			tg := drafttest.Target(t, st, "o")
+			log := &flushLog{Hub: draft.NewHub(st)}
+			w := draft.NewWriter(t.Context(), st, log, tg, draft.Options{Interval: interval, Bytes: 1536})
+			start := time.Now()
+			for time.Since(start) < 2*time.Second {
+				w.WriteString("tok ")
+				time.Sleep(10 * time.Millisecond)
+			}
+			at := log.times()
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			// 2s of trickle at one flush per 200ms: about 10 flushes, never
+			// more often than the interval. (The upper bounds are loose: a
+			// loaded machine delays timers and writes.)
+			if len(at) < 4 || len(at) > 11 {
+				t.Fatalf("%d flushes in 2s, want about 10", len(at))
+			}
+			if first := at[0].Sub(start); first < interval*3/4 || first > interval+time.Second {
+				t.Errorf("first flush after %s, want about %s", first, interval)
+			}
+			for i := 1; i < len(at); i++ {
+				gap := at[i].Sub(at[i-1])
+				if gap < interval*3/4 || gap > interval+time.Second {
+					t.Errorf("flush %d came %s after the previous one, want about %s", i, gap, interval)
 				}
-				at := log.times()
-				if err := w.Close(); err != nil {
-					t.Fatal(err)
-				}
-				// 2s of trickle at one flush per 200ms: about 10 flushes, never
-				// more often than the interval. (The upper bounds are loose: a
-				// loaded machine delays timers and writes.)
-				if len(at) < 4 || len(at) > 11 {
-					t.Fatalf("%d flushes in 2s, want about 10", len(at))
-				}
-				if first := at[0].Sub(start); first < interval*3/4 || first > interval+time.Second {
-					t.Errorf("first flush after %s, want about %s", first, interval)
-				}
-				for i := 1; i < len(at); i++ {
-					gap := at[i].Sub(at[i-1])
-					if gap < interval*3/4 || gap > interval+time.Second {
-						t.Errorf("flush %d came %s after the previous one, want about %s", i, gap, interval)
-					}
-				}
-			})
-			t.Run("Bytes", func(t *testing.T) {
-				tg := drafttest.Target(t, st, "o")
-				log := &flushLog{Hub: draft.NewHub(st)}
-				w := draft.NewWriter(t.Context(), st, log, tg, draft.Options{Interval: time.Hour, Bytes: 1024})
-				start := time.Now()
-				chunk := strings.Repeat("b", 256)
-				for range 16 { // 4 KiB
-					w.WriteString(chunk)
-					time.Sleep(2 * time.Millisecond)
-				}
-				// No timer will fire: what is flushed is flushed because Bytes
-				// accumulated. Writes that arrive during a flush join the next
-				// one, so less than Bytes may stay unflushed until Close.
-				var d *store.Draft
-				deadline := time.Now().Add(10 * time.Second)
-				for {
-					var err error
-					d, err = st.GetDraft(t.Context(), &store.GetDraftParams{OwnerID: "o", MessageID: tg.MessageID})
-					if err == nil && 4096-len(d.Text) < 1024 {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("draft not flushed by bytes: %v, %v", d, err)
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				at := log.times()
-				if len(at) < 2 {
-					t.Fatalf("%d flushes of 4 KiB with Bytes 1 KiB, want 2 or more", len(at))
-				}
-				if d := at[0].Sub(start); d > time.Second {
-					t.Errorf("first byte-triggered flush after %s", d)
-				}
-				if err := w.Close(); err != nil {
-					t.Fatal(err)
-				}
-				d, err := st.GetDraft(t.Context(), &store.GetDraftParams{OwnerID: "o", MessageID: tg.MessageID})
-				if err != nil || len(d.Text) != 4096 {
-					t.Fatalf("after Close: %v, %v; want all 4096 bytes", d, err)
-				}
-				// A late subscriber gets the current draft first.
-				for u, err := range log.Subscribe(t.Context(), draft.Filter{OwnerID: "o", MessageID: tg.MessageID}) {
-					if err != nil || len(u.Text) != 4096 || u.Version != d.Version {
-						t.Fatalf("late subscriber's first update: %d bytes v%d, %v", len(u.Text), u.Version, err)
-					}
+			}
+		})
+		t.Run("Bytes", func(t *testing.T) {
+			tg := drafttest.Target(t, st, "o")
+			log := &flushLog{Hub: draft.NewHub(st)}
+			w := draft.NewWriter(t.Context(), st, log, tg, draft.Options{Interval: time.Hour, Bytes: 1024})
+			start := time.Now()
+			chunk := strings.Repeat("b", 256)
+			for range 16 { // 4 KiB
+				w.WriteString(chunk)
+				time.Sleep(2 * time.Millisecond)
+			}
+			// No timer will fire: what is flushed is flushed because Bytes
+			// accumulated. Writes that arrive during a flush join the next
+			// one, so less than Bytes may stay unflushed until Close.
+			var d *store.Draft
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				var err error
+				d, err = st.GetDraft(t.Context(), &store.GetDraftParams{OwnerID: "o", MessageID: tg.MessageID})
+				if err == nil && 4096-len(d.Text) < 1024 {
 					break
 				}
-			})
+				if time.Now().After(deadline) {
+					t.Fatalf("draft not flushed by bytes: %v, %v", d, err)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			at := log.times()
+			if len(at) < 2 {
+				t.Fatalf("%d flushes of 4 KiB with Bytes 1 KiB, want 2 or more", len(at))
+			}
+			if d := at[0].Sub(start); d > time.Second {
+				t.Errorf("first byte-triggered flush after %s", d)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			d, err := st.GetDraft(t.Context(), &store.GetDraftParams{OwnerID: "o", MessageID: tg.MessageID})
+			if err != nil || len(d.Text) != 4096 {
+				t.Fatalf("after Close: %v, %v; want all 4096 bytes", d, err)
+			}
+			// A late subscriber gets the current draft first.
+			for u, err := range log.Subscribe(t.Context(), draft.Filter{OwnerID: "o", MessageID: tg.MessageID}) {
+				if err != nil || len(u.Text) != 4096 || u.Version != d.Version {
+					t.Fatalf("late subscriber's first update: %d bytes v%d, %v", len(u.Text), u.Version, err)
+				}
+				break
+			}
 		})
-	}
+	})
 }
 
 // fakeTimers records armed timers; the test fires them.

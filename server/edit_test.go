@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/store"
 )
 
 // TestEditRefusedBySchema: an approval edit whose arguments fail the tool's
@@ -52,10 +53,7 @@ func TestEditRefusedBySchema(t *testing.T) {
 // testdb.Backends, each on its own served store.
 func onBackends(t *testing.T, test func(t *testing.T, b *bundle), opts ...cfgOption) {
 	t.Helper()
-	for name, open := range testdb.Backends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			test(t, setupStore(t, open(t), opts...))
-		})
-	}
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		test(t, setupStore(t, open(t), opts...))
+	})
 }

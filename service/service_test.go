@@ -34,77 +34,74 @@ func example(name string) string { return filepath.Join("..", "examples", name, 
 // turn runs through them on both backends.
 func TestOpen(t *testing.T) {
 	t.Parallel()
-	for name, open := range testdb.Backends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx := t.Context()
-			st := open(t)
-			svc, err := service.Open(ctx, service.Config{Store: st, Files: []string{example("support"), example("research")}, Workers: 1, Adopt: true})
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		ctx := t.Context()
+		st := open(t)
+		svc, err := service.Open(ctx, service.Config{Store: st, Files: []string{example("support"), example("research")}, Workers: 1, Adopt: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch br := svc.Broker().(type) {
+		case *draft.Hub:
+			if _, ok := st.(*sqlitestore.Store); !ok {
+				t.Errorf("broker %T on %T", br, st)
+			}
+		case *pgbroker.Broker:
+			if _, ok := st.(*sqlitestore.Store); ok {
+				t.Errorf("broker %T on SQLite", br)
+			}
+		default:
+			t.Errorf("broker %T", br)
+		}
+		if err := svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := svc.Stop(sctx); err != nil {
+				t.Error(err)
+			}
+			if err := svc.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		var names []string
+		for _, n := range svc.Networks() {
+			names = append(names, n.Name())
+			if n.Runner == nil || n.Threads == nil || n.ThreadHandoff == nil || n.Continuation == nil {
+				t.Fatalf("network %s is not assembled: %+v", n.Name(), n)
+			}
+		}
+		if strings.Join(names, ",") != "research,support" {
+			t.Errorf("networks %v, want research and support by name", names)
+		}
+		n, ok := svc.Network("support")
+		if !ok {
+			t.Fatal("no support network")
+		}
+		var end *runner.RunEndEvent
+		for ev, err := range n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			switch br := svc.Broker().(type) {
-			case *draft.Hub:
-				if _, ok := st.(*sqlitestore.Store); !ok {
-					t.Errorf("broker %T on %T", br, st)
-				}
-			case *pgbroker.Broker:
-				if _, ok := st.(*sqlitestore.Store); ok {
-					t.Errorf("broker %T on SQLite", br)
-				}
-			default:
-				t.Errorf("broker %T", br)
+			if e, ok := ev.(*runner.RunEndEvent); ok {
+				end = e
 			}
-			if err := svc.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				if err := svc.Stop(sctx); err != nil {
-					t.Error(err)
-				}
-				if err := svc.Close(); err != nil {
-					t.Error(err)
-				}
-			}()
-			var names []string
-			for _, n := range svc.Networks() {
-				names = append(names, n.Name())
-				if n.Runner == nil || n.Threads == nil || n.ThreadHandoff == nil || n.Continuation == nil {
-					t.Fatalf("network %s is not assembled: %+v", n.Name(), n)
-				}
-			}
-			if strings.Join(names, ",") != "research,support" {
-				t.Errorf("networks %v, want research and support by name", names)
-			}
-			n, ok := svc.Network("support")
-			if !ok {
-				t.Fatal("no support network")
-			}
-			var end *runner.RunEndEvent
-			for ev, err := range n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if e, ok := ev.(*runner.RunEndEvent); ok {
-					end = e
-				}
-			}
-			if end == nil || end.Status != runstate.StatusCompleted || end.LastAgent != "billing" {
-				t.Fatalf("turn ended %+v, want completed by billing", end)
-			}
-			// The run's lease was taken by its first checkpoint and released
-			// by its last: nothing is left to adopt.
-			if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: "ann", RunID: "x"}); !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("lease lookup: %v", err)
-			}
-			leases, err := st.ExpiredLeases(ctx, &store.ExpiredLeasesParams{})
-			if err != nil || len(leases) != 0 {
-				t.Errorf("leases left: %v, %v", leases, err)
-			}
-		})
-	}
+		}
+		if end == nil || end.Status != runstate.StatusCompleted || end.LastAgent != "billing" {
+			t.Fatalf("turn ended %+v, want completed by billing", end)
+		}
+		// The run's lease was taken by its first checkpoint and released
+		// by its last: nothing is left to adopt.
+		if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: "ann", RunID: "x"}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("lease lookup: %v", err)
+		}
+		leases, err := st.ExpiredLeases(ctx, &store.ExpiredLeasesParams{})
+		if err != nil || len(leases) != 0 {
+			t.Errorf("leases left: %v, %v", leases, err)
+		}
+	})
 }
 
 // TestOpenRefuses: no network, a network twice, a tool implementation for

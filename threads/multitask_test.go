@@ -203,12 +203,9 @@ func TestParseStrategy(t *testing.T) {
 // TestMultitask: each double-texting strategy on SQLite and PostgreSQL,
 // with one post and with two concurrent ones.
 func TestMultitask(t *testing.T) {
-	for name, open := range testdb.Backends(t) {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testMultitask(t, func(t *testing.T) store.Store { return open(t) })
-		})
-	}
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		testMultitask(t, func(t *testing.T) store.Store { return open(t) })
+	})
 }
 
 func testMultitask(t *testing.T, open func(t *testing.T) store.Store) {

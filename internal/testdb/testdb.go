@@ -38,6 +38,18 @@ func Backends(t testing.TB) map[string]func(t testing.TB) store.Store {
 	return out
 }
 
+// Each runs f as a parallel subtest of t on each of [Backends], with the
+// opener of its stores.
+func Each(t *testing.T, f func(t *testing.T, open func(t testing.TB) store.Store)) {
+	t.Helper()
+	for name, open := range Backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f(t, open)
+		})
+	}
+}
+
 // URL returns the PostgreSQL test database's URL. Without one it skips the
 // test, or fails it when CI=true.
 func URL(t testing.TB) string {
