@@ -23,10 +23,7 @@ import (
 // complete it, JobCompleteTx running in the owner's transaction.
 func TestRiverJobsUnderRowLevelSecurity(t *testing.T) {
 	t.Parallel()
-	u := pgURL(t)
-	if u == "" {
-		t.Skip(testdb.URLVar + " is not set")
-	}
+	u := testdb.URL(t) // skips without PostgreSQL, fails so in CI
 	tools := newToolLog()
 	b := setup(t, backend{"Postgres", func(t testing.TB) store.Store {
 		return testdb.PostgresWith(t, u, store.Options{MaxConns: pgMaxConns})

@@ -103,7 +103,7 @@ func TestNoFolderNoStrayFile(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	def, err := store.DefaultSQLitePath()
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	for _, u := range []string{"", "sqlite:" + def} {
 		s, err := open.Open(ctx, u, nil)
