@@ -6,6 +6,7 @@ import (
 	"io"
 	"iter"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ type slowChat struct {
 	fakeChat
 	started chan struct{} // the first delta was taken
 	ended   chan struct{} // the turn's events ended
+	deltas  atomic.Int32  // deltas the chat took
 }
 
 const slowThread = "0193a2b4-5c6d-7e8f-9a0b-1c2d3e4f5a6b"
@@ -37,6 +39,7 @@ func (s *slowChat) Turn(ctx context.Context, _, input string, _ func(cleanupResu
 			if !yield(&runner.TextDeltaEvent{Agent: "billing", Delta: "partial "}, nil) {
 				return
 			}
+			s.deltas.Add(1)
 			if i == 0 {
 				close(s.started)
 			}
@@ -114,13 +117,15 @@ func TestChatCtrlC(t *testing.T) {
 	if got := fm.input.Value(); got != "and a refund" {
 		t.Errorf("input %q: what was typed during the answer is lost", got)
 	}
-	wantTranscript(t, fm, "you: I was charged twice", "billing: partial ", "· stopped")
+	// Every delta the chat took before the stop is kept, none lost.
+	streamed := "billing: " + strings.Repeat("partial ", int(f.deltas.Load()))
+	wantTranscript(t, fm, "you: I was charged twice", streamed+"\n", "· stopped")
 	if fm.thread != slowThread || fm.threadName != "I was charged twice" {
 		t.Errorf("thread %q %q", fm.thread, fm.threadName)
 	}
 	var out bytes.Buffer
 	fm.farewell(&out, "examples/support/network.yaml")
-	for _, want := range []string{"billing: partial ", "\nnot sent: and a refund\n",
+	for _, want := range []string{streamed + "\n", "\nnot sent: and a refund\n",
 		`baton chat: thread ` + slowThread + ` «I was charged twice» (continue with: baton chat --network examples/support/network.yaml --thread 3e4f5a6b)`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("leaving prints no %q:\n%s", want, out.String())
