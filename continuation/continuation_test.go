@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/logtest"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
@@ -320,10 +321,19 @@ func TestSameEventManyTimes(t *testing.T) {
 			tools := newToolLog()
 			// A lease long enough that no delivery outlives it, even on a
 			// loaded machine: then exactly one delivery claims the run.
+			logger, logs := logtest.New()
 			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) {
 				c.testNoUnique, c.Workers = true, 8
 				c.JobTimeout, c.RescueStuckJobsAfter = 30*time.Second, 45*time.Second
+				c.Logger = logger
 			})
+			defer func() {
+				// A second claim has a cause in the log (a transient
+				// failure, a delivery past its lease): show it.
+				if t.Failed() {
+					t.Logf("the continuation's log:\n%s", logs)
+				}
+			}()
 			_, run, h := b.handOver(t)
 			// 99 more deliveries of the same job.
 			cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
