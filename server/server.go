@@ -231,6 +231,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/responses", streaming|openAI, s.responses)
 	s.handle("GET /a2a/{network}/.well-known/agent-card.json", public, s.a2aCard)
 	s.handle("POST /a2a/{network}", streaming, s.a2aRPC)
+	s.handle("POST /v1/agui/{network}", streaming, s.aguiRun)
 	if len(s.netList) == 1 {
 		s.handle("GET /.well-known/agent-card.json", public, s.a2aCard)
 	}
