@@ -3,11 +3,16 @@ package continuation
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
 	"github.com/batonhq/baton/internal/logtest"
+	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
@@ -407,5 +412,81 @@ func TestReplayOfCompletedJob(t *testing.T) {
 	}
 	if _, calls := tools.total(); calls != 1 {
 		t.Errorf("tool ran %d times", calls)
+	}
+}
+
+// TestClaimRace: a delivery reads the job run (never claimed, attempt 0)
+// just before another delivery's claim commits, then finds that claim's
+// checkpoint as the run's latest: its own claim must roll back, not count a
+// second attempt and run the run beside the first. (PostgreSQL: SQLite runs
+// one write transaction at a time, so the second claim cannot interleave.)
+func TestClaimRace(t *testing.T) {
+	t.Parallel()
+	var pg *backend
+	for _, be := range backends(t) {
+		if be.name == "Postgres" {
+			pg = &be
+		}
+	}
+	if pg == nil {
+		t.Skip("PostgreSQL only, and no PostgreSQL URL is set (" + testdb.URLVar + ")")
+	}
+	ctx := t.Context()
+	tools := newToolLog()
+	read, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b := setup(t, *pg, network(t, tools, "", scripted.Options{}), tools, func(c *Config) {
+		c.testHook = func(step string) error {
+			if step != "claim read" {
+				return nil
+			}
+			first := false
+			once.Do(func() { first = true })
+			if first {
+				close(read)
+				<-release
+			}
+			return nil
+		}
+	})
+	_, run, h := b.handOver(t)
+	cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := Args{OwnerID: owner, ThreadID: cp.ThreadID, RunID: run, EventID: h.EventID, JobRunID: h.JobRun.ID, Fingerprint: cp.Fingerprint}
+	job := func(id int64) *river.Job[Args] {
+		return &river.Job[Args]{JobRow: &rivertype.JobRow{ID: id, Attempt: 1}, Args: args}
+	}
+	late := make(chan error, 1)
+	go func() {
+		c, err := b.cont.claim(ctx, job(2))
+		if err == nil {
+			err = fmt.Errorf("late claim succeeded: attempt %d", c.attempt)
+		}
+		late <- err
+	}()
+	<-read // the late delivery has read the job run at attempt 0
+	first, err := b.cont.claim(ctx, job(1))
+	if err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	close(release)
+	if err := <-late; !isLost(err) {
+		t.Fatalf("late claim: %v, want a lost claim (*store.TransitionError or *store.StaleWriteError)", err)
+	}
+	jr, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if jr.Status != store.JobProcessing || jr.Attempt != 1 || first.attempt != 1 {
+		t.Errorf("job run %s attempt %d (first claim's attempt %d), want processing at attempt 1", jr.Status, jr.Attempt, first.attempt)
+	}
+	latest, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latest.ID != first.cp.ID {
+		t.Errorf("latest checkpoint %s (step %d), want the first claim's %s", latest.ID, latest.Step, first.cp.ID)
 	}
 }

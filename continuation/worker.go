@@ -196,6 +196,9 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 		if s.taken(c, jr) {
 			return nil
 		}
+		if err := s.inject("claim read"); err != nil {
+			return err
+		}
 		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: a.OwnerID, RunID: a.RunID, Fingerprint: s.fp})
 		if err != nil {
 			return err
@@ -217,10 +220,20 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 				Metadata: map[string]any{MetaContinuation: map[string]any{"run_id": a.RunID, "job_run_id": a.JobRunID, "status": "streaming"}}}); err != nil {
 				return err
 			}
+			read := jr
 			jr, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing,
-				ExpectedAttempt: jr.Attempt})
+				ExpectedAttempt: read.Attempt})
 			if err != nil {
 				return err
+			}
+			if jr.Attempt != read.Attempt+1 {
+				// ExpectedAttempt 0 does not fence: a claim that committed
+				// after this delivery read the job run (attempt 0, never
+				// claimed) moved it on, and this transition counted a
+				// second claim on top of it. Roll back: that claim works
+				// the run.
+				return &store.TransitionError{Kind: "job run", ID: a.JobRunID, From: string(read.Status), To: string(store.JobProcessing),
+					Reason: fmt.Sprintf("claimed by another delivery meanwhile (attempt %d, read %d)", jr.Attempt-1, read.Attempt)}
 			}
 			c.attempt = jr.Attempt
 			return nil
@@ -245,8 +258,10 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 		}
 		// A claim that committed after the first read of the job run (its
 		// checkpoint is then the parent of ours) moved the job run's
-		// attempt on: start's transition, fenced on the attempt read,
-		// fails with a *store.TransitionError and rolls this claim back.
+		// attempt on: start's transition, fenced on the attempt read (and
+		// checked for the attempt it made, for a first claim, which the
+		// store does not fence), fails with a *store.TransitionError and
+		// rolls this claim back.
 		return start()
 	})
 	if err != nil {
