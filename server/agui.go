@@ -475,9 +475,13 @@ func (s *Server) aguiResume(ctx context.Context, c *caller, nw *network, q *agui
 }
 
 // aguiCursor is the position of an AG-UI event, its SSE id: the baton
-// event it comes from (At), its index among the AG-UI events made of it
-// (K), and, when a text message is open after it, that message's number
-// and the bytes of its text sent (N, B). Text form: "AT:K" or "AT:K:N:B".
+// event it comes from (At), how many AG-UI events made of that baton event
+// follow it (K: 0 for the last), and, when a text message is open after
+// it, that message's number and the bytes of its text sent (N, B). Text
+// form: "AT:K" or "AT:K:N:B". K counts from the end because the events a
+// baton event makes differ only at their start: a message whose deltas
+// were streamed ends it (TEXT_MESSAGE_END), the same message rebuilt from a
+// checkpoint (no deltas) opens, fills and ends it.
 type aguiCursor struct {
 	At   runlog.Cursor
 	K    int
@@ -526,12 +530,13 @@ func parseAGUICursor(s string) (aguiCursor, error) {
 	return c, nil
 }
 
-// before reports whether c comes before the event at (at, k).
+// before reports whether c comes before the event at (at, k), k counted
+// from the end as K is.
 func (c aguiCursor) before(at runlog.Cursor, k int) bool {
 	if !c.set {
 		return true
 	}
-	return c.At.Less(at) || c.At == at && c.K < k
+	return c.At.Less(at) || c.At == at && k < c.K
 }
 
 // aguiFold turns a baton run's events into AG-UI events. It is fed every
@@ -862,7 +867,23 @@ func (f *aguiFold) stream(ctx context.Context, s *Server, run *runEntry, start r
 	return func(yield func(sse.Event, error) bool) {
 		reconciled := !from.set
 		done := false
+		seq, ord := -1, 0
 		err := s.eachEntry(ctx, run, runlog.Cursor{}, func(e runlog.Entry) bool {
+			// The events a run did not number (N.M) are numbered by the
+			// order of the stored ones among them: a followed worker's
+			// events come after its drafts in a live log (N.2 after the
+			// draft N.1) and without them when rebuilt (N.1), the same
+			// event either way. A draft stands where the event before it
+			// does.
+			if e.At.Seq != seq {
+				seq, ord = e.At.Seq, 0
+			}
+			if e.Type != "draft" && e.At.Sub > 0 {
+				ord++
+			}
+			if e.At.Sub > 0 {
+				e.At.Sub = ord
+			}
 			if from.set && !reconciled && from.At.Less(e.At) {
 				// The client is past every event before this one: what it
 				// holds of an open text message is in its id (the deltas
@@ -880,7 +901,8 @@ func (f *aguiFold) stream(ctx context.Context, s *Server, run *runEntry, start r
 			if !start.Less(e.At) {
 				return true // before the AG-UI run
 			}
-			for k, ev := range evs {
+			for i, ev := range evs {
+				k := len(evs) - 1 - i
 				if !from.before(e.At, k) {
 					if ev.settle {
 						// The client has the end of this AG-UI run.
@@ -889,12 +911,18 @@ func (f *aguiFold) stream(ctx context.Context, s *Server, run *runEntry, start r
 					}
 					continue
 				}
-				id := aguiCursor{At: e.At, K: k, set: true, text: ev.open, N: ev.n, B: ev.b}
+				id := aguiCursor{At: e.At, K: k, set: true, text: ev.open, N: ev.n, B: ev.b}.String()
+				if e.Type == "draft" {
+					// A worker's progress is not stored: it has no place
+					// a reconnect could resume from, so no id (the
+					// client's Last-Event-ID stays the event before).
+					id = ""
+				}
 				data, err := json.Marshal(ev.v)
 				if err != nil {
 					continue
 				}
-				if !yield(sse.Event{ID: id.String(), Type: ev.v["type"].(string), Data: data}, nil) {
+				if !yield(sse.Event{ID: id, Type: ev.v["type"].(string), Data: data}, nil) {
 					done = true
 					return false
 				}

@@ -1,0 +1,357 @@
+package server_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/netspec"
+	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/service"
+	"github.com/batonhq/baton/store"
+)
+
+// aguiNetwork has every kind of event in one run: the triage agent streams
+// text and transfers to the helper, which calls a tool, then one that needs
+// approval (the run stops for a decision), then a slow one (the run goes to
+// a background worker), then answers.
+const aguiNetwork = `
+version: 1
+name: agui
+entry: triage
+limits: {max_turns: 12, max_transfers: 3, timeout: 60s}
+tools:
+  - name: lookup
+    description: Look up an order.
+    parameters: {type: object, properties: {order_id: {type: string}}, required: [order_id]}
+    result: {order_id: "1234", status: delivered}
+  - name: refund
+    description: Refund an amount. Needs approval.
+    approval: required
+    parameters: {type: object, properties: {amount: {type: number}}, required: [amount]}
+    result: {refund_id: R-1}
+  - name: report
+    description: File a report. Slow.
+    slow: true
+    parameters: {type: object, properties: {topic: {type: string}}, required: [topic]}
+    result: {report_id: RPT-1}
+agents:
+  - name: triage
+    description: Routes.
+    instructions: Route to the helper.
+    model: scripted
+    stream: {chunk_words: 2, delay: 5ms}
+    script:
+      - text: Let me get the helper for you right away.
+        tool_calls:
+          - name: transfer_to_helper
+            arguments: {}
+    transfers:
+      - to: helper
+        description: Helps with orders.
+  - name: helper
+    description: Helps with orders.
+    instructions: Help.
+    model: scripted
+    stream: {chunk_words: 2, delay: 5ms}
+    tools: [lookup, refund, report]
+    script:
+      - tool_calls: [{name: lookup, arguments: {order_id: "1234"}}]
+      - tool_calls: [{name: refund, arguments: {amount: 5}}]
+      - tool_calls: [{name: report, arguments: {topic: refunds}}]
+      - text: Refund R-1 is issued and report RPT-1 is filed.
+`
+
+func withAGUINetwork(t testing.TB) cfgOption {
+	return func(o *options) {
+		spec, err := netspec.Parse([]byte(aguiNetwork), "agui.yaml", netspec.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.service.Networks = append(o.service.Networks, service.DefinitionOf(spec))
+	}
+}
+
+func randomID(t testing.TB) string {
+	t.Helper()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// aguiInput is a RunAgentInput.
+func aguiInput(thread, run, text string, resume ...map[string]any) map[string]any {
+	in := map[string]any{"threadId": thread, "runId": run, "state": map[string]any{"app": map[string]any{"page": 1}},
+		"messages": []any{map[string]any{"id": "u1", "role": "user", "content": text}}, "tools": []any{}, "context": []any{}, "forwardedProps": map[string]any{}}
+	if len(resume) > 0 {
+		in["resume"] = resume
+	}
+	return in
+}
+
+// aguiTypes are the AG-UI types of events, CUSTOM with its name; the
+// drafts of a background worker (as many as its flushes) are left out.
+func aguiTypes(evs []event) []string {
+	var out []string
+	for _, e := range evs {
+		switch {
+		case e.Type == "CUSTOM" && e.Data["name"] == "baton.draft":
+		case e.Type == "CUSTOM":
+			out = append(out, "CUSTOM "+fmt.Sprint(e.Data["name"]))
+		default:
+			out = append(out, e.Type)
+		}
+	}
+	return out
+}
+
+// normalized is a stream with each text message's content events joined
+// into one and the drafts left out: the same for a client that got the
+// deltas live and one that reconnected after a restart (rebuilt events
+// carry a message's text whole).
+func normalized(t testing.TB, evs []event) []string {
+	t.Helper()
+	var out []string
+	text := map[string]*strings.Builder{}
+	for _, e := range evs {
+		switch {
+		case e.Type == "CUSTOM" && e.Data["name"] == "baton.draft":
+		case e.Type == "TEXT_MESSAGE_CONTENT":
+			text[e.Data["messageId"].(string)].WriteString(e.Data["delta"].(string))
+		case e.Type == "TEXT_MESSAGE_START":
+			if text[e.Data["messageId"].(string)] != nil {
+				t.Fatalf("message %s started twice", e.Data["messageId"])
+			}
+			text[e.Data["messageId"].(string)] = &strings.Builder{}
+			out = append(out, e.Raw)
+		case e.Type == "TEXT_MESSAGE_END":
+			id := e.Data["messageId"].(string)
+			out = append(out, "TEXT "+id+": "+text[id].String(), e.Raw)
+		default:
+			out = append(out, e.Raw)
+		}
+	}
+	return out
+}
+
+// checkAGUIOrder checks what @ag-ui/client's verifier checks: the first
+// event is RUN_STARTED, content only inside its message, tool call events
+// inside START/END, steps closed before RUN_FINISHED, nothing after it;
+// and that the ids increase.
+func checkAGUIOrder(t testing.TB, evs []event) {
+	t.Helper()
+	open, calls, steps := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for i, e := range evs {
+		if i == 0 && e.Type != "RUN_STARTED" {
+			t.Fatalf("first event %s", e.Type)
+		}
+		// A draft has no id: the reader keeps the one before.
+		if i > 0 && !isDraft(e) && !aguiIDLess(evs[i-1].ID, e.ID) {
+			t.Fatalf("ids not increasing at %d: %s then %s", i, evs[i-1].ID, e.ID)
+		}
+		id, _ := e.Data["messageId"].(string)
+		call, _ := e.Data["toolCallId"].(string)
+		step, _ := e.Data["stepName"].(string)
+		bad := false
+		switch e.Type {
+		case "TEXT_MESSAGE_START":
+			bad, open[id] = open[id], true
+		case "TEXT_MESSAGE_CONTENT":
+			bad = !open[id] || e.Data["delta"] == ""
+		case "TEXT_MESSAGE_END":
+			bad = !open[id]
+			delete(open, id)
+		case "TOOL_CALL_START":
+			bad, calls[call] = calls[call], true
+		case "TOOL_CALL_ARGS":
+			bad = !calls[call]
+		case "TOOL_CALL_END":
+			bad = !calls[call]
+			delete(calls, call)
+		case "STEP_STARTED":
+			bad, steps[step] = steps[step], true
+		case "STEP_FINISHED":
+			bad = !steps[step]
+			delete(steps, step)
+		case "RUN_FINISHED", "RUN_ERROR":
+			bad = len(open)+len(calls)+len(steps) > 0 || i != len(evs)-1
+		}
+		if bad {
+			t.Fatalf("event %d %s out of order: %v", i, e.Raw, aguiTypes(evs))
+		}
+	}
+}
+
+func noDrafts(evs []event) []event {
+	var out []event
+	for _, e := range evs {
+		if !isDraft(e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func isDraft(e event) bool { return e.Type == "CUSTOM" && e.Data["name"] == "baton.draft" }
+
+// aguiIDLess compares AG-UI event ids "SEQ[.SUB]:K[:N:B]" (K counts the
+// events of the same baton event that follow).
+func aguiIDLess(a, b string) bool {
+	pa, pb := strings.Split(a, ":"), strings.Split(b, ":")
+	if pa[0] != pb[0] {
+		return idLess(pa[0], pb[0])
+	}
+	var ka, kb int
+	fmt.Sscan(pa[1], &ka)
+	fmt.Sscan(pb[1], &kb)
+	return ka > kb
+}
+
+// TestAGUI drives the agui network through POST /v1/agui/{network}: the
+// first request streams the text, the transfer, a tool call and the
+// approval the run stops for; the second answers it (resume) and streams
+// the run to its end across its hand-over to a background worker. Every
+// reconnect with Last-Event-ID, to the same server or to a new one on the
+// same store (a restart), gets exactly the rest.
+func TestAGUI(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		b := setupStore(t, open(t), withAGUINetwork(t))
+		thread := "agui-" + randomID(t)
+		first := aguiInput(thread, "run-1", "I need a refund for order 1234")
+		resp, ch := b.stream(t, b.keyA, "POST", "/v1/agui/agui", first)
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || resp.Header.Get("Baton-Thread-Id") != thread {
+			t.Fatalf("POST /v1/agui/agui: %d %v", resp.StatusCode, resp.Header)
+		}
+		runID := resp.Header.Get("Baton-Run-Id")
+		evs := collect(t, ch, nil)
+		checkAGUIOrder(t, evs)
+		want := []string{"RUN_STARTED", "STATE_SNAPSHOT", "STEP_STARTED",
+			"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+			"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",
+			"CUSTOM baton.transfer", "STATE_DELTA", "STEP_FINISHED", "STEP_STARTED",
+			"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",
+			"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
+			"STEP_FINISHED", "RUN_FINISHED"}
+		if got := aguiTypes(evs); !reflect.DeepEqual(got, want) {
+			t.Fatalf("first run:\n got %v\nwant %v", got, want)
+		}
+		if evs[0].Data["runId"] != "run-1" || evs[0].Data["threadId"] != thread || evs[len(evs)-1].Data["runId"] != "run-1" {
+			t.Fatalf("runId and threadId not echoed: %s … %s", evs[0].Raw, evs[len(evs)-1].Raw)
+		}
+		snap := evs[1].Data["snapshot"].(map[string]any)
+		if snap["app"] == nil || snap["baton"].(map[string]any)["run_id"] != runID || evs[2].Data["stepName"] != "triage" || evs[17].Data["stepName"] != "helper" {
+			t.Fatalf("snapshot or steps: %s %s %s", evs[1].Raw, evs[2].Raw, evs[17].Raw)
+		}
+		var text strings.Builder
+		for _, e := range evs[4:9] {
+			text.WriteString(e.Data["delta"].(string))
+		}
+		msgID := evs[3].Data["messageId"]
+		if text.String() != "Let me get the helper for you right away." || evs[10].Data["parentMessageId"] != msgID || evs[10].Data["toolCallName"] != "transfer_to_helper" {
+			t.Fatalf("text %q, transfer call %s", text.String(), evs[10].Raw)
+		}
+		if evs[14].Data["value"].(map[string]any)["to"] != "helper" || evs[18].Data["toolCallName"] != "lookup" || evs[21].Data["toolCallId"] != evs[18].Data["toolCallId"] ||
+			evs[21].Data["content"] != `{"order_id":"1234","status":"delivered"}` || evs[22].Data["toolCallName"] != "refund" {
+			t.Fatalf("transfer or tool call: %s %s %s", evs[14].Raw, evs[18].Raw, evs[21].Raw)
+		}
+		var fin struct {
+			Outcome struct {
+				Type       string
+				Interrupts []struct{ ID, Reason, ToolCallID string }
+			}
+		}
+		json.Unmarshal([]byte(evs[len(evs)-1].Raw), &fin)
+		if fin.Outcome.Type != "interrupt" || len(fin.Outcome.Interrupts) != 1 || fin.Outcome.Interrupts[0].Reason != "tool_approval" || fin.Outcome.Interrupts[0].ToolCallID != evs[22].Data["toolCallId"] {
+			t.Fatalf("RUN_FINISHED: %s", evs[len(evs)-1].Raw)
+		}
+		interrupt := fin.Outcome.Interrupts[0].ID
+
+		// The same request again is the same run: nothing starts, the
+		// stream is the run's; a thread has one run at a time, so another
+		// runId is refused while the interrupt waits.
+		_, ch = b.stream(t, b.keyA, "POST", "/v1/agui/agui", first)
+		if again := collect(t, ch, nil); !reflect.DeepEqual(again, evs) {
+			t.Fatalf("the same request again:\n%v\n%v", aguiTypes(again), aguiTypes(evs))
+		}
+		if r := b.do(t, b.keyA, "POST", "/v1/agui/agui", aguiInput(thread, "run-x", "hello")); r.status != http.StatusConflict || r.errType(t) != "thread_busy" {
+			t.Fatalf("a second run on a waiting thread: %d %s", r.status, r.body)
+		}
+
+		// The answer: a new AG-UI run resumes the baton run, which goes to a
+		// background worker and on to its end.
+		second := aguiInput(thread, "run-2", "I need a refund for order 1234", map[string]any{"interruptId": interrupt, "status": "resolved", "payload": map[string]any{"type": "approve"}})
+		resp, ch = b.stream(t, b.keyA, "POST", "/v1/agui/agui", second)
+		if resp.StatusCode != 200 || resp.Header.Get("Baton-Run-Id") != runID {
+			t.Fatalf("resume: %d %v", resp.StatusCode, resp.Header)
+		}
+		// Cut mid-run, at the hand-over: the reconnect gets the rest live.
+		head := collect(t, ch, func(e event) bool { return e.Type == "CUSTOM" && e.Data["name"] == "baton.suspended" })
+		resp.Body.Close()
+		_, ch = b.stream(t, b.keyA, "POST", "/v1/agui/agui", second, "Last-Event-ID", head[len(head)-1].ID)
+		tail := collect(t, ch, nil)
+		evs2 := append(head, tail...)
+		checkAGUIOrder(t, evs2)
+		want2 := []string{"RUN_STARTED", "STATE_SNAPSHOT", "STEP_STARTED", "TOOL_CALL_RESULT",
+			"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "CUSTOM baton.suspended", "STATE_DELTA",
+			"CUSTOM baton.resumed", "STATE_DELTA", "TOOL_CALL_RESULT",
+			"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "STEP_FINISHED", "RUN_FINISHED"}
+		if got := aguiTypes(evs2); !reflect.DeepEqual(got, want2) {
+			t.Fatalf("resumed run:\n got %v\nwant %v", got, want2)
+		}
+		last := evs2[len(evs2)-1]
+		if last.Data["runId"] != "run-2" || last.Data["outcome"].(map[string]any)["type"] != "success" || last.Data["result"].(map[string]any)["output"] != "Refund R-1 is issued and report RPT-1 is filed." {
+			t.Fatalf("RUN_FINISHED: %s", last.Raw)
+		}
+		// The whole resumed run, read again, is what the two reads got.
+		_, ch = b.stream(t, b.keyA, "POST", "/v1/agui/agui", second)
+		if all := collect(t, ch, nil); !reflect.DeepEqual(normalized(t, all), normalized(t, evs2)) {
+			t.Fatalf("read again:\n%v\n%v", aguiTypes(all), aguiTypes(evs2))
+		}
+
+		// Reconnect after every event: to this server (the run's log in
+		// memory), and to a new server on the same store (a restart: the
+		// events rebuilt from the checkpoints). Each gets exactly the rest.
+		srv2, err := server.New(server.Config{Service: b.svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv2)
+		defer hs.Close()
+		restarted := *b
+		restarted.url = hs.URL
+		for _, tc := range []struct {
+			name string
+			in   map[string]any
+			evs  []event
+		}{{"first", first, evs}, {"resumed", second, evs2}} {
+			for i := range tc.evs {
+				if isDraft(tc.evs[i]) {
+					continue // no id: the client's last id is the event before
+				}
+				for _, srv := range []*bundle{b, &restarted} {
+					_, ch := srv.stream(t, b.keyA, "POST", "/v1/agui/agui", tc.in, "Last-Event-ID", tc.evs[i].ID)
+					rest := collect(t, ch, nil)
+					got := append(append([]event{}, tc.evs[:i+1]...), rest...)
+					checkAGUIOrder(t, got)
+					if !reflect.DeepEqual(normalized(t, got), normalized(t, tc.evs)) {
+						t.Fatalf("%s run, reconnect after %s (%s) to %s:\n got %v\nwant %v", tc.name, tc.evs[i].ID, tc.evs[i].Type, srv.url, aguiTypes(got), aguiTypes(tc.evs))
+					}
+					// The resumed run's events are all in this server's log,
+					// its deltas too: the same events again.
+					if srv == b && tc.name == "resumed" && !reflect.DeepEqual(noDrafts(rest), noDrafts(tc.evs[i+1:])) {
+						t.Fatalf("%s run, reconnect after %s to the same server: not the same events", tc.name, tc.evs[i].ID)
+					}
+				}
+			}
+		}
+	})
+}
