@@ -355,3 +355,35 @@ func TestAGUI(t *testing.T) {
 		}
 	})
 }
+
+// FuzzAGUI sends arbitrary bodies, as RunAgentInput, to POST
+// /v1/agui/support on every backend: the answer is never a 5xx, always a
+// JSON error body when it is an error, and a body one backend refuses
+// (400) the others refuse too. A body that is a valid input runs a turn
+// (or answers an interrupt) and streams it.
+func FuzzAGUI(f *testing.F) {
+	fs := newFuzzServer(f)
+	for _, seed := range []string{
+		`{"threadId":"t1","runId":"r1","messages":[{"id":"1","role":"user","content":"I was charged twice"}]}`,
+		`{"threadId":"t2","runId":"r1","state":{"a":1},"messages":[{"id":"1","role":"system","content":"Be brief"},{"id":"2","role":"assistant","content":"Hi"},{"id":"3","role":"user","content":[{"type":"text","text":"I want a refund"}]}],"tools":[],"context":[{"description":"page","value":"/orders"}],"forwardedProps":{"baton":{"agent":"billing"}}}`,
+		`{"threadId":"t2","runId":"r2","messages":[],"resume":[{"interruptId":"run_x-i4/call_1","status":"resolved","payload":{"type":"edit","args":{"amount":1}}}]}`,
+		`{"threadId":"t2","runId":"r3","messages":[],"resume":[{"interruptId":"run_x-i4","status":"cancelled"}]}`,
+		`{"threadId":"t3","runId":"r1","messages":[{"id":"1","role":"user","content":[{"type":"image","source":{"type":"url","value":"https://x"}}]}]}`,
+		`{"threadId":"t3","runId":"r1","messages":[{"id":"1","role":"assistant","content":"hi"}]}`,
+		`{"threadId":"t3","runId":"r1","messages":[{"id":"1","role":"user","content":"hi"}],"forwardedProps":{"baton":{"agent":"nobody"}}}`,
+		`{"threadId":"","runId":"r1","messages":[]}`, `{"threadId":"a b","runId":"r","messages":[]}`, `{"runId":"r"}`,
+		``, `null`, `[]`, `{"threadId":`, "\xff\xfe", `{"threadId":"t","runId":"r","messages":[{"role":"user","content":"x"}]} trailing`,
+		// What PostgreSQL refuses: NUL, lone surrogates, huge numbers.
+		`{"threadId":"t4","runId":"r1","messages":[{"id":"1","role":"user","content":"a\u0000b"}]}`,
+		`{"threadId":"t4","runId":"r1","messages":[{"id":"1","role":"user","content":"\ud800"}]}`,
+		`{"threadId":"t5","runId":"r1","messages":[{"id":"1","role":"system","content":"\u0000"},{"id":"2","role":"user","content":"hi"}]}`,
+		`{"threadId":"t6","runId":"r1","state":{"a":1e131072,"b":"\u0000","c":"\udc00"},"messages":[{"id":"1","role":"user","content":"hi"}]}`,
+		`{"threadId":"t7","runId":"r1","context":[{"description":"\u0000","value":"\ud800"}],"messages":[{"id":"1","role":"user","content":"hi"}]}`,
+		`{"threadId":"t8","runId":"r1","messages":[{"id":"1","role":"user","content":"hi"}],"resume":[{"interruptId":"\u0000-i1","status":"resolved"}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fs.send(t, "POST", "/v1/agui/support", body)
+	})
+}
