@@ -801,9 +801,10 @@ func (f *aguiFold) runEnd(ev *runner.RunEndEvent) {
 		return
 	}
 	f.closeText()
+	f.status = string(ev.Status)
+	f.delta("status", f.status)
 	f.closeStep()
 	f.inRun, f.settled = false, true
-	f.status = string(ev.Status)
 	if ev.LastAgent != "" {
 		f.agent = ev.LastAgent
 	}

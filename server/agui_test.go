@@ -240,7 +240,7 @@ func TestAGUI(t *testing.T) {
 			"CUSTOM baton.transfer", "STATE_DELTA", "STEP_FINISHED", "STEP_STARTED",
 			"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",
 			"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END",
-			"STEP_FINISHED", "RUN_FINISHED"}
+			"STATE_DELTA", "STEP_FINISHED", "RUN_FINISHED"}
 		if got := aguiTypes(evs); !reflect.DeepEqual(got, want) {
 			t.Fatalf("first run:\n got %v\nwant %v", got, want)
 		}
@@ -303,7 +303,7 @@ func TestAGUI(t *testing.T) {
 		want2 := []string{"RUN_STARTED", "STATE_SNAPSHOT", "STEP_STARTED", "TOOL_CALL_RESULT",
 			"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "CUSTOM baton.suspended", "STATE_DELTA",
 			"CUSTOM baton.resumed", "STATE_DELTA", "TOOL_CALL_RESULT",
-			"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "STEP_FINISHED", "RUN_FINISHED"}
+			"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "STATE_DELTA", "STEP_FINISHED", "RUN_FINISHED"}
 		if got := aguiTypes(evs2); !reflect.DeepEqual(got, want2) {
 			t.Fatalf("resumed run:\n got %v\nwant %v", got, want2)
 		}
