@@ -85,9 +85,6 @@ var paths = map[string][2]string{
 
 var pathNames = []string{"inline", "background", "transfer"}
 
-// Minimum kills of each kind of process.
-var minKills = map[string]int{"serve": 5, "worker": 6, "cli": 3}
-
 // TestKillEverything is the durability proof. On each backend, concurrent
 // clients submit runs — inline only, handed to the background, and with a
 // transfer — to `baton serve` (with workers), and `baton run` processes
@@ -120,7 +117,40 @@ func TestKillEverything(t *testing.T) {
 	for _, be := range backends(t, os.Getenv("BATON_KILL_DATABASE")) {
 		t.Run(be.name, func(t *testing.T) {
 			t.Parallel()
-			k := newKillTest(t, be.open(t), runs)
+			k := newKillTest(t, be.open(t), runs, 1)
+			k.run()
+		})
+	}
+}
+
+// TestKillReplicas is TestKillEverything with three `baton serve` replicas
+// on one PostgreSQL database behind HAProxy (round-robin, no stickiness;
+// lb_test.go), the clients going through it: the chaos SIGKILLs replicas
+// at the same moments (a run's first model turn, mid tool call, mid
+// continuation, at random), and also restarts them one at a time with
+// SIGTERM (a rolling restart: the replica drains, HAProxy takes it out of
+// the rotation, it starts again). The same proofs follow: 0 runs lost, 0
+// stuck past the bound, 0 tool effects twice, every thread as without
+// kills and taking a second turn, nothing left behind. (SQLite is one
+// process's database: replicas need PostgreSQL.)
+func TestKillReplicas(t *testing.T) {
+	batonBin(t)
+	t.Parallel()
+	runs := 40
+	if v := os.Getenv("BATON_KILL_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("BATON_KILL_RUNS=%q: want a positive number", v)
+		}
+		runs = n
+	}
+	for _, be := range backends(t, os.Getenv("BATON_KILL_DATABASE")) {
+		if be.name != "Postgres" {
+			continue
+		}
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			k := newKillTest(t, be.open(t), runs, 3)
 			k.run()
 		})
 	}
@@ -144,6 +174,8 @@ type killTest struct {
 	// started tells the chaos loop of runs that just started (Baton-Run-Id).
 	started chan struct{}
 	clis    int
+	// minKills are the kills of each kind the chaos must reach.
+	minKills map[string]int
 }
 
 // givenRun is a run id that a client or a `baton run` was given.
@@ -155,17 +187,23 @@ type givenRun struct {
 	by string
 }
 
-func newKillTest(t *testing.T, db *database, runs int) *killTest {
+func newKillTest(t *testing.T, db *database, runs, replicas int) *killTest {
 	fx := newEffects(t, func(tool string) time.Duration {
 		if tool == "ship" {
 			return time.Duration(250+rand.IntN(400)) * time.Millisecond
 		}
 		return time.Duration(150+rand.IntN(300)) * time.Millisecond
 	})
-	c := startCluster(t, db, fx, clusterConfig{serveWorkers: 2, workers: 2, workerSlots: 3, flags: []string{
+	c := startCluster(t, db, fx, clusterConfig{serveWorkers: 2, workers: 2, workerSlots: 3, replicas: replicas, flags: []string{
 		"--lease-ttl", leaseTTL.String(), "--job-timeout", jobTimeout.String(), "--rescue-after", rescueAfter.String()}})
-	return &killTest{t: t, c: c, fx: fx, runs: runs, given: map[string]givenRun{}, refThreads: map[string]bool{},
-		kills: map[string]map[string]int{"serve": {}, "worker": {}, "cli": {}}, started: make(chan struct{}, 1)}
+	k := &killTest{t: t, c: c, fx: fx, runs: runs, given: map[string]givenRun{}, refThreads: map[string]bool{},
+		kills: map[string]map[string]int{"serve": {}, "worker": {}, "cli": {}}, started: make(chan struct{}, 1),
+		minKills: map[string]int{"serve": 5, "worker": 6, "cli": 3}}
+	if replicas > 1 {
+		// A rolling restart: every replica at least once.
+		k.kills["restart"], k.minKills["restart"] = map[string]int{}, replicas
+	}
+	return k
 }
 
 func (k *killTest) run() {
@@ -245,8 +283,8 @@ func (k *killTest) run() {
 	defer k.mu.Unlock()
 	t.Logf("%d client runs and %d baton run processes; %d runs in all after the second turns, on %d threads",
 		k.runs, k.clis, len(k.c.db.column(t, "SELECT DISTINCT run_id FROM checkpoints")), len(k.c.db.threads(t)))
-	for _, kind := range []string{"serve", "worker", "cli"} {
-		t.Logf("SIGKILLs of %s: %d %v", kind, total(k.kills[kind]), k.kills[kind])
+	for _, kind := range slices.Sorted(maps.Keys(k.kills)) {
+		t.Logf("%s: %d %v", map[bool]string{true: "rolling restarts (SIGTERM)", false: "SIGKILLs of " + kind}[kind == "restart"], total(k.kills[kind]), k.kills[kind])
 	}
 	t.Logf("runs adopted from dead processes: %d; most attempts of one continuation: %s",
 		k.c.adoptions(), strings.Join(k.c.db.column(t, "SELECT CAST(max(attempt) AS TEXT) FROM job_runs"), ""))
@@ -357,6 +395,13 @@ func (k *killTest) chaos(ctx context.Context, abort context.CancelFunc, clientsD
 		{"worker", k.killWorker, 1000},
 		{"cli", k.killCLI, 2000},
 	}
+	if len(k.c.serves) > 1 {
+		killers = append(killers, struct {
+			kind  string
+			kill  func(context.Context, <-chan callEvent) error
+			pause int
+		}{"restart", k.restartServe, 4000})
+	}
 	var wg sync.WaitGroup
 	for _, kl := range killers {
 		wg.Go(func() {
@@ -369,14 +414,14 @@ func (k *killTest) chaos(ctx context.Context, abort context.CancelFunc, clientsD
 					k.mu.Lock()
 					n := total(k.kills[kl.kind])
 					k.mu.Unlock()
-					if n >= minKills[kl.kind] {
+					if n >= k.minKills[kl.kind] {
 						return
 					}
 					if deadline.IsZero() {
 						deadline = time.Now().Add(2 * time.Minute)
 					}
 					if time.Now().After(deadline) {
-						k.t.Errorf("chaos: %s was killed %d times, want %d", kl.kind, n, minKills[kl.kind])
+						k.t.Errorf("chaos: %s was killed %d times, want %d", kl.kind, n, k.minKills[kl.kind])
 						return
 					}
 				default:
@@ -490,11 +535,41 @@ func (k *killTest) killServe(ctx context.Context, calls <-chan callEvent) error 
 	if !ok {
 		moment = "at random (no " + moment + " within 4s)"
 	}
-	if k.c.serve.kill() {
-		k.killed("serve", "serve", moment)
+	// One replica (with several, the moment is of any of them: the
+	// victim is one at random).
+	s := k.c.serves[rand.IntN(len(k.c.serves))]
+	s.op.Lock()
+	defer s.op.Unlock()
+	if s.kill() {
+		k.killed(s.name, "serve", moment)
 	}
 	sleepUpTo(500)
-	return k.c.serve.start()
+	return s.start()
+}
+
+// restartServe restarts the replicas one at a time, gracefully: SIGTERM
+// (the replica drains: /readyz answers 503, new requests are refused with a
+// retryable 503, runs in flight finish within --shutdown-timeout or stop
+// at their last checkpoint, streams end with a shutdown event), then a new
+// life once it exited. The next replica waits until this one is back in
+// HAProxy's rotation.
+func (k *killTest) restartServe(ctx context.Context, _ <-chan callEvent) error {
+	k.mu.Lock()
+	n := total(k.kills["restart"])
+	k.mu.Unlock()
+	s := k.c.serves[n%len(k.c.serves)]
+	s.op.Lock()
+	defer s.op.Unlock()
+	k.mu.Lock()
+	k.kills["restart"]["SIGTERM (rolling)"]++
+	k.mu.Unlock()
+	k.t.Logf("%6.2fs: SIGTERM %s (rolling restart)", time.Since(k.start).Seconds(), s.name)
+	s.stop(30 * time.Second) // --shutdown-timeout is 5s
+	if err := s.start(); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // HAProxy's rise: 2 checks 500ms apart
+	return nil
 }
 
 // killWorker kills a `baton worker` at a moment it picks (or at random

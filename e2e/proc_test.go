@@ -177,6 +177,9 @@ func (l *lineWriter) Write(b []byte) (int, error) {
 // (--addr 127.0.0.1:0), and clients look it up again after a restart.
 type serveProc struct {
 	*proc
+	// op is held by whoever kills or restarts the slot, so that two
+	// killers never act on one replica at once.
+	op   sync.Mutex
 	mu   sync.Mutex
 	addr string // "" while down
 	up   chan struct{}
@@ -185,7 +188,13 @@ type serveProc struct {
 const listening = "baton serve: listening on "
 
 func newServe(dir, bin string, args ...string) *serveProc {
-	s := &serveProc{proc: newProc(dir, "serve", bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)}
+	return newServeNamed(dir, "serve", bin, args...)
+}
+
+// newServeNamed is newServe with the slot's name (its log file's). A later
+// --addr in args fixes its port.
+func newServeNamed(dir, name, bin string, args ...string) *serveProc {
+	s := &serveProc{proc: newProc(dir, name, bin, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)}
 	s.onLine = func(line string) {
 		if u, ok := strings.CutPrefix(line, listening); ok {
 			s.mu.Lock()
@@ -246,6 +255,10 @@ type clusterConfig struct {
 	workers, workerSlots int
 	// flags are the background flags of serve and worker (--lease-ttl …).
 	flags []string
+	// replicas is how many `baton serve` processes run (0 and 1: one).
+	// With two or more they listen on fixed ports behind HAProxy
+	// (lb_test.go), and the clients go through it.
+	replicas int
 }
 
 // cluster is baton on one database: a `baton serve`, `baton worker`
@@ -259,6 +272,10 @@ type cluster struct {
 	serve   *serveProc
 	workers []*proc
 	api     *api
+	// serves are the replicas (serve is the first); lb is HAProxy in
+	// front of them, nil with one replica.
+	serves []*serveProc
+	lb     *balancer
 
 	mu   sync.Mutex
 	clis []*proc
@@ -297,8 +314,19 @@ func startCluster(t *testing.T, db *database, fx *effects, cfg clusterConfig) *c
 	c.api = &api{key: strings.TrimSpace(string(out))}
 	common := []string{"--network", network, "--database", db.url, "--shutdown-timeout", "5s"}
 	args := append(append(append(common, "--workers", fmt.Sprint(cfg.serveWorkers), "--log-level", "info"), cfg.flags...), fx.toolFlags("serve")...)
-	c.serve = newServe(c.dir, c.bin, args...)
-	c.api.base = c.serve.url
+	if cfg.replicas < 2 {
+		c.serve = newServe(c.dir, c.bin, args...)
+		c.serves = []*serveProc{c.serve}
+		c.api.base = c.serve.url
+	} else {
+		ports := freePorts(t, cfg.replicas+1)
+		for i, port := range ports[1:] {
+			c.serves = append(c.serves, newServeNamed(c.dir, fmt.Sprintf("serve-%d", i), c.bin, append(args, "--addr", fmt.Sprintf("127.0.0.1:%d", port))...))
+		}
+		c.serve = c.serves[0]
+		c.lb = newBalancer(t, c.dir, ports[0], ports[1:])
+		c.api.base = c.lb.url
+	}
 	for i := range cfg.workers {
 		name := fmt.Sprintf("worker-%d", i)
 		args := append(append(append([]string{"worker"}, common...), "--workers", fmt.Sprint(cfg.workerSlots)), cfg.flags...)
@@ -335,8 +363,15 @@ func (c *cluster) cli(name, input, thread string, ev func(runner.Event)) *proc {
 
 // ensure starts every serve or worker slot that is down.
 func (c *cluster) ensure() error {
-	if !c.serve.running() {
-		if err := c.serve.start(); err != nil {
+	for _, s := range c.serves {
+		if !s.running() {
+			if err := s.start(); err != nil {
+				return err
+			}
+		}
+	}
+	if c.lb != nil && !c.lb.running() {
+		if err := c.lb.start(); err != nil {
 			return err
 		}
 	}
@@ -363,8 +398,11 @@ func (c *cluster) adoptions() int {
 // daemons returns the serve and worker slots.
 func (c *cluster) daemons() []*proc {
 	var out []*proc
-	if c.serve != nil {
-		out = append(out, c.serve.proc)
+	for _, s := range c.serves {
+		out = append(out, s.proc)
+	}
+	if c.lb != nil {
+		out = append(out, c.lb.proc)
 	}
 	return append(out, c.workers...)
 }

@@ -42,6 +42,12 @@ if ! command -v tmux >/dev/null && command -v apt-get >/dev/null; then
   { $sudo apt-get update -qq && $sudo apt-get install -y -qq tmux; } || true
 fi
 command -v tmux >/dev/null || echo "tmux is missing: the terminal test of baton chat skips (fails with CI=true)" >&2
+# HAProxy is the load balancer in front of the replicas of e2e TestKillReplicas
+# (the configuration of docs/deploy.md; the test fails without it when CI=true).
+if ! command -v haproxy >/dev/null && [ ! -x /usr/sbin/haproxy ] && command -v apt-get >/dev/null; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo -n"
+  { $sudo apt-get update -qq && $sudo apt-get install -y -qq haproxy; } || true
+fi
 
 log "go vet + staticcheck"
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { gofmt -l $(git ls-files '*.go'); echo "gofmt needed" >&2; exit 1; }

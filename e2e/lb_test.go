@@ -1,0 +1,260 @@
+package e2e_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// deployDoc is the operators' guide whose HAProxy configuration the
+// replica tests run.
+const deployDoc = "../docs/deploy.md"
+
+// fenced returns the fenced code blocks of lang in the Markdown file path.
+func fenced(t *testing.T, path, lang string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var cur *strings.Builder
+	for line := range strings.Lines(string(b)) {
+		switch {
+		case cur == nil && strings.TrimSpace(line) == "```"+lang:
+			cur = &strings.Builder{}
+		case cur != nil && strings.TrimSpace(line) == "```":
+			out = append(out, cur.String())
+			cur = nil
+		case cur != nil:
+			cur.WriteString(line)
+		}
+	}
+	return out
+}
+
+// haproxyConfig returns docs/deploy.md's HAProxy configuration with its
+// bind line on the loopback port and its server lines replaced by replicas
+// (their ports).
+func haproxyConfig(t *testing.T, port int, replicas []int) string {
+	t.Helper()
+	blocks := fenced(t, deployDoc, "haproxy")
+	if len(blocks) != 1 {
+		t.Fatalf("%s has %d haproxy blocks, want 1", deployDoc, len(blocks))
+	}
+	var b strings.Builder
+	binds, servers := 0, 0
+	for line := range strings.Lines(blocks[0]) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) > 0 && f[0] == "bind":
+			fmt.Fprintf(&b, "    bind 127.0.0.1:%d\n", port)
+			binds++
+		case len(f) > 0 && f[0] == "server":
+			if servers == 0 {
+				for i, p := range replicas {
+					fmt.Fprintf(&b, "    server replica-%d 127.0.0.1:%d check\n", i, p)
+				}
+			}
+			servers++
+		default:
+			b.WriteString(line)
+		}
+	}
+	if binds != 1 || servers == 0 {
+		t.Fatalf("%s: the haproxy block has %d bind lines and %d server lines, want 1 and some", deployDoc, binds, servers)
+	}
+	return b.String()
+}
+
+// balancer is HAProxy in front of the replicas, as a process slot.
+type balancer struct {
+	*proc
+	addr string
+}
+
+// newBalancer writes HAProxy's configuration for replicas (their ports)
+// behind port, and returns its slot, not started. HAProxy (Debian's
+// haproxy package) must be installed: scripts/test.sh installs it; outside
+// CI a test without it skips.
+func newBalancer(t *testing.T, dir string, port int, replicas []int) *balancer {
+	t.Helper()
+	bin := haproxyBin(t)
+	cfg := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(cfg, []byte(haproxyConfig(t, port, replicas)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "-c", "-f", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("haproxy -c: %v\n%s", err, out)
+	}
+	return &balancer{proc: newProc(dir, "haproxy", bin, "-db", "-f", cfg), addr: fmt.Sprintf("127.0.0.1:%d", port)}
+}
+
+// url is the base URL the clients use.
+func (b *balancer) url() string { return "http://" + b.addr }
+
+// start starts HAProxy and waits until a replica answers through it.
+func (b *balancer) start() error {
+	if err := b.proc.start(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(b.url() + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("haproxy: no replica answers through it after 30s (last: %v):\n%s", err, b.tail(2000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// freePorts returns n ports of the loopback interface free now.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var out []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
+
+// haproxyBin returns HAProxy's path. Without it the test fails in CI
+// (scripts/test.sh installs Debian's haproxy) and skips elsewhere.
+func haproxyBin(t *testing.T) string {
+	t.Helper()
+	if bin, err := exec.LookPath("haproxy"); err == nil {
+		return bin
+	}
+	if _, err := os.Stat("/usr/sbin/haproxy"); err == nil {
+		return "/usr/sbin/haproxy"
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("haproxy is not installed (scripts/test.sh installs Debian's haproxy): the replica tests must run in CI")
+	}
+	t.Skip("haproxy is not installed (apt-get install haproxy); scripts/test.sh installs it")
+	return ""
+}
+
+// TestDeployDocs checks docs/deploy.md: its HAProxy configuration passes
+// `haproxy -c` as written, and its Kubernetes documents parse, with the
+// Deployment's readiness on /readyz, liveness on /healthz, the database
+// URL from a Secret, and a grace period longer than --shutdown-timeout.
+func TestDeployDocs(t *testing.T) {
+	t.Parallel()
+	blocks := fenced(t, deployDoc, "haproxy")
+	if len(blocks) != 1 {
+		t.Fatalf("%d haproxy blocks, want 1", len(blocks))
+	}
+	cfg := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(cfg, []byte(blocks[0]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(haproxyBin(t), "-c", "-f", cfg).CombinedOutput(); err != nil {
+		t.Errorf("haproxy -c of docs/deploy.md's configuration: %v\n%s", err, out)
+	}
+
+	type probe struct {
+		HTTPGet struct {
+			Path string `yaml:"path"`
+		} `yaml:"httpGet"`
+	}
+	type object struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string `yaml:"kind"`
+		Spec       struct {
+			Replicas int `yaml:"replicas"`
+			Template struct {
+				Spec struct {
+					Grace      int `yaml:"terminationGracePeriodSeconds"`
+					Containers []struct {
+						Args []string `yaml:"args"`
+						Env  []struct {
+							Name      string `yaml:"name"`
+							ValueFrom struct {
+								SecretKeyRef struct {
+									Name string `yaml:"name"`
+									Key  string `yaml:"key"`
+								} `yaml:"secretKeyRef"`
+							} `yaml:"valueFrom"`
+						} `yaml:"env"`
+						Readiness probe `yaml:"readinessProbe"`
+						Liveness  probe `yaml:"livenessProbe"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	kinds := map[string]bool{}
+	for _, block := range fenced(t, deployDoc, "yaml") {
+		for i, doc := range strings.Split(block, "\n---\n") {
+			var o object
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatalf("YAML document %d of docs/deploy.md: %v", i+1, err)
+			}
+			if o.APIVersion == "" || o.Kind == "" {
+				t.Errorf("YAML document %d has no apiVersion or kind", i+1)
+			}
+			kinds[o.Kind] = true
+			if o.Kind != "Deployment" {
+				continue
+			}
+			spec := o.Spec.Template.Spec
+			if o.Spec.Replicas < 2 || len(spec.Containers) != 1 {
+				t.Fatalf("Deployment: %d replicas, %d containers", o.Spec.Replicas, len(spec.Containers))
+			}
+			c := spec.Containers[0]
+			if c.Readiness.HTTPGet.Path != "/readyz" || c.Liveness.HTTPGet.Path != "/healthz" {
+				t.Errorf("probes: readiness %q, liveness %q", c.Readiness.HTTPGet.Path, c.Liveness.HTTPGet.Path)
+			}
+			secret := false
+			for _, e := range c.Env {
+				secret = secret || e.Name == "BATON_DATABASE_URL" && e.ValueFrom.SecretKeyRef.Name != "" && e.ValueFrom.SecretKeyRef.Key != ""
+			}
+			if !secret {
+				t.Error("the Deployment does not take BATON_DATABASE_URL from a Secret")
+			}
+			if len(c.Args) == 0 || c.Args[0] != "serve" {
+				t.Errorf("args %q: want baton serve", c.Args)
+			}
+			grace := 30 * time.Second // serve's default --shutdown-timeout
+			for j, a := range c.Args {
+				if a == "--shutdown-timeout" && j+1 < len(c.Args) {
+					d, err := time.ParseDuration(c.Args[j+1])
+					if err != nil {
+						t.Fatal(err)
+					}
+					grace = d
+				}
+			}
+			if time.Duration(spec.Grace)*time.Second <= grace {
+				t.Errorf("terminationGracePeriodSeconds %d is not above --shutdown-timeout %s", spec.Grace, grace)
+			}
+		}
+	}
+	if !kinds["Deployment"] || !kinds["Service"] {
+		t.Errorf("docs/deploy.md's Kubernetes example has %v, want a Deployment and a Service", kinds)
+	}
+}
