@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/batonhq/baton/internal/sse"
@@ -327,19 +328,53 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request, c *caller) erro
 		return nil
 	}
 	f := newAGUIFold(run.id, q.threadID, q.runID, nw.name, q.state)
-	for ev, err := range f.stream(r.Context(), s, run, start, from) {
-		if err != nil {
-			if r.Context().Err() == nil && !errors.Is(err, errShuttingDown) {
-				s.log.Warn("agui stream", "run_id", run.id, "error", err)
+	// The events are read in a goroutine so that this one can send
+	// heartbeats (": ping") while the run is quiet (a slow tool).
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	type item struct {
+		ev  sse.Event
+		err error
+	}
+	ch := make(chan item)
+	go func() {
+		defer close(ch)
+		for ev, err := range f.stream(ctx, s, run, start, from) {
+			select {
+			case ch <- item{ev, err}:
+			case <-ctx.Done():
+				return
 			}
-			return nil
+			if err != nil {
+				return
+			}
 		}
-		if queue(sw, ev) != nil || sw.Flush() != nil {
-			return nil
+	}()
+	hb := time.NewTicker(s.cfg.Heartbeat)
+	defer hb.Stop()
+	for {
+		select {
+		case it, ok := <-ch:
+			if !ok {
+				_ = sw.Flush()
+				return nil
+			}
+			if it.err != nil {
+				if r.Context().Err() == nil && !errors.Is(it.err, errShuttingDown) {
+					s.log.Warn("agui stream", "run_id", run.id, "error", it.err)
+				}
+				return nil
+			}
+			if queue(sw, it.ev) != nil || sw.Flush() != nil {
+				return nil
+			}
+			hb.Reset(s.cfg.Heartbeat)
+		case <-hb.C:
+			if sw.Comment("ping") != nil {
+				return nil
+			}
 		}
 	}
-	_ = sw.Flush()
-	return nil
 }
 
 // aguiBegin finds or starts the baton run of a request: the turn its runId
