@@ -313,14 +313,14 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request, c *caller) erro
 			return badParam("forwardedProps", "network %s has no agent %q", nw.name, q.agent)
 		}
 	}
-	run, start, err := s.aguiBegin(r.Context(), c, nw, q)
-	if err != nil {
-		return err
-	}
 	if !s.acquireStream(r.Context()) {
 		return s.tooManyStreams()
 	}
 	defer s.releaseStream(r.Context())
+	run, start, err := s.aguiBegin(r.Context(), c, nw, q)
+	if err != nil {
+		return err
+	}
 	run.addReader(1)
 	defer run.addReader(-1)
 	sw, err := sse.NewWriter(w, s.sseOptions(http.Header{"Baton-Run-Id": {run.id}, "Baton-Thread-Id": {run.threadID}}))
@@ -410,6 +410,11 @@ func (s *Server) aguiBegin(ctx context.Context, c *caller, nw *network, q *aguiR
 		}
 		md := map[string]json.RawMessage{"source": json.RawMessage(`"agui"`)}
 		if _, err := s.st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: c.owner, ID: q.threadID, Network: nw.name, Name: chatName(q.input), Metadata: md, Messages: nm}); err != nil {
+			// Another request of the caller made it first: the turn
+			// runs on it (or finds it busy).
+			if th, terr := s.thread(ctx, c, q.threadID); errors.Is(err, store.ErrConflict) && terr == nil && th.Network == nw.name {
+				break
+			}
 			if errors.Is(err, store.ErrConflict) {
 				e := errorf(http.StatusConflict, wire.ErrConflict, "threadId %q is taken: choose another", q.threadID)
 				e.param = "threadId"

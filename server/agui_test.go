@@ -356,6 +356,76 @@ func TestAGUI(t *testing.T) {
 	})
 }
 
+// TestAGUIErrors: what a client gets for a bad request, before any
+// stream, on both backends; and another owner's threads and runs are not
+// there for a caller.
+func TestAGUIErrors(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		b := setupStore(t, open(t))
+		thread := "agui-" + randomID(t)
+		good := aguiInput(thread, "r1", "I want a refund for order 1234")
+		resp, ch := b.stream(t, b.keyA, "POST", "/v1/agui/support", good)
+		if resp.StatusCode != 200 {
+			t.Fatalf("good: %d", resp.StatusCode)
+		}
+		evs := collect(t, ch, nil)
+		interrupt := evs[len(evs)-1].Data["outcome"].(map[string]any)["interrupts"].([]any)[0].(map[string]any)["id"].(string)
+		with := func(k string, v any) map[string]any {
+			in := aguiInput(thread, "r2", "hi")
+			in[k] = v
+			return in
+		}
+		for _, tc := range []struct {
+			name   string
+			key    string
+			path   string
+			body   any
+			hdr    []string
+			status int
+			param  string
+		}{
+			{"no key", "", "/v1/agui/support", good, nil, 401, ""},
+			{"unknown network", b.keyA, "/v1/agui/nowhere", good, nil, 404, ""},
+			{"not JSON", b.keyA, "/v1/agui/support", "{", nil, 400, ""},
+			{"no threadId", b.keyA, "/v1/agui/support", with("threadId", ""), nil, 400, "threadId"},
+			{"bad runId", b.keyA, "/v1/agui/support", with("runId", "a/b"), nil, 400, "runId"},
+			{"assistant last", b.keyA, "/v1/agui/support", with("messages", []any{map[string]any{"id": "1", "role": "assistant", "content": "x"}}), nil, 400, "messages"},
+			{"image", b.keyA, "/v1/agui/support", with("messages", []any{map[string]any{"id": "1", "role": "user", "content": []any{map[string]any{"type": "image", "source": map[string]any{"type": "url", "value": "https://x"}}}}}), nil, 400, "messages"},
+			{"empty input", b.keyA, "/v1/agui/support", with("messages", []any{map[string]any{"id": "1", "role": "user", "content": " "}}), nil, 400, "messages"},
+			{"NUL input", b.keyA, "/v1/agui/support", aguiInput("agui-"+randomID(t), "r", "a\x00b"), nil, 400, ""},
+			{"context", b.keyA, "/v1/agui/support", with("context", "x"), nil, 400, "context"},
+			{"big state", b.keyA, "/v1/agui/support", with("state", map[string]any{"a": strings.Repeat("x", 20000)}), nil, 400, "state"},
+			{"unknown agent", b.keyA, "/v1/agui/support", with("forwardedProps", map[string]any{"baton": map[string]any{"agent": "nobody"}}), nil, 400, "forwardedProps"},
+			{"bad resume status", b.keyA, "/v1/agui/support", with("resume", []any{map[string]any{"interruptId": interrupt, "status": "maybe"}}), nil, 400, "resume"},
+			{"unknown interrupt", b.keyA, "/v1/agui/support", with("resume", []any{map[string]any{"interruptId": "run_x-i1", "status": "resolved"}}), nil, 400, "resume"},
+			{"bad edit", b.keyA, "/v1/agui/support", with("resume", []any{map[string]any{"interruptId": interrupt, "status": "resolved", "payload": map[string]any{"type": "edit", "args": map[string]any{"amount": "x"}}}}), nil, 400, "args"},
+			{"bad Last-Event-ID", b.keyA, "/v1/agui/support", good, []string{"Last-Event-ID", "x:y"}, 400, "Last-Event-ID"},
+			{"another network's thread", b.keyA, "/v1/agui/research", aguiInput(thread, "r3", "hi"), nil, 400, "threadId"},
+			{"busy thread", b.keyA, "/v1/agui/support", aguiInput(thread, "r4", "hi"), nil, 409, ""},
+			{"another owner's thread", b.keyB, "/v1/agui/support", good, nil, 409, "threadId"},
+			{"another owner's interrupt", b.keyB, "/v1/agui/support", aguiInput("agui-"+randomID(t), "r5", "hi", map[string]any{"interruptId": interrupt, "status": "resolved"}), nil, 400, "resume"},
+		} {
+			r := b.do(t, tc.key, "POST", tc.path, tc.body, tc.hdr...)
+			if r.status != tc.status {
+				t.Fatalf("%s: %d %s", tc.name, r.status, r.body)
+			}
+			var e struct {
+				Error struct{ Type, Message, Param string }
+			}
+			r.json(t, &e)
+			if e.Error.Message == "" || tc.param != "" && e.Error.Param != tc.param {
+				t.Fatalf("%s: %s", tc.name, r.body)
+			}
+		}
+		// The refused edit left the interrupt pending: it is answered now.
+		resp, ch = b.stream(t, b.keyA, "POST", "/v1/agui/support", aguiInput(thread, "r6", "", map[string]any{"interruptId": interrupt, "status": "resolved"}))
+		if evs := collect(t, ch, nil); resp.StatusCode != 200 || evs[len(evs)-1].Data["type"] != "RUN_FINISHED" || evs[len(evs)-1].Data["outcome"].(map[string]any)["type"] != "success" {
+			t.Fatalf("resume after a refused edit: %d %v", resp.StatusCode, aguiTypes(evs))
+		}
+	})
+}
+
 // FuzzAGUI sends arbitrary bodies, as RunAgentInput, to POST
 // /v1/agui/support on every backend: the answer is never a 5xx, always a
 // JSON error body when it is an error, and a body one backend refuses
