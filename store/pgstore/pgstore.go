@@ -436,6 +436,13 @@ func (dialect) Time(t time.Time) any {
 
 func (dialect) ForUpdate() string { return " FOR UPDATE" }
 
+// MergeMetadata merges a message's metadata in the UPDATE (jsonb's || sets
+// the keys, - removes them): UpdateMessage is one statement
+// (sqlcore.MetadataMerger).
+func (dialect) MergeMetadata(patch, del int) string {
+	return fmt.Sprintf("((metadata::jsonb || $%d::jsonb) - $%d::text[])::json", patch, del)
+}
+
 // LockRun takes a transaction-scoped advisory lock on the run. Through a
 // lazyQuerier (a call of the Store, or of a Store.Tx) it is pipelined with
 // the next statement, which runs after the lock is granted, on a fresh

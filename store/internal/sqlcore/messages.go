@@ -2,7 +2,10 @@ package sqlcore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -274,6 +277,11 @@ func (e *Engine) UpdateMessage(ctx context.Context, p *store.UpdateMessageParams
 	if p.ExpectedStatus != "" && !validStatus(p.ExpectedStatus) {
 		return nil, e.wrap(op, invalid("unknown expected status %q", p.ExpectedStatus))
 	}
+	if mm, ok := e.Dialect.(MetadataMerger); ok {
+		return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+p.ID, func(q Querier) (*store.Message, error) {
+			return e.updateMessage(ctx, q, mm, p)
+		})
+	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+p.ID, func(q Querier) (*store.Message, error) {
 		m, err := scanMessage(q.QueryRow(ctx, `SELECT `+messageCols+` FROM messages WHERE owner_id = $1 AND id = $2`+e.Dialect.ForUpdate(), p.OwnerID, p.ID))
 		if err != nil {
@@ -320,4 +328,80 @@ func (e *Engine) UpdateMessage(ctx context.Context, p *store.UpdateMessageParams
 			WHERE owner_id = $1 AND id = $2 RETURNING `+messageCols,
 			p.OwnerID, p.ID, string(m.Status), enc.parts, enc.usage, enc.metadata, e.Dialect.Time(e.now())))
 	})
+}
+
+// MetadataMerger is a [Dialect] whose database merges a message's metadata
+// in SQL (PostgreSQL: jsonb's || and -), so that [Engine.UpdateMessage] is
+// one conditional UPDATE … RETURNING. Without it UpdateMessage reads the row
+// (locked), merges in Go and writes it back.
+type MetadataMerger interface {
+	// MergeMetadata returns the SQL of the metadata column with the keys of
+	// the JSON object parameter $patch set and the keys of the text array
+	// parameter $del removed.
+	MergeMetadata(patch, del int) string
+}
+
+// updateMessage is UpdateMessage in one statement: the status, parts and
+// usage that p sets, the metadata merged by the database, the expected
+// status a condition of the UPDATE. Only when it updates nothing does it
+// read the row, to say why (not found, or the status it has).
+func (e *Engine) updateMessage(ctx context.Context, q Querier, mm MetadataMerger, p *store.UpdateMessageParams) (*store.Message, error) {
+	var status, parts, usage any // nil: kept
+	if p.Status != "" {
+		status = string(p.Status)
+	}
+	if p.Parts != nil {
+		enc, err := encodeParts(p.Parts)
+		if err != nil {
+			return nil, err
+		}
+		parts = enc
+	}
+	if p.Usage != nil {
+		enc, err := encodeUsage(p.Usage)
+		if err != nil {
+			return nil, err
+		}
+		usage = enc
+	}
+	args := []any{p.OwnerID, p.ID, status, parts, usage, e.Dialect.Time(e.now())}
+	metadata := "metadata"
+	if p.Metadata != nil {
+		set, del := map[string]any{}, []string{}
+		for k, v := range p.Metadata {
+			if v == nil {
+				del = append(del, k)
+			} else {
+				set[k] = v
+			}
+		}
+		enc, err := encodeMetadata(set)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, enc, del)
+		metadata = mm.MergeMetadata(len(args)-1, len(args))
+	}
+	where := ""
+	if p.ExpectedStatus != "" {
+		args = append(args, string(p.ExpectedStatus))
+		where = fmt.Sprintf(" AND status = $%d", len(args))
+	}
+	m, err := scanMessage(q.QueryRow(ctx, `UPDATE messages SET status = COALESCE($3, status), parts = COALESCE($4, parts),
+		usage = COALESCE($5, usage), metadata = `+metadata+`, updated_at = $6
+		WHERE owner_id = $1 AND id = $2`+where+` RETURNING `+messageCols, args...))
+	if !errors.Is(err, sql.ErrNoRows) || p.ExpectedStatus == "" {
+		return m, err
+	}
+	// Nothing updated: the message is missing, or not in the expected status.
+	var from string
+	if err := q.QueryRow(ctx, `SELECT status FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID).Scan(&from); err != nil {
+		return nil, err
+	}
+	to := p.Status
+	if to == "" {
+		to = message.Status(from)
+	}
+	return nil, &store.TransitionError{Kind: "message", ID: p.ID, From: from, To: string(to),
+		Reason: "expected status " + string(p.ExpectedStatus)}
 }
