@@ -46,10 +46,14 @@ const (
 	maxAGUIValues = 16 << 10
 )
 
-// The run values (runner.WithValues) that hold the client's state and
-// context, for Go instructions and tools (agent.RunContext.Values).
+// The run values (runner.WithValues) of a turn started by the AG-UI route,
+// for Go instructions and tools (agent.RunContext.Values).
 const (
-	AGUIStateValue   = "agui_state"
+	// AGUIStateValue holds the RunAgentInput's state, as the client sent
+	// it, when it is not null or an empty object.
+	AGUIStateValue = "agui_state"
+	// AGUIContextValue holds the RunAgentInput's context, the list of
+	// {description, value} as the client sent it, when not empty.
 	AGUIContextValue = "agui_context"
 )
 
