@@ -436,6 +436,10 @@ func (dialect) Time(t time.Time) any {
 
 func (dialect) ForUpdate() string { return " FOR UPDATE" }
 
+// WritingCTE: AppendMessages reserves the thread's sequence numbers and
+// inserts the messages in one statement (sqlcore.WritingCTE).
+func (dialect) WritingCTE() {}
+
 // MergeMetadata merges a message's metadata in the UPDATE (jsonb's || sets
 // the keys, - removes them): UpdateMessage is one statement
 // (sqlcore.MetadataMerger).

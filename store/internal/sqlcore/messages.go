@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
@@ -138,6 +139,9 @@ func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesPara
 		}
 		const reserve = `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
 			WHERE owner_id = $1 AND id = $2 RETURNING next_seq`
+		if _, ok := e.Dialect.(WritingCTE); ok && len(nms) > 0 {
+			return appendInOne(ctx, q, reserve, p, nms, now)
+		}
 		var next int64
 		if p.Thread == nil {
 			if err := q.QueryRow(ctx, reserve, p.OwnerID, p.ThreadID, len(nms), now).Scan(&next); err != nil {
@@ -405,3 +409,90 @@ func (e *Engine) updateMessage(ctx context.Context, q Querier, mm MetadataMerger
 	return nil, &store.TransitionError{Kind: "message", ID: p.ID, From: from, To: string(to),
 		Reason: "expected status " + string(p.ExpectedStatus)}
 }
+
+// WritingCTE is a [Dialect] whose database runs a data-modifying statement
+// in a WITH clause and its result in the statement around it (PostgreSQL):
+// [Engine.AppendMessages] then reserves the sequence numbers and inserts
+// the messages in one statement.
+type WritingCTE interface {
+	WritingCTE()
+}
+
+// appendInOne is AppendMessages in one statement: reserve (the UPDATE of
+// the thread's next_seq) in a WITH, the messages inserted with the numbers
+// it returned, the inserted rows (and the thread's columns when p.Thread
+// is set) returned. The thread's row is locked by the UPDATE before the
+// insert, as in two statements. No row: the thread is not the owner's.
+func appendInOne(ctx context.Context, q Querier, reserve string, p *store.AppendMessagesParams, nms []newMessage, now any) ([]*store.Message, error) {
+	args := []any{p.OwnerID, p.ThreadID, len(nms), now}
+	values := make([]string, len(nms))
+	for i := range nms {
+		nm := &nms[i]
+		n := len(args)
+		values[i] = fmt.Sprintf("(%d, $%d::text, $%d::text, $%d::text, $%d::json, $%d::text, $%d::text, $%d::json, $%d::json)",
+			i+1, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
+		args = append(args, nm.id, string(nm.msg.Role), nm.msg.Agent, nm.enc.parts, string(nm.status), nullString(nm.parent),
+			nm.enc.usage, nm.enc.metadata)
+	}
+	cols := "m.id, m.owner_id, m.thread_id, m.seq, m.role, m.agent, m.parts, m.status, m.parent_message_id, m.usage, m.metadata, m.created_at, m.updated_at"
+	from := "m"
+	if p.Thread != nil {
+		reserve += ", " + threadCols
+		cols += ", t.id, t.owner_id, t.parent_id, t.name, t.network, t.active_agent, t.metadata, t.version, t.created_at, t.updated_at"
+		from = "m, t"
+	}
+	query := `WITH t AS (` + reserve + `), m AS (
+		INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
+		SELECT v.id, $1, $2, t.next_seq - $3 + v.ord, v.role, v.agent, v.parts, v.status, v.parent, v.usage, v.metadata, $4, $4
+		FROM t, (VALUES ` + strings.Join(values, ", ") + `) AS v (ord, id, role, agent, parts, status, parent, usage, metadata)
+		RETURNING ` + messageCols + `)
+		SELECT ` + cols + ` FROM ` + from + ` ORDER BY m.seq`
+	// scan reads a row of the messages and, with p.Thread, of the thread.
+	scan := func(r Row) (*store.Message, error) {
+		return scanMessage(nestRow(func(md ...any) error {
+			if p.Thread == nil {
+				return r.Scan(md...)
+			}
+			th, err := scanThread(nestRow(func(td ...any) error { return r.Scan(append(md, td...)...) }))
+			if err == nil {
+				*p.Thread = *th
+			}
+			return err
+		}))
+	}
+	if len(nms) == 1 {
+		// One row: QueryRow, which a call of the Store sends with its COMMIT.
+		last(q)
+		m, err := scan(q.QueryRow(ctx, query, args...))
+		if err != nil {
+			return nil, err
+		}
+		return []*store.Message{m}, nil
+	}
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]*store.Message, 0, len(nms))
+	for rows.Next() {
+		m, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) != len(nms) {
+		return nil, sql.ErrNoRows
+	}
+	return out, nil
+}
+
+// nestRow is a Row whose Scan is a function: a row scanned by two scanners
+// in turn, the inner one reading the whole row.
+type nestRow func(dest ...any) error
+
+func (r nestRow) Scan(dest ...any) error { return r(dest...) }
