@@ -221,6 +221,9 @@ func New(cfg Config) (*Service, error) {
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
 		return nil, fmt.Errorf("continuation: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &kickWorker{s: s}); err != nil {
+		return nil, fmt.Errorf("continuation: %w", err)
+	}
 	rc := &river.Config{
 		Logger:               cfg.Logger,
 		Workers:              workers,
@@ -255,6 +258,9 @@ func (s *Service) Work(th *threads.Service) {
 	th.Exclude = func(m *store.Message) bool {
 		return IsPlaceholder(m) || prevEx != nil && prevEx(m)
 	}
+	// A run's end with runs queued behind it commits a kick of the
+	// thread: the next run starts even if this process dies first.
+	th.KickTx = s.kickTx
 }
 
 // Broker returns the draft broker subscribers use: Subscribe(ctx,

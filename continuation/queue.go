@@ -24,7 +24,7 @@ import (
 // not care about River's transaction type, and River's generic client.
 type queue interface {
 	// insertTx enqueues args in the store transaction tx.
-	insertTx(ctx context.Context, tx store.Tx, args Args, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	insertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 	// completeTx marks the running job completed in tx (River's
 	// JobCompleteTx); ctx must be the worker's.
 	completeTx(ctx context.Context, tx store.Tx, job *river.Job[Args]) error
@@ -52,7 +52,7 @@ func (q *riverQueue[TTx, D]) wake() {
 	}
 }
 
-func (q *riverQueue[TTx, D]) insertTx(ctx context.Context, tx store.Tx, args Args, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+func (q *riverQueue[TTx, D]) insertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
 	t, ok := q.txOf(tx)
 	if !ok {
 		return nil, fmt.Errorf("continuation: transaction %T is not of the store the queue runs on", tx)

@@ -387,27 +387,69 @@ func settle(ctx context.Context, tx store.Tx, owner, runID string, reason Strate
 // lost (its process died between a run's end and the next run's start).
 // Errors are logged.
 func (s *Service) Kick(ctx context.Context, owner, threadID string) {
+	_, _, _ = s.kick(ctx, owner, threadID)
+}
+
+// kick is Kick; it returns the run it started, if it started one.
+func (s *Service) kick(ctx context.Context, owner, threadID string) (q Queued, started bool, err error) {
 	ctx = store.ContextWithOwner(ctx, owner)
 	th, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: threadID})
 	if err != nil {
 		s.log.WarnContext(ctx, "queued runs: read thread", "thread_id", threadID, "error", err)
-		return
+		return Queued{}, false, err
 	}
-	q := QueueOf(th)
-	if len(q) == 0 {
-		return
+	runs := QueueOf(th)
+	if len(runs) == 0 {
+		return Queued{}, false, nil
 	}
 	if busy, err := busyRun(ctx, s.st, owner, threadID); err != nil ||
-		busy != nil && (busy.RunID != q[0].Stops || s.activeRun(busy.RunID) != nil) {
+		busy != nil && (busy.RunID != runs[0].Stops || s.activeRun(busy.RunID) != nil) {
 		// The busy run's end kicks again; a run this process is
 		// stopping ends soon.
-		return
+		return Queued{}, false, err
 	}
 	start := s.Start
 	if start == nil {
 		start = s.startQueued
 	}
-	start(ctx, owner, threadID, q[0])
+	start(ctx, owner, threadID, runs[0])
+	return runs[0], true, nil
+}
+
+// KickWait is Kick for a durable kick (see [Service.KickTx]): when it
+// starts the next run of the thread's queue, it waits until that run's
+// first checkpoint is committed (the run then holds a lease: if this
+// process dies, it is adopted) or the run left the queue's head another way
+// (another process started it, or it was dropped). It returns an error if
+// the thread could not be read or ctx ended first, so that the kick is
+// tried again.
+func (s *Service) KickWait(ctx context.Context, owner, threadID string) error {
+	q, started, err := s.kick(ctx, owner, threadID)
+	if err != nil || !started {
+		return err
+	}
+	ctx = store.ContextWithOwner(ctx, owner)
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if _, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: q.RunID}); err == nil {
+			return nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("threads: queued run %s: %w", q.RunID, err)
+		}
+		th, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: threadID})
+		if err != nil {
+			return fmt.Errorf("threads: thread %s: %w", threadID, err)
+		}
+		if runs := QueueOf(th); len(runs) == 0 || runs[0].RunID != q.RunID {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("threads: queued run %s of thread %s did not start: %w", q.RunID, threadID, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // unstartable drops a queued run (o.dequeue) from its thread's queue when

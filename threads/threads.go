@@ -41,6 +41,12 @@ type Service struct {
 	// QueuedRunOptions are the run options of the default Start (package
 	// service gives the background path's).
 	QueuedRunOptions []runner.RunOption
+	// KickTx, if set, is called in the transaction of a run's final
+	// checkpoint (completed or failed) when the thread's queue holds runs
+	// (runID is the run that ends): it records a durable kick of the thread (continuation.Service.Work
+	// sets it to a River job that calls [Service.KickWait]), so that the
+	// next run starts even if this process dies before its own kick.
+	KickTx func(ctx context.Context, tx store.Tx, owner, threadID, runID string) error
 
 	// running are the runs this process executes, by id: *active.
 	running sync.Map
@@ -410,6 +416,21 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		if at != nil {
 			if err := at(tx, cp.ID); err != nil {
 				return err
+			}
+		}
+		if c.s.KickTx != nil && c.threadID != "" && st.Status.Terminal() {
+			// The run's end: runs waiting in the thread's queue get a
+			// durable kick, committed with the end.
+			q := th
+			if q == nil {
+				if q, err = tx.GetThread(ctx, &store.GetThreadParams{OwnerID: c.owner, ID: c.threadID}); err != nil {
+					return fmt.Errorf("read thread: %w", err)
+				}
+			}
+			if len(QueueOf(q)) > 0 {
+				if err := c.s.KickTx(ctx, tx, c.owner, c.threadID, st.RunID); err != nil {
+					return fmt.Errorf("kick the thread's queue: %w", err)
+				}
 			}
 		}
 		return nil
