@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/runner"
@@ -75,9 +76,15 @@ func entriesOf(base *runstate.State, states []*runstate.State, after runlog.Curs
 // stored checkpoints (see [runner.EventsBetween]): text deltas are folded
 // into their message events.
 func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.Cursor) ([]runlog.Entry, error) {
-	_, base, states, err := s.chain(ctx, owner, runID, func(cp *store.Checkpoint) bool { return cp.State.Seq <= from.Seq })
+	entries, _, err := s.rebuildRun(ctx, owner, runID, from)
+	return entries, err
+}
+
+// rebuildRun is rebuild that also returns the run's latest checkpoint.
+func (s *Server) rebuildRun(ctx context.Context, owner, runID string, from runlog.Cursor) ([]runlog.Entry, *store.Checkpoint, error) {
+	latest, base, states, err := s.chain(ctx, owner, runID, func(cp *store.Checkpoint) bool { return cp.State.Seq <= from.Seq })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var start runlog.Cursor
 	if base != nil {
@@ -85,7 +92,7 @@ func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.C
 	}
 	all, err := entriesOf(base, states, start)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := all[:0]
 	for _, e := range all {
@@ -93,7 +100,7 @@ func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.C
 			out = append(out, e)
 		}
 	}
-	return out, nil
+	return out, latest, nil
 }
 
 // follow streams the progress of a run that a worker of another process
@@ -175,6 +182,15 @@ func (s *Server) follow(run *runEntry) {
 					data, _ := json.Marshal(u)
 					last := run.log.Last()
 					run.log.Append(runlog.Entry{At: runlog.Cursor{Seq: last.Seq, Sub: last.Sub + 1}, Type: "draft", Data: data})
+					if pos := s.runPos(ctx, run); pos > 0 && strings.HasPrefix(u.MessageID, run.id+"-") {
+						run.mu.Lock()
+						after := run.lastEv
+						if after.Less(run.base) {
+							after = run.base
+						}
+						run.mu.Unlock()
+						te.addDraft(pos, after.Seq, u.Version, data)
+					}
 				}
 			}
 		}
@@ -197,8 +213,8 @@ func (s *Server) followOnce(ctx context.Context, run *runEntry, te *threadEntry)
 		return false, err
 	}
 	if len(states) > 0 {
-		last := run.log.Last()
 		run.mu.Lock()
+		last := run.lastEv
 		if last.Less(run.base) {
 			last = run.base
 		}
@@ -207,9 +223,11 @@ func (s *Server) followOnce(ctx context.Context, run *runEntry, te *threadEntry)
 		if err != nil {
 			return false, err
 		}
+		pos := s.runPos(ctx, run)
 		for _, e := range entries {
-			if run.log.Append(e) {
-				te.append(run.id, e.Type, e.Data)
+			at, prev := s.appendRun(run, e.Type, e.At.Seq, e.Data)
+			if pos > 0 {
+				te.addRun(pos, run.id, at, prev, e.Type, e.Data)
 			}
 		}
 	}

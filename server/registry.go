@@ -18,9 +18,6 @@ type registry struct {
 	ttl time.Duration
 	// retain bounds the finished runs kept (maxRetained).
 	retain int
-	// epoch starts the event ids of thread logs (the process's start, in
-	// Unix seconds), so that an id of an earlier process is recognised.
-	epoch int
 
 	mu      sync.Mutex
 	runs    map[string]*runEntry
@@ -28,7 +25,7 @@ type registry struct {
 }
 
 func newRegistry(lim runlog.Limits, ttl time.Duration) *registry {
-	return &registry{lim: lim, ttl: ttl, retain: maxRetained, epoch: int(time.Now().Unix()), runs: map[string]*runEntry{}, threads: map[string]*threadEntry{}}
+	return &registry{lim: lim, ttl: ttl, retain: maxRetained, runs: map[string]*runEntry{}, threads: map[string]*threadEntry{}}
 }
 
 // runEntry is a run known to this process: its event log and what its
@@ -43,10 +40,21 @@ type runEntry struct {
 	startErr error
 
 	mu sync.Mutex
+	// pos is the run's position on its thread (the seq of its first
+	// message), once read: its thread events' ids start with it.
+	pos int
 	// base: the events at or before it are not in log (the log was made
 	// after them, for a resumed or adopted run); they are rebuilt from the
 	// store for readers that need them.
-	base      runlog.Cursor
+	base runlog.Cursor
+	// lastEv is the cursor of the run's last event (drafts aside) in its
+	// log, in the numbering of its thread events (see appendRun).
+	lastEv runlog.Cursor
+	// durable is the cursor of its last event that is not a delta, and
+	// deltas counts the deltas since: a delta's thread id is durable's
+	// followed by its count.
+	durable   runlog.Cursor
+	deltas    int
 	res       wire.Run
 	producing bool // a goroutine of this process executes the run
 	queued    bool // the run waits in its thread's queue (or did): its readers wait for it to start
@@ -108,38 +116,107 @@ func eventsURL(threadID, runID string) string {
 }
 
 // threadEntry is the event log of a thread: the events of its runs (with
-// their run id) and thread-level events. Its ids start after the
-// registry's epoch.
+// their run id) at cursors {Pos: the run's position, Seq: the event's seq}
+// (drafts {Pos, Seq, Sub: the draft's version}), and thread-level events
+// (Ext). Its ids are durable: the store rebuilds what the log lacks.
 type threadEntry struct {
 	owner, id string
 	log       *runlog.Log
 
-	mu      sync.Mutex
-	n       int
+	mu sync.Mutex
+	// from: every event of the thread after from that this process has
+	// seen is in log (unless the log dropped it for its bound). A reader
+	// behind from fetches what it lacks from the store: from moves when an
+	// event comes whose run's earlier events the log does not hold (a new
+	// run — others may have run in between on other processes —, a run
+	// followed from a checkpoint).
+	from runlog.Cursor
+	// moved is closed when from moves.
+	moved   chan struct{}
 	network string    // the thread's network, once read
 	active  *runEntry // the run this process executes on the thread
 	subs    int
 	touched time.Time
 }
 
-// append adds an event to the thread's log. runID, when set, is spliced
-// into the event's JSON object.
-func (t *threadEntry) append(runID, typ string, data []byte) {
-	if runID != "" && len(data) > 1 && data[0] == '{' {
-		id, _ := json.Marshal(runID)
-		b := make([]byte, 0, len(data)+len(id)+12)
-		b = append(b, `{"run_id":`...)
-		b = append(b, id...)
-		if data[1] != '}' {
-			b = append(b, ',')
-		}
-		data = append(b, data[1:]...)
+// withRunID returns data, a JSON object, with runID spliced in first.
+func withRunID(runID string, data []byte) []byte {
+	if runID == "" || len(data) < 2 || data[0] != '{' {
+		return data
 	}
+	id, _ := json.Marshal(runID)
+	b := make([]byte, 0, len(data)+len(id)+12)
+	b = append(b, `{"run_id":`...)
+	b = append(b, id...)
+	if data[1] != '}' {
+		b = append(b, ',')
+	}
+	return append(b, data[1:]...)
+}
+
+// addRun adds an event of the run at pos to the thread's log, at the run's
+// cursor at; prev is the cursor of the run's event before it as its
+// producer knows it (zero for the run's first). If the log does not hold
+// the run's events through prev, from moves to prev: readers get the
+// events in between from the store. It reports whether the event was added
+// (it is not when it is not after the log's last: an event of a run that a
+// later run has stopped, or one seen twice).
+func (t *threadEntry) addRun(pos int, runID string, at, prev runlog.Cursor, typ string, data []byte) bool {
+	data = withRunID(runID, data)
+	c := runlog.Cursor{Pos: pos, Seq: at.Seq, Sub: at.Sub}
+	p := runlog.Cursor{Pos: pos, Seq: prev.Seq, Sub: prev.Sub}
 	t.mu.Lock()
-	t.n++
+	defer t.mu.Unlock()
 	t.touched = time.Now()
-	t.log.Append(runlog.Entry{At: runlog.Cursor{Seq: t.n}, Type: typ, Data: data})
-	t.mu.Unlock()
+	if !t.log.Last().Less(c) {
+		return false
+	}
+	if t.log.Last().Less(p) && t.from.Less(p) {
+		t.from = p
+		t.wake()
+	}
+	return t.log.Append(runlog.Entry{At: c, Type: typ, Data: data})
+}
+
+// addDraft adds a draft update of a message of the run at pos, seen after
+// the run's event seq, at {pos, seq, version}: a draft is the whole text so
+// far, coalesced like deltas (an older version is never added after a
+// newer one).
+func (t *threadEntry) addDraft(pos, seq int, version int64, data []byte) bool {
+	c := runlog.Cursor{Pos: pos, Seq: seq, Sub: int(version)}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.touched = time.Now()
+	return t.log.Append(runlog.Entry{At: c, Type: "draft", Data: data})
+}
+
+// addThread adds a thread-level event (a thread handoff) after the log's
+// last event.
+func (t *threadEntry) addThread(typ string, data []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.touched = time.Now()
+	c := t.log.Last()
+	c.Ext++
+	t.log.Append(runlog.Entry{At: c, Type: typ, Data: data})
+}
+
+// wake tells readers that from moved. t.mu is held.
+func (t *threadEntry) wake() {
+	if t.moved != nil {
+		close(t.moved)
+		t.moved = nil
+	}
+}
+
+// complete returns from and a channel closed when it moves.
+func (t *threadEntry) complete() (runlog.Cursor, <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.moved == nil {
+		t.moved = make(chan struct{})
+	}
+	return t.from, t.moved
 }
 
 func (t *threadEntry) setNetwork(n string) {
@@ -171,7 +248,7 @@ func (g *registry) thread(owner, id string) *threadEntry {
 	defer g.mu.Unlock()
 	t := g.threads[k]
 	if t == nil {
-		t = &threadEntry{owner: owner, id: id, n: g.epoch, log: runlog.New(runlog.Limits{MaxEvents: 1024, MaxBytes: 512 << 10}), touched: time.Now()}
+		t = &threadEntry{owner: owner, id: id, log: runlog.New(runlog.Limits{MaxEvents: 1024, MaxBytes: 512 << 10}), touched: time.Now()}
 		g.threads[k] = t
 	}
 	return t

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"strings"
@@ -181,7 +182,7 @@ func (s *Server) register(owner, threadID, runID string, nw *network, resumeAt *
 	if resumeAt != nil {
 		// Events up to now are in the store (or still in the log): new
 		// events continue after them.
-		if last := run.log.Last(); run.base.Less(last) {
+		if last := run.lastEv; run.base.Less(last) {
 			run.base = last
 		}
 		if run.base.Less(*resumeAt) {
@@ -332,10 +333,11 @@ func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.
 			started = true
 			close(run.started)
 		}
-		s.publish(run, te, ev)
+		at, prev, data := s.publish(run, ev)
 		if onEvent != nil {
 			onEvent()
 		}
+		s.publishThread(run, te, at, prev, string(ev.EventType()), data)
 		if end, ok := ev.(*runner.RunEndEvent); ok {
 			status = string(end.Status)
 		}
@@ -399,33 +401,112 @@ func release(run *runEntry, te *threadEntry) {
 	te.mu.Unlock()
 }
 
-// publish appends an event to the run's and the thread's logs.
-func (s *Server) publish(run *runEntry, te *threadEntry, ev runner.Event) {
+// publish appends an event to the run's log and returns its cursor there,
+// the cursor of the run's event before it, and its JSON (nil if it could
+// not be encoded).
+func (s *Server) publish(run *runEntry, ev runner.Event) (at, prev runlog.Cursor, data []byte) {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		s.log.Error("encode event", "run_id", run.id, "error", err)
-		return
+		return at, prev, nil
 	}
 	run.observe(ev)
-	typ := string(ev.EventType())
-	s.appendRun(run, typ, ev.Sequence(), data)
-	te.append(run.id, typ, data)
+	at, prev = s.appendRun(run, string(ev.EventType()), ev.Sequence(), data)
+	return at, prev, data
 }
 
-// appendRun appends an event at seq, or right after the last event when
-// seq is not after it (ids stay increasing whatever happens).
-func (s *Server) appendRun(run *runEntry, typ string, seq int, data []byte) {
-	at := runlog.Cursor{Seq: seq}
-	last := run.log.Last()
+// publishThread appends an event of the run, at its run cursor at after
+// prev, to its thread's log, at the run's position on the thread (read
+// once per run, after the run stream got the event: its first checkpoint,
+// which wrote the run's first message, is committed before its first
+// event).
+func (s *Server) publishThread(run *runEntry, te *threadEntry, at, prev runlog.Cursor, typ string, data []byte) {
+	if data == nil {
+		return
+	}
+	pos := s.runPos(s.runCtx, run)
+	if pos <= 0 {
+		return
+	}
+	if isDelta(typ) {
+		// A delta is not stored: its thread id follows the run's last
+		// event that is, so that the events a run resumed from its last
+		// checkpoint (after its process died) numbers again come after
+		// it.
+		run.mu.Lock()
+		run.deltas++
+		at = runlog.Cursor{Seq: prev.Seq, Sub: prev.Sub + run.deltas}
+		run.mu.Unlock()
+	}
+	te.addRun(pos, run.id, at, prev, typ, data)
+}
+
+// runPos returns the run's position on its thread: the seq of its first
+// message (runstate.MessageID(run, 1), the input, stored with its first
+// checkpoint), which orders the thread's runs (a thread runs one run at a
+// time). It is read once per run; 0 if it cannot be read (the run's thread
+// events are then left out of the thread's log, and its readers get them
+// from the store).
+func (s *Server) runPos(ctx context.Context, run *runEntry) int {
 	run.mu.Lock()
+	pos := run.pos
+	run.mu.Unlock()
+	if pos > 0 {
+		return pos
+	}
+	m, err := s.st.GetMessage(ctx, &store.GetMessageParams{OwnerID: run.owner, ID: runstate.MessageID(run.id, 1)})
+	if err == nil && m.ThreadID != run.threadID {
+		err = fmt.Errorf("message %s is of thread %s: %w", m.ID, m.ThreadID, store.ErrNotFound)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("the run's position on its thread", "run_id", run.id, "thread_id", run.threadID, "error", err)
+		}
+		return 0
+	}
+	run.mu.Lock()
+	run.pos = int(m.Seq)
+	run.mu.Unlock()
+	return int(m.Seq)
+}
+
+// appendRun appends an event at seq, or right after the run's last event
+// when seq is not after it (ids stay increasing whatever happens). It
+// returns the event's cursor and the cursor of the run's last event before
+// it that is not a delta (or its base): in the numbering of its thread
+// events, which drafts do not shift. In the run's log, where drafts take
+// ids after the event they follow, an event after a draft comes after it.
+func (s *Server) appendRun(run *runEntry, typ string, seq int, data []byte) (at, prev runlog.Cursor) {
+	run.mu.Lock()
+	last := run.lastEv
 	if last.Less(run.base) {
 		last = run.base
 	}
-	run.mu.Unlock()
+	at = runlog.Cursor{Seq: seq}
 	if !last.Less(at) {
 		at = runlog.Cursor{Seq: last.Seq, Sub: last.Sub + 1}
 	}
-	run.log.Append(runlog.Entry{At: at, Type: typ, Data: data})
+	run.lastEv = at
+	prev = run.durable
+	if prev.Less(run.base) {
+		prev = run.base
+	}
+	if !isDelta(typ) {
+		run.durable, run.deltas = at, 0
+	}
+	run.mu.Unlock()
+	inLog := at
+	if last := run.log.Last(); !last.Less(inLog) {
+		inLog = runlog.Cursor{Seq: last.Seq, Sub: last.Sub + 1}
+	}
+	run.log.Append(runlog.Entry{At: inLog, Type: typ, Data: data})
+	return at, prev
+}
+
+// isDelta reports whether events of type typ are text the run streams and
+// does not store (folded into the message or reasoning event after them).
+func isDelta(typ string) bool {
+	return typ == string(runner.TypeTextDelta) || typ == string(runner.TypeReasoningDelta)
 }
 
 // continueRun follows a run handed to a background worker: its log stays
@@ -723,9 +804,9 @@ func runFromState(st *runstate.State) wire.Run {
 
 // runEvents resumes a run's event stream after Last-Event-ID.
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, c *caller) error {
-	from, err := runlog.ParseCursor(sse.LastEventID(r))
+	from, err := runlog.ParseCursor(lastEventID(r))
 	if err != nil {
-		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want N or N.M)", sse.LastEventID(r))
+		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want N or N.M)", lastEventID(r))
 	}
 	run, err := s.runOf(r, c)
 	if err != nil {

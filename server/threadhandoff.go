@@ -82,7 +82,7 @@ func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller
 	if !p.Existing {
 		status = http.StatusCreated
 		data, _ := json.Marshal(interruptDTO(p.Interrupt, p.Stale))
-		s.reg.thread(c.owner, th.ID).append("", eventHandoffProposed, data)
+		s.reg.thread(c.owner, th.ID).addThread(eventHandoffProposed, data)
 	}
 	w.Header().Set("Location", dto.InterruptURL)
 	writeJSON(w, status, dto)
@@ -163,7 +163,7 @@ func (s *Server) decideThreadHandoff(w http.ResponseWriter, r *http.Request, c *
 	}
 	dto := outcomeDTO(out, store.InterruptDecided)
 	data, _ := json.Marshal(dto)
-	s.reg.thread(c.owner, in.ThreadID).append("", eventHandoffDecided, data)
+	s.reg.thread(c.owner, in.ThreadID).addThread(eventHandoffDecided, data)
 	writeJSON(w, http.StatusOK, dto)
 	return nil
 }

@@ -249,14 +249,22 @@ func messageDTO(m *store.Message) wire.Message {
 	return dto
 }
 
+// maxCatchUp bounds the messages a thread stream reads to find the runs
+// its client missed: a client further behind gets resync.
+const maxCatchUp = 1000
+
 // threadEvents streams a thread's events: the events of its runs (with
-// their run_id), drafts of other processes' workers, and thread handoffs.
-// Without a Last-Event-ID it first sends a "thread" snapshot.
+// their run_id), drafts of background workers, and thread handoffs. Every
+// event of a run has a durable id, "POS.SEQ" (the run's position on the
+// thread, its event's seq), drafts "POS.SEQ.VERSION": with Last-Event-ID
+// (or ?after=) the stream sends the events after it — from the log, else
+// rebuilt from the store — then follows live. Without one, or with an id
+// of before durable ids, it first sends a "thread" snapshot.
 func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller) error {
-	last := sse.LastEventID(r)
-	from, err := runlog.ParseCursor(last)
+	last := lastEventID(r)
+	cur, legacy, err := runlog.ThreadCursor(last)
 	if err != nil {
-		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream", last)
+		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want POS.SEQ, POS.SEQ.N or POS.SEQ.N.M)", last)
 	}
 	ctx := r.Context()
 	th, err := s.thread(ctx, c, r.PathValue("id"))
@@ -281,52 +289,54 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 	if err != nil {
 		return nil
 	}
-	cur := from
-	rd := te.log.Since(cur, 1, nil)
-	if last == "" || rd.Lost || te.log.Last().Less(from) || from.Seq <= s.reg.epoch {
-		// A new subscription, one whose missed events are gone, or one of
-		// an earlier process (before this one's epoch): start from a
-		// snapshot.
-		cur = te.log.Last()
-		if cur.Seq < s.reg.epoch {
-			cur = runlog.Cursor{Seq: s.reg.epoch}
-		}
+	// need: what the store has of the thread when the stream starts, which
+	// a reconnecting client gets even when this process has nothing of it
+	// in memory (a restart).
+	var need runlog.Cursor
+	if last != "" && !legacy {
+		need = s.storeTail(ctx, te)
+	} else {
+		// A new subscription, or one of before durable ids: start from a
+		// snapshot, at the thread's last event.
+		cur = later(te.log.Last(), s.storeTail(ctx, te))
 		dto, err := s.threadDetail(ctx, c.owner, th)
 		if err != nil {
 			s.log.Warn("thread snapshot", "thread_id", th.ID, "error", err)
 		}
 		data, _ := json.Marshal(dto)
-		if sw.Send(sse.Event{ID: cur.String(), Type: "thread", Data: data}) != nil {
+		if sw.Send(sse.Event{ID: cur.Thread(), Type: "thread", Data: data}) != nil {
 			return nil
 		}
-	}
-	var drafts chan DraftUpdate
-	if s.drafts != nil {
-		drafts = make(chan DraftUpdate, 16)
-		dctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		go func() {
-			for u, err := range s.drafts.SubscribeThread(dctx, c.owner, th.ID) {
-				if err != nil {
-					return
-				}
-				select {
-				case drafts <- u:
-				case <-dctx.Done():
-					return
-				}
-			}
-		}()
 	}
 	hb := time.NewTimer(s.cfg.Heartbeat)
 	defer hb.Stop()
 	var buf []runlog.Entry
 	for {
 		rd := te.log.Since(cur, 256, buf[:0])
-		if rd.Lost && len(rd.Entries) > 0 && cur.Less(prev(rd.Entries[0].At)) {
-			if sw.Send(sse.Event{ID: cur.String(), Type: "resync", Data: []byte(`{"reason":"events were dropped: reload the thread"}`)}) != nil {
+		// from is read after the log: an event added past a gap moved it
+		// first.
+		from, moved := te.complete()
+		if d, lost := te.log.Dropped(); lost && from.Less(d) {
+			from = d
+		}
+		if from.Less(need) && te.log.Last().Less(need) {
+			from = need // the store has events the log never had
+		}
+		if cur.Less(from) {
+			// The log lacks events after cur: the store has them.
+			next, far, err := s.catchUp(ctx, sw, te, cur, from)
+			if err != nil {
 				return nil
 			}
+			if far {
+				next = later(te.log.Last(), s.storeTail(ctx, te))
+				if sw.Send(sse.Event{ID: next.Thread(), Type: "resync", Data: []byte(`{"reason":"too many events were missed: reload the thread"}`)}) != nil {
+					return nil
+				}
+			}
+			cur = next
+			buf = rd.Entries
+			continue
 		}
 		if cur, err = s.sendEntries(sw, hb, rd.Entries, cur); err != nil {
 			return nil
@@ -334,17 +344,12 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 		buf = rd.Entries
 		select {
 		case <-rd.Wait:
+		case <-moved:
 		case <-ctx.Done():
 			return nil
 		case <-s.drain:
 			_ = sw.Send(sse.Event{Type: "shutdown", Data: []byte(`{"reason":"the server is shutting down: reconnect"}`)})
 			return nil
-		case u := <-drafts:
-			data, _ := json.Marshal(u)
-			cur = runlog.Cursor{Seq: cur.Seq, Sub: cur.Sub + 1}
-			if sw.Send(sse.Event{ID: cur.String(), Type: "draft", Data: data}) != nil {
-				return nil
-			}
 		case <-hb.C:
 			if sw.Comment("ping") != nil {
 				return nil
@@ -352,4 +357,125 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 			hb.Reset(s.cfg.Heartbeat)
 		}
 	}
+}
+
+// lastEventID returns the cursor a stream resumes after: the Last-Event-ID
+// header, else the query's last_event_id or after.
+func lastEventID(r *http.Request) string {
+	if id := sse.LastEventID(r); id != "" {
+		return id
+	}
+	return strings.TrimSpace(r.URL.Query().Get("after"))
+}
+
+// later returns the later of a and b.
+func later(a, b runlog.Cursor) runlog.Cursor {
+	if a.Less(b) {
+		return b
+	}
+	return a
+}
+
+// storeTail returns the cursor of a thread's last event in the store: its
+// latest run's latest checkpoint (zero without runs). A latest run that is
+// not final is followed from the store, so that its next events come.
+func (s *Server) storeTail(ctx context.Context, te *threadEntry) runlog.Cursor {
+	var tail runlog.Cursor
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: te.owner, ThreadID: te.id})
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+			s.log.Warn("thread stream: the thread's latest run", "thread_id", te.id, "error", err)
+		}
+		return tail
+	}
+	run := s.follows(te.owner, cp)
+	if pos := s.runPos(ctx, run); pos > 0 {
+		tail = runlog.Cursor{Pos: pos, Seq: cp.State.Seq}
+	}
+	return tail
+}
+
+// follows returns the entry of a run of a checkpoint cp, its latest: a run
+// that is not final and that this process does not execute is followed
+// through the store.
+func (s *Server) follows(owner string, cp *store.Checkpoint) *runEntry {
+	run := s.stored(owner, cp)
+	switch cp.State.Status {
+	case runstate.StatusRunning, runstate.StatusSuspended:
+		s.follow(run)
+	}
+	return run
+}
+
+// catchUp sends a thread's events in (cur, upto] rebuilt from the store:
+// those of the runs whose first message is at or after cur's run's, listed
+// from the thread's messages (a run's first message is "RUN-m1"), each
+// rebuilt from its checkpoints. It returns the cursor reached (upto, or
+// beyond when the log has the rest), or far when more than maxCatchUp
+// messages follow cur's run's first: the client should reload the thread.
+// An error is a client that failed.
+func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, cur, upto runlog.Cursor) (runlog.Cursor, bool, error) {
+	msgs, err := s.st.ListMessages(ctx, &store.ListMessagesParams{OwnerID: te.owner, ThreadID: te.id, AfterSeq: int64(max(cur.Pos-1, 0)), Limit: maxCatchUp + 1})
+	if err != nil {
+		if ctx.Err() != nil {
+			return cur, false, err
+		}
+		s.log.Warn("thread stream: the thread's runs", "thread_id", te.id, "error", err)
+		return upto, false, nil // the client gets what the log has
+	}
+	if len(msgs) > maxCatchUp {
+		return cur, true, nil
+	}
+	sent := false
+	for _, m := range msgs {
+		runID, first := strings.CutSuffix(m.ID, "-m1")
+		pos := int(m.Seq)
+		if !first || pos < cur.Pos || !(runlog.Cursor{Pos: pos}).Less(upto) {
+			// Not a run's first message, a run before cur's, or one whose
+			// events are all after upto (in the log).
+			continue
+		}
+		var after runlog.Cursor
+		if pos == cur.Pos {
+			after = runlog.Cursor{Seq: cur.Seq, Sub: cur.Sub}
+		}
+		entries, latest, err := s.rebuildRun(ctx, te.owner, runID, after)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // not a run's first message
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return cur, false, err
+			}
+			s.log.Warn("thread stream: rebuild a run's events", "run_id", runID, "error", err)
+			continue
+		}
+		if run := s.reg.run(te.owner, runID); run != nil {
+			run.mu.Lock()
+			run.pos = pos
+			run.mu.Unlock()
+		}
+		for _, e := range entries {
+			at := runlog.Cursor{Pos: pos, Seq: e.At.Seq, Sub: e.At.Sub}
+			if !cur.Less(at) || upto.Less(at) {
+				continue
+			}
+			if err := queue(sw, sse.Event{ID: at.Thread(), Type: e.Type, Data: withRunID(runID, e.Data)}); err != nil {
+				return cur, false, err
+			}
+			cur, sent = at, true
+		}
+		if st := latest.State.Status; st == runstate.StatusRunning || st == runstate.StatusSuspended {
+			s.follows(te.owner, latest)
+		}
+	}
+	if sent {
+		if err := sw.Flush(); err != nil {
+			return cur, false, err
+		}
+	}
+	if cur.Less(upto) {
+		cur = upto
+	}
+	return cur, false, nil
 }

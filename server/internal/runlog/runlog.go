@@ -20,45 +20,115 @@ import (
 // Cursor is the position of an event: Seq is the run's event sequence
 // number (1, 2, …); Sub numbers events inserted after Seq that the run
 // itself did not number (draft updates of a background worker seen from
-// another process). Its text form is "Seq" or "Seq.Sub", the SSE id.
+// another process). Its text form is "Seq" or "Seq.Sub", the SSE id of a
+// run's stream.
+//
+// The events of a thread's stream add Pos, the position of their run on
+// the thread (the seq of the run's first message), before Seq, and Ext,
+// which numbers the thread's own events (thread handoffs) after Sub: see
+// [ThreadCursor]. A run's cursors have Pos and Ext 0.
 type Cursor struct {
+	Pos int
 	Seq int
 	Sub int
+	Ext int
 }
 
-// String returns the SSE id form.
+// String returns the SSE id form of a run's cursor ("Seq" or "Seq.Sub"),
+// or, when Pos or Ext is set, of a thread's ([Cursor.Thread]).
 func (c Cursor) String() string {
+	if c.Pos != 0 || c.Ext != 0 {
+		return c.Thread()
+	}
 	if c.Sub == 0 {
 		return strconv.Itoa(c.Seq)
 	}
 	return strconv.Itoa(c.Seq) + "." + strconv.Itoa(c.Sub)
 }
 
-// Less reports whether c comes before d.
-func (c Cursor) Less(d Cursor) bool {
-	return c.Seq < d.Seq || c.Seq == d.Seq && c.Sub < d.Sub
+// Thread returns the SSE id form of a thread's cursor: "Pos.Seq",
+// "Pos.Seq.Sub" or "Pos.Seq.Sub.Ext".
+func (c Cursor) Thread() string {
+	s := strconv.Itoa(c.Pos) + "." + strconv.Itoa(c.Seq)
+	if c.Sub != 0 || c.Ext != 0 {
+		s += "." + strconv.Itoa(c.Sub)
+	}
+	if c.Ext != 0 {
+		s += "." + strconv.Itoa(c.Ext)
+	}
+	return s
 }
 
-// ParseCursor parses an SSE id ("12" or "12.3"); "" is the zero Cursor
-// (before every event).
+// Less reports whether c comes before d.
+func (c Cursor) Less(d Cursor) bool {
+	switch {
+	case c.Pos != d.Pos:
+		return c.Pos < d.Pos
+	case c.Seq != d.Seq:
+		return c.Seq < d.Seq
+	case c.Sub != d.Sub:
+		return c.Sub < d.Sub
+	}
+	return c.Ext < d.Ext
+}
+
+// ParseCursor parses the SSE id of a run's stream ("12" or "12.3"); "" is
+// the zero Cursor (before every event).
 func ParseCursor(s string) (Cursor, error) {
 	if s == "" {
 		return Cursor{}, nil
 	}
 	a, b, sub := strings.Cut(s, ".")
-	seq, err := strconv.Atoi(a)
-	if err != nil || seq < 0 || len(a) > 10 {
+	seq, err := number(a)
+	if err != nil {
 		return Cursor{}, fmt.Errorf("runlog: bad event id %q", s)
 	}
 	c := Cursor{Seq: seq}
 	if sub {
-		n, err := strconv.Atoi(b)
-		if err != nil || n < 0 || len(b) > 10 {
+		n, err := number(b)
+		if err != nil {
 			return Cursor{}, fmt.Errorf("runlog: bad event id %q", s)
 		}
 		c.Sub = n
 	}
 	return c, nil
+}
+
+func number(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || len(s) > 10 || s[0] == '+' {
+		return 0, fmt.Errorf("runlog: bad number %q", s)
+	}
+	return n, nil
+}
+
+// LegacyPos is the least Pos of a two-part id that is taken for an id of
+// the thread streams of before durable thread ids ("EPOCH+N.M", EPOCH the
+// process's start in Unix seconds): no thread has a billion messages.
+const LegacyPos = 1_000_000_000
+
+// ThreadCursor parses the SSE id of a thread's stream: "Pos.Seq",
+// "Pos.Seq.Sub" or "Pos.Seq.Sub.Ext". legacy is set for an id of the
+// thread streams of before durable ids (one number, or two with a first
+// of at least [LegacyPos]): its position is unknown. "" is the zero Cursor.
+func ThreadCursor(s string) (c Cursor, legacy bool, err error) {
+	if s == "" {
+		return Cursor{}, false, nil
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 {
+		return Cursor{}, false, fmt.Errorf("runlog: bad thread event id %q", s)
+	}
+	var n [4]int
+	for i, p := range parts {
+		if n[i], err = number(p); err != nil {
+			return Cursor{}, false, fmt.Errorf("runlog: bad thread event id %q", s)
+		}
+	}
+	if len(parts) == 1 || len(parts) == 2 && n[0] >= LegacyPos {
+		return Cursor{}, true, nil
+	}
+	return Cursor{Pos: n[0], Seq: n[1], Sub: n[2], Ext: n[3]}, false, nil
 }
 
 // Entry is one encoded event.
@@ -135,6 +205,14 @@ func (l *Log) Append(e Entry) bool {
 	}
 	l.wake()
 	return true
+}
+
+// Dropped returns the cursor of the last event dropped for the bound, and
+// whether any was.
+func (l *Log) Dropped() (Cursor, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.dropped, l.lost
 }
 
 // Last returns the cursor of the last event appended.

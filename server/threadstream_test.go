@@ -1,0 +1,281 @@
+package server_test
+
+import (
+	"log/slog"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/server/internal/runlog"
+	"github.com/batonhq/baton/store"
+)
+
+// threadLess compares thread event ids ("P.S", "P.S.V", "P.S.V.H").
+func threadLess(t testing.TB, a, b string) bool {
+	t.Helper()
+	ca, legacy, err := runlog.ThreadCursor(a)
+	if err != nil || legacy {
+		t.Fatalf("thread event id %q: %v (legacy %v)", a, err, legacy)
+	}
+	cb, legacy, err := runlog.ThreadCursor(b)
+	if err != nil || legacy {
+		t.Fatalf("thread event id %q: %v (legacy %v)", b, err, legacy)
+	}
+	return ca.Less(cb)
+}
+
+// checkThreadIDs fails unless the ids of evs strictly increase: no event
+// twice, none out of order.
+func checkThreadIDs(t testing.TB, name string, evs []event) {
+	t.Helper()
+	for i := 1; i < len(evs); i++ {
+		if !threadLess(t, evs[i-1].ID, evs[i].ID) {
+			t.Fatalf("%s: ids not increasing at %d: %s %s then %s %s\n%s", name, i, evs[i-1].ID, evs[i-1].Type, evs[i].ID, evs[i].Type, dump(evs))
+		}
+	}
+}
+
+func dump(evs []event) string {
+	var sb strings.Builder
+	for _, e := range evs {
+		sb.WriteString(e.ID + " " + e.Type + "\n")
+	}
+	return sb.String()
+}
+
+// folded returns the durable events of a thread stream: without the
+// snapshot, the text and reasoning deltas (folded into their message
+// events, which carry the whole text) and the drafts (a draft is the whole
+// text so far: a reconnect gets the latest only).
+func folded(evs []event) []event {
+	var out []event
+	for _, e := range evs {
+		switch e.Type {
+		case "thread", "text_delta", "reasoning_delta", "draft":
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// entryReason is the reason of a run's first agent_start, which its
+// checkpoints do not keep: rebuilt, the event has none.
+var entryReason = regexp.MustCompile(`,"reason":"(entry|requested|[^"]*)"}$`)
+
+// sameEvents fails unless a and b are the same events: ids, types and data
+// (but the reason of a run's first agent_start, which a rebuilt event
+// lacks).
+func sameEvents(t testing.TB, name string, a, b []event) {
+	t.Helper()
+	n := max(len(a), len(b))
+	raw := func(e event) string {
+		if e.Type == "agent_start" && e.Data["reason"] != "transfer" && e.Data["reason"] != "return" {
+			return entryReason.ReplaceAllString(e.Raw, "}")
+		}
+		return e.Raw
+	}
+	for i := range n {
+		if i >= len(a) || i >= len(b) || a[i].ID != b[i].ID || a[i].Type != b[i].Type || raw(a[i]) != raw(b[i]) {
+			t.Fatalf("%s: the sequences differ at %d:\n%s\n--- vs ---\n%s", name, i, dumpRaw(a), dumpRaw(b))
+		}
+	}
+}
+
+func dumpRaw(evs []event) string {
+	var sb strings.Builder
+	for _, e := range evs {
+		sb.WriteString(e.ID + " " + e.Type + " " + e.Raw + "\n")
+	}
+	return sb.String()
+}
+
+// threadClient reads a thread's events, reconnecting with Last-Event-ID
+// whenever drop says so, until done says it has all.
+type threadClient struct {
+	t      testing.TB
+	thread string
+	key    string
+
+	mu          sync.Mutex
+	evs         []event
+	reconnected int
+}
+
+// read follows the thread on the servers urls() names (each connection on
+// the current one) from id last ("" for a snapshot first) until done.
+func (c *threadClient) read(b *bundle, urls func() string, last string, drop, done func(event) bool) {
+	t := c.t
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		bb := *b
+		bb.url = urls()
+		var hdr []string
+		if last != "" {
+			hdr = []string{"Last-Event-ID", last}
+		}
+		resp, ch := bb.stream(t, c.key, "GET", "/v1/threads/"+c.thread+"/events", nil, hdr...)
+		if resp.StatusCode != 200 {
+			t.Fatalf("thread events after %q: %d", last, resp.StatusCode)
+		}
+		dropped := false
+		for ev := range ch {
+			if ev.Type == "shutdown" {
+				continue
+			}
+			c.mu.Lock()
+			c.evs = append(c.evs, ev)
+			c.mu.Unlock()
+			if ev.ID != "" {
+				last = ev.ID
+			}
+			if done(ev) {
+				resp.Body.Close()
+				return
+			}
+			if drop != nil && drop(ev) {
+				dropped = true
+				break
+			}
+		}
+		resp.Body.Close()
+		if dropped {
+			c.mu.Lock()
+			c.reconnected++
+			c.mu.Unlock()
+		} else {
+			time.Sleep(20 * time.Millisecond) // the server went: reconnect
+		}
+	}
+	t.Fatalf("thread stream did not end: %s", dump(c.events()))
+}
+
+func (c *threadClient) events() []event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]event(nil), c.evs...)
+}
+
+// dropAt returns a drop func that drops the connection at each event that
+// the next of preds accepts, once per pred, in order.
+func dropAt(preds ...func(event) bool) func(event) bool {
+	i := 0
+	return func(e event) bool {
+		if i < len(preds) && preds[i](e) {
+			i++
+			return true
+		}
+		return false
+	}
+}
+
+func ofType(typ string) func(event) bool { return func(e event) bool { return e.Type == typ } }
+
+func nth(n int) func(event) bool {
+	seen := 0
+	return func(event) bool { seen++; return seen >= n }
+}
+
+// runEnds returns a done func true at the n-th final run_end (completed or
+// failed).
+func runEnds(n int) func(event) bool {
+	seen := 0
+	return func(e event) bool {
+		if e.Type == "run_end" && (e.Data["status"] == "completed" || e.Data["status"] == "failed") {
+			seen++
+		}
+		return seen >= n
+	}
+}
+
+// TestThreadStreamReconnects: a client that drops the thread's stream and
+// reconnects with Last-Event-ID — mid-answer, at a transfer, at the
+// hand-over to a background worker, during the worker's progress, between
+// runs — sees the same events, with the same ids, as one that never
+// dropped (deltas and drafts folded); and so does a client that reconnects
+// to a new server on the same store (a restart), and one that comes back
+// after both runs from the thread's first id.
+func TestThreadStreamReconnects(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		b := setupStore(t, open(t))
+		thread := b.thread(t, b.keyA, "research")
+		url := func() string { return b.url }
+		steady := &threadClient{t: t, thread: thread, key: b.keyA}
+		dropper := &threadClient{t: t, thread: thread, key: b.keyA}
+		var wg sync.WaitGroup
+		ready := make(chan struct{}, 2)
+		for _, c := range []*threadClient{steady, dropper} {
+			var drop func(event) bool
+			if c == dropper {
+				drop = dropAt(nth(4), ofType("transfer"), ofType("tool_call"), ofType("suspended"), ofType("draft"), ofType("run_start"),
+					func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" }, nth(3))
+			}
+			wg.Go(func() {
+				c.read(b, url, "", func(e event) bool {
+					if e.Type == "thread" {
+						ready <- struct{}{}
+					}
+					return drop != nil && drop(e)
+				}, runEnds(2))
+			})
+		}
+		<-ready
+		<-ready
+		for _, input := range []string{"How did EV sales develop?", "And what about 2024?"} {
+			if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
+				t.Fatalf("run: %d %s", r.status, r.body)
+			}
+		}
+		wg.Wait()
+		all := steady.events()
+		checkThreadIDs(t, "never dropped", all)
+		checkThreadIDs(t, "reconnected", dropper.events())
+		if dropper.reconnected < 5 {
+			t.Fatalf("the client reconnected %d times only: %s", dropper.reconnected, dump(dropper.events()))
+		}
+		want := folded(all)
+		kinds := map[string]int{}
+		for _, e := range want {
+			kinds[e.Type]++
+		}
+		if kinds["run_start"] < 4 || kinds["transfer"] < 2 || kinds["suspended"] != 2 || kinds["message"] < 4 {
+			t.Fatalf("the runs did not transfer and go to the background twice: %v\n%s", kinds, dump(all))
+		}
+		sameEvents(t, "reconnected vs never dropped", folded(dropper.events()), want)
+
+		// A new server on the same store (a restart: nothing in memory):
+		// from the first id, and from the middle, the same events.
+		srv2, err := server.New(server.Config{Service: b.svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv2)
+		defer hs.Close()
+		for _, from := range []int{0, len(want) / 3, len(want) - 2} {
+			last := all[0].ID // the snapshot's id, before every run
+			if from > 0 {
+				last = want[from-1].ID
+			}
+			late := &threadClient{t: t, thread: thread, key: b.keyA}
+			late.read(b, func() string { return hs.URL }, last, nil, runEnds(2-countEnds(want[:from])))
+			sameEvents(t, "after a restart, from "+last, late.events(), want[from:])
+		}
+	})
+}
+
+func countEnds(evs []event) int {
+	n := 0
+	for _, e := range evs {
+		if e.Type == "run_end" && (e.Data["status"] == "completed" || e.Data["status"] == "failed") {
+			n++
+		}
+	}
+	return n
+}
