@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -256,5 +258,74 @@ func TestDeployDocs(t *testing.T) {
 	}
 	if !kinds["Deployment"] || !kinds["Service"] {
 		t.Errorf("docs/deploy.md's Kubernetes example has %v, want a Deployment and a Service", kinds)
+	}
+}
+
+// TestRateLimitAcrossReplicas measures a per-key rate limit through HAProxy
+// in front of three replicas, clients sending as fast as they can for 3 s:
+// with --replicas 3 each replica admits a third of --rate-limit, and the
+// fleet admits about the limit; without it each replica admits the whole
+// limit, and the fleet about three times it (what docs/deploy.md says).
+func TestRateLimitAcrossReplicas(t *testing.T) {
+	batonBin(t)
+	t.Parallel()
+	var url string
+	for _, be := range backends(t, "") {
+		if be.name == "Postgres" {
+			url = "pg"
+			t.Run("Postgres", func(t *testing.T) {
+				db := be.open(t)
+				const limit, window = 20.0, 3 * time.Second
+				measure := func(t *testing.T, extra ...string) (admitted, refused int, took time.Duration) {
+					fx := newEffects(t, nil)
+					c := startCluster(t, db, fx, clusterConfig{replicas: 3, serveFlags: append([]string{"--rate-limit", "20/s"}, extra...)})
+					var mu sync.Mutex
+					var wg sync.WaitGroup
+					start := time.Now()
+					for range 6 {
+						wg.Go(func() {
+							for time.Since(start) < window {
+								err := c.api.do(t.Context(), http.MethodGet, "/v1/networks", nil, nil)
+								var he *httpError
+								mu.Lock()
+								switch {
+								case err == nil:
+									admitted++
+								case errors.As(err, &he) && he.status == http.StatusTooManyRequests:
+									refused++
+								default:
+									t.Errorf("GET /v1/networks: %v", err)
+								}
+								mu.Unlock()
+								if err != nil && !errors.As(err, &he) {
+									return
+								}
+							}
+						})
+					}
+					wg.Wait()
+					took = time.Since(start)
+					c.stop(t)
+					return admitted, refused, took
+				}
+				// The fleet's budget over the window: the rate over the
+				// time taken, and the bursts (20 in all with the share, 20
+				// per replica without).
+				shared, refusedShared, took := measure(t, "--replicas", "3")
+				budget := limit*took.Seconds() + limit
+				t.Logf("--rate-limit 20/s --replicas 3: %d admitted, %d refused (429) in %s; budget %.0f", shared, refusedShared, took.Round(time.Millisecond), budget)
+				if float64(shared) > budget*1.1 || float64(shared) < limit*took.Seconds()*0.7 || refusedShared == 0 {
+					t.Errorf("with --replicas 3 the fleet admitted %d requests in %s, want about the limit's %.0f (at most %.0f)", shared, took, limit*took.Seconds(), budget)
+				}
+				each, refusedEach, took2 := measure(t)
+				t.Logf("--rate-limit 20/s alone: %d admitted, %d refused (429) in %s", each, refusedEach, took2.Round(time.Millisecond))
+				if float64(each) < 2*limit*took2.Seconds() {
+					t.Errorf("without --replicas the fleet admitted %d requests in %s, want about 3 × the limit (each replica its own)", each, took2)
+				}
+			})
+		}
+	}
+	if url == "" {
+		t.Skip("PostgreSQL only (replicas share a database), and no PostgreSQL URL is set")
 	}
 }

@@ -259,6 +259,8 @@ type clusterConfig struct {
 	// With two or more they listen on fixed ports behind HAProxy
 	// (lb_test.go), and the clients go through it.
 	replicas int
+	// serveFlags are flags of serve only (--rate-limit …).
+	serveFlags []string
 }
 
 // cluster is baton on one database: a `baton serve`, `baton worker`
@@ -313,7 +315,7 @@ func startCluster(t *testing.T, db *database, fx *effects, cfg clusterConfig) *c
 	}
 	c.api = &api{key: strings.TrimSpace(string(out))}
 	common := []string{"--network", network, "--database", db.url, "--shutdown-timeout", "5s"}
-	args := append(append(append(common, "--workers", fmt.Sprint(cfg.serveWorkers), "--log-level", "info"), cfg.flags...), fx.toolFlags("serve")...)
+	args := append(append(append(append(common, "--workers", fmt.Sprint(cfg.serveWorkers), "--log-level", "info"), cfg.flags...), cfg.serveFlags...), fx.toolFlags("serve")...)
 	if cfg.replicas < 2 {
 		c.serve = newServe(c.dir, c.bin, args...)
 		c.serves = []*serveProc{c.serve}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -33,7 +34,8 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	var files stringList
 	fs.Var(&files, "network", "a network file to serve (repeatable; positional arguments count too)")
 	maxStreams := fs.Int("max-streams", 10000, "most event streams open at once (503 beyond)")
-	rateLimit := fs.String("rate-limit", "", "requests per API key: N/s, N/m or N (per second), with bursts of N; empty: no limit")
+	rateLimit := fs.String("rate-limit", "", "requests per API key: N/s, N/m or N (per second), with bursts of N; empty: no limit (per replica unless --replicas)")
+	replicas := fs.Int("replicas", 1, "how many replicas serve the database behind one round-robin load balancer: --rate-limit is then the fleet's, and each replica admits its share (1/N of it and of its bursts; docs/deploy.md)")
 	requestTimeout := fs.Duration("request-timeout", 60*time.Second, "longest request that is not a stream")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long runs in flight may finish before they are cancelled at their last checkpoint")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
@@ -55,6 +57,10 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return usagef("--rate-limit: %v", err)
 	}
+	if *replicas < 1 {
+		return usagef("--replicas must be at least 1")
+	}
+	rate, burst := shareRate(rate, *replicas)
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return usagef("--log-level %q: want debug, info, warn or error", *logLevel)
@@ -76,7 +82,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	srv, err := server.New(server.Config{
 		Service: svc, Logger: log, Telemetry: tel,
-		MaxStreams: *maxStreams, RateLimit: rate, RequestTimeout: *requestTimeout, NoUI: *noUI,
+		MaxStreams: *maxStreams, RateLimit: rate, RateBurst: burst, RequestTimeout: *requestTimeout, NoUI: *noUI,
 	})
 	if err != nil {
 		_ = closeService(ctx, svc, *grace)
@@ -134,6 +140,16 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 }
 
 // parseRate parses a rate limit: N/s, N/m, N/h or N (per second).
+// shareRate returns one replica's share of a fleet's rate limit of rate
+// requests per second (bursts of ceil(rate)), with n replicas behind a
+// round-robin load balancer: 1/n of the rate and of the burst (at least 1).
+func shareRate(rate float64, n int) (float64, int) {
+	if rate <= 0 {
+		return 0, 0
+	}
+	return rate / float64(n), max(1, int(math.Ceil(math.Ceil(rate)/float64(n))))
+}
+
 func parseRate(v string) (float64, error) {
 	v = strings.TrimSpace(v)
 	if v == "" || v == "0" {
