@@ -279,3 +279,60 @@ func countEnds(evs []event) int {
 	}
 	return n
 }
+
+// TestThreadStreamIDs: the forms of a thread stream's cursor. ?after= is
+// Last-Event-ID; an id of before durable ids (one number, or EPOCH.N)
+// starts over with a snapshot; a malformed one is 400; a thread handoff's
+// event comes after the run events before it; the run stream takes
+// ?after= too.
+func TestThreadStreamIDs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	thread := b.thread(t, b.keyA, "research")
+	events := "/v1/threads/" + thread + "/events"
+	_, ch := b.stream(t, b.keyA, "GET", events, nil)
+	snap := collect(t, ch, func(e event) bool { return e.Type == "thread" })
+	if id := snap[len(snap)-1].ID; id != "0.0" {
+		t.Fatalf("the snapshot of a thread without runs: id %q", id)
+	}
+	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?"})
+	var res struct{ ID string }
+	r.json(t, &res)
+	if r.status != 200 {
+		t.Fatalf("run: %d %s", r.status, r.body)
+	}
+	all := collect(t, ch, func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+	checkThreadIDs(t, "live", all)
+	if all[0].Type != "run_start" || all[0].ID != "1.1" {
+		t.Fatalf("the first run's first event: %s %s (its first message is the thread's first: position 1)", all[0].ID, all[0].Type)
+	}
+	_, ch = b.stream(t, b.keyA, "GET", events+"?after=0.0", nil)
+	again := collect(t, ch, func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+	sameEvents(t, "?after=0.0", folded(again), folded(all))
+	for _, legacy := range []string{"1795012345", "1795012345.3"} {
+		_, ch = b.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", legacy)
+		if first := collect(t, ch, func(event) bool { return true }); first[0].Type != "thread" {
+			t.Fatalf("an id of before durable ids, %s: %v", legacy, types(first))
+		}
+	}
+	for _, bad := range []string{"1.x", "1.2.3.4.5", "-1.2", "1..2"} {
+		if r := b.do(t, b.keyA, "GET", events+"?after="+bad, nil); r.status != 400 {
+			t.Fatalf("id %q: %d %s", bad, r.status, r.body)
+		}
+	}
+	// A thread handoff's event comes after the thread's last.
+	last := all[len(all)-1].ID
+	_, ch = b.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", last)
+	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil); r.status != 201 {
+		t.Fatalf("propose: %d %s", r.status, r.body)
+	}
+	prop := collect(t, ch, func(e event) bool { return e.Type == "thread_handoff_proposed" })
+	if p := prop[len(prop)-1]; !threadLess(t, last, p.ID) {
+		t.Fatalf("the proposal's id %s is not after %s", p.ID, last)
+	}
+	// The run stream takes ?after= too.
+	_, ch = b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/runs/"+res.ID+"/events?after=3", nil)
+	if tail := collect(t, ch, nil); len(tail) == 0 || tail[0].ID != "4" {
+		t.Fatalf("run stream after 3: %v", types(tail))
+	}
+}
