@@ -82,15 +82,18 @@ func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.C
 
 // rebuildRun is rebuild that also returns the run's latest checkpoint.
 func (s *Server) rebuildRun(ctx context.Context, owner, runID string, from runlog.Cursor) ([]runlog.Entry, *store.Checkpoint, error) {
-	latest, base, states, err := s.chain(ctx, owner, runID, func(cp *store.Checkpoint) bool { return cp.State.Seq <= from.Seq })
+	// From the start, the whole chain: a run that numbered no events (not
+	// streamed) has checkpoints at seq 0.
+	start := from == (runlog.Cursor{})
+	latest, base, states, err := s.chain(ctx, owner, runID, func(cp *store.Checkpoint) bool { return !start && cp.State.Seq <= from.Seq })
 	if err != nil {
 		return nil, nil, err
 	}
-	var start runlog.Cursor
+	var first runlog.Cursor
 	if base != nil {
-		start = runlog.Cursor{Seq: base.Seq}
+		first = runlog.Cursor{Seq: base.Seq}
 	}
-	all, err := entriesOf(base, states, start)
+	all, err := entriesOf(base, states, first)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -201,6 +201,18 @@ func (t *threadEntry) addThread(typ string, data []byte) {
 	t.log.Append(runlog.Entry{At: c, Type: typ, Data: data})
 }
 
+// advance records that the thread's events reach c (read from the store):
+// if the log is behind c, from moves to c and readers fetch the events
+// from the store.
+func (t *threadEntry) advance(c runlog.Cursor) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.log.Last().Less(c) && t.from.Less(c) {
+		t.from = c
+		t.wake()
+	}
+}
+
 // wake tells readers that from moved. t.mu is held.
 func (t *threadEntry) wake() {
 	if t.moved != nil {

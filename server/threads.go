@@ -278,6 +278,9 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 	te := s.reg.thread(c.owner, th.ID)
 	te.mu.Lock()
 	te.subs++
+	if te.subs == 1 {
+		go s.watchThread(te)
+	}
 	te.mu.Unlock()
 	defer func() {
 		te.mu.Lock()
@@ -478,4 +481,57 @@ func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, c
 		cur = upto
 	}
 	return cur, false, nil
+}
+
+// watchThread watches, while a thread has subscribers, for runs that this
+// process neither executes nor follows (started by another process: a
+// `baton serve` instance, a queued run a worker started): it reads the
+// thread's latest checkpoint every FollowInterval — backing off to eight
+// times that while nothing changes — follows a run that is not final, and
+// moves the thread's log forward so that its readers fetch the rest from
+// the store.
+func (s *Server) watchThread(te *threadEntry) {
+	ctx := store.ContextWithOwner(s.runCtx, te.owner)
+	every := s.cfg.FollowInterval
+	t := time.NewTimer(every)
+	defer t.Stop()
+	var seen string
+	for {
+		select {
+		case <-t.C:
+		case <-s.drain:
+			return
+		case <-ctx.Done():
+			return
+		}
+		te.mu.Lock()
+		subs, active := te.subs, te.active
+		te.mu.Unlock()
+		if subs == 0 {
+			return
+		}
+		every = min(every*2, 8*s.cfg.FollowInterval)
+		if active == nil {
+			cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: te.owner, ThreadID: te.id})
+			if err == nil && cp.ID != seen {
+				seen, every = cp.ID, s.cfg.FollowInterval
+				run := s.reg.run(te.owner, cp.RunID)
+				busy := false
+				if run != nil {
+					run.mu.Lock()
+					busy = run.producing || run.following
+					run.mu.Unlock()
+				}
+				if !busy {
+					run = s.follows(te.owner, cp)
+					if pos := s.runPos(ctx, run); pos > 0 {
+						te.advance(runlog.Cursor{Pos: pos, Seq: cp.State.Seq})
+					}
+				}
+			}
+		} else {
+			every = s.cfg.FollowInterval
+		}
+		t.Reset(every)
+	}
 }

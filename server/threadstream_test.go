@@ -12,7 +12,9 @@ import (
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/server/internal/runlog"
+	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/threads"
 )
 
 // threadLess compares thread event ids ("P.S", "P.S.V", "P.S.V.H").
@@ -335,4 +337,38 @@ func TestThreadStreamIDs(t *testing.T) {
 	if tail := collect(t, ch, nil); len(tail) == 0 || tail[0].ID != "4" {
 		t.Fatalf("run stream after 3: %v", types(tail))
 	}
+}
+
+// TestThreadStreamRunOfAnotherProcess: a run that the server neither
+// executes nor follows (here run through the library, as another process
+// would) reaches the thread's open streams: the server finds it in the
+// store, follows it, and sends its events, the same as a reader of the
+// thread from its first id.
+func TestThreadStreamRunOfAnotherProcess(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		b := setupStore(t, open(t))
+		thread := b.thread(t, b.keyA, "research")
+		_, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
+		collect(t, ch, func(e event) bool { return e.Type == "thread" })
+		var nw *service.Network
+		for _, n := range b.svc.Networks() {
+			if n.Name() == "research" {
+				nw = n
+			}
+		}
+		for _, err := range nw.Threads.Turn(t.Context(), "alice", "How did EV sales develop?", threads.TurnOptions{ThreadID: thread}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		live := collect(t, ch, func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+		checkThreadIDs(t, "live", live)
+		_, ch = b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events?after=0.0", nil)
+		all := collect(t, ch, func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+		sameEvents(t, "a run of another process", folded(live), folded(all))
+		if all[0].Type != "run_start" {
+			t.Fatalf("%s\n---\n%s", dump(all), dump(live))
+		}
+	})
 }
