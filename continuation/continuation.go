@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -205,6 +206,10 @@ type Service struct {
 	log     *slog.Logger
 	leases  *leases
 
+	// begun: Start succeeded once (River's tables are there: durable
+	// kicks are inserted from then on).
+	begun atomic.Bool
+
 	mu      sync.Mutex
 	started bool
 	stop    context.CancelFunc
@@ -325,6 +330,7 @@ func (s *Service) Start(ctx context.Context) error {
 		}()
 	}
 	s.started = true
+	s.begun.Store(true)
 	return nil
 }
 

@@ -43,8 +43,14 @@ var kickUnique = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
 }}
 
 // kickTx is threads.Service.KickTx: a kick of the thread, in the
-// transaction of the final checkpoint of run after.
+// transaction of the final checkpoint of run after. A service never
+// started (a library that runs turns without background work, whose
+// database may not have River's tables) records none: the in-process kick
+// is all there is.
 func (s *Service) kickTx(ctx context.Context, tx store.Tx, owner, threadID, after string) error {
+	if !s.begun.Load() {
+		return nil
+	}
 	if _, err := s.q.insertTx(ctx, tx, KickArgs{OwnerID: owner, ThreadID: threadID, After: after},
 		&river.InsertOpts{Queue: s.cfg.Queue, ScheduledAt: time.Now().Add(kickDelay), UniqueOpts: kickUnique}); err != nil {
 		return fmt.Errorf("continuation: kick of thread %s: %w", threadID, err)
