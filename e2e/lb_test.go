@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -326,6 +327,89 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 		}
 	}
 	if url == "" {
+		t.Skip("PostgreSQL only (replicas share a database), and no PostgreSQL URL is set")
+	}
+}
+
+// TestThreadStreamAcrossReplicas: a client following a thread on one
+// replica sees the runs another replica executes — an inline run and one
+// with a transfer — complete and in order, with strictly increasing ids,
+// and the same events (deltas aside) that a reader on the replica that ran
+// them gets from the store.
+func TestThreadStreamAcrossReplicas(t *testing.T) {
+	batonBin(t)
+	t.Parallel()
+	ran := false
+	for _, be := range backends(t, "") {
+		if be.name != "Postgres" {
+			continue
+		}
+		ran = true
+		t.Run(be.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+			defer cancel()
+			fx := newEffects(t, nil)
+			c := startCluster(t, be.open(t), fx, clusterConfig{serveWorkers: 2, replicas: 2})
+			a := &api{key: c.api.key, base: c.serves[0].url}
+			b := &api{key: c.api.key, base: c.serves[1].url}
+			thread, err := b.createThread(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var onA threadReader
+			subscribed := make(chan string, 1)
+			followed := make(chan error, 1)
+			ends := completedEnds(2)
+			go func() {
+				followed <- onA.follow(ctx, a, thread, "", nil, func(e threadEvent) bool {
+					if e.typ == "thread" {
+						subscribed <- e.id
+					}
+					return ends(e)
+				})
+			}()
+			var from string
+			select {
+			case from = <-subscribed:
+			case <-ctx.Done():
+				t.Fatal("no snapshot from the stream on replica 0")
+			}
+			for _, input := range []string{paths["inline"][0], paths["transfer"][1]} {
+				run, evs, err := b.stream(ctx, thread, input, nil, nil)
+				if err != nil || !completed(evs) {
+					t.Fatalf("run %s on replica 1: %v %+v", run, err, evs)
+				}
+			}
+			if err := <-followed; err != nil {
+				t.Fatalf("the stream on replica 0 did not see both runs end: %v; it got:\n%s", err, listing(onA.events()))
+			}
+			got := durable(onA.events())
+			for i := 1; i < len(got); i++ {
+				if !idLess(got[i-1].id, got[i].id) {
+					t.Fatalf("ids not increasing on replica 0: %s then %s", got[i-1].id, got[i].id)
+				}
+			}
+			var fromStore threadReader
+			if err := fromStore.follow(ctx, b, thread, from, nil, completedEnds(2)); err != nil {
+				t.Fatal(err)
+			}
+			want := durable(fromStore.events())
+			if listing(got) != listing(want) {
+				t.Errorf("replica 0 streamed:\n%s\nreplica 1's stored events after %s:\n%s", listing(got), from, listing(want))
+			}
+			starts := 0
+			for _, e := range got {
+				if e.typ == "run_start" {
+					starts++
+				}
+			}
+			t.Logf("replica 0 streamed %d events (%d runs) of runs replica 1 executed", len(got), starts)
+			if starts != 2 {
+				t.Errorf("%d run_start events on replica 0, want 2", starts)
+			}
+		})
+	}
+	if !ran {
 		t.Skip("PostgreSQL only (replicas share a database), and no PostgreSQL URL is set")
 	}
 }
