@@ -167,3 +167,31 @@ func FuzzParseCursor(f *testing.F) {
 		}
 	})
 }
+
+// FuzzThreadCursor: a thread stream's id parses to a cursor (or an error,
+// or a legacy id) without panicking, never negative, and a parsed cursor's
+// id parses back to it.
+func FuzzThreadCursor(f *testing.F) {
+	for _, s := range []string{"", "0", "12", "1.2", "1.2.3", "1.2.3.4", "1.2.3.4.5", "1700000000.5", "3.0.0.7", "-1.2", "1..2", "+1.2", "1.2.", " 1.2", "99999999999.1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, legacy, err := runlog.ThreadCursor(s)
+		if err != nil || legacy {
+			if legacy && c != (runlog.Cursor{}) {
+				t.Fatalf("%q: legacy id with a cursor %v", s, c)
+			}
+			return
+		}
+		if c.Pos < 0 || c.Seq < 0 || c.Sub < 0 || c.Ext < 0 {
+			t.Fatalf("%q: negative cursor %v", s, c)
+		}
+		if s == "" {
+			return
+		}
+		back, legacy, err := runlog.ThreadCursor(c.Thread())
+		if err != nil || legacy || back != c {
+			t.Fatalf("%q: %v (%q) does not round-trip: %v %v %v", s, c, c.Thread(), back, legacy, err)
+		}
+	})
+}
