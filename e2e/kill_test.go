@@ -106,14 +106,7 @@ var pathNames = []string{"inline", "background", "transfer"}
 func TestKillEverything(t *testing.T) {
 	batonBin(t)
 	t.Parallel()
-	runs := 50
-	if v := os.Getenv("BATON_KILL_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("BATON_KILL_RUNS=%q: want a positive number", v)
-		}
-		runs = n
-	}
+	runs := killRuns(t, 50)
 	for _, be := range backends(t, os.Getenv("BATON_KILL_DATABASE")) {
 		t.Run(be.name, func(t *testing.T) {
 			t.Parallel()
@@ -136,14 +129,7 @@ func TestKillEverything(t *testing.T) {
 func TestKillReplicas(t *testing.T) {
 	batonBin(t)
 	t.Parallel()
-	runs := 40
-	if v := os.Getenv("BATON_KILL_RUNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			t.Fatalf("BATON_KILL_RUNS=%q: want a positive number", v)
-		}
-		runs = n
-	}
+	runs := killRuns(t, 40)
 	for _, be := range backends(t, os.Getenv("BATON_KILL_DATABASE")) {
 		if be.name != "Postgres" {
 			continue
@@ -154,6 +140,21 @@ func TestKillReplicas(t *testing.T) {
 			k.run()
 		})
 	}
+}
+
+// killRuns is the number of client runs of a kill test: BATON_KILL_RUNS,
+// else def.
+func killRuns(t *testing.T, def int) int {
+	t.Helper()
+	v := os.Getenv("BATON_KILL_RUNS")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("BATON_KILL_RUNS=%q: want a positive number", v)
+	}
+	return n
 }
 
 // killTest is one backend's run of TestKillEverything.
