@@ -22,7 +22,7 @@ import (
 const deployDoc = "../docs/deploy.md"
 
 // fenced returns the fenced code blocks of lang in the Markdown file path.
-func fenced(t *testing.T, path, lang string) []string {
+func fenced(t testing.TB, path, lang string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -47,7 +47,7 @@ func fenced(t *testing.T, path, lang string) []string {
 // haproxyConfig returns docs/deploy.md's HAProxy configuration with its
 // bind line on the loopback port and its server lines replaced by replicas
 // (their ports).
-func haproxyConfig(t *testing.T, port int, replicas []int) string {
+func haproxyConfig(t testing.TB, port int, replicas []int) string {
 	t.Helper()
 	blocks := fenced(t, deployDoc, "haproxy")
 	if len(blocks) != 1 {
@@ -88,7 +88,7 @@ type balancer struct {
 // behind port, and returns its slot, not started. HAProxy (Debian's
 // haproxy package) must be installed: scripts/test.sh installs it; outside
 // CI a test without it skips.
-func newBalancer(t *testing.T, dir string, port int, replicas []int) *balancer {
+func newBalancer(t testing.TB, dir string, port int, replicas []int) *balancer {
 	t.Helper()
 	bin := haproxyBin(t)
 	cfg := filepath.Join(dir, "haproxy.cfg")
@@ -126,7 +126,7 @@ func (b *balancer) start() error {
 }
 
 // freePorts returns n ports of the loopback interface free now.
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var out []int
 	var ls []net.Listener
@@ -146,7 +146,7 @@ func freePorts(t *testing.T, n int) []int {
 
 // haproxyBin returns HAProxy's path. Without it the test fails in CI
 // (scripts/test.sh installs Debian's haproxy) and skips elsewhere.
-func haproxyBin(t *testing.T) string {
+func haproxyBin(t testing.TB) string {
 	t.Helper()
 	if bin, err := exec.LookPath("haproxy"); err == nil {
 		return bin

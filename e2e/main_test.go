@@ -63,7 +63,7 @@ var build struct {
 // batonBin returns the baton binary, built on first use. It skips the test
 // under -short: the tests of this package run processes for a minute or
 // more.
-func batonBin(t *testing.T) string {
+func batonBin(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: the end-to-end tests build baton and run its processes")

@@ -289,7 +289,7 @@ type cluster struct {
 //
 // The processes' logs go to a temporary directory, or, when BATON_E2E_LOGS
 // names a directory, to a directory of the test's name in it, kept.
-func newCluster(t *testing.T, db *database, fx *effects) *cluster {
+func newCluster(t testing.TB, db *database, fx *effects) *cluster {
 	t.Helper()
 	dir := t.TempDir()
 	if keep := os.Getenv("BATON_E2E_LOGS"); keep != "" {
@@ -409,7 +409,7 @@ func (c *cluster) daemons() []*proc {
 	return append(out, c.workers...)
 }
 
-func (c *cluster) stop(t *testing.T) {
+func (c *cluster) stop(t testing.TB) {
 	var wg sync.WaitGroup
 	c.mu.Lock()
 	all := append(c.daemons(), c.clis...)
