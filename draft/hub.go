@@ -22,6 +22,8 @@ type Hub struct {
 	mu sync.Mutex
 	// by maps an owner-scoped thread or message key to its subscriptions.
 	by map[string]map[*subscription]struct{}
+	// sig holds the signal handlers (signal.go).
+	sig handlers
 }
 
 var _ Broker = (*Hub)(nil)
@@ -50,16 +52,18 @@ func (h *Hub) Deliver(ev Event) {
 }
 
 // Resync makes every subscription read its state again, as when it
-// started: a broker calls it when events may have been lost (a dropped
-// LISTEN connection).
+// started, and tells every signal handler that signals may have been lost
+// (see [Signaller]): a broker calls it when events may have been lost (a
+// dropped LISTEN connection).
 func (h *Hub) Resync() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	for _, subs := range h.by {
 		for s := range subs {
 			s.resync()
 		}
 	}
+	h.mu.Unlock()
+	h.resyncSignals()
 }
 
 func key(owner, kind, id string) string {

@@ -24,12 +24,16 @@ const StoppedValue = "baton_stopped"
 // answer cut short by a [Stopper]: true.
 const PartialMetadata = "partial"
 
+// StopCancel is the reason of a Stopper's Stop that cancels the run: the
+// run ends [runstate.StatusCancelled] rather than completed.
+const StopCancel = "cancel"
+
 // Stopper asks the runs given it ([WithStopper]) to stop at their next safe
 // boundary: a model answer being streamed is cut where it is and kept,
 // marked partial ([PartialMetadata]); tools already running finish and
 // their results are kept; calls not yet run are answered "not run". The run
-// then completes, its last checkpoint written, with [StoppedValue] in its
-// values. A run waiting for a decision or a worker is not executing: a
+// then completes (or, stopped for [StopCancel], ends cancelled), its last
+// checkpoint written, with [StoppedValue] in its values. A run waiting for a decision or a worker is not executing: a
 // Stopper does nothing to it. It is safe for concurrent use.
 type Stopper struct {
 	once   sync.Once
@@ -87,7 +91,8 @@ func (x *run) stopCtx(ctx context.Context) (context.Context, func()) {
 
 // stopNow ends the run at a safe boundary: partial, the text of a model
 // answer being streamed when the stop came, is kept as the active agent's
-// answer marked partial; calls not run are answered; the run completes.
+// answer marked partial; calls not run are answered; the run completes, or
+// is cancelled.
 func (x *run) stopNow(ctx context.Context, partial string) error {
 	st := x.st
 	ctx = context.WithoutCancel(ctx)
@@ -105,12 +110,16 @@ func (x *run) stopNow(ctx context.Context, partial string) error {
 	if len(st.Pending) > 0 {
 		x.joinResults("not run: the run was stopped")
 	}
-	reason, _ := json.Marshal(x.o.stopper.why())
+	why := x.o.stopper.why()
+	reason, _ := json.Marshal(why)
 	if st.Values == nil {
 		st.Values = map[string]json.RawMessage{}
 	}
 	st.Values[StoppedValue] = reason
 	st.Status = runstate.StatusCompleted
+	if why == StopCancel {
+		st.Status = runstate.StatusCancelled
+	}
 	st.FinalOutput = partial
 	if partial == "" {
 		st.FinalOutput = lastAnswer(st.Transcript)

@@ -157,7 +157,7 @@ func (s *State) Validate() error {
 		return errors.New("no fingerprint")
 	}
 	switch s.Status {
-	case StatusRunning, StatusInterrupted, StatusSuspended, StatusCompleted, StatusFailed:
+	case StatusRunning, StatusInterrupted, StatusSuspended, StatusCompleted, StatusFailed, StatusCancelled:
 	default:
 		return fmt.Errorf("unknown status %q", s.Status)
 	}

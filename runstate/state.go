@@ -24,10 +24,13 @@ const (
 	StatusSuspended   Status = "suspended"   // handed to a background worker
 	StatusCompleted   Status = "completed"
 	StatusFailed      Status = "failed"
+	StatusCancelled   Status = "cancelled" // stopped on request, keeping what it did
 )
 
-// Terminal reports whether s is completed or failed.
-func (s Status) Terminal() bool { return s == StatusCompleted || s == StatusFailed }
+// Terminal reports whether s is completed, failed or cancelled.
+func (s Status) Terminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
 
 // CallKind is what a pending call will do when it runs.
 type CallKind string

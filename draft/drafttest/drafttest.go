@@ -28,7 +28,8 @@ var seq atomic.Int64
 // Run checks b's behaviour as a [draft.Broker]: late subscribers get the
 // current draft first, then live updates; thread and message filters; owner
 // scoping; slow subscribers get the latest draft without blocking
-// publishers; a message subscription ends when the message is final.
+// publishers; a message subscription ends when the message is final; a
+// broker that is a [draft.Signaller] delivers signals by kind.
 func Run(t *testing.T, setup Setup) {
 	t.Run("LateSubscriberGetsCurrentDraft", func(t *testing.T) {
 		f, m := start(t, setup)
@@ -126,6 +127,51 @@ func Run(t *testing.T, setup Setup) {
 		}
 		if got > n-1 {
 			t.Errorf("got %d updates for %d drafts", got, n-1)
+		}
+	})
+	t.Run("Signals", func(t *testing.T) {
+		b, _ := setup(t)
+		sg, ok := b.(draft.Signaller)
+		if !ok {
+			t.Skipf("%T carries no signals", b)
+		}
+		got := make(chan draft.Signal, 4)
+		cancel := sg.OnSignal("stop", func(s draft.Signal) { got <- s })
+		other := make(chan draft.Signal, 4)
+		defer sg.OnSignal("other", func(s draft.Signal) { other <- s })()
+		want := draft.Signal{Kind: "stop", OwnerID: "o1", Key: "run-1", Data: "cancel"}
+		if err := sg.Signal(t.Context(), want); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case s := <-got:
+			if s != want {
+				t.Fatalf("signal = %+v, want %+v", s, want)
+			}
+		case <-time.After(wait):
+			t.Fatal("no signal")
+		}
+		cancel()
+		if err := sg.Signal(t.Context(), want); err != nil {
+			t.Fatal(err)
+		}
+		// A signal of its own kind reaches the other handler; the cancelled
+		// one hears nothing more.
+		if err := sg.Signal(t.Context(), draft.Signal{Kind: "other", Key: "k"}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case s := <-other:
+			if s.Key != "k" {
+				t.Fatalf("other = %+v", s)
+			}
+		case <-time.After(wait):
+			t.Fatal("no signal of the other kind")
+		}
+		select {
+		case s := <-got:
+			t.Fatalf("cancelled handler got %+v", s)
+		default:
 		}
 	})
 	t.Run("InvalidFilter", func(t *testing.T) {

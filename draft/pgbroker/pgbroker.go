@@ -58,6 +58,7 @@ type Broker struct {
 var (
 	_ draft.Broker      = (*Broker)(nil)
 	_ draft.TxPublisher = (*Broker)(nil)
+	_ draft.Signaller   = (*Broker)(nil)
 )
 
 // New returns a Broker on st. Call Start to hear other processes.
@@ -180,13 +181,55 @@ func (b *Broker) receive(ctx context.Context, conn *pgx.Conn) error {
 		if err != nil {
 			return err
 		}
-		var ev draft.Event
+		var ev notice
 		if err := json.Unmarshal([]byte(n.Payload), &ev); err != nil {
 			b.log.WarnContext(ctx, "draft broker: malformed notification", "error", err)
 			continue
 		}
-		b.hub.Deliver(ev)
+		if ev.Kind != "" {
+			b.hub.DeliverSignal(draft.Signal{Kind: ev.Kind, OwnerID: ev.OwnerID, Key: ev.Key, Data: ev.Data})
+			continue
+		}
+		b.hub.Deliver(draft.Event{OwnerID: ev.OwnerID, ThreadID: ev.ThreadID, MessageID: ev.MessageID})
 	}
+}
+
+// notice is a notification's payload: a draft event (draft.Event's JSON),
+// or a signal (draft.Signal's JSON, which has a kind).
+type notice struct {
+	OwnerID   string `json:"o"`
+	ThreadID  string `json:"t"`
+	MessageID string `json:"m"`
+	Kind      string `json:"k"`
+	Key       string `json:"key"`
+	Data      string `json:"d"`
+}
+
+// Signal implements [draft.Signaller]: it sends a NOTIFY, which reaches the
+// signal handlers of every process listening on the schema, this one
+// included.
+func (b *Broker) Signal(ctx context.Context, s draft.Signal) error {
+	if s.Kind == "" {
+		return errors.New("pgbroker: signal without a kind")
+	}
+	channel, err := b.channelName(ctx, b.st.Pool())
+	if err != nil {
+		return err
+	}
+	payload, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("pgbroker: signal: %w", err)
+	}
+	if _, err := b.st.Pool().Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(payload)); err != nil {
+		return fmt.Errorf("pgbroker: signal: %w: %w", store.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// OnSignal implements [draft.Signaller]: handlers hear the signals of
+// other processes from Start until Close.
+func (b *Broker) OnSignal(kind string, f func(draft.Signal)) (cancel func()) {
+	return b.hub.OnSignal(kind, f)
 }
 
 // Publish implements [draft.Broker]: it sends a NOTIFY, which reaches the
