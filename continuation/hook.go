@@ -75,7 +75,7 @@ func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 	}
 	if jc := jobFrom(ctx); jc != nil && jc.args.RunID == st.RunID && jc.args.OwnerID == owner {
 		switch st.Status {
-		case runstate.StatusCompleted, runstate.StatusInterrupted:
+		case runstate.StatusCompleted, runstate.StatusInterrupted, runstate.StatusCancelled:
 			return s.finishTx(ctx, tx, jc, st)
 		}
 		return nil
@@ -343,6 +343,14 @@ func (s *Service) finishTx(ctx context.Context, tx store.Tx, jc *jobCtx, st *run
 		parts = []message.Part{{Type: message.PartText, Text: st.FinalOutput}}
 		if id := lastAnswerID(st); id != "" {
 			meta["final_message_id"] = id
+		}
+	case runstate.StatusCancelled:
+		// Cancelled (see threads.Service.Cancel): what the run said before
+		// it stopped, if anything.
+		meta["status"] = "cancelled"
+		parts = []message.Part{}
+		if st.FinalOutput != "" {
+			parts = []message.Part{{Type: message.PartText, Text: st.FinalOutput}}
 		}
 	case runstate.StatusInterrupted:
 		meta["status"] = "interrupted"

@@ -239,9 +239,9 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 			return nil
 		}
 		switch st.Status {
-		case runstate.StatusCompleted, runstate.StatusInterrupted:
-			// The run ended (resumed elsewhere, or finalising failed):
-			// finalise now.
+		case runstate.StatusCompleted, runstate.StatusInterrupted, runstate.StatusCancelled:
+			// The run ended (resumed elsewhere, cancelled, or finalising
+			// failed): finalise now.
 			if err := start(); err != nil {
 				return err
 			}

@@ -223,6 +223,7 @@ func (s *Server) routes() {
 	s.handle("POST /v1/threads/{id}/runs", streaming, s.createRun)
 	s.handle("GET /v1/threads/{id}/runs/{run_id}", 0, s.getRun)
 	s.handle("GET /v1/threads/{id}/runs/{run_id}/events", streaming, s.runEvents)
+	s.handle("POST /v1/threads/{id}/runs/{run_id}/cancel", 0, s.cancelRun)
 	s.handle("GET /v1/threads/{id}/events", streaming, s.threadEvents)
 	s.handle("POST /v1/threads/{id}/handoff", 0, s.threadHandoff)
 	s.handle("GET /v1/interrupts/{id}", 0, s.getInterrupt)

@@ -65,6 +65,12 @@ type Config struct {
 	// Queue (one network only; by default each network has the queue
 	// [continuation.QueueName]). The service sets the rest.
 	Continuation continuation.Config
+	// StopWait bounds how long a cancel (or a double-texting interrupt or
+	// rollback) waits for a run that another process executes to stop at
+	// its next safe boundary, after signalling it, before ending it in the
+	// store (threads.Service.StopWait). Defaults to
+	// [threads.DefaultStopWait].
+	StopWait time.Duration
 
 	// Telemetry, if set, observes runs (traces, metrics) and links a
 	// continuation's spans to the request that handed it over.
@@ -215,6 +221,12 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 		return nil, fmt.Errorf("service: network %s: %w", name, err)
 	}
 	n.Threads = threads.New(s.be.store, n.Runner, s.log)
+	n.Threads.StopWait = cfg.StopWait
+	if sg, ok := s.be.broker.(draft.Signaller); ok {
+		// Cancels and double-texting's stops reach the run in whichever
+		// process executes it.
+		n.Threads.Listen(sg)
+	}
 	// A run from a thread's queue, started by this process, is an inline
 	// run: its slow tools go to the background.
 	n.Threads.QueuedRunOptions = n.Continuation.RunOptions()

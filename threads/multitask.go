@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -189,7 +190,7 @@ func (s *Service) Submit(ctx context.Context, owner, input string, o TurnOptions
 		return sub, nil
 	}
 	if busy != nil && (strat == Interrupt || strat == Rollback) {
-		if err := s.stopRun(ctx, busy.RunID, string(strat)); err != nil {
+		if err := s.stopRun(ctx, owner, busy, string(strat)); err != nil {
 			return sub, err
 		}
 	}
@@ -280,104 +281,133 @@ func (s *Service) Stop(runID, reason string) bool {
 	return true
 }
 
-// stopRun asks run runID to stop for reason (interrupt or rollback) when
-// this process executes it, and waits until it has: it stops at its next
-// safe boundary, keeping what it did. A run executed nowhere or elsewhere
-// is settled by the first checkpoint of the run that stops it (see gate).
-func (s *Service) stopRun(ctx context.Context, runID, reason string) error {
-	a := s.activeRun(runID)
-	if a == nil {
+// stopRun asks run runID to stop for reason (interrupt or rollback) and
+// waits until it has: it stops at its next safe boundary, keeping what it
+// did. A run executed elsewhere is asked through the service's signaller
+// (see [Service.Listen]) and waited for up to StopWait. A run executed
+// nowhere, or one that did not stop in time, is settled by the first
+// checkpoint of the run that stops it (see gate).
+func (s *Service) stopRun(ctx context.Context, owner string, busy *store.Checkpoint, reason string) error {
+	runID := busy.RunID
+	if a := s.activeRun(runID); a != nil {
+		a.stop.Stop(reason)
+		select {
+		case <-a.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if s.sig == nil || busy.State == nil || busy.State.Status != runstate.StatusRunning {
 		return nil
 	}
-	a.stop.Stop(reason)
-	select {
-	case <-a.done:
+	if err := s.sig.Signal(ctx, draft.Signal{Kind: StopSignal, OwnerID: owner, Key: runID, Data: reason}); err != nil {
+		s.log.WarnContext(ctx, "stop a run: signal its process", "run_id", runID, "error", err)
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
+	wait := s.StopWait
+	if wait <= 0 {
+		wait = DefaultStopWait
+	}
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+		cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
+		if err != nil || cp.State == nil || cp.State.Status != runstate.StatusRunning {
+			return nil
+		}
+	}
+	return nil
 }
 
 // settle ends run runID in the store in one transaction, fenced on its
-// latest checkpoint: an unfinished run is completed (interrupt: what it
-// did is kept, its unfinished messages — a background worker's
-// placeholder — end in error, its pending interrupt is superseded) or
-// failed (rollback); a rollback also removes every message of the run
-// from its thread. The run's lease is released: whoever still executes it
-// loses its next checkpoint.
-func settle(ctx context.Context, tx store.Tx, owner, runID string, reason Strategy, by string) error {
-	{
-		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
-		if err != nil {
-			return fmt.Errorf("threads: stop run %s: %w", runID, err)
-		}
-		st := cp.State
-		rollback := reason == Rollback
-		if st.Status.Terminal() && !rollback {
-			return nil
-		}
-		if st.Failure != nil && st.Failure.Kind == RolledBack {
-			return nil // rolled back already
-		}
-		wasInterrupt := st.Status == runstate.StatusInterrupted && st.Interrupt != nil
-		interruptID := ""
-		if wasInterrupt {
-			interruptID = st.Interrupt.ID
-		}
-		stopped, _ := json.Marshal(string(reason))
-		if st.Values == nil {
-			st.Values = map[string]json.RawMessage{}
-		}
-		st.Values[runner.StoppedValue] = stopped
-		st.Interrupt = nil
-		st.Pending = nil
-		st.Step++
-		if rollback {
-			st.Status = runstate.StatusFailed
-			st.Failure = &runstate.Failure{Kind: RolledBack, Message: "rolled back by run " + by + " (double-texting)"}
-		} else if !st.Status.Terminal() {
-			st.Status = runstate.StatusCompleted
-		}
-		if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: cp.ID}); err != nil {
-			return err
-		}
-		if interruptID != "" {
-			outcome, _ := json.Marshal(map[string]string{"stopped_by": by, "reason": string(reason)})
-			_, err := tx.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: owner, ID: interruptID, Status: store.InterruptSuperseded, Outcome: outcome})
-			if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrConflict) {
-				return fmt.Errorf("threads: supersede interrupt %s: %w", interruptID, err)
-			}
-		}
-		if _, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: runID}); err != nil {
-			return fmt.Errorf("threads: release lease of %s: %w", runID, err)
-		}
-		if st.ThreadID == "" {
-			return nil
-		}
-		msgs, err := tx.ListMessages(ctx, &store.ListMessagesParams{OwnerID: owner, ThreadID: st.ThreadID, Limit: HistoryLimit, Last: true})
-		if err != nil {
-			return fmt.Errorf("threads: messages of %s: %w", st.ThreadID, err)
-		}
-		prefix := runID + "-"
-		for _, m := range msgs {
-			if !strings.HasPrefix(m.ID, prefix) {
-				continue
-			}
-			final := m.Status == "" || m.Status == message.StatusCompleted || m.Status == message.StatusError
-			switch {
-			case rollback:
-				_, err = tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: owner, ID: m.ID, Status: message.StatusError,
-					Metadata: map[string]any{RolledBackMetadata: by}})
-			case !final:
-				_, err = tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: owner, ID: m.ID, Status: message.StatusError,
-					Metadata: map[string]any{"stopped_by": by}})
-			}
-			if err != nil {
-				return fmt.Errorf("threads: message %s: %w", m.ID, err)
-			}
-		}
+// latest checkpoint, for reason: an unfinished run is completed
+// (interrupt: what it did is kept, its unfinished messages — a background
+// worker's placeholder — end in error, its pending interrupt is
+// superseded), cancelled (cancel: the same, ending cancelled) or failed
+// (rollback); a rollback also removes every message of the run from its
+// thread. by is the run that stops it, if any. The run's lease is
+// released: whoever still executes it loses its next checkpoint.
+func settle(ctx context.Context, tx store.Tx, owner, runID, reason, by string) error {
+	cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
+	if err != nil {
+		return fmt.Errorf("threads: stop run %s: %w", runID, err)
+	}
+	st := cp.State
+	rollback := reason == string(Rollback)
+	if st.Status.Terminal() && !rollback {
 		return nil
 	}
+	if st.Failure != nil && st.Failure.Kind == RolledBack {
+		return nil // rolled back already
+	}
+	wasInterrupt := st.Status == runstate.StatusInterrupted && st.Interrupt != nil
+	interruptID := ""
+	if wasInterrupt {
+		interruptID = st.Interrupt.ID
+	}
+	stopped, _ := json.Marshal(reason)
+	if st.Values == nil {
+		st.Values = map[string]json.RawMessage{}
+	}
+	st.Values[runner.StoppedValue] = stopped
+	st.Interrupt = nil
+	st.Pending = nil
+	st.Step++
+	switch {
+	case rollback:
+		st.Status = runstate.StatusFailed
+		st.Failure = &runstate.Failure{Kind: RolledBack, Message: "rolled back by run " + by + " (double-texting)"}
+	case st.Status.Terminal():
+	case reason == runner.StopCancel:
+		st.Status = runstate.StatusCancelled
+	default:
+		st.Status = runstate.StatusCompleted
+	}
+	if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: cp.ID}); err != nil {
+		return err
+	}
+	stoppedBy := map[string]any{"stopped_by": by}
+	if by == "" {
+		stoppedBy = map[string]any{"stopped_by": reason}
+	}
+	if interruptID != "" {
+		outcome, _ := json.Marshal(map[string]string{"stopped_by": by, "reason": reason})
+		_, err := tx.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: owner, ID: interruptID, Status: store.InterruptSuperseded, Outcome: outcome})
+		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("threads: supersede interrupt %s: %w", interruptID, err)
+		}
+	}
+	if _, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: runID}); err != nil {
+		return fmt.Errorf("threads: release lease of %s: %w", runID, err)
+	}
+	if st.ThreadID == "" {
+		return nil
+	}
+	msgs, err := tx.ListMessages(ctx, &store.ListMessagesParams{OwnerID: owner, ThreadID: st.ThreadID, Limit: HistoryLimit, Last: true})
+	if err != nil {
+		return fmt.Errorf("threads: messages of %s: %w", st.ThreadID, err)
+	}
+	prefix := runID + "-"
+	for _, m := range msgs {
+		if !strings.HasPrefix(m.ID, prefix) {
+			continue
+		}
+		final := m.Status == "" || m.Status == message.StatusCompleted || m.Status == message.StatusError
+		switch {
+		case rollback:
+			_, err = tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: owner, ID: m.ID, Status: message.StatusError,
+				Metadata: map[string]any{RolledBackMetadata: by}})
+		case !final:
+			_, err = tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: owner, ID: m.ID, Status: message.StatusError,
+				Metadata: stoppedBy})
+		}
+		if err != nil {
+			return fmt.Errorf("threads: message %s: %w", m.ID, err)
+		}
+	}
+	return nil
 }
 
 // Kick starts the next run of a thread's queue if the thread is free,
@@ -509,7 +539,8 @@ func (s *Service) Wait() { s.bg.Wait() }
 
 // active is a run this process executes through the service.
 type active struct {
-	stop *runner.Stopper
+	owner string
+	stop  *runner.Stopper
 	done chan struct{}
 }
 
@@ -549,7 +580,7 @@ func (s *Service) gateOnce(ctx context.Context, tx store.Tx, owner, threadID, ru
 		// The run this one interrupts or rolls back ends here, in the
 		// transaction that starts this one. Its run lock comes before the
 		// thread's, as in its own checkpoints.
-		if err := settle(ctx, tx, owner, head.Stops, head.Strategy, runID); err != nil {
+		if err := settle(ctx, tx, owner, head.Stops, string(head.Strategy), runID); err != nil {
 			return err
 		}
 	}

@@ -9,9 +9,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -48,6 +50,14 @@ type Service struct {
 	// next run starts even if this process dies before its own kick.
 	KickTx func(ctx context.Context, tx store.Tx, owner, threadID, runID string) error
 
+	// StopWait bounds how long [Service.Cancel] and [Service.Submit]
+	// wait for a run that another process executes to stop after they
+	// signalled it, before they end it in the store. Defaults to
+	// [DefaultStopWait].
+	StopWait time.Duration
+
+	// sig carries stops to other processes (Listen).
+	sig draft.Signaller
 	// running are the runs this process executes, by id: *active.
 	running sync.Map
 	// bg are the kicks and queued runs in the background.
@@ -444,7 +454,7 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 // run's checkpointer, wrote its end and saw the queue empty then.
 func (s *Service) tracked(ctx context.Context, owner, threadID, runID string, ck *checkpointer, stop *runner.Stopper, events iter.Seq2[runner.Event, error]) iter.Seq2[runner.Event, error] {
 	return func(yield func(runner.Event, error) bool) {
-		a := &active{stop: stop, done: make(chan struct{})}
+		a := &active{owner: owner, stop: stop, done: make(chan struct{})}
 		s.running.Store(runID, a)
 		var end runstate.Status
 		defer func() {

@@ -19,7 +19,9 @@ const (
 	ErrConflict       = "conflict"
 	// ErrThreadBusy refuses a run on a thread with a run in progress, one
 	// waiting for a decision or a worker, or runs in its queue.
-	ErrThreadBusy  = "thread_busy"
+	ErrThreadBusy = "thread_busy"
+	// ErrRunFinished refuses the cancel of a run that completed or failed.
+	ErrRunFinished = "run_finished"
 	ErrTooLarge    = "request_too_large"
 	ErrRateLimited = "rate_limited"
 	ErrOverloaded  = "overloaded"

@@ -1,0 +1,41 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/batonhq/baton/server/internal/wire"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/threads"
+)
+
+// cancelRun is POST /v1/threads/{id}/runs/{run_id}/cancel: the run stops at
+// its next safe boundary, keeping what it did, and ends cancelled, in
+// whichever process executes it (threads.Service.Cancel). It answers 200
+// with the cancelled run, again for a run cancelled already; 409
+// run_finished for a run that completed or failed.
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *caller) error {
+	th, nw, err := s.threadForRun(r.Context(), c, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	runID := r.PathValue("run_id")
+	if runID == "" || len(runID) > 128 {
+		return notFound("run", runID)
+	}
+	cp, err := nw.svc.Cancel(r.Context(), c.owner, th.ID, runID)
+	var fe *threads.FinishedError
+	switch {
+	case errors.As(err, &fe):
+		return errorf(http.StatusConflict, wire.ErrRunFinished, "run %s is already %s: only an unfinished run can be cancelled", runID, fe.Status)
+	case errors.Is(err, store.ErrNotFound):
+		return notFound("run", runID)
+	case err != nil:
+		return err
+	}
+	out := runFromState(cp.State)
+	out.ID, out.Object, out.ThreadID, out.Network = cp.RunID, "thread.run", th.ID, nw.name
+	out.EventsURL = eventsURL(th.ID, cp.RunID)
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
