@@ -239,7 +239,7 @@ func (s *Server) followOnce(ctx context.Context, run *runEntry, te *threadEntry)
 	run.res = runFromState(latest.State)
 	run.mu.Unlock()
 	switch latest.State.Status {
-	case runstate.StatusCompleted, runstate.StatusFailed, runstate.StatusInterrupted:
+	case runstate.StatusCompleted, runstate.StatusFailed, runstate.StatusCancelled, runstate.StatusInterrupted:
 		run.log.Close(string(latest.State.Status))
 		return true, nil
 	}

@@ -783,7 +783,7 @@ func (s *Server) stored(owner string, cp *store.Checkpoint) *runEntry {
 			close(run.started)
 		}
 		switch cp.State.Status {
-		case runstate.StatusCompleted, runstate.StatusFailed, runstate.StatusInterrupted:
+		case runstate.StatusCompleted, runstate.StatusFailed, runstate.StatusCancelled, runstate.StatusInterrupted:
 			run.log.Close(string(cp.State.Status))
 		default:
 			s.follow(run)
