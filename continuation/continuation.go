@@ -334,11 +334,17 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the workers gracefully: running continuations finish, until
-// ctx ends; then they are cancelled and resume later from their last
-// checkpoint, in this or another process. It stops renewing leases: runs
-// this process still executes inline are adopted by another process once
-// their leases expire.
+// Stop stops the workers gracefully: they take no more continuations at
+// once, and running ones finish, until ctx ends; then they are cancelled
+// and resume later from their last checkpoint, in another process (or
+// this one, restarted). Until the runs this process executes inline have
+// stopped, or ctx ends, their leases are still renewed; then renewal stops,
+// and a run still executing is adopted by another process once its lease
+// expires. A process that drains calls Stop as soon as it starts to, with
+// the deadline it gives its inline runs (baton serve: --shutdown-timeout):
+// its workers take nothing new, and an inline run cut at the deadline is
+// handed to River at once (see [Service.Extension]) for another process's
+// workers.
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -347,6 +353,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	s.started = false
 	err := s.q.stop(ctx)
+	s.awaitInline(ctx)
 	s.stop()
 	s.loops.Wait()
 	if err != nil {

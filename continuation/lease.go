@@ -59,6 +59,26 @@ func (l *leases) ids() []string {
 	return out
 }
 
+func (l *leases) empty() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.runs) == 0
+}
+
+// awaitInline waits until this process executes no run inline (their
+// leases renewed meanwhile by renewLoop), or ctx ends.
+func (s *Service) awaitInline(ctx context.Context) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !s.leases.empty() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // Holder returns the name of this process in the leases it holds.
 func (s *Service) Holder() string { return s.cfg.Holder }
 

@@ -320,10 +320,32 @@ func (c *inlineClient) stop() bool {
 // drive consumes a run's events into its logs, then hands a suspended run
 // to the background, or closes its log. onEvent, if not nil, is called
 // after each event is in the log.
+//
+// A run that Shutdown cuts (its context cancelled at the end of the grace
+// period) stops at its last checkpoint and is handed to River from it (the
+// continuation's extension, before its events end): the error and the
+// run_end "failed" that the runner emits for the cancellation are not the
+// run's, and are not published, and its log stays open, so that its
+// readers get a shutdown event (followLog) and reconnect elsewhere with
+// Last-Event-ID.
 func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.Seq2[runner.Event, error], onEvent func()) {
 	started := false
 	var runErr error
 	status := ""
+	// held are the events that end a run in failure, emitted once the
+	// server's runs are cancelled: published only if the run did not end
+	// with that cancellation.
+	var held []runner.Event
+	emit := func(ev runner.Event) {
+		at, prev, data := s.publish(run, ev)
+		if onEvent != nil {
+			onEvent()
+		}
+		s.publishThread(run, te, at, prev, string(ev.EventType()), data)
+		if end, ok := ev.(*runner.RunEndEvent); ok {
+			status = string(end.Status)
+		}
+	}
 	for ev, err := range events {
 		if err != nil {
 			runErr = err
@@ -333,14 +355,23 @@ func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.
 			started = true
 			close(run.started)
 		}
-		at, prev, data := s.publish(run, ev)
-		if onEvent != nil {
-			onEvent()
+		if s.runCtx.Err() != nil && endsInFailure(ev) {
+			held = append(held, ev)
+			continue
 		}
-		s.publishThread(run, te, at, prev, string(ev.EventType()), data)
-		if end, ok := ev.(*runner.RunEndEvent); ok {
-			status = string(end.Status)
+		for _, h := range held {
+			emit(h)
 		}
+		held = nil
+		emit(ev)
+	}
+	if started && s.runCtx.Err() != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)) {
+		s.log.Info("run cut by the shutdown at its last checkpoint; its streams end with a shutdown event", "run_id", run.id, "thread_id", run.threadID)
+		release(run, te)
+		return
+	}
+	for _, h := range held {
+		emit(h)
 	}
 	if !started {
 		// The run did not start: the request answers with the error.
@@ -380,6 +411,23 @@ func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.
 		return
 	}
 	s.finish(run, te, status)
+}
+
+// shutdownEvent ends a stream when the server shuts down: the client
+// reconnects (through the load balancer, to another instance) with
+// Last-Event-ID.
+var shutdownEvent = sse.Event{Type: "shutdown", Data: []byte(`{"reason":"the server is shutting down: reconnect"}`)}
+
+// endsInFailure reports whether ev is an event the runner emits when a run
+// fails or is cancelled: an error, or a run_end with status failed.
+func endsInFailure(ev runner.Event) bool {
+	switch e := ev.(type) {
+	case *runner.ErrorEvent:
+		return true
+	case *runner.RunEndEvent:
+		return e.Status == runstate.StatusFailed
+	}
+	return false
 }
 
 // finish closes a run's log with its status and frees its thread.
@@ -593,7 +641,10 @@ func (s *Server) followLog(r *http.Request, sw *sse.Writer, run *runEntry, cur r
 		case <-r.Context().Done():
 			return nil
 		case <-s.runCtx.Done():
-			return nil // stopped: the client reconnects with Last-Event-ID
+			// Shut down: the run goes on elsewhere (a run cut here was
+			// handed to River). The client reconnects with Last-Event-ID.
+			_ = sw.Send(shutdownEvent)
+			return nil
 		case <-hb.C:
 			if sw.Comment("ping") != nil {
 				return nil
@@ -716,7 +767,11 @@ func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, run *runEntry) 
 		select {
 		case <-rd.Wait:
 		case <-s.runCtx.Done():
-			return errShuttingDown
+			// Shut down before the run's end: it goes on in another
+			// process (a run cut here was handed to River).
+			w.Header().Set("Location", eventsURL(run.threadID, run.id))
+			writeJSON(w, http.StatusAccepted, run.result())
+			return nil
 		case <-r.Context().Done():
 			w.Header().Set("Location", eventsURL(run.threadID, run.id))
 			writeJSON(w, http.StatusAccepted, run.result())

@@ -376,15 +376,23 @@ func (s *Server) network(name string) (*network, error) {
 }
 
 // Shutdown stops the server gracefully: readiness fails, new runs are
-// refused, thread event streams end, and until ctx ends the runs executing
-// inline finish, and so do the runs their streams follow in the
-// background (this process's workers keep working until the service
-// stops), their streams with them. Runs still going then are cancelled at
-// their last checkpoint and their streams end: the clients reconnect with
-// Last-Event-ID. A run cancelled inline keeps its lease until the service
-// stops renewing it; then another process (or this one, restarted) adopts
-// and resumes it. Shutdown does not stop the service nor the http.Server:
-// call service.Service.Stop and http.Server.Shutdown after it.
+// refused (503, Retry-After), thread event streams end with a shutdown
+// event, and until ctx ends the runs executing inline finish, and so do
+// the runs their streams follow in the background (worked by any
+// process), their streams with them. Runs
+// still going then are cancelled at their last checkpoint, and each run
+// executing inline is handed to River from it at once, in one transaction
+// with its lease's release (the continuation's extension, as for any
+// process that adopts: serve, worker, a library process with
+// service.Config.Adopt), so that another process's workers resume it
+// without waiting for its lease to expire. Their streams end with a
+// shutdown event: the clients reconnect (to another instance) with
+// Last-Event-ID; a request waiting for a run's result gets 202 and the
+// run's events URL. Shutdown does not stop the service nor the
+// http.Server: call service.Service.Stop alongside it, with the same
+// deadline (its workers then take nothing new, and it renews the inline
+// runs' leases until they stop), http.Server.Shutdown after it, and
+// service.Service.Close once both have returned (baton serve does).
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.draining.Store(true)

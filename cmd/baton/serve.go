@@ -37,7 +37,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	rateLimit := fs.String("rate-limit", "", "requests per API key: N/s, N/m or N (per second), with bursts of N; empty: no limit (per replica unless --replicas)")
 	replicas := fs.Int("replicas", 1, "how many replicas serve the database behind one round-robin load balancer: --rate-limit is then the fleet's, and each replica admits its share (1/N of it and of its bursts; docs/deploy.md)")
 	requestTimeout := fs.Duration("request-timeout", 60*time.Second, "longest request that is not a stream")
-	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long runs in flight may finish before they are cancelled at their last checkpoint")
+	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long runs in flight may finish: inline runs still going then are cut at their last checkpoint and handed to the background queue at once (another process's workers resume them), continuations being worked are cancelled and resume from their last checkpoint")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	noUI := fs.Bool("no-ui", false, "do not serve the web UI")
@@ -119,8 +119,19 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	case <-ctx.Done():
 	}
 	log.Info("baton serve: shutting down", "grace", *grace)
+	// One deadline for the whole drain: the inline runs, the streams and
+	// the continuations this process's workers run all have until it, and
+	// the workers take nothing new from now on (the leases of the inline
+	// runs are renewed until they stop). Inline runs still going then are
+	// cut at their last checkpoint and handed to River at once (the
+	// continuation's extension), for another process's workers;
+	// continuations still going are cancelled and River retries them
+	// elsewhere. So the replica exits within --shutdown-timeout and a few
+	// seconds.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *grace)
 	defer cancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- svc.Stop(sctx) }()
 	serr := srv.Shutdown(sctx)
 	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer hcancel()
@@ -131,8 +142,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if serr != nil {
 		log.Warn("baton serve: shutdown", "error", serr)
 	}
-	// The workers finish what they run, until the grace period ends.
-	if err := closeService(ctx, svc, *grace); err != nil {
+	if err := errors.Join(<-stopped, svc.Close()); err != nil {
 		log.Warn("baton serve: stopping the background work", "error", err)
 	}
 	log.Info("baton serve: stopped")
