@@ -20,6 +20,7 @@ import (
 	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/threads"
 )
 
 // This file publishes each network as an A2A agent (docs/a2a.md): its
@@ -347,9 +348,39 @@ func (h *a2aHandler) OnGetTask(ctx context.Context, q *a2a.TaskQueryParams) (*a2
 	return f.task(q.HistoryLength), nil
 }
 
-// OnCancelTask: baton runs are not cancelled from outside.
+// OnCancelTask cancels the task's run, as POST
+// /v1/threads/{id}/runs/{run_id}/cancel does (threads.Service.Cancel): it
+// stops at its next safe boundary, keeping what it did, wherever it
+// executes. A finished task is not cancelable.
 func (h *a2aHandler) OnCancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
-	return nil, fmt.Errorf("%w: a baton run is not cancelled: it completes, fails, or waits for a decision", a2a.ErrTaskNotCancelable)
+	if p == nil || p.ID == "" {
+		return nil, fmt.Errorf("%w: id is required", a2a.ErrInvalidParams)
+	}
+	run, err := h.run(ctx, string(p.ID))
+	if err != nil {
+		return nil, a2aError(err)
+	}
+	cp, err := h.nw.svc.Cancel(ctx, h.c.owner, run.threadID, run.id)
+	var fe *threads.FinishedError
+	switch {
+	case errors.As(err, &fe):
+		return nil, fmt.Errorf("%w: task %s is already %s", a2a.ErrTaskNotCancelable, p.ID, taskState(fe.Status))
+	case err != nil:
+		return nil, a2aError(err)
+	}
+	run = h.s.refresh(h.c.owner, cp)
+	f := newTaskFold(run)
+	now, cancel := context.WithCancel(ctx)
+	cancel()
+	_ = h.s.eachEntry(now, run, runlog.Cursor{}, func(e runlog.Entry) bool {
+		f.add(e)
+		return true
+	})
+	t := f.task(nil)
+	// The run's entry in this process may not have caught up with its end
+	// yet (another process executed it): the store says it is cancelled.
+	t.Status.State = a2a.TaskStateCanceled
+	return t, nil
 }
 
 // OnGetTaskPushConfig: no push notifications.
@@ -584,6 +615,8 @@ func taskState(st runstate.Status) a2a.TaskState {
 		return a2a.TaskStateCompleted
 	case runstate.StatusFailed:
 		return a2a.TaskStateFailed
+	case runstate.StatusCancelled:
+		return a2a.TaskStateCanceled
 	case runstate.StatusInterrupted:
 		return a2a.TaskStateInputRequired
 	}
@@ -739,6 +772,11 @@ func (f *taskFold) add(e runlog.Entry) []a2a.Event {
 		switch ev.Status {
 		case runstate.StatusCompleted:
 			f.state, f.final = a2a.TaskStateCompleted, true
+			if ev.Output != "" {
+				f.status = f.agentMessage(ev.Output)
+			}
+		case runstate.StatusCancelled:
+			f.state, f.final = a2a.TaskStateCanceled, true
 			if ev.Output != "" {
 				f.status = f.agentMessage(ev.Output)
 			}

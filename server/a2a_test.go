@@ -164,8 +164,29 @@ func TestA2A(t *testing.T) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		if _, err := bob.CancelTask(cctx, &a2a.TaskIDParams{ID: res.(*a2a.Task).ID}); !errors.Is(err, a2a.ErrTaskNotCancelable) {
-			t.Errorf("tasks/cancel: %v, want not cancelable", err)
+		if _, err := bob.CancelTask(cctx, &a2a.TaskIDParams{ID: res.(*a2a.Task).ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
+			t.Errorf("tasks/cancel of another owner's task: %v, want task not found", err)
+		}
+		// The owner's: a completed task is not cancelable.
+		if _, err := support.CancelTask(cctx, &a2a.TaskIDParams{ID: res.(*a2a.Task).ID}); !errors.Is(err, a2a.ErrTaskNotCancelable) {
+			t.Errorf("tasks/cancel of a completed task: %v, want not cancelable", err)
+		}
+	})
+
+	t.Run("Cancel", func(t *testing.T) {
+		// A task waiting for input is cancelled (the run ends cancelled,
+		// its interrupt superseded); cancelling it again answers the same.
+		waiting := collectA2A(t, support.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: userA2A("I want a refund for order 1234")}))
+		task := waiting.events[0].(*a2a.Task)
+		for range 2 {
+			got, err := support.CancelTask(ctx, &a2a.TaskIDParams{ID: task.ID})
+			if err != nil || got.Status.State != a2a.TaskStateCanceled || got.ID != task.ID {
+				t.Fatalf("tasks/cancel: %v %+v", err, got)
+			}
+		}
+		got, err := support.GetTask(ctx, &a2a.TaskQueryParams{ID: task.ID})
+		if err != nil || got.Status.State != a2a.TaskStateCanceled {
+			t.Fatalf("tasks/get after the cancel: %v %+v", err, got)
 		}
 	})
 }

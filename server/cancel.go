@@ -33,9 +33,28 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *caller) er
 	case err != nil:
 		return err
 	}
+	s.refresh(c.owner, cp)
 	out := runFromState(cp.State)
 	out.ID, out.Object, out.ThreadID, out.Network = cp.RunID, "thread.run", th.ID, nw.name
 	out.EventsURL = eventsURL(th.ID, cp.RunID)
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// refresh returns this process's entry of a run that the store has moved on
+// to cp: an entry whose log closed at the run's previous stop (it waited
+// for a decision, or a worker), which nothing here follows any more, is
+// replaced by one made from cp, so that readers get the run from the store
+// again (registry.forget drops the old entry: the run is not in flight).
+func (s *Server) refresh(owner string, cp *store.Checkpoint) *runEntry {
+	if run := s.reg.run(owner, cp.RunID); run != nil {
+		run.mu.Lock()
+		stale := !run.producing && !run.following && run.res.Status != string(cp.State.Status)
+		run.mu.Unlock()
+		if !stale {
+			return run
+		}
+		s.reg.forget(run)
+	}
+	return s.stored(owner, cp)
 }
