@@ -43,6 +43,9 @@ Commands:
   /switch ID          continue another thread (its short id, or any unique start or end of its id)
   /new                start a new thread with the next message
   /resume             continue this thread's run that was stopped mid-step
+  /cancel             cancel this thread's run: it stops where it is (what it
+                      said is kept) and ends cancelled — an answer streaming,
+                      a run waiting for approval or with a background worker
   /help               show the commands
   /quit               leave (also ctrl+d on an empty line)
 
@@ -210,6 +213,9 @@ type chatBackend interface {
 	// boundary, keeping what it said (threads.Service.Stop); false when it
 	// does not execute here.
 	Stop(runID string) bool
+	// Cancel cancels a run of a thread wherever it executes, as POST
+	// /v1/threads/{id}/runs/{run_id}/cancel does (threads.Service.Cancel).
+	Cancel(ctx context.Context, threadID, runID string) error
 }
 
 // unfinishedRun is a run of a thread that has not ended.
@@ -256,6 +262,11 @@ func (c *chatStore) Started() <-chan threads.Queued { return c.starts }
 
 func (c *chatStore) Stop(runID string) bool {
 	return c.n.Threads.Stop(runID, string(threads.Interrupt))
+}
+
+func (c *chatStore) Cancel(ctx context.Context, threadID, runID string) error {
+	_, err := c.n.Threads.Cancel(ctx, c.owner, threadID, runID)
+	return err
 }
 
 func (c *chatStore) RunQueued(ctx context.Context, threadID string, q threads.Queued, report func(cleanupResult)) iter.Seq2[runner.Event, error] {

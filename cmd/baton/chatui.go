@@ -108,7 +108,12 @@ type (
 	unfinishedMsg struct {
 		run    *unfinishedRun
 		resume bool // /resume: continue a run stopped mid-step
+		cancel bool // /cancel: cancel it
 		err    error
+	}
+	cancelledMsg struct {
+		runID string
+		err   error
 	}
 	logMsg struct{ line string }
 )
@@ -309,6 +314,8 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.switched(msg)
 	case unfinishedMsg:
 		cmd = m.unfinished(msg)
+	case cancelledMsg:
+		m.cancelled(msg)
 	case logMsg:
 		m.println("⚠ " + msg.line)
 	}
@@ -374,8 +381,13 @@ func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
 			return nil
 		case "enter":
 			text := strings.TrimSpace(m.input.Value())
+			if text == "/cancel" && m.runID != "" {
+				m.input.Reset()
+				m.status = "cancelling the run…"
+				return m.cancelRun(m.thread, m.runID)
+			}
 			if text == "" || strings.HasPrefix(text, "/") || m.thread == "" {
-				m.status = "still answering: enter queues a message once the thread exists, commands wait (ctrl+c stops the answer)"
+				m.status = "still answering: enter queues a message once the thread exists, commands wait but /cancel (ctrl+c stops the answer)"
 				return nil
 			}
 			// Queued in the thread (durably): sent once the answer is done.
@@ -459,6 +471,12 @@ func (m *chatModel) submit(text string) tea.Cmd {
 			return nil
 		}
 		return m.checkUnfinished(true)
+	case "/cancel":
+		if m.thread == "" {
+			m.println("· nothing to cancel: no thread yet")
+			return nil
+		}
+		return m.lookUp(false, true)
 	case "/threads":
 		return func() tea.Msg {
 			list, err := m.be.Threads(m.ctx)
@@ -978,6 +996,11 @@ func (m *chatModel) unfinished(msg unfinishedMsg) tea.Cmd {
 		m.println("✗ " + msg.err.Error())
 	case u == nil && msg.resume:
 		m.println("· nothing to resume: this thread has no unfinished run")
+	case u == nil && msg.cancel:
+		m.println("· nothing to cancel: this thread has no unfinished run")
+	case msg.cancel:
+		m.mode, m.status = modeBusy, "cancelling the run…"
+		return m.cancelRun(m.thread, u.RunID)
 	case msg.resume && u.Status == runstate.StatusRunning:
 		runID := u.RunID
 		return m.start(func(ctx context.Context, report func(cleanupResult)) iter.Seq2[runner.Event, error] {
@@ -990,13 +1013,41 @@ func (m *chatModel) unfinished(msg unfinishedMsg) tea.Cmd {
 }
 
 // checkUnfinished looks up the unfinished run of the current thread.
-func (m *chatModel) checkUnfinished(resume bool) tea.Cmd {
+func (m *chatModel) checkUnfinished(resume bool) tea.Cmd { return m.lookUp(resume, false) }
+
+// lookUp looks up the unfinished run of the current thread, to resume or
+// cancel it, or to say what it waits for.
+func (m *chatModel) lookUp(resume, cancel bool) tea.Cmd {
 	thread := m.thread
 	m.mode, m.status = modeBusy, "looking up the thread's run…"
 	return func() tea.Msg {
 		u, err := m.be.Unfinished(m.ctx, thread)
-		return unfinishedMsg{run: u, resume: resume, err: err}
+		return unfinishedMsg{run: u, resume: resume, cancel: cancel, err: err}
 	}
+}
+
+// cancelRun cancels run runID of thread: it stops at its next safe
+// boundary wherever it executes (a run this chat streams ends, and its
+// turn with it).
+func (m *chatModel) cancelRun(thread, runID string) tea.Cmd {
+	return func() tea.Msg {
+		return cancelledMsg{runID: runID, err: m.be.Cancel(m.ctx, thread, runID)}
+	}
+}
+
+// cancelled reports a cancel.
+func (m *chatModel) cancelled(msg cancelledMsg) {
+	if m.mode == modeBusy {
+		m.mode, m.status = modeInput, ""
+	}
+	if msg.err != nil {
+		m.println("✗ cancel: " + msg.err.Error())
+		return
+	}
+	if m.runID == msg.runID {
+		m.interrupt, m.decisions = nil, nil
+	}
+	m.println(fmt.Sprintf("⊘ run %s cancelled (what it said is kept)", msg.runID))
 }
 
 func (m *chatModel) View() tea.View {

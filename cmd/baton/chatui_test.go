@@ -35,6 +35,7 @@ type fakeChat struct {
 	resumed   [][]runner.Decision
 	decisions []threadhandoff.Decision
 	proposed  int // proposals stored
+	cancelled []string // thread/run of each Cancel
 	// submitted are the messages typed during answers, with their
 	// strategies; starts delivers them, as the end of the run before them
 	// would.
@@ -54,6 +55,13 @@ func (f *fakeChat) Submit(_ context.Context, _, input string, s threads.Strategy
 }
 
 func (f *fakeChat) Stop(string) bool { return false }
+
+func (f *fakeChat) Cancel(_ context.Context, thread, run string) error {
+	f.mu.Lock()
+	f.cancelled = append(f.cancelled, thread+"/"+run)
+	f.mu.Unlock()
+	return nil
+}
 
 func (f *fakeChat) Started() <-chan threads.Queued {
 	f.mu.Lock()
@@ -152,7 +160,7 @@ func drive(t *testing.T, m *chatModel, msgs ...tea.Msg) {
 		select {
 		case r := <-done:
 			switch r.(type) {
-			case runEventMsg, runDoneMsg, cleanupMsg, previewMsg, decideMsg, threadsMsg, switchMsg, unfinishedMsg, queuedMsg, queuedStartMsg:
+			case runEventMsg, runDoneMsg, cleanupMsg, previewMsg, decideMsg, threadsMsg, switchMsg, unfinishedMsg, queuedMsg, queuedStartMsg, cancelledMsg:
 				msgs = append(msgs, r)
 			}
 		case <-time.After(10 * time.Second):
@@ -442,6 +450,77 @@ func TestChatTypeWhileAnswering(t *testing.T) {
 			}
 			wantTranscript(t, m, "you: I was charged twice", tc.label, "· queued (1)", "about I was charged twice", "about and a refund")
 		})
+	}
+}
+
+// TestChatCancel: /cancel typed while the answer streams cancels the run
+// being answered; typed later, with no unfinished run, it says so.
+func TestChatCancel(t *testing.T) {
+	f := &fakeChat{turn: func(input string) []runner.Event {
+		return []runner.Event{&runner.RunStartEvent{RunID: "run_1", ThreadID: "t1"}, &runner.AgentStartEvent{Agent: "billing"},
+			&runner.TextDeltaEvent{Agent: "billing", Delta: "about " + input}, &runner.RunEndEvent{Status: runstate.StatusCancelled}}
+	}}
+	m := newTestChat(t, f, "t1")
+	for _, r := range "hello" {
+		drive(t, m, tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	_, wait := m.Update(press("enter"))
+	_, wait = m.Update(wait()) // run_start: the run's id is known
+	for _, r := range "/cancel" {
+		drive(t, m, tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	drive(t, m, press("enter"))
+	if got := strings.Join(f.cancelled, "|"); got != "t1/run_1" {
+		t.Fatalf("cancelled %q", got)
+	}
+	wantTranscript(t, m, "you: hello", "⊘ run run_1 cancelled")
+	for m.mode == modeRunning && wait != nil {
+		_, wait = m.Update(wait())
+	}
+	for _, r := range "/cancel" {
+		drive(t, m, tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	drive(t, m, press("enter"))
+	wantTranscript(t, m, "⊘ run run_1 cancelled", "› /cancel", "· nothing to cancel: this thread has no unfinished run")
+}
+
+// TestChatStoreCancel: the chat's backend cancels a real run while it
+// streams: it ends cancelled, what it said stored marked partial, and the
+// thread has no unfinished run.
+func TestChatStoreCancel(t *testing.T) {
+	svc, be := talkStore(t)
+	var runID, thread string
+	var end *runner.RunEndEvent
+	cancelled := make(chan error, 1)
+	for ev, err := range be.Turn(t.Context(), "", "hello", nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := ev.(type) {
+		case *runner.RunStartEvent:
+			runID, thread = e.RunID, e.ThreadID
+		case *runner.TextDeltaEvent:
+			if runID != "" {
+				id := runID
+				runID = ""
+				go func() { cancelled <- be.Cancel(context.Background(), thread, id) }()
+			}
+		case *runner.RunEndEvent:
+			end = e
+		}
+	}
+	if err := <-cancelled; err != nil {
+		t.Fatal(err)
+	}
+	if end == nil || end.Status != runstate.StatusCancelled || end.Output == "" || end.Output == "one two three four five six seven eight" {
+		t.Fatalf("run_end %+v, want cancelled with the answer so far", end)
+	}
+	msgs, err := svc.Store().ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "local", ThreadID: thread})
+	if err != nil || len(msgs) != 2 || msgs[1].Metadata["partial"] != true || msgs[1].Text() != end.Output {
+		t.Fatalf("stored %+v, %v", msgs, err)
+	}
+	if u, err := be.Unfinished(t.Context(), thread); u != nil || err != nil {
+		t.Fatalf("unfinished after the cancel: %+v, %v", u, err)
 	}
 }
 

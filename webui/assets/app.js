@@ -287,6 +287,7 @@
     const net = state.networks.find((n) => n.name === th.network);
     $("thread-handoff-btn").hidden = !(net && net.thread_handoff);
     setAgent(th.active_agent);
+    state.runID = th.run ? th.run.id : "";
     if (th.run) {
       setStatus(th.run.status, th.run.active);
       if (th.run.status === "interrupted" && th.run.interrupt) showInterrupt(th.run.interrupt);
@@ -301,7 +302,7 @@
 
   const statusText = {
     idle: "idle", running: "running", suspended: "background", interrupted: "waiting for approval",
-    completed: "completed", failed: "failed",
+    completed: "completed", failed: "failed", cancelled: "cancelled",
   };
 
   function setStatus(s) {
@@ -314,6 +315,9 @@
     $("send").disabled = s === "interrupted";
     $("send").textContent = answering(s) ? "Queue" : "Send";
     $("interrupt-send").hidden = !answering(s);
+    // A run that answers, works in the background or waits for approval
+    // can be cancelled.
+    $("cancel-run").hidden = !(answering(s) || s === "interrupted") || !state.runID;
   }
 
   function answering(s) {
@@ -405,6 +409,7 @@
         break;
       case "run_start":
         state.ended.delete(run);
+        state.runID = run;
         // A new turn on the parent: the pending summary no longer covers it.
         if (state.proposal && !d.resumed) { state.proposal.stale = true; $("thread-handoff-stale").hidden = false; }
         setStatus("running");
@@ -490,7 +495,7 @@
           const row = state.runs.get(run);
           if (row && row.querySelector(".worker")) timelineWorker(run, null);
         }
-        if (d.status === "completed" || d.status === "failed") $("interrupt").hidden = true;
+        if (d.status === "completed" || d.status === "failed" || d.status === "cancelled") $("interrupt").hidden = true;
         if (d.status === "completed" && !$("seed").hidden) refreshSeed(threadID).catch(() => {});
         break;
       }
@@ -679,7 +684,7 @@
   function timelineEnd(run, status) {
     const row = timelineRun(run);
     const end = row.querySelector(".run-end");
-    end.textContent = { completed: "✓ completed", failed: "✗ failed", interrupted: "waiting for approval", suspended: "in the background" }[status] || status;
+    end.textContent = { completed: "✓ completed", failed: "✗ failed", cancelled: "⊘ cancelled", interrupted: "waiting for approval", suspended: "in the background" }[status] || status;
     end.dataset.status = status;
   }
 
@@ -884,12 +889,32 @@
       return;
     }
     userBubble(text);
+    state.runID = ""; // until the new run's run_start
     setStatus("running");
     try {
       await drain("/v1/threads/" + th.id + "/runs", { input: text, stream: true });
     } catch (e) {
       $("send-error").textContent = e.message;
       setStatus(state.thread && state.thread.run ? state.thread.run.status : "idle");
+    }
+  }
+
+  // cancelRun cancels the thread's current run: it stops at its next safe
+  // boundary, keeping what it said, and ends cancelled; the thread's
+  // events show its end.
+  async function cancelRun() {
+    const th = state.thread;
+    if (!th || !state.runID) return;
+    $("send-error").textContent = "";
+    $("cancel-run").disabled = true;
+    try {
+      const run = await api("POST", "/v1/threads/" + th.id + "/runs/" + state.runID + "/cancel");
+      setStatus(run.status);
+      $("interrupt").hidden = true;
+    } catch (e) {
+      $("send-error").textContent = e.message;
+    } finally {
+      $("cancel-run").disabled = false;
     }
   }
 
@@ -913,6 +938,7 @@
   $("more-threads").addEventListener("click", () => loadThreads(false));
   $("composer").addEventListener("submit", (e) => { e.preventDefault(); send(); });
   $("interrupt-send").addEventListener("click", () => send("interrupt"));
+  $("cancel-run").addEventListener("click", () => cancelRun());
   $("input").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); if (!$("send").disabled) send(); }
   });

@@ -127,6 +127,29 @@ test("interrupt the agent: its answer stops where it is, the new message is answ
   await shot("03d-interrupted");
 }));
 
+test("cancel a run: in the background, and waiting for approval", () => step("cancel-run", async () => {
+  await newThread("research");
+  await send("How did EV sales develop in 2025?");
+  await page.getByTestId("background-notice").waitFor();
+  await page.getByTestId("cancel-run").click();
+  await waitStatus("cancelled", 30000);
+  assert.ok(await page.getByTestId("cancel-run").isHidden());
+  assert.equal(await page.getByTestId("send").textContent(), "Send");
+  await shot("03e-cancelled");
+  // Reloaded, the thread is free: a new message is answered.
+  await page.reload();
+  await page.getByTestId("user-message").filter({ hasText: "How did EV sales" }).waitFor();
+  await newThread("support");
+  await send("I want a refund for order 1234");
+  await page.getByTestId("interrupt").waitFor();
+  await waitStatus("interrupted");
+  assert.ok(await page.getByTestId("cancel-run").isVisible());
+  await page.getByTestId("cancel-run").click();
+  await waitStatus("cancelled", 30000);
+  await send("Hello again");
+  await waitStatus("completed", 30000);
+}));
+
 test("approve an interrupt", () => step("interrupt", async () => {
   await newThread("support");
   await send("I want a refund for order 1234");
