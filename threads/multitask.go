@@ -541,7 +541,7 @@ func (s *Service) Wait() { s.bg.Wait() }
 type active struct {
 	owner string
 	stop  *runner.Stopper
-	done chan struct{}
+	done  chan struct{}
 }
 
 func (s *Service) activeRun(runID string) *active {

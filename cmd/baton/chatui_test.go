@@ -34,7 +34,7 @@ type fakeChat struct {
 	inputs    []string
 	resumed   [][]runner.Decision
 	decisions []threadhandoff.Decision
-	proposed  int // proposals stored
+	proposed  int      // proposals stored
 	cancelled []string // thread/run of each Cancel
 	// submitted are the messages typed during answers, with their
 	// strategies; starts delivers them, as the end of the run before them
