@@ -506,7 +506,7 @@ func (h *a2aHandler) run(ctx context.Context, id string) (*runEntry, error) {
 		if run.network != h.nw.name {
 			return nil, fmt.Errorf("%w: task %s", a2a.ErrTaskNotFound, id)
 		}
-		return run, nil
+		return s.current(ctx, run), nil
 	}
 	if id == "" || len(id) > 128 {
 		return nil, fmt.Errorf("%w: task %q", a2a.ErrTaskNotFound, id)

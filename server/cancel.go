@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -57,4 +58,23 @@ func (s *Server) refresh(owner string, cp *store.Checkpoint) *runEntry {
 		s.reg.forget(run)
 	}
 	return s.stored(owner, cp)
+}
+
+// current returns run, or a fresh entry when the store has moved the run
+// on without this process: a run this process stopped following (it waited
+// for a decision, or ended) that another process — or a cancel — resumed,
+// cancelled or rolled back. One read of the run's latest checkpoint, for an
+// entry that nothing here follows.
+func (s *Server) current(ctx context.Context, run *runEntry) *runEntry {
+	run.mu.Lock()
+	idle := !run.producing && !run.following && !run.queued && run.res.Status != ""
+	run.mu.Unlock()
+	if !idle {
+		return run
+	}
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: run.owner, RunID: run.id})
+	if err != nil || cp.State == nil {
+		return run
+	}
+	return s.refresh(run.owner, cp)
 }

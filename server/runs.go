@@ -793,7 +793,7 @@ func (s *Server) runOf(r *http.Request, c *caller) (*runEntry, error) {
 		if run.threadID != th.ID {
 			return nil, notFound("run", runID)
 		}
-		return run, nil
+		return s.current(ctx, run), nil
 	}
 	if runID == "" || len(runID) > 128 {
 		return nil, notFound("run", runID)

@@ -1,0 +1,195 @@
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+)
+
+// TestControlAcrossReplicas: control reaches a run wherever it executes.
+// Two `baton serve` replicas on one PostgreSQL, each addressed directly so
+// that the request lands on the replica that does not execute the run:
+//   - a cancel posted to replica 0 stops a run streaming on replica 1 at its
+//     next safe boundary (its own stream ends cancelled, with what it said:
+//     the signal reached it, it was not ended from outside), and the thread
+//     takes a new run on either replica;
+//   - double-texting's interrupt posted to replica 0 stops the run streaming
+//     on replica 1 the same way, keeping its partial answer, and the new run
+//     follows;
+//   - a decision posted to replica 1 resumes a run that waits for it after
+//     replica 0 started it, and replica 0 then reads the run completed; a
+//     cancel posted to replica 1 ends another one waiting, and replica 0 reads
+//     it cancelled.
+func TestControlAcrossReplicas(t *testing.T) {
+	batonBin(t)
+	t.Parallel()
+	ran := false
+	for _, be := range backends(t, "") {
+		if be.name != "Postgres" {
+			continue
+		}
+		ran = true
+		t.Run(be.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			c := startCluster(t, be.open(t), newEffects(t, nil), clusterConfig{serveWorkers: 2, replicas: 2})
+			a := &api{key: c.api.key, base: c.serves[0].url}
+			b := &api{key: c.api.key, base: c.serves[1].url}
+
+			t.Run("Cancel", func(t *testing.T) {
+				thread, err := b.createThread(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
+				var got runResult
+				if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil {
+					t.Fatalf("cancel on replica 0: %v", err)
+				}
+				if got.Status != "cancelled" {
+					t.Fatalf("cancel on replica 0: %+v", got)
+				}
+				e := <-end
+				if e == nil || e.Status != runstate.StatusCancelled || e.Output != got.Output {
+					t.Fatalf("the run's own stream on replica 1 ended %+v, want cancelled with %q", e, got.Output)
+				}
+				for i, on := range []*api{a, b} {
+					if r, err := on.run(ctx, thread, run); err != nil || r.Status != "cancelled" {
+						t.Fatalf("GET the run on replica %d: %+v %v", i, r, err)
+					}
+				}
+				// Cancelling again answers the same; the thread is free.
+				if err := b.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil || got.Status != "cancelled" {
+					t.Fatalf("second cancel on replica 1: %+v %v", got, err)
+				}
+				if _, evs, err := a.stream(ctx, thread, paths["inline"][1], nil, nil); err != nil || !completed(evs) {
+					t.Fatalf("a run after the cancel: %v", err)
+				}
+			})
+
+			t.Run("Interrupt", func(t *testing.T) {
+				thread, err := b.createThread(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
+				var queued runResult
+				if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs",
+					map[string]any{"input": paths["inline"][1], "multitask_strategy": "interrupt"}, &queued); err != nil {
+					t.Fatalf("interrupt on replica 0: %v", err)
+				}
+				e := <-end
+				if e == nil || e.Status != runstate.StatusCompleted || e.Output == "" {
+					t.Fatalf("the interrupted run's own stream on replica 1 ended %+v", e)
+				}
+				waitStatus(ctx, t, a, thread, queued.ID, "completed")
+				if r, err := b.run(ctx, thread, run); err != nil || r.Status != "completed" || r.Output != e.Output {
+					t.Fatalf("the interrupted run on replica 1: %+v %v", r, err)
+				}
+			})
+
+			t.Run("Decisions", func(t *testing.T) {
+				for _, decide := range []string{"approve", "cancel"} {
+					var th struct{ ID string }
+					var err error
+					if th.ID, err = a.createThread(ctx); err != nil {
+						t.Fatal(err)
+					}
+					var r struct {
+						ID, Status string
+						Interrupt  *runstate.Interrupt
+					}
+					if err := a.do(ctx, http.MethodPost, "/v1/threads/"+th.ID+"/runs", map[string]any{"input": "[approve] Please refund order 1234."}, &r); err != nil {
+						t.Fatal(err)
+					}
+					if r.Status != "interrupted" || r.Interrupt == nil {
+						t.Fatalf("refund on replica 0: %+v", r)
+					}
+					want := "cancelled"
+					var out runResult
+					if decide == "approve" {
+						want = "completed"
+						err = b.do(ctx, http.MethodPost, "/v1/interrupts/"+r.Interrupt.ID+"/decision", map[string]any{"type": "approve"}, &out)
+					} else {
+						err = b.do(ctx, http.MethodPost, "/v1/threads/"+th.ID+"/runs/"+r.ID+"/cancel", nil, &out)
+					}
+					if err != nil || out.Status != want {
+						t.Fatalf("%s on replica 1: %+v %v", decide, out, err)
+					}
+					// Replica 0 knew the run waiting: it reads it as it is now.
+					if got, err := a.run(ctx, th.ID, r.ID); err != nil || got.Status != want {
+						t.Fatalf("after %s on replica 1, replica 0 reads %+v %v", decide, got, err)
+					}
+				}
+			})
+		})
+	}
+	if !ran {
+		t.Skip("PostgreSQL only (replicas share a database), and no PostgreSQL URL is set")
+	}
+}
+
+// streamOn starts a run of input on thread through on and returns its id
+// once its answer streams; end gets its run_end (nil if the stream ended
+// without one).
+func streamOn(ctx context.Context, t *testing.T, on *api, thread, input string) (string, <-chan *runner.RunEndEvent) {
+	t.Helper()
+	ids := make(chan string, 1)
+	streaming := make(chan struct{})
+	end := make(chan *runner.RunEndEvent, 1)
+	go func() {
+		var last *runner.RunEndEvent
+		_, evs, err := on.stream(ctx, thread, input, func(run string) { ids <- run }, func(ev runner.Event) bool {
+			if _, ok := ev.(*runner.TextDeltaEvent); ok {
+				select {
+				case <-streaming:
+				default:
+					close(streaming)
+				}
+			}
+			return false
+		})
+		for _, ev := range evs {
+			if e, ok := ev.(*runner.RunEndEvent); ok {
+				last = e
+			}
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Logf("stream of %q: %v", input, err)
+		}
+		end <- last
+	}()
+	var run string
+	select {
+	case run = <-ids:
+	case <-ctx.Done():
+		t.Fatal("the run did not start")
+	}
+	select {
+	case <-streaming:
+	case <-ctx.Done():
+		t.Fatalf("run %s did not stream", run)
+	}
+	return run, end
+}
+
+// waitStatus waits until run reads status on on.
+func waitStatus(ctx context.Context, t *testing.T, on *api, thread, run, status string) {
+	t.Helper()
+	for {
+		r, err := on.run(ctx, thread, run)
+		if err == nil && r.Status == status {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("run %s: %+v %v, want %s", run, r, err, status)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
