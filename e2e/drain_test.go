@@ -180,6 +180,7 @@ func drainOutlives(t *testing.T, c *cluster, fx *effects) {
 		close(resumed)
 	}()
 	checkRefused(ctx, t, on, other)
+	checkBalanced(ctx, t, c)
 	first, err := s.wait(ctx)
 	if err != nil {
 		t.Fatalf("the stream on the draining replica: %v; got:\n%s", err, listing(first))
@@ -459,6 +460,25 @@ func checkRefused(ctx context.Context, t *testing.T, a *api, thread string) {
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || body.Error.Code != "unavailable" {
 		t.Errorf("a new run while draining: %d, Retry-After %q, code %q; want 503, Retry-After, unavailable",
 			resp.StatusCode, resp.Header.Get("Retry-After"), body.Error.Code)
+	}
+}
+
+// checkBalanced checks, while a replica drains, that runs started through
+// HAProxy are not refused: HAProxy retries a 503 on another replica
+// (docs/deploy.md's retry-on), or has taken the draining one out of its
+// rotation already. The runs go to the background (their inline part is
+// short); the stream is read until their hand-over.
+func checkBalanced(ctx context.Context, t *testing.T, c *cluster) {
+	t.Helper()
+	for range 2 {
+		thread, err := c.api.createThread(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, evs, err := c.api.stream(ctx, thread, paths["background"][0], nil, firstEnd)
+		if err != nil || run == "" || len(evs) == 0 || !firstEnd(evs[len(evs)-1]) {
+			t.Errorf("a run through HAProxy while a replica drains: %q %v (%d events), want it started and handed over", run, err, len(evs))
+		}
 	}
 }
 
