@@ -66,6 +66,9 @@ func TestDrain(t *testing.T) {
 	ran := false
 	for _, be := range backends(t, "") {
 		if be.name != "Postgres" {
+			t.Run(be.name, func(t *testing.T) {
+				t.Skip("SQLite is one process's database: replicas, and a drain that hands runs to another, need PostgreSQL")
+			})
 			continue
 		}
 		ran = true
