@@ -22,7 +22,7 @@ import (
 // it, and a lease far longer than both, so that a run finishing on the other
 // replica within drainBound cannot have waited for its lease to expire.
 const (
-	drainTimeout = 2 * time.Second  // --shutdown-timeout of the replicas
+	drainTimeout = 3 * time.Second  // --shutdown-timeout of the replicas
 	drainLease   = 60 * time.Second // --lease-ttl
 	slowLookup   = 5 * time.Second  // a lookup call outlives drainTimeout
 	// exitMargin is how long after --shutdown-timeout a draining replica
