@@ -24,7 +24,9 @@ import (
 //   - a decision posted to replica 1 resumes a run that waits for it after
 //     replica 0 started it, and replica 0 then reads the run completed; a
 //     cancel posted to replica 1 ends another one waiting, and replica 0 reads
-//     it cancelled.
+//     it cancelled;
+//   - cancels, decisions and reads through HAProxy, landing on either
+//     replica, do the same.
 func TestControlAcrossReplicas(t *testing.T) {
 	batonBin(t)
 	t.Parallel()
@@ -90,6 +92,42 @@ func TestControlAcrossReplicas(t *testing.T) {
 				waitStatus(ctx, t, a, thread, queued.ID, "completed")
 				if r, err := b.run(ctx, thread, run); err != nil || r.Status != "completed" || r.Output != e.Output {
 					t.Fatalf("the interrupted run on replica 1: %+v %v", r, err)
+				}
+			})
+
+			t.Run("ThroughTheBalancer", func(t *testing.T) {
+				// The same through HAProxy (round-robin, no stickiness):
+				// each request lands on either replica.
+				lb := c.api
+				for i := range 4 {
+					thread, err := lb.createThread(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					run, end := streamOn(ctx, t, lb, thread, paths["inline"][0])
+					var got runResult
+					if err := lb.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil || got.Status != "cancelled" {
+						t.Fatalf("cancel %d through the balancer: %+v %v", i, got, err)
+					}
+					if e := <-end; e == nil || e.Status != runstate.StatusCancelled {
+						t.Fatalf("run %d's own stream ended %+v, want cancelled", i, e)
+					}
+					var r struct {
+						ID, Status string
+						Interrupt  *runstate.Interrupt
+					}
+					if err := lb.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs", map[string]any{"input": "[approve] Please refund order 1234."}, &r); err != nil || r.Interrupt == nil {
+						t.Fatalf("refund %d through the balancer: %+v %v", i, r, err)
+					}
+					var out runResult
+					if err := lb.do(ctx, http.MethodPost, "/v1/interrupts/"+r.Interrupt.ID+"/decision", map[string]any{"type": "approve"}, &out); err != nil || out.Status != "completed" {
+						t.Fatalf("approve %d through the balancer: %+v %v", i, out, err)
+					}
+					for k := range 2 {
+						if got, err := lb.run(ctx, thread, r.ID); err != nil || got.Status != "completed" {
+							t.Fatalf("GET %d.%d through the balancer: %+v %v", i, k, got, err)
+						}
+					}
 				}
 			})
 
