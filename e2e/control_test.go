@@ -26,7 +26,9 @@ import (
 //     cancel posted to replica 1 ends another one waiting, and replica 0 reads
 //     it cancelled;
 //   - cancels, decisions and reads through HAProxy, landing on either
-//     replica, do the same.
+//     replica, do the same;
+//   - a cancel of a run whose replica was SIGKILLed mid-run ends it (after
+//     StopWait), and the run is not adopted afterwards.
 func TestControlAcrossReplicas(t *testing.T) {
 	batonBin(t)
 	t.Parallel()
@@ -163,6 +165,35 @@ func TestControlAcrossReplicas(t *testing.T) {
 					if got, err := a.run(ctx, th.ID, r.ID); err != nil || got.Status != want {
 						t.Fatalf("after %s on replica 1, replica 0 reads %+v %v", decide, got, err)
 					}
+				}
+			})
+
+			t.Run("CancelOnADeadReplica", func(t *testing.T) {
+				// The replica executing the run is SIGKILLed mid-run: the
+				// cancel on the other ends it in the database after
+				// StopWait, and nothing adopts it afterwards.
+				thread, err := b.createThread(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
+				c.serves[1].kill()
+				<-end
+				var got runResult
+				if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil || got.Status != "cancelled" {
+					t.Fatalf("cancel of a dead replica's run: %+v %v", got, err)
+				}
+				if err := c.serves[1].start(); err != nil {
+					t.Fatal(err)
+				}
+				if n := c.db.count(t, `SELECT count(*) FROM run_leases`); n != 0 {
+					t.Fatalf("%d leases left after the cancel", n)
+				}
+				if r, err := b.run(ctx, thread, run); err != nil || r.Status != "cancelled" {
+					t.Fatalf("the run on the restarted replica: %+v %v", r, err)
+				}
+				if _, evs, err := b.stream(ctx, thread, paths["inline"][1], nil, nil); err != nil || !completed(evs) {
+					t.Fatalf("a run after the cancel: %v", err)
 				}
 			})
 		})
