@@ -1,0 +1,124 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/model/scripted"
+	"github.com/batonhq/baton/service"
+)
+
+// stallNetwork is a network whose tool (inline, not slow) blocks its first
+// call of each run until the call's context ends, and answers at once
+// after: a step that outlives a shutdown's grace period.
+func stallNetwork(t *testing.T) (service.Definition, *atomic.Int32) {
+	t.Helper()
+	var calls atomic.Int32
+	var mu sync.Mutex
+	first := map[string]bool{}
+	stall := &agent.Tool{Name: "stall", Description: "Think hard.", Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
+		calls.Add(1)
+		ci, _ := agent.CallFromContext(ctx)
+		mu.Lock()
+		again := first[ci.IdempotencyKey]
+		first[ci.IdempotencyKey] = true
+		mu.Unlock()
+		if !again {
+			<-ctx.Done()
+			return "", ctx.Err()
+		}
+		return "thought", nil
+	}}
+	a := &agent.Agent{Name: "assistant", ModelName: "scripted", Tools: []*agent.Tool{stall},
+		Model: scripted.New("assistant", []scripted.Step{
+			{Text: "Let me think.", ToolCalls: []scripted.Call{{Name: "stall", Arguments: json.RawMessage(`{}`)}}},
+			{Text: "Done thinking."},
+		}, scripted.Options{})}
+	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "stall", Agents: []*agent.Agent{a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return service.Definition{Network: net}, &calls
+}
+
+// TestShutdownCutsInlineRuns: runs whose step outlives Shutdown's grace
+// period are cut at their last checkpoint and handed to River at once; the
+// request's stream ends with a shutdown event (no error, no run_end: the
+// run is not over), a request waiting for a result gets 202 with the run's
+// events URL, and the run completes in the background (here, in this
+// process's workers, which the test keeps running).
+func TestShutdownCutsInlineRuns(t *testing.T) {
+	t.Parallel()
+	def, calls := stallNetwork(t)
+	b := setup(t, func(o *options) { o.service.Networks = append(o.service.Networks, def) })
+	streamed := b.thread(t, b.keyA, "stall")
+	waited := b.thread(t, b.keyA, "stall")
+
+	resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+streamed+"/runs", map[string]any{"input": "think", "stream": true})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatal(resp.StatusCode)
+	}
+	runStreamed := resp.Header.Get("Baton-Run-Id")
+	got := collect(t, ch, func(e event) bool { return e.Type == "tool_call" })
+	answer := make(chan *response, 1)
+	req := b.request(t, b.keyA, "POST", "/v1/threads/"+waited+"/runs", map[string]any{"input": "think"})
+	go func() {
+		r := &response{}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			defer resp.Body.Close()
+			r.status, r.header = resp.StatusCode, resp.Header
+			r.body, _ = io.ReadAll(resp.Body)
+		}
+		answer <- r
+	}()
+	for calls.Load() < 2 {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := b.srv.Shutdown(ctx); err == nil {
+		t.Fatal("Shutdown: nil, want the runs cut")
+	}
+	got = append(got, collect(t, ch, nil)...)
+	if last := got[len(got)-1]; last.Type != "shutdown" {
+		t.Fatalf("the stream of a cut run ends with %q, want shutdown: %v", last.Type, types(got))
+	}
+	for _, e := range got {
+		if e.Type == "run_end" || e.Type == "error" {
+			t.Fatalf("the stream of a cut run got %s: %v", e.Type, types(got))
+		}
+	}
+	r := <-answer
+	if r.status != http.StatusAccepted || !strings.HasSuffix(r.header.Get("Location"), "/events") {
+		t.Fatalf("a request waiting for a cut run: %d (Location %q) %s, want 202 with the run's events URL", r.status, r.header.Get("Location"), r.body)
+	}
+	var res struct{ ID string }
+	r.json(t, &res)
+
+	for _, run := range []struct{ thread, id string }{{streamed, runStreamed}, {waited, res.ID}} {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var st struct{ Status string }
+			if r := b.do(t, b.keyA, "GET", "/v1/threads/"+run.thread+"/runs/"+run.id, nil); r.status == http.StatusOK {
+				r.json(t, &st)
+			}
+			if st.Status == "completed" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %s is %q, want completed by a worker after its hand-over", run.id, st.Status)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
