@@ -220,20 +220,13 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 				Metadata: map[string]any{MetaContinuation: map[string]any{"run_id": a.RunID, "job_run_id": a.JobRunID, "status": "streaming"}}}); err != nil {
 				return err
 			}
-			read := jr
+			// Fenced on the attempt read, 0 (never claimed) included: a
+			// claim that committed after the read fails this one with a
+			// *store.TransitionError.
 			jr, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing,
-				ExpectedAttempt: read.Attempt})
+				ExpectedAttempt: jr.Attempt, Fence: true})
 			if err != nil {
 				return err
-			}
-			if jr.Attempt != read.Attempt+1 {
-				// ExpectedAttempt 0 does not fence: a claim that committed
-				// after this delivery read the job run (attempt 0, never
-				// claimed) moved it on, and this transition counted a
-				// second claim on top of it. Roll back: that claim works
-				// the run.
-				return &store.TransitionError{Kind: "job run", ID: a.JobRunID, From: string(read.Status), To: string(store.JobProcessing),
-					Reason: fmt.Sprintf("claimed by another delivery meanwhile (attempt %d, read %d)", jr.Attempt-1, read.Attempt)}
 			}
 			c.attempt = jr.Attempt
 			return nil
@@ -258,9 +251,8 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 		}
 		// A claim that committed after the first read of the job run (its
 		// checkpoint is then the parent of ours) moved the job run's
-		// attempt on: start's transition, fenced on the attempt read (and
-		// checked for the attempt it made, for a first claim, which the
-		// store does not fence), fails with a *store.TransitionError and
+		// attempt on: start's transition, fenced on the attempt read (0
+		// for a first claim), fails with a *store.TransitionError and
 		// rolls this claim back.
 		return start()
 	})

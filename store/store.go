@@ -151,7 +151,9 @@ type Ops interface {
 	// for the allowed moves), incrementing Attempt and setting StartedAt on
 	// entering processing and setting FinishedAt on finishing. A move that is
 	// not allowed, or an ExpectedAttempt that is not the current attempt, is
-	// a *[TransitionError].
+	// a *[TransitionError]. ExpectedAttempt 0 fences only with Fence set
+	// (a job run read before any claim: attempt 0); without it, 0 means any
+	// attempt.
 	TransitionJobRun(ctx context.Context, params *TransitionJobRunParams) (*JobRun, error)
 
 	// AcquireLease gives params.Holder the lease of a run for params.TTL

@@ -406,9 +406,15 @@ type TransitionJobRunParams struct {
 	To      JobStatus
 	// Error is recorded when To is error or canceled.
 	Error string
-	// ExpectedAttempt, when not 0, must be the run's current attempt, so a
-	// worker whose attempt was superseded cannot finish the run.
+	// ExpectedAttempt, when not 0 or when Fence is set, must be the run's
+	// current attempt, so a worker whose attempt was superseded cannot
+	// finish the run.
 	ExpectedAttempt int
+	// Fence makes ExpectedAttempt binding even when it is 0: a job run
+	// never claimed (attempt 0) moves only if no transition to processing
+	// counted an attempt since it was read. A caller that passes the
+	// attempt it read should set it; without it, 0 does not fence.
+	Fence bool
 	// Metadata is merged into the run's metadata key by key.
 	Metadata map[string]json.RawMessage
 }

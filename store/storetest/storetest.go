@@ -74,6 +74,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"JobRunIdempotency", testJobRunIdempotency},
 		{"JobRunConcurrentCreate", testJobRunConcurrentCreate},
 		{"JobRunTransitions", testJobRunTransitions},
+		{"JobRunFenceZero", testJobRunFenceZero},
 		{"ThreadSummaries", testThreadSummaries},
 		{"MemoryDocumentCAS", testMemoryDocumentCAS},
 		{"MemoryDocumentConcurrentCAS", testMemoryDocumentConcurrentCAS},
@@ -1178,6 +1179,60 @@ func testJobRunTransitions(t *testing.T, s store.Store, b *bundle) {
 	wantErr(t, err, store.ErrInvalid)
 	_, err = s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.other, ID: q2.ID, To: store.JobProcessing})
 	wantErr(t, err, store.ErrNotFound)
+}
+
+// testJobRunFenceZero: with Fence, ExpectedAttempt 0 fences too. A claimer
+// that read a job run never claimed (attempt 0) moves it only if no other
+// claim counted an attempt since; of concurrent such claimers, one wins.
+func testJobRunFenceZero(t *testing.T, s store.Store, b *bundle) {
+	create := func() *store.JobRun {
+		return must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+	}
+	// With and without metadata: one conditional statement, or a locked
+	// read and an update.
+	for _, md := range []map[string]json.RawMessage{nil, {"claim": json.RawMessage(`true`)}} {
+		claim := func(id string) (*store.JobRun, error) {
+			return s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: id, To: store.JobProcessing,
+				ExpectedAttempt: 0, Fence: true, Metadata: md})
+		}
+		// Not moved on since it was read: the fenced claim succeeds.
+		j := create()
+		p := must(claim(j.ID))(t)
+		if p.Status != store.JobProcessing || p.Attempt != 1 {
+			t.Fatalf("fenced claim from attempt 0 = %+v", p)
+		}
+		// Moved on (another claim counted attempt 1): it fails and writes
+		// nothing; without Fence, 0 does not fence.
+		_, err := claim(j.ID)
+		te := wantAs[*store.TransitionError](t, err)
+		wantErr(t, err, store.ErrConflict)
+		if te.From != string(store.JobProcessing) || te.To != string(store.JobProcessing) || te.Reason == "" {
+			t.Fatalf("TransitionError = %+v", te)
+		}
+		if got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); !reflect.DeepEqual(got, p) {
+			t.Fatalf("refused fenced transition wrote: %+v, was %+v", got, p)
+		}
+		if u := must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobProcessing}))(t); u.Attempt != 2 {
+			t.Fatalf("unfenced claim = %+v", u)
+		}
+		// Another move from attempt 0, fenced: a queued run is canceled.
+		c := must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: create().ID, To: store.JobCanceled,
+			Error: "canceled", Fence: true, Metadata: md}))(t)
+		if c.Status != store.JobCanceled || c.Attempt != 0 {
+			t.Fatalf("fenced cancel from attempt 0 = %+v", c)
+		}
+	}
+	// Concurrent claimers that all read attempt 0: one claim counts.
+	j := create()
+	const n = 8
+	errs := race(n, func(int) error {
+		_, err := s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobProcessing, Fence: true})
+		return err
+	})
+	oneWinner(t, errs)
+	if got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); got.Attempt != 1 {
+		t.Fatalf("%d concurrent fenced claims from attempt 0 counted %d attempts", n, got.Attempt)
+	}
 }
 
 func testThreadSummaries(t *testing.T, s store.Store, b *bundle) {

@@ -118,7 +118,7 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 		if !j.Status.CanMoveTo(p.To) {
 			return nil, terr
 		}
-		if p.ExpectedAttempt != 0 && p.ExpectedAttempt != j.Attempt {
+		if fenced(p) && p.ExpectedAttempt != j.Attempt {
 			terr.Reason = "attempt " + strconv.Itoa(p.ExpectedAttempt) + " is not the current attempt " + strconv.Itoa(j.Attempt)
 			return nil, terr
 		}
@@ -147,8 +147,15 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 	})
 }
 
+// fenced reports whether p's transition is fenced on p.ExpectedAttempt:
+// when it is not 0, or when p.Fence is set (attempt 0 included).
+func fenced(p *store.TransitionJobRunParams) bool {
+	return p.Fence || p.ExpectedAttempt != 0
+}
+
 // transitionIf moves a job run to p.To in one conditional statement, when
-// its status may move there and its attempt is p.ExpectedAttempt (if set).
+// its status may move there and its attempt is p.ExpectedAttempt (if
+// fenced).
 // It returns sql.ErrNoRows when the row is missing or the move is refused;
 // the caller then reads the row to say why.
 func (e *Engine) transitionIf(ctx context.Context, q Querier, p *store.TransitionJobRunParams) (*store.JobRun, error) {
@@ -174,7 +181,7 @@ func (e *Engine) transitionIf(ctx context.Context, q Querier, p *store.Transitio
 		set += `, finished_at = $4, error = $5`
 	}
 	where := `owner_id = $1 AND id = $2 AND status IN (` + strings.Join(from, ", ") + `)`
-	if p.ExpectedAttempt != 0 {
+	if fenced(p) {
 		args = append(args, p.ExpectedAttempt)
 		where += ` AND attempt = $` + strconv.Itoa(len(args))
 	}
