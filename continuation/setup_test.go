@@ -464,5 +464,6 @@ func statuses(t testing.TB, st store.Store, runID string) []runstate.Status {
 }
 
 // pgMaxConns is the pool size of the tests' PostgreSQL stores: room for
-// the workers, River's own connections and producers.
-var pgMaxConns int32 = 8
+// the workers, River's own connections and producers. (The benchmarks'
+// stores have benchcontinuation.PGMaxConns.)
+const pgMaxConns int32 = 8

@@ -14,6 +14,7 @@ import (
 	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // DBOS's SQLite support
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	bc "github.com/batonhq/baton/internal/benchcontinuation"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
@@ -64,7 +65,7 @@ type dbosPeer struct {
 	// scan reads one row of the application's tables.
 	scan func(ctx context.Context, q string, args []any, dest ...any) error
 
-	started, resumed, finished *stamps
+	started, resumed, finished *bc.Stamps
 	done                       atomic.Int64
 	last                       atomic.Int64
 }
@@ -81,7 +82,7 @@ func lookup(context.Context, json.RawMessage) (string, error) { return `{"status
 
 // turn is the workflow.
 func (p *dbosPeer) turn(ctx dbos.Context, in turnIn) (string, error) {
-	p.started.mark(in.ID)
+	p.started.Mark(in.ID)
 	user := message.User(in.Input)
 	user.ID = in.ID + "-u"
 	first, err := dbos.RunAsStep(ctx, func(ctx context.Context) (message.Message, error) {
@@ -96,7 +97,7 @@ func (p *dbosPeer) turn(ctx dbos.Context, in turnIn) (string, error) {
 		return "", fmt.Errorf("model: %d calls", len(calls))
 	}
 	if _, err := dbos.RunAsTransaction(ctx, p.ds, func(ctx context.Context, tx dbos.Tx) (bool, error) {
-		if _, err := tx.Exec(ctx, `INSERT INTO `+p.prefix+`app_threads (id, owner) VALUES ($1, $2)`, in.ID, owner); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+p.prefix+`app_threads (id, owner) VALUES ($1, $2)`, in.ID, bc.Owner); err != nil {
 			return false, err
 		}
 		for _, m := range []struct {
@@ -117,7 +118,7 @@ func (p *dbosPeer) turn(ctx dbos.Context, in turnIn) (string, error) {
 		return "", err
 	}
 	result, err := dbos.RunAsStep(ctx, func(ctx context.Context) (string, error) {
-		p.resumed.mark(in.ID)
+		p.resumed.Mark(in.ID)
 		return lookup(ctx, calls[0].Arguments)
 	}, dbos.WithStepName("lookup"))
 	if err != nil {
@@ -148,7 +149,7 @@ func (p *dbosPeer) turn(ctx dbos.Context, in turnIn) (string, error) {
 	}, dbos.WithStepName("final")); err != nil {
 		return "", err
 	}
-	if p.finished.mark(in.ID) {
+	if p.finished.Mark(in.ID) {
 		p.done.Add(1)
 		p.last.Store(time.Now().UnixNano())
 	}
@@ -192,9 +193,9 @@ func openDBOS(tb testing.TB, st store.Store) (dbos.Context, *dbosPeer, dbos.Queu
 			{Text: "Your order 1234 has shipped."},
 		}, scripted.Options{}),
 		tools:   []model.Tool{{Name: "lookup", Parameters: json.RawMessage(`{"type":"object"}`)}},
-		started: newStamps(), resumed: newStamps(), finished: newStamps(),
+		started: bc.NewStamps(), resumed: bc.NewStamps(), finished: bc.NewStamps(),
 	}
-	cfg := dbos.Config{AppName: "baton-peer", Logger: testLogger()}
+	cfg := dbos.Config{AppName: "baton-peer", Logger: bc.Logger()}
 	var setup func(dctx dbos.Context) error
 	switch st.(type) {
 	case *pgstore.Store:
@@ -204,7 +205,7 @@ func openDBOS(tb testing.TB, st store.Store) (dbos.Context, *dbosPeer, dbos.Queu
 		if err != nil {
 			tb.Fatal(err)
 		}
-		pc.MaxConns = pgMaxConns
+		pc.MaxConns = bc.PGMaxConns
 		pool, err := pgxpool.NewWithConfig(ctx, pc)
 		if err != nil {
 			tb.Fatal(err)
@@ -226,11 +227,14 @@ func openDBOS(tb testing.TB, st store.Store) (dbos.Context, *dbosPeer, dbos.Queu
 			return err
 		}
 	case *sqlitestore.Store:
-		path, _ := sqlitePaths.Load(st)
+		path, ok := bc.SQLitePath(st)
+		if !ok {
+			tb.Fatalf("SQLite store %p not opened by benchcontinuation.Backends", st)
+		}
 		// DBOS's own SQLite settings (OpenSQLitePool: immediate
 		// transactions, busy timeout, foreign keys, WAL, 8 connections),
 		// at synchronous=FULL like baton's store instead of NORMAL.
-		dsn := "file:" + path.(string) + "?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=foreign_keys(ON)" +
+		dsn := "file:" + path + "?_txlock=immediate&_pragma=busy_timeout(5000)&_pragma=foreign_keys(ON)" +
 			"&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
 		db, err := sql.Open("sqlite", dsn)
 		if err != nil {
@@ -265,8 +269,8 @@ func openDBOS(tb testing.TB, st store.Store) (dbos.Context, *dbosPeer, dbos.Queu
 		tb.Fatal(err)
 	}
 	dbos.RegisterWorkflow(dctx, p.turn, dbos.WithWorkflowName("turn"))
-	q, err := dbos.RegisterQueue(dctx, "bench_turns", dbos.WithWorkerConcurrency(benchWorkers),
-		dbos.WithQueueBasePollingInterval(benchFetchCooldown))
+	q, err := dbos.RegisterQueue(dctx, "bench_turns", dbos.WithWorkerConcurrency(bc.Workers),
+		dbos.WithQueueBasePollingInterval(bc.FetchCooldown))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -301,9 +305,9 @@ func benchDBOS(b *testing.B, st store.Store) {
 		return id, err
 	}
 	var lat, tool, full []time.Duration
-	for i := range benchLatencySamples {
+	for i := range bc.LatencySamples {
 		id := fmt.Sprintf("%s%d", round, i)
-		fin := p.finished.expect(id)
+		fin := p.finished.Expect(id)
 		if _, err := enqueue(i); err != nil {
 			b.Fatal(err)
 		}
@@ -313,24 +317,24 @@ func benchDBOS(b *testing.B, st store.Store) {
 		case <-time.After(30 * time.Second):
 			b.Fatalf("workflow %s not done", id)
 		}
-		lat = append(lat, p.started.get(id).Sub(t0))
-		tool = append(tool, p.resumed.get(id).Sub(t0))
-		full = append(full, p.finished.get(id).Sub(t0))
+		lat = append(lat, p.started.Get(id).Sub(t0))
+		tool = append(tool, p.resumed.Get(id).Sub(t0))
+		full = append(full, p.finished.Get(id).Sub(t0))
 	}
-	b.ReportMetric(float64(percentile(tool, 0.5).Microseconds())/1000, "tool-p50-ms")
-	b.ReportMetric(float64(percentile(full, 0.5).Microseconds())/1000, "finish-p50-ms")
+	b.ReportMetric(float64(bc.Percentile(tool, 0.5).Microseconds())/1000, "tool-p50-ms")
+	b.ReportMetric(float64(bc.Percentile(full, 0.5).Microseconds())/1000, "finish-p50-ms")
 	p.done.Store(0)
 	start := time.Now()
-	fanOut(b, benchBatonJobs, func(i int) error {
-		_, err := enqueue(benchLatencySamples + i)
+	bc.FanOut(b, bc.BatonJobs, func(i int) error {
+		_, err := enqueue(bc.LatencySamples + i)
 		return err
 	})
 	deadline := time.Now().Add(5 * time.Minute)
-	for p.done.Load() < benchBatonJobs && time.Now().Before(deadline) {
+	for p.done.Load() < bc.BatonJobs && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if p.done.Load() < benchBatonJobs {
-		b.Fatalf("%d of %d workflows done", p.done.Load(), benchBatonJobs)
+	if p.done.Load() < bc.BatonJobs {
+		b.Fatalf("%d of %d workflows done", p.done.Load(), bc.BatonJobs)
 	}
-	report(b, lat, benchBatonJobs, time.Unix(0, p.last.Load()).Sub(start))
+	bc.Report(b, lat, bc.BatonJobs, time.Unix(0, p.last.Load()).Sub(start))
 }

@@ -6,15 +6,17 @@ import (
 	"testing"
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
+
+	bc "github.com/batonhq/baton/internal/benchcontinuation"
 )
 
 // TestDBOSTurn runs the DBOS peer's workflow through its queue on each
 // backend and checks what it wrote: the thread's five messages in order,
 // the placeholder completed with the answer.
 func TestDBOSTurn(t *testing.T) {
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			st := be.open(t)
+	for _, be := range bc.Backends(t) {
+		t.Run(be.Name, func(t *testing.T) {
+			st := be.Open(t)
 			dctx, p, q := openDBOS(t, st)
 			for i := range 3 {
 				id := fmt.Sprintf("test-%d", i)
@@ -43,7 +45,7 @@ func TestDBOSTurn(t *testing.T) {
 				if status != "completed" {
 					t.Errorf("placeholder %s", status)
 				}
-				if p.started.get(id).IsZero() || p.resumed.get(id).IsZero() || p.finished.get(id).IsZero() {
+				if p.started.Get(id).IsZero() || p.resumed.Get(id).IsZero() || p.finished.Get(id).IsZero() {
 					t.Errorf("stamps missing for %s", id)
 				}
 			}

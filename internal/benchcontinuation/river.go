@@ -1,4 +1,4 @@
-package continuation
+package benchcontinuation
 
 import (
 	"context"
@@ -22,10 +22,108 @@ import (
 	"github.com/batonhq/baton/store/sqlitestore"
 )
 
+// bareArgs is River's bare job.
+type bareArgs struct {
+	N int `json:"n"`
+}
+
+func (bareArgs) Kind() string { return "bench.bare" }
+
+type bareWorker struct {
+	river.WorkerDefaults[bareArgs]
+	started func(n int)
+}
+
+func (w *bareWorker) Work(_ context.Context, job *river.Job[bareArgs]) error {
+	w.started(job.Args.N)
+	return nil
+}
+
+// bareClient is River on the store's database with a bare worker.
+type bareClient interface {
+	Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error
+}
+
+type bare[TTx any] struct{ c *river.Client[TTx] }
+
+func (b bare[TTx]) Insert(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) error {
+	_, err := b.c.Insert(ctx, args, opts)
+	return err
+}
+func (b bare[TTx]) Start(ctx context.Context) error { return b.c.Start(ctx) }
+func (b bare[TTx]) Stop(ctx context.Context) error  { return b.c.Stop(ctx) }
+
+func newBare(b *testing.B, st store.Store, started func(n int)) bareClient {
+	b.Helper()
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &bareWorker{started: started})
+	cfg := &river.Config{Workers: workers, Queues: map[string]river.QueueConfig{"bench_bare": {MaxWorkers: Workers}},
+		FetchCooldown: FetchCooldown, Logger: Logger()}
+	switch s := st.(type) {
+	case *pgstore.Store:
+		c, err := river.NewClient[pgx.Tx](riverpgxv5.New(s.Pool()), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return bare[pgx.Tx]{c}
+	case *sqlitestore.Store:
+		c, err := river.NewClient(riversqlite.New(s.DB()), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return bare[*sql.Tx]{c}
+	}
+	b.Fatalf("store %T", st)
+	return nil
+}
+
+// River is River's bare round trip, a no-op job: latency from Insert
+// returning (committed) to Work starting, one job at a time; then jobs/s
+// from [Producers] producers, from the first insert to the last job worked.
+func River(b *testing.B, st store.Store) {
+	ctx := context.Background()
+	marks := NewStamps()
+	var done atomic.Int64
+	var last atomic.Int64
+	c := newBare(b, st, func(n int) {
+		marks.Mark(fmt.Sprint(n))
+		done.Add(1)
+		last.Store(time.Now().UnixNano())
+	})
+	StartUntilEnd(b, c.Start, c.Stop)
+	opts := &river.InsertOpts{Queue: "bench_bare"}
+	// Latency, one job at a time.
+	var lat []time.Duration
+	for i := range LatencySamples {
+		started := marks.Expect(fmt.Sprint(i))
+		if err := c.Insert(ctx, bareArgs{N: i}, opts); err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		select {
+		case <-started:
+		case <-time.After(30 * time.Second):
+			b.Fatalf("job %d not worked", i)
+		}
+		lat = append(lat, marks.Get(fmt.Sprint(i)).Sub(t0))
+	}
+	// Throughput, 16 producers.
+	done.Store(0)
+	start := time.Now()
+	FanOut(b, RiverJobs, func(i int) error { return c.Insert(ctx, bareArgs{N: LatencySamples + i}, opts) })
+	for done.Load() < RiverJobs {
+		time.Sleep(time.Millisecond)
+	}
+	Report(b, lat, RiverJobs, time.Unix(0, last.Load()).Sub(start))
+}
+
 // The "RiverEquivalent" benchmark is River doing, with hand-written SQL on
-// plain tables of the same database, the durable writes that this package
-// must make for one continuation, and nothing else (no runner, no row-level
-// security, no foreign keys, no fences, no JSON decoding of the state):
+// plain tables of the same database, the durable writes that package
+// continuation must make for one continuation, and nothing else (no runner,
+// no row-level security, no foreign keys, no fences, no JSON decoding of the
+// state):
 //
 //   - producer, one transaction: the suspended run's checkpoint, the user
 //     and assistant messages, the placeholder, the job run, River's insert;
@@ -36,7 +134,7 @@ import (
 //     run completed, River's job completed (JobCompleteTx).
 //
 // Its jobs/s is the ceiling of a continuation on this machine; a bare
-// River job (BenchmarkContinuation's River) is a no-op.
+// River job ([River]) is a no-op.
 
 const equivTables = `
 CREATE TABLE IF NOT EXISTS equiv_cp (id text PRIMARY KEY, run text NOT NULL, step bigint NOT NULL, state bytea NOT NULL);
@@ -129,9 +227,9 @@ func (w *equivWorker[TTx]) Work(ctx context.Context, job *river.Job[equivArgs]) 
 	return err
 }
 
-// benchRiverEquivalent runs the equivalent writes from 16 producers and
-// reports jobs/s, first insert to last completion.
-func benchRiverEquivalent(b *testing.B, st store.Store) {
+// RiverEquivalent runs the equivalent writes from [Producers] producers
+// and reports jobs/s, first insert to last completion.
+func RiverEquivalent(b *testing.B, st store.Store) {
 	ctx := context.Background()
 	var done atomic.Int64
 	var last atomic.Int64
@@ -142,8 +240,8 @@ func benchRiverEquivalent(b *testing.B, st store.Store) {
 	state := equivState(b)
 	round := fmt.Sprintf("r%d-", equivRound.Add(1))
 	cfg := func(workers *river.Workers) *river.Config {
-		return &river.Config{Workers: workers, Queues: map[string]river.QueueConfig{"bench_equiv": {MaxWorkers: benchWorkers}},
-			FetchCooldown: benchFetchCooldown, Logger: testLogger()}
+		return &river.Config{Workers: workers, Queues: map[string]river.QueueConfig{"bench_equiv": {MaxWorkers: Workers}},
+			FetchCooldown: FetchCooldown, Logger: Logger()}
 	}
 	var produce func(n int) error
 	var start, stop func(ctx context.Context) error
@@ -211,20 +309,20 @@ func benchRiverEquivalent(b *testing.B, st store.Store) {
 	default:
 		b.Fatalf("store %T", st)
 	}
-	startUntilEnd(b, start, stop)
+	StartUntilEnd(b, start, stop)
 	t0 := time.Now()
-	fanOut(b, benchBatonJobs, produce)
+	FanOut(b, BatonJobs, produce)
 	if b.Failed() {
 		b.FailNow()
 	}
 	deadline := time.Now().Add(5 * time.Minute)
-	for done.Load() < benchBatonJobs && time.Now().Before(deadline) {
+	for done.Load() < BatonJobs && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if done.Load() < benchBatonJobs {
-		b.Fatalf("%d of %d equivalent jobs done", done.Load(), benchBatonJobs)
+	if done.Load() < BatonJobs {
+		b.Fatalf("%d of %d equivalent jobs done", done.Load(), BatonJobs)
 	}
-	b.ReportMetric(float64(benchBatonJobs)/time.Unix(0, last.Load()).Sub(t0).Seconds(), "per-s")
+	b.ReportMetric(float64(BatonJobs)/time.Unix(0, last.Load()).Sub(t0).Seconds(), "per-s")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -254,7 +352,7 @@ func equivProduce[TTx any](ctx context.Context, d equivDB[TTx], id string, state
 
 // equivState is the state a benchmark continuation checkpoints at its
 // hand-over: the question, the call of the slow tool, the pending call.
-func equivState(b *testing.B) []byte {
+func equivState(tb testing.TB) []byte {
 	call := message.Message{ID: "m2", Role: message.RoleAssistant, Agent: "assistant", Parts: []message.Part{{
 		Type: message.PartToolCall, CallID: "call_1", Name: "lookup", Arguments: []byte(`{"order":"1234"}`)}}}
 	user := message.User("Where is order 1234?")
@@ -267,7 +365,7 @@ func equivState(b *testing.B) []byte {
 		Values: map[string]json.RawMessage{"owner": json.RawMessage(`"acme"`)}}
 	out, err := runstate.Encode(st)
 	if err != nil || len(out) < 200 {
-		b.Fatalf("state: %d bytes, %v", len(out), err)
+		tb.Fatalf("state: %d bytes, %v", len(out), err)
 	}
 	return out
 }
