@@ -43,20 +43,53 @@ func (s *Server) chain(ctx context.Context, owner, runID string, stop func(*stor
 	}
 }
 
+// spillK spaces the ids of the events that a checkpoint's seqs do not
+// number (see eventIDs): those of a step take Sub step*spillK+1, +2, ….
+const spillK = 1000
+
+// eventIDs returns the cursors, in the run's numbering, of the n events
+// that took a run from state prev (nil: its start) to cur
+// ([runner.EventsBetween]). A runner that streams numbers the events of a
+// step up to the seq it checkpoints: the events take the last n seqs up to
+// cur.Seq, as they had live. The events of a checkpoint written by another
+// writer (a worker's claim, the failure a continuation records, a run
+// settled or cancelled by another) were not numbered: those that do not fit
+// after prev.Seq take Sub ids after it, cur.Step*spillK+1, +2, … — ids that
+// depend on the two checkpoints only, so that a stream that followed the
+// run live and one rebuilt from any checkpoint give them the same, and
+// that come after the Sub ids of the checkpoints before (a lower step).
+// Drafts and deltas, which are not stored, take Ver ids after the event
+// they follow: no stored event's id is ever one of theirs.
+func eventIDs(prev, cur *runstate.State, n int) []runlog.Cursor {
+	from := 0
+	if prev != nil {
+		from = prev.Seq
+	}
+	fit := min(n, max(cur.Seq-from, 0))
+	out := make([]runlog.Cursor, n)
+	for j := range n - fit {
+		out[j] = runlog.Cursor{Seq: from, Sub: cur.Step*spillK + j + 1}
+	}
+	for j := n - fit; j < n; j++ {
+		out[j] = runlog.Cursor{Seq: cur.Seq - (n - 1 - j)}
+	}
+	return out
+}
+
 // entriesOf returns the events that took a run from state base (nil: its
-// start) through states, encoded, with ids after after: each step's events
-// end at its checkpoint's seq when that is free, so that they line up with
-// the ids of the live events.
-func entriesOf(base *runstate.State, states []*runstate.State, after runlog.Cursor) ([]runlog.Entry, error) {
+// start) through states, encoded, with their ids (see eventIDs). An id that
+// would not come after the one before (states no writer makes) takes a Sub
+// after it.
+func entriesOf(base *runstate.State, states []*runstate.State) ([]runlog.Entry, error) {
 	var out []runlog.Entry
-	last := after
+	var last runlog.Cursor
 	prevState := base
 	for _, st := range states {
 		evs := runner.EventsBetween(prevState, st)
-		n := len(evs)
+		ids := eventIDs(prevState, st, len(evs))
 		for j, ev := range evs {
-			at := runlog.Cursor{Seq: st.Seq - (n - 1 - j)}
-			if !last.Less(at) {
+			at := ids[j]
+			if len(out) > 0 && !last.Less(at) {
 				at = runlog.Cursor{Seq: last.Seq, Sub: last.Sub + 1}
 			}
 			runner.SetSeq(ev, at.Seq)
@@ -72,6 +105,36 @@ func entriesOf(base *runstate.State, states []*runstate.State, after runlog.Curs
 	return out, nil
 }
 
+// lastOf returns the cursor of the last event of a run through checkpoint
+// cp, in the run's numbering: cp's seq, or the Sub id of an event of cp
+// that the seq does not number (which needs cp's parent, and its own when
+// cp has no event). Best effort: cp's seq if the store fails.
+func (s *Server) lastOf(ctx context.Context, owner string, cp *store.Checkpoint) runlog.Cursor {
+	at := runlog.Cursor{Seq: cp.State.Seq}
+	for range 8 {
+		var prev *runstate.State
+		var parent *store.Checkpoint
+		if cp.ParentID != "" {
+			var err error
+			if parent, err = s.st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ParentID}); err != nil {
+				return at
+			}
+			prev = parent.State
+		}
+		if n := len(runner.EventsBetween(prev, cp.State)); n > 0 {
+			if last := eventIDs(prev, cp.State, n)[n-1]; at.Less(last) {
+				at = last
+			}
+			return at
+		}
+		if parent == nil {
+			return at
+		}
+		cp = parent
+	}
+	return at
+}
+
 // rebuild returns the events of a run after cursor from, made from its
 // stored checkpoints (see [runner.EventsBetween]): text deltas are folded
 // into their message events.
@@ -82,18 +145,14 @@ func (s *Server) rebuild(ctx context.Context, owner, runID string, from runlog.C
 
 // rebuildRun is rebuild that also returns the run's latest checkpoint.
 func (s *Server) rebuildRun(ctx context.Context, owner, runID string, from runlog.Cursor) ([]runlog.Entry, *store.Checkpoint, error) {
-	// From the start, the whole chain: a run that numbered no events (not
-	// streamed) has checkpoints at seq 0.
-	start := from == (runlog.Cursor{})
-	latest, base, states, err := s.chain(ctx, owner, runID, func(cp *store.Checkpoint) bool { return !start && cp.State.Seq <= from.Seq })
+	// From the newest checkpoint whose seq is before from's: every event
+	// of the checkpoints after it is after its seq (a run that numbered
+	// no events, not streamed, has checkpoints at seq 0: the whole chain).
+	latest, base, states, err := s.chain(ctx, owner, runID, func(cp *store.Checkpoint) bool { return cp.State.Seq < from.Seq })
 	if err != nil {
 		return nil, nil, err
 	}
-	var first runlog.Cursor
-	if base != nil {
-		first = runlog.Cursor{Seq: base.Seq}
-	}
-	all, err := entriesOf(base, states, first)
+	all, err := entriesOf(base, states)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -182,17 +241,22 @@ func (s *Server) follow(run *runEntry) {
 			case <-t.C:
 			case u := <-wake:
 				if !u.Final {
+					// A draft's id is the run's last event's with its
+					// version plus one (Ver; version 0 is a message
+					// streaming without a draft yet): the same in the
+					// run's and the thread's streams, never an id a
+					// stored event takes.
 					data, _ := json.Marshal(u)
-					last := run.log.Last()
-					run.log.Append(runlog.Entry{At: runlog.Cursor{Seq: last.Seq, Sub: last.Sub + 1}, Type: "draft", Data: data})
+					run.mu.Lock()
+					after := run.durable
+					if after.Less(run.base) {
+						after = run.base
+					}
+					run.mu.Unlock()
+					at := runlog.Cursor{Seq: after.Seq, Sub: after.Sub, Ver: int(u.Version) + 1}
+					run.log.Append(runlog.Entry{At: at, Type: "draft", Data: data})
 					if pos := s.runPos(ctx, run); pos > 0 && strings.HasPrefix(u.MessageID, run.id+"-") {
-						run.mu.Lock()
-						after := run.lastEv
-						if after.Less(run.base) {
-							after = run.base
-						}
-						run.mu.Unlock()
-						te.addDraft(pos, after.Seq, u.Version, data)
+						te.addDraft(pos, at, data)
 					}
 				}
 			}
@@ -210,7 +274,7 @@ func (s *Server) followOnce(ctx context.Context, run *runEntry, te *threadEntry)
 		if seen != "" {
 			return cp.ID == seen
 		}
-		return cp.State.Seq <= from.Seq && cp.State.Status != runstate.StatusRunning
+		return cp.State.Seq < from.Seq && cp.State.Status != runstate.StatusRunning
 	})
 	if err != nil {
 		return false, err
@@ -222,13 +286,16 @@ func (s *Server) followOnce(ctx context.Context, run *runEntry, te *threadEntry)
 			last = run.base
 		}
 		run.mu.Unlock()
-		entries, err := entriesOf(base, states, last)
+		entries, err := entriesOf(base, states)
 		if err != nil {
 			return false, err
 		}
 		pos := s.runPos(ctx, run)
 		for _, e := range entries {
-			at, prev := s.appendRun(run, e.Type, e.At.Seq, e.Data)
+			if !last.Less(e.At) {
+				continue // the log has it (or it is before the log)
+			}
+			at, prev := s.appendRun(run, e.Type, e.At, e.Data)
 			if pos > 0 {
 				te.addRun(pos, run.id, at, prev, e.Type, e.Data)
 			}

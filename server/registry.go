@@ -116,9 +116,9 @@ func eventsURL(threadID, runID string) string {
 }
 
 // threadEntry is the event log of a thread: the events of its runs (with
-// their run id) at cursors {Pos: the run's position, Seq: the event's seq}
-// (drafts {Pos, Seq, Sub: the draft's version}), and thread-level events
-// (Ext). Its ids are durable: the store rebuilds what the log lacks.
+// their run id) at cursors {Pos: the run's position, Seq: the event's seq,
+// Sub} (drafts and deltas {Pos, Seq, Sub, Ver: the draft's version, the
+// delta's count}), and thread-level events (Ext). Its ids are durable: the store rebuilds what the log lacks.
 type threadEntry struct {
 	owner, id string
 	log       *runlog.Log
@@ -163,7 +163,7 @@ func withRunID(runID string, data []byte) []byte {
 // later run has stopped, or one seen twice).
 func (t *threadEntry) addRun(pos int, runID string, at, prev runlog.Cursor, typ string, data []byte) bool {
 	data = withRunID(runID, data)
-	c := runlog.Cursor{Pos: pos, Seq: at.Seq, Sub: at.Sub}
+	c := runlog.Cursor{Pos: pos, Seq: at.Seq, Sub: at.Sub, Ver: at.Ver}
 	p := runlog.Cursor{Pos: pos, Seq: prev.Seq, Sub: prev.Sub}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -178,12 +178,12 @@ func (t *threadEntry) addRun(pos int, runID string, at, prev runlog.Cursor, typ 
 	return t.log.Append(runlog.Entry{At: c, Type: typ, Data: data})
 }
 
-// addDraft adds a draft update of a message of the run at pos, seen after
-// the run's event seq, at {pos, seq, version}: a draft is the whole text so
-// far, coalesced like deltas (an older version is never added after a
-// newer one).
-func (t *threadEntry) addDraft(pos, seq int, version int64, data []byte) bool {
-	c := runlog.Cursor{Pos: pos, Seq: seq, Sub: int(version)}
+// addDraft adds a draft update of a message of the run at pos at its
+// cursor at in the run (the run's event it follows, Ver its version): a
+// draft is the whole text so far, coalesced like deltas (an older version
+// is never added after a newer one).
+func (t *threadEntry) addDraft(pos int, at runlog.Cursor, data []byte) bool {
+	c := runlog.Cursor{Pos: pos, Seq: at.Seq, Sub: at.Sub, Ver: at.Ver}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.touched = time.Now()

@@ -459,7 +459,7 @@ func (s *Server) publish(run *runEntry, ev runner.Event) (at, prev runlog.Cursor
 		return at, prev, nil
 	}
 	run.observe(ev)
-	at, prev = s.appendRun(run, string(ev.EventType()), ev.Sequence(), data)
+	at, prev = s.appendRun(run, string(ev.EventType()), runlog.Cursor{Seq: ev.Sequence()}, data)
 	return at, prev, data
 }
 
@@ -483,7 +483,7 @@ func (s *Server) publishThread(run *runEntry, te *threadEntry, at, prev runlog.C
 		// it.
 		run.mu.Lock()
 		run.deltas++
-		at = runlog.Cursor{Seq: prev.Seq, Sub: prev.Sub + run.deltas}
+		at = runlog.Cursor{Seq: prev.Seq, Sub: prev.Sub, Ver: run.deltas}
 		run.mu.Unlock()
 	}
 	te.addRun(pos, run.id, at, prev, typ, data)
@@ -518,24 +518,24 @@ func (s *Server) runPos(ctx context.Context, run *runEntry) int {
 	return int(m.Seq)
 }
 
-// appendRun appends an event at seq, or right after the run's last event
-// when seq is not after it (ids stay increasing whatever happens). It
-// returns the event's cursor and the cursor of the run's last event before
-// it that is not a delta (or its base): in the numbering of its thread
-// events, which drafts do not shift. In the run's log, where drafts take
-// ids after the event they follow, an event after a draft comes after it.
-func (s *Server) appendRun(run *runEntry, typ string, seq int, data []byte) (at, prev runlog.Cursor) {
+// appendRun appends an event at cursor at (its seq, or the Sub id of an
+// event rebuilt from a checkpoint: see eventIDs), or right after the run's
+// last event when at is not after it (ids stay increasing whatever
+// happens). It returns the event's cursor and the cursor of the run's last
+// event before it that is not a delta (or its base). Drafts take Ver ids
+// after the event they follow, which the next event comes after: they
+// shift no id, in the run's stream nor in the thread's.
+func (s *Server) appendRun(run *runEntry, typ string, at runlog.Cursor, data []byte) (runlog.Cursor, runlog.Cursor) {
 	run.mu.Lock()
 	last := run.lastEv
 	if last.Less(run.base) {
 		last = run.base
 	}
-	at = runlog.Cursor{Seq: seq}
 	if !last.Less(at) {
 		at = runlog.Cursor{Seq: last.Seq, Sub: last.Sub + 1}
 	}
 	run.lastEv = at
-	prev = run.durable
+	prev := run.durable
 	if prev.Less(run.base) {
 		prev = run.base
 	}
@@ -656,10 +656,13 @@ func (s *Server) followLog(r *http.Request, sw *sse.Writer, run *runEntry, cur r
 
 // prev returns a cursor just before c.
 func prev(c runlog.Cursor) runlog.Cursor {
-	if c.Sub > 0 {
-		return runlog.Cursor{Seq: c.Seq, Sub: c.Sub - 1}
+	switch {
+	case c.Ver > 0:
+		return runlog.Cursor{Seq: c.Seq, Sub: c.Sub, Ver: c.Ver - 1}
+	case c.Sub > 0:
+		return runlog.Cursor{Seq: c.Seq, Sub: c.Sub - 1, Ver: 1 << 30}
 	}
-	return runlog.Cursor{Seq: c.Seq - 1, Sub: 1 << 30}
+	return runlog.Cursor{Seq: c.Seq - 1, Sub: 1 << 30, Ver: 1 << 30}
 }
 
 // queue frames an event, flushing first when the client's buffer is full.
@@ -823,10 +826,23 @@ func (s *Server) runOf(r *http.Request, c *caller) (*runEntry, error) {
 // through the store.
 func (s *Server) stored(owner string, cp *store.Checkpoint) *runEntry {
 	run := s.reg.newRun(owner, cp.ThreadID, cp.RunID, cp.State.Network)
+	isFresh := func() bool {
+		return run.log.Last() == (runlog.Cursor{}) && run.base == (runlog.Cursor{}) && !run.producing && run.followCP == ""
+	}
 	run.mu.Lock()
-	fresh := run.log.Last() == (runlog.Cursor{}) && run.base == (runlog.Cursor{}) && !run.producing
+	fresh := isFresh()
+	run.mu.Unlock()
+	base := runlog.Cursor{Seq: cp.State.Seq}
+	if fresh && cp.ParentID != "" {
+		// The id of its last event: a checkpoint written by another
+		// writer than the runner has events its seq does not number.
+		base = s.lastOf(store.ContextWithOwner(s.runCtx, owner), owner, cp)
+	}
+	run.mu.Lock()
+	if fresh = isFresh(); fresh {
+		run.base = base
+	}
 	if fresh {
-		run.base = runlog.Cursor{Seq: cp.State.Seq}
 		run.res = runFromState(cp.State)
 		run.followCP = cp.ID
 	}

@@ -393,7 +393,8 @@ func (s *Server) storeTail(ctx context.Context, te *threadEntry) runlog.Cursor {
 	}
 	run := s.follows(te.owner, cp)
 	if pos := s.runPos(ctx, run); pos > 0 {
-		tail = runlog.Cursor{Pos: pos, Seq: cp.State.Seq}
+		tail = s.lastOf(ctx, te.owner, cp)
+		tail.Pos = pos
 	}
 	return tail
 }
@@ -440,7 +441,7 @@ func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, c
 		}
 		var after runlog.Cursor
 		if pos == cur.Pos {
-			after = runlog.Cursor{Seq: cur.Seq, Sub: cur.Sub}
+			after = runlog.Cursor{Seq: cur.Seq, Sub: cur.Sub, Ver: cur.Ver}
 		}
 		entries, latest, err := s.rebuildRun(ctx, te.owner, runID, after)
 		if errors.Is(err, store.ErrNotFound) {
@@ -525,7 +526,9 @@ func (s *Server) watchThread(te *threadEntry) {
 				if !busy {
 					run = s.follows(te.owner, cp)
 					if pos := s.runPos(ctx, run); pos > 0 {
-						te.advance(runlog.Cursor{Pos: pos, Seq: cp.State.Seq})
+						at := s.lastOf(ctx, te.owner, cp)
+						at.Pos = pos
+						te.advance(at)
 					}
 				}
 			}

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"regexp"
@@ -317,7 +318,7 @@ func TestThreadStreamIDs(t *testing.T) {
 			t.Fatalf("an id of before durable ids, %s: %v", legacy, types(first))
 		}
 	}
-	for _, bad := range []string{"1.x", "1.2.3.4.5", "-1.2", "1..2"} {
+	for _, bad := range []string{"1.x", "1.2.3.4.5.6", "-1.2", "1..2"} {
 		if r := b.do(t, b.keyA, "GET", events+"?after="+bad, nil); r.status != 400 {
 			t.Fatalf("id %q: %d %s", bad, r.status, r.body)
 		}
@@ -370,5 +371,131 @@ func TestThreadStreamRunOfAnotherProcess(t *testing.T) {
 		if all[0].Type != "run_start" {
 			t.Fatalf("%s\n---\n%s", dump(all), dump(live))
 		}
+	})
+}
+
+// runStreamLess compares run stream ids ("S", "S.N", "S.N.V").
+func runStreamLess(t testing.TB, a, b string) bool {
+	t.Helper()
+	ca, err := runlog.ParseCursor(a)
+	if err != nil {
+		t.Fatalf("run event id %q: %v", a, err)
+	}
+	cb, err := runlog.ParseCursor(b)
+	if err != nil {
+		t.Fatalf("run event id %q: %v", b, err)
+	}
+	return ca.Less(cb)
+}
+
+// drafts returns "message_id version" of the drafts in evs.
+func drafts(evs []event) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Type == "draft" {
+			out = append(out, fmt.Sprintf("%v %v", e.Data["message_id"], e.Data["version"]))
+		}
+	}
+	return out
+}
+
+// durable returns evs without the events that are not stored: deltas and
+// drafts (and a thread stream's snapshot).
+func durable(evs []event) []event { return folded(evs) }
+
+// TestThreadStreamWorkerIDs: a run handed to a background worker — its
+// resumed run_start (the worker's claim, a checkpoint whose seq does not
+// number it) and the drafts of the worker's progress — gets ids that no
+// other event of the thread has, in the thread's stream and in the run's:
+// a client that never dropped gets every event (the resumed run_start and
+// every draft the run's own stream got), and a client that reconnects with
+// any id, or reads the thread or the run after a restart, gets the same
+// events with the same ids.
+func TestThreadStreamWorkerIDs(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		b := setupStore(t, open(t))
+		thread := b.thread(t, b.keyA, "research")
+		events := "/v1/threads/" + thread + "/events"
+		_, tch := b.stream(t, b.keyA, "GET", events, nil)
+		snap := collect(t, tch, func(e event) bool { return e.Type == "thread" })
+		from := snap[len(snap)-1].ID
+		completed := func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" }
+
+		resp, rch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
+		if resp.StatusCode != 200 {
+			t.Fatalf("run: %d", resp.StatusCode)
+		}
+		runID := resp.Header.Get("Baton-Run-Id")
+		runLive := collect(t, rch, completed)
+		resp.Body.Close()
+		live := collect(t, tch, completed)
+		checkThreadIDs(t, "thread stream", live)
+		for i := 1; i < len(runLive); i++ {
+			if !runStreamLess(t, runLive[i-1].ID, runLive[i].ID) {
+				t.Fatalf("run stream: ids not increasing at %d:\n%s", i, dump(runLive))
+			}
+		}
+		kinds := map[string]int{}
+		for _, e := range live {
+			kinds[e.Type]++
+			if e.Type == "run_start" && e.Data["resumed"] == true {
+				kinds["resumed"]++
+			}
+		}
+		if kinds["suspended"] != 1 || kinds["resumed"] != 1 || kinds["draft"] == 0 {
+			t.Fatalf("the run did not go to a worker once, with drafts and its resumed run_start: %v\n%s", kinds, dump(live))
+		}
+		// Every draft the run's stream got, the thread's got too: none
+		// lost to an id another event has.
+		if got, want := strings.Join(drafts(live), ", "), strings.Join(drafts(runLive), ", "); got != want {
+			t.Fatalf("drafts of the thread stream: %s; of the run stream: %s\nthread:\n%s\nrun:\n%s", got, want, dump(live), dump(runLive))
+		}
+
+		// Rebuilt from the store: the thread from the snapshot's id, and
+		// from each draft's id (a client that dropped there).
+		_, ch := b.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", from)
+		sameEvents(t, "the thread rebuilt", durable(collect(t, ch, completed)), durable(live))
+		for i, e := range live {
+			if e.Type != "draft" {
+				continue
+			}
+			_, ch := b.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", e.ID)
+			sameEvents(t, "the thread after draft "+e.ID, durable(collect(t, ch, completed)), durable(live[i+1:]))
+		}
+
+		// The run's stream: the same ids live and rebuilt (a new server
+		// on the same store has nothing in memory), from the start and
+		// from each draft.
+		srv2, err := server.New(server.Config{Service: b.svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv2)
+		defer hs.Close()
+		b2 := *b
+		b2.url = hs.URL
+		runEvents := "/v1/threads/" + thread + "/runs/" + runID + "/events"
+		noDeltas := func(evs []event) []event {
+			var out []event
+			for _, e := range durable(evs) {
+				if e.Type != "text_delta" && e.Type != "reasoning_delta" {
+					out = append(out, e)
+				}
+			}
+			return out
+		}
+		_, ch = b2.stream(t, b.keyA, "GET", runEvents, nil)
+		sameEvents(t, "the run rebuilt", noDeltas(collect(t, ch, completed)), noDeltas(runLive))
+		for i, e := range runLive {
+			if e.Type != "draft" {
+				continue
+			}
+			_, ch := b2.stream(t, b.keyA, "GET", runEvents, nil, "Last-Event-ID", e.ID)
+			sameEvents(t, "the run after draft "+e.ID, noDeltas(collect(t, ch, completed)), noDeltas(runLive[i+1:]))
+		}
+		resp, ch = b2.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", from)
+		defer resp.Body.Close() // before hs.Close
+		sameEvents(t, "the thread after a restart", durable(collect(t, ch, completed)), durable(live))
 	})
 }

@@ -18,45 +18,59 @@ import (
 )
 
 // Cursor is the position of an event: Seq is the run's event sequence
-// number (1, 2, …); Sub numbers events inserted after Seq that the run
-// itself did not number (draft updates of a background worker seen from
-// another process). Its text form is "Seq" or "Seq.Sub", the SSE id of a
-// run's stream.
+// number (1, 2, …); Sub numbers the events of a checkpoint that the run
+// did not number (written by another writer than the run's runner: a
+// worker's claim, a failure recorded for it, a run settled by another),
+// after the Seq they follow; Ver numbers the events that are not stored
+// after the stored event they follow (Seq, Sub): the drafts of a background
+// worker (their version) and, in a thread's stream, text deltas (their
+// count). Its text form is "Seq", "Seq.Sub" or "Seq.Sub.Ver", the SSE id
+// of a run's stream.
 //
 // The events of a thread's stream add Pos, the position of their run on
 // the thread (the seq of the run's first message), before Seq, and Ext,
-// which numbers the thread's own events (thread handoffs) after Sub: see
+// which numbers the thread's own events (thread handoffs) after Ver: see
 // [ThreadCursor]. A run's cursors have Pos and Ext 0.
 type Cursor struct {
 	Pos int
 	Seq int
 	Sub int
+	Ver int
 	Ext int
 }
 
-// String returns the SSE id form of a run's cursor ("Seq" or "Seq.Sub"),
-// or, when Pos or Ext is set, of a thread's ([Cursor.Thread]).
+// String returns the SSE id form of a run's cursor ("Seq", "Seq.Sub" or
+// "Seq.Sub.Ver"), or, when Pos or Ext is set, of a thread's
+// ([Cursor.Thread]).
 func (c Cursor) String() string {
 	if c.Pos != 0 || c.Ext != 0 {
 		return c.Thread()
 	}
-	if c.Sub == 0 {
-		return strconv.Itoa(c.Seq)
-	}
-	return strconv.Itoa(c.Seq) + "." + strconv.Itoa(c.Sub)
+	return join([]int{c.Seq, c.Sub, c.Ver}, 1)
 }
 
 // Thread returns the SSE id form of a thread's cursor: "Pos.Seq",
-// "Pos.Seq.Sub" or "Pos.Seq.Sub.Ext".
+// "Pos.Seq.Sub", "Pos.Seq.Sub.Ver" or "Pos.Seq.Sub.Ver.Ext" (trailing
+// zeros left out).
 func (c Cursor) Thread() string {
-	s := strconv.Itoa(c.Pos) + "." + strconv.Itoa(c.Seq)
-	if c.Sub != 0 || c.Ext != 0 {
-		s += "." + strconv.Itoa(c.Sub)
+	return join([]int{c.Pos, c.Seq, c.Sub, c.Ver, c.Ext}, 2)
+}
+
+// join writes ns dotted, without the zeros at its end beyond the first
+// keep numbers.
+func join(ns []int, keep int) string {
+	n := len(ns)
+	for n > keep && ns[n-1] == 0 {
+		n--
 	}
-	if c.Ext != 0 {
-		s += "." + strconv.Itoa(c.Ext)
+	b := make([]byte, 0, 8*n)
+	for i, v := range ns[:n] {
+		if i > 0 {
+			b = append(b, '.')
+		}
+		b = strconv.AppendInt(b, int64(v), 10)
 	}
-	return s
+	return string(b)
 }
 
 // Less reports whether c comes before d.
@@ -68,30 +82,38 @@ func (c Cursor) Less(d Cursor) bool {
 		return c.Seq < d.Seq
 	case c.Sub != d.Sub:
 		return c.Sub < d.Sub
+	case c.Ver != d.Ver:
+		return c.Ver < d.Ver
 	}
 	return c.Ext < d.Ext
 }
 
-// ParseCursor parses the SSE id of a run's stream ("12" or "12.3"); "" is
-// the zero Cursor (before every event).
+// Durable returns c without the parts of the events that are not stored
+// (Ver, Ext): the cursor of the stored event c follows, or is.
+func (c Cursor) Durable() Cursor {
+	c.Ver, c.Ext = 0, 0
+	return c
+}
+
+// ParseCursor parses the SSE id of a run's stream ("12", "12.3" or
+// "12.3.4"); "" is the zero Cursor (before every event).
 func ParseCursor(s string) (Cursor, error) {
 	if s == "" {
 		return Cursor{}, nil
 	}
-	a, b, sub := strings.Cut(s, ".")
-	seq, err := number(a)
-	if err != nil {
+	parts := strings.Split(s, ".")
+	if len(parts) > 3 {
 		return Cursor{}, fmt.Errorf("runlog: bad event id %q", s)
 	}
-	c := Cursor{Seq: seq}
-	if sub {
-		n, err := number(b)
+	var n [3]int
+	for i, p := range parts {
+		v, err := number(p)
 		if err != nil {
 			return Cursor{}, fmt.Errorf("runlog: bad event id %q", s)
 		}
-		c.Sub = n
+		n[i] = v
 	}
-	return c, nil
+	return Cursor{Seq: n[0], Sub: n[1], Ver: n[2]}, nil
 }
 
 func number(s string) (int, error) {
@@ -108,18 +130,19 @@ func number(s string) (int, error) {
 const LegacyPos = 1_000_000_000
 
 // ThreadCursor parses the SSE id of a thread's stream: "Pos.Seq",
-// "Pos.Seq.Sub" or "Pos.Seq.Sub.Ext". legacy is set for an id of the
-// thread streams of before durable ids (one number, or two with a first
-// of at least [LegacyPos]): its position is unknown. "" is the zero Cursor.
+// "Pos.Seq.Sub", "Pos.Seq.Sub.Ver" or "Pos.Seq.Sub.Ver.Ext". legacy is set
+// for an id of the thread streams of before durable ids (one number, or
+// two with a first of at least [LegacyPos]): its position is unknown. ""
+// is the zero Cursor.
 func ThreadCursor(s string) (c Cursor, legacy bool, err error) {
 	if s == "" {
 		return Cursor{}, false, nil
 	}
 	parts := strings.Split(s, ".")
-	if len(parts) > 4 {
+	if len(parts) > 5 {
 		return Cursor{}, false, fmt.Errorf("runlog: bad thread event id %q", s)
 	}
-	var n [4]int
+	var n [5]int
 	for i, p := range parts {
 		if n[i], err = number(p); err != nil {
 			return Cursor{}, false, fmt.Errorf("runlog: bad thread event id %q", s)
@@ -128,7 +151,7 @@ func ThreadCursor(s string) (c Cursor, legacy bool, err error) {
 	if len(parts) == 1 || len(parts) == 2 && n[0] >= LegacyPos {
 		return Cursor{}, true, nil
 	}
-	return Cursor{Pos: n[0], Seq: n[1], Sub: n[2], Ext: n[3]}, false, nil
+	return Cursor{Pos: n[0], Seq: n[1], Sub: n[2], Ver: n[3], Ext: n[4]}, false, nil
 }
 
 // Entry is one encoded event.

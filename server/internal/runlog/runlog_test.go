@@ -22,6 +22,9 @@ func TestCursor(t *testing.T) {
 		{"", runlog.Cursor{}, false},
 		{"12", runlog.Cursor{Seq: 12}, false},
 		{"12.3", runlog.Cursor{Seq: 12, Sub: 3}, false},
+		{"12.3.4", runlog.Cursor{Seq: 12, Sub: 3, Ver: 4}, false},
+		{"12.0.4", runlog.Cursor{Seq: 12, Ver: 4}, false},
+		{"12.3.4.5", runlog.Cursor{}, true},
 		{"-1", runlog.Cursor{}, true},
 		{"1.x", runlog.Cursor{}, true},
 		{"abc", runlog.Cursor{}, true},
@@ -158,7 +161,7 @@ func FuzzParseCursor(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.Seq < 0 || c.Sub < 0 {
+		if c.Seq < 0 || c.Sub < 0 || c.Ver < 0 {
 			t.Fatalf("%q: negative cursor %v", s, c)
 		}
 		back, err := runlog.ParseCursor(c.String())
@@ -172,7 +175,7 @@ func FuzzParseCursor(f *testing.F) {
 // or a legacy id) without panicking, never negative, and a parsed cursor's
 // id parses back to it.
 func FuzzThreadCursor(f *testing.F) {
-	for _, s := range []string{"", "0", "12", "1.2", "1.2.3", "1.2.3.4", "1.2.3.4.5", "1700000000.5", "3.0.0.7", "-1.2", "1..2", "+1.2", "1.2.", " 1.2", "99999999999.1"} {
+	for _, s := range []string{"", "0", "12", "1.2", "1.2.3", "1.2.3.4", "1.2.3.4.5", "1.2.3.4.5.6", "1.2.0.0.1", "1700000000.5", "3.0.0.7", "-1.2", "1..2", "+1.2", "1.2.", " 1.2", "99999999999.1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -183,7 +186,7 @@ func FuzzThreadCursor(f *testing.F) {
 			}
 			return
 		}
-		if c.Pos < 0 || c.Seq < 0 || c.Sub < 0 || c.Ext < 0 {
+		if c.Pos < 0 || c.Seq < 0 || c.Sub < 0 || c.Ver < 0 || c.Ext < 0 {
 			t.Fatalf("%q: negative cursor %v", s, c)
 		}
 		if s == "" {
