@@ -36,9 +36,7 @@ import (
 // reports p50-ms, p99-ms and per-s.
 func BenchmarkContinuation(b *testing.B) {
 	benchcontinuation.Each(b, func(b *testing.B, st store.Store) {
-		b.Run("River", func(b *testing.B) { benchcontinuation.River(b, st) })
-		b.Run("RiverEquivalent", func(b *testing.B) { benchcontinuation.RiverEquivalent(b, st) })
-		b.Run("Baton", func(b *testing.B) { benchcontinuation.Baton(b, st) })
+		benchcontinuation.Scenarios(b, st)
 		b.Run("Inline", func(b *testing.B) { benchInline(b, st) })
 	})
 }

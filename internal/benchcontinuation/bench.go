@@ -104,6 +104,15 @@ func Each(b *testing.B, bench func(b *testing.B, st store.Store)) {
 	}
 }
 
+// Scenarios runs, on st, one after the other, the sub-benchmarks River
+// ([River]), RiverEquivalent ([RiverEquivalent]) and Baton ([Baton]): what
+// BenchmarkContinuation and BenchmarkPeers both measure.
+func Scenarios(b *testing.B, st store.Store) {
+	b.Run("River", func(b *testing.B) { River(b, st) })
+	b.Run("RiverEquivalent", func(b *testing.B) { RiverEquivalent(b, st) })
+	b.Run("Baton", func(b *testing.B) { Baton(b, st) })
+}
+
 // driverOf returns River on st.
 func driverOf(tb testing.TB, st store.Store) continuation.Driver {
 	tb.Helper()

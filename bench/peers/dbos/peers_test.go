@@ -25,9 +25,7 @@ import (
 // (internal/benchcontinuation), with its sizes. Run with -benchtime 1x.
 func BenchmarkPeers(b *testing.B) {
 	benchcontinuation.Each(b, func(b *testing.B, st store.Store) {
-		b.Run("River", func(b *testing.B) { benchcontinuation.River(b, st) })
-		b.Run("RiverEquivalent", func(b *testing.B) { benchcontinuation.RiverEquivalent(b, st) })
-		b.Run("Baton", func(b *testing.B) { benchcontinuation.Baton(b, st) })
+		benchcontinuation.Scenarios(b, st)
 		b.Run("DBOS", func(b *testing.B) { benchDBOS(b, st) })
 	})
 }
