@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
@@ -49,6 +50,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *caller) er
 // again (registry.forget drops the old entry: the run is not in flight).
 func (s *Server) refresh(owner string, cp *store.Checkpoint) *runEntry {
 	if run := s.reg.run(owner, cp.RunID); run != nil {
+		wrapUp(run, 2*time.Second)
 		run.mu.Lock()
 		stale := !run.producing && !run.following && run.res.Status != string(cp.State.Status)
 		run.mu.Unlock()
@@ -77,4 +79,19 @@ func (s *Server) current(ctx context.Context, run *runEntry) *runEntry {
 		return run
 	}
 	return s.refresh(run.owner, cp)
+}
+
+// wrapUp waits, up to d, until this process no longer produces run: a run
+// that ended here (its last event sent) is still closing its log for a
+// moment, and an entry it still produces is not replaced.
+func wrapUp(run *runEntry, d time.Duration) {
+	for deadline := time.Now().Add(d); ; {
+		run.mu.Lock()
+		producing := run.producing
+		run.mu.Unlock()
+		if !producing || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
