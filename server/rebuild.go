@@ -167,7 +167,8 @@ func (s *Server) rebuildRun(ctx context.Context, owner, runID string, from runlo
 
 // follow streams the progress of a run that a worker of another process
 // (or River's) executes: it reads the run's new checkpoints (at each draft
-// update when Config.Drafts is set, else every FollowInterval) and appends
+// update, at each signal of its thread, and every FollowInterval) and
+// appends
 // the events they imply, and the drafts, to the run's log, until the run is
 // final or waits for a decision, or nobody has read it for a minute.
 func (s *Server) follow(run *runEntry) {
@@ -214,9 +215,20 @@ func (s *Server) follow(run *runEntry) {
 				}
 			}
 		}()
+		// With signals, a checkpoint of the run (or of a run after it on
+		// the thread) wakes the follower at once. It still polls every
+		// FollowInterval: the checkpoints that writers other than the
+		// runner make (a claim, a settle, a recorded failure) are not
+		// signalled.
+		sg := s.signaller()
 		t := time.NewTicker(s.cfg.FollowInterval)
 		defer t.Stop()
 		for {
+			var poked <-chan struct{}
+			if sg != nil {
+				s.want(sg, te)
+				poked = te.signalled() // before the read: a signal during it wakes the wait
+			}
 			done, err := s.followOnce(ctx, run, te)
 			if err != nil && ctx.Err() == nil {
 				s.log.Warn("follow run", "run_id", run.id, "error", err)
@@ -239,6 +251,7 @@ func (s *Server) follow(run *runEntry) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
+			case <-poked:
 			case u := <-wake:
 				if !u.Final {
 					// A draft's id is the run's last event's with its

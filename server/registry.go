@@ -22,6 +22,9 @@ type registry struct {
 	mu      sync.Mutex
 	runs    map[string]*runEntry
 	threads map[string]*threadEntry
+
+	// listen starts listening for thread signals, once.
+	listen sync.Once
 }
 
 func newRegistry(lim runlog.Limits, ttl time.Duration) *registry {
@@ -137,6 +140,32 @@ type threadEntry struct {
 	active  *runEntry // the run this process executes on the thread
 	subs    int
 	touched time.Time
+	// poked is closed when a signal says a checkpoint of a run on the
+	// thread committed (see Server.signaller).
+	poked chan struct{}
+	// wanted is when this process last announced that it wants the
+	// thread's signals.
+	wanted time.Time
+}
+
+// signalled returns a channel closed at the thread's next signal.
+func (t *threadEntry) signalled() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.poked == nil {
+		t.poked = make(chan struct{})
+	}
+	return t.poked
+}
+
+// poke wakes the goroutines that wait for the thread's signals.
+func (t *threadEntry) poke() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.poked != nil {
+		close(t.poked)
+		t.poked = nil
+	}
 }
 
 // withRunID returns data, a JSON object, with runID spliced in first.
@@ -264,6 +293,26 @@ func (g *registry) thread(owner, id string) *threadEntry {
 		g.threads[k] = t
 	}
 	return t
+}
+
+// lookup returns the entry of a thread this process has, or nil.
+func (g *registry) lookup(owner, id string) *threadEntry {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.threads[threadKey(owner, id)]
+}
+
+// eachThread calls f with every thread entry.
+func (g *registry) eachThread(f func(*threadEntry)) {
+	g.mu.Lock()
+	all := make([]*threadEntry, 0, len(g.threads))
+	for _, t := range g.threads {
+		all = append(all, t)
+	}
+	g.mu.Unlock()
+	for _, t := range all {
+		f(t)
+	}
 }
 
 // run returns the entry of a run of owner, or nil.

@@ -10,11 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/internal/sse"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/wire"
+	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threadhandoff"
 	"github.com/batonhq/baton/threads"
@@ -484,22 +486,97 @@ func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, c
 	return cur, false, nil
 }
 
+// signaller returns the broker's draft.Signaller, nil when it has none,
+// and from its first call on wakes the thread entries that a
+// draft.KindThread signal names (all of them when the broker may have
+// missed signals).
+func (s *Server) signaller() draft.Signaller {
+	sg, ok := s.cfg.Service.Broker().(draft.Signaller)
+	if !ok {
+		return nil
+	}
+	s.reg.listen.Do(func() {
+		cancel := sg.OnSignal(draft.KindThread, func(sig draft.Signal) {
+			if sig.Key == "" {
+				s.reg.eachThread((*threadEntry).poke)
+				return
+			}
+			if te := s.reg.lookup(sig.OwnerID, sig.Key); te != nil {
+				te.poke()
+			}
+		})
+		go func() {
+			<-s.runCtx.Done()
+			cancel()
+		}()
+	})
+	return sg
+}
+
+// wantEvery is how often a process that streams a thread announces it
+// (draft.Want), within the interest's TTL.
+const wantEvery = service.ThreadInterestTTL / 3
+
+// want announces, at most every wantEvery, that this process wants the
+// signals of te's thread: the processes that run its runs signal their
+// checkpoints (service.threadSignaller).
+func (s *Server) want(sg draft.Signaller, te *threadEntry) {
+	te.mu.Lock()
+	due := time.Since(te.wanted) >= wantEvery
+	if due {
+		te.wanted = time.Now()
+	}
+	te.mu.Unlock()
+	if !due {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(s.runCtx, 5*time.Second)
+		defer cancel()
+		if err := draft.Want(ctx, sg, draft.KindThread, te.owner, te.id); err != nil && ctx.Err() == nil {
+			s.log.Debug("thread stream: announce interest", "thread_id", te.id, "error", err)
+		}
+	}()
+}
+
+// pollEvery returns how often a thread's watcher reads the store for runs
+// of other processes: FollowInterval without signals, eight times that
+// with them (a fallback for lost signals and for writers that do not
+// signal).
+func (s *Server) pollEvery(sg draft.Signaller) time.Duration {
+	if sg == nil {
+		return s.cfg.FollowInterval
+	}
+	return 8 * s.cfg.FollowInterval
+}
+
 // watchThread watches, while a thread has subscribers, for runs that this
 // process neither executes nor follows (started by another process: a
-// `baton serve` instance, a queued run a worker started): it reads the
-// thread's latest checkpoint every FollowInterval — backing off to eight
-// times that while nothing changes — follows a run that is not final, and
-// moves the thread's log forward so that its readers fetch the rest from
-// the store.
+// `baton serve` instance, a queued run a worker started). With a broker
+// that carries signals it announces its interest in the thread and reads
+// the thread's latest checkpoint at each draft.KindThread signal of the
+// thread — sent by the process that runs a run on it at each checkpoint
+// — and, in case signals are lost, every 8×FollowInterval; without
+// signals every FollowInterval, backing off to eight times that while
+// nothing changes. It follows a run that is not final, and moves the
+// thread's log forward so that its readers fetch the rest from the store.
 func (s *Server) watchThread(te *threadEntry) {
 	ctx := store.ContextWithOwner(s.runCtx, te.owner)
-	every := s.cfg.FollowInterval
+	sg := s.signaller()
+	base := s.pollEvery(sg)
+	every := base
 	t := time.NewTimer(every)
 	defer t.Stop()
 	var seen string
 	for {
+		var poked <-chan struct{}
+		if sg != nil {
+			s.want(sg, te)
+			poked = te.signalled()
+		}
 		select {
 		case <-t.C:
+		case <-poked:
 		case <-s.drain:
 			return
 		case <-ctx.Done():
@@ -515,7 +592,7 @@ func (s *Server) watchThread(te *threadEntry) {
 		if active == nil {
 			cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: te.owner, ThreadID: te.id})
 			if err == nil && cp.ID != seen {
-				seen, every = cp.ID, s.cfg.FollowInterval
+				seen, every = cp.ID, base
 				run := s.reg.run(te.owner, cp.RunID)
 				busy := false
 				if run != nil {
@@ -533,8 +610,8 @@ func (s *Server) watchThread(te *threadEntry) {
 				}
 			}
 		} else {
-			every = s.cfg.FollowInterval
+			every = base
 		}
-		t.Reset(every)
+		resetTimer(t, every)
 	}
 }

@@ -499,3 +499,51 @@ func TestThreadStreamWorkerIDs(t *testing.T) {
 		sameEvents(t, "the thread after a restart", durable(collect(t, ch, completed)), durable(live))
 	})
 }
+
+// TestThreadStreamSignals: a run of another process (here run through the
+// library, which checkpoints through the same service) reaches a thread's
+// stream at the signal of its first checkpoint (in process on SQLite,
+// NOTIFY on PostgreSQL), long before the stream's next poll of the store
+// (FollowInterval 5 s here: the fallback polls every 40 s).
+func TestThreadStreamSignals(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		b := setupStore(t, open(t), withServer(func(c *server.Config) { c.FollowInterval = 5 * time.Second }))
+		var nw *service.Network
+		for _, n := range b.svc.Networks() {
+			if n.Name() == "research" {
+				nw = n
+			}
+		}
+		for i := range 2 {
+			thread := b.thread(t, b.keyA, "research")
+			resp, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
+			collect(t, ch, func(e event) bool { return e.Type == "thread" })
+			if i == 1 {
+				// The interest the stream announced outlives the start
+				// window: the sender signals because of it.
+				time.Sleep(service.ThreadInterestTTL/3 + time.Second)
+			}
+			start := time.Now()
+			go func() {
+				for _, err := range nw.Threads.Turn(t.Context(), "alice", "How did EV sales develop?", threads.TurnOptions{ThreadID: thread}) {
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			first := collect(t, ch, func(event) bool { return true })
+			took := time.Since(start)
+			if first[0].Type != "run_start" || took > 2*time.Second {
+				t.Fatalf("the run's first event reached the stream after %v (%s): not at its checkpoint's signal", took, first[0].Type)
+			}
+			all := collect(t, ch, func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+			t.Logf("run_start after %v, run_end after %v", took, time.Since(start))
+			if time.Since(start) > 4*time.Second {
+				t.Fatalf("the run reached the stream in %v: the worker's checkpoints did not wake it\n%s", time.Since(start), dump(all))
+			}
+			resp.Body.Close()
+		}
+	})
+}

@@ -226,6 +226,8 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 		// Cancels and double-texting's stops reach the run in whichever
 		// process executes it.
 		n.Threads.Listen(sg)
+		// Checkpoints wake the thread streams of every process.
+		n.Threads.Committed = threadSignaller(sg)
 	}
 	// A run from a thread's queue, started by this process, is an inline
 	// run: its slow tools go to the background.

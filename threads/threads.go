@@ -49,6 +49,10 @@ type Service struct {
 	// sets it to a River job that calls [Service.KickWait]), so that the
 	// next run starts even if this process dies before its own kick.
 	KickTx func(ctx context.Context, tx store.Tx, owner, threadID, runID string) error
+	// Committed, if set, is called after each checkpoint of a run on a
+	// thread has committed, from the run's goroutine (it must not block):
+	// package service signals the processes that stream the thread.
+	Committed func(ctx context.Context, owner, threadID string, st *runstate.State)
 
 	// StopWait bounds how long [Service.Cancel] and [Service.Submit]
 	// wait for a run that another process executes to stop after they
@@ -354,6 +358,9 @@ func (c *checkpointer) CheckpointTx(ctx context.Context, st *runstate.State, at 
 		return err
 	}
 	c.ended.Store(th != nil && st.Status.Terminal() && len(QueueOf(th)) == 0)
+	if c.s.Committed != nil && c.threadID != "" {
+		c.s.Committed(ctx, c.owner, c.threadID, st)
+	}
 	c.create, c.gate = nil, false
 	c.parent = cp.ID
 	c.persisted = len(st.Transcript)
