@@ -877,7 +877,7 @@ func runFromState(st *runstate.State) wire.Run {
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, c *caller) error {
 	from, err := runlog.ParseCursor(lastEventID(r))
 	if err != nil {
-		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want N or N.M)", lastEventID(r))
+		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want N, N.M or N.M.V)", lastEventID(r))
 	}
 	run, err := s.runOf(r, c)
 	if err != nil {

@@ -266,7 +266,7 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 	last := lastEventID(r)
 	cur, legacy, err := runlog.ThreadCursor(last)
 	if err != nil {
-		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want POS.SEQ, POS.SEQ.N or POS.SEQ.N.M)", last)
+		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want POS.SEQ, POS.SEQ.N, POS.SEQ.N.V or POS.SEQ.N.V.H)", last)
 	}
 	ctx := r.Context()
 	th, err := s.thread(ctx, c, r.PathValue("id"))
