@@ -374,10 +374,10 @@ func TestThreadStreamAcrossReplicas(t *testing.T) {
 			case <-ctx.Done():
 				t.Fatal("no snapshot from the stream on replica 0")
 			}
-			// Inline runs: a run handed to a worker can give its resumed
-			// run_start the id of a draft (P.S.1 both), which a live
-			// stream then drops — a known defect (issue 19's note).
-			for _, input := range []string{paths["inline"][0], paths["inline"][1]} {
+			// An inline run, then one with a transfer whose slow tool is
+			// handed to a worker (on either replica): its drafts and its
+			// resumed run_start reach replica 0's stream too.
+			for _, input := range []string{paths["inline"][0], paths["transfer"][0]} {
 				run, evs, err := b.stream(ctx, thread, input, nil, nil)
 				if err != nil || !completed(evs) {
 					t.Fatalf("run %s on replica 1: %v %+v", run, err, evs)
