@@ -150,6 +150,15 @@ func TestControlAcrossReplicas(t *testing.T) {
 					if r.Status != "interrupted" || r.Interrupt == nil {
 						t.Fatalf("refund on replica 0: %+v", r)
 					}
+					// A stream of the thread on replica 0 sees the run's
+					// end, wherever it is decided.
+					var onA threadReader
+					seen := make(chan error, 1)
+					go func() {
+						seen <- onA.follow(ctx, a, th.ID, "", nil, func(e threadEvent) bool {
+							return e.typ == "run_end" && e.data["run_id"] == r.ID && e.data["status"] != "interrupted"
+						})
+					}()
 					want := "cancelled"
 					var out runResult
 					if decide == "approve" {
@@ -164,6 +173,12 @@ func TestControlAcrossReplicas(t *testing.T) {
 					// Replica 0 knew the run waiting: it reads it as it is now.
 					if got, err := a.run(ctx, th.ID, r.ID); err != nil || got.Status != want {
 						t.Fatalf("after %s on replica 1, replica 0 reads %+v %v", decide, got, err)
+					}
+					if err := <-seen; err != nil {
+						t.Fatalf("the thread's stream on replica 0 did not see the run end after %s on replica 1: %v", decide, err)
+					}
+					if end := onA.events()[len(onA.events())-1]; end.data["status"] != want {
+						t.Fatalf("the thread's stream on replica 0 ended the run %s, want %s", end.raw, want)
 					}
 				}
 			})

@@ -95,3 +95,24 @@ func wrapUp(run *runEntry, d time.Duration) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// resultNow is run's result as the database has it: a run this process
+// does not execute is read from its latest checkpoint (its entry, when it
+// follows the run, may be a moment behind: a replica answers a run that
+// another replica just finished as finished).
+func (s *Server) resultNow(ctx context.Context, run *runEntry) wire.Run {
+	out := run.result()
+	run.mu.Lock()
+	producing, queued := run.producing, run.queued && run.res.Status == ""
+	run.mu.Unlock()
+	if producing || queued {
+		return out
+	}
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: run.owner, RunID: run.id})
+	if err != nil || cp.State == nil || string(cp.State.Status) == out.Status {
+		return out
+	}
+	now := runFromState(cp.State)
+	now.ID, now.Object, now.ThreadID, now.Network, now.EventsURL = out.ID, out.Object, out.ThreadID, out.Network, out.EventsURL
+	return now
+}

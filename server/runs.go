@@ -891,7 +891,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *caller) error
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, run.result())
+	writeJSON(w, http.StatusOK, s.resultNow(r.Context(), run))
 	return nil
 }
 

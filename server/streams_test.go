@@ -18,17 +18,25 @@ import (
 	"github.com/batonhq/baton/server"
 )
 
-// idLess compares SSE ids "N" or "N.M".
+// idLess orders event ids: their dot-separated numbers compared in turn,
+// an id before any longer one it starts (20 < 20.0.1 < 20.1).
 func idLess(a, b string) bool {
 	pa, pb := splitID(a), splitID(b)
-	return pa[0] < pb[0] || pa[0] == pb[0] && pa[1] < pb[1]
+	for i := range min(len(pa), len(pb)) {
+		if pa[i] != pb[i] {
+			return pa[i] < pb[i]
+		}
+	}
+	return len(pa) < len(pb)
 }
 
-func splitID(s string) [2]int {
-	x, y, _ := strings.Cut(s, ".")
-	a, _ := strconv.Atoi(x)
-	b, _ := strconv.Atoi(y)
-	return [2]int{a, b}
+func splitID(s string) []int {
+	var out []int
+	for p := range strings.SplitSeq(s, ".") {
+		n, _ := strconv.Atoi(p)
+		out = append(out, n)
+	}
+	return out
 }
 
 func checkIncreasing(t *testing.T, evs []event) {

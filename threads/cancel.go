@@ -129,6 +129,7 @@ func (s *Service) Cancel(ctx context.Context, owner, threadID, runID string) (*s
 		if err != nil {
 			return nil, err
 		}
+		s.committed(ctx, owner, threadID, runID)
 		s.bg.Go(func() { s.Kick(context.WithoutCancel(ctx), owner, threadID) })
 	}
 }
@@ -137,8 +138,10 @@ func (s *Service) Cancel(ctx context.Context, owner, threadID, runID string) (*s
 // thread's queue leaves it, ended cancelled by a checkpoint of its own.
 func (s *Service) cancelQueued(ctx context.Context, owner, threadID, runID string) (*store.Checkpoint, error) {
 	var cp *store.Checkpoint
+	created := false
 	err := s.st.Tx(ctx, func(tx store.Tx) error {
 		return retryVersion(func() error {
+			created = false
 			var err error
 			cp, err = tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
 			if err == nil {
@@ -180,10 +183,26 @@ func (s *Service) cancelQueued(ctx context.Context, owner, threadID, runID strin
 			st := &runstate.State{RunID: runID, ThreadID: threadID, Network: net.Name(), Fingerprint: net.Fingerprint(),
 				Agent: agent, Status: runstate.StatusCancelled, Values: map[string]json.RawMessage{runner.StoppedValue: stopped}}
 			cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st})
+			created = err == nil
 			return err
 		})
 	})
+	if err == nil && created {
+		s.committed(ctx, owner, threadID, runID)
+	}
 	return cp, err
+}
+
+// committed tells Committed (streams of the thread in every process) that
+// a cancel wrote run runID's checkpoint outside the runner.
+func (s *Service) committed(ctx context.Context, owner, threadID, runID string) {
+	if s.Committed == nil {
+		return
+	}
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
+	if err == nil && cp.State != nil {
+		s.Committed(ctx, owner, threadID, cp.State)
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
