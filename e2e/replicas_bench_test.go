@@ -251,8 +251,11 @@ func startReplicas(b *testing.B, url string, n int) *cluster {
 		b.Fatal(err)
 	}
 	// HAProxy sends to a replica once two health checks passed (rise 2,
-	// inter 500ms): wait until every replica is in the rotation.
-	time.Sleep(1500 * time.Millisecond)
+	// inter 500ms); and a process counts every thread as wanted for the
+	// first 10 s after it starts listening for thread signals
+	// (draft.Interest: ttl/3), signalling every checkpoint: measure the
+	// steady state, after both.
+	time.Sleep(11 * time.Second)
 	return c
 }
 
