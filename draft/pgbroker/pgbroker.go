@@ -212,18 +212,7 @@ func (b *Broker) Signal(ctx context.Context, s draft.Signal) error {
 	if s.Kind == "" {
 		return errors.New("pgbroker: signal without a kind")
 	}
-	channel, err := b.channelName(ctx, b.st.Pool())
-	if err != nil {
-		return err
-	}
-	payload, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("pgbroker: signal: %w", err)
-	}
-	if _, err := b.st.Pool().Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(payload)); err != nil {
-		return fmt.Errorf("pgbroker: signal: %w: %w", store.ErrUnavailable, err)
-	}
-	return nil
+	return b.notify(ctx, "signal", s)
 }
 
 // OnSignal implements [draft.Signaller]: handlers hear the signals of
@@ -235,16 +224,22 @@ func (b *Broker) OnSignal(kind string, f func(draft.Signal)) (cancel func()) {
 // Publish implements [draft.Broker]: it sends a NOTIFY, which reaches the
 // subscribers of every process listening on the schema, this one included.
 func (b *Broker) Publish(ctx context.Context, ev draft.Event) error {
+	return b.notify(ctx, "publish", ev)
+}
+
+// notify sends v as a NOTIFY on the schema's channel, from the pool; what
+// names the operation in errors.
+func (b *Broker) notify(ctx context.Context, what string, v any) error {
 	channel, err := b.channelName(ctx, b.st.Pool())
 	if err != nil {
 		return err
 	}
-	payload, err := json.Marshal(ev)
+	payload, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("pgbroker: publish: %w", err)
+		return fmt.Errorf("pgbroker: %s: %w", what, err)
 	}
 	if _, err := b.st.Pool().Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(payload)); err != nil {
-		return fmt.Errorf("pgbroker: publish: %w: %w", store.ErrUnavailable, err)
+		return fmt.Errorf("pgbroker: %s: %w: %w", what, store.ErrUnavailable, err)
 	}
 	return nil
 }
