@@ -32,190 +32,180 @@ import (
 func TestControlAcrossReplicas(t *testing.T) {
 	batonBin(t)
 	t.Parallel()
-	ran := false
-	for _, be := range backends(t, "") {
-		if be.name != "Postgres" {
-			continue
-		}
-		ran = true
-		t.Run(be.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-			defer cancel()
-			c := startCluster(t, be.open(t), newEffects(t, nil), clusterConfig{serveWorkers: 2, replicas: 2})
-			a := &api{key: c.api.key, base: c.serves[0].url}
-			b := &api{key: c.api.key, base: c.serves[1].url}
+	onPostgres(t, func(t *testing.T, be backend) {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		c := startCluster(t, be.open(t), newEffects(t, nil), clusterConfig{serveWorkers: 2, replicas: 2})
+		a := &api{key: c.api.key, base: c.serves[0].url}
+		b := &api{key: c.api.key, base: c.serves[1].url}
 
-			t.Run("Cancel", func(t *testing.T) {
-				thread, err := b.createThread(ctx)
-				if err != nil {
-					t.Fatal(err)
+		t.Run("Cancel", func(t *testing.T) {
+			thread, err := b.createThread(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
+			var got runResult
+			if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil {
+				t.Fatalf("cancel on replica 0: %v", err)
+			}
+			if got.Status != "cancelled" {
+				t.Fatalf("cancel on replica 0: %+v", got)
+			}
+			e := <-end
+			if e == nil || e.Status != runstate.StatusCancelled || e.Output != got.Output {
+				t.Fatalf("the run's own stream on replica 1 ended %+v, want cancelled with %q", e, got.Output)
+			}
+			for i, on := range []*api{a, b} {
+				if r, err := on.run(ctx, thread, run); err != nil || r.Status != "cancelled" {
+					t.Fatalf("GET the run on replica %d: %+v %v", i, r, err)
 				}
-				run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
-				var got runResult
-				if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil {
-					t.Fatalf("cancel on replica 0: %v", err)
-				}
-				if got.Status != "cancelled" {
-					t.Fatalf("cancel on replica 0: %+v", got)
-				}
-				e := <-end
-				if e == nil || e.Status != runstate.StatusCancelled || e.Output != got.Output {
-					t.Fatalf("the run's own stream on replica 1 ended %+v, want cancelled with %q", e, got.Output)
-				}
-				for i, on := range []*api{a, b} {
-					if r, err := on.run(ctx, thread, run); err != nil || r.Status != "cancelled" {
-						t.Fatalf("GET the run on replica %d: %+v %v", i, r, err)
-					}
-				}
-				// Cancelling again answers the same; the thread is free.
-				if err := b.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil || got.Status != "cancelled" {
-					t.Fatalf("second cancel on replica 1: %+v %v", got, err)
-				}
-				if _, evs, err := a.stream(ctx, thread, paths["inline"][1], nil, nil); err != nil || !completed(evs) {
-					t.Fatalf("a run after the cancel: %v", err)
-				}
-			})
-
-			t.Run("Interrupt", func(t *testing.T) {
-				thread, err := b.createThread(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
-				var queued runResult
-				if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs",
-					map[string]any{"input": paths["inline"][1], "multitask_strategy": "interrupt"}, &queued); err != nil {
-					t.Fatalf("interrupt on replica 0: %v", err)
-				}
-				e := <-end
-				if e == nil || e.Status != runstate.StatusCompleted || e.Output == "" {
-					t.Fatalf("the interrupted run's own stream on replica 1 ended %+v", e)
-				}
-				waitStatus(ctx, t, a, thread, queued.ID, "completed")
-				if r, err := b.run(ctx, thread, run); err != nil || r.Status != "completed" || r.Output != e.Output {
-					t.Fatalf("the interrupted run on replica 1: %+v %v", r, err)
-				}
-			})
-
-			t.Run("ThroughTheBalancer", func(t *testing.T) {
-				// The same through HAProxy (round-robin, no stickiness):
-				// each request lands on either replica.
-				lb := c.api
-				for i := range 4 {
-					thread, err := lb.createThread(ctx)
-					if err != nil {
-						t.Fatal(err)
-					}
-					run, end := streamOn(ctx, t, lb, thread, paths["inline"][0])
-					var got runResult
-					if err := lb.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil || got.Status != "cancelled" {
-						t.Fatalf("cancel %d through the balancer: %+v %v", i, got, err)
-					}
-					if e := <-end; e == nil || e.Status != runstate.StatusCancelled {
-						t.Fatalf("run %d's own stream ended %+v, want cancelled", i, e)
-					}
-					var r struct {
-						ID, Status string
-						Interrupt  *runstate.Interrupt
-					}
-					if err := lb.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs", map[string]any{"input": "[approve] Please refund order 1234."}, &r); err != nil || r.Interrupt == nil {
-						t.Fatalf("refund %d through the balancer: %+v %v", i, r, err)
-					}
-					var out runResult
-					if err := lb.do(ctx, http.MethodPost, "/v1/interrupts/"+r.Interrupt.ID+"/decision", map[string]any{"type": "approve"}, &out); err != nil || out.Status != "completed" {
-						t.Fatalf("approve %d through the balancer: %+v %v", i, out, err)
-					}
-					for k := range 2 {
-						if got, err := lb.run(ctx, thread, r.ID); err != nil || got.Status != "completed" {
-							t.Fatalf("GET %d.%d through the balancer: %+v %v", i, k, got, err)
-						}
-					}
-				}
-			})
-
-			t.Run("Decisions", func(t *testing.T) {
-				for _, decide := range []string{"approve", "cancel"} {
-					var th struct{ ID string }
-					var err error
-					if th.ID, err = a.createThread(ctx); err != nil {
-						t.Fatal(err)
-					}
-					var r struct {
-						ID, Status string
-						Interrupt  *runstate.Interrupt
-					}
-					if err := a.do(ctx, http.MethodPost, "/v1/threads/"+th.ID+"/runs", map[string]any{"input": "[approve] Please refund order 1234."}, &r); err != nil {
-						t.Fatal(err)
-					}
-					if r.Status != "interrupted" || r.Interrupt == nil {
-						t.Fatalf("refund on replica 0: %+v", r)
-					}
-					// A stream of the thread on replica 0 sees the run's
-					// end, wherever it is decided.
-					var onA threadReader
-					seen := make(chan error, 1)
-					go func() {
-						seen <- onA.follow(ctx, a, th.ID, "", nil, func(e threadEvent) bool {
-							return e.typ == "run_end" && e.data["run_id"] == r.ID && e.data["status"] != "interrupted"
-						})
-					}()
-					want := "cancelled"
-					var out runResult
-					if decide == "approve" {
-						want = "completed"
-						err = b.do(ctx, http.MethodPost, "/v1/interrupts/"+r.Interrupt.ID+"/decision", map[string]any{"type": "approve"}, &out)
-					} else {
-						err = b.do(ctx, http.MethodPost, "/v1/threads/"+th.ID+"/runs/"+r.ID+"/cancel", nil, &out)
-					}
-					if err != nil || out.Status != want {
-						t.Fatalf("%s on replica 1: %+v %v", decide, out, err)
-					}
-					// Replica 0 knew the run waiting: it reads it as it is now.
-					if got, err := a.run(ctx, th.ID, r.ID); err != nil || got.Status != want {
-						t.Fatalf("after %s on replica 1, replica 0 reads %+v %v", decide, got, err)
-					}
-					if err := <-seen; err != nil {
-						t.Fatalf("the thread's stream on replica 0 did not see the run end after %s on replica 1: %v", decide, err)
-					}
-					if end := onA.events()[len(onA.events())-1]; end.data["status"] != want {
-						t.Fatalf("the thread's stream on replica 0 ended the run %s, want %s", end.raw, want)
-					}
-				}
-			})
-
-			t.Run("CancelOnADeadReplica", func(t *testing.T) {
-				// The replica executing the run is SIGKILLed mid-run: the
-				// cancel on the other ends it in the database after
-				// StopWait, and nothing adopts it afterwards.
-				thread, err := b.createThread(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
-				c.serves[1].kill()
-				<-end
-				var got runResult
-				if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil || got.Status != "cancelled" {
-					t.Fatalf("cancel of a dead replica's run: %+v %v", got, err)
-				}
-				if err := c.serves[1].start(); err != nil {
-					t.Fatal(err)
-				}
-				if n := c.db.count(t, `SELECT count(*) FROM run_leases`); n != 0 {
-					t.Fatalf("%d leases left after the cancel", n)
-				}
-				if r, err := b.run(ctx, thread, run); err != nil || r.Status != "cancelled" {
-					t.Fatalf("the run on the restarted replica: %+v %v", r, err)
-				}
-				if _, evs, err := b.stream(ctx, thread, paths["inline"][1], nil, nil); err != nil || !completed(evs) {
-					t.Fatalf("a run after the cancel: %v", err)
-				}
-			})
+			}
+			// Cancelling again answers the same; the thread is free.
+			if err := b.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil || got.Status != "cancelled" {
+				t.Fatalf("second cancel on replica 1: %+v %v", got, err)
+			}
+			if _, evs, err := a.stream(ctx, thread, paths["inline"][1], nil, nil); err != nil || !completed(evs) {
+				t.Fatalf("a run after the cancel: %v", err)
+			}
 		})
-	}
-	if !ran {
-		t.Skip("PostgreSQL only (replicas share a database), and no PostgreSQL URL is set")
-	}
+
+		t.Run("Interrupt", func(t *testing.T) {
+			thread, err := b.createThread(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
+			var queued runResult
+			if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs",
+				map[string]any{"input": paths["inline"][1], "multitask_strategy": "interrupt"}, &queued); err != nil {
+				t.Fatalf("interrupt on replica 0: %v", err)
+			}
+			e := <-end
+			if e == nil || e.Status != runstate.StatusCompleted || e.Output == "" {
+				t.Fatalf("the interrupted run's own stream on replica 1 ended %+v", e)
+			}
+			waitStatus(ctx, t, a, thread, queued.ID, "completed")
+			if r, err := b.run(ctx, thread, run); err != nil || r.Status != "completed" || r.Output != e.Output {
+				t.Fatalf("the interrupted run on replica 1: %+v %v", r, err)
+			}
+		})
+
+		t.Run("ThroughTheBalancer", func(t *testing.T) {
+			// The same through HAProxy (round-robin, no stickiness):
+			// each request lands on either replica.
+			lb := c.api
+			for i := range 4 {
+				thread, err := lb.createThread(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run, end := streamOn(ctx, t, lb, thread, paths["inline"][0])
+				var got runResult
+				if err := lb.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil || got.Status != "cancelled" {
+					t.Fatalf("cancel %d through the balancer: %+v %v", i, got, err)
+				}
+				if e := <-end; e == nil || e.Status != runstate.StatusCancelled {
+					t.Fatalf("run %d's own stream ended %+v, want cancelled", i, e)
+				}
+				var r struct {
+					ID, Status string
+					Interrupt  *runstate.Interrupt
+				}
+				if err := lb.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs", map[string]any{"input": "[approve] Please refund order 1234."}, &r); err != nil || r.Interrupt == nil {
+					t.Fatalf("refund %d through the balancer: %+v %v", i, r, err)
+				}
+				var out runResult
+				if err := lb.do(ctx, http.MethodPost, "/v1/interrupts/"+r.Interrupt.ID+"/decision", map[string]any{"type": "approve"}, &out); err != nil || out.Status != "completed" {
+					t.Fatalf("approve %d through the balancer: %+v %v", i, out, err)
+				}
+				for k := range 2 {
+					if got, err := lb.run(ctx, thread, r.ID); err != nil || got.Status != "completed" {
+						t.Fatalf("GET %d.%d through the balancer: %+v %v", i, k, got, err)
+					}
+				}
+			}
+		})
+
+		t.Run("Decisions", func(t *testing.T) {
+			for _, decide := range []string{"approve", "cancel"} {
+				var th struct{ ID string }
+				var err error
+				if th.ID, err = a.createThread(ctx); err != nil {
+					t.Fatal(err)
+				}
+				var r struct {
+					ID, Status string
+					Interrupt  *runstate.Interrupt
+				}
+				if err := a.do(ctx, http.MethodPost, "/v1/threads/"+th.ID+"/runs", map[string]any{"input": "[approve] Please refund order 1234."}, &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.Status != "interrupted" || r.Interrupt == nil {
+					t.Fatalf("refund on replica 0: %+v", r)
+				}
+				// A stream of the thread on replica 0 sees the run's
+				// end, wherever it is decided.
+				var onA threadReader
+				seen := make(chan error, 1)
+				go func() {
+					seen <- onA.follow(ctx, a, th.ID, "", nil, func(e threadEvent) bool {
+						return e.typ == "run_end" && e.data["run_id"] == r.ID && e.data["status"] != "interrupted"
+					})
+				}()
+				want := "cancelled"
+				var out runResult
+				if decide == "approve" {
+					want = "completed"
+					err = b.do(ctx, http.MethodPost, "/v1/interrupts/"+r.Interrupt.ID+"/decision", map[string]any{"type": "approve"}, &out)
+				} else {
+					err = b.do(ctx, http.MethodPost, "/v1/threads/"+th.ID+"/runs/"+r.ID+"/cancel", nil, &out)
+				}
+				if err != nil || out.Status != want {
+					t.Fatalf("%s on replica 1: %+v %v", decide, out, err)
+				}
+				// Replica 0 knew the run waiting: it reads it as it is now.
+				if got, err := a.run(ctx, th.ID, r.ID); err != nil || got.Status != want {
+					t.Fatalf("after %s on replica 1, replica 0 reads %+v %v", decide, got, err)
+				}
+				if err := <-seen; err != nil {
+					t.Fatalf("the thread's stream on replica 0 did not see the run end after %s on replica 1: %v", decide, err)
+				}
+				if end := onA.events()[len(onA.events())-1]; end.data["status"] != want {
+					t.Fatalf("the thread's stream on replica 0 ended the run %s, want %s", end.raw, want)
+				}
+			}
+		})
+
+		t.Run("CancelOnADeadReplica", func(t *testing.T) {
+			// The replica executing the run is SIGKILLed mid-run: the
+			// cancel on the other ends it in the database after
+			// StopWait, and nothing adopts it afterwards.
+			thread, err := b.createThread(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
+			c.serves[1].kill()
+			<-end
+			var got runResult
+			if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil || got.Status != "cancelled" {
+				t.Fatalf("cancel of a dead replica's run: %+v %v", got, err)
+			}
+			if err := c.serves[1].start(); err != nil {
+				t.Fatal(err)
+			}
+			if n := c.db.count(t, `SELECT count(*) FROM run_leases`); n != 0 {
+				t.Fatalf("%d leases left after the cancel", n)
+			}
+			if r, err := b.run(ctx, thread, run); err != nil || r.Status != "cancelled" {
+				t.Fatalf("the run on the restarted replica: %+v %v", r, err)
+			}
+			if _, evs, err := b.stream(ctx, thread, paths["inline"][1], nil, nil); err != nil || !completed(evs) {
+				t.Fatalf("a run after the cancel: %v", err)
+			}
+		})
+	})
 }
 
 // streamOn starts a run of input on thread through on and returns its id

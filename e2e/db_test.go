@@ -51,6 +51,20 @@ func backends(t *testing.T, only string) []backend {
 	return out
 }
 
+// onPostgres runs f on PostgreSQL, as subtest "Postgres": replicas share
+// a database (SQLite is one process's). Without a PostgreSQL URL it skips
+// (with CI=true, backends fails instead).
+func onPostgres(t *testing.T, f func(t *testing.T, be backend)) {
+	t.Helper()
+	for _, be := range backends(t, "") {
+		if be.name == "Postgres" {
+			t.Run(be.name, func(t *testing.T) { f(t, be) })
+			return
+		}
+	}
+	t.Skip("PostgreSQL only (replicas share a database), and no PostgreSQL URL is set")
+}
+
 // database is one database: the URL the processes get, and the test's own
 // store on it, opened (and migrated) before any process starts.
 type database struct {

@@ -339,82 +339,72 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 func TestThreadStreamAcrossReplicas(t *testing.T) {
 	batonBin(t)
 	t.Parallel()
-	ran := false
-	for _, be := range backends(t, "") {
-		if be.name != "Postgres" {
-			continue
+	onPostgres(t, func(t *testing.T, be backend) {
+		ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
+		defer cancel()
+		fx := newEffects(t, nil)
+		c := startCluster(t, be.open(t), fx, clusterConfig{serveWorkers: 2, replicas: 2})
+		a := &api{key: c.api.key, base: c.serves[0].url}
+		b := &api{key: c.api.key, base: c.serves[1].url}
+		thread, err := b.createThread(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-		ran = true
-		t.Run(be.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 40*time.Second)
-			defer cancel()
-			fx := newEffects(t, nil)
-			c := startCluster(t, be.open(t), fx, clusterConfig{serveWorkers: 2, replicas: 2})
-			a := &api{key: c.api.key, base: c.serves[0].url}
-			b := &api{key: c.api.key, base: c.serves[1].url}
-			thread, err := b.createThread(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var onA threadReader
-			subscribed := make(chan string, 1)
-			followed := make(chan error, 1)
-			ends := completedEnds(2)
-			go func() {
-				followed <- onA.follow(ctx, a, thread, "", nil, func(e threadEvent) bool {
-					if e.typ == "thread" {
-						subscribed <- e.id
-					}
-					return ends(e)
-				})
-			}()
-			var from string
-			select {
-			case from = <-subscribed:
-			case <-ctx.Done():
-				t.Fatal("no snapshot from the stream on replica 0")
-			}
-			// An inline run, then one with a transfer whose slow tool is
-			// handed to a worker (on either replica): its drafts and its
-			// resumed run_start reach replica 0's stream too.
-			for _, input := range []string{paths["inline"][0], paths["transfer"][0]} {
-				run, evs, err := b.stream(ctx, thread, input, nil, nil)
-				if err != nil || !completed(evs) {
-					t.Fatalf("run %s on replica 1: %v %+v", run, err, evs)
+		var onA threadReader
+		subscribed := make(chan string, 1)
+		followed := make(chan error, 1)
+		ends := completedEnds(2)
+		go func() {
+			followed <- onA.follow(ctx, a, thread, "", nil, func(e threadEvent) bool {
+				if e.typ == "thread" {
+					subscribed <- e.id
 				}
+				return ends(e)
+			})
+		}()
+		var from string
+		select {
+		case from = <-subscribed:
+		case <-ctx.Done():
+			t.Fatal("no snapshot from the stream on replica 0")
+		}
+		// An inline run, then one with a transfer whose slow tool is
+		// handed to a worker (on either replica): its drafts and its
+		// resumed run_start reach replica 0's stream too.
+		for _, input := range []string{paths["inline"][0], paths["transfer"][0]} {
+			run, evs, err := b.stream(ctx, thread, input, nil, nil)
+			if err != nil || !completed(evs) {
+				t.Fatalf("run %s on replica 1: %v %+v", run, err, evs)
 			}
-			if err := <-followed; err != nil {
-				t.Fatalf("the stream on replica 0 did not see both runs end: %v; it got:\n%s", err, listing(onA.events()))
+		}
+		if err := <-followed; err != nil {
+			t.Fatalf("the stream on replica 0 did not see both runs end: %v; it got:\n%s", err, listing(onA.events()))
+		}
+		got := durable(onA.events())
+		for i := 1; i < len(got); i++ {
+			if !idLess(got[i-1].id, got[i].id) {
+				t.Fatalf("ids not increasing on replica 0: %s then %s", got[i-1].id, got[i].id)
 			}
-			got := durable(onA.events())
-			for i := 1; i < len(got); i++ {
-				if !idLess(got[i-1].id, got[i].id) {
-					t.Fatalf("ids not increasing on replica 0: %s then %s", got[i-1].id, got[i].id)
-				}
+		}
+		var fromStore threadReader
+		if err := fromStore.follow(ctx, b, thread, from, nil, completedEnds(2)); err != nil {
+			t.Fatal(err)
+		}
+		want := durable(fromStore.events())
+		if listing(got) != listing(want) {
+			t.Errorf("replica 0 streamed:\n%s\nreplica 1's stored events after %s:\n%s", listing(got), from, listing(want))
+		}
+		// A run handed to a worker starts again (run_start resumed):
+		// count the runs.
+		runs := map[any]bool{}
+		for _, e := range got {
+			if e.typ == "run_start" {
+				runs[e.data["run_id"]] = true
 			}
-			var fromStore threadReader
-			if err := fromStore.follow(ctx, b, thread, from, nil, completedEnds(2)); err != nil {
-				t.Fatal(err)
-			}
-			want := durable(fromStore.events())
-			if listing(got) != listing(want) {
-				t.Errorf("replica 0 streamed:\n%s\nreplica 1's stored events after %s:\n%s", listing(got), from, listing(want))
-			}
-			// A run handed to a worker starts again (run_start resumed):
-			// count the runs.
-			runs := map[any]bool{}
-			for _, e := range got {
-				if e.typ == "run_start" {
-					runs[e.data["run_id"]] = true
-				}
-			}
-			t.Logf("replica 0 streamed %d events of %d runs replica 1 executed", len(got), len(runs))
-			if len(runs) != 2 {
-				t.Errorf("run_start of %d runs on replica 0, want 2", len(runs))
-			}
-		})
-	}
-	if !ran {
-		t.Skip("PostgreSQL only (replicas share a database), and no PostgreSQL URL is set")
-	}
+		}
+		t.Logf("replica 0 streamed %d events of %d runs replica 1 executed", len(got), len(runs))
+		if len(runs) != 2 {
+			t.Errorf("run_start of %d runs on replica 0, want 2", len(runs))
+		}
+	})
 }
