@@ -46,3 +46,36 @@ func TestRegistrySweep(t *testing.T) {
 		t.Fatal("idle thread kept")
 	}
 }
+
+// TestSecondStartKeepsTheLogClosed: a queued run may be started twice (its
+// thread's kick, its submit's kick, the durable kick); when the first
+// start has run it to its end, the second fails at its gate, and must leave
+// the run's log closed: its readers (a request waiting for its result)
+// saw it end. It reopened it, and they waited until their timeout.
+func TestSecondStartKeepsTheLogClosed(t *testing.T) {
+	t.Parallel()
+	s := &Server{reg: newRegistry(runlog.Limits{}, time.Minute)}
+	nw := &network{name: "n"}
+	run := s.reg.newRun("o", "t", "r", "n")
+	run.queued = true
+	_, te, _, err := s.register("o", "t", "r", nw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release(run, te) // the first start ran it to its end
+	run.log.Close("completed")
+	if _, _, _, err := s.register("o", "t", "r", nw, nil); err != nil {
+		t.Fatal(err)
+	}
+	if closed, status, _ := run.log.Closed(); !closed || status != "completed" {
+		t.Fatalf("after a second start the log is closed %v (%q), want closed completed", closed, status)
+	}
+	// A resumed run's log goes on.
+	release(run, te)
+	if _, _, _, err := s.register("o", "t", "r", nw, &runlog.Cursor{Seq: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if closed, _, _ := run.log.Closed(); closed {
+		t.Fatal("a resumed run's log stays closed")
+	}
+}

@@ -195,7 +195,13 @@ func (s *Server) register(owner, threadID, runID string, nw *network, resumeAt *
 	run.mu.Unlock()
 	te.active = run
 	te.mu.Unlock()
-	run.log.Reopen()
+	if resumeAt != nil {
+		// A resumed run's log goes on. A run started afresh keeps its log
+		// as it is: a second start of a queued run that another start has
+		// already run to its end fails at its gate, and must not reopen
+		// the log its readers saw close (they would wait for nothing).
+		run.log.Reopen()
+	}
 	return run, te, started, nil
 }
 
