@@ -121,7 +121,10 @@ func eventsURL(threadID, runID string) string {
 // threadEntry is the event log of a thread: the events of its runs (with
 // their run id) at cursors {Pos: the run's position, Seq: the event's seq,
 // Sub} (drafts and deltas {Pos, Seq, Sub, Ver: the draft's version, the
-// delta's count}), and thread-level events (Ext). Its ids are durable: the store rebuilds what the log lacks.
+// delta's count}). Thread handoff events ({Pos, Ext}, see handoffEntries)
+// are not in the log: they are read from the store (advance moves from to
+// the last one). Its ids are durable: the store rebuilds what the log
+// lacks.
 type threadEntry struct {
 	owner, id string
 	log       *runlog.Log
@@ -217,17 +220,6 @@ func (t *threadEntry) addDraft(pos int, at runlog.Cursor, data []byte) bool {
 	defer t.mu.Unlock()
 	t.touched = time.Now()
 	return t.log.Append(runlog.Entry{At: c, Type: "draft", Data: data})
-}
-
-// addThread adds a thread-level event (a thread handoff) after the log's
-// last event.
-func (t *threadEntry) addThread(typ string, data []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.touched = time.Now()
-	c := t.log.Last()
-	c.Ext++
-	t.log.Append(runlog.Entry{At: c, Type: typ, Data: data})
 }
 
 // advance records that the thread's events reach c (read from the store):

@@ -2,10 +2,15 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"time"
+
+	"github.com/batonhq/baton/draft"
+	"github.com/batonhq/baton/server/internal/runlog"
 
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
@@ -81,8 +86,7 @@ func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller
 	status := http.StatusOK
 	if !p.Existing {
 		status = http.StatusCreated
-		data, _ := json.Marshal(interruptDTO(p.Interrupt, p.Stale))
-		s.reg.thread(c.owner, th.ID).addThread(eventHandoffProposed, data)
+		s.handoffChanged(ctx, c.owner, th.ID)
 	}
 	w.Header().Set("Location", dto.InterruptURL)
 	writeJSON(w, status, dto)
@@ -162,8 +166,7 @@ func (s *Server) decideThreadHandoff(w http.ResponseWriter, r *http.Request, c *
 		return err
 	}
 	dto := outcomeDTO(out, store.InterruptDecided)
-	data, _ := json.Marshal(dto)
-	s.reg.thread(c.owner, in.ThreadID).addThread(eventHandoffDecided, data)
+	s.handoffChanged(ctx, c.owner, in.ThreadID)
 	writeJSON(w, http.StatusOK, dto)
 	return nil
 }
@@ -173,4 +176,112 @@ func outcomeDTO(o *threadhandoff.Outcome, status string) wire.ThreadHandoffOutco
 		HandoffID: o.HandoffID, Decision: string(o.Decision), Applied: o.Applied, ParentThreadID: o.ParentThreadID, ChildThreadID: o.ChildThreadID,
 		AssistantID: o.AssistantID, Title: o.Summary.Title, Markdown: o.Markdown, Edited: o.Edited, SupersededBy: o.SupersededBy,
 		MirrorStatus: o.MirrorStatus, Message: o.Message}
+}
+
+// handoffEntries returns the thread handoff events of a thread, made from
+// its stored interrupts of kind thread_handoff (ins, oldest first): for
+// each, thread_handoff_proposed (the interrupt as it was when proposed)
+// and, once it is no longer pending, thread_handoff_decided (its stored
+// outcome, with its status: decided, or superseded by the next proposal).
+// Live and rebuilt streams send these same events, with the same ids.
+//
+// A proposal follows the messages it summarises: its id is
+// "THROUGH+1.0.0.0.H", THROUGH its through_seq — after every event of the
+// runs at or before THROUGH, before every event of the next run (whose
+// position is above THROUGH; a run's events have a SEQ or N of at least
+// one). A decision follows the thread's last message when it was decided
+// (the outcome's last_seq), a superseded proposal's the proposal that
+// superseded it. H numbers the handoff events at one position (1, 2, …),
+// and a position is never below the one of the event before.
+func handoffEntries(ins []*store.Interrupt) []runlog.Entry {
+	var out []runlog.Entry
+	var last runlog.Cursor
+	add := func(pos int64, typ string, v any) {
+		at := runlog.Cursor{Pos: max(int(pos), 1, last.Pos), Ext: 1}
+		if at.Pos == last.Pos {
+			at.Ext = last.Ext + 1
+		}
+		data, _ := json.Marshal(v)
+		out = append(out, runlog.Entry{At: at, Type: typ, Data: data})
+		last = at
+	}
+	through := func(in *store.Interrupt) int64 {
+		if p, err := threadhandoff.ParseInterrupt(in.Payload); err == nil {
+			return p.ThroughSeq
+		}
+		return 0
+	}
+	for i, in := range ins {
+		if in.Kind != store.InterruptThreadHandoff {
+			continue
+		}
+		proposed := *in
+		proposed.Status, proposed.Decision, proposed.Outcome, proposed.DecidedAt = store.InterruptPending, nil, nil, time.Time{}
+		add(through(in)+1, eventHandoffProposed, interruptDTO(&proposed, false))
+		if in.Status == store.InterruptPending || len(in.Outcome) == 0 {
+			continue
+		}
+		var o threadhandoff.Outcome
+		if json.Unmarshal(in.Outcome, &o) != nil {
+			continue
+		}
+		pos := o.LastSeq + 1
+		if in.Status == store.InterruptSuperseded {
+			pos = 0
+			if i+1 < len(ins) {
+				pos = through(ins[i+1]) + 1
+			}
+		}
+		add(pos, eventHandoffDecided, outcomeDTO(&o, in.Status))
+	}
+	return out
+}
+
+// handoffEvents returns the thread handoff events of a thread, rebuilt
+// from the store (see handoffEntries).
+func (s *Server) handoffEvents(ctx context.Context, owner, threadID string) ([]runlog.Entry, error) {
+	ins, err := s.st.ListInterrupts(ctx, &store.ListInterruptsParams{OwnerID: owner, ThreadID: threadID, Kind: store.InterruptThreadHandoff, Limit: 1000})
+	if err != nil {
+		return nil, err
+	}
+	return handoffEntries(ins), nil
+}
+
+// handoffTail returns the id of a thread's last thread handoff event in
+// the store (zero without any). Best effort: zero if the store fails.
+func (s *Server) handoffTail(ctx context.Context, te *threadEntry) runlog.Cursor {
+	entries, err := s.handoffEvents(ctx, te.owner, te.id)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("thread stream: the thread's handoffs", "thread_id", te.id, "error", err)
+		}
+		return runlog.Cursor{}
+	}
+	if len(entries) == 0 {
+		return runlog.Cursor{}
+	}
+	return entries[len(entries)-1].At
+}
+
+// handoffChanged tells the thread's streams that a thread handoff was
+// proposed or decided: this process's move on to its last handoff event
+// (they read it from the store), and a draft.KindThread signal wakes the
+// thread's watchers in the other processes, which do the same.
+func (s *Server) handoffChanged(ctx context.Context, owner, threadID string) {
+	te := s.reg.thread(owner, threadID)
+	te.advance(s.handoffTail(context.WithoutCancel(ctx), te))
+	sg := s.signaller()
+	if sg == nil {
+		return
+	}
+	sig := draft.Signal{Kind: draft.KindThread, OwnerID: owner, Key: threadID, Data: "thread_handoff"}
+	if _, local := sg.(*draft.Hub); local {
+		_ = sg.Signal(ctx, sig)
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = sg.Signal(ctx, sig) // lost, the watchers poll
+	}()
 }

@@ -207,8 +207,16 @@ func TestThreadHandoffProposal(t *testing.T) {
 		if r.status != 200 || out.ChildThreadID == "" {
 			t.Fatalf("approve: %d %s", r.status, r.body)
 		}
-		if ev := collect(t, ch, func(e event) bool { return e.Type == "thread_handoff_decided" }); ev[len(ev)-1].Data["child_thread_id"] != out.ChildThreadID {
-			t.Fatalf("thread_handoff_decided: %s", ev[len(ev)-1].Raw)
+		// The stream: the first proposal superseded by the second (a
+		// thread_handoff_decided of status superseded), the second
+		// proposed, then decided.
+		ev := collect(t, ch, func(e event) bool { return e.Type == "thread_handoff_decided" && e.Data["status"] == "decided" })
+		if got := types(ev); strings.Join(got, " ") != "thread_handoff_decided thread_handoff_proposed thread_handoff_decided" {
+			t.Fatalf("events after the first proposal: %v\n%s", got, dumpRaw(ev))
+		}
+		if ev[0].Data["status"] != "superseded" || ev[0].Data["superseded_by"] != p2.InterruptID || ev[1].Data["id"] != p2.InterruptID ||
+			ev[2].Data["child_thread_id"] != out.ChildThreadID {
+			t.Fatalf("thread handoff events:\n%s", dumpRaw(ev))
 		}
 		if ids := b.pending(t, thread); len(ids) != 0 {
 			t.Fatalf("pending interrupts after the decision: %v", ids)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -258,7 +259,8 @@ const maxCatchUp = 1000
 // threadEvents streams a thread's events: the events of its runs (with
 // their run_id), drafts of background workers, and thread handoffs. Every
 // event of a run has a durable id, "POS.SEQ" (the run's position on the
-// thread, its event's seq), drafts "POS.SEQ.VERSION": with Last-Event-ID
+// thread, its event's seq), drafts "POS.SEQ.VERSION", thread handoffs
+// "POS.0.0.0.H" (handoffEntries, from the stored interrupts): with Last-Event-ID
 // (or ?after=) the stream sends the events after it — from the log, else
 // rebuilt from the store — then follows live. Without one, or with an id
 // of before durable ids, it first sends a "thread" snapshot.
@@ -382,7 +384,8 @@ func later(a, b runlog.Cursor) runlog.Cursor {
 }
 
 // storeTail returns the cursor of a thread's last event in the store: its
-// latest run's latest checkpoint (zero without runs). A latest run that is
+// latest run's latest checkpoint, or its last thread handoff event if that
+// is later (zero without either). A latest run that is
 // not final is followed from the store, so that its next events come.
 func (s *Server) storeTail(ctx context.Context, te *threadEntry) runlog.Cursor {
 	var tail runlog.Cursor
@@ -391,14 +394,14 @@ func (s *Server) storeTail(ctx context.Context, te *threadEntry) runlog.Cursor {
 		if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
 			s.log.Warn("thread stream: the thread's latest run", "thread_id", te.id, "error", err)
 		}
-		return tail
+		return later(tail, s.handoffTail(ctx, te))
 	}
 	run := s.follows(te.owner, cp)
 	if pos := s.runPos(ctx, run); pos > 0 {
 		tail = s.lastOf(ctx, te.owner, cp)
 		tail.Pos = pos
 	}
-	return tail
+	return later(tail, s.handoffTail(ctx, te))
 }
 
 // follows returns the entry of a run of a checkpoint cp, its latest: a run
@@ -416,7 +419,8 @@ func (s *Server) follows(owner string, cp *store.Checkpoint) *runEntry {
 // catchUp sends a thread's events in (cur, upto] rebuilt from the store:
 // those of the runs whose first message is at or after cur's run's, listed
 // from the thread's messages (a run's first message is "RUN-m1"), each
-// rebuilt from its checkpoints. It returns the cursor reached (upto, or
+// rebuilt from its checkpoints, and the thread handoffs' (handoffEntries),
+// in id order. It returns the cursor reached (upto, or
 // beyond when the log has the rest), or far when more than maxCatchUp
 // messages follow cur's run's first: the client should reload the thread.
 // An error is a client that failed.
@@ -432,7 +436,9 @@ func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, c
 	if len(msgs) > maxCatchUp {
 		return cur, true, nil
 	}
-	sent := false
+	// The events to send: the runs', then the thread handoffs' in between,
+	// in id order.
+	var out []runlog.Entry
 	for _, m := range msgs {
 		runID, first := strings.CutSuffix(m.ID, "-m1")
 		pos := int(m.Seq)
@@ -466,14 +472,42 @@ func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, c
 			if !cur.Less(at) || upto.Less(at) {
 				continue
 			}
-			if err := queue(sw, sse.Event{ID: at.Thread(), Type: e.Type, Data: withRunID(runID, e.Data)}); err != nil {
-				return cur, false, err
-			}
-			cur, sent = at, true
+			out = append(out, runlog.Entry{At: at, Type: e.Type, Data: withRunID(runID, e.Data)})
 		}
 		if st := latest.State.Status; st == runstate.StatusRunning || st == runstate.StatusSuspended {
 			s.follows(te.owner, latest)
 		}
+	}
+	handoffs, err := s.handoffEvents(ctx, te.owner, te.id)
+	if err != nil {
+		if ctx.Err() != nil {
+			return cur, false, err
+		}
+		s.log.Warn("thread stream: the thread's handoffs", "thread_id", te.id, "error", err)
+	}
+	for _, e := range handoffs {
+		if cur.Less(e.At) && !upto.Less(e.At) {
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b runlog.Entry) int {
+		switch {
+		case a.At.Less(b.At):
+			return -1
+		case b.At.Less(a.At):
+			return 1
+		}
+		return 0
+	})
+	sent := false
+	for _, e := range out {
+		if !cur.Less(e.At) {
+			continue // the same id twice (states no writer makes)
+		}
+		if err := queue(sw, sse.Event{ID: e.At.Thread(), Type: e.Type, Data: e.Data}); err != nil {
+			return cur, false, err
+		}
+		cur, sent = e.At, true
 	}
 	if sent {
 		if err := sw.Flush(); err != nil {
@@ -559,7 +593,9 @@ func (s *Server) pollEvery(sg draft.Signaller) time.Duration {
 // — and, in case signals are lost, every 8×FollowInterval; without
 // signals every FollowInterval, backing off to eight times that while
 // nothing changes. It follows a run that is not final, and moves the
-// thread's log forward so that its readers fetch the rest from the store.
+// thread's log forward so that its readers fetch the rest from the store;
+// so too for the thread's handoff events (proposed or decided by any
+// process, which signals the thread: see Server.handoffChanged).
 func (s *Server) watchThread(te *threadEntry) {
 	ctx := store.ContextWithOwner(s.runCtx, te.owner)
 	sg := s.signaller()
@@ -568,6 +604,7 @@ func (s *Server) watchThread(te *threadEntry) {
 	t := time.NewTimer(every)
 	defer t.Stop()
 	var seen string
+	var seenHandoff runlog.Cursor
 	for {
 		var poked <-chan struct{}
 		if sg != nil {
@@ -589,6 +626,12 @@ func (s *Server) watchThread(te *threadEntry) {
 			return
 		}
 		every = min(every*2, 8*s.cfg.FollowInterval)
+		// A thread handoff proposed or decided by any process (it signals
+		// the thread): the readers read it from the store.
+		if h := s.handoffTail(ctx, te); seenHandoff.Less(h) {
+			seenHandoff, every = h, base
+			te.advance(h)
+		}
 		if active == nil {
 			cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: te.owner, ThreadID: te.id})
 			if err == nil && cp.ID != seen {

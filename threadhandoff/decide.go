@@ -130,6 +130,11 @@ func (s *Service) Decide(ctx context.Context, p *DecideParams) (*Outcome, error)
 			ParentThreadID: prop.ParentThreadID, AssistantID: prop.AssistantID, Summary: prop.Summary, Markdown: prop.Markdown,
 			Message: "Thread handoff rejected: nothing was written."}
 		err := s.withTx(ctx, func(tx store.Tx) error {
+			last, err := lastSeq(ctx, tx, p.Owner, prop.ParentThreadID)
+			if err != nil {
+				return err
+			}
+			out.LastSeq = last
 			return s.markDecided(ctx, tx, prop, d, out)
 		})
 		if err != nil {
@@ -158,15 +163,14 @@ func (s *Service) Decide(ctx context.Context, p *DecideParams) (*Outcome, error)
 		}
 		// The parent thread is locked by now (its metadata was written),
 		// so no message lands on it between this check and the commit.
-		if !d.Force {
-			last, err := lastSeq(ctx, tx, p.Owner, prop.ParentThreadID)
-			if err != nil {
-				return err
-			}
-			if prop.ThroughSeq > 0 && last > prop.ThroughSeq {
-				return &StaleError{InterruptID: prop.HandoffID, ThreadID: prop.ParentThreadID, ThroughSeq: prop.ThroughSeq, LastSeq: last}
-			}
+		last, err := lastSeq(ctx, tx, p.Owner, prop.ParentThreadID)
+		if err != nil {
+			return err
 		}
+		if !d.Force && prop.ThroughSeq > 0 && last > prop.ThroughSeq {
+			return &StaleError{InterruptID: prop.HandoffID, ThreadID: prop.ParentThreadID, ThroughSeq: prop.ThroughSeq, LastSeq: last}
+		}
+		out.LastSeq = last
 		out.InterruptID, out.Decision, out.Truncated = prop.HandoffID, d.Type, a.truncated || out.Truncated
 		out.Message = "Thread handoff approved: continue in thread " + out.ChildThreadID + "."
 		return s.markDecided(ctx, tx, prop, d, out)

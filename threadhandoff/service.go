@@ -243,6 +243,10 @@ type Outcome struct {
 	SupersededBy string `json:"superseded_by,omitempty"`
 	// Message says what happened, for people.
 	Message string `json:"message"`
+	// LastSeq is the seq of the thread's last message when the proposal
+	// was decided (0: unknown, or superseded): thread streams place the
+	// decision's event after it.
+	LastSeq int64 `json:"last_seq,omitempty"`
 
 	owner string
 }
