@@ -41,6 +41,12 @@ func (a *api) request(ctx context.Context, method, path string, body any) (*http
 	if base == "" {
 		return nil, errDown
 	}
+	return send(ctx, http.DefaultClient, a.key, method, base+path, body)
+}
+
+// send sends a request with API key key and body as JSON (if not nil)
+// through client; an answer outside 2xx is an *httpError.
+func send(ctx context.Context, client *http.Client, key, method, url string, body any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -49,15 +55,15 @@ func (a *api) request(ctx context.Context, method, path string, body any) (*http
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+a.key)
+	req.Header.Set("Authorization", "Bearer "+key)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}

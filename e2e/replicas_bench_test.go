@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -413,32 +412,7 @@ func endsCompleted(evs []benchEvent) bool {
 }
 
 func (c *benchClient) request(ctx context.Context, method, url string, body any) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		return nil, &httpError{status: resp.StatusCode, body: string(b)}
-	}
-	return resp, nil
+	return send(ctx, c.http, c.key, method, url, body)
 }
 
 func (c *benchClient) createThread(ctx context.Context, base string) (string, error) {
