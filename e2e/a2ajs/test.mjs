@@ -170,6 +170,22 @@ test("a task that waits for a decision is input-required; a message on the task 
   await assert.rejects(support.sendMessage({ message: userMessage("approve", { taskId }) }), /not waiting for input/);
 });
 
+test("tasks/cancel cancels a task that waits for a decision; again, it answers the same", async () => {
+  const { events, status } = await collect(
+    support.sendMessageStream({ message: userMessage("I want a refund for order 1234") }),
+  );
+  assert.equal(status.state, "input-required");
+  const taskId = events[0].id;
+  for (let i = 0; i < 2; i++) {
+    const cancelled = await support.cancelTask({ id: taskId });
+    assert.equal(cancelled.id, taskId);
+    assert.equal(cancelled.status.state, "canceled");
+  }
+  assert.equal((await support.getTask({ id: taskId })).status.state, "canceled");
+  // Cancelled, the task takes no decision.
+  await assert.rejects(support.sendMessage({ message: userMessage("approve", { taskId }) }), /not waiting for input/);
+});
+
 test("a run handed to a background worker streams to its end", async () => {
   const { events, answer, status } = await collect(
     research.sendMessageStream({ message: userMessage("How did EV sales develop in 2025?") }),
