@@ -9,7 +9,11 @@
 //   - streams held: -streams concurrent streaming conversations whose model
 //     has sent its first token and then holds the stream open;
 //   - memory per open stream: the server's RSS and Go heap with the streams
-//     open, minus before, divided by the streams.
+//     open, minus before, divided by the streams;
+//   - memory per idle subscriber (-subscribers): -streams clients following
+//     a thread's events (GET /v1/threads/{id}/events) on threads with no
+//     run, each one's first event (the thread snapshot) read, measured the
+//     same way; closed before the runs are held.
 //
 // The server runs in a child process (this binary with -role=server), so
 // that its RSS is its own and each process stays under the file descriptor
@@ -60,6 +64,7 @@ func main() {
 	ttfbConc := flag.Int("ttfb-concurrency", 1, "concurrency of the TTFB runs")
 	modelDelay := flag.Duration("model-delay", 20*time.Millisecond, "the scripted model's time to its first token")
 	hold := flag.Duration("hold", 30*time.Second, "how long the streams are held open once all are open")
+	subscribers := flag.Bool("subscribers", true, "before the held runs, measure idle subscribers: -streams GET /v1/threads/{id}/events streams on threads with no run")
 	dir := flag.String("dir", "", "directory of the server's SQLite database (default: a temporary directory)")
 	cpuProfile := flag.String("cpuprofile", "", "write the server's CPU profile of the TTFB phase to this file")
 	flag.Parse()
@@ -67,7 +72,7 @@ func main() {
 	if *role == "server" {
 		err = serve(*dir, *modelDelay, *streams, *cpuProfile)
 	} else {
-		err = bench(*streams, *batch, *ttfbN, *ttfbConc, *modelDelay, *hold, *dir, *cpuProfile)
+		err = bench(*streams, *batch, *ttfbN, *ttfbConc, *modelDelay, *hold, *dir, *cpuProfile, *subscribers)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/server:", err)
@@ -301,7 +306,7 @@ func (c *client) mem(ctx context.Context, gc bool) (memStats, error) {
 	return m, json.NewDecoder(resp.Body).Decode(&m)
 }
 
-func bench(n, batch, ttfbN, ttfbConc int, delay, hold time.Duration, dir, cpuProfile string) error {
+func bench(n, batch, ttfbN, ttfbConc int, delay, hold time.Duration, dir, cpuProfile string, subscribers bool) error {
 	ctx := context.Background()
 	self, err := os.Executable()
 	if err != nil {
@@ -433,6 +438,16 @@ func bench(n, batch, ttfbN, ttfbConc int, delay, hold time.Duration, dir, cpuPro
 	if err != nil {
 		return err
 	}
+	if subscribers {
+		if err := c.subscribe(ctx, holdThreads, batch); err != nil {
+			return err
+		}
+		tr.CloseIdleConnections()
+		time.Sleep(2 * time.Second)
+		if before, err = c.mem(ctx, true); err != nil {
+			return err
+		}
+	}
 	hctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var held, closedEarly atomic.Int64
@@ -503,6 +518,69 @@ func bench(n, batch, ttfbN, ttfbConc int, delay, hold time.Duration, dir, cpuPro
 	if h < int64(n) {
 		return errors.New("not every stream was held")
 	}
+	return nil
+}
+
+// subscribe opens a thread event stream on each of threads, reads its first
+// event, reports the server's memory per open stream, and closes them.
+func (c *client) subscribe(ctx context.Context, threads []string, batch int) error {
+	before, err := c.mem(ctx, true)
+	if err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var open atomic.Int64
+	var firstErr atomic.Value
+	firsts := make([]time.Duration, len(threads))
+	t0 := time.Now()
+	for start := 0; start < len(threads); start += batch {
+		var bw sync.WaitGroup
+		for i := start; i < min(start+batch, len(threads)); i++ {
+			bw.Go(func() {
+				began := time.Now()
+				resp, err := c.do(sctx, "GET", "/v1/threads/"+threads[i]+"/events", nil)
+				if err == nil && resp.StatusCode != http.StatusOK {
+					resp.Body.Close()
+					err = fmt.Errorf("GET events: %s", resp.Status)
+				}
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				rd := sse.NewReader(resp.Body, 0)
+				if _, err := rd.Next(); err != nil {
+					resp.Body.Close()
+					firstErr.CompareAndSwap(nil, fmt.Errorf("first event: %w", err))
+					return
+				}
+				firsts[i] = time.Since(began)
+				open.Add(1)
+				go func() {
+					<-sctx.Done()
+					resp.Body.Close()
+				}()
+			})
+		}
+		bw.Wait()
+	}
+	fmt.Printf("\nopened %d idle subscribers (GET /v1/threads/{id}/events, no run) in %s\n", open.Load(), time.Since(t0).Round(time.Millisecond))
+	if e, ok := firstErr.Load().(error); ok {
+		return e
+	}
+	fmt.Printf("  first event (the snapshot): p50 %s p99 %s\n", pct(firsts, 50), pct(firsts, 99))
+	time.Sleep(2 * time.Second)
+	during, err := c.mem(ctx, true)
+	if err != nil {
+		return err
+	}
+	h := open.Load()
+	per := func(a, b uint64) string { return fmt.Sprintf("%.1f KiB", float64(int64(a)-int64(b))/float64(h)/1024) }
+	fmt.Printf("server before: RSS %s, heap in use %s, stacks %s, goroutines %d\n", mib(before.RSS), mib(before.HeapInuse), mib(before.StackInuse), before.Goroutines)
+	fmt.Printf("server open:   RSS %s, heap in use %s, stacks %s, goroutines %d\n", mib(during.RSS), mib(during.HeapInuse), mib(during.StackInuse), during.Goroutines)
+	fmt.Printf("per idle subscriber: RSS %s, heap %s, stacks %s, heap+stacks %s, goroutines %.2f\n",
+		per(during.RSS, before.RSS), per(during.HeapInuse, before.HeapInuse), per(during.StackInuse, before.StackInuse),
+		per(during.HeapInuse+during.StackInuse, before.HeapInuse+before.StackInuse), float64(during.Goroutines-before.Goroutines)/float64(max(h, 1)))
 	return nil
 }
 
