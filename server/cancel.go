@@ -36,11 +36,17 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *caller) er
 		return err
 	}
 	s.refresh(c.owner, cp)
-	out := runFromState(cp.State)
-	out.ID, out.Object, out.ThreadID, out.Network = cp.RunID, "thread.run", th.ID, nw.name
-	out.EventsURL = eventsURL(th.ID, cp.RunID)
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, runView(cp, nw.name))
 	return nil
+}
+
+// runView is the run of checkpoint cp, of network net, as the API shows
+// it.
+func runView(cp *store.Checkpoint, net string) wire.Run {
+	out := runFromState(cp.State)
+	out.ID, out.Object, out.ThreadID, out.Network = cp.RunID, "thread.run", cp.ThreadID, net
+	out.EventsURL = eventsURL(cp.ThreadID, cp.RunID)
+	return out
 }
 
 // refresh returns this process's entry of a run that the store has moved on
@@ -96,23 +102,22 @@ func wrapUp(run *runEntry, d time.Duration) {
 	}
 }
 
-// resultNow is run's result as the database has it: a run this process
-// does not execute is read from its latest checkpoint (its entry, when it
-// follows the run, may be a moment behind: a replica answers a run that
-// another replica just finished as finished).
+// resultNow is run's result as the database has it: an entry that follows
+// a run another process executes may be a moment behind the store, so its
+// result is read from the run's latest checkpoint (a replica answers a run
+// that another replica just finished as finished). An entry this process
+// produces is current; one that nothing follows was checked by current.
 func (s *Server) resultNow(ctx context.Context, run *runEntry) wire.Run {
 	out := run.result()
 	run.mu.Lock()
-	producing, queued := run.producing, run.queued && run.res.Status == ""
+	following := run.following
 	run.mu.Unlock()
-	if producing || queued {
+	if !following {
 		return out
 	}
 	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: run.owner, RunID: run.id})
 	if err != nil || cp.State == nil || string(cp.State.Status) == out.Status {
 		return out
 	}
-	now := runFromState(cp.State)
-	now.ID, now.Object, now.ThreadID, now.Network, now.EventsURL = out.ID, out.Object, out.ThreadID, out.Network, out.EventsURL
-	return now
+	return runView(cp, out.Network)
 }

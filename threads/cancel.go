@@ -78,11 +78,7 @@ func (s *Service) Listen(sg draft.Signaller) (cancel func()) {
 // failed is a *FinishedError. The runs queued behind a cancelled run start.
 func (s *Service) Cancel(ctx context.Context, owner, threadID, runID string) (*store.Checkpoint, error) {
 	ctx = store.ContextWithOwner(ctx, owner)
-	wait := s.StopWait
-	if wait <= 0 {
-		wait = DefaultStopWait
-	}
-	var signalled time.Time
+	signalled := false
 	for {
 		cp, err := s.cancelQueued(ctx, owner, threadID, runID)
 		if err != nil {
@@ -103,15 +99,9 @@ func (s *Service) Cancel(ctx context.Context, owner, threadID, runID string) (*s
 				return nil, ctx.Err()
 			}
 		}
-		executing := cp.State.Status == runstate.StatusRunning
-		if executing && s.sig != nil && signalled.IsZero() {
-			signalled = time.Now()
-			if err := s.sig.Signal(ctx, draft.Signal{Kind: StopSignal, OwnerID: owner, Key: runID, Data: runner.StopCancel}); err != nil {
-				s.log.WarnContext(ctx, "cancel: signal the run's process", "run_id", runID, "error", err)
-			}
-		}
-		if executing && s.sig != nil && time.Since(signalled) < wait {
-			if err := sleep(ctx, 50*time.Millisecond); err != nil {
+		if cp.State.Status == runstate.StatusRunning && !signalled {
+			signalled = true
+			if err := s.stopElsewhere(ctx, owner, runID, runner.StopCancel); err != nil {
 				return nil, err
 			}
 			continue
@@ -203,6 +193,34 @@ func (s *Service) committed(ctx context.Context, owner, threadID, runID string) 
 	if err == nil && cp.State != nil {
 		s.Committed(ctx, owner, threadID, cp.State)
 	}
+}
+
+// stopElsewhere asks the process that executes run runID, if another one
+// does, to stop it for reason (see [Service.Listen]), and waits until the
+// run is no longer running or StopWait has passed. Without a signaller it
+// returns at once.
+func (s *Service) stopElsewhere(ctx context.Context, owner, runID, reason string) error {
+	if s.sig == nil {
+		return nil
+	}
+	if err := s.sig.Signal(ctx, draft.Signal{Kind: StopSignal, OwnerID: owner, Key: runID, Data: reason}); err != nil {
+		s.log.WarnContext(ctx, "stop a run: signal its process", "run_id", runID, "error", err)
+		return nil
+	}
+	wait := s.StopWait
+	if wait <= 0 {
+		wait = DefaultStopWait
+	}
+	for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return err
+		}
+		cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
+		if err != nil || cp.State == nil || cp.State.Status != runstate.StatusRunning {
+			return nil
+		}
+	}
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

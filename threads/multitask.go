@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -298,27 +297,10 @@ func (s *Service) stopRun(ctx context.Context, owner string, busy *store.Checkpo
 			return ctx.Err()
 		}
 	}
-	if s.sig == nil || busy.State == nil || busy.State.Status != runstate.StatusRunning {
+	if busy.State == nil || busy.State.Status != runstate.StatusRunning {
 		return nil
 	}
-	if err := s.sig.Signal(ctx, draft.Signal{Kind: StopSignal, OwnerID: owner, Key: runID, Data: reason}); err != nil {
-		s.log.WarnContext(ctx, "stop a run: signal its process", "run_id", runID, "error", err)
-		return nil
-	}
-	wait := s.StopWait
-	if wait <= 0 {
-		wait = DefaultStopWait
-	}
-	for deadline := time.Now().Add(wait); time.Now().Before(deadline); {
-		if err := sleep(ctx, 50*time.Millisecond); err != nil {
-			return err
-		}
-		cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
-		if err != nil || cp.State == nil || cp.State.Status != runstate.StatusRunning {
-			return nil
-		}
-	}
-	return nil
+	return s.stopElsewhere(ctx, owner, runID, reason)
 }
 
 // settle ends run runID in the store in one transaction, fenced on its
