@@ -82,6 +82,14 @@ type Tool struct {
 	// Slow marks a tool whose calls are handed to a background worker when
 	// the run is inline.
 	Slow bool
+	// Idempotent declares that the tool de-duplicates its effects on the
+	// call's idempotency key ([CallInfo].IdempotencyKey), or has none: a
+	// call run again with the same key changes nothing more. Its result
+	// then need not be durable before the run goes on: a run that allows
+	// it (runner.WithDeferredResults, a background worker's) writes the
+	// result with its next checkpoint instead of one of its own, and a
+	// crash in between runs the call again, with the same key.
+	Idempotent bool
 	// Timeout bounds one call. Zero means no timeout beyond the run's.
 	Timeout time.Duration
 

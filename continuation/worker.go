@@ -115,7 +115,10 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 	jc := &jobCtx{args: a, job: job, attempt: c.attempt, writer: w}
 	var runErr error
 	var end runstate.Status
-	for ev, err := range s.threads.ResumeCheckpoint(withJob(ctx, jc), a.OwnerID, c.cp) {
+	// The results of idempotent tools are written with the next checkpoint
+	// (a crash before it runs them again with the same keys): the worker's
+	// events reach streams through its checkpoints, not live.
+	for ev, err := range s.threads.ResumeCheckpoint(withJob(ctx, jc), a.OwnerID, c.cp, runner.WithDeferredResults()) {
 		if err != nil {
 			runErr = err
 			break

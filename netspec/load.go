@@ -449,7 +449,7 @@ func (l *loader) tools(f *File) map[string]*agent.Tool {
 		}
 		params := l.objectSchema(field(path, "parameters"), t.Parameters)
 		tool := &agent.Tool{Name: t.Name, Description: t.Description, Parameters: params, Timeout: time.Duration(t.Timeout),
-			Slow: t.Slow || t.Continuation == "background"}
+			Slow: t.Slow || t.Continuation == "background", Idempotent: t.Idempotent}
 		switch t.Approval {
 		case "", "none":
 		case "required":

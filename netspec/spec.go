@@ -107,9 +107,12 @@ type ToolSpec struct {
 	Approval string `yaml:"approval" json:"approval,omitempty"`
 	// Slow (or continuation: background) hands calls to a background worker
 	// when the run is inline.
-	Slow         bool     `yaml:"slow" json:"slow,omitempty"`
-	Continuation string   `yaml:"continuation" json:"continuation,omitempty"`
-	Timeout      Duration `yaml:"timeout" json:"timeout,omitempty"`
+	Slow         bool   `yaml:"slow" json:"slow,omitempty"`
+	Continuation string `yaml:"continuation" json:"continuation,omitempty"`
+	// Idempotent declares that the tool de-duplicates its effects on the
+	// call's idempotency key (agent.Tool.Idempotent).
+	Idempotent bool     `yaml:"idempotent" json:"idempotent,omitempty"`
+	Timeout    Duration `yaml:"timeout" json:"timeout,omitempty"`
 }
 
 // ModelSpec selects a model.

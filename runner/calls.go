@@ -326,7 +326,40 @@ func (x *run) execOne(ctx context.Context, p *plan, i int) error {
 		// in between, so this checkpoint would be written twice.
 		return nil
 	}
+	if x.o.deferResults && replayable(p, &pc) {
+		// Written with the next checkpoint (WithDeferredResults).
+		return nil
+	}
 	return x.checkpoint(ctx)
+}
+
+// replayable reports whether pending call pc may run again after a crash
+// without a second effect, so that its result need not be durable before
+// the run goes on: a call of an idempotent tool (agent.Tool.Idempotent,
+// run again with the same idempotency key), or one answered without a
+// tool (an unknown tool, the transfer context's reader: the same answer
+// again). Agent tools and transfers are not.
+func replayable(p *plan, pc *runstate.PendingCall) bool {
+	if pc.Kind != runstate.CallTool {
+		return false
+	}
+	e := p.byName[pc.Call.Name]
+	return e.kind != runstate.CallAgentTool && (e.tool == nil || e.tool.Idempotent)
+}
+
+// deferJoin reports whether the results of the turn's calls, about to join
+// the history, may be written with the run's next checkpoint instead of one
+// of their own (WithDeferredResults): every call is replayable.
+func (x *run) deferJoin(p *plan) bool {
+	if !x.o.deferResults || x.sub {
+		return false
+	}
+	for i := range x.st.Pending {
+		if !replayable(p, &x.st.Pending[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // joinFollows reports whether every pending call has its result and none
@@ -500,6 +533,7 @@ func (x *run) afterTools(ctx context.Context, p *plan) (wait bool, err error) {
 			return false, err
 		}
 	}
+	deferred := move == nil && x.deferJoin(p)
 	// 4. The results join the history in call order.
 	x.joinResults("")
 	if move != nil {
@@ -509,8 +543,10 @@ func (x *run) afterTools(ctx context.Context, p *plan) (wait bool, err error) {
 		x.transfer(ctx, move)
 		return false, x.checkpoint(ctx)
 	}
-	if err := x.checkpoint(ctx); err != nil {
-		return false, err
+	if !deferred {
+		if err := x.checkpoint(ctx); err != nil {
+			return false, err
+		}
 	}
 	d, ok, err := x.r.cfg.Policy.Next(ctx, x.view(policy.AfterTools, ""))
 	if err != nil {

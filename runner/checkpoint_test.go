@@ -3,14 +3,17 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/transfer"
 )
 
@@ -103,6 +106,64 @@ func TestCheckpointBoundaries(t *testing.T) {
 			// The tool's result is written before the transfer is prepared.
 			want: []string{"running/0of0/user", "running/0of2/assistant", "running/1of2/assistant", "running/0of0/tool", "completed/0of0/assistant"},
 		},
+		"idempotent tool, results deferred": {
+			build: func() []*agent.Agent {
+				a, _ := ag("a", calls("lookup", `{}`), text("done"))
+				keyed := tool("lookup")
+				keyed.Idempotent = true
+				a.Tools = []*agent.Tool{keyed}
+				return []*agent.Agent{a}
+			},
+			opts: []runner.RunOption{runner.WithDeferredResults()},
+			// The input; the turn; the result with the answer.
+			want: []string{"running/0of0/user", "running/0of1/assistant", "completed/0of0/assistant"},
+		},
+		"two idempotent tools, results deferred": {
+			build: func() []*agent.Agent {
+				a, _ := ag("a", calls("lookup", `{}`, "lookup", `{"again":true}`), text("done"))
+				keyed := tool("lookup")
+				keyed.Idempotent = true
+				a.Tools = []*agent.Tool{keyed}
+				return []*agent.Agent{a}
+			},
+			opts: []runner.RunOption{runner.WithDeferredResults()},
+			want: []string{"running/0of0/user", "running/0of2/assistant", "completed/0of0/assistant"},
+		},
+		"idempotent tool, results not deferred": {
+			build: func() []*agent.Agent {
+				a, _ := ag("a", calls("lookup", `{}`), text("done"))
+				keyed := tool("lookup")
+				keyed.Idempotent = true
+				a.Tools = []*agent.Tool{keyed}
+				return []*agent.Agent{a}
+			},
+			// Without WithDeferredResults, as any tool.
+			want: []string{"running/0of0/user", "running/0of1/assistant", "running/0of0/tool", "completed/0of0/assistant"},
+		},
+		"tool not idempotent, results deferred": {
+			build: func() []*agent.Agent {
+				a, _ := ag("a", calls("lookup", `{}`), text("done"))
+				a.Tools = []*agent.Tool{tool("lookup")}
+				return []*agent.Agent{a}
+			},
+			opts: []runner.RunOption{runner.WithDeferredResults()},
+			// Its result keeps its own checkpoint.
+			want: []string{"running/0of0/user", "running/0of1/assistant", "running/0of0/tool", "completed/0of0/assistant"},
+		},
+		"idempotent tool and transfer, results deferred": {
+			build: func() []*agent.Agent {
+				a, _ := ag("a", calls("lookup", `{}`, "transfer_to_b", `{}`))
+				keyed := tool("lookup")
+				keyed.Idempotent = true
+				a.Tools = []*agent.Tool{keyed}
+				a.Transfers = []*transfer.Transfer{{To: "b"}}
+				b, _ := ag("b", text("b here"))
+				return []*agent.Agent{a, b}
+			},
+			opts: []runner.RunOption{runner.WithDeferredResults()},
+			// The transfer is checkpointed with the results.
+			want: []string{"running/0of0/user", "running/0of2/assistant", "running/0of0/tool", "completed/0of0/assistant"},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -136,5 +197,93 @@ func TestApprovalAskedOnce(t *testing.T) {
 	}
 	if n := asked.Load(); n != 1 {
 		t.Fatalf("RequireApproval asked %d times, want 1", n)
+	}
+}
+
+// crashAtEnd is a checkpointer whose process dies before the run's final
+// checkpoint: a write of a completed or failed state is lost, and so is
+// every write after it.
+type crashAtEnd struct {
+	memCheckpoints
+	crashed atomic.Bool
+}
+
+func (c *crashAtEnd) Checkpoint(ctx context.Context, st *runstate.State) error {
+	if c.crashed.Load() || st.Status == runstate.StatusCompleted || st.Status == runstate.StatusFailed {
+		c.crashed.Store(true)
+		return errors.New("the process died")
+	}
+	return c.memCheckpoints.Checkpoint(ctx, st)
+}
+
+// TestDeferredResultRunsAgainWithItsKey: with WithDeferredResults, an
+// idempotent tool's result is not written before the next model call; a
+// crash before the next checkpoint loses it, and the run resumed from its
+// last checkpoint calls the tool again with the same idempotency key, which
+// the tool de-duplicates: one effect. A tool that is not idempotent keeps
+// its result's own checkpoint: the resumed run does not call it again.
+func TestDeferredResultRunsAgainWithItsKey(t *testing.T) {
+	t.Parallel()
+	for _, keyed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("idempotent=%v", keyed), func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var keys []string
+			effects := map[string]int{} // applied once per key
+			a, _ := ag("a", calls("ship", `{"order":"1"}`), text("shipped"))
+			a.Tools = []*agent.Tool{{Name: "ship", Idempotent: keyed, Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
+				ci, _ := agent.CallFromContext(ctx)
+				mu.Lock()
+				defer mu.Unlock()
+				keys = append(keys, ci.IdempotencyKey)
+				if _, done := effects[ci.IdempotencyKey]; !done {
+					effects[ci.IdempotencyKey] = len(effects) + 1
+				}
+				return fmt.Sprintf("shipment %d", effects[ci.IdempotencyKey]), nil
+			}}}
+			r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a)})
+			ck := &crashAtEnd{}
+			opts := []runner.RunOption{runner.WithRunID("r1"), runner.WithDeferredResults()}
+			if _, err := r.Run(t.Context(), "ship it", append(opts, runner.WithCheckpointer(ck))...); err == nil {
+				t.Fatal("the run completed through a crash")
+			}
+			last := ck.Latest(t)
+			if keyed {
+				if last.Step != 2 || len(last.Pending) != 1 || last.Pending[0].Result != nil {
+					t.Fatalf("last checkpoint before the crash: step %d, pending %+v; want step 2, the call without its result", last.Step, last.Pending)
+				}
+			} else if last.Step != 3 || len(last.Pending) != 0 {
+				t.Fatalf("last checkpoint before the crash: step %d, pending %+v; want step 3, the result joined", last.Step, last.Pending)
+			}
+			after := &memCheckpoints{}
+			res, err := r.Resume(t.Context(), roundTrip(t, last), runner.WithDeferredResults(), runner.WithCheckpointer(after))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != runstate.StatusCompleted || res.Output != "shipped" {
+				t.Fatalf("resumed run: %s %q", res.Status, res.Output)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			want := []string{"r1:" + res.Messages[1].Parts[0].CallID}
+			if keyed {
+				want = append(want, want[0]) // run again with the same key
+			}
+			if !slices.Equal(keys, want) {
+				t.Fatalf("tool called with keys %q, want %q", keys, want)
+			}
+			if len(effects) != 1 {
+				t.Fatalf("%d effects, want 1", len(effects))
+			}
+			results := toolResults(after.Latest(t).Messages)
+			if len(results) != 1 {
+				t.Fatalf("results in the final state: %+v", results)
+			}
+			for _, p := range results {
+				if p.Text != "shipment 1" {
+					t.Fatalf("result %q, want shipment 1", p.Text)
+				}
+			}
+		})
 	}
 }

@@ -197,6 +197,7 @@ type runOpts struct {
 	checkpointer Checkpointer
 	settings     *model.Settings
 	stopper      *Stopper
+	deferResults bool
 }
 
 // WithThread sets the run's thread id.
@@ -253,6 +254,25 @@ func WithBackgroundFallback(notice func(ctx context.Context, err error) string) 
 		}
 	}
 }
+
+// WithDeferredResults lets the run write the results of idempotent tools
+// ([agent.Tool].Idempotent) with its next checkpoint rather than in a
+// checkpoint of their own the moment the tool returns: when every call of a
+// turn is of such a tool (or needs no tool: an unknown tool, the transfer
+// context's reader) and the turn transfers nowhere, the results join the
+// history and the next model call is made without a write in between. A
+// crash before the next checkpoint loses the results, and the run resumed
+// from its last checkpoint runs the calls again with the same idempotency
+// keys, which the tools de-duplicate. The calls of other tools (and agent
+// tools) are checkpointed as they return, as without the option.
+//
+// The events of the deferred results are numbered before the next model
+// call's text deltas, while a stream rebuilt from the checkpoints numbers a
+// step's stored events after its deltas: use it for runs whose events are
+// not published live with their seq numbers, such as a background worker's
+// (package continuation sets it), whose streams are built from its
+// checkpoints.
+func WithDeferredResults() RunOption { return func(o *runOpts) { o.deferResults = true } }
 
 // WithCheckpointer overrides the runner's checkpointer for this run.
 func WithCheckpointer(c Checkpointer) RunOption { return func(o *runOpts) { o.checkpointer = c } }

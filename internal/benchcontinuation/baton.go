@@ -159,14 +159,15 @@ func Turn(tb testing.TB, svc *threads.Service, opts []runner.RunOption, i int) (
 }
 
 // Network is the benchmarks' network: a call of the slow tool, then the
-// answer.
+// answer. The tool is idempotent (it has no effect to repeat), so a
+// worker writes its result with the final checkpoint.
 func Network(tb testing.TB, tool func(context.Context, json.RawMessage) (string, error)) *agent.Network {
 	a := &agent.Agent{Name: "assistant", ModelName: "scripted",
 		Model: scripted.New("assistant", []scripted.Step{
 			{ToolCalls: []scripted.Call{{Name: "lookup", Arguments: json.RawMessage(`{"order":"1234"}`)}}},
 			{Text: "Your order 1234 has shipped."},
 		}, scripted.Options{}),
-		Tools: []*agent.Tool{{Name: "lookup", Slow: true, Func: tool}}}
+		Tools: []*agent.Tool{{Name: "lookup", Slow: true, Idempotent: true, Func: tool}}}
 	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "bench", Agents: []*agent.Agent{a}})
 	if err != nil {
 		tb.Fatal(err)
