@@ -3,7 +3,6 @@ package continuation
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -416,11 +415,16 @@ func TestReplayOfCompletedJob(t *testing.T) {
 	}
 }
 
-// TestClaimRace: a delivery reads the job run (never claimed, attempt 0)
-// just before another delivery's claim commits, then finds that claim's
-// checkpoint as the run's latest: its own claim must roll back, not count a
-// second attempt and run the run beside the first. (PostgreSQL: SQLite runs
-// one write transaction at a time, so the second claim cannot interleave.)
+// TestClaimRace: two deliveries claim the run at once. A claim takes the
+// run's checkpoint lock before it reads anything, so they are serialised:
+// the delivery that read the job run first (never claimed, attempt 0) holds
+// the lock, the other waits for it to commit, then finds the job run
+// claimed and leaves the run to it (comes back after its lease), without
+// writing a checkpoint or counting a second attempt. (PostgreSQL: SQLite
+// runs one write transaction at a time, so the second claim cannot even
+// start.) Before the lock came first, the second claim read the job run
+// before the first committed and lost at its checkpoint or its fenced
+// transition, which the claim still refuses (isLost).
 func TestClaimRace(t *testing.T) {
 	t.Parallel()
 	var pg *backend
@@ -459,35 +463,47 @@ func TestClaimRace(t *testing.T) {
 	job := func(id int64) *river.Job[Args] {
 		return &river.Job[Args]{JobRow: &rivertype.JobRow{ID: id, Attempt: 1}, Args: args}
 	}
-	late := make(chan error, 1)
+	type result struct {
+		c   *claim
+		err error
+	}
+	first := make(chan result, 1)
+	go func() {
+		c, err := b.cont.claim(ctx, job(1))
+		first <- result{c, err}
+	}()
+	<-read // the first delivery has read the job run at attempt 0, under the run's lock
+	second := make(chan result, 1)
 	go func() {
 		c, err := b.cont.claim(ctx, job(2))
-		if err == nil {
-			err = fmt.Errorf("late claim succeeded: attempt %d", c.attempt)
-		}
-		late <- err
+		second <- result{c, err}
 	}()
-	<-read // the late delivery has read the job run at attempt 0
-	first, err := b.cont.claim(ctx, job(1))
-	if err != nil {
-		t.Fatalf("first claim: %v", err)
+	select {
+	case r := <-second:
+		t.Fatalf("the second claim ended while the first held the run's lock: %+v", r)
+	case <-time.After(300 * time.Millisecond):
 	}
 	close(release)
-	if err := <-late; !isLost(err) {
-		t.Fatalf("late claim: %v, want a lost claim (*store.TransitionError or *store.StaleWriteError)", err)
+	won := <-first
+	if won.err != nil || won.c.cp == nil || won.c.attempt != 1 {
+		t.Fatalf("first claim: %+v", won)
+	}
+	lost := <-second
+	if lost.err != nil || lost.c.cp != nil || lost.c.lease <= 0 {
+		t.Fatalf("second claim: %+v (error %v), want the run left to the first claim for its lease", lost.c, lost.err)
 	}
 	jr, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if jr.Status != store.JobProcessing || jr.Attempt != 1 || first.attempt != 1 {
-		t.Errorf("job run %s attempt %d (first claim's attempt %d), want processing at attempt 1", jr.Status, jr.Attempt, first.attempt)
+	if jr.Status != store.JobProcessing || jr.Attempt != 1 {
+		t.Errorf("job run %s attempt %d, want processing at attempt 1", jr.Status, jr.Attempt)
 	}
 	latest, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if latest.ID != first.cp.ID {
-		t.Errorf("latest checkpoint %s (step %d), want the first claim's %s", latest.ID, latest.Step, first.cp.ID)
+	if latest.ID != won.c.cp.ID {
+		t.Errorf("latest checkpoint %s (step %d), want the first claim's %s", latest.ID, latest.Step, won.c.cp.ID)
 	}
 }

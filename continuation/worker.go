@@ -189,6 +189,15 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 	a := job.Args
 	c := &claim{}
 	err := s.st.Tx(ctx, func(tx store.Tx) error {
+		// The run's checkpoint lock first, which the claim's checkpoint
+		// takes anyway (every transaction that takes several locks takes
+		// it first): its reads then see the run as the writers before it
+		// left it, a claimer that lost the race finds the job run taken
+		// rather than failing at its checkpoint, and on PostgreSQL the lock
+		// goes with the transaction's scope, no statement of its own.
+		if err := tx.LockRun(ctx, &store.LockRunParams{OwnerID: a.OwnerID, RunID: a.RunID}); err != nil {
+			return err
+		}
 		jr, err := tx.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID})
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("%w: %s", errNoRun, a.JobRunID)

@@ -133,6 +133,15 @@ type Ops interface {
 	// A state that runstate.Decode would refuse is [ErrInvalid]. The
 	// returned checkpoint's State is a shallow copy of params.State.
 	SaveCheckpoint(ctx context.Context, params *SaveCheckpointParams) (*Checkpoint, error)
+	// LockRun takes, in a transaction (a Store.Tx), the lock that serialises
+	// the run's checkpoint writers, which SaveCheckpoint takes, until the
+	// transaction ends; a SaveCheckpoint of the run later in the same
+	// transaction does not take it again. A transaction that reads rows of
+	// the run before it writes its checkpoint (a worker's claim) takes it
+	// first: on PostgreSQL the lock then goes with the transaction's
+	// scope, in the statement that sets it, instead of one of its own.
+	// It is meant for a Store.Tx: called alone it locks nothing.
+	LockRun(ctx context.Context, params *LockRunParams) error
 	// GetCheckpoint returns a checkpoint. A state that cannot be decoded is a
 	// *[CorruptError]; a fingerprint mismatch a *[runstate.IncompatibleError].
 	GetCheckpoint(ctx context.Context, params *GetCheckpointParams) (*Checkpoint, error)

@@ -391,6 +391,12 @@ type CreateJobRunResult struct {
 	Duplicate bool
 }
 
+// LockRunParams are the params of [Ops.LockRun].
+type LockRunParams struct {
+	OwnerID string
+	RunID   string
+}
+
 // GetJobRunParams are the params of [Ops.GetJobRun]. Exactly one of ID and
 // IdempotencyKey is required.
 type GetJobRunParams struct {

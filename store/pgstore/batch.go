@@ -52,6 +52,8 @@ type lazyQuerier struct {
 
 	conn *pgxpool.Conn // the write transaction's connection, once begun
 	done bool          // the write transaction was committed in a batch, or ended
+
+	locked map[string]bool // the runs locked in the transaction (Dialect.LockRun)
 }
 
 var errRolledBack = errors.New("pgstore: transaction rolled back at commit")

@@ -454,8 +454,15 @@ func (dialect) MergeMetadata(patch, del int) string {
 func (dialect) LockRun(ctx context.Context, q sqlcore.Querier, ownerID, runID string) error {
 	const lock = `SELECT pg_advisory_xact_lock($1, hashtext($2))`
 	key := ownerID + "\x1f" + runID
-	if d, ok := q.(interface{ Defer(string, ...any) }); ok {
-		d.Defer(lock, runLockClass, key)
+	if d, ok := q.(*lazyQuerier); ok {
+		// Once per transaction (Store.LockRun, then SaveCheckpoint).
+		if d.locked == nil {
+			d.locked = map[string]bool{}
+		}
+		if !d.locked[key] {
+			d.locked[key] = true
+			d.Defer(lock, runLockClass, key)
+		}
 		return nil
 	}
 	_, err := q.Exec(ctx, lock, runLockClass, key)

@@ -167,6 +167,36 @@ func TestTxRoundTrips(t *testing.T) {
 		t.Errorf("last round trip %q, want commit", last)
 	}
 
+	// A transaction that locks the run first (a worker's claim: LockRun,
+	// reads, then the checkpoint): the lock goes with the scope, and the
+	// checkpoint does not take it again.
+	if err := f.s.Tx(ctx, func(tx store.Tx) error {
+		if err := tx.LockRun(ctx, &store.LockRunParams{OwnerID: f.owner, RunID: run}); err != nil {
+			return err
+		}
+		if _, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: f.owner, RunID: run}); err != nil {
+			return err
+		}
+		step++
+		st := &runstate.State{RunID: run, ThreadID: f.thread.ID, Network: "n", Fingerprint: "f", Agent: "a", Status: runstate.StatusRunning, Step: step}
+		_, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: f.owner, State: st})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	trips = f.tr.take()
+	t.Logf("claim: %q", trips)
+	locks := 0
+	for _, trip := range trips {
+		for _, q := range trip {
+			locks += strings.Count(q, "pg_advisory_xact_lock")
+		}
+	}
+	if len(trips) != 3 || len(trips[0]) != 3 || !contains(trips[0][1], "set_config('role'", "pg_advisory_xact_lock") ||
+		!contains(trips[0][2], "FROM checkpoints") || !contains(trips[1][0], "INSERT INTO checkpoints") || locks != 1 {
+		t.Errorf("claim: round trips %q, want [BEGIN, scope and lock, SELECT], [INSERT], [commit], the lock once", trips)
+	}
+
 	// A change of owner rescopes with the call's first statement.
 	other := randName("other-")
 	if err := f.s.Tx(ctx, func(tx store.Tx) error {

@@ -67,6 +67,17 @@ func DecodeState(cp *store.Checkpoint, b []byte) (*runstate.State, error) {
 	return s, nil
 }
 
+// LockRun implements [store.Ops].
+func (e *Engine) LockRun(ctx context.Context, p *store.LockRunParams) error {
+	const op = "lock run"
+	if err := need(p, "OwnerID", p.OwnerID, "RunID", p.RunID); err != nil {
+		return e.wrap(op, err)
+	}
+	return e.wrap(op, e.write(ctx, p.OwnerID, func(q Querier) error {
+		return e.Dialect.LockRun(ctx, q, p.OwnerID, p.RunID)
+	}))
+}
+
 // SaveCheckpoint implements [store.Ops].
 func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointParams) (*store.Checkpoint, error) {
 	const op = "save checkpoint"
