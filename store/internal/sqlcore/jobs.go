@@ -48,11 +48,9 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 		id = newID()
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+strconv.Quote(p.IdempotencyKey), func(q Querier) (*store.CreateJobRunResult, error) {
-		if p.ThreadID != "" {
-			if err := exists(ctx, q, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ThreadID); err != nil {
-				return nil, err
-			}
-		}
+		// A thread that is missing or another owner's is refused by the
+		// composite foreign key (thread_id, owner_id), as ErrNotFound: no
+		// read of the thread first.
 		now := e.Dialect.Time(e.now())
 		// ON CONFLICT DO NOTHING waits for a concurrent inserter of the same
 		// key and then yields to it, so one row wins without an error.
