@@ -391,6 +391,12 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		cp, th = nil, nil
 		news := c.newMessages(st)
 		if c.create != nil {
+			// The run's lock first, as in every transaction that takes
+			// several (SaveCheckpoint below does not take it again): on
+			// PostgreSQL it goes with the transaction's scope.
+			if err := tx.LockRun(ctx, &store.LockRunParams{OwnerID: c.owner, RunID: st.RunID}); err != nil {
+				return fmt.Errorf("lock run: %w", err)
+			}
 			// A new thread, created with the agent that runs first and the
 			// run's messages so far.
 			create := *c.create
