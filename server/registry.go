@@ -137,8 +137,12 @@ type threadEntry struct {
 	// run — others may have run in between on other processes —, a run
 	// followed from a checkpoint).
 	from runlog.Cursor
-	// moved is closed when from moves.
-	moved   chan struct{}
+	// gen counts the changes of log and from: a stream that read the
+	// thread at gen and finds it unchanged parks (see threadStream).
+	gen uint64
+	// parked are the thread's streams waiting for its next change, with
+	// no goroutine of their own (threadStream.park); a change wakes them.
+	parked  []*threadStream
 	network string    // the thread's network, once read
 	active  *runEntry // the run this process executes on the thread
 	subs    int
@@ -149,6 +153,9 @@ type threadEntry struct {
 	// wanted is when this process last announced that it wants the
 	// thread's signals.
 	wanted time.Time
+
+	// w is the thread's place in the server's watcher (under its mu).
+	w watchState
 }
 
 // signalled returns a channel closed at the thread's next signal.
@@ -205,9 +212,13 @@ func (t *threadEntry) addRun(pos int, runID string, at, prev runlog.Cursor, typ 
 	}
 	if t.log.Last().Less(p) && t.from.Less(p) {
 		t.from = p
-		t.wake()
+		t.changed()
 	}
-	return t.log.Append(runlog.Entry{At: c, Type: typ, Data: data})
+	if !t.log.Append(runlog.Entry{At: c, Type: typ, Data: data}) {
+		return false
+	}
+	t.changed()
+	return true
 }
 
 // addDraft adds a draft update of a message of the run at pos at its
@@ -219,7 +230,11 @@ func (t *threadEntry) addDraft(pos int, at runlog.Cursor, data []byte) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.touched = time.Now()
-	return t.log.Append(runlog.Entry{At: c, Type: "draft", Data: data})
+	if !t.log.Append(runlog.Entry{At: c, Type: "draft", Data: data}) {
+		return false
+	}
+	t.changed()
+	return true
 }
 
 // advance records that the thread's events reach c (read from the store):
@@ -230,26 +245,54 @@ func (t *threadEntry) advance(c runlog.Cursor) {
 	defer t.mu.Unlock()
 	if t.log.Last().Less(c) && t.from.Less(c) {
 		t.from = c
-		t.wake()
+		t.changed()
 	}
 }
 
-// wake tells readers that from moved. t.mu is held.
-func (t *threadEntry) wake() {
-	if t.moved != nil {
-		close(t.moved)
-		t.moved = nil
+// changed records a change of the log or of from and wakes the parked
+// streams. t.mu is held.
+func (t *threadEntry) changed() {
+	t.gen++
+	t.wakeParked(false)
+}
+
+// wakeParked hands every parked stream of the thread to a goroutine (or
+// its handler), with a heartbeat due if ping. t.mu is held.
+func (t *threadEntry) wakeParked(ping bool) {
+	for i, ts := range t.parked {
+		t.parked[i] = nil
+		ts.parkedAt = -1
+		ts.ping = ts.ping || ping
+		ts.dispatch()
+	}
+	t.parked = t.parked[:0]
+	if cap(t.parked) > 64 {
+		t.parked = nil
 	}
 }
 
-// complete returns from and a channel closed when it moves.
-func (t *threadEntry) complete() (runlog.Cursor, <-chan struct{}) {
+// unpark takes ts off the parked streams, reporting whether it was there
+// (whoever takes it runs it). t.mu is held.
+func (t *threadEntry) unpark(ts *threadStream) bool {
+	i := ts.parkedAt
+	if i < 0 {
+		return false
+	}
+	last := len(t.parked) - 1
+	t.parked[i] = t.parked[last]
+	t.parked[i].parkedAt = i
+	t.parked[last] = nil
+	t.parked = t.parked[:last]
+	ts.parkedAt = -1
+	return true
+}
+
+// read returns, as of one moment, up to max of the log's events after
+// cur (appended to buf), from, and gen.
+func (t *threadEntry) read(cur runlog.Cursor, max int, buf []runlog.Entry) (runlog.Read, runlog.Cursor, uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.moved == nil {
-		t.moved = make(chan struct{})
-	}
-	return t.from, t.moved
+	return t.log.Since(cur, max, buf), t.from, t.gen
 }
 
 func (t *threadEntry) setNetwork(n string) {

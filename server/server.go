@@ -96,6 +96,7 @@ type Server struct {
 	keys    *keyCache
 	limiter *rateLimiter
 	reg     *registry
+	watch   *threadWatcher
 	// drafts reports the progress of messages that background workers
 	// write, in this process or another.
 	drafts DraftSource
@@ -135,6 +136,7 @@ func New(cfg Config) (*Server, error) {
 		keys: &keyCache{ttl: cfg.KeyCacheTTL, m: map[string]keyEntry{}}, limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst),
 		drain: make(chan struct{}), janitor: make(chan struct{}), drafts: BrokerDrafts(cfg.Service.Broker())}
 	s.reg = newRegistry(runlog.Limits{MaxEvents: cfg.LogEvents, MaxBytes: cfg.LogBytes}, cfg.LogTTL)
+	s.watch = newThreadWatcher(s)
 	for _, n := range cfg.Service.Networks() {
 		nw := newNetwork(n)
 		s.withQueue(nw)
@@ -398,12 +400,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.draining.Store(true)
 		close(s.drain)
 		close(s.janitor)
+		s.wakeStreams() // the parked thread streams end with a shutdown event
 	})
 	err := s.inflight.wait(ctx)
 	if err == nil {
 		err = s.followers.wait(ctx)
 	}
 	s.stopRuns()
+	s.wakeStreams()
 	if err == nil {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/batonhq/baton/draft"
@@ -278,92 +279,48 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 	if !s.acquireStream(ctx) {
 		return s.tooManyStreams()
 	}
-	defer s.releaseStream(ctx)
 	te := s.reg.thread(c.owner, th.ID)
 	te.mu.Lock()
 	te.subs++
-	if te.subs == 1 {
-		go s.watchThread(te)
-	}
 	te.mu.Unlock()
-	defer func() {
-		te.mu.Lock()
-		te.subs--
-		te.touched = time.Now()
-		te.mu.Unlock()
-	}()
+	s.watch.add(te)
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			te.mu.Lock()
+			te.subs--
+			te.touched = time.Now()
+			te.mu.Unlock()
+			s.releaseStream(context.WithoutCancel(ctx))
+		})
+	}
 	sw, err := sse.NewWriter(w, s.sseOptions(http.Header{"Baton-Thread-Id": {th.ID}}))
 	if err != nil {
+		release()
 		return nil
 	}
+	ts := &threadStream{s: s, te: te, sw: sw, cur: cur, parkedAt: -1, release: release}
 	// need: what the store has of the thread when the stream starts, which
 	// a reconnecting client gets even when this process has nothing of it
 	// in memory (a restart).
-	var need runlog.Cursor
 	if last != "" && !legacy {
-		need = s.storeTail(ctx, te)
+		ts.need = s.storeTail(ctx, te)
 	} else {
 		// A new subscription, or one of before durable ids: start from a
 		// snapshot, at the thread's last event.
-		cur = later(te.log.Last(), s.storeTail(ctx, te))
+		ts.cur = later(te.log.Last(), s.storeTail(ctx, te))
 		dto, err := s.threadDetail(ctx, c.owner, th)
 		if err != nil {
 			s.log.Warn("thread snapshot", "thread_id", th.ID, "error", err)
 		}
 		data, _ := json.Marshal(dto)
-		if sw.Send(sse.Event{ID: cur.Thread(), Type: "thread", Data: data}) != nil {
+		if sw.Send(sse.Event{ID: ts.cur.Thread(), Type: "thread", Data: data}) != nil {
+			release()
 			return nil
 		}
 	}
-	hb := time.NewTimer(s.cfg.Heartbeat)
-	defer hb.Stop()
-	var buf []runlog.Entry
-	for {
-		rd := te.log.Since(cur, 256, buf[:0])
-		// from is read after the log: an event added past a gap moved it
-		// first.
-		from, moved := te.complete()
-		if d, lost := te.log.Dropped(); lost && from.Less(d) {
-			from = d
-		}
-		if from.Less(need) && te.log.Last().Less(need) {
-			from = need // the store has events the log never had
-		}
-		if cur.Less(from) {
-			// The log lacks events after cur: the store has them.
-			next, far, err := s.catchUp(ctx, sw, te, cur, from)
-			if err != nil {
-				return nil
-			}
-			if far {
-				next = later(te.log.Last(), s.storeTail(ctx, te))
-				if sw.Send(sse.Event{ID: next.Thread(), Type: "resync", Data: []byte(`{"reason":"too many events were missed: reload the thread"}`)}) != nil {
-					return nil
-				}
-			}
-			cur = next
-			buf = rd.Entries
-			continue
-		}
-		if cur, err = s.sendEntries(sw, hb, rd.Entries, cur); err != nil {
-			return nil
-		}
-		buf = rd.Entries
-		select {
-		case <-rd.Wait:
-		case <-moved:
-		case <-ctx.Done():
-			return nil
-		case <-s.drain:
-			_ = sw.Send(sse.Event{Type: "shutdown", Data: []byte(`{"reason":"the server is shutting down: reconnect"}`)})
-			return nil
-		case <-hb.C:
-			if sw.Comment("ping") != nil {
-				return nil
-			}
-			hb.Reset(s.cfg.Heartbeat)
-		}
-	}
+	ts.serve(r)
+	return nil
 }
 
 // lastEventID returns the cursor a stream resumes after: the Last-Event-ID
@@ -532,11 +489,11 @@ func (s *Server) signaller() draft.Signaller {
 	s.reg.listen.Do(func() {
 		cancel := sg.OnSignal(draft.KindThread, func(sig draft.Signal) {
 			if sig.Key == "" {
-				s.reg.eachThread((*threadEntry).poke)
+				s.reg.eachThread(s.poke)
 				return
 			}
 			if te := s.reg.lookup(sig.OwnerID, sig.Key); te != nil {
-				te.poke()
+				s.poke(te)
 			}
 		})
 		go func() {
@@ -582,79 +539,4 @@ func (s *Server) pollEvery(sg draft.Signaller) time.Duration {
 		return s.cfg.FollowInterval
 	}
 	return 8 * s.cfg.FollowInterval
-}
-
-// watchThread watches, while a thread has subscribers, for runs that this
-// process neither executes nor follows (started by another process: a
-// `baton serve` instance, a queued run a worker started). With a broker
-// that carries signals it announces its interest in the thread and reads
-// the thread's latest checkpoint at each draft.KindThread signal of the
-// thread — sent by the process that runs a run on it at each checkpoint
-// — and, in case signals are lost, every 8×FollowInterval; without
-// signals every FollowInterval, backing off to eight times that while
-// nothing changes. It follows a run that is not final, and moves the
-// thread's log forward so that its readers fetch the rest from the store;
-// so too for the thread's handoff events (proposed or decided by any
-// process, which signals the thread: see Server.handoffChanged).
-func (s *Server) watchThread(te *threadEntry) {
-	ctx := store.ContextWithOwner(s.runCtx, te.owner)
-	sg := s.signaller()
-	base := s.pollEvery(sg)
-	every := base
-	t := time.NewTimer(every)
-	defer t.Stop()
-	var seen string
-	var seenHandoff runlog.Cursor
-	for {
-		var poked <-chan struct{}
-		if sg != nil {
-			s.want(sg, te)
-			poked = te.signalled()
-		}
-		select {
-		case <-t.C:
-		case <-poked:
-		case <-s.drain:
-			return
-		case <-ctx.Done():
-			return
-		}
-		te.mu.Lock()
-		subs, active := te.subs, te.active
-		te.mu.Unlock()
-		if subs == 0 {
-			return
-		}
-		every = min(every*2, 8*s.cfg.FollowInterval)
-		// A thread handoff proposed or decided by any process (it signals
-		// the thread): the readers read it from the store.
-		if h := s.handoffTail(ctx, te); seenHandoff.Less(h) {
-			seenHandoff, every = h, base
-			te.advance(h)
-		}
-		if active == nil {
-			cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: te.owner, ThreadID: te.id})
-			if err == nil && cp.ID != seen {
-				seen, every = cp.ID, base
-				run := s.reg.run(te.owner, cp.RunID)
-				busy := false
-				if run != nil {
-					run.mu.Lock()
-					busy = run.producing || run.following
-					run.mu.Unlock()
-				}
-				if !busy {
-					run = s.follows(te.owner, cp)
-					if pos := s.runPos(ctx, run); pos > 0 {
-						at := s.lastOf(ctx, te.owner, cp)
-						at.Pos = pos
-						te.advance(at)
-					}
-				}
-			}
-		} else {
-			every = base
-		}
-		resetTimer(t, every)
-	}
 }

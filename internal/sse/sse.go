@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -60,7 +61,8 @@ type Options struct {
 }
 
 // Writer writes events to one client. It is not safe for concurrent use:
-// one goroutine (the handler's) owns it.
+// one goroutine at a time owns it (the handler's, or after [Writer.Hijack]
+// whichever goroutine the caller hands it to).
 type Writer struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
@@ -68,7 +70,19 @@ type Writer struct {
 	max     int
 	timeout time.Duration
 	err     error
+
+	// After Hijack: the connection, written directly, and whether the
+	// response is chunked (HTTP/1.1) or ends when the connection closes
+	// (HTTP/1.0).
+	conn    net.Conn
+	chunked bool
+	closed  bool
 }
+
+// ErrNotHijackable is returned by [Writer.Hijack] when the connection
+// cannot be taken over: HTTP/2, or a ResponseWriter that does not support
+// it (a test recorder).
+var ErrNotHijackable = errors.New("sse: the connection cannot be hijacked")
 
 // NewWriter starts an event stream on w: it sends the headers (status 200,
 // Content-Type text/event-stream, no caching, no proxy buffering) and the
@@ -148,12 +162,17 @@ func (sw *Writer) Flush() error {
 	if len(sw.buf) == 0 {
 		return nil
 	}
-	_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
-	_, err := sw.w.Write(sw.buf)
-	if err == nil {
-		err = sw.rc.Flush()
+	var err error
+	if sw.conn != nil {
+		err = sw.writeConn(sw.buf)
+	} else {
+		_ = sw.rc.SetWriteDeadline(time.Now().Add(sw.timeout))
+		_, err = sw.w.Write(sw.buf)
+		if err == nil {
+			err = sw.rc.Flush()
+		}
+		_ = sw.rc.SetWriteDeadline(time.Time{})
 	}
-	_ = sw.rc.SetWriteDeadline(time.Time{})
 	sw.buf = sw.buf[:0]
 	if cap(sw.buf) > 4<<10 {
 		sw.buf = nil // do not keep a large buffer on an idle stream
@@ -162,6 +181,115 @@ func (sw *Writer) Flush() error {
 		sw.err = fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return sw.err
+}
+
+// Hijack takes the stream's connection over from the http.Server, so that
+// the stream no longer needs the handler's goroutine (nor the server's
+// background reader): after it the handler may return, and the Writer
+// writes to the connection itself — chunked, as the response started on
+// HTTP/1.1 — from any goroutine, one at a time, until [Writer.Close]. Call
+// it after [NewWriter], from the handler, with the handler's request. It
+// returns [ErrNotHijackable] on HTTP/2 or a writer that cannot be hijacked:
+// the stream then stays the handler's.
+//
+// The http.Server no longer tracks a hijacked connection: its Shutdown
+// and Close leave it open, and its caller must Close the Writer.
+func (sw *Writer) Hijack(r *http.Request) error {
+	if sw.err != nil {
+		return sw.err
+	}
+	if r.ProtoMajor != 1 {
+		return ErrNotHijackable
+	}
+	if err := sw.Flush(); err != nil {
+		return err
+	}
+	conn, brw, err := sw.rc.Hijack()
+	if err != nil {
+		if errors.Is(err, http.ErrNotSupported) {
+			return ErrNotHijackable
+		}
+		sw.err = fmt.Errorf("%w: %w", ErrClosed, err)
+		return sw.err
+	}
+	// Nothing is buffered to write (Flush flushed the response), and a
+	// client of an event stream sends nothing after its request: brw and
+	// its buffers are dropped.
+	_ = brw
+	sw.conn, sw.chunked, sw.w, sw.rc = conn, r.ProtoMinor >= 1, nil, nil
+	return nil
+}
+
+// Hijacked reports whether [Writer.Hijack] took the connection over.
+func (sw *Writer) Hijacked() bool { return sw.conn != nil }
+
+// Conn returns the connection of a hijacked stream, nil before.
+func (sw *Writer) Conn() net.Conn { return sw.conn }
+
+// writeConn writes b to a hijacked connection, as one chunk when chunked,
+// under the write deadline.
+func (sw *Writer) writeConn(b []byte) error {
+	_ = sw.conn.SetWriteDeadline(time.Now().Add(sw.timeout))
+	var err error
+	if sw.chunked {
+		var head [20]byte
+		h := strconv.AppendInt(head[:0], int64(len(b)), 16)
+		h = append(h, '\r', '\n')
+		bufs := net.Buffers{h, b, crlf}
+		_, err = bufs.WriteTo(sw.conn)
+	} else {
+		_, err = sw.conn.Write(b)
+	}
+	_ = sw.conn.SetWriteDeadline(time.Time{})
+	return err
+}
+
+var crlf = []byte("\r\n")
+
+// Gone reports whether the client of a hijacked stream has closed its side
+// of the connection (or it failed), by a read that waits at most a
+// millisecond: a parked stream learns of a client gone without a
+// goroutine of its own blocked in a read. It reports false for a stream
+// that is not hijacked.
+func (sw *Writer) Gone() bool {
+	if sw.conn == nil {
+		return false
+	}
+	if sw.err != nil {
+		return true
+	}
+	var b [1]byte
+	_ = sw.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+	_, err := sw.conn.Read(b[:])
+	_ = sw.conn.SetReadDeadline(time.Time{})
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		return false // no data, or data a client of an event stream does not send: alive
+	}
+	return true
+}
+
+// Close ends a hijacked stream: it writes what is queued and the end of
+// the chunked body, and closes the connection. It does nothing for a
+// stream that is not hijacked (the handler's return ends it) or that is
+// closed.
+func (sw *Writer) Close() error {
+	if sw.conn == nil || sw.closed {
+		return nil
+	}
+	sw.closed = true
+	err := sw.Flush()
+	if err == nil && sw.chunked {
+		_ = sw.conn.SetWriteDeadline(time.Now().Add(sw.timeout))
+		_, err = sw.conn.Write([]byte("0\r\n\r\n"))
+	}
+	if cerr := sw.conn.Close(); err == nil {
+		err = cerr
+	}
+	if sw.err == nil {
+		sw.err = ErrClosed
+	}
+	return err
 }
 
 // AppendEvent appends the wire form of ev to b.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -213,6 +214,135 @@ func FuzzReader(f *testing.F) {
 			if got.ID != ev.ID || got.Type != ev.Type || !bytes.Equal(got.Data, ev.Data) {
 				t.Fatalf("round trip of %+v gave %+v", ev, got)
 			}
+		}
+	})
+}
+
+// A hijacked stream outlives its handler: another goroutine writes its
+// events, chunked, and Close ends the body cleanly; Gone sees the client
+// leave. On HTTP/1.0 the body ends with the connection.
+func TestHijack(t *testing.T) {
+	t.Parallel()
+	for _, proto := range []string{"HTTP/1.1", "HTTP/1.0"} {
+		t.Run(proto, func(t *testing.T) {
+			t.Parallel()
+			handed := make(chan *sse.Writer, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				sw, err := sse.NewWriter(w, sse.Options{})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if err := sw.Send(sse.Event{ID: "1", Type: "first", Data: []byte("{}")}); err != nil {
+					t.Error(err)
+				}
+				if err := sw.Hijack(r); err != nil {
+					t.Error(err)
+					return
+				}
+				if !sw.Hijacked() {
+					t.Error("not hijacked")
+				}
+				handed <- sw // the handler returns; the stream goes on
+			}))
+			defer srv.Close()
+			conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			req, _ := http.NewRequest("GET", srv.URL, nil)
+			if _, err := fmt.Fprintf(conn, "GET / %s\r\nHost: %s\r\n\r\n", proto, srv.Listener.Addr()); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chunked := len(resp.TransferEncoding) > 0 && resp.TransferEncoding[0] == "chunked"
+			if chunked != (proto == "HTTP/1.1") {
+				t.Fatalf("transfer encoding %v on %s", resp.TransferEncoding, proto)
+			}
+			rd := sse.NewReader(resp.Body, 0)
+			if ev, err := rd.Next(); err != nil || ev.Type != "first" {
+				t.Fatalf("first = %+v, %v", ev, err)
+			}
+			sw := <-handed
+			if sw.Gone() {
+				t.Fatal("Gone with the client connected")
+			}
+			closed := make(chan struct{})
+			go func() {
+				defer close(closed)
+				for i := range 3 {
+					_ = sw.Send(sse.Event{ID: string(rune('2' + i)), Type: "later", Data: []byte("line\nline")})
+				}
+				_ = sw.Comment("ping")
+				_ = sw.Close()
+			}()
+			n := 0
+			for {
+				ev, err := rd.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("after %d: %v", n, err)
+				}
+				if ev.Type != "later" || string(ev.Data) != "line\nline" {
+					t.Fatalf("event %+v", ev)
+				}
+				n++
+			}
+			if n != 3 || rd.LastID != "4" {
+				t.Fatalf("read %d events, last id %q", n, rd.LastID)
+			}
+			<-closed
+			if err := sw.Send(sse.Event{Data: []byte("x")}); err == nil {
+				t.Fatal("Send after Close succeeded")
+			}
+		})
+	}
+	t.Run("Gone", func(t *testing.T) {
+		t.Parallel()
+		handed := make(chan *sse.Writer, 1)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			sw, _ := sse.NewWriter(w, sse.Options{})
+			if err := sw.Hijack(r); err != nil {
+				t.Error(err)
+				return
+			}
+			handed <- sw
+		}))
+		defer srv.Close()
+		resp, err := http.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sw := <-handed
+		defer sw.Close()
+		if sw.Gone() {
+			t.Fatal("Gone with the client connected")
+		}
+		resp.Body.Close() // closes the connection: the body was not read to its end
+		deadline := time.Now().Add(5 * time.Second)
+		for !sw.Gone() {
+			if time.Now().After(deadline) {
+				t.Fatal("Gone never saw the client leave")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	t.Run("Recorder", func(t *testing.T) {
+		t.Parallel()
+		rec := httptest.NewRecorder()
+		sw, _ := sse.NewWriter(rec, sse.Options{})
+		if err := sw.Hijack(httptest.NewRequest("GET", "/", nil)); !errors.Is(err, sse.ErrNotHijackable) {
+			t.Fatalf("Hijack of a recorder: %v", err)
+		}
+		if err := sw.Send(sse.Event{Data: []byte("x")}); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
