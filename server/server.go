@@ -105,6 +105,10 @@ type Server struct {
 	// followers the runs followed through the store, for Shutdown.
 	inflight  tracker
 	followers tracker
+	// hijacked counts the thread streams whose connections this server
+	// took over (threadStream): Shutdown waits for them to end, as the
+	// http.Server no longer does.
+	hijacked tracker
 
 	streams  atomic.Int64
 	draining atomic.Bool
@@ -408,6 +412,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.stopRuns()
 	s.wakeStreams()
+	if err == nil {
+		// The thread streams woken by the drain send their shutdown
+		// event and close; each write is bounded by StreamWriteTimeout.
+		err = s.hijacked.wait(ctx)
+	}
 	if err == nil {
 		return nil
 	}

@@ -68,6 +68,7 @@ func (ts *threadStream) serve(r *http.Request) {
 		return
 	}
 	ts.hb.Stop()
+	ts.s.hijacked.add() // before the hijack: Shutdown waits for it
 	if err := ts.sw.Hijack(r); err == nil {
 		ts.buf = nil
 		ts.hb = time.AfterFunc(ts.s.cfg.Heartbeat, ts.beat)
@@ -77,6 +78,7 @@ func (ts *threadStream) serve(r *http.Request) {
 		ts.run()
 		return
 	}
+	ts.s.hijacked.done()
 	ts.hb.Reset(ts.s.cfg.Heartbeat)
 	defer ts.hb.Stop()
 	ts.wake = make(chan struct{}, 1)
@@ -183,7 +185,10 @@ func (ts *threadStream) end() {
 	if ts.unwatch != nil {
 		ts.unwatch()
 	}
-	_ = ts.sw.Close()
+	if ts.sw.Hijacked() {
+		_ = ts.sw.Close()
+		ts.s.hijacked.done()
+	}
 	ts.release()
 }
 
