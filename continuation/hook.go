@@ -364,12 +364,13 @@ func (s *Service) finishTx(ctx context.Context, tx store.Tx, jc *jobCtx, st *run
 		Parts: parts, Usage: &usage, Metadata: map[string]any{MetaContinuation: meta}, ExpectedStatus: message.StatusStreaming}); err != nil {
 		return fmt.Errorf("continuation: finalise placeholder %s: %w", a.EventID, err)
 	}
-	if err := tx.DeleteDraft(ctx, &store.DeleteDraftParams{OwnerID: a.OwnerID, MessageID: a.EventID}); err != nil {
-		return fmt.Errorf("continuation: clear draft %s: %w", a.EventID, err)
-	}
+	// The draft is deleted with the job run's completion (one statement
+	// on PostgreSQL), after the placeholder's update: a draft flush that
+	// got the placeholder's row before it has committed by then, and one
+	// after it finds the placeholder completed and writes nothing.
 	if _, err := tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobCompleted,
-		ExpectedAttempt: jc.attempt}); err != nil {
-		return fmt.Errorf("continuation: complete job run %s: %w", a.JobRunID, err)
+		ExpectedAttempt: jc.attempt, ClearDraft: a.EventID}); err != nil {
+		return fmt.Errorf("continuation: complete job run %s and clear draft %s: %w", a.JobRunID, a.EventID, err)
 	}
 	if jc.job != nil {
 		// Completing the River job here closes the window in which the

@@ -423,6 +423,15 @@ type TransitionJobRunParams struct {
 	Fence bool
 	// Metadata is merged into the run's metadata key by key.
 	Metadata map[string]json.RawMessage
+	// ClearDraft, if set, is the id of a message whose draft is deleted
+	// with the transition, in the same statement on PostgreSQL (a
+	// continuation's placeholder, as its job run completes); a missing
+	// draft is not an error. The deletion sees the drafts committed before
+	// the transition's statement: a caller that must not leave a draft
+	// behind updates the message first, in the same transaction, which
+	// waits out a writer of the draft that checks the message under its
+	// lock (draft.Writer does).
+	ClearDraft string
 }
 
 // ThreadSummary is an approved thread → thread handoff summary.

@@ -75,6 +75,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"JobRunConcurrentCreate", testJobRunConcurrentCreate},
 		{"JobRunTransitions", testJobRunTransitions},
 		{"JobRunFenceZero", testJobRunFenceZero},
+		{"JobRunClearDraft", testJobRunClearDraft},
 		{"ThreadSummaries", testThreadSummaries},
 		{"MemoryDocumentCAS", testMemoryDocumentCAS},
 		{"MemoryDocumentConcurrentCAS", testMemoryDocumentConcurrentCAS},
@@ -1179,6 +1180,52 @@ func testJobRunTransitions(t *testing.T, s store.Store, b *bundle) {
 	wantErr(t, err, store.ErrInvalid)
 	_, err = s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.other, ID: q2.ID, To: store.JobProcessing})
 	wantErr(t, err, store.ErrNotFound)
+}
+
+// testJobRunClearDraft: a transition with ClearDraft deletes the message's
+// draft with it, only if the move is made (a refused move writes nothing),
+// with or without metadata; a missing draft, or another owner's, is left
+// alone without an error.
+func testJobRunClearDraft(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	m := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Status: message.StatusStreaming}}}}))(t)[0]
+	draft := func() {
+		must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: m.ID, Text: "Working…"}))(t)
+	}
+	hasDraft := func() bool {
+		_, err := s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID})
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	for _, md := range []map[string]json.RawMessage{nil, {"k": json.RawMessage(`1`)}} {
+		j := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+		must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobProcessing}))(t)
+		draft()
+		// Refused (attempt 2 is not the current attempt): the draft stays.
+		_, err := s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCompleted,
+			ExpectedAttempt: 2, Metadata: md, ClearDraft: m.ID})
+		wantAs[*store.TransitionError](t, err)
+		if !hasDraft() {
+			t.Fatalf("metadata %v: a refused transition deleted the draft", md)
+		}
+		// Another owner's transition deletes nothing of this owner's.
+		_, err = s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.other, ID: j.ID, To: store.JobCompleted, ClearDraft: m.ID})
+		wantErr(t, err, store.ErrNotFound)
+		if !hasDraft() {
+			t.Fatalf("metadata %v: another owner's transition deleted the draft", md)
+		}
+		done := must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCompleted,
+			ExpectedAttempt: 1, Metadata: md, ClearDraft: m.ID}))(t)
+		if done.Status != store.JobCompleted || hasDraft() {
+			t.Fatalf("metadata %v: completed %+v, draft left: %v", md, done, hasDraft())
+		}
+	}
+	// No draft: nothing to delete, no error.
+	j := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+	must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCanceled, ClearDraft: m.ID}))(t)
 }
 
 // testJobRunFenceZero: with Fence, ExpectedAttempt 0 fences too. A claimer

@@ -101,9 +101,19 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 		return nil, e.wrap(op, invalid("unknown status %q", p.To))
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+p.ID, func(q Querier) (*store.JobRun, error) {
+		// The draft goes in the transition's statement where the database
+		// can (a refused move is an error, which rolls it back), else in
+		// a statement before it.
+		_, cte := e.Dialect.(WritingCTE)
+		cte = cte && len(p.Metadata) == 0
+		if p.ClearDraft != "" && !cte {
+			if _, err := q.Exec(ctx, `DELETE FROM message_drafts WHERE owner_id = $1 AND message_id = $2`, p.OwnerID, p.ClearDraft); err != nil {
+				return nil, err
+			}
+		}
 		if len(p.Metadata) == 0 {
 			// One statement when the move is allowed; a read tells why not.
-			out, err := e.transitionIf(ctx, q, p)
+			out, err := e.transitionIf(ctx, q, p, cte)
 			if !errors.Is(err, sql.ErrNoRows) {
 				return out, err
 			}
@@ -156,7 +166,11 @@ func fenced(p *store.TransitionJobRunParams) bool {
 // fenced).
 // It returns sql.ErrNoRows when the row is missing or the move is refused;
 // the caller then reads the row to say why.
-func (e *Engine) transitionIf(ctx context.Context, q Querier, p *store.TransitionJobRunParams) (*store.JobRun, error) {
+//
+// With clear, p.ClearDraft's draft is deleted in the same statement (a
+// data-modifying WITH: the dialect is a WritingCTE), whether or not the
+// move is made: a refused move is an error, which rolls it back.
+func (e *Engine) transitionIf(ctx context.Context, q Querier, p *store.TransitionJobRunParams, clear bool) (*store.JobRun, error) {
 	var from []string
 	for _, s := range []store.JobStatus{store.JobQueued, store.JobProcessing, store.JobCompleted, store.JobError, store.JobCanceled} {
 		if s.CanMoveTo(p.To) {
@@ -183,7 +197,12 @@ func (e *Engine) transitionIf(ctx context.Context, q Querier, p *store.Transitio
 		args = append(args, p.ExpectedAttempt)
 		where += ` AND attempt = $` + strconv.Itoa(len(args))
 	}
+	with := ""
+	if clear && p.ClearDraft != "" {
+		args = append(args, p.ClearDraft)
+		with = `WITH d AS (DELETE FROM message_drafts WHERE owner_id = $1 AND message_id = $` + strconv.Itoa(len(args)) + `) `
+	}
 	// Not the last statement for sure (a refused move reads next): no
 	// commit rides on it.
-	return scanJobRun(q.QueryRow(ctx, `UPDATE job_runs SET `+set+` WHERE `+where+` RETURNING `+jobRunCols, args...))
+	return scanJobRun(q.QueryRow(ctx, with+`UPDATE job_runs SET `+set+` WHERE `+where+` RETURNING `+jobRunCols, args...))
 }
