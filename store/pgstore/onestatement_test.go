@@ -111,4 +111,41 @@ func TestOneStatementWrites(t *testing.T) {
 			t.Errorf("another owner's message (expected %q): %v, want ErrNotFound", exp, err)
 		}
 	}
+
+	// CreateThread with its first messages: one statement, the messages
+	// numbered from 1, the thread's next append after them.
+	for i := range 2 {
+		f.tr.take()
+		var created *store.Thread
+		if err := f.s.Tx(ctx, func(tx store.Tx) (err error) {
+			created, err = tx.CreateThread(ctx, &store.CreateThreadParams{OwnerID: f.owner, Name: "new", ActiveAgent: "a",
+				Messages: []store.NewMessage{{Message: message.User("first")}, {Message: message.Message{Role: message.RoleAssistant, Agent: "a", Status: message.StatusStreaming}}}})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if trips := f.tr.take(); i == 1 && statements(trips) != 1 {
+			t.Errorf("CreateThread with messages: %q, want one statement", trips)
+		}
+		if created.Name != "new" || created.ActiveAgent != "a" || created.OwnerID != f.owner {
+			t.Fatalf("created %+v", created)
+		}
+		more, err := f.s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: f.owner, ThreadID: created.ID, Messages: []store.NewMessage{{Message: message.User("third")}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := f.s.ListMessages(ctx, &store.ListMessagesParams{OwnerID: f.owner, ThreadID: created.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 3 || all[0].Seq != 1 || all[0].Text() != "first" || all[1].Seq != 2 || all[1].Status != message.StatusStreaming ||
+			all[1].ThreadID != created.ID || more[0].Seq != 3 {
+			t.Fatalf("messages of the created thread: %+v", all)
+		}
+	}
+	// An owner that does not exist: not found, nothing created.
+	_, err = f.s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "missing-" + other, Messages: []store.NewMessage{{Message: message.User("x")}}})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CreateThread of a missing owner: %v, want ErrNotFound", err)
+	}
 }

@@ -76,6 +76,9 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 		// ((parent_id, owner_id) references threads), as ErrNotFound.
 		// The first messages follow it with their sequence numbers known.
 		now := e.Dialect.Time(e.now())
+		if _, ok := e.Dialect.(WritingCTE); ok && len(nms) > 0 {
+			return createInOne(ctx, q, p, id, md, nms, now)
+		}
 		if len(nms) == 0 {
 			last(q)
 		}
@@ -89,6 +92,32 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 		_, err = insertMessages(ctx, q, p.OwnerID, id, 0, nms, now)
 		return t, err
 	})
+}
+
+// createInOne is CreateThread of a thread with messages in one statement
+// (a WritingCTE dialect): the thread inserted in a WITH, the messages
+// inserted from a VALUES list after it, numbered from 1; it returns the
+// thread. The messages' foreign key to the thread is checked at the end of
+// the statement, which sees the thread's row.
+func createInOne(ctx context.Context, q Querier, p *store.CreateThreadParams, id string, md any, nms []newMessage, now any) (*store.Thread, error) {
+	args := []any{id, p.OwnerID, nullString(p.ParentID), p.Name, p.Network, p.ActiveAgent, md, len(nms), now}
+	values := make([]string, len(nms))
+	for i := range nms {
+		nm := &nms[i]
+		n := len(args)
+		values[i] = fmt.Sprintf("(%d, $%d::text, $%d::text, $%d::text, $%d::json, $%d::text, $%d::text, $%d::json, $%d::json)",
+			i+1, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
+		args = append(args, nm.id, string(nm.msg.Role), nm.msg.Agent, nm.enc.parts, string(nm.status), nullString(nm.parent),
+			nm.enc.usage, nm.enc.metadata)
+	}
+	last(q)
+	return scanThread(q.QueryRow(ctx, `WITH t AS (INSERT INTO threads
+			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9) RETURNING `+threadCols+`), m AS (
+		INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
+		SELECT v.id, t.owner_id, t.id, v.ord, v.role, v.agent, v.parts, v.status, v.parent, v.usage, v.metadata, $9, $9
+		FROM t, (VALUES `+strings.Join(values, ", ")+`) AS v (ord, id, role, agent, parts, status, parent, usage, metadata))
+		SELECT `+threadCols+` FROM t`, args...))
 }
 
 // GetThread implements [store.Ops].
