@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -165,8 +166,19 @@ func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string
 		return fail("job run", ErrNoThread)
 	}
 	md, _ := json.Marshal(map[string]string{"run_id": st.RunID, "checkpoint_id": cpID, "message_id": ev})
-	res, err := tx.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, IdempotencyKey: ev, Kind: Kind, ThreadID: st.ThreadID,
-		Metadata: map[string]json.RawMessage{MetaContinuation: md}})
+	// The placeholder is appended with the job run it names (one statement
+	// on PostgreSQL), unless the job run exists already.
+	jobRunID, err := uuid.NewV7()
+	if err != nil {
+		return fail("job run", err)
+	}
+	ph := message.Message{ID: ev, Role: message.RoleAssistant, Agent: st.Agent, Status: message.StatusQueued,
+		Metadata: map[string]any{
+			MetaContinuationID: ev,
+			MetaContinuation:   map[string]any{"run_id": st.RunID, "job_run_id": jobRunID.String(), "status": "queued"},
+		}}
+	res, err := tx.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, ID: jobRunID.String(), IdempotencyKey: ev, Kind: Kind, ThreadID: st.ThreadID,
+		Metadata: map[string]json.RawMessage{MetaContinuation: md}, Append: &store.NewMessage{Message: ph}})
 	if err != nil {
 		return fail("job run", err)
 	}
@@ -177,14 +189,6 @@ func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string
 	}
 	if err := s.inject("job run"); err != nil {
 		return fail("job run", err)
-	}
-	ph := message.Message{ID: ev, Role: message.RoleAssistant, Agent: st.Agent, Status: message.StatusQueued,
-		Metadata: map[string]any{
-			MetaContinuationID: ev,
-			MetaContinuation:   map[string]any{"run_id": st.RunID, "job_run_id": res.Run.ID, "status": "queued"},
-		}}
-	if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: st.ThreadID, Messages: []store.NewMessage{{Message: ph}}}); err != nil {
-		return fail("placeholder", err)
 	}
 	if err := s.inject("placeholder"); err != nil {
 		return fail("placeholder", err)

@@ -382,6 +382,11 @@ type CreateJobRunParams struct {
 	// ThreadID, when set, must be a thread of the owner.
 	ThreadID string
 	Metadata map[string]json.RawMessage
+	// Append, if set, is a message appended to the thread ThreadID (as
+	// AppendMessages appends it) when the job run is created, not when it
+	// is a Duplicate: on PostgreSQL in the same statement (a
+	// continuation's placeholder, which names the job run: give ID).
+	Append *NewMessage
 }
 
 // CreateJobRunResult is the result of [Ops.CreateJobRun].

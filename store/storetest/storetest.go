@@ -76,6 +76,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"JobRunTransitions", testJobRunTransitions},
 		{"JobRunFenceZero", testJobRunFenceZero},
 		{"JobRunClearDraft", testJobRunClearDraft},
+		{"JobRunAppend", testJobRunAppend},
 		{"ThreadSummaries", testThreadSummaries},
 		{"MemoryDocumentCAS", testMemoryDocumentCAS},
 		{"MemoryDocumentConcurrentCAS", testMemoryDocumentConcurrentCAS},
@@ -1180,6 +1181,48 @@ func testJobRunTransitions(t *testing.T, s store.Store, b *bundle) {
 	wantErr(t, err, store.ErrInvalid)
 	_, err = s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.other, ID: q2.ID, To: store.JobProcessing})
 	wantErr(t, err, store.ErrNotFound)
+}
+
+// testJobRunAppend: CreateJobRun with Append appends the message to the
+// thread when it creates the job run, numbered after the thread's
+// messages, and not when the job run is a duplicate; a missing thread
+// creates neither.
+func testJobRunAppend(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: sampleMessages()[:2]}))(t)
+	key := uuid.NewString()
+	ph := func(id string) *store.NewMessage {
+		return &store.NewMessage{Message: message.Message{ID: id, Role: message.RoleAssistant, Agent: "a", Status: message.StatusQueued,
+			Metadata: map[string]any{"job": "j1"}}}
+	}
+	res := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, ID: "j1-" + key, IdempotencyKey: key, Kind: "k", ThreadID: th.ID,
+		Append: ph("ph-" + key)}))(t)
+	if res.Duplicate || res.Run.ID != "j1-"+key || res.Run.ThreadID != th.ID {
+		t.Fatalf("created %+v", res)
+	}
+	m := must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: "ph-" + key}))(t)
+	if m.Seq != 3 || m.ThreadID != th.ID || m.Status != message.StatusQueued || m.Agent != "a" || m.Metadata["job"] != "j1" {
+		t.Fatalf("appended %+v", m)
+	}
+	again := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, ID: "j2-" + key, IdempotencyKey: key, Kind: "k", ThreadID: th.ID,
+		Append: ph("ph2-" + key)}))(t)
+	if !again.Duplicate || again.Run.ID != "j1-"+key {
+		t.Fatalf("again %+v", again)
+	}
+	_, err := s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: "ph2-" + key})
+	wantErr(t, err, store.ErrNotFound)
+	next := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: sampleMessages()[2:3]}))(t)
+	if next[0].Seq != 4 {
+		t.Fatalf("next append at seq %d, want 4", next[0].Seq)
+	}
+	other := uuid.NewString()
+	_, err = s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: other, Kind: "k", ThreadID: "missing-" + other,
+		Append: ph("ph3-" + other)})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, IdempotencyKey: other})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: other, Kind: "k", Append: ph("ph4-" + other)})
+	wantErr(t, err, store.ErrInvalid)
 }
 
 // testJobRunClearDraft: a transition with ClearDraft deletes the message's

@@ -47,6 +47,15 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 	if id == "" {
 		id = newID()
 	}
+	var nms []newMessage
+	if p.Append != nil {
+		if p.ThreadID == "" {
+			return nil, e.wrap(op, invalid("Append needs a ThreadID"))
+		}
+		if nms, err = encodeNew([]store.NewMessage{*p.Append}); err != nil {
+			return nil, e.wrap(op, err)
+		}
+	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+strconv.Quote(p.IdempotencyKey), func(q Querier) (*store.CreateJobRunResult, error) {
 		// A thread that is missing or another owner's is refused by the
 		// composite foreign key (thread_id, owner_id), as ErrNotFound: no
@@ -54,14 +63,35 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 		now := e.Dialect.Time(e.now())
 		// ON CONFLICT DO NOTHING waits for a concurrent inserter of the same
 		// key and then yields to it, so one row wins without an error.
-		last(q)
-		var res store.CreateJobRunResult
-		var err error
-		res.Run, err = scanJobRun(q.QueryRow(ctx, `INSERT INTO job_runs
+		insert := `INSERT INTO job_runs
 			(id, owner_id, idempotency_key, kind, thread_id, status, attempt, error, metadata, created_at, updated_at)
 			VALUES ($1, $2, $3, $4, $5, 'queued', 0, '', $6, $7, $7)
-			ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING `+jobRunCols,
-			id, p.OwnerID, p.IdempotencyKey, p.Kind, nullString(p.ThreadID), md, now))
+			ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING ` + jobRunCols
+		args := []any{id, p.OwnerID, p.IdempotencyKey, p.Kind, nullString(p.ThreadID), md, now}
+		_, cte := e.Dialect.(WritingCTE)
+		if len(nms) > 0 && cte {
+			// The message in the same statement, only if the job run is
+			// inserted: its thread's sequence number reserved as
+			// AppendMessages reserves it.
+			nm := &nms[0]
+			args = append(args, nm.id, string(nm.msg.Role), nm.msg.Agent, nm.enc.parts, string(nm.status), nullString(nm.parent),
+				nm.enc.usage, nm.enc.metadata)
+			insert = `WITH j AS (` + insert + `), t AS (
+				UPDATE threads SET next_seq = next_seq + 1, updated_at = $7
+				WHERE owner_id = $2 AND id = $5 AND EXISTS (SELECT 1 FROM j) RETURNING next_seq), m AS (
+				INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
+				SELECT $8::text, $2, $5, t.next_seq, $9::text, $10::text, $11::json, $12::text, $13::text, $14::json, $15::json, $7, $7 FROM t)
+				SELECT ` + jobRunCols + ` FROM j`
+		}
+		if len(nms) == 0 || cte {
+			last(q)
+		}
+		var res store.CreateJobRunResult
+		var err error
+		res.Run, err = scanJobRun(q.QueryRow(ctx, insert, args...))
+		if err == nil && len(nms) > 0 && !cte {
+			_, err = appendTo(ctx, e, q, &store.AppendMessagesParams{OwnerID: p.OwnerID, ThreadID: p.ThreadID}, nms, now)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			res.Duplicate = true
 			res.Run, err = scanJobRun(q.QueryRow(ctx, `SELECT `+jobRunCols+` FROM job_runs WHERE owner_id = $1 AND idempotency_key = $2`,

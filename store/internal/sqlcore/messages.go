@@ -131,31 +131,35 @@ func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesPara
 		return nil, e.wrap(op, err)
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" to thread "+p.ThreadID, func(q Querier) ([]*store.Message, error) {
-		now := e.Dialect.Time(e.now())
-		// Reserving the sequence numbers locks the thread row, which orders
-		// concurrent appenders, and proves the thread is the owner's.
-		if len(nms) == 0 {
-			last(q)
-		}
-		const reserve = `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
-			WHERE owner_id = $1 AND id = $2 RETURNING next_seq`
-		if _, ok := e.Dialect.(WritingCTE); ok && len(nms) > 0 {
-			return appendInOne(ctx, q, reserve, p, nms, now)
-		}
-		var next int64
-		if p.Thread == nil {
-			if err := q.QueryRow(ctx, reserve, p.OwnerID, p.ThreadID, len(nms), now).Scan(&next); err != nil {
-				return nil, err
-			}
-		} else {
-			th, err := scanThread(seqRow{q.QueryRow(ctx, reserve+", "+threadCols, p.OwnerID, p.ThreadID, len(nms), now), &next})
-			if err != nil {
-				return nil, err
-			}
-			*p.Thread = *th
-		}
-		return insertMessages(ctx, q, p.OwnerID, p.ThreadID, next-int64(len(nms)), nms, now)
+		return appendTo(ctx, e, q, p, nms, e.Dialect.Time(e.now()))
 	})
+}
+
+// appendTo is AppendMessages of the encoded messages nms, in q.
+func appendTo(ctx context.Context, e *Engine, q Querier, p *store.AppendMessagesParams, nms []newMessage, now any) ([]*store.Message, error) {
+	// Reserving the sequence numbers locks the thread row, which orders
+	// concurrent appenders, and proves the thread is the owner's.
+	if len(nms) == 0 {
+		last(q)
+	}
+	const reserve = `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
+		WHERE owner_id = $1 AND id = $2 RETURNING next_seq`
+	if _, ok := e.Dialect.(WritingCTE); ok && len(nms) > 0 {
+		return appendInOne(ctx, q, reserve, p, nms, now)
+	}
+	var next int64
+	if p.Thread == nil {
+		if err := q.QueryRow(ctx, reserve, p.OwnerID, p.ThreadID, len(nms), now).Scan(&next); err != nil {
+			return nil, err
+		}
+	} else {
+		th, err := scanThread(seqRow{q.QueryRow(ctx, reserve+", "+threadCols, p.OwnerID, p.ThreadID, len(nms), now), &next})
+		if err != nil {
+			return nil, err
+		}
+		*p.Thread = *th
+	}
+	return insertMessages(ctx, q, p.OwnerID, p.ThreadID, next-int64(len(nms)), nms, now)
 }
 
 // seqRow is a row of next_seq followed by a thread's columns: Scan reads
