@@ -210,6 +210,9 @@ func (x *run) streaming() bool { return x.sink != nil && !x.stopped }
 
 // emit numbers and delivers e. It returns false once the consumer stopped.
 func (x *run) emit(e Event) bool {
+	if x.lazy && x.begun() != nil {
+		return false
+	}
 	if x.sink == nil || x.stopped {
 		return !x.stopped
 	}

@@ -58,6 +58,14 @@ type run struct {
 	callsChecked bool
 	// wrote is set once this execution has written a checkpoint.
 	wrote bool
+	// lazy: the begin of a new streamed run waits for its first model
+	// call, which starts while the first checkpoint commits (see
+	// streamBeginning), or for whatever comes first that must follow it
+	// (an event, a checkpoint); beginCtx is its context. beginErr is the
+	// begin's failure: the run did not start.
+	lazy     bool
+	beginCtx context.Context
+	beginErr error
 
 	turn turnState
 	end  endState
@@ -119,6 +127,9 @@ func (x *run) checkpoint(ctx context.Context) error {
 	if x.ck == nil || x.sub {
 		return nil
 	}
+	if err := x.begun(); err != nil {
+		return err
+	}
 	x.reserveEnd()
 	x.st.Step++
 	x.st.Elapsed += time.Since(x.began)
@@ -153,6 +164,32 @@ func (x *run) begin(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// deferBegin begins a new run, or, for a streamed run with a checkpointer,
+// defers its begin to its first model call (see [run.begun]), so that the
+// first checkpoint commits while the model works on its first token. Its
+// contract stays: nothing of the run is emitted before that checkpoint.
+func (x *run) deferBegin(ctx context.Context) error {
+	if x.preErr == nil && x.ck != nil && !x.sub && x.streaming() {
+		x.lazy, x.beginCtx = true, ctx
+		return nil
+	}
+	return x.begin(ctx)
+}
+
+// begun begins the run if its begin was deferred and has not happened yet,
+// and returns the error that kept it from starting (nil once it started).
+// After that error nothing of the run is emitted nor written.
+func (x *run) begun() error {
+	if x.lazy {
+		ctx := x.beginCtx
+		x.lazy, x.beginCtx = false, nil
+		if err := x.begin(ctx); err != nil {
+			x.beginErr, x.stopped = err, true
+		}
+	}
+	return x.beginErr
 }
 
 // exec runs the loop under the run's timeout and observer.

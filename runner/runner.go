@@ -342,13 +342,23 @@ func (r *Runner) Stream(ctx context.Context, input string, opts ...RunOption) it
 	return func(yield func(Event, error) bool) {
 		x, err := r.start(ctx, input, opts, func(e Event) bool { return yield(e, nil) })
 		if err == nil {
-			err = x.begin(ctx)
+			err = x.deferBegin(ctx)
 		}
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		if _, err := x.finish(ctx, x.exec(ctx)); err != nil && !x.stopped {
+		err = x.exec(ctx)
+		if berr := x.begun(); berr != nil {
+			// The run did not start (its first checkpoint failed): nothing
+			// of it was emitted.
+			if x.end.observe != nil {
+				x.end.observe(nil, berr)
+			}
+			yield(nil, berr)
+			return
+		}
+		if _, err := x.finish(ctx, err); err != nil && !x.stopped {
 			yield(nil, err)
 		}
 	}

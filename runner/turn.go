@@ -136,7 +136,9 @@ func (x *run) request(ctx context.Context, p *plan, withTools bool) (*model.Requ
 func (x *run) call(ctx context.Context, a *agent.Agent, req *model.Request) (*model.Response, error) {
 	st := x.st
 	var resp *model.Response
-	err := retry.Do(ctx, x.r.retry, x.r.sleep, nil, func(attempt int, err error, d time.Duration) {
+	// A failed begin (see streamBeginning) is not the model's: no retry.
+	transient := func(err error) bool { return x.beginErr == nil && retry.Transient(err) }
+	err := retry.Do(ctx, x.r.retry, x.r.sleep, transient, func(attempt int, err error, d time.Duration) {
 		x.r.log.WarnContext(ctx, "model call failed; retrying", "run_id", st.RunID, "agent", a.Name, "attempt", attempt, "delay", d, "error", err)
 	}, func(attempt int) error {
 		mctx, end := x.r.cfg.Observer.StartModel(ctx, ModelInfo{RunID: st.RunID, Agent: a.Name, Model: a.ModelName, Attempt: attempt})
@@ -145,6 +147,9 @@ func (x *run) call(ctx context.Context, a *agent.Agent, req *model.Request) (*mo
 		end(resp, err)
 		return err
 	})
+	if x.beginErr != nil {
+		return nil, x.beginErr
+	}
 	if err != nil {
 		return nil, modelError(a.Name, err)
 	}
@@ -219,7 +224,13 @@ func (x *run) stream(ctx context.Context, a *agent.Agent, req *model.Request) (*
 		x.turn.onChunk = x.chunk // one closure per run, reused by every model call
 	}
 	x.turn.cs = chunkState{a: a}
-	a.Model.Stream(ctx, req)(x.turn.onChunk)
+	if x.lazy {
+		if err := x.streamBeginning(ctx, a, req); err != nil {
+			return nil, err
+		}
+	} else {
+		a.Model.Stream(ctx, req)(x.turn.onChunk)
+	}
 	cs := &x.turn.cs
 	switch {
 	case cs.err != nil:
@@ -231,6 +242,66 @@ func (x *run) stream(ctx context.Context, a *agent.Agent, req *model.Request) (*
 		return nil, err
 	}
 	return nil, model.ErrNoDone
+}
+
+// streamBeginning drains the first model stream of a run whose begin was
+// deferred (see [run.deferBegin]), while the run begins: the model streams
+// in a goroutine of its own into a channel, and its chunks are taken once
+// the first checkpoint has committed and the start events are out. The
+// model's time to its first token thus covers the checkpoint's commit, and
+// no event of the run comes before that commit. x.mu is held while the
+// run begins and while each chunk is taken: a memo the model saves
+// meanwhile (a checkpoint, from the model's goroutine) waits for them. An
+// error is the begin's: the model's context is cancelled and its goroutine
+// waited for.
+func (x *run) streamBeginning(ctx context.Context, a *agent.Agent, req *model.Request) error {
+	type item struct {
+		c   model.Chunk
+		err error
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan item, 16)
+	var panicked any
+	go func() {
+		defer close(ch)
+		defer func() { panicked = recover() }()
+		a.Model.Stream(mctx, req)(func(c model.Chunk, err error) bool {
+			select {
+			case ch <- item{c, err}:
+				return true
+			case <-mctx.Done():
+				return false
+			}
+		})
+	}()
+	// wait stops the model's goroutine and re-raises its panic here, where
+	// a model called in line would have raised it.
+	wait := func() {
+		cancel()
+		for range ch {
+		}
+		if panicked != nil {
+			panic(panicked)
+		}
+	}
+	x.mu.Lock()
+	err := x.begun()
+	x.mu.Unlock()
+	if err != nil {
+		wait()
+		return err
+	}
+	for it := range ch {
+		x.mu.Lock()
+		more := x.turn.onChunk(it.c, it.err)
+		x.mu.Unlock()
+		if !more {
+			break
+		}
+	}
+	wait()
+	return nil
 }
 
 // chunkState is the state of the model stream being drained.

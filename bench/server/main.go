@@ -39,6 +39,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,12 +68,13 @@ func main() {
 	subscribers := flag.Bool("subscribers", true, "before the held runs, measure idle subscribers: -streams GET /v1/threads/{id}/events streams on threads with no run")
 	dir := flag.String("dir", "", "directory of the server's SQLite database (default: a temporary directory)")
 	cpuProfile := flag.String("cpuprofile", "", "write the server's CPU profile of the TTFB phase to this file")
+	traceFile := flag.String("trace", "", "write the server's execution trace of the TTFB phase to this file (go tool trace; -pprof=syscall shows the fsyncs)")
 	flag.Parse()
 	var err error
 	if *role == "server" {
-		err = serve(*dir, *modelDelay, *streams, *cpuProfile)
+		err = serve(*dir, *modelDelay, *streams, *cpuProfile, *traceFile)
 	} else {
-		err = bench(*streams, *batch, *ttfbN, *ttfbConc, *modelDelay, *hold, *dir, *cpuProfile, *subscribers)
+		err = bench(*streams, *batch, *ttfbN, *ttfbConc, *modelDelay, *hold, *dir, *cpuProfile, *traceFile, *subscribers)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench/server:", err)
@@ -111,7 +113,7 @@ func (m stamped) Stream(ctx context.Context, req *model.Request) iter.Seq2[model
 	}
 }
 
-func serve(dir string, delay time.Duration, streams int, cpuProfile string) error {
+func serve(dir string, delay time.Duration, streams int, cpuProfile, traceFile string) error {
 	ctx := context.Background()
 	if dir == "" {
 		d, err := os.MkdirTemp("", "baton-bench-server-")
@@ -159,16 +161,27 @@ func serve(dir string, delay time.Duration, streams int, cpuProfile string) erro
 	mux := http.NewServeMux()
 	mux.Handle("/", srv)
 	mux.HandleFunc("POST /bench/profile", func(w http.ResponseWriter, r *http.Request) {
-		if cpuProfile == "" {
-			return
-		}
 		if r.URL.Query().Get("stop") != "" {
-			pprof.StopCPUProfile()
+			if cpuProfile != "" {
+				pprof.StopCPUProfile()
+			}
+			if traceFile != "" {
+				trace.Stop()
+			}
 			return
 		}
-		f, err := os.Create(cpuProfile)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
+		var err error
+		if cpuProfile != "" {
+			var f *os.File
+			if f, err = os.Create(cpuProfile); err == nil {
+				err = pprof.StartCPUProfile(f)
+			}
+		}
+		if traceFile != "" && err == nil {
+			var f *os.File
+			if f, err = os.Create(traceFile); err == nil {
+				err = trace.Start(f)
+			}
 		}
 		if err != nil {
 			http.Error(w, err.Error(), 500)
@@ -306,7 +319,7 @@ func (c *client) mem(ctx context.Context, gc bool) (memStats, error) {
 	return m, json.NewDecoder(resp.Body).Decode(&m)
 }
 
-func bench(n, batch, ttfbN, ttfbConc int, delay, hold time.Duration, dir, cpuProfile string, subscribers bool) error {
+func bench(n, batch, ttfbN, ttfbConc int, delay, hold time.Duration, dir, cpuProfile, traceFile string, subscribers bool) error {
 	ctx := context.Background()
 	self, err := os.Executable()
 	if err != nil {
@@ -318,6 +331,9 @@ func bench(n, batch, ttfbN, ttfbConc int, delay, hold time.Duration, dir, cpuPro
 	}
 	if cpuProfile != "" {
 		args = append(args, "-cpuprofile="+cpuProfile)
+	}
+	if traceFile != "" {
+		args = append(args, "-trace="+traceFile)
 	}
 	cmd := exec.Command(self, args...)
 	stdin, err := cmd.StdinPipe()
