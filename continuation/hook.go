@@ -92,7 +92,9 @@ func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 		s.leases.hold(st.RunID)
 		return nil
 	}
-	if _, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: st.RunID, Holder: s.cfg.Holder}); err != nil {
+	// Deferred: on PostgreSQL the delete goes with the hand-over's next
+	// statement (or the commit), no round trip of its own.
+	if _, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: st.RunID, Holder: s.cfg.Holder, Deferred: true}); err != nil {
 		return fmt.Errorf("continuation: release lease of run %s: %w", st.RunID, err)
 	}
 	if st.Status != runstate.StatusSuspended {

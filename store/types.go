@@ -543,6 +543,12 @@ type ReleaseLeaseParams struct {
 	// Expired releases the lease only if it has expired: an adopter's
 	// claim.
 	Expired bool
+	// Deferred, in a Store.Tx whose first statement has run, lets the
+	// backend send the delete with the transaction's next statement or
+	// its COMMIT (PostgreSQL: no round trip of its own); ReleaseLease then
+	// reports false, and an error of the delete fails that statement or
+	// the commit. Elsewhere, and on SQLite, the delete runs at once.
+	Deferred bool
 }
 
 // RenewLeasesParams are the params of [Store.RenewLeases].

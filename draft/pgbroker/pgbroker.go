@@ -259,9 +259,9 @@ func (b *Broker) PublishTx(ctx context.Context, tx store.Tx, ev draft.Event) err
 	if err != nil {
 		return fmt.Errorf("pgbroker: publish: %w", err)
 	}
-	if _, err := ptx.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(payload)); err != nil {
-		return fmt.Errorf("pgbroker: publish: %w", err)
-	}
+	// Sent with the transaction's next statement or its COMMIT, no round
+	// trip of its own; a failure fails that statement or the commit.
+	pgstore.DeferTx(tx, `SELECT pg_notify($1, $2)`, channel, string(payload))
 	return nil
 }
 

@@ -39,7 +39,8 @@ type queued struct {
 //     statement; Store.Tx commits or aborts it after its function returns.
 //     It holds no connection until its first statement, then exactly one.
 //
-// Deferred statements that no statement follows are never sent. A
+// Deferred statements that no statement follows are never sent, but those
+// of deferExec (DeferTx), which go with COMMIT. A
 // lazyQuerier is not safe for concurrent use.
 type lazyQuerier struct {
 	pool    *pgxpool.Pool
@@ -48,6 +49,7 @@ type lazyQuerier struct {
 	write   bool          // statements run in one transaction (BEGIN … COMMIT)
 	held    bool          // a Store.Tx: ended only by commit or abort
 	prelude []queued      // deferred statements for the next batch
+	must    bool          // the prelude holds a statement to send at the latest with COMMIT (deferExec)
 	last    bool          // commit with the next statement
 
 	conn *pgxpool.Conn // the write transaction's connection, once begun
@@ -64,6 +66,28 @@ var errRolledBack = errors.New("pgstore: transaction rolled back at commit")
 // and the scope go as one such SELECT (see lead).
 func (q *lazyQuerier) Defer(sql string, args ...any) {
 	q.prelude = append(q.prelude, queued{sql, args})
+}
+
+// deferExec is Defer for a statement that must run in the transaction
+// even if no statement follows it: it goes with the next statement, or at
+// the latest with COMMIT, in the same batch (commit). An error it raises
+// fails that statement, or the commit. [DeferTx] uses it.
+func (q *lazyQuerier) deferExec(sql string, args []any) {
+	q.Defer(sql, args...)
+	q.must = true
+}
+
+// DeferWrite is deferExec for a write of the engine whose result is not
+// needed (store.ReleaseLeaseParams.Deferred), in a Store.Tx that has begun:
+// the statement runs in the transaction's scope of the moment (a change of
+// scope after it is deferred after it). It reports false, deferring
+// nothing, in any other case.
+func (q *lazyQuerier) DeferWrite(sql string, args ...any) bool {
+	if !q.held || q.conn == nil || q.done {
+		return false
+	}
+	q.deferExec(sql, args)
+	return true
 }
 
 // Last marks the next statement as the transaction's last. It does nothing
@@ -143,7 +167,7 @@ func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, error) {
 		pre = append(pre, scopeStmt(q.role, q.sc, false))
 	}
 	pre = append(pre, q.prelude...)
-	q.prelude = nil
+	q.prelude, q.must = nil, false
 	for _, st := range selectList(pre) {
 		b.Queue(st.sql, st.args...)
 	}
@@ -294,11 +318,15 @@ func (q *lazyQuerier) query(ctx context.Context, sql string, args []any) (pgx.Ro
 }
 
 // commit ends the write transaction, if one began, and releases its
-// connection. A Store.Tx sends its COMMIT here, alone; deferred statements
-// still pending are dropped.
+// connection. A Store.Tx sends its COMMIT here, alone, or with the deferred
+// statements that must run (deferExec) in one batch (commitWith); other
+// deferred statements still pending (locks) are dropped.
 func (q *lazyQuerier) commit(ctx context.Context) error {
+	if q.must && !q.done {
+		return q.commitWith(ctx)
+	}
 	conn, done := q.conn, q.done
-	q.conn, q.done, q.prelude = nil, true, nil
+	q.conn, q.done, q.prelude, q.must = nil, true, nil, false
 	if conn == nil {
 		return nil
 	}
@@ -313,11 +341,48 @@ func (q *lazyQuerier) commit(ctx context.Context) error {
 	return err
 }
 
+// commitWith sends the deferred statements and COMMIT in one batch, with
+// BEGIN and the scope first if no statement began the transaction, and
+// releases the connection. When a statement or the COMMIT fails, the
+// transaction is rolled back.
+func (q *lazyQuerier) commitWith(ctx context.Context) error {
+	b, err := q.lead(ctx, true)
+	if err != nil {
+		q.abort(ctx)
+		return err
+	}
+	b.Queue("commit")
+	br := q.conn.SendBatch(ctx, b)
+	for range len(b.QueuedQueries) - 1 {
+		if _, err = br.Exec(); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		var tag pgconn.CommandTag
+		tag, err = br.Exec()
+		if err == nil && tag.String() == "ROLLBACK" {
+			err = errRolledBack
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		q.abort(ctx) // the batch stopped at the error: the transaction is still open
+		return err
+	}
+	conn := q.conn
+	q.conn, q.done, q.prelude, q.must = nil, true, nil, false
+	conn.Release()
+	return nil
+}
+
 // abort rolls the write transaction back, if one is open, and releases its
 // connection.
 func (q *lazyQuerier) abort(ctx context.Context) {
 	conn, done := q.conn, q.done
-	q.conn, q.done, q.prelude = nil, true, nil
+	q.conn, q.done, q.prelude, q.must = nil, true, nil, false
 	if conn == nil {
 		return
 	}

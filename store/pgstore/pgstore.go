@@ -150,6 +150,22 @@ func PgxTx(tx store.Tx) (pgx.Tx, bool) {
 	return t.tx, true
 }
 
+// DeferTx queues sql, a statement whose result is not needed (a
+// pg_notify, say), in tx, a transaction of a PostgreSQL store, and reports
+// false for a tx of another backend. It is sent with the transaction's next
+// statement, or at the latest with its COMMIT, in the same batch: no round
+// trip of its own. An error it raises fails that statement, or the commit
+// (the transaction then rolls back). Its parameters are numbered from $1;
+// it runs in the scope of the store call before it, as PgxTx's statements.
+func DeferTx(tx store.Tx, sql string, args ...any) bool {
+	t, ok := tx.(*txOps)
+	if !ok {
+		return false
+	}
+	t.tx.q.deferExec(sql, args)
+	return true
+}
+
 // Tx implements [store.Store]. The transaction begins with its first
 // statement, which carries BEGIN and the scope of the call that runs it in
 // one batch, and it commits after fn returns nil; a Tx whose fn runs no

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -441,6 +443,153 @@ func TestTxEnds(t *testing.T) {
 		}
 		if n := f.jobs(t); n != 0 {
 			t.Errorf("%s: %d jobs after rollback, want 0", end, n)
+		}
+	}
+}
+
+// TestDeferTx: a statement deferred with DeferTx goes with the next
+// statement, or with COMMIT when none follows (a pg_notify after the
+// transaction's last write costs no round trip); a transaction of deferred
+// statements alone begins, runs them and commits in one round trip; a
+// deferred statement that fails fails the commit and rolls the transaction
+// back; it is refused for a transaction of another kind.
+func TestDeferTx(t *testing.T) {
+	t.Parallel()
+	f := newTxFixture(t, 0)
+	ctx := t.Context()
+	// Listen on a channel of the test user, to see what was notified.
+	channel := randName("defer_")
+	lc, err := f.s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Release()
+	if _, err := lc.Exec(ctx, `LISTEN "`+channel+`"`); err != nil {
+		t.Fatal(err)
+	}
+	heard := func(want string) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := lc.Conn().WaitForNotification(wctx)
+		if err != nil || n.Payload != want {
+			t.Fatalf("notification %v, %v; want %q", n, err, want)
+		}
+	}
+	insert := func(tx store.Tx) error {
+		ptx, _ := pgstore.PgxTx(tx)
+		_, err := ptx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, f.thread.ID)
+		return err
+	}
+	for range 2 { // the first prepares the statements
+		f.tr.take()
+		if err := f.s.Tx(ctx, func(tx store.Tx) error {
+			if err := insert(tx); err != nil {
+				return err
+			}
+			if !pgstore.DeferTx(tx, `SELECT pg_notify($1, $2)`, channel, "after") {
+				t.Fatal("DeferTx refused a store transaction")
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		heard("after")
+	}
+	trips := f.tr.take()
+	t.Logf("insert, then a deferred notify: %q", trips)
+	if len(trips) != 2 || len(trips[1]) != 2 || !contains(trips[1][0], "pg_notify") || trips[1][1] != "commit" {
+		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [pg_notify, commit]", trips)
+	}
+
+	// Deferred, then a statement: they go together.
+	if err := f.s.Tx(ctx, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
+		}
+		pgstore.DeferTx(tx, `SELECT pg_notify($1, $2)`, channel, "before")
+		return insert(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	heard("before")
+	if trips := f.tr.take(); len(trips) != 3 || len(trips[1]) != 2 || !contains(trips[1][0], "pg_notify") || !contains(trips[1][1], "INSERT INTO jobs") {
+		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [pg_notify, INSERT], [commit]", trips)
+	}
+
+	// Deferred alone: one round trip.
+	if err := f.s.Tx(ctx, func(tx store.Tx) error {
+		pgstore.DeferTx(tx, `SELECT pg_notify($1, $2)`, channel, "alone")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	heard("alone")
+	if trips := f.tr.take(); len(trips) != 1 || len(trips[0]) != 3 || trips[0][0] != "begin" || !contains(trips[0][1], "set_config('role'", "pg_notify") || trips[0][2] != "commit" {
+		t.Errorf("round trips %q, want [BEGIN, scope and pg_notify, commit]", trips)
+	}
+
+	// A deferred statement that fails: the commit fails, the insert is
+	// rolled back, nothing is notified, and the pool's connection is usable.
+	before := f.jobs(t)
+	err = f.s.Tx(ctx, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
+		}
+		pgstore.DeferTx(tx, `SELECT pg_notify($1, $2)`, channel, "x")
+		pgstore.DeferTx(tx, `SELECT 1/0`)
+		return nil
+	})
+	if err == nil {
+		t.Fatal("a failing deferred statement committed")
+	}
+	if n := f.jobs(t); n != before {
+		t.Errorf("%d jobs after the failed commit, want %d", n, before)
+	}
+	if err := f.s.Tx(ctx, func(tx store.Tx) error {
+		pgstore.DeferTx(tx, `SELECT pg_notify($1, $2)`, channel, "next")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	heard("next") // not "x"
+
+	if pgstore.DeferTx(nil, `SELECT 1`) {
+		t.Error("DeferTx accepted a nil transaction")
+	}
+
+	// A deferred lease release (the hand-over's) goes with the COMMIT once
+	// the transaction has begun; before, it runs at once.
+	run := randName("run-")
+	lease := &store.AcquireLeaseParams{OwnerID: f.owner, RunID: run, ThreadID: f.thread.ID, Holder: "me", TTL: time.Minute}
+	release := &store.ReleaseLeaseParams{OwnerID: f.owner, RunID: run, Holder: "me", Deferred: true}
+	for _, begun := range []bool{true, false} {
+		if _, err := f.s.AcquireLease(ctx, lease); err != nil {
+			t.Fatal(err)
+		}
+		f.tr.take()
+		if err := f.s.Tx(ctx, func(tx store.Tx) error {
+			if begun {
+				if err := insert(tx); err != nil {
+					return err
+				}
+			}
+			ok, err := tx.ReleaseLease(ctx, release)
+			if err == nil && ok != !begun {
+				t.Errorf("begun %v: ReleaseLease reported %v", begun, ok)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		trips := f.tr.take()
+		t.Logf("begun %v: %q", begun, trips)
+		withCommit := slices.ContainsFunc(trips[len(trips)-1], func(q string) bool { return strings.HasPrefix(q, "DELETE FROM run_leases") })
+		if last := trips[len(trips)-1]; len(trips) != 2 || withCommit != begun || last[len(last)-1] != "commit" {
+			t.Errorf("begun %v: round trips %q, want the DELETE with the commit (begun) or at once", begun, trips)
+		}
+		if _, err := f.s.GetLease(ctx, &store.GetLeaseParams{OwnerID: f.owner, RunID: run}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("begun %v: lease after the release: %v, want ErrNotFound", begun, err)
 		}
 	}
 }

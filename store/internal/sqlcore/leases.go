@@ -58,6 +58,9 @@ func (e *Engine) ReleaseLease(ctx context.Context, p *store.ReleaseLeaseParams) 
 		query += ` AND expires_at < $` + strconv.Itoa(len(args))
 	}
 	n, err := inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" of run "+strconv.Quote(p.RunID), func(q Querier) (int64, error) {
+		if d, ok := q.(interface{ DeferWrite(string, ...any) bool }); ok && p.Deferred && d.DeferWrite(query, args...) {
+			return 0, nil
+		}
 		last(q)
 		return q.Exec(ctx, query, args...)
 	})
