@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/model/scripted"
+	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/service"
 )
 
@@ -80,7 +82,14 @@ func TestShutdownCutsInlineRuns(t *testing.T) {
 		}
 		answer <- r
 	}()
-	for calls.Load() < 2 {
+	// An OpenAI client's stream, on a third thread.
+	chatThread := b.thread(t, b.keyA, "stall")
+	chatResp, chatCh := b.stream(t, b.keyA, "POST", "/v1/chat/completions", map[string]any{"model": "stall", "stream": true,
+		"messages": []any{map[string]any{"role": "user", "content": "think"}}}, server.ThreadHeader, chatThread)
+	if chatResp.StatusCode != http.StatusOK {
+		t.Fatal(chatResp.StatusCode)
+	}
+	for calls.Load() < 3 {
 		time.Sleep(10 * time.Millisecond)
 	}
 
@@ -96,6 +105,19 @@ func TestShutdownCutsInlineRuns(t *testing.T) {
 	for _, e := range got {
 		if e.Type == "run_end" || e.Type == "error" {
 			t.Fatalf("the stream of a cut run got %s: %v", e.Type, types(got))
+		}
+	}
+	// The OpenAI stream of a cut run ends with an error (the client raises
+	// it), not with a finish_reason or [DONE]: its answer is not whole.
+	chat := collect(t, chatCh, nil)
+	last := chat[len(chat)-1]
+	if errObj, _ := last.Data["error"].(map[string]any); errObj == nil || !strings.Contains(fmt.Sprint(errObj["message"]), "shutting down") ||
+		!strings.Contains(fmt.Sprint(errObj["message"]), "/events") {
+		t.Fatalf("the OpenAI stream of a cut run ends with %s, want an error naming the run's events URL", last.Raw)
+	}
+	for _, e := range chat {
+		if strings.Contains(e.Raw, "finish_reason\":\"") || e.Raw == "[DONE]" {
+			t.Fatalf("the OpenAI stream of a cut run finished: %s", e.Raw)
 		}
 	}
 	r := <-answer

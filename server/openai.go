@@ -436,7 +436,11 @@ func (s *Server) wait(ctx context.Context, a *answer) error {
 
 // followOpenAI streams the run's events to an OpenAI client: each event folded
 // into a, its text (if any) sent by send; a comment ping after each
-// heartbeat without events. It returns false when the client is gone.
+// heartbeat without events. It returns false when the client is gone. A
+// run cut by the server's shutdown (handed to another instance) fails the
+// answer with a 503-type error naming the run's events URL: an OpenAI
+// client, which cannot resume a stream, raises it instead of taking the
+// cut answer for a whole one.
 func (s *Server) followOpenAI(ctx context.Context, sw *sse.Writer, a *answer, send func(text string) error) bool {
 	hb := time.NewTimer(s.cfg.Heartbeat)
 	defer hb.Stop()
@@ -465,7 +469,10 @@ func (s *Server) followOpenAI(ctx context.Context, sw *sse.Writer, a *answer, se
 		case <-ctx.Done():
 			return false
 		case <-s.runCtx.Done():
-			return false
+			e := errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the server is shutting down: the run %s goes on on another instance; follow it at %s", a.run.id, eventsURL(a.run.threadID, a.run.id))
+			e.retry = 1
+			a.failed = e
+			return true
 		case <-hb.C:
 			if sw.Comment("ping") != nil {
 				return false
