@@ -422,13 +422,11 @@ type WritingCTE interface {
 	WritingCTE()
 }
 
-// appendInOne is AppendMessages in one statement: reserve (the UPDATE of
-// the thread's next_seq) in a WITH, the messages inserted with the numbers
-// it returned, the inserted rows (and the thread's columns when p.Thread
-// is set) returned. The thread's row is locked by the UPDATE before the
-// insert, as in two statements. No row: the thread is not the owner's.
-func appendInOne(ctx context.Context, q Querier, reserve string, p *store.AppendMessagesParams, nms []newMessage, now any) ([]*store.Message, error) {
-	args := []any{p.OwnerID, p.ThreadID, len(nms), now}
+// messageValues appends the columns of nms to args and returns them with
+// one VALUES row per message — (its index from 1, id, role, agent, parts,
+// status, parent, usage, metadata), parameters numbered after args' — for
+// the one-statement writes of messages (appendInOne, createInOne).
+func messageValues(args []any, nms []newMessage) ([]any, []string) {
 	values := make([]string, len(nms))
 	for i := range nms {
 		nm := &nms[i]
@@ -438,6 +436,16 @@ func appendInOne(ctx context.Context, q Querier, reserve string, p *store.Append
 		args = append(args, nm.id, string(nm.msg.Role), nm.msg.Agent, nm.enc.parts, string(nm.status), nullString(nm.parent),
 			nm.enc.usage, nm.enc.metadata)
 	}
+	return args, values
+}
+
+// appendInOne is AppendMessages in one statement: reserve (the UPDATE of
+// the thread's next_seq) in a WITH, the messages inserted with the numbers
+// it returned, the inserted rows (and the thread's columns when p.Thread
+// is set) returned. The thread's row is locked by the UPDATE before the
+// insert, as in two statements. No row: the thread is not the owner's.
+func appendInOne(ctx context.Context, q Querier, reserve string, p *store.AppendMessagesParams, nms []newMessage, now any) ([]*store.Message, error) {
+	args, values := messageValues([]any{p.OwnerID, p.ThreadID, len(nms), now}, nms)
 	cols := "m.id, m.owner_id, m.thread_id, m.seq, m.role, m.agent, m.parts, m.status, m.parent_message_id, m.usage, m.metadata, m.created_at, m.updated_at"
 	from := "m"
 	if p.Thread != nil {

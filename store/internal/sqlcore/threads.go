@@ -100,16 +100,7 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 // thread. The messages' foreign key to the thread is checked at the end of
 // the statement, which sees the thread's row.
 func createInOne(ctx context.Context, q Querier, p *store.CreateThreadParams, id string, md any, nms []newMessage, now any) (*store.Thread, error) {
-	args := []any{id, p.OwnerID, nullString(p.ParentID), p.Name, p.Network, p.ActiveAgent, md, len(nms), now}
-	values := make([]string, len(nms))
-	for i := range nms {
-		nm := &nms[i]
-		n := len(args)
-		values[i] = fmt.Sprintf("(%d, $%d::text, $%d::text, $%d::text, $%d::json, $%d::text, $%d::text, $%d::json, $%d::json)",
-			i+1, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
-		args = append(args, nm.id, string(nm.msg.Role), nm.msg.Agent, nm.enc.parts, string(nm.status), nullString(nm.parent),
-			nm.enc.usage, nm.enc.metadata)
-	}
+	args, values := messageValues([]any{id, p.OwnerID, nullString(p.ParentID), p.Name, p.Network, p.ActiveAgent, md, len(nms), now}, nms)
 	last(q)
 	return scanThread(q.QueryRow(ctx, `WITH t AS (INSERT INTO threads
 			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
