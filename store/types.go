@@ -428,6 +428,13 @@ type TransitionJobRunParams struct {
 	Fence bool
 	// Metadata is merged into the run's metadata key by key.
 	Metadata map[string]json.RawMessage
+	// ViaProcessing makes the move also a start, as if the run had moved
+	// to processing first in the same statement: its attempt is counted and
+	// its start time set. The run may then be in any status that may move
+	// to processing (queued, error), and To must be a status processing may
+	// move to. A continuation that claims its run with its final write
+	// moves it from queued to completed at once.
+	ViaProcessing bool
 	// ClearDraft, if set, is the id of a message whose draft is deleted
 	// with the transition, in the same statement on PostgreSQL (a
 	// continuation's placeholder, as its job run completes); a missing

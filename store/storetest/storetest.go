@@ -75,6 +75,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"JobRunConcurrentCreate", testJobRunConcurrentCreate},
 		{"JobRunTransitions", testJobRunTransitions},
 		{"JobRunFenceZero", testJobRunFenceZero},
+		{"JobRunViaProcessing", testJobRunViaProcessing},
 		{"JobRunClearDraft", testJobRunClearDraft},
 		{"JobRunAppend", testJobRunAppend},
 		{"ThreadSummaries", testThreadSummaries},
@@ -1322,6 +1323,58 @@ func testJobRunFenceZero(t *testing.T, s store.Store, b *bundle) {
 	oneWinner(t, errs)
 	if got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); got.Attempt != 1 {
 		t.Fatalf("%d concurrent fenced claims from attempt 0 counted %d attempts", n, got.Attempt)
+	}
+}
+
+// testJobRunViaProcessing: a move ViaProcessing counts an attempt and
+// starts the run as a move to processing would, in the same statement: a
+// queued run completes at once (a claim made with the final write), fenced
+// on the attempt read; a run that may not move to processing is refused.
+func testJobRunViaProcessing(t *testing.T, s store.Store, b *bundle) {
+	create := func() *store.JobRun {
+		return must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+	}
+	for _, md := range []map[string]json.RawMessage{nil, {"claim": json.RawMessage(`true`)}} {
+		move := func(id string, to store.JobStatus, attempt int) (*store.JobRun, error) {
+			return s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: id, To: to, Error: "e",
+				ExpectedAttempt: attempt, Fence: true, ViaProcessing: true, Metadata: md})
+		}
+		j := create()
+		c := must(move(j.ID, store.JobCompleted, 0))(t)
+		if c.Status != store.JobCompleted || c.Attempt != 1 || c.StartedAt.IsZero() || c.FinishedAt.IsZero() || c.Error != "" {
+			t.Fatalf("queued → completed via processing = %+v", c)
+		}
+		// Once more from the attempt read: refused, nothing written.
+		_, err := move(j.ID, store.JobCompleted, 0)
+		te := wantAs[*store.TransitionError](t, err)
+		if te.From != string(store.JobCompleted) {
+			t.Fatalf("TransitionError = %+v", te)
+		}
+		if got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); !reflect.DeepEqual(got, c) {
+			t.Fatalf("refused move wrote: %+v, was %+v", got, c)
+		}
+		// Fenced: another claim counted an attempt since the read.
+		j = create()
+		must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobProcessing}))(t)
+		must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobError, Error: "x"}))(t)
+		_, err = move(j.ID, store.JobCompleted, 0)
+		wantAs[*store.TransitionError](t, err)
+		// From error, at the attempt read: to error again, an attempt more.
+		e := must(move(j.ID, store.JobError, 1))(t)
+		if e.Status != store.JobError || e.Attempt != 2 || e.Error != "e" {
+			t.Fatalf("error → error via processing = %+v", e)
+		}
+	}
+	// Concurrent claimers of one queued run: one completes it.
+	j := create()
+	errs := race(8, func(int) error {
+		_, err := s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCompleted,
+			Fence: true, ViaProcessing: true})
+		return err
+	})
+	oneWinner(t, errs)
+	if got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); got.Attempt != 1 || got.Status != store.JobCompleted {
+		t.Fatalf("concurrent claims via processing left %+v", got)
 	}
 }
 

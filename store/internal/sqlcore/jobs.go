@@ -153,7 +153,7 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 			return nil, err
 		}
 		terr := &store.TransitionError{Kind: "job run", ID: p.ID, From: string(j.Status), To: string(p.To)}
-		if !j.Status.CanMoveTo(p.To) {
+		if !canMove(j.Status, p) {
 			return nil, terr
 		}
 		if fenced(p) && p.ExpectedAttempt != j.Attempt {
@@ -162,6 +162,10 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 		}
 		now := e.now()
 		j.Status = p.To
+		if p.ViaProcessing && p.To != store.JobProcessing {
+			j.Attempt++
+			j.StartedAt = now
+		}
 		switch p.To {
 		case store.JobProcessing:
 			j.Attempt++
@@ -185,6 +189,15 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 	})
 }
 
+// canMove reports whether a job run in status from may make p's move: to
+// p.To, or through processing with p.ViaProcessing.
+func canMove(from store.JobStatus, p *store.TransitionJobRunParams) bool {
+	if p.ViaProcessing {
+		return from.CanMoveTo(store.JobProcessing) && store.JobProcessing.CanMoveTo(p.To)
+	}
+	return from.CanMoveTo(p.To)
+}
+
 // fenced reports whether p's transition is fenced on p.ExpectedAttempt:
 // when it is not 0, or when p.Fence is set (attempt 0 included).
 func fenced(p *store.TransitionJobRunParams) bool {
@@ -203,7 +216,7 @@ func fenced(p *store.TransitionJobRunParams) bool {
 func (e *Engine) transitionIf(ctx context.Context, q Querier, p *store.TransitionJobRunParams, clear bool) (*store.JobRun, error) {
 	var from []string
 	for _, s := range []store.JobStatus{store.JobQueued, store.JobProcessing, store.JobCompleted, store.JobError, store.JobCanceled} {
-		if s.CanMoveTo(p.To) {
+		if canMove(s, p) {
 			from = append(from, "'"+string(s)+"'")
 		}
 	}
@@ -213,6 +226,9 @@ func (e *Engine) transitionIf(ctx context.Context, q Querier, p *store.Transitio
 	now := e.Dialect.Time(e.now())
 	set := `status = $3, updated_at = $4`
 	args := []any{p.OwnerID, p.ID, string(p.To), now}
+	if p.ViaProcessing && p.To != store.JobProcessing {
+		set += `, attempt = attempt + 1, started_at = $4`
+	}
 	switch p.To {
 	case store.JobProcessing:
 		set += `, attempt = attempt + 1, started_at = $4, finished_at = NULL`
