@@ -30,6 +30,14 @@ type Options struct {
 	// Logger receives flush failures (which are retried at the next
 	// interval). Defaults to slog.Default().
 	Logger *slog.Logger
+	// Gate, if set, runs first in each flush's transaction, before the
+	// message's status is checked: a writer whose message may move to
+	// streaming only with other writes (a continuation that claims its
+	// run with its first write) makes them there. The function it returns,
+	// if not nil, is called once the transaction ended, with its outcome
+	// (nil: committed). A Gate error fails the flush like the store's
+	// (a *store.TransitionError stops the Writer).
+	Gate func(ctx context.Context, tx store.Tx) (after func(err error), err error)
 
 	// afterFunc replaces time.AfterFunc in tests.
 	afterFunc func(d time.Duration, f func()) func() bool
@@ -59,6 +67,7 @@ type Writer struct {
 	bytes int
 	log   *slog.Logger
 	after func(d time.Duration, f func()) func() bool
+	gate  func(ctx context.Context, tx store.Tx) (func(error), error)
 
 	mu       sync.Mutex
 	idle     *sync.Cond // signalled when a flush ends
@@ -74,7 +83,7 @@ type Writer struct {
 // NewWriter returns a Writer for t. Flushes use ctx (for its values and
 // deadline): the Writer stops flushing when ctx ends.
 func NewWriter(ctx context.Context, st store.Store, b Broker, t Target, o Options) *Writer {
-	w := &Writer{st: st, b: b, t: t, ctx: ctx, every: o.Interval, bytes: o.Bytes, log: o.Logger, after: o.afterFunc}
+	w := &Writer{st: st, b: b, t: t, ctx: ctx, every: o.Interval, bytes: o.Bytes, log: o.Logger, after: o.afterFunc, gate: o.Gate}
 	if w.every <= 0 {
 		w.every = DefaultInterval
 	}
@@ -188,7 +197,14 @@ func (w *Writer) flush() {
 // write stores text as the draft, in one transaction with a check that the
 // message is streaming, and publishes the change.
 func (w *Writer) write(text string) error {
+	var after func(error)
 	err := w.st.Tx(w.ctx, func(tx store.Tx) error {
+		if w.gate != nil {
+			var err error
+			if after, err = w.gate(w.ctx, tx); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.UpdateMessage(w.ctx, &store.UpdateMessageParams{OwnerID: w.t.OwnerID, ID: w.t.MessageID,
 			ExpectedStatus: message.StatusStreaming}); err != nil {
 			return err
@@ -196,6 +212,9 @@ func (w *Writer) write(text string) error {
 		_, err := tx.UpsertDraft(w.ctx, &store.UpsertDraftParams{OwnerID: w.t.OwnerID, MessageID: w.t.MessageID, Text: text})
 		return err
 	})
+	if after != nil {
+		after(err)
+	}
 	if err != nil {
 		return err
 	}

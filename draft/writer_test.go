@@ -290,3 +290,73 @@ func TestWriterAbandon(t *testing.T) {
 		t.Fatalf("close after abandon: %v, %d flushes", err, b.w.Flushes())
 	}
 }
+
+// TestWriterGate: the gate runs first in each flush's transaction (here it
+// moves a queued message to streaming, as a continuation's claim does),
+// and hears how the transaction ended; its error stops the writer.
+func TestWriterGate(t *testing.T) {
+	t.Parallel()
+	st := testdb.SQLite(t)
+	tg := drafttest.Target(t, st, "o")
+	if _, err := st.UpdateMessage(t.Context(), &store.UpdateMessageParams{OwnerID: tg.OwnerID, ID: tg.MessageID, Status: message.StatusQueued}); err != nil {
+		t.Fatal(err)
+	}
+	var gates int
+	var outcomes []error
+	claimed := false
+	gate := func(ctx context.Context, tx store.Tx) (func(error), error) {
+		gates++
+		if claimed {
+			return nil, nil
+		}
+		if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: tg.OwnerID, ID: tg.MessageID, Status: message.StatusStreaming,
+			ExpectedStatus: message.StatusQueued}); err != nil {
+			return nil, err
+		}
+		return func(err error) {
+			outcomes = append(outcomes, err)
+			claimed = err == nil
+		}, nil
+	}
+	clock := &fakeTimers{}
+	w := draft.NewWriter(t.Context(), st, nil, tg, draft.WithTimers(draft.Options{Gate: gate}, clock.afterFunc))
+	w.WriteString("first")
+	clock.fire()
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetMessage(t.Context(), &store.GetMessageParams{OwnerID: tg.OwnerID, ID: tg.MessageID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := draftText(t, st, tg); text != "first" || m.Status != message.StatusStreaming || len(outcomes) != 1 || outcomes[0] != nil || !claimed {
+		t.Fatalf("after the first flush: draft %q, status %s, outcomes %v", text, m.Status, outcomes)
+	}
+	w.WriteString(" second")
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := draftText(t, st, tg); text != "first second" || gates != 2 || len(outcomes) != 1 {
+		t.Fatalf("after the second flush: draft %q, %d gates, outcomes %v", text, gates, outcomes)
+	}
+
+	// A gate that is refused stops the writer, and nothing is written.
+	tg2 := drafttest.Target(t, st, "o")
+	refused := func(ctx context.Context, tx store.Tx) (func(error), error) {
+		_, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: tg2.OwnerID, ID: tg2.MessageID, Status: message.StatusStreaming,
+			ExpectedStatus: message.StatusQueued})
+		return nil, err
+	}
+	w2 := draft.NewWriter(t.Context(), st, nil, tg2, draft.WithTimers(draft.Options{Gate: refused}, clock.afterFunc))
+	w2.WriteString("x")
+	if err := w2.Flush(); err == nil {
+		t.Fatal("a refused gate: no error")
+	}
+	if text, _ := draftText(t, st, tg2); text != "" {
+		t.Fatalf("a refused gate wrote %q", text)
+	}
+	w2.WriteString("y")
+	if err := w2.Flush(); err == nil {
+		t.Fatal("a writer stopped by its gate flushed again")
+	}
+}
