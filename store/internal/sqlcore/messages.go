@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
@@ -136,6 +137,11 @@ func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesPara
 	})
 }
 
+// reserveSeq reserves $3 sequence numbers of thread $2 of owner $1, at
+// time $4, and returns the next one.
+const reserveSeq = `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
+		WHERE owner_id = $1 AND id = $2 RETURNING next_seq`
+
 // appendTo is AppendMessages of the encoded messages nms, in q.
 func appendTo(ctx context.Context, e *Engine, q Querier, p *store.AppendMessagesParams, nms []newMessage, now any) ([]*store.Message, error) {
 	// Reserving the sequence numbers locks the thread row, which orders
@@ -143,10 +149,9 @@ func appendTo(ctx context.Context, e *Engine, q Querier, p *store.AppendMessages
 	if len(nms) == 0 {
 		last(q)
 	}
-	const reserve = `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
-		WHERE owner_id = $1 AND id = $2 RETURNING next_seq`
+	const reserve = reserveSeq
 	if _, ok := e.Dialect.(WritingCTE); ok && len(nms) > 0 {
-		return appendInOne(ctx, q, reserve, p, nms, now)
+		return appendInOne(ctx, q, p, nms, now)
 	}
 	var next int64
 	if p.Thread == nil {
@@ -424,42 +429,81 @@ type WritingCTE interface {
 }
 
 // messageValues appends the columns of nms to args and returns them with
-// one VALUES row per message — (its index from 1, id, role, agent, parts,
-// status, parent, usage, metadata), parameters numbered after args' — for
-// the one-statement writes of messages (appendInOne, createInOne).
-func messageValues(args []any, nms []newMessage) ([]any, []string) {
-	values := make([]string, len(nms))
+// the VALUES rows of the one-statement writes of messages (appendInOne,
+// createInOne): one row per message — (its index from 1, id, role, agent,
+// parts, status, parent, usage, metadata) — with parameters numbered
+// after args'. The rows' text depends only on len(args) and len(nms):
+// each caller keeps the whole statement's text in a [textCache].
+func messageValues(args []any, nms []newMessage) ([]any, func() string) {
+	base, n := len(args), len(nms)
 	for i := range nms {
 		nm := &nms[i]
-		n := len(args)
-		values[i] = fmt.Sprintf("(%d, $%d::text, $%d::text, $%d::text, $%d::json, $%d::text, $%d::text, $%d::json, $%d::json)",
-			i+1, n+1, n+2, n+3, n+4, n+5, n+6, n+7, n+8)
 		args = append(args, nm.id, string(nm.msg.Role), nm.msg.Agent, nm.enc.parts, string(nm.status), nullString(nm.parent),
 			nm.enc.usage, nm.enc.metadata)
 	}
-	return args, values
+	return args, func() string {
+		var sb strings.Builder
+		for i := range n {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			p := base + 8*i
+			fmt.Fprintf(&sb, "(%d, $%d::text, $%d::text, $%d::text, $%d::json, $%d::text, $%d::text, $%d::json, $%d::json)",
+				i+1, p+1, p+2, p+3, p+4, p+5, p+6, p+7, p+8)
+		}
+		return sb.String()
+	}
 }
+
+// textCache holds the texts of a statement that depend only on how many
+// messages it writes, from 1 to 32, each built once: a hot statement's
+// text is not built again at every call. It is safe for concurrent use.
+type textCache [32]atomic.Pointer[string]
+
+// get returns the text for n, built by build if it is not cached.
+func (c *textCache) get(n int, build func() string) string {
+	if n < 1 || n > len(c) {
+		return build()
+	}
+	if s := c[n-1].Load(); s != nil {
+		return *s
+	}
+	s := build()
+	c[n-1].Store(&s)
+	return s
+}
+
+// The texts of appendInOne (without and with the thread's columns) and of
+// createInOne.
+var appendTexts, appendThreadTexts, createTexts textCache
 
 // appendInOne is AppendMessages in one statement: reserve (the UPDATE of
 // the thread's next_seq) in a WITH, the messages inserted with the numbers
 // it returned, the inserted rows (and the thread's columns when p.Thread
 // is set) returned. The thread's row is locked by the UPDATE before the
 // insert, as in two statements. No row: the thread is not the owner's.
-func appendInOne(ctx context.Context, q Querier, reserve string, p *store.AppendMessagesParams, nms []newMessage, now any) ([]*store.Message, error) {
+func appendInOne(ctx context.Context, q Querier, p *store.AppendMessagesParams, nms []newMessage, now any) ([]*store.Message, error) {
 	args, values := messageValues([]any{p.OwnerID, p.ThreadID, len(nms), now}, nms)
-	cols := "m.id, m.owner_id, m.thread_id, m.seq, m.role, m.agent, m.parts, m.status, m.parent_message_id, m.usage, m.metadata, m.created_at, m.updated_at"
-	from := "m"
+	texts := &appendTexts
 	if p.Thread != nil {
-		reserve += ", " + threadCols
-		cols += ", t.id, t.owner_id, t.parent_id, t.name, t.network, t.active_agent, t.metadata, t.version, t.created_at, t.updated_at"
-		from = "m, t"
+		texts = &appendThreadTexts
 	}
-	query := `WITH t AS (` + reserve + `), m AS (
+	query := texts.get(len(nms), func() string {
+		reserve := reserveSeq
+		cols := "m.id, m.owner_id, m.thread_id, m.seq, m.role, m.agent, m.parts, m.status, m.parent_message_id, m.usage, m.metadata, m.created_at, m.updated_at"
+		from := "m"
+		if p.Thread != nil {
+			reserve += ", " + threadCols
+			cols += ", t.id, t.owner_id, t.parent_id, t.name, t.network, t.active_agent, t.metadata, t.version, t.created_at, t.updated_at"
+			from = "m, t"
+		}
+		return `WITH t AS (` + reserve + `), m AS (
 		INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
 		SELECT v.id, $1, $2, t.next_seq - $3 + v.ord, v.role, v.agent, v.parts, v.status, v.parent, v.usage, v.metadata, $4, $4
-		FROM t, (VALUES ` + strings.Join(values, ", ") + `) AS v (ord, id, role, agent, parts, status, parent, usage, metadata)
+		FROM t, (VALUES ` + values() + `) AS v (ord, id, role, agent, parts, status, parent, usage, metadata)
 		RETURNING ` + messageCols + `)
 		SELECT ` + cols + ` FROM ` + from + ` ORDER BY m.seq`
+	})
 	// scan reads a row of the messages and, with p.Thread, of the thread.
 	scan := func(r Row) (*store.Message, error) {
 		return scanMessage(nestRow(func(md ...any) error {

@@ -101,14 +101,17 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 // the statement, which sees the thread's row.
 func createInOne(ctx context.Context, q Querier, p *store.CreateThreadParams, id string, md any, nms []newMessage, now any) (*store.Thread, error) {
 	args, values := messageValues([]any{id, p.OwnerID, nullString(p.ParentID), p.Name, p.Network, p.ActiveAgent, md, len(nms), now}, nms)
-	last(q)
-	return scanThread(q.QueryRow(ctx, `WITH t AS (INSERT INTO threads
+	query := createTexts.get(len(nms), func() string {
+		return `WITH t AS (INSERT INTO threads
 			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9) RETURNING `+threadCols+`), m AS (
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9) RETURNING ` + threadCols + `), m AS (
 		INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
 		SELECT v.id, t.owner_id, t.id, v.ord, v.role, v.agent, v.parts, v.status, v.parent, v.usage, v.metadata, $9, $9
-		FROM t, (VALUES `+strings.Join(values, ", ")+`) AS v (ord, id, role, agent, parts, status, parent, usage, metadata))
-		SELECT `+threadCols+` FROM t`, args...))
+		FROM t, (VALUES ` + values() + `) AS v (ord, id, role, agent, parts, status, parent, usage, metadata))
+		SELECT ` + threadCols + ` FROM t`
+	})
+	last(q)
+	return scanThread(q.QueryRow(ctx, query, args...))
 }
 
 // GetThread implements [store.Ops].
