@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"errors"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -174,14 +173,14 @@ func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, error) {
 	return b, nil
 }
 
-// param is a statement's parameter.
-var param = regexp.MustCompile(`\$[0-9]+`)
-
 // selectList joins consecutive statements that are each "SELECT " and a
 // list of expressions (parameters from $1) into one SELECT of all their
 // expressions, in order, parameters renumbered. Other statements are left
 // as they are.
 func selectList(stmts []queued) []queued {
+	if len(stmts) < 2 {
+		return stmts
+	}
 	var out []queued
 	for _, st := range stmts {
 		list, ok := strings.CutPrefix(st.sql, "SELECT ")
@@ -192,13 +191,31 @@ func selectList(stmts []queued) []queued {
 		}
 		prev := &out[n-1]
 		k := len(prev.args)
-		prev.sql += ", " + param.ReplaceAllStringFunc(list, func(p string) string {
-			i, _ := strconv.Atoi(p[1:])
-			return "$" + strconv.Itoa(i+k)
-		})
+		prev.sql += ", " + renumber(list, k)
 		prev.args = append(prev.args[:k:k], st.args...)
 	}
 	return out
+}
+
+// renumber returns sql with each parameter ($ and digits) numbered k more.
+func renumber(sql string, k int) string {
+	var b strings.Builder
+	b.Grow(len(sql) + 8)
+	for i := 0; i < len(sql); i++ {
+		j := i + 1
+		for sql[i] == '$' && j < len(sql) && '0' <= sql[j] && sql[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			b.WriteByte(sql[i])
+			continue
+		}
+		p, _ := strconv.Atoi(sql[i+1 : j])
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(p + k))
+		i = j - 1
+	}
+	return b.String()
 }
 
 // send runs sql, with what must precede it (lead), and returns the batch

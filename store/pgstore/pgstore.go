@@ -363,33 +363,57 @@ type txOps struct {
 // made with set_config(…, true) end with their transaction. A transaction
 // that changes scope (reset true) always sets them.
 func scopeStmt(role string, sc sqlcore.Scope, reset bool) queued {
-	var b strings.Builder
-	var args []any
-	set := func(name string, v any) {
-		args = append(args, v)
-		if len(args) == 1 {
-			b.WriteString("SELECT ")
-		} else {
-			b.WriteString(", ")
-		}
-		b.WriteString("set_config('" + name + "', $" + strconv.Itoa(len(args)) + ", true)")
-	}
+	args := make([]any, 0, 4)
+	var which int
 	if role != "" {
-		set("role", role)
+		args = append(args, role)
+		which |= 1
 	}
-	set("baton.owner", sc.Owner)
+	args = append(args, sc.Owner)
 	if sc.APIKeyHash != "" || reset {
-		set("baton.api_key_hash", sc.APIKeyHash)
+		args = append(args, sc.APIKeyHash)
+		which |= 2
 	}
 	if sc.Leases || reset {
 		leases := ""
 		if sc.Leases {
 			leases = "on"
 		}
-		set("baton.leases", leases)
+		args = append(args, leases)
+		which |= 4
 	}
-	return queued{b.String(), args}
+	return queued{scopeTexts[which], args}
 }
+
+// scopeTexts are the texts of scopeStmt, by which settings it makes
+// besides baton.owner: 1 role, 2 baton.api_key_hash, 4 baton.leases.
+var scopeTexts = func() (texts [8]string) {
+	for which := range texts {
+		var b strings.Builder
+		n := 0
+		set := func(name string) {
+			n++
+			if n == 1 {
+				b.WriteString("SELECT ")
+			} else {
+				b.WriteString(", ")
+			}
+			b.WriteString("set_config('" + name + "', $" + strconv.Itoa(n) + ", true)")
+		}
+		if which&1 != 0 {
+			set("role")
+		}
+		set("baton.owner")
+		if which&2 != 0 {
+			set("baton.api_key_hash")
+		}
+		if which&4 != 0 {
+			set("baton.leases")
+		}
+		texts[which] = b.String()
+	}
+	return texts
+}()
 
 // storeExec runs each call of the Store in a transaction of its own,
 // pipelined by lazyQuerier.
