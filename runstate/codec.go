@@ -51,9 +51,12 @@ func Encode(s *State) ([]byte, error) {
 	if s == nil {
 		return nil, errors.New("runstate: encode nil state")
 	}
-	c := *s
-	c.SchemaVersion = SchemaVersion
-	b, err := json.Marshal(&c)
+	if s.SchemaVersion != SchemaVersion {
+		c := *s
+		c.SchemaVersion = SchemaVersion
+		s = &c
+	}
+	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("runstate: encode: %w", err)
 	}

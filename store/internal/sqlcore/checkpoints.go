@@ -97,13 +97,13 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 	if err := p.State.Validate(); err != nil {
 		return nil, e.wrap(op, invalid("state: %v", err))
 	}
-	b, err := runstate.Encode(p.State)
-	if err != nil {
-		return nil, e.wrap(op, invalid("%v", err))
-	}
 	s := new(runstate.State)
 	*s = *p.State
 	s.SchemaVersion = runstate.SchemaVersion
+	b, err := runstate.Encode(s) // of the current version: not copied again
+	if err != nil {
+		return nil, e.wrap(op, invalid("%v", err))
+	}
 	cp := &store.Checkpoint{
 		ID: p.ID, OwnerID: p.OwnerID, ThreadID: s.ThreadID, RunID: s.RunID, Step: s.Step,
 		Fingerprint: s.Fingerprint, Status: s.Status, State: s,

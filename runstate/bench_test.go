@@ -1,0 +1,56 @@
+package runstate
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/message"
+)
+
+// benchState is a state like the one a continuation checkpoints: a user
+// question, a tool call, its result and the answer, in the history and the
+// transcript.
+func benchState() *State {
+	msgs := []message.Message{
+		message.User("Where is order 1234?"),
+		{Role: message.RoleAssistant, Agent: "assistant", Parts: []message.Part{
+			{Type: message.PartToolCall, CallID: "call_1", Name: "lookup", Arguments: json.RawMessage(`{"order":"1234"}`)}},
+			Usage: &message.Usage{InputTokens: 120, OutputTokens: 18}, FinishReason: "tool_calls", RequestID: "req_1",
+			Metadata: map[string]any{"model": "scripted", "latency_ms": 12.5}},
+		message.ToolResult("assistant", "call_1", "lookup", `{"status":"shipped"}`, false),
+		message.Assistant("assistant", "Your order 1234 has shipped."),
+	}
+	return &State{SchemaVersion: SchemaVersion, RunID: "run_01JDZ4X6C3B8Q2M5N7P9R1S3T5", ThreadID: "thr_01JDZ4X6C3B8Q2M5N7P9R1S3T4",
+		Network: "bench", Fingerprint: "sha256:0123456789abcdef", Agent: "assistant",
+		Messages: msgs, Transcript: msgs, Trail: []string{"assistant"}, Turns: 2,
+		Usage: message.Usage{InputTokens: 240, OutputTokens: 30}, Step: 3, Status: StatusCompleted,
+		FinalOutput: "Your order 1234 has shipped.", StartedAt: time.Date(2026, 11, 26, 9, 0, 0, 123456789, time.UTC),
+		Elapsed: 12 * time.Millisecond, Seq: 9,
+		Values: map[string]json.RawMessage{"continuation": json.RawMessage(`{"id":"c1"}`)},
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	s := benchState()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Encode(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	enc, err := Encode(benchState())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(enc)))
+	for b.Loop() {
+		if _, err := Decode(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
