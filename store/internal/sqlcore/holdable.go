@@ -47,9 +47,15 @@ func checkText(field, s string, key bool) error {
 // checkTexts checks name, value pairs with [checkText], keys by their
 // names ([keyField]); prefix is put before each name in the error.
 func checkTexts(prefix string, fields ...string) error {
+	return checkTextsAt(func() string { return prefix }, fields...)
+}
+
+// checkTextsAt is checkTexts with a prefix that is built only for an
+// error.
+func checkTextsAt(prefix func() string, fields ...string) error {
 	for i := 0; i+1 < len(fields); i += 2 {
-		if err := checkText(prefix+fields[i], fields[i+1], keyField(fields[i])); err != nil {
-			return err
+		if checkText(fields[i], fields[i+1], keyField(fields[i])) != nil {
+			return checkText(prefix()+fields[i], fields[i+1], keyField(fields[i]))
 		}
 	}
 	return nil

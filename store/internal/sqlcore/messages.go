@@ -197,7 +197,7 @@ func encodeNew(msgs []store.NewMessage) ([]newMessage, error) {
 			return nil, invalid("message %d: unknown role %q", i, m.Role)
 		}
 		nm := newMessage{id: m.ID, parent: msgs[i].ParentID, msg: m, status: m.Status}
-		if err := checkTexts("Messages["+strconv.Itoa(i)+"].", "ID", nm.id, "ParentID", nm.parent, "Agent", m.Agent); err != nil {
+		if err := checkTextsAt(func() string { return "Messages[" + strconv.Itoa(i) + "]." }, "ID", nm.id, "ParentID", nm.parent, "Agent", m.Agent); err != nil {
 			return nil, err
 		}
 		if nm.status == "" {
