@@ -1,0 +1,165 @@
+package pgstore_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/pgstore"
+	"github.com/batonhq/baton/store/storetest"
+)
+
+// beforeFewerIndexes is the version before 009_fewer_indexes.
+const beforeFewerIndexes = 8
+
+// describe describes the tables of schema: columns, constraints and
+// indexes, as the catalogs define them, the schema's name left out.
+func describe(t *testing.T, conn *pgx.Conn, schema string) string {
+	t.Helper()
+	rows, err := conn.Query(t.Context(), `
+SELECT 'column ' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+       || CASE WHEN a.attnotnull THEN ' not null' ELSE '' END || ' identity ' || a.attidentity::text
+       || ' default ' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE c.relnamespace = $1::text::regnamespace AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped
+  AND c.relname <> 'baton_schema_migrations'
+UNION ALL
+SELECT 'constraint ' || conrelid::regclass::text || ' ' || conname || ' ' || contype::text || ' ' || pg_get_constraintdef(oid)
+FROM pg_constraint WHERE connamespace = $1::text::regnamespace
+UNION ALL
+SELECT 'index ' || indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = $1::text
+UNION ALL
+SELECT 'policy ' || tablename || ' ' || policyname || ' ' || cmd || ' ' || coalesce(qual, '') FROM pg_policies WHERE schemaname = $1::text
+ORDER BY 1`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(strings.Join(lines, "\n"), schema+".", "")
+}
+
+// TestMigrateFewerIndexesDown checks that 009_fewer_indexes's down
+// migration restores the schema of 008 exactly, and that migrating down
+// and up again makes the schema of a fresh database.
+func TestMigrateFewerIndexesDown(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	conn := admin(t)
+	schema := freshSchema(t)
+	s := open(t, testdb.URL(t), &store.Options{Schema: schema})
+	latest := describe(t, conn, schema)
+	if err := s.MigrateTo(ctx, beforeFewerIndexes); err != nil {
+		t.Fatal(err)
+	}
+	down := describe(t, conn, schema)
+	if err := s.MigrateTo(ctx, pgstore.LatestVersion()); err != nil {
+		t.Fatal(err)
+	}
+	if up := describe(t, conn, schema); up != latest {
+		t.Fatalf("schema after migrating down and up again:\n%s\nfresh:\n%s", up, latest)
+	}
+
+	other := freshSchema(t)
+	fresh := open(t, testdb.URL(t), &store.Options{Schema: other})
+	if err := fresh.MigrateTo(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.MigrateTo(ctx, beforeFewerIndexes); err != nil {
+		t.Fatal(err)
+	}
+	if want := describe(t, conn, other); down != want {
+		t.Fatalf("schema after migrating down to %d:\n%s\nmigrated up to %d:\n%s", beforeFewerIndexes, down, beforeFewerIndexes, want)
+	}
+
+	// What 009 is for: no index on messages (id, owner_id), checkpoints
+	// (seq) alone or run_leases (expires_at), drafts referencing messages (id).
+	for _, gone := range []string{"messages_id_owner_id_key ", "(seq)", "FOREIGN KEY (message_id, owner_id)", "run_leases_expiry_idx"} {
+		if strings.Contains(latest, gone) {
+			t.Fatalf("the latest schema still has %s:\n%s", gone, latest)
+		}
+	}
+	for _, want := range []string{"index checkpoints_pkey CREATE UNIQUE INDEX checkpoints_pkey ON checkpoints USING btree (id)",
+		"message_drafts_message_id_fkey f FOREIGN KEY (message_id) REFERENCES messages(id) ON DELETE CASCADE"} {
+		if !strings.Contains(latest, want) {
+			t.Fatalf("the latest schema lacks %s:\n%s", want, latest)
+		}
+	}
+}
+
+// TestMigrateFewerIndexesRows migrates rows written under 008 through
+// 009_fewer_indexes and back, and checks that every row, constraint and
+// cascade survives.
+func TestMigrateFewerIndexesRows(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := freshSchema(t)
+	s := open(t, testdb.URL(t), &store.Options{Schema: schema})
+	storetest.MigrateKeepsRows(t, s, beforeFewerIndexes, pgstore.LatestVersion())
+
+	// Under the store, as the superuser (no row-level security).
+	conn := admin(t)
+	if _, err := conn.Exec(ctx, `SET search_path = `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	count := func() string {
+		t.Helper()
+		var c string
+		if err := conn.QueryRow(ctx, `SELECT format('%s %s %s %s %s %s', (SELECT count(*) FROM threads), (SELECT count(*) FROM messages),
+			(SELECT count(*) FROM message_drafts), (SELECT count(*) FROM job_runs),
+			(SELECT count(*) FROM run_leases), (SELECT count(*) FROM checkpoints))`).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// Rows left by MigrateKeepsRows: a thread, 3 messages, no draft (deleted),
+	// 2 job runs, no lease (released), 2 checkpoints. A draft and a lease again,
+	// then the migration down and up with them.
+	if _, err := conn.Exec(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, updated_at)
+		SELECT id, owner_id, 'd', now() FROM messages LIMIT 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO run_leases (owner_id, run_id, thread_id, holder, expires_at)
+		SELECT owner_id, 'r', id, 'h', now() FROM threads`); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "1 3 1 2 1 2" {
+		t.Fatalf("rows (threads, messages, drafts, job runs, leases, checkpoints): %s", got)
+	}
+	for _, v := range []int{beforeFewerIndexes, pgstore.LatestVersion()} {
+		if err := s.MigrateTo(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		if got := count(); got != "1 3 1 2 1 2" {
+			t.Fatalf("rows after MigrateTo(%d): %s", v, got)
+		}
+	}
+	// The checkpoint written after the migrations has a greater seq.
+	var steps string
+	if err := conn.QueryRow(ctx, `SELECT string_agg(step::text, ' ' ORDER BY seq) FROM checkpoints`).Scan(&steps); err != nil || steps != "0 1" {
+		t.Fatalf("checkpoint steps in seq order %q, %v", steps, err)
+	}
+	// Deleting a message deletes its draft; deleting the thread, the rest.
+	if _, err := conn.Exec(ctx, `DELETE FROM messages WHERE id = (SELECT message_id FROM message_drafts)`); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "1 2 0 2 1 2" {
+		t.Fatalf("rows after deleting the drafted message: %s", got)
+	}
+	if _, err := conn.Exec(ctx, `DELETE FROM threads`); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "0 0 0 0 0 0" {
+		t.Fatalf("rows after deleting the thread: %s", got)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, updated_at) VALUES ('missing', 'o', '', now())`); err == nil ||
+		!strings.Contains(err.Error(), "23503") {
+		t.Fatalf("a draft of a missing message: %v, want a foreign key violation", err)
+	}
+}
