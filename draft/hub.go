@@ -44,6 +44,9 @@ func (h *Hub) Publish(_ context.Context, ev Event) error {
 func (h *Hub) Deliver(ev Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.by) == 0 {
+		return // nobody subscribes: no keys to build
+	}
 	for _, k := range [2]string{key(ev.OwnerID, "t", ev.ThreadID), key(ev.OwnerID, "m", ev.MessageID)} {
 		for s := range h.by[k] {
 			s.mark(ev.MessageID)

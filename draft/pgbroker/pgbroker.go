@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/draft"
@@ -181,8 +182,8 @@ func (b *Broker) receive(ctx context.Context, conn *pgx.Conn) error {
 		if err != nil {
 			return err
 		}
-		var ev notice
-		if err := json.Unmarshal([]byte(n.Payload), &ev); err != nil {
+		ev, err := decodeNotice(n.Payload)
+		if err != nil {
 			b.log.WarnContext(ctx, "draft broker: malformed notification", "error", err)
 			continue
 		}
@@ -203,6 +204,24 @@ type notice struct {
 	Kind      string `json:"k"`
 	Key       string `json:"key"`
 	Data      string `json:"d"`
+}
+
+// noticeOptions make the encoding/json/v2 decoder refuse a member name it
+// would read otherwise than encoding/json (in another case).
+var noticeOptions = jsonv2.RejectUnknownMembers(true)
+
+// decodeNotice decodes a notification's payload as encoding/json does, in
+// one pass of the encoding/json/v2 decoder when it accepts it (every
+// payload this package sends); anything else is decoded again by
+// encoding/json (TestDecodeNotice).
+func decodeNotice(payload string) (notice, error) {
+	var ev notice
+	if jsonv2.Unmarshal([]byte(payload), &ev, noticeOptions) == nil {
+		return ev, nil
+	}
+	ev = notice{}
+	err := json.Unmarshal([]byte(payload), &ev)
+	return ev, err
 }
 
 // Signal implements [draft.Signaller]: it sends a NOTIFY, which reaches the
