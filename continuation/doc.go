@@ -29,7 +29,9 @@
 // A worker (`baton worker`, or `baton serve` unless --workers 0) works the
 // jobs with River on PostgreSQL (riverpgxv5) or on the embedded SQLite
 // database (riversqlite). A job claims the run by writing a fenced
-// checkpoint, moves the placeholder to streaming, resumes the run with
+// checkpoint, moves the placeholder to streaming (or, when the run starts
+// with calls of idempotent tools, makes these writes with the run's first
+// write: its first checkpoint or draft flush), resumes the run with
 // threads.Service.ResumeCheckpoint, streams progress text into the
 // placeholder's draft (package draft: throttled, fanned out to subscribers),
 // and, in the same transaction as the run's final checkpoint, completes the

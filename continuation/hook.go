@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -79,7 +80,7 @@ func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 		case runstate.StatusCompleted, runstate.StatusInterrupted, runstate.StatusCancelled:
 			return s.finishTx(ctx, tx, jc, st)
 		}
-		return nil
+		return s.claimCheckpoint(ctx, tx, jc)
 	}
 	if st.Status == runstate.StatusRunning {
 		if !b.First {
@@ -312,10 +313,19 @@ func lastSuspension(ctx context.Context, ops store.Ops, owner, runID string) (su
 // jobCtx is the continuation a worker is running, carried by the run's
 // context down to the Hook.
 type jobCtx struct {
-	args    Args
-	job     *river.Job[Args]
-	attempt int // the job run's attempt
-	writer  *draft.Writer
+	args   Args
+	job    *river.Job[Args]
+	writer *draft.Writer
+	// lazy: the delivery claims its run with the run's first write (see
+	// Service.lazyClaim). claimMu orders that write's claim and a draft
+	// flush's: it is taken only inside a transaction, after its begin (on
+	// SQLite, with the write lock), and the flush holds it to its commit.
+	lazy    bool
+	claimMu sync.Mutex
+	// claimed: a write has claimed the run (a checkpoint's claim counts
+	// from its transaction: if it rolls back, the run stops there).
+	claimed bool
+	attempt int // the job run's attempt: read, or counted by the claim
 	// finished is set by the Hook once the final transaction is written
 	// (it may still roll back; the worker checks the run's outcome).
 	finished bool
@@ -331,6 +341,77 @@ func withJob(ctx context.Context, jc *jobCtx) context.Context {
 func jobFrom(ctx context.Context) *jobCtx {
 	jc, _ := ctx.Value(jobKey{}).(*jobCtx)
 	return jc
+}
+
+// claimState returns the job run's attempt as this delivery knows it, and
+// whether the delivery has not claimed the run (a lazy claim not written).
+func (jc *jobCtx) claimState() (attempt int, unclaimed bool) {
+	jc.claimMu.Lock()
+	defer jc.claimMu.Unlock()
+	return jc.attempt, jc.lazy && !jc.claimed
+}
+
+// claimTx writes the claim of a lazily claimed run in tx: the placeholder
+// from queued to streaming, the job run to processing, fenced on the
+// attempt read. jc.claimMu is held.
+func (s *Service) claimTx(ctx context.Context, tx store.Tx, jc *jobCtx) (attempt int, err error) {
+	a := jc.args
+	if err := s.inject("lazy claim"); err != nil {
+		return 0, err
+	}
+	if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusStreaming,
+		Metadata:       map[string]any{MetaContinuation: map[string]any{"run_id": a.RunID, "job_run_id": a.JobRunID, "status": "streaming"}},
+		ExpectedStatus: message.StatusQueued}); err != nil {
+		return 0, err
+	}
+	jr, err := tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing,
+		ExpectedAttempt: jc.attempt, Fence: true})
+	if err != nil {
+		return 0, err
+	}
+	return jr.Attempt, nil
+}
+
+// claimCheckpoint claims a lazily claimed run in the transaction of its
+// first checkpoint (not its final one: finishTx claims and finishes at
+// once). The checkpoint itself is fenced on the one the run resumed from.
+func (s *Service) claimCheckpoint(ctx context.Context, tx store.Tx, jc *jobCtx) error {
+	if !jc.lazy {
+		return nil
+	}
+	jc.claimMu.Lock()
+	defer jc.claimMu.Unlock()
+	if jc.claimed {
+		return nil
+	}
+	attempt, err := s.claimTx(ctx, tx, jc)
+	if err != nil {
+		return fmt.Errorf("continuation: claim run %s: %w", jc.args.RunID, err)
+	}
+	jc.claimed, jc.attempt = true, attempt
+	return nil
+}
+
+// claimFlush is the draft writer's gate of a lazily claimed run: the
+// first flush that comes before the run's first checkpoint claims the
+// run in its transaction, and holds jc.claimMu until it ends.
+func (s *Service) claimFlush(ctx context.Context, tx store.Tx, jc *jobCtx) (func(error), error) {
+	jc.claimMu.Lock()
+	if jc.claimed {
+		jc.claimMu.Unlock()
+		return nil, nil
+	}
+	attempt, err := s.claimTx(ctx, tx, jc)
+	if err != nil {
+		jc.claimMu.Unlock()
+		return nil, err
+	}
+	return func(err error) {
+		if err == nil {
+			jc.claimed, jc.attempt = true, attempt
+		}
+		jc.claimMu.Unlock()
+	}, nil
 }
 
 // finishTx finalises a continuation in the transaction of the run's final
@@ -366,17 +447,34 @@ func (s *Service) finishTx(ctx context.Context, tx store.Tx, jc *jobCtx, st *run
 		parts = []message.Part{}
 	}
 	usage := st.Usage
+	// A run not claimed yet (see Service.lazyClaim) is claimed here: its
+	// placeholder is still queued, and its job run moves from queued to
+	// completed through processing, fenced on the attempt read.
+	jc.claimMu.Lock()
+	defer jc.claimMu.Unlock()
+	claim := jc.lazy && !jc.claimed
+	expected := message.StatusStreaming
+	if claim {
+		if err := s.inject("lazy claim"); err != nil {
+			return err
+		}
+		expected = message.StatusQueued
+	}
 	if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusCompleted,
-		Parts: parts, Usage: &usage, Metadata: map[string]any{MetaContinuation: meta}, ExpectedStatus: message.StatusStreaming}); err != nil {
+		Parts: parts, Usage: &usage, Metadata: map[string]any{MetaContinuation: meta}, ExpectedStatus: expected}); err != nil {
 		return fmt.Errorf("continuation: finalise placeholder %s: %w", a.EventID, err)
 	}
 	// The draft is deleted with the job run's completion (one statement
 	// on PostgreSQL), after the placeholder's update: a draft flush that
 	// got the placeholder's row before it has committed by then, and one
 	// after it finds the placeholder completed and writes nothing.
-	if _, err := tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobCompleted,
-		ExpectedAttempt: jc.attempt, ClearDraft: a.EventID}); err != nil {
+	jr, err := tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobCompleted,
+		ExpectedAttempt: jc.attempt, Fence: claim, ViaProcessing: claim, ClearDraft: a.EventID})
+	if err != nil {
 		return fmt.Errorf("continuation: complete job run %s and clear draft %s: %w", a.JobRunID, a.EventID, err)
+	}
+	if claim {
+		jc.claimed, jc.attempt = true, jr.Attempt
 	}
 	if jc.job != nil {
 		// Completing the River job here closes the window in which the

@@ -30,9 +30,13 @@ func (w *worker) Work(ctx context.Context, job *river.Job[Args]) error {
 
 // claim is what a delivery found when it claimed its run.
 type claim struct {
-	// cp is the checkpoint written to claim the run, to resume from.
+	// cp is the checkpoint to resume from: written to claim the run, or,
+	// for a lazy claim, the run's latest (with status running).
 	cp      *store.Checkpoint
 	attempt int
+	// lazy: the claim is not written yet; it goes with the run's first
+	// write (see Service.lazyClaim), and attempt is the one read.
+	lazy bool
 	// done: the continuation is finished (or finished now, by the claim).
 	done bool
 	// failure: the run failed for good before this delivery.
@@ -104,7 +108,14 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 	// The claim is not announced: subscribers see the placeholder streaming
 	// with the first draft flush. (On PostgreSQL a NOTIFY in the claim would
 	// hold the global notify lock through its commit, serialising claims.)
-	w := draft.NewWriter(ctx, s.st, s.broker, draft.Target{OwnerID: a.OwnerID, ThreadID: a.ThreadID, MessageID: a.EventID}, s.cfg.Draft)
+	jc := &jobCtx{args: a, job: job, attempt: c.attempt, lazy: c.lazy}
+	dopts := s.cfg.Draft
+	if c.lazy {
+		// Unclaimed, the placeholder is queued: the first flush claims.
+		dopts.Gate = func(ctx context.Context, tx store.Tx) (func(error), error) { return s.claimFlush(ctx, tx, jc) }
+	}
+	w := draft.NewWriter(ctx, s.st, s.broker, draft.Target{OwnerID: a.OwnerID, ThreadID: a.ThreadID, MessageID: a.EventID}, dopts)
+	jc.writer = w
 	defer w.Abandon()
 	p := progress{w: w}
 	for _, pc := range c.cp.State.Pending {
@@ -112,7 +123,6 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 			p.tool(pc.Call.Name)
 		}
 	}
-	jc := &jobCtx{args: a, job: job, attempt: c.attempt, writer: w}
 	var runErr error
 	var end runstate.Status
 	// The results of idempotent tools are written with the next checkpoint
@@ -144,7 +154,8 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 	if runErr == nil {
 		runErr = fmt.Errorf("continuation: run %s stopped with status %s", a.RunID, end)
 	}
-	return s.failed(ctx, job, jc.attempt, runErr, log)
+	attempt, unclaimed := jc.claimState()
+	return s.failed(ctx, job, attempt, unclaimed, runErr, log)
 }
 
 // progress turns a resumed run's events into draft text.
@@ -186,6 +197,9 @@ func (p *progress) tool(name string) {
 // or the previous worker if it still runs, fails), and the placeholder
 // moves to streaming. A run that already ended is finalised instead.
 func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, error) {
+	if c, err := s.lazyClaim(ctx, job); c != nil || err != nil {
+		return c, err
+	}
 	a := job.Args
 	c := &claim{}
 	err := s.st.Tx(ctx, func(tx store.Tx) error {
@@ -274,6 +288,42 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 	return c, nil
 }
 
+// lazyClaim returns the claim of a delivery that claims its run with the
+// run's first write rather than in a transaction of its own, or nil when
+// the run must be claimed first: the job run was never claimed (queued),
+// the run is suspended, and what it does before its first write may be
+// done again (runner.Replayable: calls of idempotent tools, model calls).
+//
+// Nothing is written: the run resumes from its latest checkpoint, and its
+// first write — a checkpoint, whose transaction moves the placeholder to
+// streaming and the job run to processing (or, for the final one, both to
+// completed), or the placeholder's first draft flush — claims it, fenced
+// like a claim: the checkpoint on the latest one, the job run on the
+// attempt read. Of two deliveries of the run at once (a rescued job),
+// both may call the tools, with the same idempotency keys, and one writes.
+func (s *Service) lazyClaim(ctx context.Context, job *river.Job[Args]) (*claim, error) {
+	a := job.Args
+	jr, err := s.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", errNoRun, a.JobRunID)
+	}
+	if err != nil || jr.Status != store.JobQueued {
+		return nil, err
+	}
+	if err := s.inject("lazy claim read"); err != nil {
+		return nil, err
+	}
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: a.OwnerID, RunID: a.RunID, Fingerprint: s.fp})
+	if err != nil {
+		return nil, err
+	}
+	if cp.State.Status != runstate.StatusSuspended || !s.threads.Runner().Replayable(cp.State) {
+		return nil, nil
+	}
+	cp.State.Status, cp.State.Failure = runstate.StatusRunning, nil
+	return &claim{cp: cp, attempt: jr.Attempt, lazy: true}, nil
+}
+
 // taken reports (in c) whether the job run is finished or being worked by
 // another delivery within its lease.
 func (s *Service) taken(c *claim, jr *store.JobRun) bool {
@@ -322,8 +372,10 @@ func transient(err error) bool {
 	return false
 }
 
-// failed handles a run that stopped with err.
-func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int, err error, log *slog.Logger) error {
+// failed handles a run that stopped with err; unclaimed: its delivery
+// never claimed it (a lazy claim whose first write did not come), so that
+// attempt is the one it read.
+func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int, unclaimed bool, err error, log *slog.Logger) error {
 	a := job.Args
 	switch {
 	case isLost(err):
@@ -334,11 +386,11 @@ func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int,
 	case ctx.Err() != nil:
 		// Job timeout or shutdown: the run resumes from its last checkpoint.
 		log.WarnContext(ctx, "continuation interrupted; it will resume from its last checkpoint", "error", err)
-		s.retryLater(context.WithoutCancel(ctx), a, attempt, err, log)
+		s.retryLater(context.WithoutCancel(ctx), a, attempt, unclaimed, err, log)
 		return err
 	case transient(err) && job.Attempt < s.cfg.MaxAttempts:
 		log.WarnContext(ctx, "continuation failed transiently; retrying", "error", err, "kind", runner.KindOf(err))
-		s.retryLater(ctx, a, attempt, err, log)
+		s.retryLater(ctx, a, attempt, unclaimed, err, log)
 		return err
 	}
 	log.ErrorContext(ctx, "continuation failed", "error", err, "kind", runner.KindOf(err))
@@ -353,8 +405,10 @@ func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int,
 
 // retryLater hands the run back to the queue after a transient failure:
 // a failed checkpoint becomes suspended again, so that the thread stays busy
-// until the retry, and the job run records the error, ending its lease.
-func (s *Service) retryLater(ctx context.Context, a Args, attempt int, cause error, log *slog.Logger) {
+// until the retry, and the job run records the error, ending its lease. A
+// job run its delivery never claimed (unclaimed) counts the attempt as it
+// records the error, fenced on the attempt read.
+func (s *Service) retryLater(ctx context.Context, a Args, attempt int, unclaimed bool, cause error, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	err := s.st.Tx(ctx, func(tx store.Tx) error {
@@ -370,7 +424,7 @@ func (s *Service) retryLater(ctx context.Context, a Args, attempt int, cause err
 			}
 		}
 		_, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobError,
-			Error: cause.Error(), ExpectedAttempt: attempt})
+			Error: cause.Error(), ExpectedAttempt: attempt, Fence: unclaimed, ViaProcessing: unclaimed})
 		return err
 	})
 	if err != nil {
