@@ -1,7 +1,6 @@
--- The schema of 007: run_leases (with its index on expires_at) and job_runs
--- rowid tables again, messages with UNIQUE (id, owner_id) and
--- message_drafts' composite foreign key. The tables are rebuilt as in the
--- up migration.
+-- The schema of 007: run_leases a rowid table again, with its index on
+-- expires_at, messages with UNIQUE (id, owner_id) and message_drafts'
+-- composite foreign key. The tables are rebuilt as in the up migration.
 
 ALTER TABLE run_leases RENAME TO run_leases_old;
 CREATE TABLE run_leases (
@@ -17,33 +16,6 @@ INSERT INTO run_leases (owner_id, run_id, thread_id, holder, expires_at)
     SELECT owner_id, run_id, thread_id, holder, expires_at FROM run_leases_old;
 DROP TABLE run_leases_old;
 CREATE INDEX run_leases_expiry_idx ON run_leases (expires_at);
-
-ALTER TABLE job_runs RENAME TO job_runs_old;
-DROP INDEX job_runs_thread_idx;
-CREATE TABLE job_runs (
-    id              TEXT PRIMARY KEY,
-    owner_id        TEXT NOT NULL,
-    idempotency_key TEXT NOT NULL,
-    kind            TEXT NOT NULL,
-    thread_id       TEXT,
-    status          TEXT NOT NULL
-                    CHECK (status IN ('queued', 'processing', 'completed', 'error', 'canceled')),
-    attempt         INTEGER NOT NULL DEFAULT 0,
-    error           TEXT NOT NULL DEFAULT '',
-    metadata        TEXT NOT NULL DEFAULT '{}',
-    created_at      INTEGER NOT NULL,
-    updated_at      INTEGER NOT NULL,
-    started_at      INTEGER,
-    finished_at     INTEGER,
-    UNIQUE (owner_id, idempotency_key),
-    FOREIGN KEY (thread_id, owner_id) REFERENCES threads (id, owner_id) ON DELETE CASCADE
-) STRICT;
-INSERT INTO job_runs (id, owner_id, idempotency_key, kind, thread_id, status, attempt, error, metadata,
-                      created_at, updated_at, started_at, finished_at)
-    SELECT id, owner_id, idempotency_key, kind, thread_id, status, attempt, error, metadata,
-           created_at, updated_at, started_at, finished_at FROM job_runs_old ORDER BY created_at, id;
-DROP TABLE job_runs_old;
-CREATE INDEX job_runs_thread_idx ON job_runs (thread_id, created_at) WHERE thread_id IS NOT NULL;
 
 ALTER TABLE message_drafts RENAME TO message_drafts_old;
 ALTER TABLE messages RENAME TO messages_old;
