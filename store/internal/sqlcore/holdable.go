@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -83,17 +84,39 @@ func checkParams(p any) error {
 	if v.Kind() != reflect.Struct {
 		return nil
 	}
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if !f.IsExported() || f.Type.Kind() != reflect.String {
-			continue
-		}
-		if err := checkText(f.Name, v.Field(i).String(), keyField(f.Name)); err != nil {
+	for _, f := range stringFieldsOf(v.Type()) {
+		if err := checkText(f.name, v.Field(f.index).String(), f.key); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stringField is an exported string field of a params struct.
+type stringField struct {
+	index int
+	name  string
+	key   bool // keyField(name)
+}
+
+// stringFields holds the exported string fields of each params struct
+// type checkParams has seen: every call of the store checks its params.
+var stringFields sync.Map // reflect.Type -> []stringField
+
+// stringFieldsOf returns the exported string fields of the struct type t.
+func stringFieldsOf(t reflect.Type) []stringField {
+	if fs, ok := stringFields.Load(t); ok {
+		return fs.([]stringField)
+	}
+	var fs []stringField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.IsExported() && f.Type.Kind() == reflect.String {
+			fs = append(fs, stringField{index: i, name: f.Name, key: keyField(f.Name)})
+		}
+	}
+	stringFields.Store(t, fs)
+	return fs
 }
 
 // PostgreSQL's numeric range (src/backend/utils/adt/numeric.c): at most

@@ -3,6 +3,7 @@ package sqlcore
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/batonhq/baton/message"
@@ -42,5 +43,39 @@ func check[T any](t *testing.T, b []byte, _ *T) {
 	}
 	if err == nil && !reflect.DeepEqual(got, want) {
 		t.Fatalf("%T of %q: unmarshal %#v, encoding/json %#v", want, b, got, want)
+	}
+}
+
+// TestCheckParams: every exported string field is checked, ids and keys
+// for their length too, the first and the second time a type is seen.
+func TestCheckParams(t *testing.T) {
+	t.Parallel()
+	type params struct {
+		OwnerID string
+		Name    string
+		Limit   int
+		note    string
+		Kind    string
+	}
+	long := strings.Repeat("k", MaxKeyBytes+1)
+	for range 2 {
+		for _, tc := range []struct {
+			p    *params
+			want string // the field named in the error, "" for none
+		}{
+			{&params{OwnerID: "o", Name: long, note: "\x00"}, ""},
+			{&params{OwnerID: "o\x00"}, "OwnerID"},
+			{&params{OwnerID: "o", Name: "\xff"}, "Name"},
+			{&params{OwnerID: "o", Kind: long}, "Kind"},
+			{&params{OwnerID: long, Name: "\x00"}, "OwnerID"},
+		} {
+			err := checkParams(tc.p)
+			if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), ": "+tc.want+" ") {
+				t.Errorf("checkParams = %v, want an error naming %q", err, tc.want)
+			}
+		}
+	}
+	if err := checkParams(nil); err != nil {
+		t.Errorf("checkParams(nil) = %v", err)
 	}
 }
