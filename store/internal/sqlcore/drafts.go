@@ -25,9 +25,12 @@ func (e *Engine) UpsertDraft(ctx context.Context, p *store.UpsertDraftParams) (*
 		return nil, e.wrap(op, err)
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" of message "+p.MessageID, func(q Querier) (*store.Draft, error) {
-		// A draft has its message's owner (a composite foreign key), so once
-		// the message is known to be the owner's, so is any existing draft.
-		if err := exists(ctx, q, `SELECT 1 FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.MessageID); err != nil {
+		// A draft is written with its message's owner once the message is
+		// known to be the owner's (the foreign key is on the id alone): the
+		// message's row is locked until the transaction ends, so that it
+		// cannot go (and its id come back under another owner) in between.
+		// The draft writer holds that lock already (it checked the status).
+		if err := exists(ctx, q, `SELECT 1 FROM messages WHERE owner_id = $1 AND id = $2`+e.Dialect.ForUpdate(), p.OwnerID, p.MessageID); err != nil {
 			return nil, err
 		}
 		last(q)
