@@ -301,14 +301,24 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 // like a claim: the checkpoint on the latest one, the job run on the
 // attempt read. Of two deliveries of the run at once (a rescued job),
 // both may call the tools, with the same idempotency keys, and one writes.
+//
+// River's first delivery of a job does not read the job run: it was
+// written queued with the job, in the hand-over's transaction, and only a
+// delivery of that job claims it, so it is queued at attempt 0 — unless it
+// was finished meanwhile by another path, which the fenced first write
+// refuses (the delivery then snoozes, and the next one reads it).
 func (s *Service) lazyClaim(ctx context.Context, job *river.Job[Args]) (*claim, error) {
 	a := job.Args
-	jr, err := s.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s", errNoRun, a.JobRunID)
-	}
-	if err != nil || jr.Status != store.JobQueued {
-		return nil, err
+	jr := &store.JobRun{Status: store.JobQueued}
+	if job.Attempt > 1 {
+		var err error
+		jr, err = s.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID})
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("%w: %s", errNoRun, a.JobRunID)
+		}
+		if err != nil || jr.Status != store.JobQueued {
+			return nil, err
+		}
 	}
 	if err := s.inject("lazy claim read"); err != nil {
 		return nil, err
