@@ -58,8 +58,9 @@ func wire(tb testing.TB, st store.Store, net *agent.Network, cfg continuation.Co
 // tool starting), one at a time (p50-ms, p99-ms; finish-p50-ms to the
 // final checkpoint); then continuations/s from [Producers] producers, end
 // to end (inline turn with hand-over, worker claim, tool, model, final
-// transaction: per-s); then the workers alone, continuations handed over
-// while they were stopped (worker-per-s).
+// transaction: per-s); then the producers alone, inline turns handing over
+// while the workers are stopped (handover-per-s); then the workers alone,
+// working those (worker-per-s).
 func Baton(b *testing.B, st store.Store) {
 	ctx := context.Background()
 	resumed := NewStamps()
@@ -120,10 +121,12 @@ func Baton(b *testing.B, st store.Store) {
 	if err := cont.Stop(sctx); err != nil {
 		b.Fatal(err)
 	}
+	t0 := time.Now()
 	FanOut(b, BatonJobs, func(i int) error {
 		turn(LatencySamples + BatonJobs + i)
 		return nil
 	})
+	b.ReportMetric(float64(BatonJobs)/time.Since(t0).Seconds(), "handover-per-s")
 	done.Store(0)
 	start = time.Now()
 	if err := cont.Start(ctx); err != nil {
