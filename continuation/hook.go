@@ -86,8 +86,10 @@ func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 		if !b.First {
 			return nil
 		}
+		// Deferred: on PostgreSQL the lease goes with the checkpoint's
+		// COMMIT, no round trip of its own (its failure fails the commit).
 		if _, err := tx.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: owner, RunID: st.RunID, ThreadID: st.ThreadID,
-			Holder: s.cfg.Holder, TTL: s.cfg.LeaseTTL}); err != nil {
+			Holder: s.cfg.Holder, TTL: s.cfg.LeaseTTL, Deferred: true}); err != nil {
 			return fmt.Errorf("continuation: lease of run %s: %w", st.RunID, err)
 		}
 		s.leases.hold(st.RunID)

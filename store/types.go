@@ -533,6 +533,13 @@ type AcquireLeaseParams struct {
 	Holder   string
 	// TTL is how long the lease holds without a renewal; required.
 	TTL time.Duration
+	// Deferred, in a Store.Tx whose first statement has run, lets the
+	// backend send the write with the transaction's next statement or its
+	// COMMIT (PostgreSQL: no round trip of its own; the lease is the one
+	// written, which AcquireLease returns as the params say it), and an
+	// error of the write fails that statement or the commit. Elsewhere,
+	// and on SQLite, it runs at once.
+	Deferred bool
 }
 
 // GetLeaseParams are the params of [Ops.GetLease].

@@ -592,4 +592,54 @@ func TestDeferTx(t *testing.T) {
 			t.Errorf("begun %v: lease after the release: %v, want ErrNotFound", begun, err)
 		}
 	}
+
+	// A deferred lease acquisition (an inline run's first checkpoint's)
+	// likewise: with the COMMIT once begun, else at once; the lease is
+	// written as returned.
+	for _, begun := range []bool{true, false} {
+		acquire := *lease
+		acquire.RunID, acquire.Deferred = randName("run-"), true
+		f.tr.take()
+		var got *store.Lease
+		if err := f.s.Tx(ctx, func(tx store.Tx) error {
+			if begun {
+				if err := insert(tx); err != nil {
+					return err
+				}
+			}
+			var err error
+			got, err = tx.AcquireLease(ctx, &acquire)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		trips := f.tr.take()
+		withCommit := slices.ContainsFunc(trips[len(trips)-1], func(q string) bool { return strings.HasPrefix(q, "INSERT INTO run_leases") })
+		if last := trips[len(trips)-1]; len(trips) != 2 || withCommit != begun || last[len(last)-1] != "commit" {
+			t.Errorf("begun %v: round trips %q, want the INSERT with the commit (begun) or at once", begun, trips)
+		}
+		stored, err := f.s.GetLease(ctx, &store.GetLeaseParams{OwnerID: f.owner, RunID: acquire.RunID})
+		if err != nil {
+			t.Fatalf("begun %v: lease after a deferred acquisition: %v", begun, err)
+		}
+		if stored.Holder != got.Holder || stored.ThreadID != got.ThreadID || stored.ExpiresAt.Sub(got.ExpiresAt).Abs() > time.Millisecond {
+			t.Errorf("begun %v: stored %+v, returned %+v", begun, stored, got)
+		}
+	}
+	// A deferred acquisition that fails (another owner's thread) fails the
+	// commit, and nothing of the transaction stays.
+	bad := &store.AcquireLeaseParams{OwnerID: f.owner, RunID: randName("run-"), ThreadID: randName("no-thread-"), Holder: "me", TTL: time.Minute, Deferred: true}
+	err = f.s.Tx(ctx, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
+		}
+		_, err := tx.AcquireLease(ctx, bad)
+		return err
+	})
+	if err == nil {
+		t.Fatal("a deferred acquisition on a missing thread committed")
+	}
+	if _, err := f.s.GetLease(ctx, &store.GetLeaseParams{OwnerID: f.owner, RunID: bad.RunID}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("lease after a failed deferred acquisition: %v", err)
+	}
 }

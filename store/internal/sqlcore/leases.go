@@ -30,9 +30,18 @@ func (e *Engine) AcquireLease(ctx context.Context, p *store.AcquireLeaseParams) 
 	if p.TTL <= 0 {
 		return nil, e.wrap(op, invalid("TTL must be positive"))
 	}
-	return writeRow(ctx, e, p.OwnerID, op+" of run "+strconv.Quote(p.RunID), scanLease, `INSERT INTO run_leases (`+leaseCols+`) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (owner_id, run_id) DO UPDATE SET thread_id = excluded.thread_id, holder = excluded.holder, expires_at = excluded.expires_at
-		RETURNING `+leaseCols, p.OwnerID, p.RunID, nullString(p.ThreadID), p.Holder, e.Dialect.Time(e.now().Add(p.TTL)))
+	const upsert = `INSERT INTO run_leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (owner_id, run_id) DO UPDATE SET thread_id = excluded.thread_id, holder = excluded.holder, expires_at = excluded.expires_at`
+	expires := e.now().Add(p.TTL)
+	args := []any{p.OwnerID, p.RunID, nullString(p.ThreadID), p.Holder, e.Dialect.Time(expires)}
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" of run "+strconv.Quote(p.RunID), func(q Querier) (*store.Lease, error) {
+		if d, ok := q.(interface{ DeferWrite(string, ...any) bool }); ok && p.Deferred && d.DeferWrite(upsert, args...) {
+			// The upsert writes the row as given, whatever was there.
+			return &store.Lease{OwnerID: p.OwnerID, RunID: p.RunID, ThreadID: p.ThreadID, Holder: p.Holder, ExpiresAt: expires}, nil
+		}
+		last(q)
+		return scanLease(q.QueryRow(ctx, upsert+` RETURNING `+leaseCols, args...))
+	})
 }
 
 // GetLease implements [store.Ops].
