@@ -6,29 +6,8 @@ import (
 	"fmt"
 	"maps"
 
-	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/batonhq/baton/internal/jsonfast"
 )
-
-// fastOptions make the encoding/json/v2 decoder refuse what it would read
-// otherwise than encoding/json: object names in another case than a
-// field's (encoding/json matches them, v2 would skip them as unknown). It
-// refuses duplicate names and invalid UTF-8 by default.
-var fastOptions = jsonv2.RejectUnknownMembers(true)
-
-// unmarshal is json.Unmarshal(b, v) for a zero *v, in one pass of the
-// encoding/json/v2 decoder when it accepts b (about twice as fast, with
-// half the allocations: every message a store call returns has its parts
-// decoded). Anything it refuses is decoded again, from zero, by
-// encoding/json, which gives the same value or the same error as before.
-// FuzzUnmarshal checks that both agree.
-func unmarshal[T any](b []byte, v *T) error {
-	if jsonv2.Unmarshal(b, v, fastOptions) == nil {
-		return nil
-	}
-	var zero T
-	*v = zero
-	return json.Unmarshal(b, v)
-}
 
 // encodeNamespaces encodes a namespace → JSON map as a JSON object, checking
 // each value is valid JSON. nil is "{}".
@@ -57,7 +36,7 @@ func decodeNamespaces(b []byte) (map[string]json.RawMessage, error) {
 		return map[string]json.RawMessage{}, nil
 	}
 	var m map[string]json.RawMessage
-	if err := unmarshal(b, &m); err != nil {
+	if err := jsonfast.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
 	if m == nil { // the column held null

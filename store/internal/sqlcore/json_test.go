@@ -6,12 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/internal/jsonfast"
 	"github.com/batonhq/baton/message"
 )
 
-// FuzzUnmarshal checks unmarshal against encoding/json for the types the
-// store decodes with it: the same value, or an error when encoding/json
-// gives one.
+// FuzzUnmarshal checks jsonfast.Unmarshal against encoding/json for the
+// types the store decodes with it: the same value, or an error when
+// encoding/json gives one.
 func FuzzUnmarshal(f *testing.F) {
 	for _, s := range []string{
 		`[{"type":"text","text":"hi"},{"type":"tool_call","call_id":"c1","name":"t","arguments": { "a" : [1, 2.5e3, "é"] }}]`,
@@ -36,7 +37,7 @@ func FuzzUnmarshal(f *testing.F) {
 func check[T any](t *testing.T, b []byte, _ *T) {
 	t.Helper()
 	var got, want T
-	err := unmarshal(b, &got)
+	err := jsonfast.Unmarshal(b, &got)
 	wantErr := json.Unmarshal(b, &want)
 	if (err == nil) != (wantErr == nil) {
 		t.Fatalf("%T of %q: unmarshal error %v, encoding/json %v", want, b, err, wantErr)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/batonhq/baton/internal/jsonfast"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
 )
@@ -32,18 +33,18 @@ func scanMessage(r Row) (*store.Message, error) {
 	corrupt := func(col string, err error) error {
 		return &store.CorruptError{Table: "messages", ID: m.ID, Column: col, Err: err}
 	}
-	if err := unmarshal(parts, &m.Parts); err != nil {
+	if err := jsonfast.Unmarshal(parts, &m.Parts); err != nil {
 		return nil, corrupt("parts", err)
 	}
 	if len(usage) > 0 && !isNull(usage) {
 		m.Usage = new(message.Usage)
-		if err := unmarshal(usage, m.Usage); err != nil {
+		if err := jsonfast.Unmarshal(usage, m.Usage); err != nil {
 			return nil, corrupt("usage", err)
 		}
 	}
 	// "{}", what a message without metadata has, is no metadata.
 	if len(md) > 0 && string(md) != "{}" {
-		if err := unmarshal(md, &m.Metadata); err != nil {
+		if err := jsonfast.Unmarshal(md, &m.Metadata); err != nil {
 			return nil, corrupt("metadata", err)
 		}
 		if len(m.Metadata) == 0 {
