@@ -35,7 +35,7 @@ func (e *Engine) AcquireLease(ctx context.Context, p *store.AcquireLeaseParams) 
 	expires := e.now().Add(p.TTL)
 	args := []any{p.OwnerID, p.RunID, nullString(p.ThreadID), p.Holder, e.Dialect.Time(expires)}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" of run "+strconv.Quote(p.RunID), func(q Querier) (*store.Lease, error) {
-		if d, ok := q.(interface{ DeferWrite(string, ...any) bool }); ok && p.Deferred && d.DeferWrite(upsert, args...) {
+		if deferWrite(q, p.Deferred, upsert, args...) {
 			// The upsert writes the row as given, whatever was there.
 			return &store.Lease{OwnerID: p.OwnerID, RunID: p.RunID, ThreadID: p.ThreadID, Holder: p.Holder, ExpiresAt: expires}, nil
 		}
@@ -67,7 +67,7 @@ func (e *Engine) ReleaseLease(ctx context.Context, p *store.ReleaseLeaseParams) 
 		query += ` AND expires_at < $` + strconv.Itoa(len(args))
 	}
 	n, err := inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" of run "+strconv.Quote(p.RunID), func(q Querier) (int64, error) {
-		if d, ok := q.(interface{ DeferWrite(string, ...any) bool }); ok && p.Deferred && d.DeferWrite(query, args...) {
+		if deferWrite(q, p.Deferred, query, args...) {
 			return 0, nil
 		}
 		last(q)

@@ -150,17 +150,16 @@ func appendTo(ctx context.Context, e *Engine, q Querier, p *store.AppendMessages
 	if len(nms) == 0 {
 		last(q)
 	}
-	const reserve = reserveSeq
 	if _, ok := e.Dialect.(WritingCTE); ok && len(nms) > 0 {
 		return appendInOne(ctx, q, p, nms, now)
 	}
 	var next int64
 	if p.Thread == nil {
-		if err := q.QueryRow(ctx, reserve, p.OwnerID, p.ThreadID, len(nms), now).Scan(&next); err != nil {
+		if err := q.QueryRow(ctx, reserveSeq, p.OwnerID, p.ThreadID, len(nms), now).Scan(&next); err != nil {
 			return nil, err
 		}
 	} else {
-		th, err := scanThread(seqRow{q.QueryRow(ctx, reserve+", "+threadCols, p.OwnerID, p.ThreadID, len(nms), now), &next})
+		th, err := scanThread(seqRow{q.QueryRow(ctx, reserveSeq+", "+threadCols, p.OwnerID, p.ThreadID, len(nms), now), &next})
 		if err != nil {
 			return nil, err
 		}
