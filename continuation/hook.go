@@ -353,25 +353,37 @@ func (jc *jobCtx) claimState() (attempt int, unclaimed bool) {
 	return jc.attempt, jc.lazy && !jc.claimed
 }
 
-// claimTx writes the claim of a lazily claimed run in tx: the placeholder
-// from queued to streaming, the job run to processing, fenced on the
-// attempt read. jc.claimMu is held.
-func (s *Service) claimTx(ctx context.Context, tx store.Tx, jc *jobCtx) (attempt int, err error) {
+// claimIn claims a lazily claimed run in tx, unless a write claimed it
+// already: the placeholder from queued to streaming, the job run to
+// processing, fenced on the attempt read. It holds jc.claimMu until the
+// function it returns (nil when nothing was written) is told how tx ended:
+// a draft flush calls it after its commit; a checkpoint calls it at once,
+// since a checkpoint whose transaction rolls back stops the run.
+func (s *Service) claimIn(ctx context.Context, tx store.Tx, jc *jobCtx) (func(error), error) {
 	a := jc.args
-	if err := s.inject("lazy claim"); err != nil {
-		return 0, err
+	jc.claimMu.Lock()
+	if jc.claimed {
+		jc.claimMu.Unlock()
+		return nil, nil
 	}
-	if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusStreaming,
+	_, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusStreaming,
 		Metadata:       map[string]any{MetaContinuation: map[string]any{"run_id": a.RunID, "job_run_id": a.JobRunID, "status": "streaming"}},
-		ExpectedStatus: message.StatusQueued}); err != nil {
-		return 0, err
+		ExpectedStatus: message.StatusQueued})
+	var jr *store.JobRun
+	if err == nil {
+		jr, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing,
+			ExpectedAttempt: jc.attempt, Fence: true})
 	}
-	jr, err := tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing,
-		ExpectedAttempt: jc.attempt, Fence: true})
 	if err != nil {
-		return 0, err
+		jc.claimMu.Unlock()
+		return nil, fmt.Errorf("continuation: claim run %s: %w", a.RunID, err)
 	}
-	return jr.Attempt, nil
+	return func(err error) {
+		if err == nil {
+			jc.claimed, jc.attempt = true, jr.Attempt
+		}
+		jc.claimMu.Unlock()
+	}, nil
 }
 
 // claimCheckpoint claims a lazily claimed run in the transaction of its
@@ -381,39 +393,11 @@ func (s *Service) claimCheckpoint(ctx context.Context, tx store.Tx, jc *jobCtx) 
 	if !jc.lazy {
 		return nil
 	}
-	jc.claimMu.Lock()
-	defer jc.claimMu.Unlock()
-	if jc.claimed {
-		return nil
+	done, err := s.claimIn(ctx, tx, jc)
+	if done != nil {
+		done(nil)
 	}
-	attempt, err := s.claimTx(ctx, tx, jc)
-	if err != nil {
-		return fmt.Errorf("continuation: claim run %s: %w", jc.args.RunID, err)
-	}
-	jc.claimed, jc.attempt = true, attempt
-	return nil
-}
-
-// claimFlush is the draft writer's gate of a lazily claimed run: the
-// first flush that comes before the run's first checkpoint claims the
-// run in its transaction, and holds jc.claimMu until it ends.
-func (s *Service) claimFlush(ctx context.Context, tx store.Tx, jc *jobCtx) (func(error), error) {
-	jc.claimMu.Lock()
-	if jc.claimed {
-		jc.claimMu.Unlock()
-		return nil, nil
-	}
-	attempt, err := s.claimTx(ctx, tx, jc)
-	if err != nil {
-		jc.claimMu.Unlock()
-		return nil, err
-	}
-	return func(err error) {
-		if err == nil {
-			jc.claimed, jc.attempt = true, attempt
-		}
-		jc.claimMu.Unlock()
-	}, nil
+	return err
 }
 
 // finishTx finalises a continuation in the transaction of the run's final
@@ -457,9 +441,6 @@ func (s *Service) finishTx(ctx context.Context, tx store.Tx, jc *jobCtx, st *run
 	claim := jc.lazy && !jc.claimed
 	expected := message.StatusStreaming
 	if claim {
-		if err := s.inject("lazy claim"); err != nil {
-			return err
-		}
 		expected = message.StatusQueued
 	}
 	if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusCompleted,

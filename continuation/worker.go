@@ -112,7 +112,7 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 	dopts := s.cfg.Draft
 	if c.lazy {
 		// Unclaimed, the placeholder is queued: the first flush claims.
-		dopts.Gate = func(ctx context.Context, tx store.Tx) (func(error), error) { return s.claimFlush(ctx, tx, jc) }
+		dopts.Gate = func(ctx context.Context, tx store.Tx) (func(error), error) { return s.claimIn(ctx, tx, jc) }
 	}
 	w := draft.NewWriter(ctx, s.st, s.broker, draft.Target{OwnerID: a.OwnerID, ThreadID: a.ThreadID, MessageID: a.EventID}, dopts)
 	jc.writer = w
@@ -309,19 +309,16 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 // refuses (the delivery then snoozes, and the next one reads it).
 func (s *Service) lazyClaim(ctx context.Context, job *river.Job[Args]) (*claim, error) {
 	a := job.Args
-	jr := &store.JobRun{Status: store.JobQueued}
+	attempt := 0 // River's first delivery: the job run is queued at attempt 0
 	if job.Attempt > 1 {
-		var err error
-		jr, err = s.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID})
+		jr, err := s.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID})
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("%w: %s", errNoRun, a.JobRunID)
 		}
 		if err != nil || jr.Status != store.JobQueued {
 			return nil, err
 		}
-	}
-	if err := s.inject("lazy claim read"); err != nil {
-		return nil, err
+		attempt = jr.Attempt
 	}
 	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: a.OwnerID, RunID: a.RunID, Fingerprint: s.fp})
 	if err != nil {
@@ -331,7 +328,7 @@ func (s *Service) lazyClaim(ctx context.Context, job *river.Job[Args]) (*claim, 
 		return nil, nil
 	}
 	cp.State.Status, cp.State.Failure = runstate.StatusRunning, nil
-	return &claim{cp: cp, attempt: jr.Attempt, lazy: true}, nil
+	return &claim{cp: cp, attempt: attempt, lazy: true}, nil
 }
 
 // taken reports (in c) whether the job run is finished or being worked by
