@@ -290,6 +290,15 @@ type SaveCheckpointParams struct {
 	// checkpoint. When empty, the newest checkpoint, if any, becomes the
 	// parent and only the step fences the write.
 	ParentID string
+	// Messages, when not empty, are appended to the state's thread
+	// (State.ThreadID is then required) in the same write and only if the
+	// checkpoint is written, numbered as [Ops.AppendMessages] numbers them;
+	// the rows are not read back. On PostgreSQL the checkpoint, the
+	// thread's sequence numbers and the messages are one statement.
+	Messages []NewMessage
+	// Thread, when not nil and Messages is not empty, is set to the thread
+	// as the append leaves it, as [AppendMessagesParams.Thread] is.
+	Thread *Thread
 }
 
 // GetCheckpointParams are the params of [Ops.GetCheckpoint].

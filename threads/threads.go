@@ -420,13 +420,21 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 				return err
 			}
 		}
+		// The new messages go with the checkpoint (one statement on
+		// PostgreSQL), unless the state names another thread.
+		save := &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent}
+		if len(news) > 0 {
+			th = new(store.Thread)
+			if st.ThreadID == c.threadID {
+				save.Messages, save.Thread, news = news, th, nil
+			}
+		}
 		var err error
-		cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent})
+		cp, err = tx.SaveCheckpoint(ctx, save)
 		if err != nil {
 			return fmt.Errorf("save checkpoint: %w", err)
 		}
 		if len(news) > 0 {
-			th = new(store.Thread)
 			if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: c.owner, ThreadID: c.threadID, Messages: news, Thread: th}); err != nil {
 				return fmt.Errorf("append messages: %w", err)
 			}

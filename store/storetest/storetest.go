@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"CheckpointSaveLoad", testCheckpointSaveLoad},
 		{"CheckpointFencingStep", testCheckpointFencingStep},
 		{"CheckpointFencingParent", testCheckpointFencingParent},
+		{"CheckpointMessages", testCheckpointMessages},
 		{"CheckpointConcurrentWriters", testCheckpointConcurrentWriters},
 		{"CheckpointIncompatible", testCheckpointIncompatible},
 		{"CheckpointInvalid", testCheckpointInvalid},
@@ -954,6 +955,103 @@ func testCheckpointFencingParent(t *testing.T, s store.Store, b *bundle) {
 	wantLatest(t, s, b, run, cp2.ID, 2)
 	cp3 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 3), ParentID: cp2.ID}))(t)
 	wantLatest(t, s, b, run, cp3.ID, 3)
+}
+
+// testCheckpointMessages: messages saved with a checkpoint are appended
+// after the thread's, with the thread as the append left it, and only if
+// the checkpoint is written.
+func testCheckpointMessages(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.User("first")}}}))(t)
+	run := "run-" + uuid.NewString()
+	msgs := func(texts ...string) []store.NewMessage {
+		var out []store.NewMessage
+		for _, x := range texts {
+			m := message.Assistant("a", x)
+			m.Metadata = map[string]any{"k": x}
+			out = append(out, store.NewMessage{Message: m})
+		}
+		return out
+	}
+	for n := 1; n <= 3; n++ {
+		var got store.Thread
+		var texts []string
+		for i := range n {
+			texts = append(texts, fmt.Sprintf("step %d, message %d", n, i))
+		}
+		in := msgs(texts...)
+		in[0].Message.ID = fmt.Sprintf("%s-m%d", run, n)
+		cp := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, n),
+			Messages: in, Thread: &got}))(t)
+		if cp.Step != n || got.ID != th.ID || got.OwnerID != b.owner || got.Name != "thread" {
+			t.Fatalf("step %d: checkpoint %+v, thread %+v", n, cp, got)
+		}
+		if n == 1 && !got.UpdatedAt.After(th.UpdatedAt) && !got.UpdatedAt.Equal(th.UpdatedAt) {
+			t.Fatalf("thread updated at %v, before %v", got.UpdatedAt, th.UpdatedAt)
+		}
+	}
+	// Without Thread, and none for a checkpoint without messages.
+	must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 4), Messages: msgs("four")}))(t)
+	must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 5), Thread: new(store.Thread)}))(t)
+	want := []string{"first", "step 1, message 0", "step 2, message 0", "step 2, message 1",
+		"step 3, message 0", "step 3, message 1", "step 3, message 2", "four"}
+	checkTexts := func() {
+		t.Helper()
+		list := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+		if len(list) != len(want) {
+			t.Fatalf("%d messages, want %d", len(list), len(want))
+		}
+		for i, m := range list {
+			if m.Seq != int64(i+1) || m.Text() != want[i] || m.ThreadID != th.ID {
+				t.Fatalf("message %d: seq %d %q, want %d %q", i, m.Seq, m.Text(), i+1, want[i])
+			}
+			if i > 0 && m.Metadata["k"] != want[i] {
+				t.Fatalf("message %d: metadata %v", i, m.Metadata)
+			}
+		}
+	}
+	checkTexts()
+	m := must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: run + "-m2"}))(t)
+	if m.Seq != 3 || m.Role != message.RoleAssistant || m.Agent != "a" || m.Status != message.StatusCompleted {
+		t.Fatalf("message with its id: %+v", m)
+	}
+	// A stale checkpoint writes none of its messages.
+	_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 2), Messages: msgs("stale")})
+	wantAs[*store.StaleWriteError](t, err)
+	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 9), ParentID: "ghost", Messages: msgs("stale")})
+	wantAs[*store.StaleWriteError](t, err)
+	checkTexts()
+	// Another owner's thread, a missing one: not found, nothing written.
+	other := "run-" + uuid.NewString()
+	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.other, State: newState(other, th.ID, 1), Messages: msgs("theirs")})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(other, "missing-"+uuid.NewString(), 1), Messages: msgs("lost")})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: other})
+	wantErr(t, err, store.ErrNotFound)
+	checkTexts()
+	// Messages need the state's thread; a bad message is invalid.
+	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(other, "", 1), Messages: msgs("no thread")})
+	wantErr(t, err, store.ErrInvalid)
+	bad := msgs("bad")
+	bad[0].Message.Role = "robot"
+	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(other, th.ID, 1), Messages: bad})
+	wantErr(t, err, store.ErrInvalid)
+	checkTexts()
+	// In a transaction that rolls back, neither stays.
+	boom := errors.New("boom")
+	err = s.Tx(b.ctx, func(tx store.Tx) error {
+		if _, err := tx.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 10), Messages: msgs("rolled back")}); err != nil {
+			return err
+		}
+		return boom
+	})
+	wantErr(t, err, boom)
+	if got := must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t); got.Step != 5 {
+		t.Fatalf("latest step %d after a rollback, want 5", got.Step)
+	}
+	checkTexts()
 }
 
 func testCheckpointConcurrentWriters(t *testing.T, s store.Store, b *bundle) {

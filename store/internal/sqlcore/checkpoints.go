@@ -104,6 +104,15 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 	if err != nil {
 		return nil, e.wrap(op, invalid("%v", err))
 	}
+	var nms []newMessage
+	if len(p.Messages) > 0 {
+		if s.ThreadID == "" {
+			return nil, e.wrap(op, invalid("Messages need State.ThreadID"))
+		}
+		if nms, err = encodeNew(p.Messages); err != nil {
+			return nil, e.wrap(op, err)
+		}
+	}
 	cp := &store.Checkpoint{
 		ID: p.ID, OwnerID: p.OwnerID, ThreadID: s.ThreadID, RunID: s.RunID, Step: s.Step,
 		Fingerprint: s.Fingerprint, Status: s.Status, State: s,
@@ -124,18 +133,22 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 		// this costs about 40 µs less than two scalar subqueries. The
 		// composite foreign key (thread_id, owner_id) rejects a thread that
 		// is missing or another owner's, as ErrNotFound.
-		last(q)
+		now := e.Dialect.Time(e.now())
+		args := []any{cp.ID, p.OwnerID, nullString(s.ThreadID), s.RunID, s.Step, string(s.Status),
+			s.Fingerprint, s.Network, now, b, p.ParentID}
 		var created nullTime
 		var parent nullStr
-		err := q.QueryRow(ctx, `INSERT INTO checkpoints
-			(id, owner_id, thread_id, run_id, parent_id, step, status, fingerprint, network, created_at, state)
-			SELECT $1, $2, $3, $4, latest.id, $5, $6, $7, $8, $9, $10
-			FROM (SELECT 1 AS one) AS one
-			LEFT JOIN (SELECT id, step FROM checkpoints WHERE owner_id = $2 AND run_id = $4 ORDER BY step DESC LIMIT 1) AS latest ON true
-			WHERE (latest.step IS NULL OR latest.step < $5) AND ($11 = '' OR latest.id = $11)
-			RETURNING created_at, parent_id`,
-			cp.ID, p.OwnerID, nullString(s.ThreadID), s.RunID, s.Step, string(s.Status),
-			s.Fingerprint, s.Network, e.Dialect.Time(e.now()), b, p.ParentID).Scan(&created, &parent)
+		_, cte := e.Dialect.(WritingCTE)
+		var err error
+		if len(nms) > 0 && cte {
+			last(q)
+			err = checkpointAppendInOne(ctx, q, args, nms, p.Thread, &created, &parent)
+		} else {
+			if len(nms) == 0 {
+				last(q)
+			}
+			err = q.QueryRow(ctx, insertCheckpoint, args...).Scan(&created, &parent)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			stale := &store.StaleWriteError{RunID: s.RunID, Step: s.Step, ParentID: p.ParentID}
 			err = q.QueryRow(ctx, `SELECT id, step FROM checkpoints WHERE owner_id = $1 AND run_id = $2 ORDER BY step DESC LIMIT 1`,
@@ -143,12 +156,19 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
+			if stale.LatestID == cp.ID {
+				// Written, but the messages' thread was not found.
+				return sql.ErrNoRows
+			}
 			return stale
 		}
 		if err != nil {
 			return err
 		}
 		cp.CreatedAt, cp.ParentID = created.T, parent.S
+		if len(nms) > 0 && !cte {
+			return appendRows(ctx, q, p.OwnerID, s.ThreadID, p.Thread, nms, now)
+		}
 		return nil
 	})
 	if err != nil {
@@ -197,4 +217,65 @@ func (e *Engine) LatestCheckpoint(ctx context.Context, p *store.LatestCheckpoint
 	}
 	cp, err := row.decode(p.Fingerprint)
 	return result(cp, e.wrap(op+" of "+what+key, err))
+}
+
+// insertCheckpoint inserts a checkpoint, fenced (see SaveCheckpoint):
+// $1 id, $2 owner, $3 thread, $4 run, $5 step, $6 status, $7 fingerprint,
+// $8 network, $9 time, $10 state, $11 the expected parent or ''. It
+// returns the row's created_at and parent_id, or no row when the fence
+// does not hold.
+const insertCheckpoint = `INSERT INTO checkpoints
+			(id, owner_id, thread_id, run_id, parent_id, step, status, fingerprint, network, created_at, state)
+			SELECT $1, $2, $3, $4, latest.id, $5, $6, $7, $8, $9, $10
+			FROM (SELECT 1 AS one) AS one
+			LEFT JOIN (SELECT id, step FROM checkpoints WHERE owner_id = $2 AND run_id = $4 ORDER BY step DESC LIMIT 1) AS latest ON true
+			WHERE (latest.step IS NULL OR latest.step < $5) AND ($11 = '' OR latest.id = $11)
+			RETURNING created_at, parent_id`
+
+// The texts of checkpointAppendInOne, without and with the thread's
+// columns.
+var cpAppendTexts, cpAppendThreadTexts textCache
+
+// checkpointAppendInOne is SaveCheckpoint with messages in one statement
+// (a WritingCTE dialect): the fenced insert of the checkpoint (args, as
+// insertCheckpoint's) in a WITH; the thread's sequence numbers reserved,
+// only if the checkpoint was inserted, as appendInOne reserves them; the
+// messages inserted with them, not read back. It scans the checkpoint's
+// created_at and parent_id, and the thread into th when th is not nil. No
+// row (sql.ErrNoRows): the fence did not hold, or the thread is not the
+// owner's, which the foreign key (thread_id, owner_id) of the checkpoint
+// refuses first (SaveCheckpoint tells them apart).
+func checkpointAppendInOne(ctx context.Context, q Querier, args []any, nms []newMessage, th *store.Thread, created *nullTime, parent *nullStr) error {
+	args, values := messageValues(append(args, len(nms)), nms)
+	texts := &cpAppendTexts
+	if th != nil {
+		texts = &cpAppendThreadTexts
+	}
+	query := texts.get(len(nms), func() string {
+		reserve := `UPDATE threads SET next_seq = next_seq + $12, updated_at = $9
+		WHERE owner_id = $2 AND id = $3 AND EXISTS (SELECT 1 FROM c) RETURNING next_seq`
+		cols := "c.created_at, c.parent_id, t.next_seq"
+		if th != nil {
+			reserve += ", " + threadCols
+			cols += ", t.id, t.owner_id, t.parent_id, t.name, t.network, t.active_agent, t.metadata, t.version, t.created_at, t.updated_at"
+		}
+		return `WITH c AS (` + insertCheckpoint + `), t AS (` + reserve + `), m AS (
+		INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
+		SELECT v.id, $2, $3, t.next_seq - $12 + v.ord, v.role, v.agent, v.parts, v.status, v.parent, v.usage, v.metadata, $9, $9
+		FROM t, (VALUES ` + values() + `) AS v (ord, id, role, agent, parts, status, parent, usage, metadata))
+		SELECT ` + cols + ` FROM c, t`
+	})
+	r := q.QueryRow(ctx, query, args...)
+	if th == nil {
+		var next int64
+		return r.Scan(created, parent, &next)
+	}
+	t, err := scanThread(nestRow(func(td ...any) error {
+		var next int64
+		return r.Scan(append([]any{created, parent, &next}, td...)...)
+	}))
+	if err == nil {
+		*th = *t
+	}
+	return err
 }

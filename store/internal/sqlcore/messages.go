@@ -153,19 +153,67 @@ func appendTo(ctx context.Context, e *Engine, q Querier, p *store.AppendMessages
 	if _, ok := e.Dialect.(WritingCTE); ok && len(nms) > 0 {
 		return appendInOne(ctx, q, p, nms, now)
 	}
-	var next int64
-	if p.Thread == nil {
-		if err := q.QueryRow(ctx, reserveSeq, p.OwnerID, p.ThreadID, len(nms), now).Scan(&next); err != nil {
-			return nil, err
-		}
-	} else {
-		th, err := scanThread(seqRow{q.QueryRow(ctx, reserveSeq+", "+threadCols, p.OwnerID, p.ThreadID, len(nms), now), &next})
-		if err != nil {
-			return nil, err
-		}
-		*p.Thread = *th
+	next, err := reserve(ctx, q, p.OwnerID, p.ThreadID, len(nms), now, p.Thread)
+	if err != nil {
+		return nil, err
 	}
 	return insertMessages(ctx, q, p.OwnerID, p.ThreadID, next-int64(len(nms)), nms, now)
+}
+
+// reserve reserves n sequence numbers of thread of owner at now
+// (reserveSeq), reads the thread into th when th is not nil, and returns
+// the next number.
+func reserve(ctx context.Context, q Querier, owner, thread string, n int, now any, th *store.Thread) (int64, error) {
+	var next int64
+	if th == nil {
+		err := q.QueryRow(ctx, reserveSeq, owner, thread, n, now).Scan(&next)
+		return next, err
+	}
+	t, err := scanThread(seqRow{q.QueryRow(ctx, reserveSeq+", "+threadCols, owner, thread, n, now), &next})
+	if err != nil {
+		return 0, err
+	}
+	*th = *t
+	return next, nil
+}
+
+// The texts of appendRows.
+var insertRowsTexts textCache
+
+// appendRows appends the encoded messages nms to thread of owner at now
+// without reading them back, in two statements: the sequence numbers
+// reserved (the thread read into th when th is not nil), the messages
+// inserted by one INSERT of a row each.
+func appendRows(ctx context.Context, q Querier, owner, thread string, th *store.Thread, nms []newMessage, now any) error {
+	next, err := reserve(ctx, q, owner, thread, len(nms), now, th)
+	if err != nil {
+		return err
+	}
+	args := make([]any, 0, 3+9*len(nms))
+	args = append(args, owner, thread, now)
+	seq := next - int64(len(nms))
+	for i := range nms {
+		seq++
+		nm := &nms[i]
+		args = append(args, nm.id, seq, string(nm.msg.Role), nm.msg.Agent, nm.enc.parts, string(nm.status), nullString(nm.parent),
+			nm.enc.usage, nm.enc.metadata)
+	}
+	query := insertRowsTexts.get(len(nms), func() string {
+		var sb strings.Builder
+		sb.WriteString(`INSERT INTO messages
+			(id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at) VALUES `)
+		for i := range nms {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			p := 3 + 9*i
+			fmt.Fprintf(&sb, "($%d, $1, $2, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d, $3, $3)", p+1, p+2, p+3, p+4, p+5, p+6, p+7, p+8, p+9)
+		}
+		return sb.String()
+	})
+	last(q)
+	_, err = q.Exec(ctx, query, args...)
+	return err
 }
 
 // seqRow is a row of next_seq followed by a thread's columns: Scan reads
