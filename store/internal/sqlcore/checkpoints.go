@@ -221,7 +221,7 @@ func (e *Engine) LatestCheckpoint(ctx context.Context, p *store.LatestCheckpoint
 
 // insertCheckpoint inserts a checkpoint, fenced (see SaveCheckpoint):
 // $1 id, $2 owner, $3 thread, $4 run, $5 step, $6 status, $7 fingerprint,
-// $8 network, $9 time, $10 state, $11 the expected parent or ''. It
+// $8 network, $9 time, $10 state, $11 the expected parent (empty: any). It
 // returns the row's created_at and parent_id, or no row when the fence
 // does not hold.
 const insertCheckpoint = `INSERT INTO checkpoints
