@@ -90,7 +90,7 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 		var err error
 		res.Run, err = scanJobRun(q.QueryRow(ctx, insert, args...))
 		if err == nil && len(nms) > 0 && !cte {
-			_, err = appendTo(ctx, e, q, &store.AppendMessagesParams{OwnerID: p.OwnerID, ThreadID: p.ThreadID}, nms, now)
+			err = appendRows(ctx, q, p.OwnerID, p.ThreadID, nil, nms, now)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
 			res.Duplicate = true
