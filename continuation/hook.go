@@ -320,10 +320,12 @@ type jobCtx struct {
 	writer *draft.Writer
 	// lazy: the delivery claims its run with the run's first write (see
 	// Service.lazyClaim). claimMu orders that write's claim and a draft
-	// flush's: it is taken only inside a transaction, after its begin (on
-	// SQLite, with the write lock), and the flush holds it to its commit.
+	// flush's (see Service.claimIn); it is taken only inside a
+	// transaction, after its begin (on SQLite, with the write turn), and
+	// never held past the claim's statements.
 	lazy    bool
 	claimMu sync.Mutex
+	claims  int // claims written by this delivery, the undone included
 	// claimed: a write has claimed the run (a checkpoint's claim counts
 	// from its transaction: if it rolls back, the run stops there).
 	claimed bool
@@ -355,15 +357,23 @@ func (jc *jobCtx) claimState() (attempt int, unclaimed bool) {
 
 // claimIn claims a lazily claimed run in tx, unless a write claimed it
 // already: the placeholder from queued to streaming, the job run to
-// processing, fenced on the attempt read. It holds jc.claimMu until the
-// function it returns (nil when nothing was written) is told how tx ended:
-// a draft flush calls it after its commit; a checkpoint calls it at once,
-// since a checkpoint whose transaction rolls back stops the run.
+// processing, fenced on the attempt read. The delivery counts the run
+// claimed from then on, and jc.claimMu is not held past claimIn: the
+// delivery's later writes come after tx (on SQLite in the same write
+// group or after its commit; on PostgreSQL they wait for the rows tx
+// holds), and holding the lock to tx's commit would deadlock a later
+// write of the run in tx's write group. The function it returns (nil when
+// nothing was written) is told how tx ended: if tx did not commit, the
+// claim is undone unless another write claimed since. A write made in the
+// meantime on the belief that the run was claimed fails on its fences
+// (the placeholder's status, the job run's), which stops the run as the
+// lost claim would have; a checkpoint, fenced on the run's own, stays
+// valid and the final transaction claims.
 func (s *Service) claimIn(ctx context.Context, tx store.Tx, jc *jobCtx) (func(error), error) {
 	a := jc.args
 	jc.claimMu.Lock()
+	defer jc.claimMu.Unlock()
 	if jc.claimed {
-		jc.claimMu.Unlock()
 		return nil, nil
 	}
 	_, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusStreaming,
@@ -375,14 +385,21 @@ func (s *Service) claimIn(ctx context.Context, tx store.Tx, jc *jobCtx) (func(er
 			ExpectedAttempt: jc.attempt, Fence: true})
 	}
 	if err != nil {
-		jc.claimMu.Unlock()
 		return nil, fmt.Errorf("continuation: claim run %s: %w", a.RunID, err)
 	}
+	before := jc.attempt
+	jc.claimed, jc.attempt = true, jr.Attempt
+	jc.claims++
+	mine := jc.claims
 	return func(err error) {
 		if err == nil {
-			jc.claimed, jc.attempt = true, jr.Attempt
+			return
 		}
-		jc.claimMu.Unlock()
+		jc.claimMu.Lock()
+		defer jc.claimMu.Unlock()
+		if jc.claims == mine {
+			jc.claimed, jc.attempt = false, before
+		}
 	}, nil
 }
 

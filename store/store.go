@@ -30,6 +30,13 @@ type Store interface {
 	// goroutines at once. Backends give access to the driver transaction
 	// underneath (sqlitestore.SQLTx, pgstore.PgxTx) so that rows of other
 	// libraries, such as a River job, commit together with the store's.
+	//
+	// Tx returns once the commit that holds fn's writes has. On SQLite,
+	// transactions queued for the write connection commit together (group
+	// commit: each in a savepoint, one sync for all), so Tx may return
+	// only after transactions that began after fn ended: fn must not hold,
+	// past its end, anything another transaction's fn may wait for (a
+	// lock released when Tx returns would deadlock the group).
 	Tx(ctx context.Context, fn func(tx Tx) error) error
 
 	// Migrate applies the migrations the database lacks. It is safe to call

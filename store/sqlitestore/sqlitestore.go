@@ -38,6 +38,7 @@ type Store struct {
 	*engine
 	writer *sql.DB
 	reader *sql.DB // == writer for in-memory databases
+	group  groupCommit
 	log    *slog.Logger
 	clock  func() time.Time
 }
@@ -114,7 +115,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	if s.clock == nil {
 		s.clock = time.Now
 	}
-	wc, err := newConnector(dsn(file, query, memory, busy, false))
+	wc, err := newConnector(dsn(file, query, memory, busy, false), true)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w: %v", path, store.ErrInvalid, err)
 	}
@@ -125,7 +126,7 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	s.writer.SetConnMaxIdleTime(0)
 	s.reader = s.writer
 	if !memory {
-		rc, err := newConnector(dsn(file, query, memory, busy, true))
+		rc, err := newConnector(dsn(file, query, memory, busy, true), false)
 		if err != nil {
 			s.writer.Close()
 			return nil, fmt.Errorf("sqlitestore: open %s: %w: %v", path, store.ErrInvalid, err)
@@ -226,18 +227,38 @@ func SQLTx(tx store.Tx) (*sql.Tx, bool) {
 }
 
 // Tx implements [store.Store]. The transaction holds the single write
-// connection until fn returns.
+// connection until fn returns; transactions that queue for it meanwhile
+// commit with it (group commit, see group.go), and Tx returns when the
+// COMMIT that holds its writes has returned.
 func (s *Store) Tx(ctx context.Context, fn func(tx store.Tx) error) error {
-	tx, err := s.writer.BeginTx(ctx, nil)
+	grp, err := s.group.acquire(ctx)
 	if err != nil {
 		return wrap("begin transaction", err)
 	}
-	t := &txOps{tx: tx}
-	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: txExec{querier{db: tx}}, Clock: s.clock}
-	// The write connection must come back, whatever fn does.
-	return sqlcore.RunTx(func() error { return fn(t) },
-		func() error { return wrap("commit", tx.Commit()) },
-		func() { _ = tx.Rollback() })
+	if grp == nil {
+		// The group's transaction outlives this call's context: a
+		// cancelled context must not roll back the others' writes.
+		tx, err := s.writer.BeginTx(context.WithoutCancel(ctx), nil)
+		if err != nil {
+			s.group.release(nil)
+			return wrap("begin transaction", err)
+		}
+		grp = &group{tx: tx, done: make(chan struct{})}
+	}
+	// The turn passes on however fn ends, a panic included.
+	released := false
+	defer func() {
+		if !released {
+			s.group.release(grp)
+		}
+	}()
+	if err := grp.run(ctx, s, fn); err != nil {
+		return err
+	}
+	released = true
+	s.group.release(grp)
+	<-grp.done
+	return grp.err
 }
 
 // Migrate implements [store.Store].

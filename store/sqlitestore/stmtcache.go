@@ -22,15 +22,25 @@ const maxCachedStmts = 512
 // connection. The driver otherwise parses and plans the SQL at every call,
 // which was a quarter of the CPU of a continuation, most of it River's
 // large queries.
-func newConnector(dsn string) (driver.Connector, error) {
+//
+// On the write connection (uninterrupted) a statement runs to its end
+// even when its context is cancelled: the driver would interrupt it, and
+// SQLite rolls back the whole transaction of an interrupted write, which
+// on the write connection may hold the writes of other calls (group
+// commit, see group.go). database/sql still refuses to start a statement
+// whose context has ended.
+func newConnector(dsn string, uninterrupted bool) (driver.Connector, error) {
 	c, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return &connector{inner: c}, nil
+	return &connector{inner: c, uninterrupted: uninterrupted}, nil
 }
 
-type connector struct{ inner driver.Connector }
+type connector struct {
+	inner         driver.Connector
+	uninterrupted bool
+}
 
 // Connect implements [driver.Connector].
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -43,7 +53,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("sqlitestore: the SQLite driver's connection %T lacks a context interface", conn)
 	}
-	return &cachingConn{innerConn: ic, stmts: map[string]*cachedStmt{}}, nil
+	return &cachingConn{innerConn: ic, stmts: map[string]*cachedStmt{}, uninterrupted: c.uninterrupted}, nil
 }
 
 // Driver implements [driver.Connector].
@@ -67,7 +77,17 @@ type innerConn interface {
 // (rows included), so it needs no lock.
 type cachingConn struct {
 	innerConn
-	stmts map[string]*cachedStmt
+	stmts         map[string]*cachedStmt
+	uninterrupted bool // see newConnector
+}
+
+// stmtContext is the context a statement runs with: without its
+// cancellation on an uninterrupted connection.
+func (c *cachingConn) stmtContext(ctx context.Context) context.Context {
+	if c.uninterrupted {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 // cachedStmt is a prepared statement; busy while rows of it are open,
@@ -120,6 +140,7 @@ func (c *cachingConn) evictIdle() {
 
 // ExecContext implements [driver.ExecerContext] with a cached statement.
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	ctx = c.stmtContext(ctx)
 	s, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err
@@ -134,6 +155,7 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 
 // QueryContext implements [driver.QueryerContext] with a cached statement.
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	ctx = c.stmtContext(ctx)
 	s, err := c.stmt(ctx, query)
 	if err != nil {
 		return nil, err

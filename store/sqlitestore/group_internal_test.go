@@ -1,0 +1,247 @@
+package sqlitestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/store"
+)
+
+// groupStore opens a store on a file with an owner and a thread.
+func groupStore(t *testing.T) (*Store, string) {
+	t.Helper()
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "group.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	th, err := s.CreateThread(t.Context(), &store.CreateThreadParams{OwnerID: "o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, th.ID
+}
+
+func appendText(ctx context.Context, tx store.Tx, thread, text string) error {
+	_, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: "o", ThreadID: thread,
+		Messages: []store.NewMessage{{Message: message.User(text)}}})
+	return err
+}
+
+// queued waits until n Tx calls wait for the write turn.
+func queued(t *testing.T, s *Store, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.group.mu.Lock()
+		got := len(s.group.queue)
+		s.group.mu.Unlock()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d Tx calls queued, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// texts returns the texts of the thread's messages in order, checking that
+// their sequence numbers run from 1 without a gap.
+func texts(t *testing.T, s *Store, thread string) map[string]bool {
+	t.Helper()
+	msgs, err := s.ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "o", ThreadID: thread})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) {
+			t.Fatalf("message %d has seq %d", i, m.Seq)
+		}
+		out[m.Text()] = true
+	}
+	return out
+}
+
+// TestGroupCommit: Txs queued behind one that holds the write turn commit
+// in groups, each with its own outcome: the failed and the panicking leave
+// nothing (not even a sequence number), the others all stay.
+func TestGroupCommit(t *testing.T) {
+	s, thread := groupStore(t)
+	ctx := t.Context()
+	const n = 40
+	hold := make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- s.Tx(ctx, func(tx store.Tx) error {
+			<-hold
+			return appendText(ctx, tx, thread, "holder")
+		})
+	}()
+	queued(t, s, 0)
+	time.Sleep(10 * time.Millisecond) // the holder has the turn
+	boom := errors.New("boom")
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			defer func() {
+				if r := recover(); r != nil {
+					errs[i] = fmt.Errorf("panic: %v", r)
+				}
+			}()
+			errs[i] = s.Tx(ctx, func(tx store.Tx) error {
+				if err := appendText(ctx, tx, thread, fmt.Sprint(i)); err != nil {
+					return err
+				}
+				switch i % 5 {
+				case 1:
+					return boom
+				case 2:
+					panic("fn panics")
+				}
+				return nil
+			})
+		})
+	}
+	queued(t, s, n)
+	close(hold)
+	wg.Wait()
+	if err := <-holder; err != nil {
+		t.Fatal(err)
+	}
+	got := texts(t, s, thread)
+	for i, err := range errs {
+		switch i % 5 {
+		case 1:
+			if !errors.Is(err, boom) {
+				t.Errorf("Tx %d: %v, want boom", i, err)
+			}
+		case 2:
+			if err == nil || err.Error() != "panic: fn panics" {
+				t.Errorf("Tx %d: %v, want its panic", i, err)
+			}
+		default:
+			if err != nil {
+				t.Errorf("Tx %d: %v", i, err)
+			}
+		}
+		if want := i%5 != 1 && i%5 != 2; got[fmt.Sprint(i)] != want {
+			t.Errorf("Tx %d: message stored %v, want %v", i, got[fmt.Sprint(i)], want)
+		}
+	}
+	if !got["holder"] || len(got) != 1+n*3/5 {
+		t.Fatalf("%d messages stored, want %d", len(got), 1+n*3/5)
+	}
+	s.group.mu.Lock()
+	st := s.group.stats
+	s.group.mu.Unlock()
+	// 41 Txs, at most maxGroup to a commit.
+	if st.members != n+1 || st.commits < (n+1+maxGroup-1)/maxGroup || st.commits > 10 {
+		t.Fatalf("%d Txs in %d commits: not grouped", st.members, st.commits)
+	}
+	// Alone, a Tx commits at once.
+	if err := s.Tx(ctx, func(tx store.Tx) error { return appendText(ctx, tx, thread, "alone") }); err != nil {
+		t.Fatal(err)
+	}
+	if !texts(t, s, thread)["alone"] {
+		t.Fatal("lone Tx not committed")
+	}
+}
+
+// TestGroupCommitCancelledWaiter: a Tx whose context ends while it waits
+// for the turn returns the context's error, writes nothing and leaves the
+// turn to the others.
+func TestGroupCommitCancelledWaiter(t *testing.T) {
+	s, thread := groupStore(t)
+	ctx := t.Context()
+	hold := make(chan struct{})
+	holder := make(chan error, 1)
+	go func() {
+		holder <- s.Tx(ctx, func(tx store.Tx) error {
+			<-hold
+			return appendText(ctx, tx, thread, "holder")
+		})
+	}()
+	time.Sleep(10 * time.Millisecond)
+	cctx, cancel := context.WithCancel(ctx)
+	cancelled := make(chan error, 1)
+	go func() {
+		cancelled <- s.Tx(cctx, func(tx store.Tx) error { return appendText(ctx, tx, thread, "cancelled") })
+	}()
+	queued(t, s, 1)
+	after := make(chan error, 1)
+	go func() {
+		after <- s.Tx(ctx, func(tx store.Tx) error { return appendText(ctx, tx, thread, "after") })
+	}()
+	queued(t, s, 2)
+	cancel()
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Tx: %v", err)
+	}
+	close(hold)
+	if err := <-holder; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-after; err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(t, s, thread); !got["holder"] || !got["after"] || got["cancelled"] || len(got) != 2 {
+		t.Fatalf("messages %v", got)
+	}
+}
+
+// TestGroupCommitLost: when a Tx of a group ends the SQLite transaction
+// (here by a ROLLBACK through the driver transaction; in life an I/O error
+// or a full disk), every Tx of the group fails, none of their writes stay,
+// and the next Tx works.
+func TestGroupCommitLost(t *testing.T) {
+	s, thread := groupStore(t)
+	ctx := t.Context()
+	hold := make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- s.Tx(ctx, func(tx store.Tx) error {
+			<-hold
+			return appendText(ctx, tx, thread, "first")
+		})
+	}()
+	time.Sleep(10 * time.Millisecond)
+	breaker := make(chan error, 1)
+	go func() {
+		breaker <- s.Tx(ctx, func(tx store.Tx) error {
+			if err := appendText(ctx, tx, thread, "breaker"); err != nil {
+				return err
+			}
+			sqlTx, _ := SQLTx(tx)
+			_, err := sqlTx.ExecContext(ctx, "ROLLBACK")
+			return err
+		})
+	}()
+	queued(t, s, 1)
+	close(hold)
+	for name, ch := range map[string]chan error{"first": first, "breaker": breaker} {
+		if err := <-ch; !errors.Is(err, errGroupLost) {
+			t.Errorf("%s: %v, want the group's loss", name, err)
+		}
+	}
+	if got := texts(t, s, thread); len(got) != 0 {
+		t.Fatalf("messages of a lost group stored: %v", got)
+	}
+	if err := s.Tx(ctx, func(tx store.Tx) error { return appendText(ctx, tx, thread, "next") }); err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(t, s, thread); !got["next"] || len(got) != 1 {
+		t.Fatalf("messages %v", got)
+	}
+}
