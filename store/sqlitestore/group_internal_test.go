@@ -55,6 +55,23 @@ func queued(t *testing.T, s *Store, n int) {
 	}
 }
 
+// holdTurn starts a Tx that holds the write turn until release is called,
+// then appends text; its result comes on the channel.
+func holdTurn(t *testing.T, s *Store, thread, text string) (release func(), result <-chan error) {
+	t.Helper()
+	hold, holding := make(chan struct{}), make(chan struct{})
+	res := make(chan error, 1)
+	go func() {
+		res <- s.Tx(t.Context(), func(tx store.Tx) error {
+			close(holding)
+			<-hold
+			return appendText(t.Context(), tx, thread, text)
+		})
+	}()
+	<-holding
+	return func() { close(hold) }, res
+}
+
 // texts returns the texts of the thread's messages in order, checking that
 // their sequence numbers run from 1 without a gap.
 func texts(t *testing.T, s *Store, thread string) map[string]bool {
@@ -80,16 +97,7 @@ func TestGroupCommit(t *testing.T) {
 	s, thread := groupStore(t)
 	ctx := t.Context()
 	const n = 40
-	hold := make(chan struct{})
-	holder := make(chan error, 1)
-	go func() {
-		holder <- s.Tx(ctx, func(tx store.Tx) error {
-			<-hold
-			return appendText(ctx, tx, thread, "holder")
-		})
-	}()
-	queued(t, s, 0)
-	time.Sleep(10 * time.Millisecond) // the holder has the turn
+	release, holder := holdTurn(t, s, thread, "holder")
 	boom := errors.New("boom")
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -115,7 +123,7 @@ func TestGroupCommit(t *testing.T) {
 		})
 	}
 	queued(t, s, n)
-	close(hold)
+	release()
 	wg.Wait()
 	if err := <-holder; err != nil {
 		t.Fatal(err)
@@ -165,15 +173,7 @@ func TestGroupCommit(t *testing.T) {
 func TestGroupCommitCancelledWaiter(t *testing.T) {
 	s, thread := groupStore(t)
 	ctx := t.Context()
-	hold := make(chan struct{})
-	holder := make(chan error, 1)
-	go func() {
-		holder <- s.Tx(ctx, func(tx store.Tx) error {
-			<-hold
-			return appendText(ctx, tx, thread, "holder")
-		})
-	}()
-	time.Sleep(10 * time.Millisecond)
+	release, holder := holdTurn(t, s, thread, "holder")
 	cctx, cancel := context.WithCancel(ctx)
 	cancelled := make(chan error, 1)
 	go func() {
@@ -189,7 +189,7 @@ func TestGroupCommitCancelledWaiter(t *testing.T) {
 	if err := <-cancelled; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled Tx: %v", err)
 	}
-	close(hold)
+	release()
 	if err := <-holder; err != nil {
 		t.Fatal(err)
 	}
@@ -208,15 +208,7 @@ func TestGroupCommitCancelledWaiter(t *testing.T) {
 func TestGroupCommitLost(t *testing.T) {
 	s, thread := groupStore(t)
 	ctx := t.Context()
-	hold := make(chan struct{})
-	first := make(chan error, 1)
-	go func() {
-		first <- s.Tx(ctx, func(tx store.Tx) error {
-			<-hold
-			return appendText(ctx, tx, thread, "first")
-		})
-	}()
-	time.Sleep(10 * time.Millisecond)
+	release, first := holdTurn(t, s, thread, "first")
 	breaker := make(chan error, 1)
 	go func() {
 		breaker <- s.Tx(ctx, func(tx store.Tx) error {
@@ -229,8 +221,8 @@ func TestGroupCommitLost(t *testing.T) {
 		})
 	}()
 	queued(t, s, 1)
-	close(hold)
-	for name, ch := range map[string]chan error{"first": first, "breaker": breaker} {
+	release()
+	for name, ch := range map[string]<-chan error{"first": first, "breaker": breaker} {
 		if err := <-ch; !errors.Is(err, errGroupLost) {
 			t.Errorf("%s: %v, want the group's loss", name, err)
 		}
