@@ -104,13 +104,13 @@ func (g *groupCommit) release(grp *group) {
 	g.mu.Unlock()
 	if grp != nil {
 		grp.finish()
-		g.mu.Lock()
-		g.stats.commits++
-		g.stats.members += int64(grp.members)
-		g.mu.Unlock()
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if grp != nil {
+		g.stats.commits++
+		g.stats.members += int64(grp.members)
+	}
 	if len(g.queue) > 0 {
 		next := g.queue[0]
 		g.queue = g.queue[1:]

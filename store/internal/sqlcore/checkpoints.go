@@ -257,12 +257,10 @@ func checkpointAppendInOne(ctx context.Context, q Querier, args []any, nms []new
 		cols := "c.created_at, c.parent_id, t.next_seq"
 		if th != nil {
 			reserve += ", " + threadCols
-			cols += ", t.id, t.owner_id, t.parent_id, t.name, t.network, t.active_agent, t.metadata, t.version, t.created_at, t.updated_at"
+			cols += ", " + threadColsOfT
 		}
-		return `WITH c AS (` + insertCheckpoint + `), t AS (` + reserve + `), m AS (
-		INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
-		SELECT v.id, $2, $3, t.next_seq - $12 + v.ord, v.role, v.agent, v.parts, v.status, v.parent, v.usage, v.metadata, $9, $9
-		FROM t, (VALUES ` + values() + `) AS v (ord, id, role, agent, parts, status, parent, usage, metadata))
+		return `WITH c AS (` + insertCheckpoint + `), t AS (` + reserve + `), m AS (` +
+			insertValues("$2", "$3", "t.next_seq - $12 + v.ord", "$9", values()) + `)
 		SELECT ` + cols + ` FROM c, t`
 	})
 	r := q.QueryRow(ctx, query, args...)

@@ -478,7 +478,7 @@ type WritingCTE interface {
 
 // messageValues appends the columns of nms to args and returns them with
 // the VALUES rows of the one-statement writes of messages (appendInOne,
-// createInOne): one row per message — (its index from 1, id, role, agent,
+// createInOne, checkpointAppendInOne; their INSERT is insertValues): one row per message — (its index from 1, id, role, agent,
 // parts, status, parent, usage, metadata) — with parameters numbered
 // after args'. The rows' text depends only on len(args) and len(nms):
 // each caller keeps the whole statement's text in a [textCache].
@@ -502,6 +502,19 @@ func messageValues(args []any, nms []newMessage) ([]any, func() string) {
 		return sb.String()
 	}
 }
+
+// insertValues is the INSERT of the rows of messageValues (v), joined to
+// t, the one-row CTE of the thread before it in a one-statement write:
+// owner, thread, seq and now are the SQL of each row's owner, thread,
+// sequence number and time.
+func insertValues(owner, thread, seq, now, values string) string {
+	return `INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
+		SELECT v.id, ` + owner + `, ` + thread + `, ` + seq + `, v.role, v.agent, v.parts, v.status, v.parent, v.usage, v.metadata, ` + now + `, ` + now + `
+		FROM t, (VALUES ` + values + `) AS v (ord, id, role, agent, parts, status, parent, usage, metadata)`
+}
+
+// threadColsOfT is threadCols of the CTE t.
+var threadColsOfT = "t." + strings.ReplaceAll(threadCols, ", ", ", t.")
 
 // textCache holds the texts of a statement that depend only on how many
 // messages it writes, from 1 to 32, each built once: a hot statement's
@@ -542,13 +555,10 @@ func appendInOne(ctx context.Context, q Querier, p *store.AppendMessagesParams, 
 		from := "m"
 		if p.Thread != nil {
 			reserve += ", " + threadCols
-			cols += ", t.id, t.owner_id, t.parent_id, t.name, t.network, t.active_agent, t.metadata, t.version, t.created_at, t.updated_at"
+			cols += ", " + threadColsOfT
 			from = "m, t"
 		}
-		return `WITH t AS (` + reserve + `), m AS (
-		INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
-		SELECT v.id, $1, $2, t.next_seq - $3 + v.ord, v.role, v.agent, v.parts, v.status, v.parent, v.usage, v.metadata, $4, $4
-		FROM t, (VALUES ` + values() + `) AS v (ord, id, role, agent, parts, status, parent, usage, metadata)
+		return `WITH t AS (` + reserve + `), m AS (` + insertValues("$1", "$2", "t.next_seq - $3 + v.ord", "$4", values()) + `
 		RETURNING ` + messageCols + `)
 		SELECT ` + cols + ` FROM ` + from + ` ORDER BY m.seq`
 	})

@@ -104,10 +104,8 @@ func createInOne(ctx context.Context, q Querier, p *store.CreateThreadParams, id
 	query := createTexts.get(len(nms), func() string {
 		return `WITH t AS (INSERT INTO threads
 			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9) RETURNING ` + threadCols + `), m AS (
-		INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
-		SELECT v.id, t.owner_id, t.id, v.ord, v.role, v.agent, v.parts, v.status, v.parent, v.usage, v.metadata, $9, $9
-		FROM t, (VALUES ` + values() + `) AS v (ord, id, role, agent, parts, status, parent, usage, metadata))
+			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9) RETURNING ` + threadCols + `), m AS (` +
+			insertValues("t.owner_id", "t.id", "v.ord", "$9", values()) + `)
 		SELECT ` + threadCols + ` FROM t`
 	})
 	last(q)
