@@ -122,9 +122,10 @@ type Config struct {
 	// Logger defaults to slog.Default(). River logs to it too.
 	Logger *slog.Logger
 
-	// testHook, in tests, runs between the writes of a hand-over, and in a
-	// claim after its read of the job run ("claim read"); an error rolls
-	// it back.
+	// testHook, in tests, runs between the writes of a hand-over, in a
+	// claim after its read of the job run ("claim read"), and in a
+	// delivery that finished its run, before it returns to River
+	// ("finished"); an error rolls back the hand-over or the claim.
 	testHook func(step string) error
 	// testNoUnique lets tests enqueue duplicates of one job.
 	testNoUnique bool

@@ -36,7 +36,9 @@
 // placeholder's draft (package draft: throttled, fanned out to subscribers),
 // and, in the same transaction as the run's final checkpoint, completes the
 // placeholder with the answer, clears the draft, completes the job-run row
-// and completes the River job (JobCompleteTx). Failures are classified with
+// and completes the River job (River's JobCompleteTx on SQLite; on
+// PostgreSQL the same row change as one primary-key UPDATE sent with the
+// COMMIT, see pgComplete). Failures are classified with
 // runner.KindOf and store errors: transient ones are retried with backoff
 // from the last checkpoint, permanent ones (including a checkpoint of an
 // incompatible network version) put the placeholder in error with a

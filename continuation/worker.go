@@ -149,6 +149,9 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 			s.publish(ctx, a.OwnerID, a.ThreadID, a.EventID)
 		}
 		log.DebugContext(ctx, "continuation finished", "status", jc.final)
+		if err := s.inject("finished"); err != nil {
+			return err
+		}
 		return nil
 	}
 	if runErr == nil {

@@ -16,8 +16,8 @@ const RiverJobPolicy = "baton_owner"
 // IsolateRiverJobs puts River's job table, river_job (created in the store's
 // schema by River's migrations, which must have run), under row-level
 // security for the store's application role, as baton's own tables are: a
-// transaction of the store (River's InsertTx and JobCompleteTx through
-// [PgxTx] included) sees and writes only the jobs whose args name its owner
+// transaction of the store (River's InsertTx through [PgxTx], the
+// continuation's completion of its job through [DeferTx]) sees and writes only the jobs whose args name its owner
 // (args->>'owner_id', as continuation.Args has it). River's own queries, on
 // [Store.Pool] in the connecting role that created and owns the table, see
 // every job: its workers fetch across owners. River's other tables
