@@ -248,14 +248,21 @@ func (b *Broker) notify(ctx context.Context, what string, v any) error {
 	if err != nil {
 		return fmt.Errorf("pgbroker: %s: %w", what, err)
 	}
-	if _, err := b.st.Pool().Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(payload)); err != nil {
+	if _, err := b.st.Pool().Exec(ctx, notifyStmt, channel, string(payload)); err != nil {
 		return fmt.Errorf("pgbroker: %s: %w: %w", what, store.ErrUnavailable, err)
 	}
 	return nil
 }
 
-// PublishTx implements [draft.TxPublisher]: the NOTIFY is sent by tx, a
-// transaction of the same store, and goes out only if it commits.
+// PublishTx implements [draft.TxPublisher]: the NOTIFY goes out only if
+// tx, a transaction of the same store, commits. It is sent in the batch of
+// tx's COMMIT, right after it, in a transaction of its own that does not
+// wait for its WAL flush (pgstore.AfterCommitTx, notifyStmt): a NOTIFY
+// inside tx would hold PostgreSQL's database-wide notify lock from tx's
+// commit until its WAL flush, one notifying commit at a time. It goes in
+// the same batch as the COMMIT: no round trip of the process separates
+// them. A COMMIT that PostgreSQL answers with ROLLBACK (a transaction
+// that failed unseen) still sends it, which costs its subscribers a read.
 func (b *Broker) PublishTx(ctx context.Context, tx store.Tx, ev draft.Event) error {
 	ptx, ok := pgstore.PgxTx(tx)
 	if !ok {
@@ -269,11 +276,16 @@ func (b *Broker) PublishTx(ctx context.Context, tx store.Tx, ev draft.Event) err
 	if err != nil {
 		return fmt.Errorf("pgbroker: publish: %w", err)
 	}
-	// Sent with the transaction's next statement or its COMMIT, no round
-	// trip of its own; a failure fails that statement or the commit.
-	pgstore.DeferTx(tx, `SELECT pg_notify($1, $2)`, channel, string(payload))
+	pgstore.AfterCommitTx(tx, notifyStmt, channel, string(payload))
 	return nil
 }
+
+// notifyStmt sends a notification in a transaction of its own without
+// waiting for its commit record to reach the disk (a notification is not
+// data: PostgreSQL holds its notify lock until that commit returns, and a
+// crash loses the listeners' connections anyway, which re-read on
+// reconnecting).
+const notifyStmt = `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`
 
 // Subscribe implements [draft.Broker].
 func (b *Broker) Subscribe(ctx context.Context, f draft.Filter) iter.Seq2[draft.Update, error] {

@@ -49,6 +49,7 @@ type lazyQuerier struct {
 	held    bool          // a Store.Tx: ended only by commit or abort
 	prelude []queued      // deferred statements for the next batch
 	must    bool          // the prelude holds a statement to send at the latest with COMMIT (deferExec)
+	after   []queued      // statements to send right after COMMIT, in its batch (deferAfter)
 	last    bool          // commit with the next statement
 
 	conn *pgxpool.Conn // the write transaction's connection, once begun
@@ -74,6 +75,15 @@ func (q *lazyQuerier) Defer(sql string, args ...any) {
 func (q *lazyQuerier) deferExec(sql string, args []any) {
 	q.Defer(sql, args...)
 	q.must = true
+}
+
+// deferAfter queues a statement to be sent right after the Store.Tx's
+// COMMIT, in the same batch (commitWith): PostgreSQL runs it once the
+// COMMIT has run, in an implicit transaction of its own, and skips it if
+// the COMMIT failed. Its result and error are discarded: the transaction
+// has committed by then. [AfterCommitTx] uses it.
+func (q *lazyQuerier) deferAfter(sql string, args []any) {
+	q.after = append(q.after, queued{sql, args})
 }
 
 // DeferWrite is deferExec for a write of the engine whose result is not
@@ -336,14 +346,15 @@ func (q *lazyQuerier) query(ctx context.Context, sql string, args []any) (pgx.Ro
 
 // commit ends the write transaction, if one began, and releases its
 // connection. A Store.Tx sends its COMMIT here, alone, or with the deferred
-// statements that must run (deferExec) in one batch (commitWith); other
-// deferred statements still pending (locks) are dropped.
+// statements that must run (deferExec) and those that follow the COMMIT
+// (deferAfter) in one batch (commitWith); other deferred statements still
+// pending (locks) are dropped.
 func (q *lazyQuerier) commit(ctx context.Context) error {
-	if q.must && !q.done {
+	if (q.must || len(q.after) > 0) && !q.done {
 		return q.commitWith(ctx)
 	}
 	conn, done := q.conn, q.done
-	q.conn, q.done, q.prelude, q.must = nil, true, nil, false
+	q.conn, q.done, q.prelude, q.must, q.after = nil, true, nil, false, nil
 	if conn == nil {
 		return nil
 	}
@@ -358,31 +369,40 @@ func (q *lazyQuerier) commit(ctx context.Context) error {
 	return err
 }
 
-// commitWith sends the deferred statements and COMMIT in one batch, with
-// BEGIN and the scope first if no statement began the transaction, and
-// releases the connection. When a statement or the COMMIT fails, the
-// transaction is rolled back.
+// commitWith sends the deferred statements, COMMIT and the statements that
+// follow it (deferAfter) in one batch, with BEGIN and the scope first if no
+// statement began the transaction, and releases the connection. When a
+// statement or the COMMIT fails, the transaction is rolled back (and the
+// statements after the COMMIT are not run). Once the COMMIT has
+// succeeded, what the statements after it do is not the transaction's
+// outcome: their errors are dropped.
 func (q *lazyQuerier) commitWith(ctx context.Context) error {
 	b, err := q.lead(ctx, true)
 	if err != nil {
 		q.abort(ctx)
 		return err
 	}
+	lead := len(b.QueuedQueries)
 	b.Queue("commit")
+	for _, st := range selectList(q.after) {
+		b.Queue(st.sql, st.args...)
+	}
 	br := q.conn.SendBatch(ctx, b)
-	for range len(b.QueuedQueries) - 1 {
+	for range lead {
 		if _, err = br.Exec(); err != nil {
 			break
 		}
 	}
+	committed := false
 	if err == nil {
 		var tag pgconn.CommandTag
 		tag, err = br.Exec()
 		if err == nil && tag.String() == "ROLLBACK" {
 			err = errRolledBack
 		}
+		committed = err == nil
 	}
-	if cerr := br.Close(); err == nil {
+	if cerr := br.Close(); err == nil && !committed {
 		err = cerr
 	}
 	if err != nil {
@@ -390,7 +410,7 @@ func (q *lazyQuerier) commitWith(ctx context.Context) error {
 		return err
 	}
 	conn := q.conn
-	q.conn, q.done, q.prelude, q.must = nil, true, nil, false
+	q.conn, q.done, q.prelude, q.must, q.after = nil, true, nil, false, nil
 	conn.Release()
 	return nil
 }
@@ -399,7 +419,7 @@ func (q *lazyQuerier) commitWith(ctx context.Context) error {
 // connection.
 func (q *lazyQuerier) abort(ctx context.Context) {
 	conn, done := q.conn, q.done
-	q.conn, q.done, q.prelude, q.must = nil, true, nil, false
+	q.conn, q.done, q.prelude, q.must, q.after = nil, true, nil, false, nil
 	if conn == nil {
 		return
 	}

@@ -166,6 +166,27 @@ func DeferTx(tx store.Tx, sql string, args ...any) bool {
 	return true
 }
 
+// AfterCommitTx queues sql, a statement whose result is not needed, to run
+// right after the COMMIT of tx, a transaction of a PostgreSQL store, and
+// reports false for a tx of another backend. It is sent in the COMMIT's
+// batch, no round trip of its own, and runs only if the COMMIT is reached
+// and succeeds, in an implicit transaction of its own (so a pg_notify there
+// does not hold PostgreSQL's notify lock through the transaction's commit,
+// as one inside it would, serialising the commits of every transaction
+// that notifies). Its error, if any, is dropped: tx has committed by then.
+// It runs once the transaction's settings have ended (set_config(…, true)
+// lasts the transaction): in the connecting role, with no owner. A COMMIT of a transaction that failed
+// unseen (PostgreSQL answers ROLLBACK) still runs it: use it for what is
+// harmless then, a notification that something may have changed.
+func AfterCommitTx(tx store.Tx, sql string, args ...any) bool {
+	t, ok := tx.(*txOps)
+	if !ok {
+		return false
+	}
+	t.tx.q.deferAfter(sql, args)
+	return true
+}
+
 // Tx implements [store.Store]. The transaction begins with its first
 // statement, which carries BEGIN and the scope of the call that runs it in
 // one batch, and it commits after fn returns nil; a Tx whose fn runs no

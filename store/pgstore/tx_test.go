@@ -643,3 +643,118 @@ func TestDeferTx(t *testing.T) {
 		t.Errorf("lease after a failed deferred acquisition: %v", err)
 	}
 }
+
+// TestAfterCommitTx: a statement queued with AfterCommitTx goes in the
+// batch of the transaction's COMMIT, after it (no round trip of its own),
+// and runs outside the transaction (its settings have ended) once it has
+// committed; not when the transaction rolls back or its COMMIT fails. Its
+// own failure does not undo or fail the committed transaction, and the
+// connection stays usable. It is refused for a transaction of another kind.
+func TestAfterCommitTx(t *testing.T) {
+	t.Parallel()
+	f := newTxFixture(t, 0)
+	ctx := t.Context()
+	channel := randName("after_")
+	lc, err := f.s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lc.Release()
+	if _, err := lc.Exec(ctx, `LISTEN "`+channel+`"`); err != nil {
+		t.Fatal(err)
+	}
+	heard := func(want string) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := lc.Conn().WaitForNotification(wctx)
+		if err != nil || n.Payload != want {
+			t.Fatalf("notification %v, %v; want %q", n, err, want)
+		}
+	}
+	insert := func(tx store.Tx) error {
+		ptx, _ := pgstore.PgxTx(tx)
+		_, err := ptx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, f.thread.ID)
+		return err
+	}
+	// The payload says whether the statement ran in the transaction: its
+	// owner (set_config(…, true)) is gone once it has committed.
+	const notify = `SELECT pg_notify($1, $2 || coalesce(current_setting('baton.owner', true), ''))`
+	for range 2 { // the first prepares the statements
+		f.tr.take()
+		if err := f.s.Tx(ctx, func(tx store.Tx) error {
+			if err := insert(tx); err != nil {
+				return err
+			}
+			if !pgstore.AfterCommitTx(tx, notify, channel, "after:") {
+				t.Fatal("AfterCommitTx refused a store transaction")
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		heard("after:")
+	}
+	trips := f.tr.take()
+	t.Logf("insert, then a notify after the commit: %q", trips)
+	if len(trips) != 2 || len(trips[1]) != 2 || trips[1][0] != "commit" || !contains(trips[1][1], "pg_notify") {
+		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [commit, pg_notify]", trips)
+	}
+
+	// Rolled back: not run.
+	before := f.jobs(t)
+	err = f.s.Tx(ctx, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
+		}
+		pgstore.AfterCommitTx(tx, notify, channel, "rolled back:")
+		return errors.New("no")
+	})
+	if err == nil {
+		t.Fatal("Tx hid its function's error")
+	}
+	// The COMMIT fails (a deferred statement before it fails): not run, the
+	// insert rolled back.
+	err = f.s.Tx(ctx, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
+		}
+		pgstore.DeferTx(tx, `SELECT 1/0`)
+		pgstore.AfterCommitTx(tx, notify, channel, "failed commit:")
+		return nil
+	})
+	if err == nil {
+		t.Fatal("a failing deferred statement committed")
+	}
+	if n := f.jobs(t); n != before {
+		t.Errorf("%d jobs after the rollbacks, want %d", n, before)
+	}
+	// The statement after the COMMIT fails: the transaction has committed
+	// all the same, Tx reports it so, and the pool's connections work.
+	err = f.s.Tx(ctx, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
+		}
+		pgstore.AfterCommitTx(tx, `SELECT 1/0`)
+		pgstore.AfterCommitTx(tx, notify, channel, "after a failure:")
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a failing statement after the commit failed the transaction: %v", err)
+	}
+	if n := f.jobs(t); n != before+1 {
+		t.Errorf("%d jobs after a committed insert, want %d", n, before+1)
+	}
+	for range 3 {
+		if err := f.s.Tx(ctx, func(tx store.Tx) error {
+			pgstore.AfterCommitTx(tx, notify, channel, "next:")
+			return insert(tx)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		heard("next:") // not "rolled back:", "failed commit:" nor "after a failure:" (it followed the error)
+	}
+	if pgstore.AfterCommitTx(nil, `SELECT 1`) {
+		t.Error("AfterCommitTx accepted a nil transaction")
+	}
+}
