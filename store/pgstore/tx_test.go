@@ -457,30 +457,8 @@ func TestDeferTx(t *testing.T) {
 	t.Parallel()
 	f := newTxFixture(t, 0)
 	ctx := t.Context()
-	// Listen on a channel of the test user, to see what was notified.
-	channel := randName("defer_")
-	lc, err := f.s.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Release()
-	if _, err := lc.Exec(ctx, `LISTEN "`+channel+`"`); err != nil {
-		t.Fatal(err)
-	}
-	heard := func(want string) {
-		t.Helper()
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		n, err := lc.Conn().WaitForNotification(wctx)
-		if err != nil || n.Payload != want {
-			t.Fatalf("notification %v, %v; want %q", n, err, want)
-		}
-	}
-	insert := func(tx store.Tx) error {
-		ptx, _ := pgstore.PgxTx(tx)
-		_, err := ptx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, f.thread.ID)
-		return err
-	}
+	channel, heard, insert := f.listen(t, "defer_")
+	var err error
 	for range 2 { // the first prepares the statements
 		f.tr.take()
 		if err := f.s.Tx(ctx, func(tx store.Tx) error {
@@ -654,29 +632,8 @@ func TestAfterCommitTx(t *testing.T) {
 	t.Parallel()
 	f := newTxFixture(t, 0)
 	ctx := t.Context()
-	channel := randName("after_")
-	lc, err := f.s.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lc.Release()
-	if _, err := lc.Exec(ctx, `LISTEN "`+channel+`"`); err != nil {
-		t.Fatal(err)
-	}
-	heard := func(want string) {
-		t.Helper()
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		n, err := lc.Conn().WaitForNotification(wctx)
-		if err != nil || n.Payload != want {
-			t.Fatalf("notification %v, %v; want %q", n, err, want)
-		}
-	}
-	insert := func(tx store.Tx) error {
-		ptx, _ := pgstore.PgxTx(tx)
-		_, err := ptx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, f.thread.ID)
-		return err
-	}
+	channel, heard, insert := f.listen(t, "after_")
+	var err error
 	// The payload says whether the statement ran in the transaction: its
 	// owner (set_config(…, true)) is gone once it has committed.
 	const notify = `SELECT pg_notify($1, $2 || coalesce(current_setting('baton.owner', true), ''))`
@@ -757,4 +714,37 @@ func TestAfterCommitTx(t *testing.T) {
 	if pgstore.AfterCommitTx(nil, `SELECT 1`) {
 		t.Error("AfterCommitTx accepted a nil transaction")
 	}
+}
+
+// listen LISTENs on a new channel named from prefix, on a connection of the
+// fixture's pool held until t ends, and returns the channel, a check of the
+// next notification's payload, and an insert into the fixture's jobs table
+// through PgxTx.
+func (f *txFixture) listen(t *testing.T, prefix string) (channel string, heard func(want string), insert func(tx store.Tx) error) {
+	t.Helper()
+	ctx := t.Context()
+	channel = randName(prefix)
+	lc, err := f.s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lc.Release)
+	if _, err := lc.Exec(ctx, `LISTEN "`+channel+`"`); err != nil {
+		t.Fatal(err)
+	}
+	heard = func(want string) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := lc.Conn().WaitForNotification(wctx)
+		if err != nil || n.Payload != want {
+			t.Fatalf("notification %v, %v; want %q", n, err, want)
+		}
+	}
+	insert = func(tx store.Tx) error {
+		ptx, _ := pgstore.PgxTx(tx)
+		_, err := ptx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, f.thread.ID)
+		return err
+	}
+	return channel, heard, insert
 }
