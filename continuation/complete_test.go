@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/batonhq/baton/model/scripted"
@@ -89,7 +88,7 @@ func riverJobRows(t testing.TB, b *bundle) []*rivertype.JobRow {
 	var res *river.JobListResult
 	var err error
 	switch q := b.cont.q.(type) {
-	case *riverQueue[pgx.Tx, *riverpgxv5.Driver]:
+	case *riverQueue[pgx.Tx, *pgWakeDriver]:
 		res, err = q.client.JobList(t.Context(), params)
 	case *riverQueue[*sql.Tx, *sqliteWakeDriver]:
 		res, err = q.client.JobList(t.Context(), params)

@@ -206,6 +206,10 @@ type Service struct {
 	broker  draft.Broker
 	log     *slog.Logger
 	leases  *leases
+	// wakes holds the runs whose hand-over, made by the runner's
+	// extension, owes this process's workers a wake once committed
+	// (Handover.wake): AfterRun takes it.
+	wakes sync.Map
 
 	// begun: Start succeeded once (River's tables are there: durable
 	// kicks are inserted from then on).

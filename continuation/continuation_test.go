@@ -354,7 +354,7 @@ func TestSameEventManyTimes(t *testing.T) {
 					if _, err := tx.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: cp.ThreadID}); err != nil {
 						return err
 					}
-					_, err := b.cont.q.insertTx(ctx, tx, args, nil)
+					_, _, err := b.cont.q.insertTx(ctx, tx, args, nil)
 					return err
 				})
 				if err != nil {
@@ -401,7 +401,7 @@ func TestReplayOfCompletedJob(t *testing.T) {
 	before := statuses(t, b.st, run)
 	cp, _ := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
 	args := Args{OwnerID: owner, ThreadID: cp.ThreadID, RunID: run, EventID: h.EventID, JobRunID: h.JobRun.ID, Fingerprint: cp.Fingerprint}
-	if err := b.st.Tx(ctx, func(tx store.Tx) error { _, err := b.cont.q.insertTx(ctx, tx, args, nil); return err }); err != nil {
+	if err := b.st.Tx(ctx, func(tx store.Tx) error { _, _, err := b.cont.q.insertTx(ctx, tx, args, nil); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if jobs := waitRiver(t, b.st, 10*time.Second); jobs["completed"] != 2 {

@@ -103,7 +103,10 @@ func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 	if st.Status != runstate.StatusSuspended {
 		return nil
 	}
-	_, err := s.enqueueTx(ctx, tx, owner, b.CheckpointID, st)
+	h, err := s.enqueueTx(ctx, tx, owner, b.CheckpointID, st)
+	if err == nil && h.wake {
+		s.wakes.Store(st.RunID, struct{}{})
+	}
 	return err
 }
 
@@ -120,7 +123,7 @@ func (e extension) AfterRun(ctx context.Context, o *runner.Outcome) {
 	}
 	s := e.s
 	s.leases.drop(o.State.RunID)
-	if o.State.Status == runstate.StatusSuspended && o.Err == nil {
+	if _, owed := s.wakes.LoadAndDelete(o.State.RunID); owed && o.State.Status == runstate.StatusSuspended && o.Err == nil {
 		// The hand-over has committed: this process's workers start it now
 		// rather than at their next poll.
 		s.q.wake()
@@ -158,6 +161,9 @@ type Handover struct {
 	JobRun *store.JobRun
 	// Duplicate reports that the hand-over existed already.
 	Duplicate bool
+	// wake: the hand-over inserted a job River sent no notification for
+	// (see notifyMirror); once committed, this process's workers are woken.
+	wake bool
 }
 
 // enqueueTx writes in tx the hand-over of the suspension st, stored as
@@ -202,10 +208,11 @@ func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string
 	if s.cfg.Inject != nil {
 		args.Trace = s.cfg.Inject(ctx)
 	}
-	ir, err := s.q.insertTx(ctx, tx, args, &river.InsertOpts{Queue: s.cfg.Queue, UniqueOpts: uniqueOpts})
+	ir, quiet, err := s.q.insertTx(ctx, tx, args, &river.InsertOpts{Queue: s.cfg.Queue, UniqueOpts: uniqueOpts})
 	if err != nil {
 		return fail("river", err)
 	}
+	h.wake = quiet && !ir.UniqueSkippedAsDuplicate
 	if ir.UniqueSkippedAsDuplicate {
 		var cur Args
 		_ = json.Unmarshal(ir.Job.EncodedArgs, &cur)
@@ -262,7 +269,9 @@ func (s *Service) Enqueue(ctx context.Context, owner, runID string) (*Handover, 
 		return nil, err
 	}
 	if h != nil && !h.Duplicate {
-		s.q.wake()
+		if h.wake {
+			s.q.wake()
+		}
 		if _, ok := s.broker.(draft.TxPublisher); !ok {
 			s.publish(ctx, owner, h.JobRun.ThreadID, h.MessageID)
 		}

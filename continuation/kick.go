@@ -51,7 +51,7 @@ func (s *Service) kickTx(ctx context.Context, tx store.Tx, owner, threadID, afte
 	if !s.begun.Load() {
 		return nil
 	}
-	if _, err := s.q.insertTx(ctx, tx, KickArgs{OwnerID: owner, ThreadID: threadID, After: after},
+	if _, _, err := s.q.insertTx(ctx, tx, KickArgs{OwnerID: owner, ThreadID: threadID, After: after},
 		&river.InsertOpts{Queue: s.cfg.Queue, ScheduledAt: time.Now().Add(kickDelay), UniqueOpts: kickUnique}); err != nil {
 		return fmt.Errorf("continuation: kick of thread %s: %w", threadID, err)
 	}

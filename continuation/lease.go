@@ -226,7 +226,7 @@ func (s *Service) adopt(ctx context.Context, owner, runID string, expired bool) 
 	if err != nil {
 		return nil, fmt.Errorf("continuation: adopt run %s: %w", runID, err)
 	}
-	if h != nil && !h.Duplicate {
+	if h != nil && h.wake {
 		s.q.wake()
 	}
 	return h, nil

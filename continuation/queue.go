@@ -23,8 +23,10 @@ import (
 // queue is River on one backend: the seam between the service, which does
 // not care about River's transaction type, and River's generic client.
 type queue interface {
-	// insertTx enqueues args in the store transaction tx.
-	insertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	// insertTx enqueues args in the store transaction tx. quiet reports
+	// that River sent no insert notification with it: this process's
+	// workers need a wake once tx has committed (see wake.go).
+	insertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (ir *rivertype.JobInsertResult, quiet bool, err error)
 	// completeTx marks the running job completed in tx, as River's
 	// JobCompleteTx does; ctx must be the worker's. A job no longer
 	// running is left as it is, with or without an error
@@ -43,9 +45,12 @@ type riverQueue[TTx any, D riverdriver.Driver[TTx]] struct {
 	client *river.Client[TTx]
 	txOf   func(store.Tx) (TTx, bool)
 	works  bool
-	// waker wakes the workers' listener in process; nil where River's
-	// notifications need none (PostgreSQL's LISTEN).
+	// waker wakes the workers' listener in process (see wake.go); nil for
+	// a queue this process does not work.
 	waker *waker
+	// testQuiet, in tests, takes every insert for one River did not
+	// notify.
+	testQuiet bool
 	// completeIn, if set, completes a running job in a store transaction
 	// in River's stead (see pgComplete), reporting false for a
 	// transaction it cannot use.
@@ -58,12 +63,14 @@ func (q *riverQueue[TTx, D]) wake() {
 	}
 }
 
-func (q *riverQueue[TTx, D]) insertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+func (q *riverQueue[TTx, D]) insertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, bool, error) {
 	t, ok := q.txOf(tx)
 	if !ok {
-		return nil, fmt.Errorf("continuation: transaction %T is not of the store the queue runs on", tx)
+		return nil, false, fmt.Errorf("continuation: transaction %T is not of the store the queue runs on", tx)
 	}
-	return q.client.InsertTx(ctx, t, args, opts)
+	var notified bool
+	ir, err := q.client.InsertTx(context.WithValue(ctx, notifiedKey{}, &notified), t, args, opts)
+	return ir, !notified || q.testQuiet, err
 }
 
 func (q *riverQueue[TTx, D]) completeTx(ctx context.Context, tx store.Tx, job *river.Job[Args]) error {
@@ -144,9 +151,23 @@ func PostgresDriver(st *pgstore.Store) Driver { return pgDriver{st} }
 type pgDriver struct{ st *pgstore.Store }
 
 func (d pgDriver) queue(rc *river.Config, works bool) (queue, error) {
-	q := &riverQueue[pgx.Tx, *riverpgxv5.Driver]{driver: riverpgxv5.New(d.st.Pool()), txOf: pgstore.PgxTx, works: works,
+	w := queueWaker(rc, works)
+	q := &riverQueue[pgx.Tx, *pgWakeDriver]{driver: &pgWakeDriver{Driver: riverpgxv5.New(d.st.Pool()), w: w},
+		txOf: pgstore.PgxTx, works: works, waker: w,
 		completeIn: func(tx store.Tx, id int64) bool { return pgstore.DeferTx(tx, pgComplete, id) }}
 	return q, q.newClient(rc)
+}
+
+// queueWaker returns the waker of the workers of rc's queue, nil for a
+// client that works no queue.
+func queueWaker(rc *river.Config, works bool) *waker {
+	var w *waker
+	if rc != nil && works {
+		for name := range rc.Queues {
+			w = newWaker(name)
+		}
+	}
+	return w
 }
 
 // pgComplete completes a running River job on PostgreSQL: what River's
@@ -221,11 +242,8 @@ type sqliteDriver struct{ st *sqlitestore.Store }
 const sqliteFetchCooldown = 5 * time.Millisecond
 
 func (d sqliteDriver) queue(rc *river.Config, works bool) (queue, error) {
-	var w *waker
-	if rc != nil && works {
-		for name := range rc.Queues {
-			w = newWaker(name)
-		}
+	w := queueWaker(rc, works)
+	if w != nil {
 		if rc.FetchCooldown == 0 {
 			rc.FetchCooldown = sqliteFetchCooldown
 			if rc.FetchPollInterval > 0 {

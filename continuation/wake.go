@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 )
 
@@ -26,6 +29,14 @@ import (
 // FetchCooldown). The job is fetched from the database as any other: the
 // wake carries nothing but "look now". Other processes on the same file
 // still learn of the job by polling the notification table.
+//
+// On PostgreSQL River's listener hears each insert's NOTIFY, but River sends
+// at most one per queue per FetchCooldown (its insert notify limiter), so a
+// job committed just after a notified one could miss the producer's fetch
+// and wait for the next fetch poll (1 s by default): the p99 of the resume
+// latency. The same wake closes that gap for this process's workers, after
+// the inserts River did not notify only (see notifySpy); other processes
+// hear River's notifications as before (see pgWakeDriver).
 
 // waker wakes a River listener of this process.
 type waker struct {
@@ -126,6 +137,55 @@ func (l *wakeListener) WaitForNotification(ctx context.Context) (*riverdriver.No
 		return l.w.note, nil
 	}
 	return n, err
+}
+
+// notifiedKey is the context key under which insertTx asks to be told
+// whether River sent the insert's notification (notifySpy).
+type notifiedKey struct{}
+
+// notifySpy is River's executor on a transaction that reports River's
+// insert notifications to the insertTx whose context asks (notifiedKey):
+// River sends an insert NOTIFY for a queue at most once per FetchCooldown
+// (its insert notify limiter), and only an insert it did not notify wakes
+// this process's workers. Waking after a notified one would trigger a
+// second fetch, which River's producer defers to the end of its cooldown,
+// and the next job, committed meanwhile, would wait for it.
+type notifySpy struct{ riverdriver.ExecutorTx }
+
+// NotifyMany implements riverdriver.ExecutorTx.
+func (e notifySpy) NotifyMany(ctx context.Context, params *riverdriver.NotifyManyParams) error {
+	err := e.ExecutorTx.NotifyMany(ctx, params)
+	if n, ok := ctx.Value(notifiedKey{}).(*bool); ok && err == nil && params.Topic == riverInsertTopic {
+		*n = true
+	}
+	return err
+}
+
+// pgWakeDriver is River's PostgreSQL driver whose listener a waker
+// interrupts. River's PostgreSQL listener hears each insert's NOTIFY, but
+// River sends one per queue per FetchCooldown at most (its insert notify
+// limiter): a job committed just after a notified one, once the producer
+// has fetched, waited for the next fetch poll (FetchPollInterval, 1 s by
+// default) — the p99 of the resume latency on PostgreSQL. The wake after a
+// hand-over commits closes it for this process's workers.
+type pgWakeDriver struct {
+	*riverpgxv5.Driver
+	w *waker
+}
+
+// UnwrapExecutor implements riverdriver.Driver: River's executor on tx,
+// which reports its insert notifications (notifySpy).
+func (d *pgWakeDriver) UnwrapExecutor(tx pgx.Tx) riverdriver.ExecutorTx {
+	return notifySpy{d.Driver.UnwrapExecutor(tx)}
+}
+
+// GetListener implements riverdriver.Driver.
+func (d *pgWakeDriver) GetListener(params *riverdriver.GetListenenerParams) riverdriver.Listener {
+	l := d.Driver.GetListener(params)
+	if d.w == nil {
+		return l
+	}
+	return &wakeListener{Listener: l, w: d.w}
 }
 
 // sqliteWakeDriver is River's SQLite driver whose listener a waker

@@ -3,12 +3,17 @@ package continuation
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 
 	"github.com/batonhq/baton/model/scripted"
+	"github.com/batonhq/baton/store"
 )
 
 // fakeListener is a River listener whose notifications a test sends.
@@ -113,13 +118,21 @@ func TestWakeListener(t *testing.T) {
 	}
 }
 
-// TestInProcessWake: on SQLite, with River's own insert notifications
-// dropped and its fetch poll an hour away, the workers of the process that
-// handed a run over start it anyway — the hand-over, and the adoption of a
-// dead process's run, wake them once committed.
+// TestInProcessWake: on both backends, with River's own insert
+// notifications dropped and its fetch poll an hour away, the workers of the
+// process that handed a run over start it anyway — the hand-over, and the
+// adoption of a dead process's run, wake them once committed.
 func TestInProcessWake(t *testing.T) {
 	t.Parallel()
-	be := backends(t)[0]
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			testInProcessWake(t, be)
+		})
+	}
+}
+
+func testInProcessWake(t *testing.T, be backend) {
 	st, n, cfg := stalled(t, be, 300*time.Millisecond, 100*time.Millisecond)
 	cfg.FetchPollInterval = time.Hour
 	tools := newToolLog()
@@ -158,13 +171,58 @@ func TestInProcessWake(t *testing.T) {
 	}
 }
 
-// deafen makes the SQLite workers of s ignore River's insert
-// notifications (before Start).
+// deafen makes the workers of s ignore River's insert notifications
+// (before Start), and on PostgreSQL takes every insert for one River did
+// not notify, so that every hand-over wakes.
 func deafen(t *testing.T, s *Service) {
 	t.Helper()
-	q, ok := s.q.(*riverQueue[*sql.Tx, *sqliteWakeDriver])
-	if !ok || q.waker == nil {
+	var w *waker
+	switch q := s.q.(type) {
+	case *riverQueue[*sql.Tx, *sqliteWakeDriver]:
+		w = q.waker
+	case *riverQueue[pgx.Tx, *pgWakeDriver]:
+		w, q.testQuiet = q.waker, true
+	}
+	if w == nil {
 		t.Fatalf("queue %T has no waker", s.q)
 	}
-	q.waker.testDeaf = true
+	w.testDeaf = true
+}
+
+// TestInsertQuiet: insertTx reports an insert River sent no notification
+// for — on SQLite every one (River's SQLite driver has no NOTIFY), on
+// PostgreSQL those its insert notify limiter held back: of two inserts into
+// a queue within its FetchCooldown (a minute here), the first is notified,
+// the second is quiet. Only quiet hand-overs wake the workers.
+func TestInsertQuiet(t *testing.T) {
+	t.Parallel()
+	for _, be := range backends(t) {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			tools := newToolLog()
+			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) { c.FetchCooldown, c.FetchPollInterval = time.Minute, time.Hour })
+			var quiet []bool
+			for i := range 2 {
+				if err := b.st.Tx(t.Context(), func(tx store.Tx) error {
+					// A store call first: River's insert runs in its owner's scope.
+					if _, err := tx.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: owner}); err != nil {
+						return err
+					}
+					args := Args{OwnerID: owner, ThreadID: fmt.Sprintf("t-%d", i), RunID: "r", EventID: fmt.Sprintf("e-%d", i), JobRunID: "j"}
+					_, q, err := b.cont.q.insertTx(t.Context(), tx, args, &river.InsertOpts{Queue: b.cont.cfg.Queue})
+					quiet = append(quiet, q)
+					return err
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := []bool{false, true}
+			if be.name == "SQLite" {
+				want = []bool{true, true}
+			}
+			if !slices.Equal(quiet, want) {
+				t.Fatalf("quiet %v, want %v", quiet, want)
+			}
+		})
+	}
 }
