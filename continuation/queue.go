@@ -180,7 +180,7 @@ func queueWaker(rc *river.Config, works bool) *waker {
 // primary-key update, sent with the transaction's COMMIT (pgstore.DeferTx):
 // no round trip of its own. River's completer, once the worker returns,
 // finds the job completed and leaves it so. It is tied to the schema of
-// the River version in go.mod: TestRiverJobCompleted checks it through
+// the River version in go.mod: TestRiverJobCompletedWithRun checks it through
 // River's API.
 const pgComplete = `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1 AND state = 'running'`
 
