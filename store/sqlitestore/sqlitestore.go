@@ -139,11 +139,42 @@ func Open(ctx context.Context, path string, opts *store.Options) (*Store, error)
 	s.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: storeExec{s}, Clock: s.clock}
 	// The first connection applies the pragmas; WAL needs the write lock
 	// once, so Ping sets it up on the writer first.
+	if !memory {
+		if err := connectWaiting(ctx, s.writer, busy); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, wrap("ping", err))
+		}
+	}
 	if err := sqlcore.Ready(ctx, s, opts.NoMigrate, len(migrations)); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// connectWaiting makes db's first connection, which applies the pragmas,
+// waiting up to busy while the file is locked. Switching a new file to WAL
+// takes its lock without SQLite's busy handler: a process that opens the
+// same new file at that moment (two `baton worker` starting at once) got
+// SQLITE_BUSY at once (TestMigrateConcurrent, one run in eleven).
+func connectWaiting(ctx context.Context, db *sql.DB, busy time.Duration) error {
+	deadline := time.Now().Add(busy)
+	wait := 5 * time.Millisecond
+	for {
+		err := db.PingContext(ctx)
+		var se *sqlite.Error
+		if err == nil || !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
 }
 
 // parsePath splits a path or file: URI into the file part and its query.
