@@ -162,7 +162,7 @@ type Handover struct {
 	// Duplicate reports that the hand-over existed already.
 	Duplicate bool
 	// wake: the hand-over inserted a job River sent no notification for
-	// (see notifyMirror); once committed, this process's workers are woken.
+	// (see notifySpy); once committed, this process's workers are woken.
 	wake bool
 }
 

@@ -66,7 +66,7 @@ func (q *riverQueue[TTx, D]) wake() {
 func (q *riverQueue[TTx, D]) insertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, bool, error) {
 	t, ok := q.txOf(tx)
 	if !ok {
-		return nil, false, fmt.Errorf("continuation: transaction %T is not of the store the queue runs on", tx)
+		return nil, false, foreignTx(tx)
 	}
 	var notified bool
 	ir, err := q.client.InsertTx(context.WithValue(ctx, notifiedKey{}, &notified), t, args, opts)
@@ -76,16 +76,22 @@ func (q *riverQueue[TTx, D]) insertTx(ctx context.Context, tx store.Tx, args riv
 func (q *riverQueue[TTx, D]) completeTx(ctx context.Context, tx store.Tx, job *river.Job[Args]) error {
 	if q.completeIn != nil {
 		if !q.completeIn(tx, job.ID) {
-			return fmt.Errorf("continuation: transaction %T is not of the store the queue runs on", tx)
+			return foreignTx(tx)
 		}
 		return nil
 	}
 	t, ok := q.txOf(tx)
 	if !ok {
-		return fmt.Errorf("continuation: transaction %T is not of the store the queue runs on", tx)
+		return foreignTx(tx)
 	}
 	_, err := river.JobCompleteTx[D](ctx, t, job)
 	return err
+}
+
+// foreignTx is the error of a transaction of another store than the
+// queue's.
+func foreignTx(tx store.Tx) error {
+	return fmt.Errorf("continuation: transaction %T is not of the store the queue runs on", tx)
 }
 
 func (q *riverQueue[TTx, D]) newClient(rc *river.Config) error {

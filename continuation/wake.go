@@ -162,12 +162,8 @@ func (e notifySpy) NotifyMany(ctx context.Context, params *riverdriver.NotifyMan
 }
 
 // pgWakeDriver is River's PostgreSQL driver whose listener a waker
-// interrupts. River's PostgreSQL listener hears each insert's NOTIFY, but
-// River sends one per queue per FetchCooldown at most (its insert notify
-// limiter): a job committed just after a notified one, once the producer
-// has fetched, waited for the next fetch poll (FetchPollInterval, 1 s by
-// default) — the p99 of the resume latency on PostgreSQL. The wake after a
-// hand-over commits closes it for this process's workers.
+// interrupts (see the top of this file), and whose executor reports River's
+// insert notifications (notifySpy).
 type pgWakeDriver struct {
 	*riverpgxv5.Driver
 	w *waker
@@ -181,11 +177,7 @@ func (d *pgWakeDriver) UnwrapExecutor(tx pgx.Tx) riverdriver.ExecutorTx {
 
 // GetListener implements riverdriver.Driver.
 func (d *pgWakeDriver) GetListener(params *riverdriver.GetListenenerParams) riverdriver.Listener {
-	l := d.Driver.GetListener(params)
-	if d.w == nil {
-		return l
-	}
-	return &wakeListener{Listener: l, w: d.w}
+	return wakeful(d.Driver.GetListener(params), d.w)
 }
 
 // sqliteWakeDriver is River's SQLite driver whose listener a waker
@@ -197,9 +189,13 @@ type sqliteWakeDriver struct {
 
 // GetListener implements riverdriver.Driver.
 func (d *sqliteWakeDriver) GetListener(params *riverdriver.GetListenenerParams) riverdriver.Listener {
-	l := d.Driver.GetListener(params)
-	if d.w == nil {
+	return wakeful(d.Driver.GetListener(params), d.w)
+}
+
+// wakeful returns l interrupted by w, l itself without a waker.
+func wakeful(l riverdriver.Listener, w *waker) riverdriver.Listener {
+	if w == nil {
 		return l
 	}
-	return &wakeListener{Listener: l, w: d.w}
+	return &wakeListener{Listener: l, w: w}
 }

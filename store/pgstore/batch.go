@@ -353,8 +353,7 @@ func (q *lazyQuerier) commit(ctx context.Context) error {
 	if (q.must || len(q.after) > 0) && !q.done {
 		return q.commitWith(ctx)
 	}
-	conn, done := q.conn, q.done
-	q.conn, q.done, q.prelude, q.must, q.after = nil, true, nil, false, nil
+	conn, done := q.end()
 	if conn == nil {
 		return nil
 	}
@@ -409,17 +408,24 @@ func (q *lazyQuerier) commitWith(ctx context.Context) error {
 		q.abort(ctx) // the batch stopped at the error: the transaction is still open
 		return err
 	}
-	conn := q.conn
-	q.conn, q.done, q.prelude, q.must, q.after = nil, true, nil, false, nil
+	conn, _ := q.end()
 	conn.Release()
 	return nil
+}
+
+// end marks the write transaction ended, dropping what was deferred, and
+// returns its connection (nil if none was taken) and whether it had ended
+// already, for the caller to finish and release.
+func (q *lazyQuerier) end() (conn *pgxpool.Conn, done bool) {
+	conn, done = q.conn, q.done
+	q.conn, q.done, q.prelude, q.must, q.after = nil, true, nil, false, nil
+	return conn, done
 }
 
 // abort rolls the write transaction back, if one is open, and releases its
 // connection.
 func (q *lazyQuerier) abort(ctx context.Context) {
-	conn, done := q.conn, q.done
-	q.conn, q.done, q.prelude, q.must, q.after = nil, true, nil, false, nil
+	conn, done := q.end()
 	if conn == nil {
 		return
 	}

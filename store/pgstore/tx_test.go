@@ -709,7 +709,7 @@ func TestAfterCommitTx(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		heard("next:") // not "rolled back:", "failed commit:" nor "after a failure:" (it followed the error)
+		heard("next:") // not "rolled back:", "failed commit:" nor "after a failure:" (one SELECT with the failing one: selectList)
 	}
 	if pgstore.AfterCommitTx(nil, `SELECT 1`) {
 		t.Error("AfterCommitTx accepted a nil transaction")
