@@ -12,8 +12,11 @@ import (
 	"github.com/batonhq/baton/store/storetest"
 )
 
-// beforeFewerIndexes is the version before 009_fewer_indexes.
-const beforeFewerIndexes = 8
+// Versions before migrations that tests look at.
+const (
+	beforeFewerIndexes    = 8 // before 009_fewer_indexes
+	beforeJobRunsKeyOrder = 9 // before 010_job_runs_key_order
+)
 
 // describe describes the tables of schema: columns, constraints and
 // indexes, as the catalogs define them, the schema's name left out.
@@ -45,17 +48,16 @@ ORDER BY 1`, schema)
 	return strings.ReplaceAll(strings.Join(lines, "\n"), schema+".", "")
 }
 
-// TestMigrateFewerIndexesDown checks that 009_fewer_indexes's down
-// migration restores the schema of 008 exactly, and that migrating down
-// and up again makes the schema of a fresh database.
-func TestMigrateFewerIndexesDown(t *testing.T) {
-	t.Parallel()
+// migratesDownExactly checks that migrating a fresh store down to version
+// makes the schema of a database migrated up to version, and that migrating
+// up again makes the latest schema. It returns the latest schema.
+func migratesDownExactly(t *testing.T, conn *pgx.Conn, version int) string {
+	t.Helper()
 	ctx := t.Context()
-	conn := admin(t)
 	schema := freshSchema(t)
 	s := open(t, testdb.URL(t), &store.Options{Schema: schema})
 	latest := describe(t, conn, schema)
-	if err := s.MigrateTo(ctx, beforeFewerIndexes); err != nil {
+	if err := s.MigrateTo(ctx, version); err != nil {
 		t.Fatal(err)
 	}
 	down := describe(t, conn, schema)
@@ -71,12 +73,21 @@ func TestMigrateFewerIndexesDown(t *testing.T) {
 	if err := fresh.MigrateTo(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := fresh.MigrateTo(ctx, beforeFewerIndexes); err != nil {
+	if err := fresh.MigrateTo(ctx, version); err != nil {
 		t.Fatal(err)
 	}
 	if want := describe(t, conn, other); down != want {
-		t.Fatalf("schema after migrating down to %d:\n%s\nmigrated up to %d:\n%s", beforeFewerIndexes, down, beforeFewerIndexes, want)
+		t.Fatalf("schema after migrating down to %d:\n%s\nmigrated up to %d:\n%s", version, down, version, want)
 	}
+	return latest
+}
+
+// TestMigrateFewerIndexesDown checks that 009_fewer_indexes's down
+// migration restores the schema of 008 exactly, and that migrating down
+// and up again makes the schema of a fresh database.
+func TestMigrateFewerIndexesDown(t *testing.T) {
+	t.Parallel()
+	latest := migratesDownExactly(t, admin(t), beforeFewerIndexes)
 
 	// What 009 is for: no index on messages (id, owner_id), checkpoints
 	// (seq) alone or run_leases (expires_at), drafts referencing messages (id).
@@ -161,5 +172,69 @@ func TestMigrateFewerIndexesRows(t *testing.T) {
 	if _, err := conn.Exec(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, updated_at) VALUES ('missing', 'o', '', now())`); err == nil ||
 		!strings.Contains(err.Error(), "23503") {
 		t.Fatalf("a draft of a missing message: %v, want a foreign key violation", err)
+	}
+}
+
+// TestMigrateJobRunsKeyOrder checks 010_job_runs_key_order: its down
+// migration restores the schema of 009 exactly, and with the idempotency
+// key leading job_runs' unique index a job run found by owner and id is
+// found through the primary key. Under 009, on a new database, the planner
+// found it through the unique index on owner_id alone, reading every job
+// run of the owner.
+func TestMigrateJobRunsKeyOrder(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	conn := admin(t)
+	latest := migratesDownExactly(t, conn, beforeJobRunsKeyOrder)
+	if want := "job_runs_owner_id_idempotency_key_key u UNIQUE (idempotency_key, owner_id)"; !strings.Contains(latest, want) {
+		t.Fatalf("the latest schema lacks %s:\n%s", want, latest)
+	}
+
+	// The statement shape of a job run's transitions, planned on a new
+	// database holding a few job runs of one owner, at each version.
+	schema := freshSchema(t)
+	s := open(t, testdb.URL(t), &store.Options{Schema: schema})
+	// Index scans only: the few rows here fit a page, which a sequential
+	// scan reads as cheaply; the question is which index.
+	if _, err := conn.Exec(ctx, `SET search_path = `+pgx.Identifier{schema}.Sanitize()+`; SET enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(version int) string {
+		t.Helper()
+		if err := s.MigrateTo(ctx, version); err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		rows, err := conn.Query(ctx, `EXPLAIN UPDATE job_runs SET attempt = attempt + 1 WHERE owner_id = 'o' AND id = 'j1' AND attempt = 0`)
+		if err == nil {
+			lines, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	if err := s.MigrateTo(ctx, beforeJobRunsKeyOrder); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO owners (id, created_at) VALUES ('o', now());
+INSERT INTO threads (id, owner_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
+  SELECT 't' || i, 'o', '', 'n', 'a', '{}', 1, 1, now(), now() FROM generate_series(1, 3) i;
+INSERT INTO job_runs (id, owner_id, idempotency_key, kind, thread_id, status, created_at, updated_at)
+  SELECT 'j' || i, 'o', 'k' || i, 'x', 't' || i, 'queued', now(), now() FROM generate_series(1, 3) i`); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("under %d:\n%s", beforeJobRunsKeyOrder, plan(beforeJobRunsKeyOrder))
+	if got := plan(pgstore.LatestVersion()); !strings.Contains(got, "Index Scan using job_runs_pkey") || !strings.Contains(got, "Index Cond: (id = 'j1'::text)") {
+		t.Fatalf("a job run by owner and id, planned:\n%s\nwant an index scan of the primary key", got)
+	}
+	// The key's lookups and ON CONFLICT still find the unique index.
+	if _, err := conn.Exec(ctx, `INSERT INTO job_runs (id, owner_id, idempotency_key, kind, status, created_at, updated_at)
+  VALUES ('j4', 'o', 'k1', 'x', 'queued', now(), now()) ON CONFLICT (owner_id, idempotency_key) DO NOTHING`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM job_runs WHERE owner_id = 'o' AND idempotency_key = 'k1'`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("job runs of key k1: %d, %v", n, err)
 	}
 }
