@@ -105,12 +105,16 @@ func Each(b *testing.B, bench func(b *testing.B, st store.Store)) {
 }
 
 // Scenarios runs, on st, one after the other, the sub-benchmarks River
-// ([River]), RiverEquivalent ([RiverEquivalent]) and Baton ([Baton]): what
+// ([River]), RiverEquivalent ([RiverEquivalent]), Baton ([Baton]) and, on
+// PostgreSQL, BatonWrites ([BatonWrites]): what
 // BenchmarkContinuation and BenchmarkPeers both measure.
 func Scenarios(b *testing.B, st store.Store) {
 	b.Run("River", func(b *testing.B) { River(b, st) })
 	b.Run("RiverEquivalent", func(b *testing.B) { RiverEquivalent(b, st) })
 	b.Run("Baton", func(b *testing.B) { Baton(b, st) })
+	if _, ok := st.(*pgstore.Store); ok {
+		b.Run("BatonWrites", func(b *testing.B) { BatonWrites(b, st) })
+	}
 }
 
 // driverOf returns River on st.
