@@ -231,12 +231,7 @@ func (w *equivWorker[TTx]) Work(ctx context.Context, job *river.Job[equivArgs]) 
 // and reports jobs/s, first insert to last completion.
 func RiverEquivalent(b *testing.B, st store.Store) {
 	ctx := context.Background()
-	var done atomic.Int64
-	var last atomic.Int64
-	finish := func() {
-		done.Add(1)
-		last.Store(time.Now().UnixNano())
-	}
+	var jobs finished
 	state := equivState(b)
 	round := fmt.Sprintf("r%d-", equivRound.Add(1))
 	cfg := func(workers *river.Workers) *river.Config {
@@ -269,7 +264,7 @@ func RiverEquivalent(b *testing.B, st store.Store) {
 			},
 		}
 		workers := river.NewWorkers()
-		river.AddWorker(workers, &equivWorker[pgx.Tx]{db: d, state: state, done: finish})
+		river.AddWorker(workers, &equivWorker[pgx.Tx]{db: d, state: state, done: jobs.finish})
 		c, err := river.NewClient(riverpgxv5.New(pool), cfg(workers))
 		if err != nil {
 			b.Fatal(err)
@@ -299,7 +294,7 @@ func RiverEquivalent(b *testing.B, st store.Store) {
 			},
 		}
 		workers := river.NewWorkers()
-		river.AddWorker(workers, &equivWorker[*sql.Tx]{db: d, state: state, done: finish})
+		river.AddWorker(workers, &equivWorker[*sql.Tx]{db: d, state: state, done: jobs.finish})
 		c, err := river.NewClient(riversqlite.New(db), cfg(workers))
 		if err != nil {
 			b.Fatal(err)
@@ -309,6 +304,21 @@ func RiverEquivalent(b *testing.B, st store.Store) {
 	default:
 		b.Fatalf("store %T", st)
 	}
+	jobs.measure(b, start, stop, produce)
+}
+
+// finished counts a scenario's jobs worked and when the last one was.
+type finished struct{ done, last atomic.Int64 }
+
+func (f *finished) finish() {
+	f.done.Add(1)
+	f.last.Store(time.Now().UnixNano())
+}
+
+// measure starts River (start, stop), runs produce for [BatonJobs] jobs
+// from [Producers] producers, waits for them to be worked and reports
+// jobs/s, first insert to last job worked.
+func (f *finished) measure(b *testing.B, start, stop func(context.Context) error, produce func(n int) error) {
 	StartUntilEnd(b, start, stop)
 	t0 := time.Now()
 	FanOut(b, BatonJobs, produce)
@@ -316,13 +326,13 @@ func RiverEquivalent(b *testing.B, st store.Store) {
 		b.FailNow()
 	}
 	deadline := time.Now().Add(5 * time.Minute)
-	for done.Load() < BatonJobs && time.Now().Before(deadline) {
+	for f.done.Load() < BatonJobs && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if done.Load() < BatonJobs {
-		b.Fatalf("%d of %d equivalent jobs done", done.Load(), BatonJobs)
+	if f.done.Load() < BatonJobs {
+		b.Fatalf("%d of %d jobs worked", f.done.Load(), BatonJobs)
 	}
-	b.ReportMetric(float64(BatonJobs)/time.Unix(0, last.Load()).Sub(t0).Seconds(), "per-s")
+	b.ReportMetric(float64(BatonJobs)/time.Unix(0, f.last.Load()).Sub(t0).Seconds(), "per-s")
 	b.ReportMetric(0, "ns/op")
 }
 

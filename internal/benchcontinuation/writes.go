@@ -3,7 +3,6 @@ package benchcontinuation
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,15 +176,11 @@ func BatonWrites(b *testing.B, st store.Store) {
 		<-listened
 		lc.Release()
 	}()
-	var done, last atomic.Int64
-	finish := func() {
-		done.Add(1)
-		last.Store(time.Now().UnixNano())
-	}
+	var jobs finished
 	state := equivState(b)
 	round := fmt.Sprintf("f%d-", equivRound.Add(1))
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &fullWorker{pool: pool, state: state, done: finish})
+	river.AddWorker(workers, &fullWorker{pool: pool, state: state, done: jobs.finish})
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Workers: workers,
 		Queues: map[string]river.QueueConfig{"bench_full": {MaxWorkers: Workers}}, FetchCooldown: FetchCooldown, FetchPollInterval: writesPoll, Logger: Logger()})
 	if err != nil {
@@ -221,19 +216,5 @@ func BatonWrites(b *testing.B, st store.Store) {
 			return err
 		})
 	}
-	StartUntilEnd(b, c.Start, c.Stop)
-	t0 := time.Now()
-	FanOut(b, BatonJobs, produce)
-	if b.Failed() {
-		b.FailNow()
-	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for done.Load() < BatonJobs && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if done.Load() < BatonJobs {
-		b.Fatalf("%d of %d jobs done", done.Load(), BatonJobs)
-	}
-	b.ReportMetric(float64(BatonJobs)/time.Unix(0, last.Load()).Sub(t0).Seconds(), "per-s")
-	b.ReportMetric(0, "ns/op")
+	jobs.measure(b, c.Start, c.Stop, produce)
 }
