@@ -253,7 +253,7 @@ func checkpointAppendInOne(ctx context.Context, q Querier, args []any, nms []new
 	}
 	query := texts.get(len(nms), func() string {
 		reserve := `UPDATE threads SET next_seq = next_seq + $12, updated_at = $9
-		WHERE owner_id = $2 AND id = $3 AND EXISTS (SELECT 1 FROM c) RETURNING next_seq`
+		WHERE ` + threadKey("$2", "$3") + ` AND EXISTS (SELECT 1 FROM c) RETURNING next_seq`
 		cols := "c.created_at, c.parent_id, t.next_seq"
 		if th != nil {
 			reserve += ", " + threadCols

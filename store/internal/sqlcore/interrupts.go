@@ -79,7 +79,7 @@ func (e *Engine) CreateInterrupt(ctx context.Context, p *store.CreateInterruptPa
 		// foreign key violation, which would abort a PostgreSQL
 		// transaction.
 		if p.ThreadID != "" {
-			if err := exists(ctx, q, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ThreadID); err != nil {
+			if err := exists(ctx, q, `SELECT 1 FROM threads WHERE `+threadKey("$1", "$2"), p.OwnerID, p.ThreadID); err != nil {
 				return nil, err
 			}
 		}

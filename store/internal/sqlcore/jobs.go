@@ -78,7 +78,7 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 				nm.enc.usage, nm.enc.metadata)
 			insert = `WITH j AS (` + insert + `), t AS (
 				UPDATE threads SET next_seq = next_seq + 1, updated_at = $7
-				WHERE owner_id = $2 AND id = $5 AND EXISTS (SELECT 1 FROM j) RETURNING next_seq), m AS (
+				WHERE ` + threadKey("$2", "$5") + ` AND EXISTS (SELECT 1 FROM j) RETURNING next_seq), m AS (
 				INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
 				SELECT $8::text, $2, $5, t.next_seq, $9::text, $10::text, $11::json, $12::text, $13::text, $14::json, $15::json, $7, $7 FROM t)
 				SELECT ` + jobRunCols + ` FROM j`

@@ -140,8 +140,8 @@ func (e *Engine) AppendMessages(ctx context.Context, p *store.AppendMessagesPara
 
 // reserveSeq reserves $3 sequence numbers of thread $2 of owner $1, at
 // time $4, and returns the next one.
-const reserveSeq = `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
-		WHERE owner_id = $1 AND id = $2 RETURNING next_seq`
+var reserveSeq = `UPDATE threads SET next_seq = next_seq + $3, updated_at = $4
+		WHERE ` + threadKey("$1", "$2") + ` RETURNING next_seq`
 
 // appendTo is AppendMessages of the encoded messages nms, in q.
 func appendTo(ctx context.Context, e *Engine, q Querier, p *store.AppendMessagesParams, nms []newMessage, now any) ([]*store.Message, error) {
@@ -313,7 +313,7 @@ func (e *Engine) ListMessages(ctx context.Context, p *store.ListMessagesParams) 
 		args = append(args, p.Limit)
 	}
 	out, err := inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op+" of thread "+p.ThreadID, func(q Querier) ([]*store.Message, error) {
-		if err := exists(ctx, q, `SELECT 1 FROM threads WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ThreadID); err != nil {
+		if err := exists(ctx, q, `SELECT 1 FROM threads WHERE `+threadKey("$1", "$2"), p.OwnerID, p.ThreadID); err != nil {
 			return nil, err
 		}
 		return queryAll(ctx, q, []*store.Message{}, scanMessage, query, args...)

@@ -48,8 +48,21 @@ func (n *nullStr) Scan(src any) error {
 	return nil
 }
 
+// threadKey is the condition that finds thread id (a parameter, "$2") of
+// owner owner ("$1") through the thread's key. owner_id is compared as an
+// expression, which no index serves: threads_owner_created_idx (owner_id,
+// created_at, id), the listing's index, matches owner_id = $1 AND id = $2
+// too, by reading every thread of the owner and comparing ids, and where
+// the planner's estimates cannot tell the indexes apart (a new database, a
+// connection's generic plan made while the table was small and kept since)
+// it chose that index, so that every append read a longer range as the
+// owner's threads grew. The owner is still compared, exactly.
+func threadKey(owner, id string) string {
+	return `id = ` + id + ` AND owner_id || '' = ` + owner
+}
+
 func getThread(ctx context.Context, q Querier, owner, id, lock string) (*store.Thread, error) {
-	return scanThread(q.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE owner_id = $1 AND id = $2`+lock, owner, id))
+	return scanThread(q.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE `+threadKey("$1", "$2")+lock, owner, id))
 }
 
 // CreateThread implements [store.Ops].
@@ -230,7 +243,7 @@ func (e *Engine) updateThread(ctx context.Context, op, owner, id string, expecte
 		}
 		last(q)
 		return scanThread(q.QueryRow(ctx, `UPDATE threads SET metadata = $3, active_agent = $4, version = version + 1, updated_at = $5
-			WHERE owner_id = $1 AND id = $2 RETURNING `+threadCols,
+			WHERE `+threadKey("$1", "$2")+` RETURNING `+threadCols,
 			owner, id, md, t.ActiveAgent, e.Dialect.Time(e.now())))
 	})
 }
