@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -64,4 +65,12 @@ func benchInline(b *testing.B, st store.Store) {
 	})
 	b.ReportMetric(float64(benchcontinuation.BatonJobs)/time.Since(start).Seconds(), "per-s")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkSchemaPair measures a schema change on PostgreSQL, paired in one
+// process (see benchcontinuation.SchemaPair): BENCH_PAIR_ALTER is the SQL
+// that makes schema B from A; unset, B is A (the method's control). Run it
+// with -benchtime=1x.
+func BenchmarkSchemaPair(b *testing.B) {
+	benchcontinuation.SchemaPair(b, os.Getenv("BENCH_PAIR_ALTER"))
 }

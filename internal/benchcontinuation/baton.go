@@ -78,13 +78,7 @@ func Baton(b *testing.B, st store.Store) {
 		}
 		return nil
 	}}
-	d, br := backendOf(b, st)
-	cont, svc := wire(b, st, Network(b, tool),
-		continuation.Config{Store: st, Driver: d, Broker: br, Workers: Workers, FetchCooldown: FetchCooldown, Logger: Logger(), NoMigrate: true}, count)
-	StartUntilEnd(b, cont.Start, cont.Stop)
-	if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: Owner}); err != nil {
-		b.Fatal(err)
-	}
+	cont, svc := started(b, st, tool, count)
 	turn := func(i int) (string, time.Time) { return Turn(b, svc, cont.RunOptions(), i) }
 	// Latency, one continuation at a time.
 	var lat, full []time.Duration
@@ -136,6 +130,20 @@ func Baton(b *testing.B, st store.Store) {
 		time.Sleep(time.Millisecond)
 	}
 	b.ReportMetric(float64(BatonJobs)/time.Unix(0, last.Load()).Sub(start).Seconds(), "worker-per-s")
+}
+
+// started wires baton on st (the benchmarks' network calling tool, and
+// extension count), starts its workers until the benchmark ends and makes
+// the benchmarks' owner.
+func started(b *testing.B, st store.Store, tool func(context.Context, json.RawMessage) (string, error), count runner.Extension) (*continuation.Service, *threads.Service) {
+	d, br := backendOf(b, st)
+	cont, svc := wire(b, st, Network(b, tool),
+		continuation.Config{Store: st, Driver: d, Broker: br, Workers: Workers, FetchCooldown: FetchCooldown, Logger: Logger(), NoMigrate: true}, count)
+	StartUntilEnd(b, cont.Start, cont.Stop)
+	if _, err := st.EnsureOwner(context.Background(), &store.EnsureOwnerParams{ID: Owner}); err != nil {
+		b.Fatal(err)
+	}
+	return cont, svc
 }
 
 // Turn runs turn i on a new thread of svc with opts, which hands the run
