@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,44 +68,36 @@ func Baton(b *testing.B, st store.Store) {
 		resumed.Mark(ci.RunID)
 		return `{"status":"shipped"}`, nil
 	}
-	var done atomic.Int64
-	var last atomic.Int64
-	count := runner.ExtensionFuncs{Boundary: func(_ context.Context, bd *runner.Boundary) error {
-		if bd.State.Status == runstate.StatusCompleted {
-			done.Add(1)
-			last.Store(time.Now().UnixNano())
-		}
-		return nil
-	}}
-	cont, svc := started(b, st, tool, count)
+	var jobs finished
+	cont, svc := started(b, st, tool, &jobs)
 	turn := func(i int) (string, time.Time) { return Turn(b, svc, cont.RunOptions(), i) }
 	// Latency, one continuation at a time.
 	var lat, full []time.Duration
 	for i := range LatencySamples {
-		want := done.Load() + 1
+		want := jobs.done.Load() + 1
 		run, t0 := turn(i)
-		for done.Load() < want {
+		for jobs.done.Load() < want {
 			time.Sleep(100 * time.Microsecond)
 		}
 		lat = append(lat, resumed.Get(run).Sub(t0))
-		full = append(full, time.Unix(0, last.Load()).Sub(t0))
+		full = append(full, time.Unix(0, jobs.last.Load()).Sub(t0))
 	}
 	b.ReportMetric(float64(Percentile(full, 0.5).Microseconds())/1000, "finish-p50-ms")
 	// Throughput, 16 producers, end to end.
-	done.Store(0)
+	jobs.done.Store(0)
 	start := time.Now()
 	FanOut(b, BatonJobs, func(i int) error {
 		turn(LatencySamples + i)
 		return nil
 	})
 	deadline := time.Now().Add(5 * time.Minute)
-	for done.Load() < BatonJobs && time.Now().Before(deadline) {
+	for jobs.done.Load() < BatonJobs && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if done.Load() < BatonJobs {
-		b.Fatalf("%d of %d continuations done", done.Load(), BatonJobs)
+	if jobs.done.Load() < BatonJobs {
+		b.Fatalf("%d of %d continuations done", jobs.done.Load(), BatonJobs)
 	}
-	Report(b, lat, BatonJobs, time.Unix(0, last.Load()).Sub(start))
+	Report(b, lat, BatonJobs, time.Unix(0, jobs.last.Load()).Sub(start))
 
 	// The workers alone: continuations handed over while the workers were
 	// stopped, worked by 16 workers.
@@ -121,21 +112,27 @@ func Baton(b *testing.B, st store.Store) {
 		return nil
 	})
 	b.ReportMetric(float64(BatonJobs)/time.Since(t0).Seconds(), "handover-per-s")
-	done.Store(0)
+	jobs.done.Store(0)
 	start = time.Now()
 	if err := cont.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	for done.Load() < BatonJobs && time.Now().Before(deadline) {
+	for jobs.done.Load() < BatonJobs && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	b.ReportMetric(float64(BatonJobs)/time.Unix(0, last.Load()).Sub(start).Seconds(), "worker-per-s")
+	b.ReportMetric(float64(BatonJobs)/time.Unix(0, jobs.last.Load()).Sub(start).Seconds(), "worker-per-s")
 }
 
-// started wires baton on st (the benchmarks' network calling tool, and
-// extension count), starts its workers until the benchmark ends and makes
-// the benchmarks' owner.
-func started(b *testing.B, st store.Store, tool func(context.Context, json.RawMessage) (string, error), count runner.Extension) (*continuation.Service, *threads.Service) {
+// started wires baton on st (the benchmarks' network calling tool), whose
+// completed runs jobs counts, starts its workers until the benchmark ends
+// and makes the benchmarks' owner.
+func started(b *testing.B, st store.Store, tool func(context.Context, json.RawMessage) (string, error), jobs *finished) (*continuation.Service, *threads.Service) {
+	count := runner.ExtensionFuncs{Boundary: func(_ context.Context, bd *runner.Boundary) error {
+		if bd.State.Status == runstate.StatusCompleted {
+			jobs.finish()
+		}
+		return nil
+	}}
 	d, br := backendOf(b, st)
 	cont, svc := wire(b, st, Network(b, tool),
 		continuation.Config{Store: st, Driver: d, Broker: br, Workers: Workers, FetchCooldown: FetchCooldown, Logger: Logger(), NoMigrate: true}, count)

@@ -8,13 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/batonhq/baton/internal/testdb"
-	"github.com/batonhq/baton/runner"
-	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 )
 
@@ -69,7 +66,7 @@ func SchemaPair(b *testing.B, alter string) {
 // pairSide is baton on one schema of a pair.
 type pairSide struct {
 	turn func(i int)
-	done atomic.Int64
+	jobs finished
 	cpu  []float64 // ms per continuation, per batch
 }
 
@@ -85,14 +82,8 @@ func newPairSide(b *testing.B, u, alter string) *pairSide {
 		}
 	}
 	sd := &pairSide{}
-	count := runner.ExtensionFuncs{Boundary: func(_ context.Context, bd *runner.Boundary) error {
-		if bd.State.Status == runstate.StatusCompleted {
-			sd.done.Add(1)
-		}
-		return nil
-	}}
 	tool := func(context.Context, json.RawMessage) (string, error) { return `{"status":"shipped"}`, nil }
-	cont, svc := started(b, st, tool, count)
+	cont, svc := started(b, st, tool, &sd.jobs)
 	sd.turn = func(i int) { Turn(b, svc, cont.RunOptions(), i) }
 	return sd
 }
@@ -100,16 +91,16 @@ func newPairSide(b *testing.B, u, alter string) *pairSide {
 // batch runs [PairBatch] continuations, numbered from first, to their end
 // and records their CPU cost.
 func (sd *pairSide) batch(b *testing.B, first int) {
-	want := sd.done.Load() + PairBatch
+	want := sd.jobs.done.Load() + PairBatch
 	busy0, _ := machineCPU()
 	FanOut(b, PairBatch, func(i int) error {
 		sd.turn(first + i)
 		return nil
 	})
 	deadline := time.Now().Add(time.Minute)
-	for sd.done.Load() < want {
+	for sd.jobs.done.Load() < want {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d continuations of a batch done", PairBatch-(want-sd.done.Load()), PairBatch)
+			b.Fatalf("%d of %d continuations of a batch done", PairBatch-(want-sd.jobs.done.Load()), PairBatch)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -34,17 +34,17 @@ import (
 // what baton's code and statement shapes cost beyond its writes. Its River
 // polls every [writesPoll]: it has no in-process wake, and River notifies
 // at most one insert per FetchCooldown.
-const fullTables = `
-CREATE TABLE IF NOT EXISTS full_thread (id text PRIMARY KEY, owner text NOT NULL, next_seq bigint NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, UNIQUE (id, owner));
-CREATE INDEX IF NOT EXISTS full_thread_owner ON full_thread (owner, created_at, id);
-CREATE TABLE IF NOT EXISTS full_msg (id text PRIMARY KEY, owner text NOT NULL, thread text NOT NULL, seq bigint NOT NULL, status text NOT NULL, body bytea NOT NULL, UNIQUE (thread, seq));
-CREATE TABLE IF NOT EXISTS full_cp (seq bigint GENERATED ALWAYS AS IDENTITY, id text PRIMARY KEY, owner text NOT NULL, thread text NOT NULL, run text NOT NULL, step bigint NOT NULL, state bytea NOT NULL, UNIQUE (owner, run, step));
-CREATE INDEX IF NOT EXISTS full_cp_thread ON full_cp (thread, seq);
-CREATE TABLE IF NOT EXISTS full_jr (id text PRIMARY KEY, owner text NOT NULL, key text NOT NULL, thread text NOT NULL, status text NOT NULL, attempt bigint NOT NULL, created_at timestamptz NOT NULL, UNIQUE (owner, key));
-CREATE INDEX IF NOT EXISTS full_jr_thread ON full_jr (thread, created_at);
-CREATE TABLE IF NOT EXISTS full_lease (owner text NOT NULL, run text NOT NULL, holder text NOT NULL, expires_at timestamptz NOT NULL, PRIMARY KEY (owner, run));
+const writesTables = `
+CREATE TABLE IF NOT EXISTS writes_thread (id text PRIMARY KEY, owner text NOT NULL, next_seq bigint NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL, UNIQUE (id, owner));
+CREATE INDEX IF NOT EXISTS writes_thread_owner ON writes_thread (owner, created_at, id);
+CREATE TABLE IF NOT EXISTS writes_msg (id text PRIMARY KEY, owner text NOT NULL, thread text NOT NULL, seq bigint NOT NULL, status text NOT NULL, body bytea NOT NULL, UNIQUE (thread, seq));
+CREATE TABLE IF NOT EXISTS writes_cp (seq bigint GENERATED ALWAYS AS IDENTITY, id text PRIMARY KEY, owner text NOT NULL, thread text NOT NULL, run text NOT NULL, step bigint NOT NULL, state bytea NOT NULL, UNIQUE (owner, run, step));
+CREATE INDEX IF NOT EXISTS writes_cp_thread ON writes_cp (thread, seq);
+CREATE TABLE IF NOT EXISTS writes_jr (id text PRIMARY KEY, owner text NOT NULL, key text NOT NULL, thread text NOT NULL, status text NOT NULL, attempt bigint NOT NULL, created_at timestamptz NOT NULL, UNIQUE (owner, key));
+CREATE INDEX IF NOT EXISTS writes_jr_thread ON writes_jr (thread, created_at);
+CREATE TABLE IF NOT EXISTS writes_lease (owner text NOT NULL, run text NOT NULL, holder text NOT NULL, expires_at timestamptz NOT NULL, PRIMARY KEY (owner, run));
 DO $$ DECLARE t text; BEGIN
-  FOREACH t IN ARRAY ARRAY['full_thread','full_msg','full_cp','full_jr','full_lease'] LOOP
+  FOREACH t IN ARRAY ARRAY['writes_thread','writes_msg','writes_cp','writes_jr','writes_lease'] LOOP
     EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
     EXECUTE format('ALTER TABLE %I FORCE ROW LEVEL SECURITY', t);
     EXECUTE format('DROP POLICY IF EXISTS owner_only ON %I', t);
@@ -53,8 +53,8 @@ DO $$ DECLARE t text; BEGIN
   END LOOP;
 END $$`
 
-// fullArgs are as large as a continuation's.
-type fullArgs struct {
+// writesArgs are as large as a continuation's.
+type writesArgs struct {
 	ID       string `json:"id"`
 	Owner    string `json:"owner_id"`
 	Thread   string `json:"thread_id" river:"unique"`
@@ -63,25 +63,25 @@ type fullArgs struct {
 	Continue string `json:"continuation_id"`
 }
 
-func (fullArgs) Kind() string { return "bench.full" }
+func (writesArgs) Kind() string { return "bench.writes" }
 
 // writesPoll is BatonWrites' River fetch poll.
 const writesPoll = 20 * time.Millisecond
 
 const (
-	fullScope     = `SELECT set_config('role', '` + pgstore.DefaultAppRole + `', true), set_config('baton.owner', 'acme', true), pg_advisory_xact_lock(1, hashtext($1))`
-	fullReadScope = `SELECT set_config('role', '` + pgstore.DefaultAppRole + `', true), set_config('baton.owner', 'acme', true)`
-	fullNotify    = `SELECT set_config('synchronous_commit', 'off', true), pg_notify('full_drafts', $1)`
+	writesScope     = `SELECT set_config('role', '` + pgstore.DefaultAppRole + `', true), set_config('baton.owner', 'acme', true), pg_advisory_xact_lock(1, hashtext($1))`
+	writesReadScope = `SELECT set_config('role', '` + pgstore.DefaultAppRole + `', true), set_config('baton.owner', 'acme', true)`
+	writesNotify    = `SELECT set_config('synchronous_commit', 'off', true), pg_notify('writes_drafts', $1)`
 )
 
-type fullStmt struct {
+type writesStmt struct {
 	sql  string
 	args []any
 }
 
-// fullTx runs stmts in one transaction, then the draft notification
+// writesTx runs stmts in one transaction, then the draft notification
 // after the commit (when notify).
-func fullTx(ctx context.Context, pool *pgxpool.Pool, notify string, stmts []fullStmt, last func(tx pgx.Tx) error) error {
+func writesTx(ctx context.Context, pool *pgxpool.Pool, notify string, stmts []writesStmt, last func(tx pgx.Tx) error) error {
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		for _, s := range stmts {
 			tag, err := tx.Exec(ctx, s.sql, s.args...)
@@ -102,37 +102,37 @@ func fullTx(ctx context.Context, pool *pgxpool.Pool, notify string, stmts []full
 	if err != nil || notify == "" {
 		return err
 	}
-	_, err = pool.Exec(ctx, fullNotify, notify)
+	_, err = pool.Exec(ctx, writesNotify, notify)
 	return err
 }
 
-type fullWorker struct {
-	river.WorkerDefaults[fullArgs]
+type writesWorker struct {
+	river.WorkerDefaults[writesArgs]
 	pool  *pgxpool.Pool
 	state []byte
 	done  func()
 }
 
-func (w *fullWorker) Work(ctx context.Context, job *river.Job[fullArgs]) error {
+func (w *writesWorker) Work(ctx context.Context, job *river.Job[writesArgs]) error {
 	id := job.Args.ID
 	var state []byte
 	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error { // the lazy claim's read
-		if _, err := tx.Exec(ctx, fullReadScope); err != nil {
+		if _, err := tx.Exec(ctx, writesReadScope); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT state FROM full_cp WHERE owner = 'acme' AND run = $1 ORDER BY step DESC LIMIT 1`, id).Scan(&state)
+		return tx.QueryRow(ctx, `SELECT state FROM writes_cp WHERE owner = 'acme' AND run = $1 ORDER BY step DESC LIMIT 1`, id).Scan(&state)
 	})
 	if err != nil {
 		return err
 	}
 	body := w.state[:200]
-	err = fullTx(ctx, w.pool, id, []fullStmt{ // the final transaction
-		{fullScope, []any{id}},
-		{`INSERT INTO full_cp (id, owner, thread, run, step, state) VALUES ($1, 'acme', $2, $2, 3, $3)`, []any{id + "-3", id, w.state}},
-		{`UPDATE full_thread SET next_seq = next_seq + 2, updated_at = now() WHERE owner = 'acme' AND id = $1`, []any{id}},
-		{`INSERT INTO full_msg (id, owner, thread, seq, status, body) VALUES ($1, 'acme', $2, 4, 'completed', $3), ($4, 'acme', $2, 5, 'completed', $3)`, []any{id + "-t", id, body, id + "-a"}},
-		{`UPDATE full_msg SET status = 'completed', body = $2 WHERE owner = 'acme' AND id = $1 AND status = 'queued'`, []any{id + "-p", body}},
-		{`UPDATE full_jr SET status = 'completed', attempt = 1 WHERE owner = 'acme' AND id = $1 AND attempt = 0`, []any{id}},
+	err = writesTx(ctx, w.pool, id, []writesStmt{ // the final transaction
+		{writesScope, []any{id}},
+		{`INSERT INTO writes_cp (id, owner, thread, run, step, state) VALUES ($1, 'acme', $2, $2, 3, $3)`, []any{id + "-3", id, w.state}},
+		{`UPDATE writes_thread SET next_seq = next_seq + 2, updated_at = now() WHERE owner = 'acme' AND id = $1`, []any{id}},
+		{`INSERT INTO writes_msg (id, owner, thread, seq, status, body) VALUES ($1, 'acme', $2, 4, 'completed', $3), ($4, 'acme', $2, 5, 'completed', $3)`, []any{id + "-t", id, body, id + "-a"}},
+		{`UPDATE writes_msg SET status = 'completed', body = $2 WHERE owner = 'acme' AND id = $1 AND status = 'queued'`, []any{id + "-p", body}},
+		{`UPDATE writes_jr SET status = 'completed', attempt = 1 WHERE owner = 'acme' AND id = $1 AND attempt = 0`, []any{id}},
 		{`UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1 AND state = 'running'`, []any{job.ID}},
 	}, nil)
 	if err == nil {
@@ -150,7 +150,7 @@ func BatonWrites(b *testing.B, st store.Store) {
 	}
 	ctx := context.Background()
 	pool := s.Pool()
-	if _, err := pool.Exec(ctx, fullTables); err != nil {
+	if _, err := pool.Exec(ctx, writesTables); err != nil {
 		b.Fatal(err)
 	}
 	// A listener of the drafts' channel, as the draft broker is.
@@ -158,7 +158,7 @@ func BatonWrites(b *testing.B, st store.Store) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := lc.Exec(ctx, "LISTEN full_drafts"); err != nil {
+	if _, err := lc.Exec(ctx, "LISTEN writes_drafts"); err != nil {
 		b.Fatal(err)
 	}
 	lctx, stopListen := context.WithCancel(ctx)
@@ -180,37 +180,37 @@ func BatonWrites(b *testing.B, st store.Store) {
 	state := equivState(b)
 	round := fmt.Sprintf("f%d-", equivRound.Add(1))
 	workers := river.NewWorkers()
-	river.AddWorker(workers, &fullWorker{pool: pool, state: state, done: jobs.finish})
+	river.AddWorker(workers, &writesWorker{pool: pool, state: state, done: jobs.finish})
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Workers: workers,
-		Queues: map[string]river.QueueConfig{"bench_full": {MaxWorkers: Workers}}, FetchCooldown: FetchCooldown, FetchPollInterval: writesPoll, Logger: Logger()})
+		Queues: map[string]river.QueueConfig{"bench_writes": {MaxWorkers: Workers}}, FetchCooldown: FetchCooldown, FetchPollInterval: writesPoll, Logger: Logger()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	body := state[:200]
 	produce := func(n int) error {
 		id := round + fmt.Sprint(n)
-		err := fullTx(ctx, pool, "", []fullStmt{ // the turn's start
-			{fullScope, []any{id}},
-			{`INSERT INTO full_thread (id, owner, next_seq, created_at, updated_at) VALUES ($1, 'acme', 2, now(), now())`, []any{id}},
-			{`INSERT INTO full_msg (id, owner, thread, seq, status, body) VALUES ($1, 'acme', $2, 1, 'completed', $3)`, []any{id + "-u", id, body}},
-			{`INSERT INTO full_cp (id, owner, thread, run, step, state) VALUES ($1, 'acme', $2, $2, 1, $3)`, []any{id + "-1", id, state}},
-			{`INSERT INTO full_lease (owner, run, holder, expires_at) VALUES ('acme', $1, 'me', now() + interval '30 seconds')`, []any{id}},
+		err := writesTx(ctx, pool, "", []writesStmt{ // the turn's start
+			{writesScope, []any{id}},
+			{`INSERT INTO writes_thread (id, owner, next_seq, created_at, updated_at) VALUES ($1, 'acme', 2, now(), now())`, []any{id}},
+			{`INSERT INTO writes_msg (id, owner, thread, seq, status, body) VALUES ($1, 'acme', $2, 1, 'completed', $3)`, []any{id + "-u", id, body}},
+			{`INSERT INTO writes_cp (id, owner, thread, run, step, state) VALUES ($1, 'acme', $2, $2, 1, $3)`, []any{id + "-1", id, state}},
+			{`INSERT INTO writes_lease (owner, run, holder, expires_at) VALUES ('acme', $1, 'me', now() + interval '30 seconds')`, []any{id}},
 		}, nil)
 		if err != nil {
 			return err
 		}
-		return fullTx(ctx, pool, id, []fullStmt{ // the hand-over
-			{fullScope, []any{id}},
-			{`INSERT INTO full_cp (id, owner, thread, run, step, state) VALUES ($1, 'acme', $2, $2, 2, $3)`, []any{id + "-2", id, state}},
-			{`UPDATE full_thread SET next_seq = next_seq + 1, updated_at = now() WHERE owner = 'acme' AND id = $1`, []any{id}},
-			{`INSERT INTO full_msg (id, owner, thread, seq, status, body) VALUES ($1, 'acme', $2, 2, 'completed', $3)`, []any{id + "-c", id, body}},
-			{`DELETE FROM full_lease WHERE owner = 'acme' AND run = $1 AND holder = 'me'`, []any{id}},
-			{`INSERT INTO full_jr (id, owner, key, thread, status, attempt, created_at) VALUES ($1, 'acme', $2, $1, 'queued', 0, now())`, []any{id, id + "-key"}},
-			{`UPDATE full_thread SET next_seq = next_seq + 1, updated_at = now() WHERE owner = 'acme' AND id = $1`, []any{id}},
-			{`INSERT INTO full_msg (id, owner, thread, seq, status, body) VALUES ($1, 'acme', $2, 3, 'queued', '')`, []any{id + "-p", id}},
+		return writesTx(ctx, pool, id, []writesStmt{ // the hand-over
+			{writesScope, []any{id}},
+			{`INSERT INTO writes_cp (id, owner, thread, run, step, state) VALUES ($1, 'acme', $2, $2, 2, $3)`, []any{id + "-2", id, state}},
+			{`UPDATE writes_thread SET next_seq = next_seq + 1, updated_at = now() WHERE owner = 'acme' AND id = $1`, []any{id}},
+			{`INSERT INTO writes_msg (id, owner, thread, seq, status, body) VALUES ($1, 'acme', $2, 2, 'completed', $3)`, []any{id + "-c", id, body}},
+			{`DELETE FROM writes_lease WHERE owner = 'acme' AND run = $1 AND holder = 'me'`, []any{id}},
+			{`INSERT INTO writes_jr (id, owner, key, thread, status, attempt, created_at) VALUES ($1, 'acme', $2, $1, 'queued', 0, now())`, []any{id, id + "-key"}},
+			{`UPDATE writes_thread SET next_seq = next_seq + 1, updated_at = now() WHERE owner = 'acme' AND id = $1`, []any{id}},
+			{`INSERT INTO writes_msg (id, owner, thread, seq, status, body) VALUES ($1, 'acme', $2, 3, 'queued', '')`, []any{id + "-p", id}},
 		}, func(tx pgx.Tx) error {
-			_, err := c.InsertTx(ctx, tx, fullArgs{ID: id, Owner: "acme", Thread: "01a218f6-1d96-7199-8b85-" + id, JobRun: "01a218f6-1d97-7ddc-be94-" + id,
-				FP: "eaddbbc5788cf2a8358053ae", Continue: "run_g4da2zqrkvpfbgzx4vbhanto3m-c2-" + id}, &river.InsertOpts{Queue: "bench_full",
+			_, err := c.InsertTx(ctx, tx, writesArgs{ID: id, Owner: "acme", Thread: "01a218f6-1d96-7199-8b85-" + id, JobRun: "01a218f6-1d97-7ddc-be94-" + id,
+				FP: "eaddbbc5788cf2a8358053ae", Continue: "run_g4da2zqrkvpfbgzx4vbhanto3m-c2-" + id}, &river.InsertOpts{Queue: "bench_writes",
 				UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
 					rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled}}})
 			return err

@@ -158,12 +158,7 @@ func PgxTx(tx store.Tx) (pgx.Tx, bool) {
 // (the transaction then rolls back). Its parameters are numbered from $1;
 // it runs in the scope of the store call before it, as PgxTx's statements.
 func DeferTx(tx store.Tx, sql string, args ...any) bool {
-	t, ok := tx.(*txOps)
-	if !ok {
-		return false
-	}
-	t.tx.q.deferExec(sql, args)
-	return true
+	return queueIn(tx, (*lazyQuerier).deferExec, sql, args)
 }
 
 // AfterCommitTx queues sql, a statement whose result is not needed, to run
@@ -175,16 +170,22 @@ func DeferTx(tx store.Tx, sql string, args ...any) bool {
 // as one inside it would, serialising the commits of every transaction
 // that notifies). Its error, if any, is dropped: tx has committed by then.
 // It runs once the transaction's settings have ended (set_config(…, true)
-// lasts the transaction): in the connecting role, with no owner. A COMMIT of a transaction that failed
-// unseen (PostgreSQL answers ROLLBACK) still runs it: use it for what is
-// harmless then, a notification that something may have changed.
+// lasts the transaction): in the connecting role, with no owner. A COMMIT
+// of a transaction that failed unseen (PostgreSQL answers ROLLBACK) still
+// runs it: use it for what is harmless then, a notification that something
+// may have changed.
 func AfterCommitTx(tx store.Tx, sql string, args ...any) bool {
+	return queueIn(tx, (*lazyQuerier).deferAfter, sql, args)
+}
+
+// queueIn queues sql with add on tx's querier, false for a tx of another
+// backend.
+func queueIn(tx store.Tx, add func(*lazyQuerier, string, []any), sql string, args []any) bool {
 	t, ok := tx.(*txOps)
-	if !ok {
-		return false
+	if ok {
+		add(t.tx.q, sql, args)
 	}
-	t.tx.q.deferAfter(sql, args)
-	return true
+	return ok
 }
 
 // Tx implements [store.Store]. The transaction begins with its first
