@@ -67,10 +67,11 @@ func benchInline(b *testing.B, st store.Store) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// BenchmarkSchemaPair measures a schema change on PostgreSQL, paired in one
-// process (see benchcontinuation.SchemaPair): BENCH_PAIR_ALTER is the SQL
-// that makes schema B from A; unset, B is A (the method's control). Run it
-// with -benchtime=1x.
+// BenchmarkSchemaPair measures a schema or connection change on PostgreSQL,
+// paired in one process (see benchcontinuation.SchemaPair):
+// BENCH_PAIR_ALTER is the SQL that makes schema B from A, BENCH_PAIR_PARAMS
+// the run-time parameters of B's connections (a URL query); both unset, B
+// is A (the method's control). Run it with -benchtime=1x.
 func BenchmarkSchemaPair(b *testing.B) {
-	benchcontinuation.SchemaPair(b, os.Getenv("BENCH_PAIR_ALTER"))
+	benchcontinuation.SchemaPair(b, os.Getenv("BENCH_PAIR_ALTER"), os.Getenv("BENCH_PAIR_PARAMS"))
 }

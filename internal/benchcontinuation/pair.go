@@ -22,17 +22,19 @@ const (
 	PairBatch  = 96
 )
 
-// SchemaPair measures what a schema change costs or saves a continuation on
-// PostgreSQL, paired so that the machine's drift (±30% between runs here)
-// falls on both sides alike: baton runs on two fresh schemas at once in one
-// process, A as migrated and B changed by alter (SQL run on B after the
-// migrations; "" makes B a copy of A, the method's control), in alternating
+// SchemaPair measures what a schema or connection change costs or saves a
+// continuation on PostgreSQL, paired so that the machine's drift (±30%
+// between runs here) falls on both sides alike: baton runs on two fresh
+// schemas at once in one process, A as migrated and B changed by alter (SQL
+// run on B after the migrations) and by params (run-time parameters of B's
+// connections, as a URL query: "plan_cache_mode=force_generic_plan"); both
+// "" make B a copy of A, the method's control. They run in alternating
 // batches of [PairBatch] continuations from [Producers] producers, each
 // batch worked to the end before the next starts. Each batch's cost is the
 // machine's busy CPU time over it (/proc/stat, Linux) per continuation.
 // Reported: the medians of A's and B's costs (A-cpu-ms, B-cpu-ms) and of
 // the per-round ratios (B/A).
-func SchemaPair(b *testing.B, alter string) {
+func SchemaPair(b *testing.B, alter, params string) {
 	if _, err := machineCPU(); err != nil {
 		b.Skipf("no CPU accounting: %v", err)
 	}
@@ -40,7 +42,15 @@ func SchemaPair(b *testing.B, alter string) {
 	if u == "" {
 		b.Skipf("%s not set: PostgreSQL only", testdb.URLVar)
 	}
-	a, bb := newPairSide(b, u, ""), newPairSide(b, u, alter)
+	ub := u
+	if params != "" {
+		sep := "?"
+		if strings.Contains(u, "?") {
+			sep = "&"
+		}
+		ub = u + sep + params
+	}
+	a, bb := newPairSide(b, u, ""), newPairSide(b, ub, alter)
 	n := 0
 	for r := range PairRounds {
 		order := []*pairSide{a, bb}

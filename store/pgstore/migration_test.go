@@ -1,12 +1,15 @@
 package pgstore_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
 	"github.com/batonhq/baton/store/storetest"
@@ -14,12 +17,14 @@ import (
 
 // Versions before migrations that tests look at.
 const (
-	beforeFewerIndexes    = 8 // before 009_fewer_indexes
-	beforeJobRunsKeyOrder = 9 // before 010_job_runs_key_order
+	beforeFewerIndexes    = 8  // before 009_fewer_indexes
+	beforeJobRunsKeyOrder = 9  // before 010_job_runs_key_order
+	beforeMessagesTrigger = 10 // before 011_messages_thread_trigger
 )
 
-// describe describes the tables of schema: columns, constraints and
-// indexes, as the catalogs define them, the schema's name left out.
+// describe describes the tables of schema: columns, constraints, indexes,
+// policies, triggers and functions, as the catalogs define them, the
+// schema's name left out.
 func describe(t *testing.T, conn *pgx.Conn, schema string) string {
 	t.Helper()
 	rows, err := conn.Query(t.Context(), `
@@ -37,6 +42,11 @@ UNION ALL
 SELECT 'index ' || indexname || ' ' || indexdef FROM pg_indexes WHERE schemaname = $1::text
 UNION ALL
 SELECT 'policy ' || tablename || ' ' || policyname || ' ' || cmd || ' ' || coalesce(qual, '') FROM pg_policies WHERE schemaname = $1::text
+UNION ALL
+SELECT 'trigger ' || pg_get_triggerdef(t.oid) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+WHERE c.relnamespace = $1::text::regnamespace AND NOT t.tgisinternal
+UNION ALL
+SELECT 'function ' || pg_get_functiondef(p.oid) FROM pg_proc p WHERE p.pronamespace = $1::text::regnamespace
 ORDER BY 1`, schema)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +55,8 @@ ORDER BY 1`, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.ReplaceAll(strings.Join(lines, "\n"), schema+".", "")
+	// Functions name the schema in their search_path.
+	return strings.ReplaceAll(strings.ReplaceAll(strings.Join(lines, "\n"), schema+".", ""), schema, "SCHEMA")
 }
 
 // migratesDownExactly checks that migrating a fresh store down to version
@@ -236,5 +247,139 @@ INSERT INTO job_runs (id, owner_id, idempotency_key, kind, thread_id, status, cr
 	var n int
 	if err := conn.QueryRow(ctx, `SELECT count(*) FROM job_runs WHERE owner_id = 'o' AND idempotency_key = 'k1'`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("job runs of key k1: %d, %v", n, err)
+	}
+}
+
+// TestMigrateMessagesThreadTrigger checks 011_messages_thread_trigger: its
+// down migration restores the schema of 010 exactly; messages no longer
+// reference threads by a foreign key, and deleting threads still deletes
+// their messages and drafts — in the application role under row-level
+// security, as the superuser from a session whose search_path is another
+// schema's, through an owner's deletion, and when the DELETE waits for a
+// transaction appending to the thread.
+func TestMigrateMessagesThreadTrigger(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	latest := migratesDownExactly(t, admin(t), beforeMessagesTrigger)
+	if strings.Contains(latest, "messages_thread_id_owner_id_fkey") || !strings.Contains(latest, "trigger CREATE TRIGGER threads_delete_messages AFTER DELETE ON threads") {
+		t.Fatalf("the latest schema keeps the messages' foreign key to threads or lacks the trigger:\n%s", latest)
+	}
+
+	schema := freshSchema(t)
+	s := open(t, testdb.URL(t), &store.Options{Schema: schema})
+	thread := func(owner string) string {
+		t.Helper()
+		must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}))(t)
+		th := must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Network: "n",
+			Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleUser, Parts: []message.Part{{Type: message.PartText, Text: "hi"}}}}}}))(t)
+		ms := must(s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: th.ID,
+			Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Status: message.StatusStreaming}}}}))(t)
+		must(s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: owner, MessageID: ms[0].ID, Text: "part"}))(t)
+		return th.ID
+	}
+	// Another session's search_path: the public schema's.
+	conn := admin(t)
+	q := pgx.Identifier{schema}.Sanitize()
+	count := func(thread string) string {
+		t.Helper()
+		var c string
+		if err := conn.QueryRow(ctx, `SELECT format('%s %s', (SELECT count(*) FROM `+q+`.messages WHERE thread_id = $1),
+			(SELECT count(*) FROM `+q+`.message_drafts d JOIN `+q+`.messages m ON m.id = d.message_id WHERE m.thread_id = $1))`, thread).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	kept, byApp, bySuper, byOwner := thread("keep"), thread("app"), thread("super"), thread("gone")
+	for _, th := range []string{kept, byApp, bySuper, byOwner} {
+		if got := count(th); got != "2 1" {
+			t.Fatalf("thread %s: messages and drafts %s, want 2 1", th, got)
+		}
+	}
+
+	// In the application role, under row-level security (committed: AsOwner
+	// rolls back, so the same statements in a transaction of that role).
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('role', $1, true), set_config('baton.owner', 'app', true)`, pgstore.DefaultAppRole); err != nil {
+		t.Fatal(err)
+	}
+	if tag, err := tx.Exec(ctx, `DELETE FROM threads WHERE id = $1`, byApp); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("the application role deleting its thread: %v, %v", tag, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// As the superuser, from another search_path; and an owner's deletion.
+	if _, err := conn.Exec(ctx, `DELETE FROM `+q+`.threads WHERE id = $1`, bySuper); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `DELETE FROM `+q+`.owners WHERE id = 'gone'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range []string{byApp, bySuper, byOwner} {
+		if got := count(th); got != "0 0" {
+			t.Fatalf("deleted thread %s: messages and drafts %s, want none", th, got)
+		}
+	}
+	if got := count(kept); got != "2 1" {
+		t.Fatalf("another owner's thread: messages and drafts %s, want 2 1", got)
+	}
+
+	// A DELETE of the thread while a transaction appends to it waits for
+	// that transaction (its sequence reservation locks the thread's row) and
+	// then deletes the message it appended.
+	appender, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer appender.Rollback(context.WithoutCancel(ctx))
+	if _, err := appender.Exec(ctx, `UPDATE threads SET next_seq = next_seq + 1 WHERE id = $1 AND owner_id = 'keep'`, kept); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appender.Exec(ctx, `INSERT INTO messages (id, owner_id, thread_id, seq, role, created_at, updated_at)
+		SELECT 'late', 'keep', id, next_seq, 'user', now(), now() FROM threads WHERE id = $1`, kept); err != nil {
+		t.Fatal(err)
+	}
+	deleter := admin(t)
+	var pid uint32
+	if err := deleter.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := deleter.Exec(ctx, `DELETE FROM `+q+`.threads WHERE id = $1`, kept)
+		deleted <- err
+	}()
+	for waiting := false; !waiting; {
+		if err := conn.QueryRow(ctx, `SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-deleted:
+			t.Fatalf("the DELETE did not wait for the appending transaction: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	if err := appender.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	if got := count(kept); got != "0 0" {
+		t.Fatalf("a thread deleted while a message was appended: messages and drafts %s, want none", got)
+	}
+}
+
+// must returns v, failing t on err.
+func must[T any](v T, err error) func(t *testing.T) T {
+	return func(t *testing.T) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
 }

@@ -88,6 +88,12 @@ func MigrateKeepsRows(t *testing.T, s Migrator, from, latest int) {
 	refused("a message with a taken id", err, store.ErrConflict)
 	other := "o-migrate-" + uuid.NewString()
 	must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: other}))(t)
+	_, err = s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: other, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleUser}}}})
+	refused("a message on another owner's thread", err, store.ErrNotFound)
+	_, err = s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: uuid.NewString(),
+		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleUser}}}})
+	refused("a message on a missing thread", err, store.ErrNotFound)
 	_, err = s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: other, MessageID: msgs[0].ID, Text: "x"})
 	refused("a draft of another owner's message", err, store.ErrNotFound)
 	_, err = s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: owner, MessageID: uuid.NewString(), Text: "x"})

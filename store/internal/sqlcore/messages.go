@@ -543,6 +543,14 @@ var appendTexts, appendThreadTexts, createTexts textCache
 // it returned, the inserted rows (and the thread's columns when p.Thread
 // is set) returned. The thread's row is locked by the UPDATE before the
 // insert, as in two statements. No row: the thread is not the owner's.
+//
+// Every message is inserted this way — by the statement, or after the
+// statement in its transaction, that creates its thread or reserves its
+// sequence numbers on the thread's row by id and owner — which is what lets
+// PostgreSQL's schema do without a foreign key from messages to threads
+// (011_messages_thread_trigger): nothing is inserted for a thread missing
+// or another owner's, and a DELETE of the thread waits for the reservation's
+// transaction, then its trigger deletes the messages it sees.
 func appendInOne(ctx context.Context, q Querier, p *store.AppendMessagesParams, nms []newMessage, now any) ([]*store.Message, error) {
 	args, values := messageValues([]any{p.OwnerID, p.ThreadID, len(nms), now}, nms)
 	texts := &appendTexts

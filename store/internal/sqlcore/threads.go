@@ -110,8 +110,10 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 // createInOne is CreateThread of a thread with messages in one statement
 // (a WritingCTE dialect): the thread inserted in a WITH, the messages
 // inserted from a VALUES list after it, numbered from 1; it returns the
-// thread. The messages' foreign key to the thread is checked at the end of
-// the statement, which sees the thread's row.
+// thread. The messages take the thread's id and owner from its inserted
+// row; on SQLite their foreign key to the thread is checked at the end of
+// the statement, which sees that row (PostgreSQL has no such key: see
+// appendInOne).
 func createInOne(ctx context.Context, q Querier, p *store.CreateThreadParams, id string, md any, nms []newMessage, now any) (*store.Thread, error) {
 	args, values := messageValues([]any{id, p.OwnerID, nullString(p.ParentID), p.Name, p.Network, p.ActiveAgent, md, len(nms), now}, nms)
 	query := createTexts.get(len(nms), func() string {
