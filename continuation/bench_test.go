@@ -67,6 +67,15 @@ func benchInline(b *testing.B, st store.Store) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// BenchmarkVersusPair measures issue 18's ratio, baton's continuations/s
+// over RiverEquivalent's jobs/s, on SQLite and PostgreSQL, paired in one
+// process (see benchcontinuation.VersusPair): both on one store, in
+// alternating batches, the median of the per-round ratios reported. Run it
+// with -benchtime=1x.
+func BenchmarkVersusPair(b *testing.B) {
+	benchcontinuation.Each(b, benchcontinuation.VersusPair)
+}
+
 // BenchmarkSchemaPair measures a schema or connection change on PostgreSQL,
 // paired in one process (see benchcontinuation.SchemaPair):
 // BENCH_PAIR_ALTER is the SQL that makes schema B from A, BENCH_PAIR_PARAMS

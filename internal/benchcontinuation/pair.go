@@ -15,7 +15,7 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// Pair sizes: rounds of two batches, one per schema, the first round a
+// Pair sizes: rounds of two batches, one per side, the first round a
 // warm-up left out of the results.
 const (
 	PairRounds = 31
@@ -50,19 +50,8 @@ func SchemaPair(b *testing.B, alter, params string) {
 		}
 		ub = u + sep + params
 	}
-	a, bb := newPairSide(b, u, ""), newPairSide(b, ub, alter)
-	n := 0
-	for r := range PairRounds {
-		order := []*pairSide{a, bb}
-		if r%2 == 1 {
-			order = []*pairSide{bb, a}
-		}
-		for _, sd := range order {
-			sd.batch(b, n)
-			n += PairBatch
-		}
-	}
-	a.cpu, bb.cpu = a.cpu[1:], bb.cpu[1:]
+	a, bb := batonSide(b, pairStore(b, u, "")), batonSide(b, pairStore(b, ub, alter))
+	pair(b, a, bb, PairRounds, PairBatch)
 	ratios := make([]float64, len(a.cpu))
 	for i := range a.cpu {
 		ratios[i] = bb.cpu[i] / a.cpu[i]
@@ -73,14 +62,72 @@ func SchemaPair(b *testing.B, alter, params string) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// pairSide is baton on one schema of a pair.
-type pairSide struct {
-	turn func(i int)
-	jobs finished
-	cpu  []float64 // ms per continuation, per batch
+// Sizes of [VersusPair]: larger batches than [SchemaPair]'s, so that a
+// batch's rate is its throughput more than its start and its tail.
+const (
+	VersusRounds = 21
+	VersusBatch  = 192
+)
+
+// VersusPair measures issue 18's ratio — baton's continuations/s over
+// RiverEquivalent's jobs/s, from [Producers] producers, end to end — paired:
+// both set up on st at once, in one process, they run in alternating
+// batches of [VersusBatch] (the order swapped every round), each worked to
+// the end before the next starts; a batch's rate is its units over the time
+// from its first produce to its last unit worked. Reported: each side's
+// median rate (RiverEquivalent-per-s, Baton-per-s), the median per-round
+// ratio (Baton/RiverEquivalent), and each side's median machine CPU per
+// unit (RiverEquivalent-cpu-ms, Baton-cpu-ms, Linux). The machine's drift
+// between runs falls on both sides of each round alike, where the
+// sequential scenarios of [Scenarios] measure each side in its own span
+// of a run.
+func VersusPair(b *testing.B, st store.Store) {
+	var jobs finished
+	produce, start, stop := equivalent(b, st, &jobs)
+	StartUntilEnd(b, start, stop)
+	re := &pairSide{jobs: &jobs, run: func(n int) {
+		if err := produce(n); err != nil {
+			b.Error(err)
+		}
+	}}
+	bt := batonSide(b, st)
+	pair(b, re, bt, VersusRounds, VersusBatch)
+	ratios := make([]float64, len(re.rate))
+	for i := range re.rate {
+		ratios[i] = bt.rate[i] / re.rate[i]
+	}
+	b.ReportMetric(median(re.rate), "RiverEquivalent-per-s")
+	b.ReportMetric(median(bt.rate), "Baton-per-s")
+	b.ReportMetric(median(ratios), "Baton/RiverEquivalent")
+	if _, err := machineCPU(); err == nil {
+		b.ReportMetric(median(re.cpu), "RiverEquivalent-cpu-ms")
+		b.ReportMetric(median(bt.cpu), "Baton-cpu-ms")
+	}
+	b.ReportMetric(0, "ns/op")
 }
 
-func newPairSide(b *testing.B, u, alter string) *pairSide {
+// pair runs a's and bb's batches of size, alternating, the order swapped
+// every round, for rounds, and drops the first round's (a warm-up).
+func pair(b *testing.B, a, bb *pairSide, rounds, size int) {
+	n := 0
+	for r := range rounds {
+		order := []*pairSide{a, bb}
+		if r%2 == 1 {
+			order = []*pairSide{bb, a}
+		}
+		for _, sd := range order {
+			sd.batch(b, n, size)
+			n += size
+		}
+	}
+	for _, sd := range []*pairSide{a, bb} {
+		sd.cpu, sd.rate = sd.cpu[1:], sd.rate[1:]
+	}
+}
+
+// pairStore opens a fresh PostgreSQL schema at u, migrated (River too),
+// then changed by alter.
+func pairStore(b *testing.B, u, alter string) store.Store {
 	ctx := context.Background()
 	st := testdb.PostgresWith(b, u, store.Options{MaxConns: PGMaxConns})
 	if err := driverOf(b, st).Migrate(ctx, nil); err != nil {
@@ -91,31 +138,48 @@ func newPairSide(b *testing.B, u, alter string) *pairSide {
 			b.Fatalf("alter: %v", err)
 		}
 	}
-	sd := &pairSide{}
+	return st
+}
+
+// pairSide is one side of a pair: run(i) starts unit i, jobs counts the
+// units worked; per batch, the machine's CPU per unit (ms, when /proc/stat
+// is there) and the units per second.
+type pairSide struct {
+	run  func(i int)
+	jobs *finished
+	cpu  []float64
+	rate []float64
+}
+
+// batonSide is baton's continuation on st.
+func batonSide(b *testing.B, st store.Store) *pairSide {
+	sd := &pairSide{jobs: &finished{}}
 	tool := func(context.Context, json.RawMessage) (string, error) { return `{"status":"shipped"}`, nil }
-	cont, svc := started(b, st, tool, &sd.jobs)
-	sd.turn = func(i int) { Turn(b, svc, cont.RunOptions(), i) }
+	cont, svc := started(b, st, tool, sd.jobs)
+	sd.run = func(i int) { Turn(b, svc, cont.RunOptions(), i) }
 	return sd
 }
 
-// batch runs [PairBatch] continuations, numbered from first, to their end
-// and records their CPU cost.
-func (sd *pairSide) batch(b *testing.B, first int) {
-	want := sd.jobs.done.Load() + PairBatch
+// batch runs size units, numbered from first, to their end and records
+// their CPU cost and rate.
+func (sd *pairSide) batch(b *testing.B, first, size int) {
+	want := sd.jobs.done.Load() + int64(size)
 	busy0, _ := machineCPU()
-	FanOut(b, PairBatch, func(i int) error {
-		sd.turn(first + i)
+	t0 := time.Now()
+	FanOut(b, size, func(i int) error {
+		sd.run(first + i)
 		return nil
 	})
 	deadline := time.Now().Add(time.Minute)
 	for sd.jobs.done.Load() < want {
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d continuations of a batch done", PairBatch-(want-sd.jobs.done.Load()), PairBatch)
+			b.Fatalf("%d of %d units of a batch done", int64(size)-(want-sd.jobs.done.Load()), size)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	busy1, _ := machineCPU()
-	sd.cpu = append(sd.cpu, float64((busy1-busy0).Microseconds())/1000/PairBatch)
+	sd.cpu = append(sd.cpu, float64((busy1-busy0).Microseconds())/1000/float64(size))
+	sd.rate = append(sd.rate, float64(size)/time.Unix(0, sd.jobs.last.Load()).Sub(t0).Seconds())
 }
 
 // machineCPU returns the time the machine's CPUs have been busy (user,
