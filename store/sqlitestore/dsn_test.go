@@ -30,7 +30,7 @@ func TestParsePathAndDSN(t *testing.T) {
 	q, _ := url.ParseQuery("_pragma=cache_size(-4000)&_pragma=foreign_keys(0)&_txlock=deferred&cache=private")
 	w := dsn("/tmp/a?b#c%.db", q, false, 3*time.Second, false)
 	for _, want := range []string{"file:/tmp/a%3fb%23c%25.db?", "_txlock=immediate", "cache=private", "cache_size%28-4000%29",
-		"busy_timeout%283000%29", "foreign_keys%281%29", "journal_mode%28WAL%29", "synchronous%28FULL%29"} {
+		"busy_timeout%283000%29", "foreign_keys%281%29", "journal_mode%28WAL%29", "synchronous%28FULL%29", "temp_store%28MEMORY%29"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("writer DSN %q lacks %q", w, want)
 		}
@@ -39,7 +39,7 @@ func TestParsePathAndDSN(t *testing.T) {
 		t.Errorf("writer DSN %q keeps an overridden setting", w)
 	}
 	r := dsn("/tmp/x.db", nil, false, time.Second, true)
-	if !strings.Contains(r, "query_only%281%29") || strings.Contains(r, "_txlock") {
+	if !strings.Contains(r, "query_only%281%29") || strings.Contains(r, "_txlock") || strings.Contains(r, "temp_store") {
 		t.Errorf("reader DSN %q", r)
 	}
 	m := dsn(":memory:", nil, true, time.Second, false)

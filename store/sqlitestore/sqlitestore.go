@@ -223,6 +223,13 @@ func dsn(file string, query url.Values, memory bool, busy time.Duration, readOnl
 		pragmas = append(pragmas, "query_only(1)")
 	} else {
 		q.Set("_txlock", "immediate")
+		// The statement journal in memory: group commit (group.go) runs
+		// each Tx in a savepoint, which copies every page it changes to
+		// the statement journal first, and past 64 KiB SQLite spilled that
+		// journal to a temporary file, one write(2) per page. It holds
+		// nothing durable (only what rolls a savepoint back, within the
+		// open transaction), and a savepoint's pages are a Tx's: small.
+		pragmas = append(pragmas, "temp_store(MEMORY)")
 	}
 	q["_pragma"] = append(q["_pragma"], pragmas...)
 	// Escape what a SQLite URI path cannot hold literally.

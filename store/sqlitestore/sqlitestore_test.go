@@ -172,6 +172,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 	}
 }
 
+// TestWALAndForeignKeys checks the write connection's settings.
 func TestWALAndForeignKeys(t *testing.T) {
 	t.Parallel()
 	s := openFile(t, filepath.Join(t.TempDir(), "baton.db"), nil)
@@ -187,6 +188,11 @@ func TestWALAndForeignKeys(t *testing.T) {
 	}
 	if err := db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&busy); err != nil || busy != 10000 {
 		t.Fatalf("busy_timeout = %d, %v", busy, err)
+	}
+	// The group commit's savepoints journal in memory (2: MEMORY).
+	var temp int
+	if err := db.QueryRowContext(ctx, `PRAGMA temp_store`).Scan(&temp); err != nil || temp != 2 {
+		t.Fatalf("temp_store = %d, %v", temp, err)
 	}
 	if st := db.Stats(); st.MaxOpenConnections != 1 {
 		t.Fatalf("write pool has %d connections, want 1", st.MaxOpenConnections)
