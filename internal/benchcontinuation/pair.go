@@ -52,13 +52,9 @@ func SchemaPair(b *testing.B, alter, params string) {
 	}
 	a, bb := batonSide(b, pairStore(b, u, "")), batonSide(b, pairStore(b, ub, alter))
 	pair(b, a, bb, PairRounds, PairBatch)
-	ratios := make([]float64, len(a.cpu))
-	for i := range a.cpu {
-		ratios[i] = bb.cpu[i] / a.cpu[i]
-	}
 	b.ReportMetric(median(a.cpu), "A-cpu-ms")
 	b.ReportMetric(median(bb.cpu), "B-cpu-ms")
-	b.ReportMetric(median(ratios), "B/A")
+	b.ReportMetric(medianRatio(bb.cpu, a.cpu), "B/A")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -92,13 +88,9 @@ func VersusPair(b *testing.B, st store.Store) {
 	}}
 	bt := batonSide(b, st)
 	pair(b, re, bt, VersusRounds, VersusBatch)
-	ratios := make([]float64, len(re.rate))
-	for i := range re.rate {
-		ratios[i] = bt.rate[i] / re.rate[i]
-	}
 	b.ReportMetric(median(re.rate), "RiverEquivalent-per-s")
 	b.ReportMetric(median(bt.rate), "Baton-per-s")
-	b.ReportMetric(median(ratios), "Baton/RiverEquivalent")
+	b.ReportMetric(medianRatio(bt.rate, re.rate), "Baton/RiverEquivalent")
 	if _, err := machineCPU(); err == nil {
 		b.ReportMetric(median(re.cpu), "RiverEquivalent-cpu-ms")
 		b.ReportMetric(median(bt.cpu), "Baton-cpu-ms")
@@ -203,6 +195,15 @@ func machineCPU() (time.Duration, error) {
 		busy += v
 	}
 	return time.Duration(busy) * 10 * time.Millisecond, nil // USER_HZ is 100 on Linux
+}
+
+// medianRatio returns the median of num[i]/den[i], the per-round ratios.
+func medianRatio(num, den []float64) float64 {
+	r := make([]float64, len(num))
+	for i := range num {
+		r[i] = num[i] / den[i]
+	}
+	return median(r)
 }
 
 func median(v []float64) float64 {
