@@ -66,33 +66,48 @@ const (
 )
 
 // VersusPair measures issue 18's ratio — baton's continuations/s over
-// RiverEquivalent's jobs/s, from [Producers] producers, end to end — paired:
-// both set up on st at once, in one process, they run in alternating
-// batches of [VersusBatch] (the order swapped every round), each worked to
-// the end before the next starts; a batch's rate is its units over the time
-// from its first produce to its last unit worked. Reported: each side's
-// median rate (RiverEquivalent-per-s, Baton-per-s), the median per-round
-// ratio (Baton/RiverEquivalent), and each side's median machine CPU per
-// unit (RiverEquivalent-cpu-ms, Baton-cpu-ms, Linux). The machine's drift
-// between runs falls on both sides of each round alike, where the
-// sequential scenarios of [Scenarios] measure each side in its own span
-// of a run.
+// RiverEquivalent's jobs/s, from [Producers] producers, end to end — paired,
+// with [Versus].
 func VersusPair(b *testing.B, st store.Store) {
 	var jobs finished
 	produce, start, stop := equivalent(b, st, &jobs)
 	StartUntilEnd(b, start, stop)
-	re := &pairSide{jobs: &jobs, run: func(n int) {
+	Versus(b, st, Side{Name: "RiverEquivalent", Run: func(n int) {
 		if err := produce(n); err != nil {
 			b.Error(err)
 		}
-	}}
+	}, Done: jobs.count})
+}
+
+// Side is a system [Versus] measures baton against: Run starts unit i (it
+// may return before the unit is worked); Done returns how many units have
+// been worked and when the last one was (Unix nanoseconds).
+type Side struct {
+	Name string
+	Run  func(i int)
+	Done func() (n, last int64)
+}
+
+// Versus measures baton against other on st, paired: both set up at once,
+// in one process, they run in alternating batches of [VersusBatch] from
+// [Producers] producers (the order swapped every round, [VersusRounds]
+// rounds, the first a warm-up), each batch worked to its end before the
+// next starts; a batch's rate is its units over the time from its first
+// Run to its last unit worked. Reported: each side's median rate
+// (<name>-per-s, Baton-per-s), the median per-round ratio (Baton/<name>),
+// and each side's median machine CPU per unit (<name>-cpu-ms,
+// Baton-cpu-ms; Linux). The machine's drift between runs falls on both
+// sides of each round alike, where the sequential scenarios of [Scenarios]
+// measure each side in its own span of a run.
+func Versus(b *testing.B, st store.Store, other Side) {
+	o := &pairSide{run: other.Run, done: other.Done}
 	bt := batonSide(b, st)
-	pair(b, re, bt, VersusRounds, VersusBatch)
-	b.ReportMetric(median(re.rate), "RiverEquivalent-per-s")
+	pair(b, o, bt, VersusRounds, VersusBatch)
+	b.ReportMetric(median(o.rate), other.Name+"-per-s")
 	b.ReportMetric(median(bt.rate), "Baton-per-s")
-	b.ReportMetric(medianRatio(bt.rate, re.rate), "Baton/RiverEquivalent")
+	b.ReportMetric(medianRatio(bt.rate, o.rate), "Baton/"+other.Name)
 	if _, err := machineCPU(); err == nil {
-		b.ReportMetric(median(re.cpu), "RiverEquivalent-cpu-ms")
+		b.ReportMetric(median(o.cpu), other.Name+"-cpu-ms")
 		b.ReportMetric(median(bt.cpu), "Baton-cpu-ms")
 	}
 	b.ReportMetric(0, "ns/op")
@@ -133,21 +148,22 @@ func pairStore(b *testing.B, u, alter string) store.Store {
 	return st
 }
 
-// pairSide is one side of a pair: run(i) starts unit i, jobs counts the
-// units worked; per batch, the machine's CPU per unit (ms, when /proc/stat
-// is there) and the units per second.
+// pairSide is one side of a pair: run(i) starts unit i, done tells the
+// units worked and when the last one was; per batch, the machine's CPU per
+// unit (ms, when /proc/stat is there) and the units per second.
 type pairSide struct {
 	run  func(i int)
-	jobs *finished
+	done func() (n, last int64)
 	cpu  []float64
 	rate []float64
 }
 
 // batonSide is baton's continuation on st.
 func batonSide(b *testing.B, st store.Store) *pairSide {
-	sd := &pairSide{jobs: &finished{}}
+	var jobs finished
+	sd := &pairSide{done: jobs.count}
 	tool := func(context.Context, json.RawMessage) (string, error) { return `{"status":"shipped"}`, nil }
-	cont, svc := started(b, st, tool, sd.jobs)
+	cont, svc := started(b, st, tool, &jobs)
 	sd.run = func(i int) { Turn(b, svc, cont.RunOptions(), i) }
 	return sd
 }
@@ -155,7 +171,8 @@ func batonSide(b *testing.B, st store.Store) *pairSide {
 // batch runs size units, numbered from first, to their end and records
 // their CPU cost and rate.
 func (sd *pairSide) batch(b *testing.B, first, size int) {
-	want := sd.jobs.done.Load() + int64(size)
+	n, _ := sd.done()
+	want := n + int64(size)
 	busy0, _ := machineCPU()
 	t0 := time.Now()
 	FanOut(b, size, func(i int) error {
@@ -163,15 +180,20 @@ func (sd *pairSide) batch(b *testing.B, first, size int) {
 		return nil
 	})
 	deadline := time.Now().Add(time.Minute)
-	for sd.jobs.done.Load() < want {
+	for {
+		n, _ := sd.done()
+		if n >= want {
+			break
+		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d units of a batch done", int64(size)-(want-sd.jobs.done.Load()), size)
+			b.Fatalf("%d of %d units of a batch done", int64(size)-(want-n), size)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	busy1, _ := machineCPU()
 	sd.cpu = append(sd.cpu, float64((busy1-busy0).Microseconds())/1000/float64(size))
-	sd.rate = append(sd.rate, float64(size)/time.Unix(0, sd.jobs.last.Load()).Sub(t0).Seconds())
+	_, last := sd.done()
+	sd.rate = append(sd.rate, float64(size)/time.Unix(0, last).Sub(t0).Seconds())
 }
 
 // machineCPU returns the time the machine's CPUs have been busy (user,

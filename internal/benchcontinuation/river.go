@@ -324,6 +324,9 @@ func (f *finished) finish() {
 	f.last.Store(time.Now().UnixNano())
 }
 
+// count returns the jobs worked and when the last one was (Unix ns).
+func (f *finished) count() (n, last int64) { return f.done.Load(), f.last.Load() }
+
 // measure starts River (start, stop), runs produce for [BatonJobs] jobs
 // from [Producers] producers, waits for them to be worked and reports
 // jobs/s, first insert to last job worked.

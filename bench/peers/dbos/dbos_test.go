@@ -290,6 +290,17 @@ func sqliteConns() int {
 	return n
 }
 
+// enqueuer returns what enqueues turn i of p's on q, as the workflow
+// round+i.
+func enqueuer(dctx dbos.Context, p *dbosPeer, q dbos.Queue, round string) func(i int) (string, error) {
+	return func(i int) (string, error) {
+		id := fmt.Sprintf("%s%d", round, i)
+		_, err := dbos.RunWorkflow(dctx, p.turn, turnIn{ID: id, Input: fmt.Sprintf("Where is order %d?", i)},
+			dbos.WithQueue(q), dbos.WithWorkflowID(id))
+		return id, err
+	}
+}
+
 // benchDBOS: latency from the enqueue's return (committed) to the
 // workflow starting (p50-ms, p99-ms) and to the tool starting
 // (tool-p50-ms), and to the workflow's end (finish-p50-ms), one at a time,
@@ -298,12 +309,7 @@ func sqliteConns() int {
 func benchDBOS(b *testing.B, st store.Store) {
 	dctx, p, q := openDBOS(b, st)
 	round := fmt.Sprintf("r%d-", dbosRound.Add(1))
-	enqueue := func(i int) (string, error) {
-		id := fmt.Sprintf("%s%d", round, i)
-		_, err := dbos.RunWorkflow(dctx, p.turn, turnIn{ID: id, Input: fmt.Sprintf("Where is order %d?", i)},
-			dbos.WithQueue(q), dbos.WithWorkflowID(id))
-		return id, err
-	}
+	enqueue := enqueuer(dctx, p, q, round)
 	var lat, tool, full []time.Duration
 	for i := range bc.LatencySamples {
 		id := fmt.Sprintf("%s%d", round, i)

@@ -1,6 +1,7 @@
 package dbospeer
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/batonhq/baton/internal/benchcontinuation"
@@ -27,5 +28,24 @@ func BenchmarkPeers(b *testing.B) {
 	benchcontinuation.Each(b, func(b *testing.B, st store.Store) {
 		benchcontinuation.Scenarios(b, st)
 		b.Run("DBOS", func(b *testing.B) { benchDBOS(b, st) })
+	})
+}
+
+// BenchmarkVersusDBOS measures baton against DBOS on SQLite and on
+// PostgreSQL paired (benchcontinuation.Versus): both on one database, in
+// alternating batches of the same agent turn from 16 producers, end to
+// end; the median per-round ratio Baton/DBOS and each side's rate and
+// machine CPU per unit. Run with -benchtime 1x.
+func BenchmarkVersusDBOS(b *testing.B) {
+	benchcontinuation.Each(b, func(b *testing.B, st store.Store) {
+		dctx, p, q := openDBOS(b, st)
+		enqueue := enqueuer(dctx, p, q, fmt.Sprintf("v%d-", dbosRound.Add(1)))
+		benchcontinuation.Versus(b, st, benchcontinuation.Side{Name: "DBOS",
+			Run: func(i int) {
+				if _, err := enqueue(i); err != nil {
+					b.Error(err)
+				}
+			},
+			Done: func() (int64, int64) { return p.done.Load(), p.last.Load() }})
 	})
 }
