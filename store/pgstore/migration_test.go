@@ -352,9 +352,13 @@ func TestMigrateMessagesThreadTrigger(t *testing.T) {
 		_, err := deleter.Exec(ctx, `DELETE FROM `+q+`.threads WHERE id = $1`, kept)
 		deleted <- err
 	}()
+	deadline := time.Now().Add(30 * time.Second)
 	for waiting := false; !waiting; {
 		if err := conn.QueryRow(ctx, `SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&waiting); err != nil {
 			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the DELETE neither waited for the appending transaction nor ended")
 		}
 		select {
 		case err := <-deleted:
