@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,14 +146,25 @@ func TestControlAcrossReplicas(t *testing.T) {
 					t.Fatalf("refund on replica 0: %+v", r)
 				}
 				// A stream of the thread on replica 0 sees the run's
-				// end, wherever it is decided.
+				// end, wherever it is decided. The decision waits for
+				// the stream's first event (the thread as it is: the run
+				// interrupted), or a stream that connected after it would
+				// only find the run ended in that first event.
 				var onA threadReader
 				seen := make(chan error, 1)
+				first := make(chan struct{})
+				var once sync.Once
 				go func() {
 					seen <- onA.follow(ctx, a, th.ID, "", nil, func(e threadEvent) bool {
+						once.Do(func() { close(first) })
 						return e.typ == "run_end" && e.data["run_id"] == r.ID && e.data["status"] != "interrupted"
 					})
 				}()
+				select {
+				case <-first:
+				case err := <-seen:
+					t.Fatalf("the thread's stream on replica 0 ended before its first event: %v", err)
+				}
 				want := "cancelled"
 				var out runResult
 				if decide == "approve" {
@@ -169,7 +181,7 @@ func TestControlAcrossReplicas(t *testing.T) {
 					t.Fatalf("after %s on replica 1, replica 0 reads %+v %v", decide, got, err)
 				}
 				if err := <-seen; err != nil {
-					t.Fatalf("the thread's stream on replica 0 did not see the run end after %s on replica 1: %v", decide, err)
+					t.Fatalf("the thread's stream on replica 0 did not see the run end after %s on replica 1: %v; it got:\n%s", decide, err, listing(onA.events()))
 				}
 				if end := onA.events()[len(onA.events())-1]; end.data["status"] != want {
 					t.Fatalf("the thread's stream on replica 0 ended the run %s, want %s", end.raw, want)
