@@ -269,12 +269,12 @@ func TestMigrateMessagesThreadTrigger(t *testing.T) {
 	s := open(t, testdb.URL(t), &store.Options{Schema: schema})
 	thread := func(owner string) string {
 		t.Helper()
-		must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}))(t)
-		th := must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Network: "n",
+		storetest.Must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}))(t)
+		th := storetest.Must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Network: "n",
 			Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleUser, Parts: []message.Part{{Type: message.PartText, Text: "hi"}}}}}}))(t)
-		ms := must(s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: th.ID,
+		ms := storetest.Must(s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: th.ID,
 			Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Status: message.StatusStreaming}}}}))(t)
-		must(s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: owner, MessageID: ms[0].ID, Text: "part"}))(t)
+		storetest.Must(s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: owner, MessageID: ms[0].ID, Text: "part"}))(t)
 		return th.ID
 	}
 	// Another session's search_path: the public schema's.
@@ -374,16 +374,5 @@ func TestMigrateMessagesThreadTrigger(t *testing.T) {
 	}
 	if got := count(kept); got != "0 0" {
 		t.Fatalf("a thread deleted while a message was appended: messages and drafts %s, want none", got)
-	}
-}
-
-// must returns v, failing t on err.
-func must[T any](v T, err error) func(t *testing.T) T {
-	return func(t *testing.T) T {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
 	}
 }

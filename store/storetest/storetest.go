@@ -207,6 +207,9 @@ func countTrue(bs []bool) int {
 // errOf returns the error of a call, dropping its value.
 func errOf[T any](_ T, err error) error { return err }
 
+// Must returns v, failing t on err: Must(s.Call(ctx, p))(t).
+func Must[T any](v T, err error) func(t *testing.T) T { return must(v, err) }
+
 func must[T any](v T, err error) func(t *testing.T) T {
 	return func(t *testing.T) T {
 		t.Helper()
