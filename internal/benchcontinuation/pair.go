@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,8 +96,10 @@ type Side struct {
 // next starts; a batch's rate is its units over the time from its first
 // Run to its last unit worked. Reported: each side's median rate
 // (<name>-per-s, Baton-per-s), the median per-round ratio (Baton/<name>),
-// and each side's median machine CPU per unit (<name>-cpu-ms,
-// Baton-cpu-ms; Linux). The machine's drift between runs falls on both
+// each side's median machine CPU per unit (<name>-cpu-ms, Baton-cpu-ms;
+// Linux) and, of it, this process's (<name>-go-cpu-ms, Baton-go-cpu-ms:
+// the Go side; the rest is the database server's, on PostgreSQL, and the
+// machine's other work). The machine's drift between runs falls on both
 // sides of each round alike, where the sequential scenarios of [Scenarios]
 // measure each side in its own span of a run.
 func Versus(b *testing.B, st store.Store, other Side) {
@@ -110,6 +113,8 @@ func Versus(b *testing.B, st store.Store, other Side) {
 		b.ReportMetric(median(o.cpu), other.Name+"-cpu-ms")
 		b.ReportMetric(median(bt.cpu), "Baton-cpu-ms")
 	}
+	b.ReportMetric(median(o.own), other.Name+"-go-cpu-ms")
+	b.ReportMetric(median(bt.own), "Baton-go-cpu-ms")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -128,7 +133,7 @@ func pair(b *testing.B, a, bb *pairSide, rounds, size int) {
 		}
 	}
 	for _, sd := range []*pairSide{a, bb} {
-		sd.cpu, sd.rate = sd.cpu[1:], sd.rate[1:]
+		sd.cpu, sd.own, sd.rate = sd.cpu[1:], sd.own[1:], sd.rate[1:]
 	}
 }
 
@@ -155,6 +160,7 @@ type pairSide struct {
 	run  func(i int)
 	done func() (n, last int64)
 	cpu  []float64
+	own  []float64 // this process's CPU per unit (ms): the Go side
 	rate []float64
 }
 
@@ -174,6 +180,7 @@ func (sd *pairSide) batch(b *testing.B, first, size int) {
 	n, _ := sd.done()
 	want := n + int64(size)
 	busy0, _ := machineCPU()
+	own0 := processCPU()
 	t0 := time.Now()
 	FanOut(b, size, func(i int) error {
 		sd.run(first + i)
@@ -192,6 +199,7 @@ func (sd *pairSide) batch(b *testing.B, first, size int) {
 	}
 	busy1, _ := machineCPU()
 	sd.cpu = append(sd.cpu, float64((busy1-busy0).Microseconds())/1000/float64(size))
+	sd.own = append(sd.own, float64((processCPU()-own0).Microseconds())/1000/float64(size))
 	_, last := sd.done()
 	sd.rate = append(sd.rate, float64(size)/time.Unix(0, last).Sub(t0).Seconds())
 }
@@ -217,6 +225,15 @@ func machineCPU() (time.Duration, error) {
 		busy += v
 	}
 	return time.Duration(busy) * 10 * time.Millisecond, nil // USER_HZ is 100 on Linux
+}
+
+// processCPU returns the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // medianRatio returns the median of num[i]/den[i], the per-round ratios.
