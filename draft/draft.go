@@ -69,7 +69,9 @@ type TxPublisher interface {
 // without exactly one of thread and message.
 var ErrInvalidFilter = errors.New("draft: filter needs an owner and one of thread or message")
 
-func (f Filter) valid() bool {
+// Valid reports whether f has an owner and exactly one of thread and
+// message.
+func (f Filter) Valid() bool {
 	return f.OwnerID != "" && (f.ThreadID == "") != (f.MessageID == "")
 }
 

@@ -152,7 +152,7 @@ func (h *Hub) remove(f Filter, s *subscription) {
 // Subscribe implements [Broker].
 func (h *Hub) Subscribe(ctx context.Context, f Filter) iter.Seq2[Update, error] {
 	return func(yield func(Update, error) bool) {
-		if !f.valid() {
+		if !f.Valid() {
 			yield(Update{}, ErrInvalidFilter)
 			return
 		}

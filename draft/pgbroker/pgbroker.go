@@ -11,6 +11,16 @@
 // When that connection fails it reconnects with backoff and makes every
 // subscription read its state again, so a notification lost meanwhile
 // costs nothing.
+//
+// A draft event is notified only when some process subscribes to its
+// thread or message: each subscription keeps a row in the schema's
+// draft_watches table while it lasts (renewed by its broker; a crashed
+// process's rows expire), and a publisher's NOTIFY is conditional on a row
+// naming the event's thread or message. The subscriber commits its row
+// before it reads the current state, and the publisher looks for rows in a
+// statement run after its change committed, so nothing is missed: a
+// publisher that found no row committed its change before the subscriber
+// read. A run nobody watches sends no notification.
 package pgbroker
 
 import (
@@ -39,6 +49,11 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// watchTTL is how long a subscription's row in draft_watches holds without
+// renewal: a broker renews its rows every watchTTL/3 and deletes every row
+// that has expired, a crashed process's.
+const watchTTL = time.Minute
+
 // Broker is a [draft.Broker] and [draft.TxPublisher] on PostgreSQL. It is
 // safe for concurrent use. Publish works from New; subscribers hear other
 // processes from Start until Close. Close does not close the store.
@@ -54,6 +69,14 @@ type Broker struct {
 	started bool
 	cancel  context.CancelFunc
 	done    chan struct{}
+
+	// The subscriptions' rows in draft_watches (watch.go).
+	holder   string
+	ttl      time.Duration
+	wmu      sync.Mutex
+	watches  map[string]watch // by row id
+	renewing chan struct{}    // closed to stop the renewal; nil when it is not running
+	renewed  chan struct{}    // closed when the renewal has stopped
 }
 
 var (
@@ -67,7 +90,8 @@ func New(st *pgstore.Store, opts *Options) *Broker {
 	if opts == nil {
 		opts = &Options{}
 	}
-	b := &Broker{st: st, hub: draft.NewHub(st), log: opts.Logger}
+	b := &Broker{st: st, hub: draft.NewHub(st), log: opts.Logger,
+		holder: newID(), ttl: watchTTL, watches: map[string]watch{}}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
@@ -232,9 +256,17 @@ func (b *Broker) OnSignal(kind string, f func(draft.Signal)) (cancel func()) {
 }
 
 // Publish implements [draft.Broker]: it sends a NOTIFY, which reaches the
-// subscribers of every process listening on the schema, this one included.
+// subscribers of every process listening on the schema, this one included,
+// if some process subscribes to ev's thread or message (draft_watches).
 func (b *Broker) Publish(ctx context.Context, ev draft.Event) error {
-	return b.notify(ctx, "publish", ev)
+	args, err := b.publishArgs(ctx, b.st.Pool(), ev)
+	if err != nil {
+		return err
+	}
+	if _, err := b.st.Pool().Exec(ctx, publishStmt, args...); err != nil {
+		return fmt.Errorf("pgbroker: publish: %w: %w", store.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // notify sends v as a NOTIFY on the schema's channel, from the pool; what
@@ -254,8 +286,25 @@ func (b *Broker) notify(ctx context.Context, what string, v any) error {
 	return nil
 }
 
+// publishArgs are publishStmt's arguments for ev; q looks the channel up
+// (see channelName).
+func (b *Broker) publishArgs(ctx context.Context, q interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, ev draft.Event) ([]any, error) {
+	channel, err := b.channelName(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("pgbroker: publish: %w", err)
+	}
+	return []any{channel, string(payload), ev.OwnerID, threadKey(ev.ThreadID), messageKey(ev.MessageID)}, nil
+}
+
 // PublishTx implements [draft.TxPublisher]: the NOTIFY goes out only if
-// tx, a transaction of the same store, commits. It is sent in the batch of
+// tx, a transaction of the same store, commits, and some process
+// subscribes to ev's thread or message (as Publish). It is sent in the batch of
 // tx's COMMIT, right after it, in a transaction of its own that does not
 // wait for its WAL flush (pgstore.AfterCommitTx, notifyStmt): a NOTIFY
 // inside tx would hold PostgreSQL's database-wide notify lock from tx's
@@ -268,15 +317,11 @@ func (b *Broker) PublishTx(ctx context.Context, tx store.Tx, ev draft.Event) err
 	if !ok {
 		return errors.New("pgbroker: publish: not a PostgreSQL store transaction")
 	}
-	channel, err := b.channelName(ctx, ptx)
+	args, err := b.publishArgs(ctx, ptx, ev)
 	if err != nil {
 		return err
 	}
-	payload, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("pgbroker: publish: %w", err)
-	}
-	pgstore.AfterCommitTx(tx, notifyStmt, channel, string(payload))
+	pgstore.AfterCommitTx(tx, publishStmt, args...)
 	return nil
 }
 
@@ -287,13 +332,39 @@ func (b *Broker) PublishTx(ctx context.Context, tx store.Tx, ev draft.Event) err
 // reconnecting).
 const notifyStmt = `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)`
 
-// Subscribe implements [draft.Broker].
+// publishStmt is notifyStmt for a draft event, sent only if a subscription
+// watches the event's thread ($4) or message ($5) of its owner ($3). Run
+// after the event's change committed, it sees every subscription that
+// began reading before that. Nobody watching, it is one index probe in a
+// read-only transaction: no commit record, no notify lock.
+const publishStmt = `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)
+FROM draft_watches WHERE key IN ($4, $5) AND owner_id = $3 LIMIT 1`
+
+// Subscribe implements [draft.Broker]. The subscription's row in
+// draft_watches is committed before it reads the current state, and
+// deleted when it ends; a subscription whose row cannot be written ends
+// with store.ErrUnavailable.
 func (b *Broker) Subscribe(ctx context.Context, f draft.Filter) iter.Seq2[draft.Update, error] {
-	return b.hub.Subscribe(ctx, f)
+	return func(yield func(draft.Update, error) bool) {
+		if f.Valid() {
+			id, err := b.watch(ctx, f)
+			if err != nil {
+				yield(draft.Update{}, err)
+				return
+			}
+			defer b.unwatchLater(id)
+		}
+		for u, err := range b.hub.Subscribe(ctx, f) {
+			if !yield(u, err) {
+				return
+			}
+		}
+	}
 }
 
-// Close stops listening and releases the connection. Subscriptions stop
-// receiving updates; end them with their context.
+// Close stops listening and releases the connection, and stops renewing the
+// subscriptions' rows. Subscriptions stop receiving updates; end them with
+// their context.
 func (b *Broker) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -302,5 +373,6 @@ func (b *Broker) Close() error {
 		<-b.done
 		b.started = false
 	}
+	b.stopRenewal()
 	return nil
 }

@@ -24,6 +24,27 @@ func newBroker(t *testing.T, st *pgstore.Store) *pgbroker.Broker {
 	return b
 }
 
+// finish completes tg's message with text and deletes its draft, notifying
+// through b inside the transaction, as a continuation's final transaction
+// does.
+func finish(t *testing.T, st *pgstore.Store, b *pgbroker.Broker, tg draft.Target, text string) {
+	t.Helper()
+	ctx := t.Context()
+	err := st.Tx(ctx, func(tx store.Tx) error {
+		if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: tg.OwnerID, ID: tg.MessageID, Status: message.StatusCompleted,
+			Parts: []message.Part{{Type: message.PartText, Text: text}}}); err != nil {
+			return err
+		}
+		if err := tx.DeleteDraft(ctx, &store.DeleteDraftParams{OwnerID: tg.OwnerID, MessageID: tg.MessageID}); err != nil {
+			return err
+		}
+		return b.PublishTx(ctx, tx, draft.Event(tg))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	url := testdb.URL(t)
@@ -89,19 +110,7 @@ func TestAcrossProcesses(t *testing.T) {
 		break
 	}
 	// The final message, notified inside the finalising transaction.
-	err := worker.Tx(ctx, func(tx store.Tx) error {
-		if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: "o", ID: tg.MessageID, Status: message.StatusCompleted,
-			Parts: []message.Part{{Type: message.PartText, Text: "done"}}}); err != nil {
-			return err
-		}
-		if err := tx.DeleteDraft(ctx, &store.DeleteDraftParams{OwnerID: "o", MessageID: tg.MessageID}); err != nil {
-			return err
-		}
-		return wb.PublishTx(ctx, tx, draft.Event{OwnerID: "o", ThreadID: tg.ThreadID, MessageID: tg.MessageID})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	finish(t, worker, wb, tg, "done")
 	// A repeated draft update may come first (an event delivered twice is
 	// harmless by contract); then the final message.
 	for deadline := time.After(10 * time.Second); ; {
