@@ -76,6 +76,13 @@ func BenchmarkVersusPair(b *testing.B) {
 	benchcontinuation.Each(b, benchcontinuation.VersusPair)
 }
 
+// BenchmarkVersusWrites measures baton against BatonWrites, its own writes
+// made by hand, paired (see benchcontinuation.VersusWrites; PostgreSQL).
+// Run it with -benchtime=1x.
+func BenchmarkVersusWrites(b *testing.B) {
+	benchcontinuation.Each(b, benchcontinuation.VersusWrites)
+}
+
 // BenchmarkSchemaPair measures a schema or connection change on PostgreSQL,
 // paired in one process (see benchcontinuation.SchemaPair):
 // BENCH_PAIR_ALTER is the SQL that makes schema B from A, BENCH_PAIR_PARAMS

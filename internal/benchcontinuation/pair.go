@@ -70,10 +70,18 @@ const (
 // RiverEquivalent's jobs/s, from [Producers] producers, end to end — paired,
 // with [Versus].
 func VersusPair(b *testing.B, st store.Store) {
+	versusOn(b, st, "RiverEquivalent", equivalent)
+}
+
+// versusOn runs [Versus] against name, a River scenario that setup
+// prepares on st (its producer, River's start and stop, jobs counting its
+// units worked).
+func versusOn(b *testing.B, st store.Store, name string,
+	setup func(*testing.B, store.Store, *finished) (produce func(n int) error, start, stop func(context.Context) error)) {
 	var jobs finished
-	produce, start, stop := equivalent(b, st, &jobs)
+	produce, start, stop := setup(b, st, &jobs)
 	StartUntilEnd(b, start, stop)
-	Versus(b, st, Side{Name: "RiverEquivalent", Run: func(n int) {
+	Versus(b, st, Side{Name: name, Run: func(n int) {
 		if err := produce(n); err != nil {
 			b.Error(err)
 		}

@@ -28,8 +28,10 @@ import (
 // message, the lease released, job run, placeholder, River's unique job),
 // the worker's read of the checkpoint, the final transaction (checkpoint,
 // two messages, placeholder and job run completed, River's job completed
-// by its row), and a draft notification after each of the two commits, to
-// a listening connection. [RiverEquivalent] against BatonWrites is what
+// by its row), and after each of the two commits the draft notification's
+// statement, which notifies a listening connection only when a watch row
+// names the thread (draft_watches: none does, as none does in baton's
+// benchmarks, where nobody subscribes). [RiverEquivalent] against BatonWrites is what
 // baton's writes cost beyond the yardstick's; BatonWrites against Baton,
 // what baton's code and statement shapes cost beyond its writes. Its River
 // polls every [writesPoll]: it has no in-process wake, and River notifies
@@ -43,6 +45,8 @@ CREATE INDEX IF NOT EXISTS writes_cp_thread ON writes_cp (thread, seq);
 CREATE TABLE IF NOT EXISTS writes_jr (id text PRIMARY KEY, owner text NOT NULL, key text NOT NULL, thread text NOT NULL, status text NOT NULL, attempt bigint NOT NULL, created_at timestamptz NOT NULL, UNIQUE (owner, key));
 CREATE INDEX IF NOT EXISTS writes_jr_thread ON writes_jr (thread, created_at);
 CREATE TABLE IF NOT EXISTS writes_lease (owner text NOT NULL, run text NOT NULL, holder text NOT NULL, expires_at timestamptz NOT NULL, PRIMARY KEY (owner, run));
+CREATE TABLE IF NOT EXISTS writes_watch (id text PRIMARY KEY, key text NOT NULL, owner text NOT NULL, holder text NOT NULL, expires_at timestamptz NOT NULL);
+CREATE INDEX IF NOT EXISTS writes_watch_key ON writes_watch (key, owner);
 DO $$ DECLARE t text; BEGIN
   FOREACH t IN ARRAY ARRAY['writes_thread','writes_msg','writes_cp','writes_jr','writes_lease'] LOOP
     EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', t);
@@ -71,7 +75,7 @@ const writesPoll = 20 * time.Millisecond
 const (
 	writesScope     = `SELECT set_config('role', '` + pgstore.DefaultAppRole + `', true), set_config('baton.owner', 'acme', true), pg_advisory_xact_lock(1, hashtext($1))`
 	writesReadScope = `SELECT set_config('role', '` + pgstore.DefaultAppRole + `', true), set_config('baton.owner', 'acme', true)`
-	writesNotify    = `SELECT set_config('synchronous_commit', 'off', true), pg_notify('writes_drafts', $1)`
+	writesNotify    = `SELECT set_config('synchronous_commit', 'off', true), pg_notify('writes_drafts', $1) FROM writes_watch WHERE key IN ('t:' || $1, 'm:' || $1) AND owner = 'acme' LIMIT 1`
 )
 
 type writesStmt struct {
@@ -144,6 +148,23 @@ func (w *writesWorker) Work(ctx context.Context, job *river.Job[writesArgs]) err
 // BatonWrites runs baton's writes by hand from [Producers] producers and
 // reports jobs/s, first insert to last completion (PostgreSQL only).
 func BatonWrites(b *testing.B, st store.Store) {
+	var jobs finished
+	produce, start, stop := batonWrites(b, st, &jobs)
+	jobs.measure(b, start, stop, produce)
+}
+
+// VersusWrites measures baton against [BatonWrites] — its own writes made
+// by hand — paired, with [Versus] (PostgreSQL only): what baton's code and
+// statement shapes cost beyond its writes.
+func VersusWrites(b *testing.B, st store.Store) {
+	versusOn(b, st, "BatonWrites", batonWrites)
+}
+
+// batonWrites sets BatonWrites up on st (PostgreSQL; it skips b on
+// another backend): its tables, a listener of its drafts' channel until b
+// ends, and a River client (start, stop) working its jobs, which jobs
+// counts; produce writes job n's turn and hand-over.
+func batonWrites(b *testing.B, st store.Store, jobs *finished) (produce func(n int) error, start, stop func(ctx context.Context) error) {
 	s, ok := st.(*pgstore.Store)
 	if !ok {
 		b.Skip("PostgreSQL only")
@@ -171,12 +192,11 @@ func BatonWrites(b *testing.B, st store.Store) {
 			}
 		}
 	}()
-	defer func() {
+	b.Cleanup(func() {
 		stopListen()
 		<-listened
 		lc.Release()
-	}()
-	var jobs finished
+	})
 	state := equivState(b)
 	round := fmt.Sprintf("f%d-", equivRound.Add(1))
 	workers := river.NewWorkers()
@@ -187,7 +207,7 @@ func BatonWrites(b *testing.B, st store.Store) {
 		b.Fatal(err)
 	}
 	body := state[:200]
-	produce := func(n int) error {
+	produce = func(n int) error {
 		id := round + fmt.Sprint(n)
 		err := writesTx(ctx, pool, "", []writesStmt{ // the turn's start
 			{writesScope, []any{id}},
@@ -216,5 +236,5 @@ func BatonWrites(b *testing.B, st store.Store) {
 			return err
 		})
 	}
-	jobs.measure(b, c.Start, c.Stop, produce)
+	return produce, c.Start, c.Stop
 }
