@@ -246,7 +246,7 @@ func (b *Broker) Signal(ctx context.Context, s draft.Signal) error {
 	if s.Kind == "" {
 		return errors.New("pgbroker: signal without a kind")
 	}
-	return b.notify(ctx, "signal", s)
+	return b.notify(ctx, "signal", notifyStmt, s)
 }
 
 // OnSignal implements [draft.Signaller]: handlers hear the signals of
@@ -259,54 +259,50 @@ func (b *Broker) OnSignal(kind string, f func(draft.Signal)) (cancel func()) {
 // subscribers of every process listening on the schema, this one included,
 // if some process subscribes to ev's thread or message (draft_watches).
 func (b *Broker) Publish(ctx context.Context, ev draft.Event) error {
-	args, err := b.publishArgs(ctx, b.st.Pool(), ev)
-	if err != nil {
-		return err
-	}
-	if _, err := b.st.Pool().Exec(ctx, publishStmt, args...); err != nil {
-		return fmt.Errorf("pgbroker: publish: %w: %w", store.ErrUnavailable, err)
-	}
-	return nil
+	return b.notify(ctx, "publish", publishStmt, ev, watchArgs(ev)...)
 }
 
-// notify sends v as a NOTIFY on the schema's channel, from the pool; what
-// names the operation in errors.
-func (b *Broker) notify(ctx context.Context, what string, v any) error {
-	channel, err := b.channelName(ctx, b.st.Pool())
+// notify runs stmt (notifyStmt, or publishStmt with extra, the watch's
+// arguments) from the pool to send v on the schema's channel; what names
+// the operation in errors.
+func (b *Broker) notify(ctx context.Context, what, stmt string, v any, extra ...any) error {
+	args, err := b.noticeArgs(ctx, b.st.Pool(), what, v, extra...)
 	if err != nil {
 		return err
 	}
-	payload, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("pgbroker: %s: %w", what, err)
-	}
-	if _, err := b.st.Pool().Exec(ctx, notifyStmt, channel, string(payload)); err != nil {
+	if _, err := b.st.Pool().Exec(ctx, stmt, args...); err != nil {
 		return fmt.Errorf("pgbroker: %s: %w: %w", what, store.ErrUnavailable, err)
 	}
 	return nil
 }
 
-// publishArgs are publishStmt's arguments for ev; q looks the channel up
-// (see channelName).
-func (b *Broker) publishArgs(ctx context.Context, q interface {
+// noticeArgs are the arguments of notifyStmt for v (the channel, v's JSON),
+// then extra; q looks the channel up (see channelName).
+func (b *Broker) noticeArgs(ctx context.Context, q interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}, ev draft.Event) ([]any, error) {
+}, what string, v any, extra ...any) ([]any, error) {
 	channel, err := b.channelName(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	payload, err := json.Marshal(ev)
+	payload, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("pgbroker: publish: %w", err)
+		return nil, fmt.Errorf("pgbroker: %s: %w", what, err)
 	}
-	return []any{channel, string(payload), ev.OwnerID, threadKey(ev.ThreadID), messageKey(ev.MessageID)}, nil
+	return append([]any{channel, string(payload)}, extra...), nil
+}
+
+// watchArgs are publishStmt's arguments after notifyStmt's: ev's owner,
+// thread and message as draft_watches names them.
+func watchArgs(ev draft.Event) []any {
+	return []any{ev.OwnerID, threadKey(ev.ThreadID), messageKey(ev.MessageID)}
 }
 
 // PublishTx implements [draft.TxPublisher]: the NOTIFY goes out only if
 // tx, a transaction of the same store, commits, and some process
-// subscribes to ev's thread or message (as Publish). It is sent in the batch of
-// tx's COMMIT, right after it, in a transaction of its own that does not
-// wait for its WAL flush (pgstore.AfterCommitTx, notifyStmt): a NOTIFY
+// subscribes to ev's thread or message (as Publish). It is sent in the
+// batch of tx's COMMIT, right after it, in a transaction of its own that
+// does not wait for its WAL flush (pgstore.AfterCommitTx, publishStmt): a NOTIFY
 // inside tx would hold PostgreSQL's database-wide notify lock from tx's
 // commit until its WAL flush, one notifying commit at a time. It goes in
 // the same batch as the COMMIT: no round trip of the process separates
@@ -317,7 +313,7 @@ func (b *Broker) PublishTx(ctx context.Context, tx store.Tx, ev draft.Event) err
 	if !ok {
 		return errors.New("pgbroker: publish: not a PostgreSQL store transaction")
 	}
-	args, err := b.publishArgs(ctx, ptx, ev)
+	args, err := b.noticeArgs(ctx, ptx, "publish", ev, watchArgs(ev)...)
 	if err != nil {
 		return err
 	}
@@ -337,7 +333,7 @@ const notifyStmt = `SELECT set_config('synchronous_commit', 'off', true), pg_not
 // after the event's change committed, it sees every subscription that
 // began reading before that. Nobody watching, it is one index probe in a
 // read-only transaction: no commit record, no notify lock.
-const publishStmt = `SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)
+const publishStmt = notifyStmt + `
 FROM draft_watches WHERE key IN ($4, $5) AND owner_id = $3 LIMIT 1`
 
 // Subscribe implements [draft.Broker]. The subscription's row in

@@ -81,7 +81,7 @@ func TestPublishOnlyWhenWatched(t *testing.T) {
 	b := newBroker(t, st)
 	l := listen(t, url, schema)
 	tg := drafttest.Target(t, st, "o")
-	ev := draft.Event{OwnerID: "o", ThreadID: tg.ThreadID, MessageID: tg.MessageID}
+	ev := draft.Event(tg)
 	publishBoth := func(t *testing.T) {
 		t.Helper()
 		if err := b.Publish(t.Context(), ev); err != nil {

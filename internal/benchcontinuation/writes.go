@@ -30,8 +30,8 @@ import (
 // two messages, placeholder and job run completed, River's job completed
 // by its row), and after each of the two commits the draft notification's
 // statement, which notifies a listening connection only when a watch row
-// names the thread (draft_watches: none does, as none does in baton's
-// benchmarks, where nobody subscribes). [RiverEquivalent] against BatonWrites is what
+// names the thread (as draft_watches; none does, as nobody subscribes in
+// baton's benchmarks). [RiverEquivalent] against BatonWrites is what
 // baton's writes cost beyond the yardstick's; BatonWrites against Baton,
 // what baton's code and statement shapes cost beyond its writes. Its River
 // polls every [writesPoll]: it has no in-process wake, and River notifies

@@ -142,8 +142,8 @@ func testHostileText(t *testing.T, s store.Store, b *bundle) {
 	checkNothingHostile(t, s, b, th)
 	// An id or key of MaxKeyBytes is kept; a longer one is refused.
 	long := strings.Repeat("k", 1024)
-	must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: b.owner, ID: long}))(t)
-	must(s.GetThread(ctx, &store.GetThreadParams{OwnerID: b.owner, ID: long}))(t)
+	Must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: b.owner, ID: long}))(t)
+	Must(s.GetThread(ctx, &store.GetThreadParams{OwnerID: b.owner, ID: long}))(t)
 	for _, err := range []error{
 		errOf(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: b.owner, ID: long + "k"})),
 		errOf(s.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: strings.Repeat("€", 3000), Kind: "k"})),
@@ -155,7 +155,7 @@ func testHostileText(t *testing.T, s store.Store, b *bundle) {
 	}
 	// Long free text is kept.
 	name := strings.Repeat("név ", 5000)
-	if got := must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: b.owner, Name: name}))(t); got.Name != name {
+	if got := Must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: b.owner, Name: name}))(t); got.Name != name {
 		t.Errorf("a long name came back as %d bytes", len(got.Name))
 	}
 }
@@ -164,14 +164,14 @@ func testHostileText(t *testing.T, s store.Store, b *bundle) {
 // no messages, and the other owner is untouched.
 func checkNothingHostile(t *testing.T, s store.Store, b *bundle, th *store.Thread) {
 	t.Helper()
-	page := must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner}))(t)
+	page := Must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner}))(t)
 	if len(page.Threads) != 1 || page.Threads[0].ID != th.ID {
 		t.Errorf("threads after refused writes: %d", len(page.Threads))
 	}
-	if msgs := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t); len(msgs) != 0 {
+	if msgs := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t); len(msgs) != 0 {
 		t.Errorf("messages after refused writes: %d", len(msgs))
 	}
-	if got := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t); got.Version != th.Version || got.ActiveAgent != th.ActiveAgent {
+	if got := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t); got.Version != th.Version || got.ActiveAgent != th.ActiveAgent {
 		t.Errorf("thread changed by refused writes: %+v", got)
 	}
 }
@@ -237,12 +237,12 @@ func testHostileJSON(t *testing.T, s store.Store, b *bundle) {
 				return errOf(s.CreateInterrupt(ctx, p))
 			}},
 			{"Outcome", func() error {
-				p := must(s.CreateInterrupt(ctx, newInterrupt(b, th, store.InterruptRun, uuid.NewString())))(t)
+				p := Must(s.CreateInterrupt(ctx, newInterrupt(b, th, store.InterruptRun, uuid.NewString())))(t)
 				return errOf(s.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: p.ID, Status: store.InterruptDecided,
 					Decision: json.RawMessage(`{}`), Outcome: v}))
 			}},
 			{"Decision", func() error {
-				p := must(s.CreateInterrupt(ctx, newInterrupt(b, th, store.InterruptRun, uuid.NewString())))(t)
+				p := Must(s.CreateInterrupt(ctx, newInterrupt(b, th, store.InterruptRun, uuid.NewString())))(t)
 				return errOf(s.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: p.ID, Status: store.InterruptDecided,
 					Decision: v, Outcome: json.RawMessage(`{}`)}))
 			}},
@@ -255,7 +255,7 @@ func testHostileJSON(t *testing.T, s store.Store, b *bundle) {
 			}
 		}
 	}
-	page := must(s.ListThreads(ctx, &store.ListThreadsParams{OwnerID: b.owner}))(t)
+	page := Must(s.ListThreads(ctx, &store.ListThreadsParams{OwnerID: b.owner}))(t)
 	if len(page.Threads) != 1 || len(page.Threads[0].Metadata) != 0 {
 		t.Errorf("refused metadata written: %d threads, %v", len(page.Threads), page.Threads[0].Metadata)
 	}
@@ -269,8 +269,8 @@ func testHostileJSON(t *testing.T, s store.Store, b *bundle) {
 	// A kept value reads back as the same JSON value (PostgreSQL's jsonb
 	// normalises escapes and numbers' spelling, not their value).
 	v := json.RawMessage(keptJSON["Pair"])
-	got := must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: b.owner, Metadata: map[string]json.RawMessage{"ns": v}}))(t)
-	got = must(s.GetThread(ctx, &store.GetThreadParams{OwnerID: b.owner, ID: got.ID}))(t)
+	got := Must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: b.owner, Metadata: map[string]json.RawMessage{"ns": v}}))(t)
+	got = Must(s.GetThread(ctx, &store.GetThreadParams{OwnerID: b.owner, ID: got.ID}))(t)
 	if !jsonEqual(got.Metadata["ns"], v) {
 		t.Errorf("metadata %s read back as %s", v, got.Metadata["ns"])
 	}

@@ -29,17 +29,17 @@ func MigrateKeepsRows(t *testing.T, s Migrator, from, latest int) {
 		t.Fatalf("MigrateTo(%d): %v", from, err)
 	}
 	owner := "o-migrate-" + uuid.NewString()
-	must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}))(t)
-	th := must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Name: "migrated",
+	Must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}))(t)
+	th := Must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Name: "migrated",
 		Messages: []store.NewMessage{{Message: message.User("hello")}}}))(t)
-	msgs := must(s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: th.ID,
+	msgs := Must(s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Agent: "a", Status: message.StatusStreaming}}}}))(t)
-	must(s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: owner, MessageID: msgs[0].ID, Text: "partial"}))(t)
-	jr := must(s.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, IdempotencyKey: "k-1", Kind: "continue",
+	Must(s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: owner, MessageID: msgs[0].ID, Text: "partial"}))(t)
+	jr := Must(s.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, IdempotencyKey: "k-1", Kind: "continue",
 		ThreadID: th.ID, Metadata: map[string]json.RawMessage{"ns": json.RawMessage(`{"a":1}`)}}))(t)
 	runID := "run-" + uuid.NewString()
-	must(s.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: owner, RunID: runID, ThreadID: th.ID, Holder: "h", TTL: time.Hour}))(t)
-	cp := must(s.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: newState(runID, th.ID, 0)}))(t)
+	Must(s.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: owner, RunID: runID, ThreadID: th.ID, Holder: "h", TTL: time.Hour}))(t)
+	cp := Must(s.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: newState(runID, th.ID, 0)}))(t)
 
 	type rows struct {
 		Messages []*store.Message
@@ -51,12 +51,12 @@ func MigrateKeepsRows(t *testing.T, s Migrator, from, latest int) {
 	read := func() rows {
 		t.Helper()
 		var r rows
-		r.Messages = must(s.ListMessages(ctx, &store.ListMessagesParams{OwnerID: owner, ThreadID: th.ID}))(t)
-		r.Draft = must(s.GetDraft(ctx, &store.GetDraftParams{OwnerID: owner, MessageID: msgs[0].ID}))(t)
-		r.Job = must(s.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: jr.Run.ID}))(t)
-		r.Lease = must(s.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: runID}))(t)
-		got := must(s.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ID}))(t)
-		latest := must(s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID}))(t)
+		r.Messages = Must(s.ListMessages(ctx, &store.ListMessagesParams{OwnerID: owner, ThreadID: th.ID}))(t)
+		r.Draft = Must(s.GetDraft(ctx, &store.GetDraftParams{OwnerID: owner, MessageID: msgs[0].ID}))(t)
+		r.Job = Must(s.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: jr.Run.ID}))(t)
+		r.Lease = Must(s.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: runID}))(t)
+		got := Must(s.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ID}))(t)
+		latest := Must(s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID}))(t)
 		if got.ID != cp.ID || latest.ID != cp.ID || got.State.RunID != runID {
 			t.Fatalf("checkpoint %s read back as %s, latest of the thread %s", cp.ID, got.ID, latest.ID)
 		}
@@ -87,7 +87,7 @@ func MigrateKeepsRows(t *testing.T, s Migrator, from, latest int) {
 		Messages: []store.NewMessage{{Message: message.Message{ID: msgs[0].ID, Role: message.RoleUser}}}})
 	refused("a message with a taken id", err, store.ErrConflict)
 	other := "o-migrate-" + uuid.NewString()
-	must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: other}))(t)
+	Must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: other}))(t)
 	_, err = s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: other, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleUser}}}})
 	refused("a message on another owner's thread", err, store.ErrNotFound)
@@ -102,7 +102,7 @@ func MigrateKeepsRows(t *testing.T, s Migrator, from, latest int) {
 	refused("a job run on another owner's thread", err, store.ErrNotFound)
 	_, err = s.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: other, RunID: runID, ThreadID: th.ID, Holder: "h", TTL: time.Hour})
 	refused("a lease on another owner's thread", err, store.ErrNotFound)
-	dup := must(s.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, IdempotencyKey: "k-1", Kind: "continue", ThreadID: th.ID}))(t)
+	dup := Must(s.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, IdempotencyKey: "k-1", Kind: "continue", ThreadID: th.ID}))(t)
 	if !dup.Duplicate || dup.Run.ID != jr.Run.ID {
 		t.Fatalf("the same idempotency key again: %+v, want the duplicate %s", dup, jr.Run.ID)
 	}
@@ -115,25 +115,25 @@ func MigrateKeepsRows(t *testing.T, s Migrator, from, latest int) {
 	refused("a checkpoint with a taken id", err, store.ErrConflict)
 
 	// And the store writes every kind of row.
-	more := must(s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: th.ID,
+	more := Must(s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.User("again")}}}))(t)
 	if more[0].Seq != 3 {
 		t.Fatalf("message appended after the migrations has seq %d, want 3", more[0].Seq)
 	}
-	d := must(s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: owner, MessageID: msgs[0].ID, Text: "more"}))(t)
+	d := Must(s.UpsertDraft(ctx, &store.UpsertDraftParams{OwnerID: owner, MessageID: msgs[0].ID, Text: "more"}))(t)
 	if d.Version != 2 {
 		t.Fatalf("draft version %d after a second write, want 2", d.Version)
 	}
 	if err := s.DeleteDraft(ctx, &store.DeleteDraftParams{OwnerID: owner, MessageID: msgs[0].ID}); err != nil {
 		t.Fatal(err)
 	}
-	must(s.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, IdempotencyKey: "k-2", Kind: "continue", ThreadID: th.ID}))(t)
-	must(s.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: owner, RunID: runID, ThreadID: th.ID, Holder: "h2", TTL: time.Hour}))(t)
-	if ok := must(s.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: runID, Holder: "h2"}))(t); !ok {
+	Must(s.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, IdempotencyKey: "k-2", Kind: "continue", ThreadID: th.ID}))(t)
+	Must(s.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: owner, RunID: runID, ThreadID: th.ID, Holder: "h2", TTL: time.Hour}))(t)
+	if ok := Must(s.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: runID, Holder: "h2"}))(t); !ok {
 		t.Fatal("ReleaseLease after the migrations released nothing")
 	}
-	next := must(s.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: newState(runID, th.ID, 1), ParentID: cp.ID}))(t)
-	if latest := must(s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID}))(t); latest.ID != next.ID {
+	next := Must(s.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: newState(runID, th.ID, 1), ParentID: cp.ID}))(t)
+	if latest := Must(s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID}))(t); latest.ID != next.ID {
 		t.Fatalf("latest checkpoint of the thread %s, want %s", latest.ID, next.ID)
 	}
 }

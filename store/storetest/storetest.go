@@ -121,8 +121,6 @@ func setup(t *testing.T, s store.Store) *bundle {
 	return b
 }
 
-// must fails the test on err.
-// It is called as must(f(…))(t).
 // DriverTx checks that rows written through the driver's transaction under
 // a store transaction, as River's InsertTx writes them, commit and roll
 // back with the store's rows. insert writes, through tx's driver
@@ -131,7 +129,7 @@ func setup(t *testing.T, s store.Store) *bundle {
 func DriverTx(t *testing.T, s store.Store, insert func(ctx context.Context, tx store.Tx, thread string) error, count func(ctx context.Context, thread string) (int, error)) {
 	t.Helper()
 	ctx := t.Context()
-	must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}))(t)
+	Must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}))(t)
 	boom := errors.New("boom")
 	for _, fail := range []bool{true, false} {
 		var threadID string
@@ -149,7 +147,7 @@ func DriverTx(t *testing.T, s store.Store, insert func(ctx context.Context, tx s
 			}
 			return nil
 		})
-		jobs := must(count(ctx, threadID))(t)
+		jobs := Must(count(ctx, threadID))(t)
 		_, getErr := s.GetThread(ctx, &store.GetThreadParams{OwnerID: "o", ID: threadID})
 		if fail {
 			if !errors.Is(err, boom) || jobs != 0 || !errors.Is(getErr, store.ErrNotFound) {
@@ -208,9 +206,7 @@ func countTrue(bs []bool) int {
 func errOf[T any](_ T, err error) error { return err }
 
 // Must returns v, failing t on err: Must(s.Call(ctx, p))(t).
-func Must[T any](v T, err error) func(t *testing.T) T { return must(v, err) }
-
-func must[T any](v T, err error) func(t *testing.T) T {
+func Must[T any](v T, err error) func(t *testing.T) T {
 	return func(t *testing.T) T {
 		t.Helper()
 		if err != nil {
@@ -239,7 +235,7 @@ func wantAs[E error](t *testing.T, err error) E {
 
 func newThread(t *testing.T, s store.Ops, b *bundle) *store.Thread {
 	t.Helper()
-	return must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, Name: "thread", Network: "net"}))(t)
+	return Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, Name: "thread", Network: "net"}))(t)
 }
 
 // checkTime fails unless ts is a recent UTC time with microsecond precision.
@@ -268,12 +264,12 @@ func jsonEqual(a, b []byte) bool {
 }
 
 func testOwners(t *testing.T, s store.Store, b *bundle) {
-	o := must(s.GetOwner(b.ctx, &store.GetOwnerParams{ID: b.owner}))(t)
+	o := Must(s.GetOwner(b.ctx, &store.GetOwnerParams{ID: b.owner}))(t)
 	if o.ID != b.owner || o.Name != "name of "+b.owner {
 		t.Fatalf("GetOwner = %+v", o)
 	}
 	checkTime(t, "CreatedAt", o.CreatedAt)
-	again := must(s.EnsureOwner(b.ctx, &store.EnsureOwnerParams{ID: b.owner, Name: "renamed"}))(t)
+	again := Must(s.EnsureOwner(b.ctx, &store.EnsureOwnerParams{ID: b.owner, Name: "renamed"}))(t)
 	if *again != *o {
 		t.Fatalf("EnsureOwner of an existing owner = %+v, want it unchanged %+v", again, o)
 	}
@@ -282,7 +278,7 @@ func testOwners(t *testing.T, s store.Store, b *bundle) {
 }
 
 func testAPIKeys(t *testing.T, s store.Store, b *bundle) {
-	created := must(s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner, Name: "ci"}))(t)
+	created := Must(s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner, Name: "ci"}))(t)
 	k := created.Key
 	if created.Secret == "" || k.Hash != store.HashAPIKey(created.Secret) || k.Prefix != store.APIKeyPrefix(created.Secret) {
 		t.Fatalf("CreateAPIKey = %+v, secret %q", k, created.Secret)
@@ -295,34 +291,34 @@ func testAPIKeys(t *testing.T, s store.Store, b *bundle) {
 		t.Fatalf("Hash %q is not a hex SHA-256", k.Hash)
 	}
 
-	got := must(s.LookupAPIKey(b.ctx, &store.LookupAPIKeyParams{Hash: store.HashAPIKey(created.Secret)}))(t)
+	got := Must(s.LookupAPIKey(b.ctx, &store.LookupAPIKeyParams{Hash: store.HashAPIKey(created.Secret)}))(t)
 	if !reflect.DeepEqual(got, k) {
 		t.Fatalf("LookupAPIKey = %+v, want %+v", got, k)
 	}
 	_, err := s.LookupAPIKey(b.ctx, &store.LookupAPIKeyParams{Hash: store.HashAPIKey("wrong")})
 	wantErr(t, err, store.ErrNotFound)
 
-	fixed := must(s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner, Name: "fixed", Secret: "baton_fixed-" + uuid.NewString()}))(t)
+	fixed := Must(s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner, Name: "fixed", Secret: "baton_fixed-" + uuid.NewString()}))(t)
 	if fixed.Key.Hash != store.HashAPIKey(fixed.Secret) {
 		t.Fatalf("given secret not used")
 	}
 	_, err = s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner, Secret: fixed.Secret})
 	wantErr(t, err, store.ErrConflict)
 
-	revoked := must(s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: b.owner, ID: k.ID}))(t)
+	revoked := Must(s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: b.owner, ID: k.ID}))(t)
 	checkTime(t, "RevokedAt", revoked.RevokedAt)
 	_, err = s.LookupAPIKey(b.ctx, &store.LookupAPIKeyParams{Hash: k.Hash})
 	wantErr(t, err, store.ErrNotFound)
-	again := must(s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: b.owner, ID: k.ID}))(t)
+	again := Must(s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: b.owner, ID: k.ID}))(t)
 	if !again.RevokedAt.Equal(revoked.RevokedAt) {
 		t.Fatalf("revoking twice moved RevokedAt: %v then %v", revoked.RevokedAt, again.RevokedAt)
 	}
 
-	keys := must(s.ListAPIKeys(b.ctx, &store.ListAPIKeysParams{OwnerID: b.owner}))(t)
+	keys := Must(s.ListAPIKeys(b.ctx, &store.ListAPIKeysParams{OwnerID: b.owner}))(t)
 	if len(keys) != 2 || keys[0].ID != k.ID || keys[1].ID != fixed.Key.ID || keys[0].RevokedAt.IsZero() {
 		t.Fatalf("ListAPIKeys = %+v", keys)
 	}
-	if keys := must(s.ListAPIKeys(b.ctx, &store.ListAPIKeysParams{OwnerID: b.other}))(t); len(keys) != 0 {
+	if keys := Must(s.ListAPIKeys(b.ctx, &store.ListAPIKeysParams{OwnerID: b.other}))(t); len(keys) != 0 {
 		t.Fatalf("other owner lists %d keys", len(keys))
 	}
 	_, err = s.RevokeAPIKey(b.ctx, &store.RevokeAPIKeyParams{OwnerID: b.other, ID: fixed.Key.ID})
@@ -333,7 +329,7 @@ func testAPIKeys(t *testing.T, s store.Store, b *bundle) {
 
 func testThreadCreateGet(t *testing.T, s store.Store, b *bundle) {
 	md := map[string]json.RawMessage{"app": json.RawMessage(`{"a":1}`)}
-	th := must(s.CreateThread(b.ctx, &store.CreateThreadParams{
+	th := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{
 		OwnerID: b.owner, Name: "Trip ✈️ planning", Network: "travel", ActiveAgent: "triage", Metadata: md,
 	}))(t)
 	if th.ID == "" || th.OwnerID != b.owner || th.Name != "Trip ✈️ planning" || th.Network != "travel" ||
@@ -350,13 +346,13 @@ func testThreadCreateGet(t *testing.T, s store.Store, b *bundle) {
 	if len(th.Metadata) != 1 || !jsonEqual(th.Metadata["app"], md["app"]) {
 		t.Fatalf("Metadata = %s", th.Metadata)
 	}
-	got := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	got := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
 	if !reflect.DeepEqual(normThread(got), normThread(th)) {
 		t.Fatalf("GetThread = %+v, want %+v", got, th)
 	}
 
 	id := "thread-" + uuid.NewString()
-	th2 := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ID: id}))(t)
+	th2 := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ID: id}))(t)
 	if th2.ID != id || th2.Metadata == nil {
 		t.Fatalf("CreateThread with ID = %+v", th2)
 	}
@@ -386,13 +382,13 @@ func normThread(th *store.Thread) store.Thread {
 // testThreadWithMessages: a thread created with its first messages holds
 // them from seq 1, and appends continue after them.
 func testThreadWithMessages(t *testing.T, s store.Store, b *bundle) {
-	th := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, Network: "net", ActiveAgent: "triage",
+	th := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, Network: "net", ActiveAgent: "triage",
 		Messages: sampleMessages()[:2]}))(t)
 	if th.ActiveAgent != "triage" {
 		t.Errorf("active agent %q", th.ActiveAgent)
 	}
-	must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: sampleMessages()[2:3]}))(t)
-	msgs := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+	Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: sampleMessages()[2:3]}))(t)
+	msgs := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
 	want := sampleMessages()[:3]
 	if len(msgs) != len(want) {
 		t.Fatalf("%d messages, want %d", len(msgs), len(want))
@@ -412,7 +408,7 @@ func testThreadWithMessages(t *testing.T, s store.Store, b *bundle) {
 
 func testThreadParent(t *testing.T, s store.Store, b *bundle) {
 	parent := newThread(t, s, b)
-	child := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ParentID: parent.ID}))(t)
+	child := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ParentID: parent.ID}))(t)
 	if child.ParentID != parent.ID {
 		t.Fatalf("ParentID = %q, want %q", child.ParentID, parent.ID)
 	}
@@ -421,7 +417,7 @@ func testThreadParent(t *testing.T, s store.Store, b *bundle) {
 	// A parent of another owner is missing too.
 	_, err = s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other, ParentID: parent.ID})
 	wantErr(t, err, store.ErrNotFound)
-	page := must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner, ParentID: parent.ID}))(t)
+	page := Must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner, ParentID: parent.ID}))(t)
 	if len(page.Threads) != 1 || page.Threads[0].ID != child.ID || page.NextCursor != "" {
 		t.Fatalf("children = %+v", page)
 	}
@@ -438,7 +434,7 @@ func testThreadList(t *testing.T, s store.Store, b *bundle) {
 	cursor := ""
 	pages := 0
 	for {
-		page := must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner, Limit: 3, Cursor: cursor}))(t)
+		page := Must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner, Limit: 3, Cursor: cursor}))(t)
 		pages++
 		for _, th := range page.Threads {
 			got = append(got, th.ID)
@@ -462,24 +458,24 @@ func testThreadList(t *testing.T, s store.Store, b *bundle) {
 	if pages != 3 {
 		t.Fatalf("%d pages, want 3", pages)
 	}
-	all := must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner}))(t)
+	all := Must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner}))(t)
 	if len(all.Threads) != n || all.NextCursor != "" {
 		t.Fatalf("default page has %d threads, cursor %q", len(all.Threads), all.NextCursor)
 	}
 	_, err := s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: b.owner, Cursor: "%%%"})
 	wantErr(t, err, store.ErrInvalid)
-	empty := must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: "nobody-" + uuid.NewString()}))(t)
+	empty := Must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: "nobody-" + uuid.NewString()}))(t)
 	if len(empty.Threads) != 0 {
 		t.Fatalf("unknown owner lists %d threads", len(empty.Threads))
 	}
 }
 
 func testThreadMetadataMerge(t *testing.T, s store.Store, b *bundle) {
-	th := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner,
+	th := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner,
 		Metadata: map[string]json.RawMessage{"app": json.RawMessage(`{"keep":true}`)}}))(t)
 	update := func(ns, patch string) *store.Thread {
 		t.Helper()
-		return must(s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{
+		return Must(s.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{
 			OwnerID: b.owner, ThreadID: th.ID, Namespace: ns, Patch: json.RawMessage(patch)}))(t)
 	}
 	got := update(store.MetadataThreadHandoff, `{"handoff_id":"h1","seed":{"active":true,"n":1}}`)
@@ -506,7 +502,7 @@ func testThreadMetadataMerge(t *testing.T, s store.Store, b *bundle) {
 	if _, ok := got.Metadata[store.MetadataThreadHandoff]; ok {
 		t.Fatalf("namespace not removed: %s", got.Metadata)
 	}
-	read := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	read := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
 	if !reflect.DeepEqual(normThread(read), normThread(got)) {
 		t.Fatalf("GetThread = %+v, want %+v", read, got)
 	}
@@ -521,7 +517,7 @@ func testThreadMetadataMerge(t *testing.T, s store.Store, b *bundle) {
 func testThreadMetadataCAS(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
 	p := &store.UpdateThreadMetadataParams{OwnerID: b.owner, ThreadID: th.ID, Namespace: "ns", Patch: json.RawMessage(`{"v":1}`), ExpectedVersion: th.Version}
-	up := must(s.UpdateThreadMetadata(b.ctx, p))(t)
+	up := Must(s.UpdateThreadMetadata(b.ctx, p))(t)
 	if up.Version != th.Version+1 {
 		t.Fatalf("version %d", up.Version)
 	}
@@ -533,7 +529,7 @@ func testThreadMetadataCAS(t *testing.T, s store.Store, b *bundle) {
 	if vc.Expected != th.Version || vc.Actual != up.Version || vc.ID != th.ID {
 		t.Fatalf("conflict = %+v", vc)
 	}
-	read := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	read := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
 	if !jsonEqual(read.Metadata["ns"], []byte(`{"v":1}`)) || read.Version != up.Version {
 		t.Fatalf("a failed CAS wrote: %s version %d", read.Metadata["ns"], read.Version)
 	}
@@ -548,7 +544,7 @@ func testThreadMetadataConcurrentCAS(t *testing.T, s store.Store, b *bundle) {
 			Patch: json.RawMessage(fmt.Sprintf(`{"cleared_by":%d}`, i)), ExpectedVersion: th.Version,
 		}))
 	}))
-	read := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	read := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
 	if read.Version != th.Version+1 {
 		t.Fatalf("version %d, want %d", read.Version, th.Version+1)
 	}
@@ -556,13 +552,13 @@ func testThreadMetadataConcurrentCAS(t *testing.T, s store.Store, b *bundle) {
 
 func testThreadActiveAgent(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
-	up := must(s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: b.owner, ThreadID: th.ID, Agent: "billing", ExpectedVersion: 1}))(t)
+	up := Must(s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: b.owner, ThreadID: th.ID, Agent: "billing", ExpectedVersion: 1}))(t)
 	if up.ActiveAgent != "billing" || up.Version != 2 {
 		t.Fatalf("SetActiveAgent = %+v", up)
 	}
 	_, err := s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: b.owner, ThreadID: th.ID, Agent: "x", ExpectedVersion: 1})
 	wantAs[*store.VersionConflictError](t, err)
-	up = must(s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: b.owner, ThreadID: th.ID, Agent: "triage"}))(t)
+	up = Must(s.SetActiveAgent(b.ctx, &store.SetActiveAgentParams{OwnerID: b.owner, ThreadID: th.ID, Agent: "triage"}))(t)
 	if up.ActiveAgent != "triage" || up.Version != 3 {
 		t.Fatalf("SetActiveAgent without CAS = %+v", up)
 	}
@@ -598,7 +594,7 @@ func testMessagesAppendList(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
 	in := sampleMessages()
 	in[1].Message.ID = "msg-" + uuid.NewString()
-	out := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: in}))(t)
+	out := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: in}))(t)
 	if len(out) != len(in) {
 		t.Fatalf("appended %d, want %d", len(out), len(in))
 	}
@@ -624,17 +620,17 @@ func testMessagesAppendList(t *testing.T, s store.Store, b *bundle) {
 	if out[1].ID != in[1].Message.ID {
 		t.Fatalf("given ID not kept")
 	}
-	list := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+	list := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
 	if !reflect.DeepEqual(list, out) {
 		t.Fatalf("ListMessages differs from AppendMessages:\n got %+v\nwant %+v", list, out)
 	}
-	got := must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: out[2].ID}))(t)
+	got := Must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: out[2].ID}))(t)
 	if !reflect.DeepEqual(got, out[2]) {
 		t.Fatalf("GetMessage = %+v, want %+v", got, out[2])
 	}
 
 	var after store.Thread
-	more := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+	more := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.User("again")}}, Thread: &after}))(t)
 	if more[0].Seq != int64(len(in)+1) {
 		t.Fatalf("next seq = %d", more[0].Seq)
@@ -656,12 +652,12 @@ func testMessagesAppendList(t *testing.T, s store.Store, b *bundle) {
 		{store.ListMessagesParams{AfterSeq: 7}, nil},
 	} {
 		tc.p.OwnerID, tc.p.ThreadID = b.owner, th.ID
-		got := must(s.ListMessages(b.ctx, &tc.p))(t)
+		got := Must(s.ListMessages(b.ctx, &tc.p))(t)
 		if !reflect.DeepEqual(seqs(got), tc.want) || got == nil {
 			t.Fatalf("ListMessages(%+v) = %v, want %v", tc.p, seqs(got), tc.want)
 		}
 	}
-	updated := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	updated := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
 	if updated.UpdatedAt.Before(more[0].CreatedAt) || updated.Version != th.Version {
 		t.Fatalf("thread after append: updated %v (message %v), version %d", updated.UpdatedAt, more[0].CreatedAt, updated.Version)
 	}
@@ -669,7 +665,7 @@ func testMessagesAppendList(t *testing.T, s store.Store, b *bundle) {
 		t.Fatalf("AppendMessages' Thread:\n got %+v\nwant %+v", &after, updated)
 	}
 	empty := newThread(t, s, b)
-	if got := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: empty.ID}))(t); got == nil || len(got) != 0 {
+	if got := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: empty.ID}))(t); got == nil || len(got) != 0 {
 		t.Fatalf("empty thread lists %v", got)
 	}
 	_, err := s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: "missing"})
@@ -688,18 +684,18 @@ func testMessagesAppendList(t *testing.T, s store.Store, b *bundle) {
 
 func testMessagesAppendAtomic(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
-	first := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+	first := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.User("one")}}}))(t)
 	dup := message.User("dup")
 	dup.ID = first[0].ID
 	_, err := s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.User("two")}, {Message: dup}}})
 	wantErr(t, err, store.ErrConflict)
-	list := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+	list := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
 	if len(list) != 1 {
 		t.Fatalf("a failed batch left %d messages, want 1", len(list))
 	}
-	next := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+	next := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.User("three")}}}))(t)
 	if next[0].Seq != 2 {
 		t.Fatalf("seq after a failed batch = %d, want 2", next[0].Seq)
@@ -727,7 +723,7 @@ func testMessagesConcurrentAppend(t *testing.T, s store.Store, b *bundle) {
 			t.Fatalf("concurrent append: %v", err)
 		}
 	}
-	list := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+	list := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
 	if len(list) != writers*each {
 		t.Fatalf("%d messages, want %d", len(list), writers*each)
 	}
@@ -742,15 +738,15 @@ func testMessagesUpdate(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
 	placeholder := message.Message{Role: message.RoleAssistant, Agent: "a", Status: message.StatusQueued,
 		Metadata: map[string]any{"keep": "yes", "drop": "x"}}
-	m := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+	m := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: placeholder}}}))(t)[0]
-	up := must(s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.owner, ID: m.ID,
+	up := Must(s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.owner, ID: m.ID,
 		Status: message.StatusStreaming, ExpectedStatus: message.StatusQueued}))(t)
 	if up.Status != message.StatusStreaming || len(up.Parts) != 0 {
 		t.Fatalf("after streaming: %+v", up)
 	}
 	usage := &message.Usage{InputTokens: 5, OutputTokens: 7}
-	up = must(s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.owner, ID: m.ID,
+	up = Must(s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.owner, ID: m.ID,
 		Status: message.StatusCompleted, Parts: []message.Part{{Type: message.PartText, Text: "done ✓"}}, Usage: usage,
 		Metadata: map[string]any{"drop": nil, "run_id": "r1"}, ExpectedStatus: message.StatusStreaming}))(t)
 	want := map[string]any{"keep": "yes", "run_id": "r1"}
@@ -768,7 +764,7 @@ func testMessagesUpdate(t *testing.T, s store.Store, b *bundle) {
 	if te.From != string(message.StatusCompleted) || te.To != string(message.StatusError) {
 		t.Fatalf("TransitionError = %+v", te)
 	}
-	got := must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: m.ID}))(t)
+	got := Must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: m.ID}))(t)
 	if !reflect.DeepEqual(got, up) {
 		t.Fatalf("a failed update wrote: %+v", got)
 	}
@@ -780,20 +776,20 @@ func testMessagesUpdate(t *testing.T, s store.Store, b *bundle) {
 
 func testDrafts(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
-	m := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+	m := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Status: message.StatusStreaming}}}}))(t)[0]
 	_, err := s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID})
 	wantErr(t, err, store.ErrNotFound)
-	d := must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: m.ID, Text: "Hel"}))(t)
+	d := Must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: m.ID, Text: "Hel"}))(t)
 	if d.Version != 1 || d.Text != "Hel" || d.MessageID != m.ID || d.OwnerID != b.owner {
 		t.Fatalf("first draft = %+v", d)
 	}
 	checkTime(t, "UpdatedAt", d.UpdatedAt)
-	d = must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: m.ID, Text: "Hello, wörld"}))(t)
+	d = Must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: m.ID, Text: "Hello, wörld"}))(t)
 	if d.Version != 2 || d.Text != "Hello, wörld" {
 		t.Fatalf("second draft = %+v", d)
 	}
-	got := must(s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID}))(t)
+	got := Must(s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID}))(t)
 	if *got != *d {
 		t.Fatalf("GetDraft = %+v, want %+v", got, d)
 	}
@@ -804,7 +800,7 @@ func testDrafts(t *testing.T, s store.Store, b *bundle) {
 	if err := s.DeleteDraft(b.ctx, &store.DeleteDraftParams{OwnerID: b.other, MessageID: m.ID}); err != nil {
 		t.Fatalf("DeleteDraft by another owner: %v", err)
 	}
-	if got := must(s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID}))(t); got.Text != "Hello, wörld" {
+	if got := Must(s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID}))(t); got.Text != "Hello, wörld" {
 		t.Fatalf("another owner changed the draft: %+v", got)
 	}
 	_, err = s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: "missing", Text: "x"})
@@ -842,14 +838,14 @@ func newState(runID, threadID string, step int) *runstate.State {
 
 func encodeState(t *testing.T, s *runstate.State) []byte {
 	t.Helper()
-	return must(runstate.Encode(s))(t)
+	return Must(runstate.Encode(s))(t)
 }
 
 func testCheckpointSaveLoad(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
 	run := "run-" + uuid.NewString()
 	st := newState(run, th.ID, 1)
-	cp := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: st}))(t)
+	cp := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: st}))(t)
 	if cp.ID == "" || cp.RunID != run || cp.ThreadID != th.ID || cp.Step != 1 || cp.ParentID != "" ||
 		cp.Fingerprint != "fp-1" || cp.Status != runstate.StatusRunning || cp.OwnerID != b.owner {
 		t.Fatalf("SaveCheckpoint = %+v", cp)
@@ -859,14 +855,14 @@ func testCheckpointSaveLoad(t *testing.T, s store.Store, b *bundle) {
 	st2.Status = runstate.StatusInterrupted
 	st2.Interrupt = &runstate.Interrupt{SchemaVersion: 1, ID: "i1", Source: "approval",
 		ActionRequests: []runstate.ActionRequest{{Name: "refund", Args: json.RawMessage(`{"amount":10}`), CallID: "c1"}}}
-	cp2 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: st2, ParentID: cp.ID, ID: "cp-" + uuid.NewString()}))(t)
+	cp2 := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: st2, ParentID: cp.ID, ID: "cp-" + uuid.NewString()}))(t)
 	if cp2.ParentID != cp.ID || cp2.Status != runstate.StatusInterrupted {
 		t.Fatalf("second checkpoint = %+v", cp2)
 	}
 	for name, got := range map[string]*store.Checkpoint{
-		"GetCheckpoint":            must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp2.ID, Fingerprint: "fp-1"}))(t),
-		"LatestCheckpoint(run)":    must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t),
-		"LatestCheckpoint(thread)": must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, ThreadID: th.ID}))(t),
+		"GetCheckpoint":            Must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp2.ID, Fingerprint: "fp-1"}))(t),
+		"LatestCheckpoint(run)":    Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t),
+		"LatestCheckpoint(thread)": Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, ThreadID: th.ID}))(t),
 	} {
 		if !reflect.DeepEqual(got, cp2) {
 			t.Fatalf("%s = %+v\nwant %+v", name, got, cp2)
@@ -875,17 +871,17 @@ func testCheckpointSaveLoad(t *testing.T, s store.Store, b *bundle) {
 			t.Fatalf("%s: state does not round-trip", name)
 		}
 	}
-	first := must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp.ID}))(t)
+	first := Must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp.ID}))(t)
 	if first.Step != 1 || first.State.Step != 1 {
 		t.Fatalf("first checkpoint = %+v", first)
 	}
 	// Another run on the same thread is the thread's latest once written.
-	other := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState("run-"+uuid.NewString(), th.ID, 0)}))(t)
-	if got := must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, ThreadID: th.ID}))(t); got.ID != other.ID {
+	other := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState("run-"+uuid.NewString(), th.ID, 0)}))(t)
+	if got := Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, ThreadID: th.ID}))(t); got.ID != other.ID {
 		t.Fatalf("thread latest = %s, want %s", got.ID, other.ID)
 	}
 	// A run without a thread.
-	loose := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState("run-"+uuid.NewString(), "", 0)}))(t)
+	loose := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState("run-"+uuid.NewString(), "", 0)}))(t)
 	if loose.ThreadID != "" {
 		t.Fatalf("ThreadID = %q", loose.ThreadID)
 	}
@@ -902,7 +898,7 @@ func testCheckpointSaveLoad(t *testing.T, s store.Store, b *bundle) {
 // wantLatest fails unless the run's newest checkpoint is id.
 func wantLatest(t *testing.T, s store.Store, b *bundle, run, id string, step int) {
 	t.Helper()
-	got := must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t)
+	got := Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t)
 	if got.ID != id || got.Step != step || got.State.Step != step {
 		t.Fatalf("latest checkpoint = %s step %d, want %s step %d", got.ID, got.Step, id, step)
 	}
@@ -910,8 +906,8 @@ func wantLatest(t *testing.T, s store.Store, b *bundle, run, id string, step int
 
 func testCheckpointFencingStep(t *testing.T, s store.Store, b *bundle) {
 	run := "run-" + uuid.NewString()
-	cp1 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
-	cp2 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2)}))(t)
+	cp1 := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
+	cp2 := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2)}))(t)
 	if cp2.ParentID != cp1.ID {
 		t.Fatalf("implicit parent = %q, want %q", cp2.ParentID, cp1.ID)
 	}
@@ -926,18 +922,18 @@ func testCheckpointFencingStep(t *testing.T, s store.Store, b *bundle) {
 		}
 	}
 	wantLatest(t, s, b, run, cp2.ID, 2)
-	got := must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp2.ID}))(t)
+	got := Must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp2.ID}))(t)
 	if got.State.FinalOutput != "" {
 		t.Fatalf("a stale write overwrote the checkpoint")
 	}
 	// Steps may skip ahead.
-	cp5 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 5)}))(t)
+	cp5 := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 5)}))(t)
 	wantLatest(t, s, b, run, cp5.ID, 5)
 	// The same checkpoint ID twice is a conflict.
 	_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, ID: cp5.ID, State: newState("run-"+uuid.NewString(), "", 1)})
 	wantErr(t, err, store.ErrConflict)
 	// Runs of another owner are fenced apart.
-	must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.other, State: newState(run, "", 1)}))(t)
+	Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.other, State: newState(run, "", 1)}))(t)
 	wantLatest(t, s, b, run, cp5.ID, 5)
 }
 
@@ -946,8 +942,8 @@ func testCheckpointFencingParent(t *testing.T, s store.Store, b *bundle) {
 	// A writer that believes the run has a parent it does not have is stale.
 	_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1), ParentID: "ghost"})
 	wantAs[*store.StaleWriteError](t, err)
-	cp1 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
-	cp2 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2), ParentID: cp1.ID}))(t)
+	cp1 := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
+	cp2 := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2), ParentID: cp1.ID}))(t)
 	// Resumed from cp1 while another writer already wrote cp2: even a
 	// higher step is refused.
 	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 3), ParentID: cp1.ID})
@@ -956,7 +952,7 @@ func testCheckpointFencingParent(t *testing.T, s store.Store, b *bundle) {
 		t.Fatalf("StaleWriteError = %+v", se)
 	}
 	wantLatest(t, s, b, run, cp2.ID, 2)
-	cp3 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 3), ParentID: cp2.ID}))(t)
+	cp3 := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 3), ParentID: cp2.ID}))(t)
 	wantLatest(t, s, b, run, cp3.ID, 3)
 }
 
@@ -965,7 +961,7 @@ func testCheckpointFencingParent(t *testing.T, s store.Store, b *bundle) {
 // the checkpoint is written.
 func testCheckpointMessages(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
-	must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+	Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.User("first")}}}))(t)
 	run := "run-" + uuid.NewString()
 	msgs := func(texts ...string) []store.NewMessage {
@@ -985,7 +981,7 @@ func testCheckpointMessages(t *testing.T, s store.Store, b *bundle) {
 		}
 		in := msgs(texts...)
 		in[0].Message.ID = fmt.Sprintf("%s-m%d", run, n)
-		cp := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, n),
+		cp := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, n),
 			Messages: in, Thread: &got}))(t)
 		if cp.Step != n || got.ID != th.ID || got.OwnerID != b.owner || got.Name != "thread" {
 			t.Fatalf("step %d: checkpoint %+v, thread %+v", n, cp, got)
@@ -995,13 +991,13 @@ func testCheckpointMessages(t *testing.T, s store.Store, b *bundle) {
 		}
 	}
 	// Without Thread, and none for a checkpoint without messages.
-	must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 4), Messages: msgs("four")}))(t)
-	must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 5), Thread: new(store.Thread)}))(t)
+	Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 4), Messages: msgs("four")}))(t)
+	Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 5), Thread: new(store.Thread)}))(t)
 	want := []string{"first", "step 1, message 0", "step 2, message 0", "step 2, message 1",
 		"step 3, message 0", "step 3, message 1", "step 3, message 2", "four"}
 	checkTexts := func() {
 		t.Helper()
-		list := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+		list := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
 		if len(list) != len(want) {
 			t.Fatalf("%d messages, want %d", len(list), len(want))
 		}
@@ -1015,7 +1011,7 @@ func testCheckpointMessages(t *testing.T, s store.Store, b *bundle) {
 		}
 	}
 	checkTexts()
-	m := must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: run + "-m2"}))(t)
+	m := Must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: run + "-m2"}))(t)
 	if m.Seq != 3 || m.Role != message.RoleAssistant || m.Agent != "a" || m.Status != message.StatusCompleted {
 		t.Fatalf("message with its id: %+v", m)
 	}
@@ -1051,7 +1047,7 @@ func testCheckpointMessages(t *testing.T, s store.Store, b *bundle) {
 		return boom
 	})
 	wantErr(t, err, boom)
-	if got := must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t); got.Step != 5 {
+	if got := Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t); got.Step != 5 {
 		t.Fatalf("latest step %d after a rollback, want 5", got.Step)
 	}
 	checkTexts()
@@ -1059,7 +1055,7 @@ func testCheckpointMessages(t *testing.T, s store.Store, b *bundle) {
 
 func testCheckpointConcurrentWriters(t *testing.T, s store.Store, b *bundle) {
 	run := "run-" + uuid.NewString()
-	base := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
+	base := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
 	ids := make([]string, 6)
 	winner := oneWinner(t, race(len(ids), func(i int) error {
 		// Half fence by parent, half by step only; all write step 2.
@@ -1078,7 +1074,7 @@ func testCheckpointConcurrentWriters(t *testing.T, s store.Store, b *bundle) {
 
 func testCheckpointIncompatible(t *testing.T, s store.Store, b *bundle) {
 	run := "run-" + uuid.NewString()
-	cp := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 0)}))(t)
+	cp := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 0)}))(t)
 	_, err := s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp.ID, Fingerprint: "fp-2"})
 	ie := wantAs[*runstate.IncompatibleError](t, err)
 	wantErr(t, err, store.ErrIncompatible)
@@ -1088,7 +1084,7 @@ func testCheckpointIncompatible(t *testing.T, s store.Store, b *bundle) {
 	}
 	_, err = s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run, Fingerprint: "fp-2"})
 	wantErr(t, err, store.ErrIncompatible)
-	must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run, Fingerprint: "fp-1"}))(t)
+	Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run, Fingerprint: "fp-1"}))(t)
 }
 
 func testCheckpointInvalid(t *testing.T, s store.Store, b *bundle) {
@@ -1118,8 +1114,8 @@ func testCheckpointCorrupt(t *testing.T, s store.Store, b *bundle, corrupt func(
 		t.Skip("storetest: no WithCorruptCheckpoint option")
 	}
 	run := "run-" + uuid.NewString()
-	cp1 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
-	cp2 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2)}))(t)
+	cp1 := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 1)}))(t)
+	cp2 := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2)}))(t)
 	other := newState("run-"+uuid.NewString(), "", 2)
 	for name, tc := range map[string]struct {
 		bytes  []byte
@@ -1155,11 +1151,11 @@ func testCheckpointCorrupt(t *testing.T, s store.Store, b *bundle, corrupt func(
 	// and the next step still fences on it.
 	_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 2)})
 	wantAs[*store.StaleWriteError](t, err)
-	cp3 := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 3), ParentID: cp2.ID}))(t)
+	cp3 := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 3), ParentID: cp2.ID}))(t)
 	wantLatest(t, s, b, run, cp3.ID, 3)
 	_, err = s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp2.ID})
 	wantErr(t, err, store.ErrCorrupt)
-	must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp1.ID}))(t)
+	Must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp1.ID}))(t)
 }
 
 func testJobRunIdempotency(t *testing.T, s store.Store, b *bundle) {
@@ -1167,24 +1163,24 @@ func testJobRunIdempotency(t *testing.T, s store.Store, b *bundle) {
 	key := "continue:" + uuid.NewString()
 	p := &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: key, Kind: "continuation", ThreadID: th.ID,
 		Metadata: map[string]json.RawMessage{"run_id": json.RawMessage(`"r1"`)}}
-	res := must(s.CreateJobRun(b.ctx, p))(t)
+	res := Must(s.CreateJobRun(b.ctx, p))(t)
 	j := res.Run
 	if res.Duplicate || j.Status != store.JobQueued || j.Attempt != 0 || j.Kind != "continuation" || j.ThreadID != th.ID ||
 		j.IdempotencyKey != key || !j.StartedAt.IsZero() || !j.FinishedAt.IsZero() || !jsonEqual(j.Metadata["run_id"], []byte(`"r1"`)) {
 		t.Fatalf("CreateJobRun = %+v", res)
 	}
 	checkTime(t, "CreatedAt", j.CreatedAt)
-	again := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: key, Kind: "other"}))(t)
+	again := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: key, Kind: "other"}))(t)
 	if !again.Duplicate || again.Run.ID != j.ID || again.Run.Kind != "continuation" {
 		t.Fatalf("duplicate CreateJobRun = %+v", again)
 	}
-	byKey := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, IdempotencyKey: key}))(t)
-	byID := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t)
+	byKey := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, IdempotencyKey: key}))(t)
+	byID := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t)
 	if !reflect.DeepEqual(byKey, byID) || byID.ID != j.ID {
 		t.Fatalf("GetJobRun by key %+v, by id %+v", byKey, byID)
 	}
 	// Keys are per owner.
-	theirs := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.other, IdempotencyKey: key, Kind: "continuation"}))(t)
+	theirs := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.other, IdempotencyKey: key, Kind: "continuation"}))(t)
 	if theirs.Duplicate || theirs.Run.ID == j.ID {
 		t.Fatalf("another owner's key collided: %+v", theirs)
 	}
@@ -1222,25 +1218,25 @@ func testJobRunConcurrentCreate(t *testing.T, s store.Store, b *bundle) {
 }
 
 func testJobRunTransitions(t *testing.T, s store.Store, b *bundle) {
-	j := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+	j := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
 	move := func(to store.JobStatus, errText string, attempt int) (*store.JobRun, error) {
 		return s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: to, Error: errText, ExpectedAttempt: attempt,
 			Metadata: map[string]json.RawMessage{string(to): json.RawMessage(`true`)}})
 	}
-	p1 := must(move(store.JobProcessing, "", 0))(t)
+	p1 := Must(move(store.JobProcessing, "", 0))(t)
 	if p1.Status != store.JobProcessing || p1.Attempt != 1 || p1.StartedAt.IsZero() || !p1.FinishedAt.IsZero() {
 		t.Fatalf("processing = %+v", p1)
 	}
-	e1 := must(move(store.JobError, "model timeout", 1))(t)
+	e1 := Must(move(store.JobError, "model timeout", 1))(t)
 	if e1.Status != store.JobError || e1.Error != "model timeout" || e1.FinishedAt.IsZero() || e1.Attempt != 1 {
 		t.Fatalf("error = %+v", e1)
 	}
-	p2 := must(move(store.JobProcessing, "", 1))(t)
+	p2 := Must(move(store.JobProcessing, "", 1))(t)
 	if p2.Attempt != 2 || !p2.FinishedAt.IsZero() || p2.StartedAt.Before(p1.StartedAt) {
 		t.Fatalf("retry = %+v", p2)
 	}
 	// Picked up again after a crash, without having finished.
-	p3 := must(move(store.JobProcessing, "", 0))(t)
+	p3 := Must(move(store.JobProcessing, "", 0))(t)
 	if p3.Attempt != 3 {
 		t.Fatalf("re-pick = %+v", p3)
 	}
@@ -1250,7 +1246,7 @@ func testJobRunTransitions(t *testing.T, s store.Store, b *bundle) {
 	if te.Reason == "" {
 		t.Fatalf("TransitionError without a reason: %+v", te)
 	}
-	done := must(move(store.JobCompleted, "", 3))(t)
+	done := Must(move(store.JobCompleted, "", 3))(t)
 	if done.Status != store.JobCompleted || done.Error != "" || done.FinishedAt.IsZero() || done.Attempt != 3 {
 		t.Fatalf("completed = %+v", done)
 	}
@@ -1267,16 +1263,16 @@ func testJobRunTransitions(t *testing.T, s store.Store, b *bundle) {
 			t.Fatalf("TransitionError = %+v", te)
 		}
 	}
-	got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t)
+	got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t)
 	if !reflect.DeepEqual(got, done) {
 		t.Fatalf("refused transitions wrote: %+v", got)
 	}
-	q := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
-	c := must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: q.ID, To: store.JobCanceled, Error: "user canceled"}))(t)
+	q := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+	c := Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: q.ID, To: store.JobCanceled, Error: "user canceled"}))(t)
 	if c.Status != store.JobCanceled || c.Error != "user canceled" {
 		t.Fatalf("canceled = %+v", c)
 	}
-	q2 := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+	q2 := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
 	_, err = s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: q2.ID, To: store.JobCompleted})
 	wantAs[*store.TransitionError](t, err)
 	_, err = s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: q2.ID, To: "running"})
@@ -1291,29 +1287,29 @@ func testJobRunTransitions(t *testing.T, s store.Store, b *bundle) {
 // creates neither.
 func testJobRunAppend(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
-	must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: sampleMessages()[:2]}))(t)
+	Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: sampleMessages()[:2]}))(t)
 	key := uuid.NewString()
 	ph := func(id string) *store.NewMessage {
 		return &store.NewMessage{Message: message.Message{ID: id, Role: message.RoleAssistant, Agent: "a", Status: message.StatusQueued,
 			Metadata: map[string]any{"job": "j1"}}}
 	}
-	res := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, ID: "j1-" + key, IdempotencyKey: key, Kind: "k", ThreadID: th.ID,
+	res := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, ID: "j1-" + key, IdempotencyKey: key, Kind: "k", ThreadID: th.ID,
 		Append: ph("ph-" + key)}))(t)
 	if res.Duplicate || res.Run.ID != "j1-"+key || res.Run.ThreadID != th.ID {
 		t.Fatalf("created %+v", res)
 	}
-	m := must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: "ph-" + key}))(t)
+	m := Must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: "ph-" + key}))(t)
 	if m.Seq != 3 || m.ThreadID != th.ID || m.Status != message.StatusQueued || m.Agent != "a" || m.Metadata["job"] != "j1" {
 		t.Fatalf("appended %+v", m)
 	}
-	again := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, ID: "j2-" + key, IdempotencyKey: key, Kind: "k", ThreadID: th.ID,
+	again := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, ID: "j2-" + key, IdempotencyKey: key, Kind: "k", ThreadID: th.ID,
 		Append: ph("ph2-" + key)}))(t)
 	if !again.Duplicate || again.Run.ID != "j1-"+key {
 		t.Fatalf("again %+v", again)
 	}
 	_, err := s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: "ph2-" + key})
 	wantErr(t, err, store.ErrNotFound)
-	next := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: sampleMessages()[2:3]}))(t)
+	next := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID, Messages: sampleMessages()[2:3]}))(t)
 	if next[0].Seq != 4 {
 		t.Fatalf("next append at seq %d, want 4", next[0].Seq)
 	}
@@ -1333,10 +1329,10 @@ func testJobRunAppend(t *testing.T, s store.Store, b *bundle) {
 // alone without an error.
 func testJobRunClearDraft(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
-	m := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+	m := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Status: message.StatusStreaming}}}}))(t)[0]
 	draft := func() {
-		must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: m.ID, Text: "Working…"}))(t)
+		Must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: m.ID, Text: "Working…"}))(t)
 	}
 	hasDraft := func() bool {
 		_, err := s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID})
@@ -1346,8 +1342,8 @@ func testJobRunClearDraft(t *testing.T, s store.Store, b *bundle) {
 		return err == nil
 	}
 	for _, md := range []map[string]json.RawMessage{nil, {"k": json.RawMessage(`1`)}} {
-		j := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
-		must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobProcessing}))(t)
+		j := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+		Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobProcessing}))(t)
 		draft()
 		// Refused (attempt 2 is not the current attempt): the draft stays.
 		_, err := s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCompleted,
@@ -1362,15 +1358,15 @@ func testJobRunClearDraft(t *testing.T, s store.Store, b *bundle) {
 		if !hasDraft() {
 			t.Fatalf("metadata %v: another owner's transition deleted the draft", md)
 		}
-		done := must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCompleted,
+		done := Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCompleted,
 			ExpectedAttempt: 1, Metadata: md, ClearDraft: m.ID}))(t)
 		if done.Status != store.JobCompleted || hasDraft() {
 			t.Fatalf("metadata %v: completed %+v, draft left: %v", md, done, hasDraft())
 		}
 	}
 	// No draft: nothing to delete, no error.
-	j := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
-	must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCanceled, ClearDraft: m.ID}))(t)
+	j := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+	Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCanceled, ClearDraft: m.ID}))(t)
 }
 
 // testJobRunFenceZero: with Fence, ExpectedAttempt 0 fences too. A claimer
@@ -1378,7 +1374,7 @@ func testJobRunClearDraft(t *testing.T, s store.Store, b *bundle) {
 // claim counted an attempt since; of concurrent such claimers, one wins.
 func testJobRunFenceZero(t *testing.T, s store.Store, b *bundle) {
 	create := func() *store.JobRun {
-		return must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+		return Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
 	}
 	// With and without metadata: one conditional statement, or a locked
 	// read and an update.
@@ -1389,7 +1385,7 @@ func testJobRunFenceZero(t *testing.T, s store.Store, b *bundle) {
 		}
 		// Not moved on since it was read: the fenced claim succeeds.
 		j := create()
-		p := must(claim(j.ID))(t)
+		p := Must(claim(j.ID))(t)
 		if p.Status != store.JobProcessing || p.Attempt != 1 {
 			t.Fatalf("fenced claim from attempt 0 = %+v", p)
 		}
@@ -1401,14 +1397,14 @@ func testJobRunFenceZero(t *testing.T, s store.Store, b *bundle) {
 		if te.From != string(store.JobProcessing) || te.To != string(store.JobProcessing) || te.Reason == "" {
 			t.Fatalf("TransitionError = %+v", te)
 		}
-		if got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); !reflect.DeepEqual(got, p) {
+		if got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); !reflect.DeepEqual(got, p) {
 			t.Fatalf("refused fenced transition wrote: %+v, was %+v", got, p)
 		}
-		if u := must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobProcessing}))(t); u.Attempt != 2 {
+		if u := Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobProcessing}))(t); u.Attempt != 2 {
 			t.Fatalf("unfenced claim = %+v", u)
 		}
 		// Another move from attempt 0, fenced: a queued run is canceled.
-		c := must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: create().ID, To: store.JobCanceled,
+		c := Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: create().ID, To: store.JobCanceled,
 			Error: "canceled", Fence: true, Metadata: md}))(t)
 		if c.Status != store.JobCanceled || c.Attempt != 0 {
 			t.Fatalf("fenced cancel from attempt 0 = %+v", c)
@@ -1422,7 +1418,7 @@ func testJobRunFenceZero(t *testing.T, s store.Store, b *bundle) {
 		return err
 	})
 	oneWinner(t, errs)
-	if got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); got.Attempt != 1 {
+	if got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); got.Attempt != 1 {
 		t.Fatalf("%d concurrent fenced claims from attempt 0 counted %d attempts", n, got.Attempt)
 	}
 }
@@ -1433,7 +1429,7 @@ func testJobRunFenceZero(t *testing.T, s store.Store, b *bundle) {
 // on the attempt read; a run that may not move to processing is refused.
 func testJobRunViaProcessing(t *testing.T, s store.Store, b *bundle) {
 	create := func() *store.JobRun {
-		return must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
+		return Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
 	}
 	for _, md := range []map[string]json.RawMessage{nil, {"claim": json.RawMessage(`true`)}} {
 		move := func(id string, to store.JobStatus, attempt int) (*store.JobRun, error) {
@@ -1441,7 +1437,7 @@ func testJobRunViaProcessing(t *testing.T, s store.Store, b *bundle) {
 				ExpectedAttempt: attempt, Fence: true, ViaProcessing: true, Metadata: md})
 		}
 		j := create()
-		c := must(move(j.ID, store.JobCompleted, 0))(t)
+		c := Must(move(j.ID, store.JobCompleted, 0))(t)
 		if c.Status != store.JobCompleted || c.Attempt != 1 || c.StartedAt.IsZero() || c.FinishedAt.IsZero() || c.Error != "" {
 			t.Fatalf("queued → completed via processing = %+v", c)
 		}
@@ -1451,17 +1447,17 @@ func testJobRunViaProcessing(t *testing.T, s store.Store, b *bundle) {
 		if te.From != string(store.JobCompleted) {
 			t.Fatalf("TransitionError = %+v", te)
 		}
-		if got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); !reflect.DeepEqual(got, c) {
+		if got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); !reflect.DeepEqual(got, c) {
 			t.Fatalf("refused move wrote: %+v, was %+v", got, c)
 		}
 		// Fenced: another claim counted an attempt since the read.
 		j = create()
-		must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobProcessing}))(t)
-		must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobError, Error: "x"}))(t)
+		Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobProcessing}))(t)
+		Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobError, Error: "x"}))(t)
 		_, err = move(j.ID, store.JobCompleted, 0)
 		wantAs[*store.TransitionError](t, err)
 		// From error, at the attempt read: to error again, an attempt more.
-		e := must(move(j.ID, store.JobError, 1))(t)
+		e := Must(move(j.ID, store.JobError, 1))(t)
 		if e.Status != store.JobError || e.Attempt != 2 || e.Error != "e" {
 			t.Fatalf("error → error via processing = %+v", e)
 		}
@@ -1474,7 +1470,7 @@ func testJobRunViaProcessing(t *testing.T, s store.Store, b *bundle) {
 		return err
 	})
 	oneWinner(t, errs)
-	if got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); got.Attempt != 1 || got.Status != store.JobCompleted {
+	if got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); got.Attempt != 1 || got.Status != store.JobCompleted {
 		t.Fatalf("concurrent claims via processing left %+v", got)
 	}
 }
@@ -1483,29 +1479,29 @@ func testThreadSummaries(t *testing.T, s store.Store, b *bundle) {
 	hid := "handoff-" + uuid.NewString()
 	p := &store.UpsertThreadSummaryParams{OwnerID: b.owner, HandoffID: hid, AgentID: "assistant", ThreadID: "t1",
 		Summary: json.RawMessage(`{"title":"Trip","body":["a","b","c"],"tldr":"go"}`), Markdown: "# Trip\n- a"}
-	s1 := must(s.UpsertThreadSummary(b.ctx, p))(t)
+	s1 := Must(s.UpsertThreadSummary(b.ctx, p))(t)
 	if s1.HandoffID != hid || s1.AgentID != "assistant" || s1.ThreadID != "t1" || s1.ChildThreadID != "" ||
 		!jsonEqual(s1.Summary, p.Summary) || s1.Markdown != p.Markdown || s1.OwnerID != b.owner {
 		t.Fatalf("UpsertThreadSummary = %+v", s1)
 	}
 	checkTime(t, "CreatedAt", s1.CreatedAt)
 	p.ChildThreadID, p.Markdown, p.Summary = "t2", "# Trip (edited)", json.RawMessage(`{"title":"Trip 2","body":[],"tldr":"x"}`)
-	s2 := must(s.UpsertThreadSummary(b.ctx, p))(t)
+	s2 := Must(s.UpsertThreadSummary(b.ctx, p))(t)
 	if s2.ID != s1.ID || !s2.CreatedAt.Equal(s1.CreatedAt) || s2.ChildThreadID != "t2" || s2.Markdown != p.Markdown || !jsonEqual(s2.Summary, p.Summary) {
 		t.Fatalf("second upsert = %+v (first %+v)", s2, s1)
 	}
-	got := must(s.GetThreadSummary(b.ctx, &store.GetThreadSummaryParams{OwnerID: b.owner, HandoffID: hid}))(t)
+	got := Must(s.GetThreadSummary(b.ctx, &store.GetThreadSummaryParams{OwnerID: b.owner, HandoffID: hid}))(t)
 	if got.ID != s2.ID || !jsonEqual(got.Summary, s2.Summary) || got.Markdown != s2.Markdown || !got.UpdatedAt.Equal(s2.UpdatedAt) {
 		t.Fatalf("GetThreadSummary = %+v", got)
 	}
 	_, err := s.GetThreadSummary(b.ctx, &store.GetThreadSummaryParams{OwnerID: b.other, HandoffID: hid})
 	wantErr(t, err, store.ErrNotFound)
 	// The same handoff ID for another owner is another summary.
-	theirs := must(s.UpsertThreadSummary(b.ctx, &store.UpsertThreadSummaryParams{OwnerID: b.other, HandoffID: hid, Summary: json.RawMessage(`{}`)}))(t)
+	theirs := Must(s.UpsertThreadSummary(b.ctx, &store.UpsertThreadSummaryParams{OwnerID: b.other, HandoffID: hid, Summary: json.RawMessage(`{}`)}))(t)
 	if theirs.ID == s1.ID {
 		t.Fatal("another owner's upsert replaced the summary")
 	}
-	if got := must(s.GetThreadSummary(b.ctx, &store.GetThreadSummaryParams{OwnerID: b.owner, HandoffID: hid}))(t); got.Markdown != p.Markdown {
+	if got := Must(s.GetThreadSummary(b.ctx, &store.GetThreadSummaryParams{OwnerID: b.owner, HandoffID: hid}))(t); got.Markdown != p.Markdown {
 		t.Fatalf("summary changed by another owner: %+v", got)
 	}
 	_, err = s.UpsertThreadSummary(b.ctx, &store.UpsertThreadSummaryParams{OwnerID: b.owner, HandoffID: "h", Summary: json.RawMessage(`{`)})
@@ -1522,7 +1518,7 @@ func testMemoryDocumentCAS(t *testing.T, s store.Store, b *bundle) {
 		t.Fatalf("conflict = %+v", vc)
 	}
 	content := "# Memory\n<current_thread_summary>\nnone\n</current_thread_summary>\n"
-	m1 := must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "assistant", Content: content}))(t)
+	m1 := Must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "assistant", Content: content}))(t)
 	if m1.Version != 1 || m1.Content != content {
 		t.Fatalf("create = %+v", m1)
 	}
@@ -1530,7 +1526,7 @@ func testMemoryDocumentCAS(t *testing.T, s store.Store, b *bundle) {
 	if vc := wantAs[*store.VersionConflictError](t, err); vc.Actual != 1 || vc.Expected != 0 {
 		t.Fatalf("create twice = %+v", vc)
 	}
-	m2 := must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "assistant", Content: "v2", ExpectedVersion: 1}))(t)
+	m2 := Must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "assistant", Content: "v2", ExpectedVersion: 1}))(t)
 	if m2.Version != 2 || m2.Content != "v2" || !m2.CreatedAt.Equal(m1.CreatedAt) {
 		t.Fatalf("update = %+v", m2)
 	}
@@ -1540,14 +1536,14 @@ func testMemoryDocumentCAS(t *testing.T, s store.Store, b *bundle) {
 	if vc.Actual != 2 || vc.Expected != 1 {
 		t.Fatalf("stale = %+v", vc)
 	}
-	if got := must(s.GetMemoryDocument(b.ctx, get))(t); *got != *m2 {
+	if got := Must(s.GetMemoryDocument(b.ctx, get))(t); *got != *m2 {
 		t.Fatalf("GetMemoryDocument = %+v, want %+v", got, m2)
 	}
 	_, err = s.GetMemoryDocument(b.ctx, &store.GetMemoryDocumentParams{OwnerID: b.other, AgentID: "assistant"})
 	wantErr(t, err, store.ErrNotFound)
 	// Another owner's document of the same agent is separate.
-	must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.other, AgentID: "assistant", Content: "theirs"}))(t)
-	if got := must(s.GetMemoryDocument(b.ctx, get))(t); got.Content != "v2" {
+	Must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.other, AgentID: "assistant", Content: "theirs"}))(t)
+	if got := Must(s.GetMemoryDocument(b.ctx, get))(t); got.Content != "v2" {
 		t.Fatalf("content = %q", got.Content)
 	}
 }
@@ -1570,7 +1566,7 @@ func testMemoryDocumentConcurrentCAS(t *testing.T, s store.Store, b *bundle) {
 			}
 		}
 		version++
-		got := must(s.GetMemoryDocument(b.ctx, &store.GetMemoryDocumentParams{OwnerID: b.owner, AgentID: agent}))(t)
+		got := Must(s.GetMemoryDocument(b.ctx, &store.GetMemoryDocumentParams{OwnerID: b.owner, AgentID: agent}))(t)
 		if got.Version != version {
 			t.Fatalf("round %d: version %d, want %d", round, got.Version, version)
 		}
@@ -1583,12 +1579,12 @@ func writeContinuation(t *testing.T, tx store.Tx, b *bundle, th *store.Thread, r
 	t.Helper()
 	st := newState(run, th.ID, 1)
 	st.Status = runstate.StatusSuspended
-	cp := must(tx.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: st}))(t)
-	msgs := must(tx.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+	cp := Must(tx.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: st}))(t)
+	msgs := Must(tx.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Agent: "billing", Status: message.StatusQueued}}}}))(t)
-	job := must(tx.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: key, Kind: "continuation", ThreadID: th.ID}))(t)
+	job := Must(tx.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: key, Kind: "continuation", ThreadID: th.ID}))(t)
 	// Reads in the transaction see its writes.
-	if got := must(tx.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t); got.ID != cp.ID {
+	if got := Must(tx.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t); got.ID != cp.ID {
 		t.Fatalf("in-tx read = %s, want %s", got.ID, cp.ID)
 	}
 	return cp, msgs[0], job.Run
@@ -1606,11 +1602,11 @@ func testTxCommit(t *testing.T, s store.Store, b *bundle) {
 	}); err != nil {
 		t.Fatalf("Tx: %v", err)
 	}
-	if got := must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp.ID}))(t); got.Status != runstate.StatusSuspended {
+	if got := Must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp.ID}))(t); got.Status != runstate.StatusSuspended {
 		t.Fatalf("checkpoint = %+v", got)
 	}
-	must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: msg.ID}))(t)
-	must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: job.ID}))(t)
+	Must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: msg.ID}))(t)
+	Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: job.ID}))(t)
 	// Owners may change within one transaction.
 	if err := s.Tx(b.ctx, func(tx store.Tx) error {
 		if _, err := tx.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.other, ID: th.ID}); !errors.Is(err, store.ErrNotFound) {
@@ -1632,8 +1628,8 @@ func testTxRollback(t *testing.T, s store.Store, b *bundle) {
 	var job *store.JobRun
 	err := s.Tx(b.ctx, func(tx store.Tx) error {
 		cp, msg, job = writeContinuation(t, tx, b, th, run, key)
-		must(tx.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "a", Content: "x"}))(t)
-		must(tx.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{OwnerID: b.owner, ThreadID: th.ID, Namespace: "n", Patch: json.RawMessage(`{"a":1}`)}))(t)
+		Must(tx.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "a", Content: "x"}))(t)
+		Must(tx.UpdateThreadMetadata(b.ctx, &store.UpdateThreadMetadataParams{OwnerID: b.owner, ThreadID: th.ID, Namespace: "n", Patch: json.RawMessage(`{"a":1}`)}))(t)
 		return fmt.Errorf("after writing: %w", boom)
 	})
 	if !errors.Is(err, boom) {
@@ -1667,15 +1663,15 @@ func checkNothingWritten(t *testing.T, s store.Store, b *bundle, th *store.Threa
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.GetMemoryDocument(b.ctx, &store.GetMemoryDocumentParams{OwnerID: b.owner, AgentID: "a"})
 	wantErr(t, err, store.ErrNotFound)
-	got := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
+	got := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t)
 	if got.Version != th.Version || len(got.Metadata) != 0 {
 		t.Fatalf("thread changed by a rolled-back transaction: %+v", got)
 	}
-	if msgs := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t); len(msgs) != 0 {
+	if msgs := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t); len(msgs) != 0 {
 		t.Fatalf("%d messages after rollback", len(msgs))
 	}
 	// The store is usable afterwards, and the sequence was not consumed.
-	m := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+	m := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.User("after")}}}))(t)
 	if m[0].Seq != 1 {
 		t.Fatalf("seq after rollback = %d, want 1", m[0].Seq)
@@ -1697,16 +1693,16 @@ func testTxPanic(t *testing.T, s store.Store, b *bundle) {
 			}
 		}()
 		_ = s.Tx(b.ctx, func(tx store.Tx) error {
-			must(tx.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+			Must(tx.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 				Messages: []store.NewMessage{{Message: message.User("lost")}}}))(t)
 			panic("kaboom")
 		})
 	}()
-	if msgs := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t); len(msgs) != 0 {
+	if msgs := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t); len(msgs) != 0 {
 		t.Fatalf("%d messages after a panic in Tx", len(msgs))
 	}
 	// The write connection was released.
-	must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+	Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.User("kept")}}}))(t)
 }
 
@@ -1714,17 +1710,17 @@ func testTxPanic(t *testing.T, s store.Store, b *bundle) {
 // another: all of it is ErrNotFound, and nothing changes.
 func testOwnerIsolation(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
-	msg := must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+	msg := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.User("secret")}}}))(t)[0]
-	must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: msg.ID, Text: "secret draft"}))(t)
+	Must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: msg.ID, Text: "secret draft"}))(t)
 	run := "run-" + uuid.NewString()
-	cp := must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 1)}))(t)
-	job := must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: "k-" + run, Kind: "k", ThreadID: th.ID}))(t).Run
+	cp := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 1)}))(t)
+	job := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: "k-" + run, Kind: "k", ThreadID: th.ID}))(t).Run
 	hid := "h-" + run
-	must(s.UpsertThreadSummary(b.ctx, &store.UpsertThreadSummaryParams{OwnerID: b.owner, HandoffID: hid, Summary: json.RawMessage(`{}`)}))(t)
-	must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "a-" + run, Content: "secret"}))(t)
-	key := must(s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner}))(t)
-	in := must(s.CreateInterrupt(b.ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i-" + run, Kind: store.InterruptThreadHandoff, ThreadID: th.ID,
+	Must(s.UpsertThreadSummary(b.ctx, &store.UpsertThreadSummaryParams{OwnerID: b.owner, HandoffID: hid, Summary: json.RawMessage(`{}`)}))(t)
+	Must(s.PutMemoryDocument(b.ctx, &store.PutMemoryDocumentParams{OwnerID: b.owner, AgentID: "a-" + run, Content: "secret"}))(t)
+	key := Must(s.CreateAPIKey(b.ctx, &store.CreateAPIKeyParams{OwnerID: b.owner}))(t)
+	in := Must(s.CreateInterrupt(b.ctx, &store.CreateInterruptParams{OwnerID: b.owner, ID: "i-" + run, Kind: store.InterruptThreadHandoff, ThreadID: th.ID,
 		Payload: json.RawMessage(`{"summary_md":"secret"}`)}))(t)
 
 	o := b.other
@@ -1794,33 +1790,33 @@ func testOwnerIsolation(t *testing.T, s store.Store, b *bundle) {
 			t.Errorf("%s as another owner: error = %v, want ErrNotFound", name, err)
 		}
 	}
-	page := must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: o}))(t)
+	page := Must(s.ListThreads(b.ctx, &store.ListThreadsParams{OwnerID: o}))(t)
 	if len(page.Threads) != 0 {
 		t.Errorf("another owner lists %d threads", len(page.Threads))
 	}
 	// Nothing changed.
-	if got := must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t); got.Version != th.Version || got.ActiveAgent != th.ActiveAgent {
+	if got := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: th.ID}))(t); got.Version != th.Version || got.ActiveAgent != th.ActiveAgent {
 		t.Errorf("thread changed: %+v", got)
 	}
-	if got := must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t); len(got) != 1 || got[0].Status != message.StatusCompleted {
+	if got := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t); len(got) != 1 || got[0].Status != message.StatusCompleted {
 		t.Errorf("messages changed: %+v", got)
 	}
-	if got := must(s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: msg.ID}))(t); got.Text != "secret draft" {
+	if got := Must(s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: msg.ID}))(t); got.Text != "secret draft" {
 		t.Errorf("draft changed: %+v", got)
 	}
-	if got := must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t); got.ID != cp.ID {
+	if got := Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t); got.ID != cp.ID {
 		t.Errorf("checkpoint changed: %+v", got)
 	}
-	if got := must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: job.ID}))(t); got.Status != store.JobQueued {
+	if got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: job.ID}))(t); got.Status != store.JobQueued {
 		t.Errorf("job run changed: %+v", got)
 	}
-	if got := must(s.LookupAPIKey(b.ctx, &store.LookupAPIKeyParams{Hash: key.Key.Hash}))(t); !got.RevokedAt.IsZero() {
+	if got := Must(s.LookupAPIKey(b.ctx, &store.LookupAPIKeyParams{Hash: key.Key.Hash}))(t); !got.RevokedAt.IsZero() {
 		t.Errorf("api key revoked by another owner")
 	}
-	if got := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: o, ThreadID: th.ID}))(t); len(got) != 0 {
+	if got := Must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: o, ThreadID: th.ID}))(t); len(got) != 0 {
 		t.Errorf("another owner lists %d interrupts", len(got))
 	}
-	if got := must(s.GetInterrupt(b.ctx, &store.GetInterruptParams{OwnerID: b.owner, ID: in.ID}))(t); got.Status != store.InterruptPending {
+	if got := Must(s.GetInterrupt(b.ctx, &store.GetInterruptParams{OwnerID: b.owner, ID: in.ID}))(t); got.Status != store.InterruptPending {
 		t.Errorf("interrupt decided by another owner: %+v", got)
 	}
 }
@@ -1885,7 +1881,7 @@ func testLeases(t *testing.T, s store.Store, b *bundle) {
 	run := "run-" + uuid.NewString()
 	_, err := s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.owner, RunID: run})
 	wantErr(t, err, store.ErrNotFound)
-	l := must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID, Holder: "p1", TTL: time.Minute}))(t)
+	l := Must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID, Holder: "p1", TTL: time.Minute}))(t)
 	if l.Holder != "p1" || l.ThreadID != th.ID || l.RunID != run || l.OwnerID != b.owner {
 		t.Fatalf("lease %+v", l)
 	}
@@ -1894,28 +1890,28 @@ func testLeases(t *testing.T, s store.Store, b *bundle) {
 		t.Errorf("lease expires in %s, want about a minute", d)
 	}
 	// Acquiring again replaces the holder (the fenced checkpoint decides).
-	must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID, Holder: "p2", TTL: time.Minute}))(t)
-	got := must(s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.owner, RunID: run}))(t)
+	Must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID, Holder: "p2", TTL: time.Minute}))(t)
+	got := Must(s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.owner, RunID: run}))(t)
 	if got.Holder != "p2" {
 		t.Fatalf("holder %s, want p2", got.Holder)
 	}
 	// Another owner sees nothing and releases nothing.
 	_, err = s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.other, RunID: run})
 	wantErr(t, err, store.ErrNotFound)
-	if ok := must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.other, RunID: run}))(t); ok {
+	if ok := Must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.other, RunID: run}))(t); ok {
 		t.Fatal("another owner released the lease")
 	}
 	// Conditional releases: the wrong holder, an unexpired lease.
-	if ok := must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run, Holder: "p1"}))(t); ok {
+	if ok := Must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run, Holder: "p1"}))(t); ok {
 		t.Fatal("p1 released p2's lease")
 	}
-	if ok := must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run, Expired: true}))(t); ok {
+	if ok := Must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run, Expired: true}))(t); ok {
 		t.Fatal("an unexpired lease was released as expired")
 	}
-	if ok := must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run, Holder: "p2"}))(t); !ok {
+	if ok := Must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run, Holder: "p2"}))(t); !ok {
 		t.Fatal("the holder could not release its lease")
 	}
-	if ok := must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run}))(t); ok {
+	if ok := Must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: run}))(t); ok {
 		t.Fatal("a released lease was released again")
 	}
 	// A lease on a missing thread is refused; a lease rolls back with its
@@ -1926,7 +1922,7 @@ func testLeases(t *testing.T, s store.Store, b *bundle) {
 	}
 	boom := errors.New("boom")
 	err = s.Tx(b.ctx, func(tx store.Tx) error {
-		must(tx.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID, Holder: "p1", TTL: time.Minute}))(t)
+		Must(tx.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID, Holder: "p1", TTL: time.Minute}))(t)
 		return boom
 	})
 	wantErr(t, err, boom)
@@ -1940,21 +1936,21 @@ func testLeases(t *testing.T, s store.Store, b *bundle) {
 func testLeaseSweep(t *testing.T, s store.Store, b *bundle) {
 	holder := "sweep-" + uuid.NewString()
 	mine := newThread(t, s, b)
-	theirs := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other, Name: "thread", Network: "net"}))(t)
+	theirs := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other, Name: "thread", Network: "net"}))(t)
 	runA, runB, runC := "run-a-"+uuid.NewString(), "run-b-"+uuid.NewString(), "run-c-"+uuid.NewString()
 	short := 20 * time.Millisecond
-	must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: runA, ThreadID: mine.ID, Holder: holder, TTL: short}))(t)
-	must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.other, RunID: runB, ThreadID: theirs.ID, Holder: holder, TTL: short}))(t)
-	must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: runC, ThreadID: mine.ID, Holder: holder, TTL: short}))(t)
+	Must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: runA, ThreadID: mine.ID, Holder: holder, TTL: short}))(t)
+	Must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.other, RunID: runB, ThreadID: theirs.ID, Holder: holder, TTL: short}))(t)
+	Must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: runC, ThreadID: mine.ID, Holder: holder, TTL: short}))(t)
 	// The holder still runs A and B (two owners); C is left to expire.
-	if n := must(s.RenewLeases(b.ctx, &store.RenewLeasesParams{Holder: holder, RunIDs: []string{runA, runB}, TTL: time.Minute}))(t); n != 2 {
+	if n := Must(s.RenewLeases(b.ctx, &store.RenewLeasesParams{Holder: holder, RunIDs: []string{runA, runB}, TTL: time.Minute}))(t); n != 2 {
 		t.Fatalf("renewed %d leases, want 2", n)
 	}
-	if n := must(s.RenewLeases(b.ctx, &store.RenewLeasesParams{Holder: "someone else", RunIDs: []string{runC}, TTL: time.Minute}))(t); n != 0 {
+	if n := Must(s.RenewLeases(b.ctx, &store.RenewLeasesParams{Holder: "someone else", RunIDs: []string{runC}, TTL: time.Minute}))(t); n != 0 {
 		t.Fatalf("another holder renewed %d leases", n)
 	}
 	time.Sleep(3 * short)
-	expired := must(s.ExpiredLeases(b.ctx, &store.ExpiredLeasesParams{Limit: 1000}))(t)
+	expired := Must(s.ExpiredLeases(b.ctx, &store.ExpiredLeasesParams{Limit: 1000}))(t)
 	found := map[string]*store.Lease{}
 	for _, l := range expired {
 		found[l.RunID] = l
@@ -1995,7 +1991,7 @@ func newInterrupt(b *bundle, th *store.Thread, kind, id string) *store.CreateInt
 
 func testInterrupts(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
-	run := must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptRun, "run-i3")))(t)
+	run := Must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptRun, "run-i3")))(t)
 	if run.Kind != store.InterruptRun || run.Status != store.InterruptPending || run.RunID != "run-run-i3" || run.ThreadID != th.ID ||
 		run.Network != "net" || run.Agent != "billing" || run.OwnerID != b.owner || run.Decision != nil || run.Outcome != nil ||
 		!run.DecidedAt.IsZero() || !jsonEqual(run.Payload, []byte(`{"schema_version":1,"summary_md":"### Refund ☂"}`)) {
@@ -2003,27 +1999,27 @@ func testInterrupts(t *testing.T, s store.Store, b *bundle) {
 	}
 	checkTime(t, "CreatedAt", run.CreatedAt)
 	hp := newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())
-	h1 := must(s.CreateInterrupt(b.ctx, hp))(t)
+	h1 := Must(s.CreateInterrupt(b.ctx, hp))(t)
 	// One pending thread handoff per thread, one id per owner.
 	_, err := s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString()))
 	wantErr(t, err, store.ErrConflict)
 	_, err = s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptRun, "run-i3"))
 	wantErr(t, err, store.ErrConflict)
 	// A thread without any, and the same ids for another owner, are fine.
-	other := must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other}))(t)
+	other := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other}))(t)
 	theirs := newInterrupt(b, other, store.InterruptRun, "run-i3")
 	theirs.OwnerID = b.other
-	must(s.CreateInterrupt(b.ctx, theirs))(t)
+	Must(s.CreateInterrupt(b.ctx, theirs))(t)
 
-	got := must(s.GetInterrupt(b.ctx, &store.GetInterruptParams{OwnerID: b.owner, ID: h1.ID}))(t)
+	got := Must(s.GetInterrupt(b.ctx, &store.GetInterruptParams{OwnerID: b.owner, ID: h1.ID}))(t)
 	if !reflect.DeepEqual(normInterrupt(got), normInterrupt(h1)) {
 		t.Fatalf("GetInterrupt = %+v, want %+v", got, h1)
 	}
-	all := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+	all := Must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
 	if len(all) != 2 || all[0].ID != run.ID || all[1].ID != h1.ID {
 		t.Fatalf("ListInterrupts = %+v", all)
 	}
-	handoffs := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Kind: store.InterruptThreadHandoff,
+	handoffs := Must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Kind: store.InterruptThreadHandoff,
 		Status: store.InterruptPending}))(t)
 	if len(handoffs) != 1 || handoffs[0].ID != h1.ID {
 		t.Fatalf("ListInterrupts(thread_handoff, pending) = %+v", handoffs)
@@ -2031,7 +2027,7 @@ func testInterrupts(t *testing.T, s store.Store, b *bundle) {
 
 	d := &store.DecideInterruptParams{OwnerID: b.owner, ID: h1.ID, Status: store.InterruptDecided,
 		Decision: json.RawMessage(`{"type":"approve"}`), Outcome: json.RawMessage(`{"child_thread_id":"c1"}`)}
-	dec := must(s.DecideInterrupt(b.ctx, d))(t)
+	dec := Must(s.DecideInterrupt(b.ctx, d))(t)
 	if dec.Status != store.InterruptDecided || !jsonEqual(dec.Decision, d.Decision) || !jsonEqual(dec.Outcome, d.Outcome) {
 		t.Fatalf("DecideInterrupt = %+v", dec)
 	}
@@ -2045,15 +2041,15 @@ func testInterrupts(t *testing.T, s store.Store, b *bundle) {
 		t.Fatalf("NotPendingError carries %+v", np.Interrupt)
 	}
 	// Decided, it no longer blocks a new proposal.
-	h2 := must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
-	must(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: h2.ID, Status: store.InterruptSuperseded,
+	h2 := Must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
+	Must(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: h2.ID, Status: store.InterruptSuperseded,
 		Outcome: json.RawMessage(`{"superseded_by":"h3"}`)}))(t)
-	must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
-	pending := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Status: store.InterruptPending}))(t)
+	Must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
+	pending := Must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Status: store.InterruptPending}))(t)
 	if len(pending) != 2 {
 		t.Fatalf("pending = %+v, want the run's and the newest handoff", pending)
 	}
-	if got := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: "missing"}))(t); got == nil || len(got) != 0 {
+	if got := Must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: "missing"}))(t); got == nil || len(got) != 0 {
 		t.Fatalf("ListInterrupts of a missing thread = %#v, want empty", got)
 	}
 
@@ -2063,7 +2059,7 @@ func testInterrupts(t *testing.T, s store.Store, b *bundle) {
 	_, err = s.CreateInterrupt(b.ctx, missing)
 	wantErr(t, err, store.ErrNotFound)
 	missing.ThreadID = ""
-	if got := must(s.CreateInterrupt(b.ctx, missing))(t); got.ThreadID != "" {
+	if got := Must(s.CreateInterrupt(b.ctx, missing))(t); got.ThreadID != "" {
 		t.Fatalf("run interrupt without a thread = %+v", got)
 	}
 	_, err = s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: "missing", Status: store.InterruptDecided, Outcome: json.RawMessage(`{}`)})
@@ -2081,9 +2077,9 @@ func normInterrupt(in *store.Interrupt) store.Interrupt {
 // do with them (PostgreSQL aborts a transaction on a statement's error).
 func testInterruptConflictsInTx(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
-	first := must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
-	must(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: first.ID, Status: store.InterruptDecided, Outcome: json.RawMessage(`{}`)}))(t)
-	second := must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
+	first := Must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
+	Must(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: first.ID, Status: store.InterruptDecided, Outcome: json.RawMessage(`{}`)}))(t)
+	second := Must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())))(t)
 	err := s.Tx(b.ctx, func(tx store.Tx) error {
 		if _, err := tx.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, "h-"+uuid.NewString())); !errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("second pending handoff: %v, want ErrConflict", err)
@@ -2105,7 +2101,7 @@ func testInterruptConflictsInTx(t *testing.T, s store.Store, b *bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Status: store.InterruptPending}))(t)
+	pending := Must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Status: store.InterruptPending}))(t)
 	if len(pending) != 1 || pending[0].ID != "h-third" {
 		t.Fatalf("pending after the transaction = %+v", pending)
 	}
@@ -2118,7 +2114,7 @@ func testInterruptConcurrent(t *testing.T, s store.Store, b *bundle) {
 	oneWinner(t, race(n, func(i int) error {
 		return errOf(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptThreadHandoff, fmt.Sprintf("h-%d-%s", i, uuid.NewString()))))
 	}))
-	pending := must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Status: store.InterruptPending}))(t)
+	pending := Must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: th.ID, Status: store.InterruptPending}))(t)
 	if len(pending) != 1 {
 		t.Fatalf("pending = %+v", pending)
 	}
