@@ -469,8 +469,11 @@ func (s *Service) finishTx(ctx context.Context, tx store.Tx, jc *jobCtx, st *run
 	if claim {
 		expected = message.StatusQueued
 	}
+	// Deferred: on PostgreSQL the placeholder's update goes with the job
+	// run's transition, in its round trip, as a statement of its own; its
+	// refusal fails the transition.
 	if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusCompleted,
-		Parts: parts, Usage: &usage, Metadata: map[string]any{MetaContinuation: meta}, ExpectedStatus: expected}); err != nil {
+		Parts: parts, Usage: &usage, Metadata: map[string]any{MetaContinuation: meta}, ExpectedStatus: expected, Deferred: true}); err != nil {
 		return fmt.Errorf("continuation: finalise placeholder %s: %w", a.EventID, err)
 	}
 	// The draft is deleted with the job run's completion (one statement
@@ -480,7 +483,7 @@ func (s *Service) finishTx(ctx context.Context, tx store.Tx, jc *jobCtx, st *run
 	jr, err := tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobCompleted,
 		ExpectedAttempt: jc.attempt, Fence: claim, ViaProcessing: claim, ClearDraft: a.EventID})
 	if err != nil {
-		return fmt.Errorf("continuation: complete job run %s and clear draft %s: %w", a.JobRunID, a.EventID, err)
+		return fmt.Errorf("continuation: finalise placeholder %s, complete job run %s and clear its draft: %w", a.EventID, a.JobRunID, err)
 	}
 	if claim {
 		jc.claimed, jc.attempt = true, jr.Attempt

@@ -230,6 +230,15 @@ type UpdateMessageParams struct {
 	Metadata map[string]any
 	// ExpectedStatus, when set, must be the message's current status.
 	ExpectedStatus message.Status
+	// Deferred, in a Store.Tx whose first statement has run, lets the
+	// backend send the update with the transaction's next statement
+	// (PostgreSQL: no round trip of its own, and the row is not read
+	// back); UpdateMessage then returns a nil message, and a missing
+	// message ([ErrNotFound]) or one not in ExpectedStatus (a
+	// *[TransitionError]) fails that statement instead, or the commit, and
+	// the transaction can then only roll back. Elsewhere, and on SQLite,
+	// the update runs at once.
+	Deferred bool
 }
 
 // Draft is the text streamed so far into a message that is not final.

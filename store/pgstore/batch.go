@@ -14,10 +14,13 @@ import (
 	"github.com/batonhq/baton/store/internal/sqlcore"
 )
 
-// queued is a statement whose result is not needed.
+// queued is a statement whose result is not needed, or is only checked.
 type queued struct {
 	sql  string
 	args []any
+	// check, if set, reads the statement's result when its batch is read
+	// and fails the batch with its error (DeferChecked).
+	check func(pgx.BatchResults) error
 }
 
 // lazyQuerier runs one call of the Store, or all the calls of a Store.Tx,
@@ -56,6 +59,9 @@ type lazyQuerier struct {
 	done bool          // the write transaction was committed in a batch, or ended
 
 	locked map[string]bool // the runs locked in the transaction (Dialect.LockRun)
+
+	checked bool  // the prelude holds a statement with a check (DeferChecked)
+	broken  error // a deferred statement's check failed: the transaction cannot commit
 }
 
 var errRolledBack = errors.New("pgstore: transaction rolled back at commit")
@@ -65,7 +71,7 @@ var errRolledBack = errors.New("pgstore: transaction rolled back at commit")
 // expressions, its parameters numbered from $1: the deferred statements
 // and the scope go as one such SELECT (see lead).
 func (q *lazyQuerier) Defer(sql string, args ...any) {
-	q.prelude = append(q.prelude, queued{sql, args})
+	q.prelude = append(q.prelude, queued{sql: sql, args: args})
 }
 
 // deferExec is Defer for a statement that must run in the transaction
@@ -83,7 +89,7 @@ func (q *lazyQuerier) deferExec(sql string, args []any) {
 // the COMMIT failed. Its result and error are discarded: the transaction
 // has committed by then. [AfterCommitTx] uses it.
 func (q *lazyQuerier) deferAfter(sql string, args []any) {
-	q.after = append(q.after, queued{sql, args})
+	q.after = append(q.after, queued{sql: sql, args: args})
 }
 
 // DeferWrite is deferExec for a write of the engine whose result is not
@@ -96,6 +102,21 @@ func (q *lazyQuerier) DeferWrite(sql string, args ...any) bool {
 		return false
 	}
 	q.deferExec(sql, args)
+	return true
+}
+
+// DeferChecked is DeferWrite for a write whose outcome must be checked:
+// check reads the statement's row when the batch of the transaction's next statement is read, and its
+// error fails that statement. A checked statement never goes in a batch
+// with COMMIT, whose outcome its check could no longer change: commit
+// sends it first, in a batch of its own. Once a check has failed, the
+// transaction can only roll back.
+func (q *lazyQuerier) DeferChecked(check func(sqlcore.Row) error, sql string, args ...any) bool {
+	if !q.held || q.conn == nil || q.done {
+		return false
+	}
+	q.prelude = append(q.prelude, queued{sql: sql, args: args, check: func(br pgx.BatchResults) error { return check(br.QueryRow()) }})
+	q.must, q.checked = true, true
 	return true
 }
 
@@ -157,30 +178,53 @@ func (b *batch) finish(err error) error {
 // of its own, nothing more when it continues the write transaction; then
 // the deferred statements. The scope and the deferred statements are one
 // statement (selectList): a transaction's scope and its run's lock cost one.
-func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, error) {
+func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, []queued, error) {
 	if q.held && q.done {
-		return nil, pgx.ErrTxClosed
+		return nil, nil, pgx.ErrTxClosed
 	}
-	b := &pgx.Batch{}
-	var pre []queued
+	if q.broken != nil {
+		return nil, nil, q.broken
+	}
+	var stmts, pre []queued
 	switch {
 	case inTx && q.conn == nil:
 		conn, err := q.pool.Acquire(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		q.conn = conn
-		b.Queue("begin")
+		stmts = append(stmts, queued{sql: "begin"})
 		fallthrough
 	case !inTx:
 		pre = append(pre, scopeStmt(q.role, q.sc, false))
 	}
 	pre = append(pre, q.prelude...)
-	q.prelude, q.must = nil, false
-	for _, st := range selectList(pre) {
+	q.prelude, q.must, q.checked = nil, false, false
+	stmts = append(stmts, selectList(pre)...)
+	b := &pgx.Batch{}
+	for _, st := range stmts {
 		b.Queue(st.sql, st.args...)
 	}
-	return b, nil
+	return b, stmts, nil
+}
+
+// readLead reads the results of the statements lead queued (stmts), in
+// order, and checks those that have a check. A failed check breaks the
+// transaction (see DeferChecked).
+func (q *lazyQuerier) readLead(br pgx.BatchResults, stmts []queued) error {
+	for _, st := range stmts {
+		if st.check == nil {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := st.check(br); err != nil {
+			q.broken = err
+			return err
+		}
+	}
+	return nil
 }
 
 // selectList joins consecutive statements that are each "SELECT " and a
@@ -195,7 +239,7 @@ func selectList(stmts []queued) []queued {
 	for _, st := range stmts {
 		list, ok := strings.CutPrefix(st.sql, "SELECT ")
 		n := len(out)
-		if !ok || n == 0 || !strings.HasPrefix(out[n-1].sql, "SELECT ") {
+		if !ok || st.check != nil || n == 0 || !strings.HasPrefix(out[n-1].sql, "SELECT ") || out[n-1].check != nil {
 			out = append(out, st)
 			continue
 		}
@@ -240,7 +284,7 @@ func (q *lazyQuerier) send(ctx context.Context, sql string, args []any) (*batch,
 		// transaction; no BEGIN or COMMIT needed.
 		inTx, commit, q.done = false, false, true
 	}
-	b, err := q.lead(ctx, inTx)
+	b, lead, err := q.lead(ctx, inTx)
 	if err != nil {
 		return nil, err
 	}
@@ -260,14 +304,8 @@ func (q *lazyQuerier) send(ctx context.Context, sql string, args []any) (*batch,
 	} else {
 		br = q.pool.SendBatch(ctx, b)
 	}
-	lead := len(b.QueuedQueries) - 1
-	if commit {
-		lead--
-	}
-	for range lead {
-		if _, err := br.Exec(); err != nil {
-			return nil, (&batch{q: q, br: br, commit: commit}).finish(err)
-		}
+	if err := q.readLead(br, lead); err != nil {
+		return nil, (&batch{q: q, br: br, commit: commit}).finish(err)
 	}
 	return &batch{q: q, br: br, commit: commit}, nil
 }
@@ -276,11 +314,16 @@ func (q *lazyQuerier) send(ctx context.Context, sql string, args []any) (*batch,
 // in a batch of its own and reads its results, so that the caller may then
 // use q.conn directly.
 func (q *lazyQuerier) flush(ctx context.Context) error {
-	b, err := q.lead(ctx, true)
+	b, lead, err := q.lead(ctx, true)
 	if err != nil || len(b.QueuedQueries) == 0 {
 		return err
 	}
-	return q.conn.SendBatch(ctx, b).Close()
+	br := q.conn.SendBatch(ctx, b)
+	err = q.readLead(br, lead)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Exec runs sql, pipelined with what must precede it (send), and returns
@@ -350,6 +393,17 @@ func (q *lazyQuerier) query(ctx context.Context, sql string, args []any) (pgx.Ro
 // (deferAfter) in one batch (commitWith); other deferred statements still
 // pending (locks) are dropped.
 func (q *lazyQuerier) commit(ctx context.Context) error {
+	if q.checked && !q.done {
+		// A checked statement goes before the COMMIT's batch (DeferChecked).
+		if err := q.flush(ctx); err != nil {
+			q.abort(ctx)
+			return err
+		}
+	}
+	if q.broken != nil {
+		q.abort(ctx)
+		return q.broken
+	}
 	if (q.must || len(q.after) > 0) && !q.done {
 		return q.commitWith(ctx)
 	}
@@ -376,22 +430,17 @@ func (q *lazyQuerier) commit(ctx context.Context) error {
 // succeeded, what the statements after it do is not the transaction's
 // outcome: their errors are dropped.
 func (q *lazyQuerier) commitWith(ctx context.Context) error {
-	b, err := q.lead(ctx, true)
+	b, lead, err := q.lead(ctx, true)
 	if err != nil {
 		q.abort(ctx)
 		return err
 	}
-	lead := len(b.QueuedQueries)
 	b.Queue("commit")
 	for _, st := range selectList(q.after) {
 		b.Queue(st.sql, st.args...)
 	}
 	br := q.conn.SendBatch(ctx, b)
-	for range lead {
-		if _, err = br.Exec(); err != nil {
-			break
-		}
-	}
+	err = q.readLead(br, lead)
 	committed := false
 	if err == nil {
 		var tag pgconn.CommandTag
@@ -418,7 +467,7 @@ func (q *lazyQuerier) commitWith(ctx context.Context) error {
 // already, for the caller to finish and release.
 func (q *lazyQuerier) end() (conn *pgxpool.Conn, done bool) {
 	conn, done = q.conn, q.done
-	q.conn, q.done, q.prelude, q.must, q.after = nil, true, nil, false, nil
+	q.conn, q.done, q.prelude, q.must, q.after, q.checked = nil, true, nil, false, nil, false
 	return conn, done
 }
 

@@ -15,16 +15,16 @@ import (
 func TestSelectList(t *testing.T) {
 	t.Parallel()
 	got := selectList([]queued{
-		{"SELECT set_config('baton.owner', $1, true)", []any{"o"}},
-		{"SELECT pg_advisory_xact_lock($1, hashtext($2))", []any{1, "k"}},
-		{"SELECT pg_notify($1, $2)", []any{"c", "p"}},
-		{"UPDATE t SET a = $1", []any{"x"}},
-		{"SELECT $1", []any{"y"}},
+		{sql: "SELECT set_config('baton.owner', $1, true)", args: []any{"o"}},
+		{sql: "SELECT pg_advisory_xact_lock($1, hashtext($2))", args: []any{1, "k"}},
+		{sql: "SELECT pg_notify($1, $2)", args: []any{"c", "p"}},
+		{sql: "UPDATE t SET a = $1", args: []any{"x"}},
+		{sql: "SELECT $1", args: []any{"y"}},
 	})
 	want := []queued{
-		{"SELECT set_config('baton.owner', $1, true), pg_advisory_xact_lock($2, hashtext($3)), pg_notify($4, $5)", []any{"o", 1, "k", "c", "p"}},
-		{"UPDATE t SET a = $1", []any{"x"}},
-		{"SELECT $1", []any{"y"}},
+		{sql: "SELECT set_config('baton.owner', $1, true), pg_advisory_xact_lock($2, hashtext($3)), pg_notify($4, $5)", args: []any{"o", 1, "k", "c", "p"}},
+		{sql: "UPDATE t SET a = $1", args: []any{"x"}},
+		{sql: "SELECT $1", args: []any{"y"}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d statements, want %d: %v", len(got), len(want), got)

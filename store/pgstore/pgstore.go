@@ -404,7 +404,7 @@ func scopeStmt(role string, sc sqlcore.Scope, reset bool) queued {
 		args = append(args, leases)
 		which |= 4
 	}
-	return queued{scopeTexts[which], args}
+	return queued{sql: scopeTexts[which], args: args}
 }
 
 // scopeTexts are the texts of scopeStmt, by which settings it makes

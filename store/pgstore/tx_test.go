@@ -748,3 +748,153 @@ func (f *txFixture) listen(t *testing.T, prefix string) (channel string, heard f
 	}
 	return channel, heard, insert
 }
+
+// TestDeferredUpdateMessage: a deferred message update (a continuation's
+// placeholder as its run finishes) goes with the transaction's next
+// statement, in its round trip, or before the COMMIT in a batch of its
+// own; refused (the message is not in the expected status, or missing),
+// it fails that statement or the commit with the error the update would
+// have returned at once, and nothing of the transaction stays.
+func TestDeferredUpdateMessage(t *testing.T) {
+	t.Parallel()
+	f := newTxFixture(t, 0)
+	ctx := t.Context()
+	_, _, insert := f.listen(t, "upd_")
+	newMessage := func() string {
+		t.Helper()
+		ms, err := f.s.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: f.owner, ThreadID: f.thread.ID,
+			Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Status: message.StatusStreaming}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms[0].ID
+	}
+	status := func(id string) message.Status {
+		t.Helper()
+		m, err := f.s.GetMessage(ctx, &store.GetMessageParams{OwnerID: f.owner, ID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Status
+	}
+	update := func(id string, expected message.Status) *store.UpdateMessageParams {
+		return &store.UpdateMessageParams{OwnerID: f.owner, ID: id, Status: message.StatusCompleted,
+			Parts: []message.Part{{Type: message.PartText, Text: "done"}}, Metadata: map[string]any{"k": "v"},
+			ExpectedStatus: expected, Deferred: true}
+	}
+	isUpdate := func(q string) bool { return strings.Contains(q, "UPDATE messages") }
+
+	// Then a statement: one round trip for both, the update first.
+	for range 2 { // the first prepares the statements
+		id := newMessage()
+		f.tr.take()
+		if err := f.s.Tx(ctx, func(tx store.Tx) error {
+			if err := insert(tx); err != nil {
+				return err
+			}
+			m, err := tx.UpdateMessage(ctx, update(id, message.StatusStreaming))
+			if err != nil || m != nil {
+				t.Fatalf("deferred update: %v, %v; want nil, nil", m, err)
+			}
+			return insert(tx)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		trips := f.tr.take()
+		t.Logf("insert, deferred update, insert: %q", trips)
+		// The owner's scope, set for the update, goes first.
+		if n := len(trips); n != 3 || len(trips[1]) < 2 || !isUpdate(trips[1][len(trips[1])-2]) ||
+			!contains(trips[1][len(trips[1])-1], "INSERT INTO jobs") || !slices.Equal(trips[2], []string{"commit"}) {
+			t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [(scope), UPDATE, INSERT], [commit]", trips)
+		}
+		if got := status(id); got != message.StatusCompleted {
+			t.Fatalf("status %q after the deferred update, want completed", got)
+		}
+	}
+
+	// Then the commit: the update is sent first, alone, then the COMMIT.
+	id := newMessage()
+	f.tr.take()
+	if err := f.s.Tx(ctx, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
+		}
+		_, err := tx.UpdateMessage(ctx, update(id, message.StatusStreaming))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	trips := f.tr.take()
+	if len(trips) != 3 || !isUpdate(trips[1][len(trips[1])-1]) || !slices.Equal(trips[2], []string{"commit"}) {
+		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [(scope), UPDATE], [commit]", trips)
+	}
+	if got := status(id); got != message.StatusCompleted {
+		t.Errorf("status %q, want completed", got)
+	}
+
+	// Refused: the next statement fails with the update's error, as does
+	// the commit when the caller carries on regardless; nothing stays.
+	for _, c := range []struct {
+		name     string
+		expected message.Status
+		missing  bool
+		next     bool // a statement follows the update
+		ignore   bool // the transaction's function ignores that statement's error
+	}{
+		{name: "status, then a statement", expected: message.StatusQueued, next: true},
+		{name: "status, then the commit", expected: message.StatusQueued},
+		{name: "status, error ignored", expected: message.StatusQueued, next: true, ignore: true},
+		{name: "missing, then a statement", expected: message.StatusStreaming, missing: true, next: true},
+		{name: "missing, then the commit", missing: true},
+	} {
+		id := newMessage()
+		target := id
+		if c.missing {
+			target = randName("no-message-")
+		}
+		before := f.jobs(t)
+		var stmtErr error
+		err := f.s.Tx(ctx, func(tx store.Tx) error {
+			if err := insert(tx); err != nil {
+				return err
+			}
+			if _, err := tx.UpdateMessage(ctx, update(target, c.expected)); err != nil {
+				t.Fatalf("%s: the deferred update failed at once: %v", c.name, err)
+			}
+			if !c.next {
+				return nil
+			}
+			stmtErr = insert(tx)
+			if c.ignore {
+				return nil
+			}
+			return stmtErr
+		})
+		for what, e := range map[string]error{"transaction": err, "next statement": stmtErr} {
+			if what == "next statement" && !c.next {
+				continue
+			}
+			var te *store.TransitionError
+			switch {
+			case c.missing && !errors.Is(e, store.ErrNotFound):
+				t.Errorf("%s: %s: %v, want ErrNotFound", c.name, what, e)
+			case !c.missing && (!errors.As(e, &te) || te.From != string(message.StatusStreaming) || te.ID != id):
+				t.Errorf("%s: %s: %v, want a *store.TransitionError from streaming", c.name, what, e)
+			}
+		}
+		if n := f.jobs(t); n != before {
+			t.Errorf("%s: %d jobs after the refused update, want %d", c.name, n, before)
+		}
+		if got := status(id); got != message.StatusStreaming {
+			t.Errorf("%s: status %q, want streaming", c.name, got)
+		}
+	}
+
+	// Outside a transaction that has begun, it runs at once and returns
+	// the message.
+	id = newMessage()
+	m, err := f.s.UpdateMessage(ctx, update(id, message.StatusStreaming))
+	if err != nil || m == nil || m.Status != message.StatusCompleted {
+		t.Errorf("UpdateMessage outside a transaction: %+v, %v", m, err)
+	}
+}

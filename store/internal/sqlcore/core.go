@@ -219,6 +219,18 @@ func deferWrite(q Querier, deferred bool, query string, args ...any) bool {
 	return ok && deferred && d.DeferWrite(query, args...)
 }
 
+// deferChecked queues query, a write whose outcome check reads (its one
+// row), to go with the transaction's next statement, when deferred is set
+// and q can (pgstore's DeferChecked, in a Store.Tx that has begun); an
+// error of check fails that statement. It reports whether it did.
+// Otherwise the caller runs the write at once.
+func deferChecked(q Querier, deferred bool, check func(Row) error, query string, args ...any) bool {
+	d, ok := q.(interface {
+		DeferChecked(func(Row) error, string, ...any) bool
+	})
+	return ok && deferred && d.DeferChecked(check, query, args...)
+}
+
 // storeSentinels are errors that already say what happened.
 var storeSentinels = []error{
 	store.ErrNotFound, store.ErrConflict, store.ErrIncompatible, store.ErrUnavailable,

@@ -449,9 +449,31 @@ func (e *Engine) updateMessage(ctx context.Context, q Querier, mm MetadataMerger
 		args = append(args, string(p.ExpectedStatus))
 		where = fmt.Sprintf(" AND status = $%d", len(args))
 	}
-	m, err := scanMessage(q.QueryRow(ctx, `UPDATE messages SET status = COALESCE($3, status), parts = COALESCE($4, parts),
-		usage = COALESCE($5, usage), metadata = `+metadata+`, updated_at = $6
-		WHERE owner_id = $1 AND id = $2`+where+` RETURNING `+messageCols, args...))
+	update := `UPDATE messages SET status = COALESCE($3, status), parts = COALESCE($4, parts),
+		usage = COALESCE($5, usage), metadata = ` + metadata + `, updated_at = $6
+		WHERE owner_id = $1 AND id = $2` + where
+	// Deferred: whether the row was updated and, if not, its status as the
+	// statement found it (none: no such message) are all it reads back.
+	checked := `WITH u AS (` + update + ` RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM u), CASE WHEN NOT EXISTS (SELECT 1 FROM u)
+			THEN (SELECT status FROM messages WHERE owner_id = $1 AND id = $2) END`
+	if deferChecked(q, p.Deferred, func(r Row) error {
+		var updated bool
+		var from *string
+		if err := r.Scan(&updated, &from); err != nil {
+			return e.wrap("update message "+p.ID, err)
+		}
+		switch {
+		case updated:
+			return nil
+		case from == nil:
+			return e.wrap("update message "+p.ID, store.ErrNotFound)
+		}
+		return e.wrap("update message "+p.ID, transitionError(p, *from))
+	}, checked, args...) {
+		return nil, nil
+	}
+	m, err := scanMessage(q.QueryRow(ctx, update+` RETURNING `+messageCols, args...))
 	if !errors.Is(err, sql.ErrNoRows) || p.ExpectedStatus == "" {
 		return m, err
 	}
@@ -460,11 +482,17 @@ func (e *Engine) updateMessage(ctx context.Context, q Querier, mm MetadataMerger
 	if err := q.QueryRow(ctx, `SELECT status FROM messages WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID).Scan(&from); err != nil {
 		return nil, err
 	}
+	return nil, transitionError(p, from)
+}
+
+// transitionError is the error of an update refused because the message,
+// found in status from, is not in p.ExpectedStatus.
+func transitionError(p *store.UpdateMessageParams, from string) error {
 	to := p.Status
 	if to == "" {
 		to = message.Status(from)
 	}
-	return nil, &store.TransitionError{Kind: "message", ID: p.ID, From: from, To: string(to),
+	return &store.TransitionError{Kind: "message", ID: p.ID, From: from, To: string(to),
 		Reason: "expected status " + string(p.ExpectedStatus)}
 }
 
