@@ -306,8 +306,16 @@ type SaveCheckpointParams struct {
 	// thread's sequence numbers and the messages are one statement.
 	Messages []NewMessage
 	// Thread, when not nil and Messages is not empty, is set to the thread
-	// as the append leaves it, as [AppendMessagesParams.Thread] is.
+	// as the append leaves it, as [AppendMessagesParams.Thread] is; with
+	// NewThread, to the thread created.
 	Thread *Thread
+	// NewThread, when not nil, creates the state's thread (State.ThreadID,
+	// required; NewThread's OwnerID and ID, when set, must be the same) in
+	// the same write, before the checkpoint, as [Ops.CreateThread] creates
+	// it and with the same errors; its first messages are
+	// NewThread.Messages (Messages must then be empty). On PostgreSQL the
+	// thread, its messages and the checkpoint are one statement.
+	NewThread *CreateThreadParams
 }
 
 // GetCheckpointParams are the params of [Ops.GetCheckpoint].

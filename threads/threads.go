@@ -390,15 +390,22 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 	err = c.s.st.Tx(ctx, func(tx store.Tx) error {
 		cp, th = nil, nil
 		news := c.newMessages(st)
-		if c.create != nil {
+		save := &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent}
+		if c.create != nil && st.ThreadID == c.create.ID {
+			// A new thread, created with the agent that runs first and the
+			// run's messages so far, by the checkpoint's write (one
+			// statement on PostgreSQL), which takes the run's lock first.
+			create := *c.create
+			create.ActiveAgent, create.Messages, news = st.Agent, news, nil
+			th = new(store.Thread)
+			save.NewThread, save.Thread = &create, th
+		} else if c.create != nil {
 			// The run's lock first, as in every transaction that takes
 			// several (SaveCheckpoint below does not take it again): on
 			// PostgreSQL it goes with the transaction's scope.
 			if err := tx.LockRun(ctx, &store.LockRunParams{OwnerID: c.owner, RunID: st.RunID}); err != nil {
 				return fmt.Errorf("lock run: %w", err)
 			}
-			// A new thread, created with the agent that runs first and the
-			// run's messages so far.
 			create := *c.create
 			create.ActiveAgent, create.Messages, news = st.Agent, news, nil
 			var err error
@@ -422,7 +429,6 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		}
 		// The new messages go with the checkpoint (one statement on
 		// PostgreSQL), unless the state names another thread.
-		save := &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent}
 		if len(news) > 0 {
 			th = new(store.Thread)
 			if st.ThreadID == c.threadID {
@@ -431,7 +437,13 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		}
 		var err error
 		cp, err = tx.SaveCheckpoint(ctx, save)
-		if err != nil {
+		switch {
+		case err != nil && save.NewThread != nil && errors.Is(err, store.ErrNotFound):
+			// The new thread's owner (or parent) is missing.
+			return fmt.Errorf("%w: %w", errNoOwner, err)
+		case err != nil && save.NewThread != nil:
+			return fmt.Errorf("create thread and save checkpoint: %w", err)
+		case err != nil:
 			return fmt.Errorf("save checkpoint: %w", err)
 		}
 		if len(news) > 0 {

@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"CheckpointFencingStep", testCheckpointFencingStep},
 		{"CheckpointFencingParent", testCheckpointFencingParent},
 		{"CheckpointMessages", testCheckpointMessages},
+		{"CheckpointNewThread", testCheckpointNewThread},
 		{"CheckpointConcurrentWriters", testCheckpointConcurrentWriters},
 		{"CheckpointIncompatible", testCheckpointIncompatible},
 		{"CheckpointInvalid", testCheckpointInvalid},
@@ -1051,6 +1052,102 @@ func testCheckpointMessages(t *testing.T, s store.Store, b *bundle) {
 		t.Fatalf("latest step %d after a rollback, want 5", got.Step)
 	}
 	checkTexts()
+}
+
+// testCheckpointNewThread: a checkpoint saved with NewThread creates its
+// thread and the thread's first messages in the same write, as
+// CreateThread does; refused (a taken thread id, a missing owner or
+// parent, a stale fence, bad params), nothing of it is written.
+func testCheckpointNewThread(t *testing.T, s store.Store, b *bundle) {
+	run := "run-" + uuid.NewString()
+	id := "thread-" + uuid.NewString()
+	first := message.User("hello")
+	first.ID = run + "-m1"
+	create := &store.CreateThreadParams{Name: "new", Network: "net", ActiveAgent: "a",
+		Metadata: map[string]json.RawMessage{"ns": json.RawMessage(`{"k":1}`)},
+		Messages: []store.NewMessage{{Message: first}, {Message: message.Assistant("a", "hi")}}}
+	var th store.Thread
+	cp := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, id, 1), NewThread: create, Thread: &th}))(t)
+	got := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: id}))(t)
+	if th.ID != id || th.OwnerID != b.owner || th.Name != "new" || th.Network != "net" || th.ActiveAgent != "a" || th.Version != 1 ||
+		!th.CreatedAt.Equal(got.CreatedAt) || !th.UpdatedAt.Equal(got.UpdatedAt) || string(th.Metadata["ns"]) != string(got.Metadata["ns"]) || !strings.Contains(string(got.Metadata["ns"]), `"k"`) {
+		t.Fatalf("thread returned %+v, stored %+v", th, got)
+	}
+	if cp.ThreadID != id || cp.Step != 1 || cp.ParentID != "" || cp.CreatedAt.IsZero() {
+		t.Fatalf("checkpoint %+v", cp)
+	}
+	list := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: id}))(t)
+	if len(list) != 2 || list[0].ID != first.ID || list[0].Seq != 1 || list[1].Text() != "hi" || list[1].Seq != 2 {
+		t.Fatalf("messages %+v", list)
+	}
+	// The thread then takes appends after its first messages.
+	more := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: id,
+		Messages: []store.NewMessage{{Message: message.User("again")}}}))(t)
+	if more[0].Seq != 3 {
+		t.Fatalf("next message's seq %d, want 3", more[0].Seq)
+	}
+	// Without messages, and without Thread.
+	bare := "thread-" + uuid.NewString()
+	Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState("run-"+uuid.NewString(), bare, 1),
+		NewThread: &store.CreateThreadParams{OwnerID: b.owner, ID: bare}}))(t)
+	Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: bare}))(t)
+
+	absent := func(what, threadID, runID string) {
+		t.Helper()
+		if _, err := s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: threadID}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the thread: %v, want ErrNotFound", what, err)
+		}
+		if _, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: runID}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the checkpoint: %v, want ErrNotFound", what, err)
+		}
+	}
+	// A taken thread id: a conflict, and the run writes nothing.
+	again := "run-" + uuid.NewString()
+	_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(again, id, 1), NewThread: &store.CreateThreadParams{}})
+	wantErr(t, err, store.ErrConflict)
+	if _, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: again}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a taken thread id: the checkpoint: %v, want ErrNotFound", err)
+	}
+	// A missing owner, a missing parent: not found.
+	lost := "thread-" + uuid.NewString()
+	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: "nobody-" + uuid.NewString(), State: newState(again, lost, 1),
+		NewThread: &store.CreateThreadParams{Messages: []store.NewMessage{{Message: message.User("x")}}}})
+	wantErr(t, err, store.ErrNotFound)
+	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(again, lost, 1),
+		NewThread: &store.CreateThreadParams{ParentID: "missing-" + uuid.NewString()}})
+	wantErr(t, err, store.ErrNotFound)
+	absent("missing owner or parent", lost, again)
+	// A stale fence: the thread is not created either.
+	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, lost, 1), NewThread: &store.CreateThreadParams{}})
+	wantAs[*store.StaleWriteError](t, err)
+	if _, err := s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: lost}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a stale fence: the thread: %v, want ErrNotFound", err)
+	}
+	// Bad params: invalid.
+	for what, p := range map[string]*store.SaveCheckpointParams{
+		"no State.ThreadID": {OwnerID: b.owner, State: newState(again, "", 1), NewThread: &store.CreateThreadParams{}},
+		"another ID":        {OwnerID: b.owner, State: newState(again, lost, 1), NewThread: &store.CreateThreadParams{ID: "other"}},
+		"another owner":     {OwnerID: b.owner, State: newState(again, lost, 1), NewThread: &store.CreateThreadParams{OwnerID: b.other}},
+		"Messages too":      {OwnerID: b.owner, State: newState(again, lost, 1), NewThread: &store.CreateThreadParams{}, Messages: []store.NewMessage{{Message: message.User("x")}}},
+		"bad metadata":      {OwnerID: b.owner, State: newState(again, lost, 1), NewThread: &store.CreateThreadParams{Metadata: map[string]json.RawMessage{"ns": json.RawMessage(`{`)}}},
+	} {
+		_, err := s.SaveCheckpoint(b.ctx, p)
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", what, err)
+		}
+	}
+	absent("bad params", lost, again)
+	// In a transaction that rolls back, nothing stays.
+	boom := errors.New("boom")
+	err = s.Tx(b.ctx, func(tx store.Tx) error {
+		if _, err := tx.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(again, lost, 1),
+			NewThread: &store.CreateThreadParams{Messages: []store.NewMessage{{Message: message.User("rolled back")}}}}); err != nil {
+			return err
+		}
+		return boom
+	})
+	wantErr(t, err, boom)
+	absent("rolled back", lost, again)
 }
 
 func testCheckpointConcurrentWriters(t *testing.T, s store.Store, b *bundle) {

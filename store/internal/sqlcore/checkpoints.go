@@ -113,6 +113,10 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 			return nil, e.wrap(op, err)
 		}
 	}
+	nt, err := newThreadOf(p, s.ThreadID)
+	if err != nil {
+		return nil, e.wrap(op, err)
+	}
 	cp := &store.Checkpoint{
 		ID: p.ID, OwnerID: p.OwnerID, ThreadID: s.ThreadID, RunID: s.RunID, Step: s.Step,
 		Fingerprint: s.Fingerprint, Status: s.Status, State: s,
@@ -140,10 +144,28 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 		var parent nullStr
 		_, cte := e.Dialect.(WritingCTE)
 		var err error
-		if len(nms) > 0 && cte {
+		switch {
+		case nt != nil && cte:
+			last(q)
+			var th *store.Thread
+			th, err = checkpointCreateInOne(ctx, q, args, nt, &created, &parent)
+			if err == nil && p.Thread != nil {
+				*p.Thread = *th
+			}
+		case nt != nil:
+			var th *store.Thread
+			if th, err = createThread(ctx, q, nt.p, s.ThreadID, nt.md, nt.nms, now, false); err != nil {
+				return err
+			}
+			if p.Thread != nil {
+				*p.Thread = *th
+			}
+			last(q)
+			err = q.QueryRow(ctx, insertCheckpoint, args...).Scan(&created, &parent)
+		case len(nms) > 0 && cte:
 			last(q)
 			err = checkpointAppendInOne(ctx, q, args, nms, p.Thread, &created, &parent)
-		} else {
+		default:
 			if len(nms) == 0 {
 				last(q)
 			}
@@ -233,8 +255,74 @@ const insertCheckpoint = `INSERT INTO checkpoints
 			RETURNING created_at, parent_id`
 
 // The texts of checkpointAppendInOne, without and with the thread's
-// columns.
-var cpAppendTexts, cpAppendThreadTexts textCache
+// columns, and of checkpointCreateInOne.
+var cpAppendTexts, cpAppendThreadTexts, cpCreateTexts textCache
+
+// newThread is a SaveCheckpointParams.NewThread checked and encoded.
+type newThread struct {
+	p   *store.CreateThreadParams
+	md  any
+	nms []newMessage
+}
+
+// newThreadOf checks and encodes p.NewThread, the thread threadID names
+// (nil if none).
+func newThreadOf(p *store.SaveCheckpointParams, threadID string) (*newThread, error) {
+	c := p.NewThread
+	switch {
+	case c == nil:
+		return nil, nil
+	case threadID == "":
+		return nil, invalid("NewThread needs State.ThreadID")
+	case c.ID != "" && c.ID != threadID:
+		return nil, invalid("NewThread.ID %q is not State.ThreadID %q", c.ID, threadID)
+	case c.OwnerID != "" && c.OwnerID != p.OwnerID:
+		return nil, invalid("NewThread.OwnerID %q is not OwnerID %q", c.OwnerID, p.OwnerID)
+	case len(p.Messages) > 0:
+		return nil, invalid("Messages with NewThread: give the new thread's messages in NewThread.Messages")
+	}
+	md, err := encodeNamespaces("NewThread.Metadata", c.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	nms, err := encodeNew(c.Messages)
+	if err != nil {
+		return nil, err
+	}
+	cc := *c
+	cc.OwnerID, cc.ID = p.OwnerID, threadID
+	return &newThread{p: &cc, md: md, nms: nms}, nil
+}
+
+// checkpointCreateInOne is SaveCheckpoint of a run's first checkpoint with
+// its new thread in one statement (a WritingCTE dialect): the fenced insert
+// of the checkpoint (args, as insertCheckpoint's) in a WITH; the thread
+// inserted only if the checkpoint was ($3 its id, $2 its owner, $9 its
+// time, then its own args after insertCheckpoint's); its messages after
+// it, numbered from 1. The checkpoint's foreign key to the thread is
+// checked at the end of the statement, which sees the thread's row. It
+// scans the checkpoint's created_at and parent_id and returns the thread.
+// No row (sql.ErrNoRows): the fence did not hold, and nothing was written.
+func checkpointCreateInOne(ctx context.Context, q Querier, args []any, nt *newThread, created *nullTime, parent *nullStr) (*store.Thread, error) {
+	c := nt.p
+	args = append(args, nullString(c.ParentID), c.Name, c.Network, c.ActiveAgent, nt.md, len(nt.nms))
+	args, values := messageValues(args, nt.nms)
+	query := cpCreateTexts.get(len(nt.nms), func() string {
+		m := ""
+		if len(nt.nms) > 0 {
+			m = `, m AS (` + insertValues("t.owner_id", "t.id", "v.ord", "$9", values()) + `)`
+		}
+		return `WITH c AS (` + insertCheckpoint + `), t AS (INSERT INTO threads
+			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
+			SELECT $3, $2, $12, $13, $14, $15, $16, 1, $17, $9, $9 WHERE EXISTS (SELECT 1 FROM c)
+			RETURNING ` + threadCols + `)` + m + `
+		SELECT c.created_at, c.parent_id, ` + threadColsOfT + ` FROM c, t`
+	})
+	r := q.QueryRow(ctx, query, args...)
+	return scanThread(nestRow(func(td ...any) error {
+		return r.Scan(append([]any{created, parent}, td...)...)
+	}))
+}
 
 // checkpointAppendInOne is SaveCheckpoint with messages in one statement
 // (a WritingCTE dialect): the fenced insert of the checkpoint (args, as

@@ -84,27 +84,32 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 		id = newID()
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+id, func(q Querier) (*store.Thread, error) {
-		// One statement: the foreign keys reject an owner that does not
-		// exist and a parent that is missing or another owner's
-		// ((parent_id, owner_id) references threads), as ErrNotFound.
-		// The first messages follow it with their sequence numbers known.
 		now := e.Dialect.Time(e.now())
 		if _, ok := e.Dialect.(WritingCTE); ok && len(nms) > 0 {
 			return createInOne(ctx, q, p, id, md, nms, now)
 		}
-		if len(nms) == 0 {
-			last(q)
-		}
-		t, err := scanThread(q.QueryRow(ctx, `INSERT INTO threads
-			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9) RETURNING `+threadCols,
-			id, p.OwnerID, nullString(p.ParentID), p.Name, p.Network, p.ActiveAgent, md, len(nms), now))
-		if err != nil || len(nms) == 0 {
-			return t, err
-		}
-		_, err = insertMessages(ctx, q, p.OwnerID, id, 0, nms, now)
-		return t, err
+		return createThread(ctx, q, p, id, md, nms, now, true)
 	})
+}
+
+// createThread inserts a thread, then its messages: the foreign keys
+// reject an owner that does not exist and a parent that is missing or
+// another owner's ((parent_id, owner_id) references threads), as
+// ErrNotFound; the messages follow with their sequence numbers known. When
+// final, the transaction ends with it (last).
+func createThread(ctx context.Context, q Querier, p *store.CreateThreadParams, id string, md any, nms []newMessage, now any, final bool) (*store.Thread, error) {
+	if final && len(nms) == 0 {
+		last(q)
+	}
+	t, err := scanThread(q.QueryRow(ctx, `INSERT INTO threads
+		(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 1, $8, $9, $9) RETURNING `+threadCols,
+		id, p.OwnerID, nullString(p.ParentID), p.Name, p.Network, p.ActiveAgent, md, len(nms), now))
+	if err != nil || len(nms) == 0 {
+		return t, err
+	}
+	_, err = insertMessages(ctx, q, p.OwnerID, id, 0, nms, now)
+	return t, err
 }
 
 // createInOne is CreateThread of a thread with messages in one statement
