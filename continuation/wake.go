@@ -10,6 +10,8 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
+
+	"github.com/batonhq/baton/store/pgstore"
 )
 
 // River's SQLite driver has no LISTEN: an insert appends a row to River's
@@ -154,7 +156,10 @@ type notifySpy struct{ riverdriver.ExecutorTx }
 
 // NotifyMany implements riverdriver.ExecutorTx.
 func (e notifySpy) NotifyMany(ctx context.Context, params *riverdriver.NotifyManyParams) error {
-	err := e.ExecutorTx.NotifyMany(ctx, params)
+	// A NOTIFY is delivered at the commit, wherever it runs in the
+	// transaction: it goes with the COMMIT (or the next statement), not in
+	// a round trip of its own.
+	err := e.ExecutorTx.NotifyMany(pgstore.DeferringExec(ctx), params)
 	if n, ok := ctx.Value(notifiedKey{}).(*bool); ok && err == nil && params.Topic == riverInsertTopic {
 		*n = true
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/pgstore"
 )
 
 // fakeListener is a River listener whose notifications a test sends.
@@ -201,6 +203,24 @@ func TestInsertQuiet(t *testing.T) {
 			t.Parallel()
 			tools := newToolLog()
 			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) { c.FetchCooldown, c.FetchPollInterval = time.Minute, time.Hour })
+			// On PostgreSQL, River's NOTIFY (sent with the COMMIT, see
+			// notifySpy) reaches a listener of the store's schema.
+			var listen *pgx.Conn
+			if ps, ok := b.st.(*pgstore.Store); ok {
+				c, err := ps.Pool().Acquire(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(c.Release)
+				var schema string
+				if err := c.QueryRow(t.Context(), `SELECT current_schema()`).Scan(&schema); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Exec(t.Context(), `LISTEN "`+schema+`.`+riverInsertTopic+`"`); err != nil {
+					t.Fatal(err)
+				}
+				listen = c.Conn()
+			}
 			var quiet []bool
 			for i := range 2 {
 				if err := b.st.Tx(t.Context(), func(tx store.Tx) error {
@@ -219,6 +239,14 @@ func TestInsertQuiet(t *testing.T) {
 			want := []bool{false, true}
 			if be.name == "SQLite" {
 				want = []bool{true, true}
+			}
+			if listen != nil {
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+				defer cancel()
+				n, err := listen.WaitForNotification(ctx)
+				if err != nil || !strings.Contains(n.Payload, b.cont.cfg.Queue) {
+					t.Fatalf("River's insert notification: %v, %v", n, err)
+				}
 			}
 			if !slices.Equal(quiet, want) {
 				t.Fatalf("quiet %v, want %v", quiet, want)

@@ -161,6 +161,20 @@ func DeferTx(tx store.Tx, sql string, args ...any) bool {
 	return queueIn(tx, (*lazyQuerier).deferExec, sql, args)
 }
 
+// deferredExecKey marks a context whose Execs on a PgxTx are deferred
+// (DeferringExec).
+type deferredExecKey struct{}
+
+// DeferringExec returns ctx marked so that an Exec of PgxTx's pgx.Tx under
+// it, once the transaction's first statement has run, is queued as
+// [DeferTx] queues a statement instead of sent at once, and returns an
+// empty command tag: for a statement whose result the caller does not
+// need, run through code that takes a pgx.Tx (River's insert NOTIFY, say).
+// Query, QueryRow and the other methods are not affected.
+func DeferringExec(ctx context.Context) context.Context {
+	return context.WithValue(ctx, deferredExecKey{}, true)
+}
+
 // AfterCommitTx queues sql, a statement whose result is not needed, to run
 // right after the COMMIT of tx, a transaction of a PostgreSQL store, and
 // reports false for a tx of another backend. It is sent in the COMMIT's

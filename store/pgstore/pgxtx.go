@@ -40,8 +40,12 @@ type pgxTx struct {
 
 var _ pgx.Tx = (*pgxTx)(nil)
 
-// Exec runs sql, pipelined with what is pending.
+// Exec runs sql, pipelined with what is pending, or queues it under a
+// context of DeferringExec.
 func (t *pgxTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if d, _ := ctx.Value(deferredExecKey{}).(bool); d && t.q.DeferWrite(sql, args...) {
+		return pgconn.CommandTag{}, nil
+	}
 	return t.q.exec(ctx, sql, args)
 }
 

@@ -898,3 +898,78 @@ func TestDeferredUpdateMessage(t *testing.T) {
 		t.Errorf("UpdateMessage outside a transaction: %+v, %v", m, err)
 	}
 }
+
+// TestDeferringExec: under DeferringExec, an Exec of PgxTx's pgx.Tx (River's
+// insert NOTIFY) goes with the transaction's next statement or its COMMIT
+// once the transaction has begun, and at once before; a Query is not
+// deferred; a deferred Exec that fails fails the commit.
+func TestDeferringExec(t *testing.T) {
+	t.Parallel()
+	f := newTxFixture(t, 0)
+	ctx := t.Context()
+	channel, heard, insert := f.listen(t, "dexec_")
+	dctx := pgstore.DeferringExec(ctx)
+	notify := func(tx store.Tx, payload string) error {
+		ptx, _ := pgstore.PgxTx(tx)
+		_, err := ptx.Exec(dctx, `SELECT pg_notify($1, $2)`, channel, payload)
+		return err
+	}
+	for range 2 { // the first prepares the statements
+		f.tr.take()
+		if err := f.s.Tx(ctx, func(tx store.Tx) error {
+			if err := insert(tx); err != nil {
+				return err
+			}
+			return notify(tx, "with commit")
+		}); err != nil {
+			t.Fatal(err)
+		}
+		heard("with commit")
+	}
+	if trips := f.tr.take(); len(trips) != 2 || !slices.Equal(trips[1][len(trips[1])-1:], []string{"commit"}) || !contains(trips[1][len(trips[1])-2], "pg_notify") {
+		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [pg_notify, commit]", trips)
+	}
+	// Before the first statement: at once, with BEGIN.
+	if err := f.s.Tx(ctx, func(tx store.Tx) error {
+		if err := notify(tx, "first"); err != nil {
+			return err
+		}
+		return insert(tx)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	heard("first")
+	if trips := f.tr.take(); len(trips) != 3 || !contains(trips[0][len(trips[0])-1], "pg_notify") {
+		t.Errorf("round trips %q, want [BEGIN, scope, pg_notify], [INSERT], [commit]", trips)
+	}
+	// A Query is sent at once.
+	if err := f.s.Tx(ctx, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
+		}
+		ptx, _ := pgstore.PgxTx(tx)
+		var one int
+		return ptx.QueryRow(dctx, `SELECT 1`).Scan(&one)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if trips := f.tr.take(); len(trips) != 3 || !slices.Equal(trips[1], []string{"SELECT 1"}) {
+		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [SELECT 1], [commit]", trips)
+	}
+	// A deferred Exec that fails: the commit fails, nothing stays.
+	before := f.jobs(t)
+	err := f.s.Tx(ctx, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
+		}
+		ptx, _ := pgstore.PgxTx(tx)
+		_, err := ptx.Exec(dctx, `SELECT 1/0`)
+		return err
+	})
+	if err == nil {
+		t.Fatal("a failing deferred Exec committed")
+	}
+	if n := f.jobs(t); n != before {
+		t.Errorf("%d jobs after the failed commit, want %d", n, before)
+	}
+}
