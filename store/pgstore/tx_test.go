@@ -509,8 +509,7 @@ func TestDeferTx(t *testing.T) {
 
 	// A deferred statement that fails: the commit fails, the insert is
 	// rolled back, nothing is notified, and the pool's connection is usable.
-	before := f.jobs(t)
-	err = f.s.Tx(ctx, func(tx store.Tx) error {
+	f.failsCommit(t, "a failing deferred statement", func(tx store.Tx) error {
 		if err := insert(tx); err != nil {
 			return err
 		}
@@ -518,12 +517,6 @@ func TestDeferTx(t *testing.T) {
 		pgstore.DeferTx(tx, `SELECT 1/0`)
 		return nil
 	})
-	if err == nil {
-		t.Fatal("a failing deferred statement committed")
-	}
-	if n := f.jobs(t); n != before {
-		t.Errorf("%d jobs after the failed commit, want %d", n, before)
-	}
 	if err := f.s.Tx(ctx, func(tx store.Tx) error {
 		pgstore.DeferTx(tx, `SELECT pg_notify($1, $2)`, channel, "next")
 		return nil
@@ -957,8 +950,7 @@ func TestDeferringExec(t *testing.T) {
 		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [SELECT 1], [commit]", trips)
 	}
 	// A deferred Exec that fails: the commit fails, nothing stays.
-	before := f.jobs(t)
-	err := f.s.Tx(ctx, func(tx store.Tx) error {
+	f.failsCommit(t, "a failing deferred Exec", func(tx store.Tx) error {
 		if err := insert(tx); err != nil {
 			return err
 		}
@@ -966,10 +958,17 @@ func TestDeferringExec(t *testing.T) {
 		_, err := ptx.Exec(dctx, `SELECT 1/0`)
 		return err
 	})
-	if err == nil {
-		t.Fatal("a failing deferred Exec committed")
+}
+
+// failsCommit runs fn in a Store.Tx that must fail (what names it) and
+// leave the jobs table as it was.
+func (f *txFixture) failsCommit(t *testing.T, what string, fn func(tx store.Tx) error) {
+	t.Helper()
+	before := f.jobs(t)
+	if err := f.s.Tx(t.Context(), fn); err == nil {
+		t.Fatalf("%s committed", what)
 	}
 	if n := f.jobs(t); n != before {
-		t.Errorf("%d jobs after the failed commit, want %d", n, before)
+		t.Errorf("%s: %d jobs after the failed commit, want %d", what, n, before)
 	}
 }
