@@ -106,11 +106,11 @@ func (q *lazyQuerier) DeferWrite(sql string, args ...any) bool {
 }
 
 // DeferChecked is DeferWrite for a write whose outcome must be checked:
-// check reads the statement's row when the batch of the transaction's next statement is read, and its
-// error fails that statement. A checked statement never goes in a batch
-// with COMMIT, whose outcome its check could no longer change: commit
-// sends it first, in a batch of its own. Once a check has failed, the
-// transaction can only roll back.
+// check reads the statement's row when the batch of the transaction's next
+// statement is read, and its error fails that statement. A checked
+// statement never goes in a batch with COMMIT, whose outcome its check
+// could no longer change: commit sends it first, in a batch of its own.
+// Once a check has failed, the transaction can only roll back.
 func (q *lazyQuerier) DeferChecked(check func(sqlcore.Row) error, sql string, args ...any) bool {
 	if !q.held || q.conn == nil || q.done {
 		return false
