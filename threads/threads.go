@@ -391,29 +391,30 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		cp, th = nil, nil
 		news := c.newMessages(st)
 		save := &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent}
-		if c.create != nil && st.ThreadID == c.create.ID {
+		if c.create != nil {
 			// A new thread, created with the agent that runs first and the
-			// run's messages so far, by the checkpoint's write (one
-			// statement on PostgreSQL), which takes the run's lock first.
+			// run's messages so far: by the checkpoint's write (one
+			// statement on PostgreSQL, which takes the run's lock first)
+			// when the state names it, else on its own, after the lock.
 			create := *c.create
 			create.ActiveAgent, create.Messages, news = st.Agent, news, nil
-			th = new(store.Thread)
-			save.NewThread, save.Thread = &create, th
-		} else if c.create != nil {
-			// The run's lock first, as in every transaction that takes
-			// several (SaveCheckpoint below does not take it again): on
-			// PostgreSQL it goes with the transaction's scope.
-			if err := tx.LockRun(ctx, &store.LockRunParams{OwnerID: c.owner, RunID: st.RunID}); err != nil {
-				return fmt.Errorf("lock run: %w", err)
-			}
-			create := *c.create
-			create.ActiveAgent, create.Messages, news = st.Agent, news, nil
-			var err error
-			if th, err = tx.CreateThread(ctx, &create); err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					return fmt.Errorf("%w: %w", errNoOwner, err)
+			if st.ThreadID == create.ID {
+				th = new(store.Thread)
+				save.NewThread, save.Thread = &create, th
+			} else {
+				// The run's lock first, as in every transaction that takes
+				// several (SaveCheckpoint below does not take it again): on
+				// PostgreSQL it goes with the transaction's scope.
+				if err := tx.LockRun(ctx, &store.LockRunParams{OwnerID: c.owner, RunID: st.RunID}); err != nil {
+					return fmt.Errorf("lock run: %w", err)
 				}
-				return fmt.Errorf("create thread: %w", err)
+				var err error
+				if th, err = tx.CreateThread(ctx, &create); err != nil {
+					if errors.Is(err, store.ErrNotFound) {
+						return fmt.Errorf("%w: %w", errNoOwner, err)
+					}
+					return fmt.Errorf("create thread: %w", err)
+				}
 			}
 		}
 		// The fenced checkpoint is the first write of a run's existing

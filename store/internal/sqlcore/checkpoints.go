@@ -143,25 +143,19 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 		var created nullTime
 		var parent nullStr
 		_, cte := e.Dialect.(WritingCTE)
+		var th *store.Thread // the new thread
 		var err error
-		switch {
-		case nt != nil && cte:
-			last(q)
-			var th *store.Thread
-			th, err = checkpointCreateInOne(ctx, q, args, nt, &created, &parent)
-			if err == nil && p.Thread != nil {
-				*p.Thread = *th
-			}
-		case nt != nil:
-			var th *store.Thread
+		if nt != nil && !cte {
+			// The thread first, then the checkpoint (below, with no
+			// messages: NewThread has them).
 			if th, err = createThread(ctx, q, nt.p, s.ThreadID, nt.md, nt.nms, now, false); err != nil {
 				return err
 			}
-			if p.Thread != nil {
-				*p.Thread = *th
-			}
+		}
+		switch {
+		case nt != nil && cte:
 			last(q)
-			err = q.QueryRow(ctx, insertCheckpoint, args...).Scan(&created, &parent)
+			th, err = checkpointCreateInOne(ctx, q, args, nt, &created, &parent)
 		case len(nms) > 0 && cte:
 			last(q)
 			err = checkpointAppendInOne(ctx, q, args, nms, p.Thread, &created, &parent)
@@ -186,6 +180,9 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 		}
 		if err != nil {
 			return err
+		}
+		if th != nil && p.Thread != nil {
+			*p.Thread = *th
 		}
 		cp.CreatedAt, cp.ParentID = created.T, parent.S
 		if len(nms) > 0 && !cte {

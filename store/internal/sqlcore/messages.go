@@ -460,16 +460,17 @@ func (e *Engine) updateMessage(ctx context.Context, q Querier, mm MetadataMerger
 	if deferChecked(q, p.Deferred, func(r Row) error {
 		var updated bool
 		var from *string
-		if err := r.Scan(&updated, &from); err != nil {
-			return e.wrap("update message "+p.ID, err)
-		}
+		err := r.Scan(&updated, &from)
 		switch {
+		case err != nil:
 		case updated:
 			return nil
 		case from == nil:
-			return e.wrap("update message "+p.ID, store.ErrNotFound)
+			err = store.ErrNotFound
+		default:
+			err = transitionError(p, *from)
 		}
-		return e.wrap("update message "+p.ID, transitionError(p, *from))
+		return e.wrap("update message "+p.ID, err)
 	}, checked, args...) {
 		return nil, nil
 	}
