@@ -7,6 +7,7 @@
 #
 #   bench/continuation-writes.sh pg BINARY       # BINARY: go test -c ./continuation/
 #   bench/continuation-writes.sh sqlite BINARY   #   needs strace
+#   bench/continuation-writes.sh equiv BINARY    # RiverEquivalent (the yardstick), PostgreSQL
 #   bench/continuation-writes.sh peer BINARY     # BINARY: go test -c in bench/peers/dbos:
 #                                                #   baton and DBOS, on both backends
 #
@@ -81,6 +82,10 @@ pg)
 	cluster
 	cd continuation && pgcount 'BenchmarkContinuation/Postgres/Baton$' 1160
 	;;
+equiv)
+	cluster
+	cd continuation && pgcount 'BenchmarkContinuation/Postgres/RiverEquivalent$' 480
+	;;
 sqlite)
 	cd continuation && sqlitecount 'BenchmarkContinuation/SQLite/Baton$' 1160
 	;;
@@ -92,5 +97,5 @@ peer)
 	echo "== SQLite, baton (per continuation)" && sqlitecount 'BenchmarkPeers/SQLite/Baton$' 1160
 	echo "== SQLite, DBOS (per workflow)" && sqlitecount 'BenchmarkPeers/SQLite/DBOS$' 680
 	;;
-*) echo "usage: $0 pg|sqlite|peer BINARY" >&2; exit 2 ;;
+*) echo "usage: $0 pg|equiv|sqlite|peer BINARY" >&2; exit 2 ;;
 esac

@@ -123,9 +123,12 @@ type Config struct {
 	Logger *slog.Logger
 
 	// testHook, in tests, runs between the writes of a hand-over, in a
-	// claim after its read of the job run ("claim read"), and in a
-	// delivery that finished its run, before it returns to River
-	// ("finished"); an error rolls back the hand-over or the claim.
+	// claim after its read of the job run ("claim read"), in a draft
+	// flush's transaction after it claimed a lazily claimed run ("flush
+	// claimed"), in the final transaction before its writes ("finish"),
+	// and in a delivery that finished its run, before it returns to River
+	// ("finished"); an error rolls back the hand-over, the claim, the
+	// flush or the final transaction.
 	testHook func(step string) error
 	// testNoUnique lets tests enqueue duplicates of one job.
 	testNoUnique bool

@@ -462,6 +462,9 @@ func (s *Service) finishTx(ctx context.Context, tx store.Tx, jc *jobCtx, st *run
 	// A run not claimed yet (see Service.lazyClaim) is claimed here: its
 	// placeholder is still queued, and its job run moves from queued to
 	// completed through processing, fenced on the attempt read.
+	if err := s.inject("finish"); err != nil {
+		return err
+	}
 	jc.claimMu.Lock()
 	defer jc.claimMu.Unlock()
 	claim := jc.lazy && !jc.claimed

@@ -158,6 +158,71 @@ func TestLazyClaim(t *testing.T) {
 	}
 }
 
+// TestLazyClaimFlushRacesFinal: the first draft flush claims the run and
+// its transaction is still open when the final transaction writes. The
+// final update of the placeholder, expecting the streaming status that
+// claim writes, waits for the flush to commit and the continuation
+// completes (on PostgreSQL it was refused by the claim it raced — the
+// statement compared the status as its snapshot had it — and the run
+// failed: a benchmark's continuation in a few hundred).
+func TestLazyClaimFlushRacesFinal(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := t.Context()
+		claimed, finishing := make(chan struct{}), make(chan struct{})
+		var claimOnce, finishOnce sync.Once
+		tools := newToolLog()
+		tools.gate = claimed // the tool returns once the flush has claimed
+		b := setup(t, be, idempotentNetwork(t, tools), tools, func(c *Config) {
+			c.Draft = draft.Options{Interval: time.Millisecond}
+			c.testHook = func(step string) error {
+				switch step {
+				case "flush claimed":
+					claimOnce.Do(func() {
+						close(claimed)
+						// The flush's transaction stays open until the final
+						// one is writing, and a while after, for its
+						// statements to reach the placeholder (on SQLite the
+						// final one cannot begin before the flush commits: a
+						// second, then).
+						select {
+						case <-finishing:
+							time.Sleep(200 * time.Millisecond)
+						case <-time.After(time.Second):
+						}
+					})
+				case "finish":
+					finishOnce.Do(func() { close(finishing) })
+				}
+				return nil
+			}
+		})
+		_, runID, h := b.handOver(t)
+		b.start(t)
+		msg := b.waitMessage(t, h.MessageID, 30*time.Second)
+		if msg.Status != message.StatusCompleted || msg.Text() != "Your order 1234 has shipped." {
+			t.Fatalf("placeholder = %s %q", msg.Status, msg.Text())
+		}
+		select {
+		case <-finishing:
+		default:
+			t.Fatal("no final transaction")
+		}
+		jr, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if jr.Status != store.JobCompleted || jr.Attempt != 1 {
+			t.Errorf("job run %s attempt %d, want completed at attempt 1", jr.Status, jr.Attempt)
+		}
+		if sts := statuses(t, b.st, runID); !equalStatuses(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended, runstate.StatusCompleted}) {
+			t.Errorf("checkpoints %v, want running suspended completed", sts)
+		}
+		if keys, calls := tools.total(); keys != 1 || calls != 1 {
+			t.Errorf("tool: %d keys, %d calls", keys, calls)
+		}
+	})
+}
+
 // TestLazyClaimRace: two deliveries of one continuation at once (a job
 // rescued while its worker still runs), both claiming lazily: both call the
 // idempotent tool with the same key, one writes, the other loses at its

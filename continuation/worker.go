@@ -112,7 +112,13 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 	dopts := s.cfg.Draft
 	if c.lazy {
 		// Unclaimed, the placeholder is queued: the first flush claims.
-		dopts.Gate = func(ctx context.Context, tx store.Tx) (func(error), error) { return s.claimIn(ctx, tx, jc) }
+		dopts.Gate = func(ctx context.Context, tx store.Tx) (func(error), error) {
+			after, err := s.claimIn(ctx, tx, jc)
+			if err == nil && after != nil {
+				err = s.inject("flush claimed")
+			}
+			return after, err
+		}
 	}
 	w := draft.NewWriter(ctx, s.st, s.broker, draft.Target{OwnerID: a.OwnerID, ThreadID: a.ThreadID, MessageID: a.EventID}, dopts)
 	jc.writer = w

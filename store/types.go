@@ -228,7 +228,10 @@ type UpdateMessageParams struct {
 	// Metadata is merged into the message's metadata key by key; a key with
 	// a nil value is removed.
 	Metadata map[string]any
-	// ExpectedStatus, when set, must be the message's current status.
+	// ExpectedStatus, when set, must be the message's current status: the
+	// status as the last transaction to change it left it, compared once
+	// the row is locked, so that an update racing a transaction that moves
+	// the message to ExpectedStatus waits for it and is made if it commits.
 	ExpectedStatus message.Status
 	// Deferred, in a Store.Tx whose first statement has run, lets the
 	// backend send the update with the transaction's next statement

@@ -86,8 +86,9 @@ func Baton(b *testing.B, st store.Store) {
 	// Throughput, 16 producers, end to end.
 	jobs.done.Store(0)
 	start := time.Now()
+	runs := make([]string, BatonJobs)
 	FanOut(b, BatonJobs, func(i int) error {
-		turn(LatencySamples + i)
+		runs[i], _ = turn(LatencySamples + i)
 		return nil
 	})
 	deadline := time.Now().Add(5 * time.Minute)
@@ -95,6 +96,7 @@ func Baton(b *testing.B, st store.Store) {
 		time.Sleep(time.Millisecond)
 	}
 	if jobs.done.Load() < BatonJobs {
+		Diagnose(b, st, jobs.missing(runs))
 		b.Fatalf("%d of %d continuations done", jobs.done.Load(), BatonJobs)
 	}
 	Report(b, lat, BatonJobs, time.Unix(0, jobs.last.Load()).Sub(start))
@@ -126,19 +128,19 @@ func Baton(b *testing.B, st store.Store) {
 // started wires baton on st (the benchmarks' network calling tool), whose
 // completed runs jobs counts, starts its workers until the benchmark ends
 // and makes the benchmarks' owner.
-func started(b *testing.B, st store.Store, tool func(context.Context, json.RawMessage) (string, error), jobs *finished) (*continuation.Service, *threads.Service) {
+func started(tb testing.TB, st store.Store, tool func(context.Context, json.RawMessage) (string, error), jobs *finished) (*continuation.Service, *threads.Service) {
 	count := runner.ExtensionFuncs{Boundary: func(_ context.Context, bd *runner.Boundary) error {
 		if bd.State.Status == runstate.StatusCompleted {
-			jobs.finish()
+			jobs.finishRun(bd.State.RunID)
 		}
 		return nil
 	}}
-	d, br := backendOf(b, st)
-	cont, svc := wire(b, st, Network(b, tool),
+	d, br := backendOf(tb, st)
+	cont, svc := wire(tb, st, Network(tb, tool),
 		continuation.Config{Store: st, Driver: d, Broker: br, Workers: Workers, FetchCooldown: FetchCooldown, Logger: Logger(), NoMigrate: true}, count)
-	StartUntilEnd(b, cont.Start, cont.Stop)
+	StartUntilEnd(tb, cont.Start, cont.Stop)
 	if _, err := st.EnsureOwner(context.Background(), &store.EnsureOwnerParams{ID: Owner}); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return cont, svc
 }

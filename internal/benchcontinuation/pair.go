@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -167,18 +168,34 @@ func pairStore(b *testing.B, u, alter string) store.Store {
 type pairSide struct {
 	run  func(i int)
 	done func() (n, last int64)
-	cpu  []float64
-	own  []float64 // this process's CPU per unit (ms): the Go side
-	rate []float64
+	// diagnose, when set, logs what became of units first to first+size-1
+	// of a batch not done in time.
+	diagnose func(first, size int)
+	cpu      []float64
+	own      []float64 // this process's CPU per unit (ms): the Go side
+	rate     []float64
 }
 
 // batonSide is baton's continuation on st.
 func batonSide(b *testing.B, st store.Store) *pairSide {
 	var jobs finished
+	var runs sync.Map // unit → run id
 	sd := &pairSide{done: jobs.count}
 	tool := func(context.Context, json.RawMessage) (string, error) { return `{"status":"shipped"}`, nil }
 	cont, svc := started(b, st, tool, &jobs)
-	sd.run = func(i int) { Turn(b, svc, cont.RunOptions(), i) }
+	sd.run = func(i int) {
+		run, _ := Turn(b, svc, cont.RunOptions(), i)
+		runs.Store(i, run)
+	}
+	sd.diagnose = func(first, size int) {
+		var of []string
+		for i := first; i < first+size; i++ {
+			if r, ok := runs.Load(i); ok {
+				of = append(of, r.(string))
+			}
+		}
+		Diagnose(b, st, jobs.missing(of))
+	}
 	return sd
 }
 
@@ -201,6 +218,9 @@ func (sd *pairSide) batch(b *testing.B, first, size int) {
 			break
 		}
 		if time.Now().After(deadline) {
+			if sd.diagnose != nil {
+				sd.diagnose(first, size)
+			}
 			b.Fatalf("%d of %d units of a batch done", int64(size)-(want-n), size)
 		}
 		time.Sleep(time.Millisecond)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -316,8 +317,29 @@ func equivalent(b *testing.B, st store.Store, jobs *finished) (produce func(n in
 	return produce, start, stop
 }
 
-// finished counts a scenario's jobs worked and when the last one was.
-type finished struct{ done, last atomic.Int64 }
+// finished counts a scenario's jobs worked and when the last one was, and
+// which runs finished, for those that report it ([finished.finishRun]).
+type finished struct {
+	done, last atomic.Int64
+	runs       sync.Map // run id → struct{}
+}
+
+// finishRun counts run as worked.
+func (f *finished) finishRun(run string) {
+	f.runs.Store(run, struct{}{})
+	f.finish()
+}
+
+// missing returns those of runs that have not finished.
+func (f *finished) missing(runs []string) []string {
+	var out []string
+	for _, r := range runs {
+		if _, ok := f.runs.Load(r); !ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 func (f *finished) finish() {
 	f.done.Add(1)

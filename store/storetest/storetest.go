@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"MessagesAppendAtomic", testMessagesAppendAtomic},
 		{"MessagesConcurrentAppend", testMessagesConcurrentAppend},
 		{"MessagesUpdate", testMessagesUpdate},
+		{"MessagesUpdateAwaitsWriter", testMessagesUpdateAwaitsWriter},
 		{"Drafts", testDrafts},
 		{"CheckpointSaveLoad", testCheckpointSaveLoad},
 		{"CheckpointFencingStep", testCheckpointFencingStep},
@@ -773,6 +774,91 @@ func testMessagesUpdate(t *testing.T, s store.Store, b *bundle) {
 	wantErr(t, err, store.ErrInvalid)
 	_, err = s.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.other, ID: m.ID, Status: message.StatusError})
 	wantErr(t, err, store.ErrNotFound)
+}
+
+// testMessagesUpdateAwaitsWriter: an update expecting the status that
+// another transaction, still open, is moving the message to waits for that
+// transaction and is decided by its outcome — made if it commits, refused
+// with the status the message kept if it rolls back — immediate or
+// deferred (UpdateMessageParams.Deferred) alike. (A continuation's final
+// update, expecting the streaming status its draft flush's claim writes,
+// races that claim's commit.)
+func testMessagesUpdateAwaitsWriter(t *testing.T, s store.Store, b *bundle) {
+	boom := errors.New("boom")
+	for _, deferred := range []bool{false, true} {
+		for _, commit := range []bool{true, false} {
+			t.Run(fmt.Sprintf("deferred=%v/commit=%v", deferred, commit), func(t *testing.T) {
+				th := newThread(t, s, b)
+				m := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+					Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Status: message.StatusQueued}}}}))(t)[0]
+				written, release := make(chan struct{}), make(chan struct{})
+				writer := make(chan error, 1)
+				go func() {
+					writer <- s.Tx(b.ctx, func(tx store.Tx) error {
+						if _, err := tx.UpdateMessage(b.ctx, &store.UpdateMessageParams{OwnerID: b.owner, ID: m.ID,
+							Status: message.StatusStreaming, ExpectedStatus: message.StatusQueued}); err != nil {
+							return err
+						}
+						close(written)
+						<-release
+						if !commit {
+							return boom
+						}
+						return nil
+					})
+				}()
+				select {
+				case <-written:
+				case err := <-writer:
+					t.Fatalf("writer: %v", err)
+				}
+				finish := &store.UpdateMessageParams{OwnerID: b.owner, ID: m.ID, Status: message.StatusCompleted,
+					Parts: []message.Part{{Type: message.PartText, Text: "done"}}, ExpectedStatus: message.StatusStreaming, Deferred: deferred}
+				done := make(chan error, 1)
+				go func() {
+					done <- s.Tx(b.ctx, func(tx store.Tx) error {
+						if _, err := tx.UpdateMessage(b.ctx, finish); err != nil {
+							return err
+						}
+						// A deferred update goes with the next statement.
+						_, err := tx.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: m.ID})
+						return err
+					})
+				}()
+				// Time for the update to reach the message while the
+				// writer's transaction is open.
+				select {
+				case err := <-done:
+					close(release)
+					<-writer
+					t.Fatalf("the update returned while the writer's transaction was open: %v", err)
+				case <-time.After(200 * time.Millisecond):
+				}
+				close(release)
+				if err := <-writer; commit && err != nil || !commit && !errors.Is(err, boom) {
+					t.Fatalf("writer: %v", err)
+				}
+				err := <-done
+				got := Must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: m.ID}))(t)
+				if commit {
+					if err != nil {
+						t.Fatalf("update after the writer committed: %v", err)
+					}
+					if got.Status != message.StatusCompleted || got.Text() != "done" {
+						t.Fatalf("after the update: %+v", got)
+					}
+					return
+				}
+				te := wantAs[*store.TransitionError](t, err)
+				if te.From != string(message.StatusQueued) || te.To != string(message.StatusCompleted) {
+					t.Fatalf("TransitionError = %+v", te)
+				}
+				if got.Status != message.StatusQueued || len(got.Parts) != 0 {
+					t.Fatalf("a refused update wrote: %+v", got)
+				}
+			})
+		}
+	}
 }
 
 func testDrafts(t *testing.T, s store.Store, b *bundle) {

@@ -444,19 +444,32 @@ func (e *Engine) updateMessage(ctx context.Context, q Querier, mm MetadataMerger
 		args = append(args, enc, del)
 		metadata = mm.MergeMetadata(len(args)-1, len(args))
 	}
-	where := ""
+	// The expected status is compared with the row as it is once locked
+	// (l), not with the UPDATE's own condition: that is evaluated on the
+	// row as the statement's snapshot has it, and PostgreSQL re-checks a
+	// row a concurrent transaction changed only if it passed there. A
+	// writer still open that moves the message to the expected status (a
+	// continuation's draft flush that claims its run, racing the final
+	// update) would have the update refused even when it commits; locked
+	// first, the update waits for it and is decided by its outcome, as on
+	// SQLite (testMessagesUpdateAwaitsWriter).
+	with, where, found := "", "", "(SELECT status FROM messages WHERE owner_id = $1 AND id = $2)"
 	if p.ExpectedStatus != "" {
 		args = append(args, string(p.ExpectedStatus))
-		where = fmt.Sprintf(" AND status = $%d", len(args))
+		with = `l AS (SELECT status FROM messages WHERE owner_id = $1 AND id = $2 FOR UPDATE), `
+		where = fmt.Sprintf(" AND (SELECT status FROM l) = $%d", len(args))
+		found = "(SELECT status FROM l)"
 	}
 	update := `UPDATE messages SET status = COALESCE($3, status), parts = COALESCE($4, parts),
 		usage = COALESCE($5, usage), metadata = ` + metadata + `, updated_at = $6
 		WHERE owner_id = $1 AND id = $2` + where
-	// Deferred: whether the row was updated and, if not, its status as the
-	// statement found it (none: no such message) are all it reads back.
-	checked := `WITH u AS (` + update + ` RETURNING 1)
-		SELECT EXISTS (SELECT 1 FROM u), CASE WHEN NOT EXISTS (SELECT 1 FROM u)
-			THEN (SELECT status FROM messages WHERE owner_id = $1 AND id = $2) END`
+	// Deferred: whether the row was updated and, if not, its status (none:
+	// no such message) are all it reads back.
+	checked := `WITH ` + with + `u AS (` + update + ` RETURNING 1)
+		SELECT EXISTS (SELECT 1 FROM u), CASE WHEN NOT EXISTS (SELECT 1 FROM u) THEN ` + found + ` END`
+	if with != "" {
+		update = `WITH ` + strings.TrimSuffix(with, ", ") + ` ` + update
+	}
 	if deferChecked(q, p.Deferred, func(r Row) error {
 		var updated bool
 		var from *string
