@@ -472,9 +472,9 @@ func (s *Service) finishTx(ctx context.Context, tx store.Tx, jc *jobCtx, st *run
 	if claim {
 		expected = message.StatusQueued
 	}
-	// Deferred: on PostgreSQL the placeholder's update goes with the job
-	// run's transition, in its round trip, as a statement of its own; its
-	// refusal fails the transition.
+	// Deferred, like the job run's transition: on PostgreSQL both go with
+	// the transaction's COMMIT, in its round trip, each a statement of its
+	// own, and a refusal of either rolls the transaction back.
 	if _, err := tx.UpdateMessage(ctx, &store.UpdateMessageParams{OwnerID: a.OwnerID, ID: a.EventID, Status: message.StatusCompleted,
 		Parts: parts, Usage: &usage, Metadata: map[string]any{MetaContinuation: meta}, ExpectedStatus: expected, Deferred: true}); err != nil {
 		return fmt.Errorf("continuation: finalise placeholder %s: %w", a.EventID, err)
@@ -484,12 +484,17 @@ func (s *Service) finishTx(ctx context.Context, tx store.Tx, jc *jobCtx, st *run
 	// got the placeholder's row before it has committed by then, and one
 	// after it finds the placeholder completed and writes nothing.
 	jr, err := tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobCompleted,
-		ExpectedAttempt: jc.attempt, Fence: claim, ViaProcessing: claim, ClearDraft: a.EventID})
+		ExpectedAttempt: jc.attempt, Fence: claim, ViaProcessing: claim, ClearDraft: a.EventID, Deferred: true})
 	if err != nil {
 		return fmt.Errorf("continuation: finalise placeholder %s, complete job run %s and clear its draft: %w", a.EventID, a.JobRunID, err)
 	}
 	if claim {
-		jc.claimed, jc.attempt = true, jr.Attempt
+		// The move through processing counts the attempt read, fenced: one
+		// more (jr is nil when the transition was deferred).
+		jc.claimed, jc.attempt = true, jc.attempt+1
+		if jr != nil {
+			jc.attempt = jr.Attempt
+		}
 	}
 	if jc.job != nil {
 		// Completing the River job here closes the window in which the

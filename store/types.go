@@ -473,6 +473,15 @@ type TransitionJobRunParams struct {
 	// waits out a writer of the draft that checks the message under its
 	// lock (draft.Writer does).
 	ClearDraft string
+	// Deferred, in a Store.Tx whose first statement has run and without
+	// Metadata, lets the backend send the transition with the
+	// transaction's next statement or its COMMIT (PostgreSQL: no round trip
+	// of its own, and the row is not read back); TransitionJobRun then
+	// returns a nil job run, and a refused move (a *[TransitionError]) or
+	// a missing run ([ErrNotFound]) fails that statement or the commit
+	// instead, and the transaction can then only roll back. Elsewhere, and
+	// on SQLite, the transition runs at once.
+	Deferred bool
 }
 
 // ThreadSummary is an approved thread → thread handoff summary.

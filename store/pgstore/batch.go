@@ -14,13 +14,14 @@ import (
 	"github.com/batonhq/baton/store/internal/sqlcore"
 )
 
-// queued is a statement whose result is not needed, or is only checked.
+// queued is a statement whose result is not needed.
 type queued struct {
 	sql  string
 	args []any
-	// check, if set, reads the statement's result when its batch is read
-	// and fails the batch with its error (DeferChecked).
-	check func(pgx.BatchResults) error
+	// refused, if set, maps the statement's refusal — the error
+	// baton_refused raises, whose detail it is given — to the write's own
+	// error (DeferAsserted).
+	refused func(found string) error
 }
 
 // lazyQuerier runs one call of the Store, or all the calls of a Store.Tx,
@@ -60,8 +61,7 @@ type lazyQuerier struct {
 
 	locked map[string]bool // the runs locked in the transaction (Dialect.LockRun)
 
-	checked bool  // the prelude holds a statement with a check (DeferChecked)
-	broken  error // a deferred statement's check failed: the transaction cannot commit
+	broken error // a deferred statement was refused: the transaction cannot commit
 }
 
 var errRolledBack = errors.New("pgstore: transaction rolled back at commit")
@@ -105,20 +105,25 @@ func (q *lazyQuerier) DeferWrite(sql string, args ...any) bool {
 	return true
 }
 
-// DeferChecked is DeferWrite for a write whose outcome must be checked:
-// check reads the statement's row when the batch of the transaction's next
-// statement is read, and its error fails that statement. A checked
-// statement never goes in a batch with COMMIT, whose outcome its check
-// could no longer change: commit sends it first, in a batch of its own.
-// Once a check has failed, the transaction can only roll back.
-func (q *lazyQuerier) DeferChecked(check func(sqlcore.Row) error, sql string, args ...any) bool {
+// DeferAsserted is DeferWrite for a write with a condition: sql fails
+// when the condition does not hold, calling baton_refused (migration 013)
+// with what it found, and refused maps that to the write's own error, which
+// fails the statement the write went with, or the commit. The refusal is
+// the database's, so the write may go with COMMIT: a refused one rolls the
+// transaction back. Once a write was refused, the transaction can only
+// roll back.
+func (q *lazyQuerier) DeferAsserted(refused func(found string) error, sql string, args ...any) bool {
 	if !q.held || q.conn == nil || q.done {
 		return false
 	}
-	q.prelude = append(q.prelude, queued{sql: sql, args: args, check: func(br pgx.BatchResults) error { return check(br.QueryRow()) }})
-	q.must, q.checked = true, true
+	q.prelude = append(q.prelude, queued{sql: sql, args: args, refused: refused})
+	q.must = true
 	return true
 }
+
+// refusal is the code of the error baton_refused raises.
+const refusal = "BT409"
+
 
 // Last marks the next statement as the transaction's last. It does nothing
 // in a Store.Tx, which commits after its function returns.
@@ -199,7 +204,7 @@ func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, []queued
 		pre = append(pre, scopeStmt(q.role, q.sc, false))
 	}
 	pre = append(pre, q.prelude...)
-	q.prelude, q.must, q.checked = nil, false, false
+	q.prelude, q.must = nil, false
 	stmts = append(stmts, selectList(pre)...)
 	b := &pgx.Batch{}
 	for _, st := range stmts {
@@ -209,18 +214,17 @@ func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, []queued
 }
 
 // readLead reads the results of the statements lead queued (stmts), in
-// order, and checks those that have a check. A failed check breaks the
-// transaction (see DeferChecked).
+// order. A refused write (DeferAsserted) breaks the transaction with its
+// own error.
 func (q *lazyQuerier) readLead(br pgx.BatchResults, stmts []queued) error {
 	for _, st := range stmts {
-		if st.check == nil {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := st.check(br); err != nil {
+		_, err := br.Exec()
+		var pe *pgconn.PgError
+		if err != nil && st.refused != nil && errors.As(err, &pe) && pe.Code == refusal {
+			err = st.refused(pe.Detail)
 			q.broken = err
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -239,7 +243,7 @@ func selectList(stmts []queued) []queued {
 	for _, st := range stmts {
 		list, ok := strings.CutPrefix(st.sql, "SELECT ")
 		n := len(out)
-		if !ok || st.check != nil || n == 0 || !strings.HasPrefix(out[n-1].sql, "SELECT ") || out[n-1].check != nil {
+		if !ok || st.refused != nil || n == 0 || !strings.HasPrefix(out[n-1].sql, "SELECT ") || out[n-1].refused != nil {
 			out = append(out, st)
 			continue
 		}
@@ -393,13 +397,6 @@ func (q *lazyQuerier) query(ctx context.Context, sql string, args []any) (pgx.Ro
 // (deferAfter) in one batch (commitWith); other deferred statements still
 // pending (locks) are dropped.
 func (q *lazyQuerier) commit(ctx context.Context) error {
-	if q.checked && !q.done {
-		// A checked statement goes before the COMMIT's batch (DeferChecked).
-		if err := q.flush(ctx); err != nil {
-			q.abort(ctx)
-			return err
-		}
-	}
 	if q.broken != nil {
 		q.abort(ctx)
 		return q.broken
@@ -467,7 +464,7 @@ func (q *lazyQuerier) commitWith(ctx context.Context) error {
 // already, for the caller to finish and release.
 func (q *lazyQuerier) end() (conn *pgxpool.Conn, done bool) {
 	conn, done = q.conn, q.done
-	q.conn, q.done, q.prelude, q.must, q.after, q.checked = nil, true, nil, false, nil, false
+	q.conn, q.done, q.prelude, q.must, q.after = nil, true, nil, false, nil
 	return conn, done
 }
 

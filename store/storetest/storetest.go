@@ -79,6 +79,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"JobRunTransitions", testJobRunTransitions},
 		{"JobRunFenceZero", testJobRunFenceZero},
 		{"JobRunViaProcessing", testJobRunViaProcessing},
+		{"JobRunDeferred", testJobRunDeferred},
 		{"JobRunClearDraft", testJobRunClearDraft},
 		{"JobRunAppend", testJobRunAppend},
 		{"ThreadSummaries", testThreadSummaries},
@@ -1610,6 +1611,130 @@ func testJobRunFenceZero(t *testing.T, s store.Store, b *bundle) {
 // starts the run as a move to processing would, in the same statement: a
 // queued run completes at once (a claim made with the final write), fenced
 // on the attempt read; a run that may not move to processing is refused.
+// testJobRunDeferred: a deferred transition (TransitionJobRunParams.Deferred)
+// in a Store.Tx moves the run as an immediate one does, with the draft it
+// clears, once the transaction commits; a refused one — by status, by
+// attempt, a missing run — fails the transaction with the transition's
+// own error and nothing of the transaction stays; and one racing an open
+// transaction that counts the attempt it expects waits for it.
+func testJobRunDeferred(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	create := func() *store.JobRun {
+		return Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k", ThreadID: th.ID}))(t).Run
+	}
+	// inTx runs p deferred in a transaction that appends a message first
+	// and after, and returns the transaction's error and whether the
+	// message stayed.
+	inTx := func(p *store.TransitionJobRunParams) (error, int) {
+		p.Deferred = true
+		before := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t))
+		err := s.Tx(b.ctx, func(tx store.Tx) error {
+			add := func() error {
+				_, err := tx.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+					Messages: []store.NewMessage{{Message: message.User("m")}}})
+				return err
+			}
+			if err := add(); err != nil {
+				return err
+			}
+			if _, err := tx.TransitionJobRun(b.ctx, p); err != nil {
+				return err
+			}
+			return add()
+		})
+		after := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t))
+		return err, after - before
+	}
+	// Allowed, through processing, fenced, with the draft cleared.
+	j := create()
+	m := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Status: message.StatusStreaming}}}}))(t)[0]
+	Must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: m.ID, Text: "d"}))(t)
+	if err, n := inTx(&store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCompleted,
+		Fence: true, ViaProcessing: true, ClearDraft: m.ID}); err != nil || n != 2 {
+		t.Fatalf("deferred move: %v (%d messages written)", err, n)
+	}
+	got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t)
+	if got.Status != store.JobCompleted || got.Attempt != 1 || got.StartedAt.IsZero() || got.FinishedAt.IsZero() {
+		t.Fatalf("after the deferred move: %+v", got)
+	}
+	_, err := s.GetDraft(b.ctx, &store.GetDraftParams{OwnerID: b.owner, MessageID: m.ID})
+	wantErr(t, err, store.ErrNotFound)
+	// Refused: by status, by attempt, a missing run. Nothing stays.
+	processing := create()
+	Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: processing.ID, To: store.JobProcessing}))(t)
+	for _, c := range []struct {
+		name string
+		p    store.TransitionJobRunParams
+		from store.JobStatus // "" for a missing run
+		why  string
+	}{
+		{"status", store.TransitionJobRunParams{ID: j.ID, To: store.JobProcessing}, store.JobCompleted, ""},
+		{"attempt", store.TransitionJobRunParams{ID: processing.ID, To: store.JobCompleted, ExpectedAttempt: 2}, store.JobProcessing, "attempt 2"},
+		{"missing", store.TransitionJobRunParams{ID: uuid.NewString(), To: store.JobCompleted}, "", ""},
+	} {
+		c.p.OwnerID = b.owner
+		before := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: processing.ID}))(t)
+		err, n := inTx(&c.p)
+		if n != 0 {
+			t.Errorf("%s: %d messages stayed", c.name, n)
+		}
+		if c.from == "" {
+			wantErr(t, err, store.ErrNotFound)
+			continue
+		}
+		te := wantAs[*store.TransitionError](t, err)
+		if te.From != string(c.from) || te.To != string(c.p.To) || te.ID != c.p.ID || !strings.Contains(te.Reason, c.why) {
+			t.Errorf("%s: TransitionError = %+v", c.name, te)
+		}
+		if after := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: processing.ID}))(t); !reflect.DeepEqual(after, before) {
+			t.Errorf("%s: a refused move wrote: %+v, was %+v", c.name, after, before)
+		}
+	}
+	// Racing a claim still open that counts the attempt expected: waits
+	// for it, and moves once it commits.
+	r := create()
+	claimed, release := make(chan struct{}), make(chan struct{})
+	claim := make(chan error, 1)
+	go func() {
+		claim <- s.Tx(b.ctx, func(tx store.Tx) error {
+			if _, err := tx.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: r.ID, To: store.JobProcessing, Fence: true}); err != nil {
+				return err
+			}
+			close(claimed)
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-claimed:
+	case err := <-claim:
+		t.Fatalf("claim: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		err, _ := inTx(&store.TransitionJobRunParams{OwnerID: b.owner, ID: r.ID, To: store.JobCompleted, ExpectedAttempt: 1})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		close(release)
+		<-claim
+		t.Fatalf("the deferred move returned while the claim was open: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if err := <-claim; err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("deferred move after the claim committed: %v", err)
+	}
+	if got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: r.ID}))(t); got.Status != store.JobCompleted || got.Attempt != 1 {
+		t.Fatalf("after the claim and the move: %+v", got)
+	}
+}
+
 func testJobRunViaProcessing(t *testing.T, s store.Store, b *bundle) {
 	create := func() *store.JobRun {
 		return Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run

@@ -219,16 +219,17 @@ func deferWrite(q Querier, deferred bool, query string, args ...any) bool {
 	return ok && deferred && d.DeferWrite(query, args...)
 }
 
-// deferChecked queues query, a write whose outcome check reads (its one
-// row), to go with the transaction's next statement, when deferred is set
-// and q can (pgstore's DeferChecked, in a Store.Tx that has begun); an
-// error of check fails that statement. It reports whether it did.
-// Otherwise the caller runs the write at once.
-func deferChecked(q Querier, deferred bool, check func(Row) error, query string, args ...any) bool {
+// deferAsserted queues query, a write that calls baton_refused when its
+// condition does not hold, to go with the transaction's next statement or
+// its COMMIT, when deferred is set and q can (pgstore's DeferAsserted, in a
+// Store.Tx that has begun); refused maps what the refusal found to the
+// write's error, which fails that statement or the commit. It reports
+// whether it did. Otherwise the caller runs the write at once.
+func deferAsserted(q Querier, deferred bool, refused func(found string) error, query string, args ...any) bool {
 	d, ok := q.(interface {
-		DeferChecked(func(Row) error, string, ...any) bool
+		DeferAsserted(func(string) error, string, ...any) bool
 	})
-	return ok && deferred && d.DeferChecked(check, query, args...)
+	return ok && deferred && d.DeferAsserted(refused, query, args...)
 }
 
 // storeSentinels are errors that already say what happened.

@@ -142,6 +142,9 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 			}
 		}
 		if len(p.Metadata) == 0 {
+			if cte && e.transitionDeferred(q, p) {
+				return nil, nil
+			}
 			// One statement when the move is allowed; a read tells why not.
 			out, err := e.transitionIf(ctx, q, p, cte)
 			if !errors.Is(err, sql.ErrNoRows) {
@@ -152,13 +155,8 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 		if err != nil {
 			return nil, err
 		}
-		terr := &store.TransitionError{Kind: "job run", ID: p.ID, From: string(j.Status), To: string(p.To)}
-		if !canMove(j.Status, p) {
-			return nil, terr
-		}
-		if fenced(p) && p.ExpectedAttempt != j.Attempt {
-			terr.Reason = "attempt " + strconv.Itoa(p.ExpectedAttempt) + " is not the current attempt " + strconv.Itoa(j.Attempt)
-			return nil, terr
+		if err := refusedMove(p, j.Status, j.Attempt); err != nil {
+			return nil, err
 		}
 		now := e.now()
 		j.Status = p.To
@@ -189,6 +187,52 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 	})
 }
 
+// movableFrom returns the statuses, as SQL literals, from which p's move
+// may be made.
+func movableFrom(p *store.TransitionJobRunParams) []string {
+	var from []string
+	for _, s := range []store.JobStatus{store.JobQueued, store.JobProcessing, store.JobCompleted, store.JobError, store.JobCanceled} {
+		if canMove(s, p) {
+			from = append(from, "'"+string(s)+"'")
+		}
+	}
+	return from
+}
+
+// transitionSet returns the SET list of p's move and its parameters:
+// owner, id, the new status and now ($1 to $4), the error ($5) if any.
+func transitionSet(p *store.TransitionJobRunParams, now any) (string, []any) {
+	set := `status = $3, updated_at = $4`
+	args := []any{p.OwnerID, p.ID, string(p.To), now}
+	if p.ViaProcessing && p.To != store.JobProcessing {
+		set += `, attempt = attempt + 1, started_at = $4`
+	}
+	switch p.To {
+	case store.JobProcessing:
+		set += `, attempt = attempt + 1, started_at = $4, finished_at = NULL`
+	case store.JobCompleted:
+		set += `, finished_at = $4, error = ''`
+	case store.JobError, store.JobCanceled:
+		args = append(args, p.Error)
+		set += `, finished_at = $4, error = $5`
+	}
+	return set, args
+}
+
+// refusedMove returns the error of p's move refused for a job run in
+// status at attempt, nil if the move is allowed.
+func refusedMove(p *store.TransitionJobRunParams, status store.JobStatus, attempt int) error {
+	terr := &store.TransitionError{Kind: "job run", ID: p.ID, From: string(status), To: string(p.To)}
+	if !canMove(status, p) {
+		return terr
+	}
+	if fenced(p) && p.ExpectedAttempt != attempt {
+		terr.Reason = "attempt " + strconv.Itoa(p.ExpectedAttempt) + " is not the current attempt " + strconv.Itoa(attempt)
+		return terr
+	}
+	return nil
+}
+
 // canMove reports whether a job run in status from may make p's move: to
 // p.To, or through processing with p.ViaProcessing.
 func canMove(from store.JobStatus, p *store.TransitionJobRunParams) bool {
@@ -214,30 +258,11 @@ func fenced(p *store.TransitionJobRunParams) bool {
 // data-modifying WITH: the dialect is a WritingCTE), whether or not the
 // move is made: a refused move is an error, which rolls it back.
 func (e *Engine) transitionIf(ctx context.Context, q Querier, p *store.TransitionJobRunParams, clear bool) (*store.JobRun, error) {
-	var from []string
-	for _, s := range []store.JobStatus{store.JobQueued, store.JobProcessing, store.JobCompleted, store.JobError, store.JobCanceled} {
-		if canMove(s, p) {
-			from = append(from, "'"+string(s)+"'")
-		}
-	}
+	from := movableFrom(p)
 	if len(from) == 0 {
 		return nil, sql.ErrNoRows
 	}
-	now := e.Dialect.Time(e.now())
-	set := `status = $3, updated_at = $4`
-	args := []any{p.OwnerID, p.ID, string(p.To), now}
-	if p.ViaProcessing && p.To != store.JobProcessing {
-		set += `, attempt = attempt + 1, started_at = $4`
-	}
-	switch p.To {
-	case store.JobProcessing:
-		set += `, attempt = attempt + 1, started_at = $4, finished_at = NULL`
-	case store.JobCompleted:
-		set += `, finished_at = $4, error = ''`
-	case store.JobError, store.JobCanceled:
-		args = append(args, p.Error)
-		set += `, finished_at = $4, error = $5`
-	}
+	set, args := transitionSet(p, e.Dialect.Time(e.now()))
 	where := `owner_id = $1 AND id = $2 AND status IN (` + strings.Join(from, ", ") + `)`
 	if fenced(p) {
 		args = append(args, p.ExpectedAttempt)
@@ -251,4 +276,47 @@ func (e *Engine) transitionIf(ctx context.Context, q Querier, p *store.Transitio
 	// Not the last statement for sure (a refused move reads next): no
 	// commit rides on it.
 	return scanJobRun(q.QueryRow(ctx, with+`UPDATE job_runs SET `+set+` WHERE `+where+` RETURNING `+jobRunCols, args...))
+}
+
+// transitionDeferred queues p's move, when p.Deferred and q can, as one
+// statement that calls baton_refused with the status and attempt it found
+// when it moves nothing (see deferAsserted), and reports whether it did.
+// The run is locked first (l) and the move decided on it as it is then, as
+// UpdateMessage's expected status is: a transaction still open that
+// counted the attempt expected is waited for.
+func (e *Engine) transitionDeferred(q Querier, p *store.TransitionJobRunParams) bool {
+	if !p.Deferred {
+		return false
+	}
+	from := movableFrom(p)
+	set, args := transitionSet(p, e.Dialect.Time(e.now()))
+	cond := `FALSE`
+	if len(from) > 0 {
+		cond = `(SELECT status FROM l) IN (` + strings.Join(from, ", ") + `)`
+	}
+	if fenced(p) {
+		args = append(args, p.ExpectedAttempt)
+		cond += ` AND (SELECT attempt FROM l) = $` + strconv.Itoa(len(args))
+	}
+	with := `WITH l AS (SELECT status, attempt FROM job_runs WHERE owner_id = $1 AND id = $2 FOR UPDATE), `
+	if p.ClearDraft != "" {
+		args = append(args, p.ClearDraft)
+		with += `d AS (DELETE FROM message_drafts WHERE owner_id = $1 AND message_id = $` + strconv.Itoa(len(args)) + `), `
+	}
+	query := with + `u AS (UPDATE job_runs SET ` + set + ` WHERE owner_id = $1 AND id = $2 AND ` + cond + ` RETURNING 1)
+		SELECT CASE WHEN EXISTS (SELECT 1 FROM u) THEN true ELSE baton_refused((SELECT status || ' ' || attempt FROM l)) END`
+	refused := func(found string) error {
+		const op = "transition job run"
+		status, attempt, ok := strings.Cut(found, " ")
+		n, err := strconv.Atoi(attempt)
+		if !ok || err != nil {
+			return e.wrap(op+" "+p.ID, store.ErrNotFound)
+		}
+		if err := refusedMove(p, store.JobStatus(status), n); err != nil {
+			return e.wrap(op+" "+p.ID, err)
+		}
+		// Allowed by the rules, refused by the statement: cannot be.
+		return e.wrap(op+" "+p.ID, &store.TransitionError{Kind: "job run", ID: p.ID, From: status, To: string(p.To), Reason: "refused at attempt " + attempt})
+	}
+	return deferAsserted(q, true, refused, query, args...)
 }

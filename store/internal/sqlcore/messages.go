@@ -463,28 +463,20 @@ func (e *Engine) updateMessage(ctx context.Context, q Querier, mm MetadataMerger
 	update := `UPDATE messages SET status = COALESCE($3, status), parts = COALESCE($4, parts),
 		usage = COALESCE($5, usage), metadata = ` + metadata + `, updated_at = $6
 		WHERE owner_id = $1 AND id = $2` + where
-	// Deferred: whether the row was updated and, if not, its status (none:
-	// no such message) are all it reads back.
-	checked := `WITH ` + with + `u AS (` + update + ` RETURNING 1)
-		SELECT EXISTS (SELECT 1 FROM u), CASE WHEN NOT EXISTS (SELECT 1 FROM u) THEN ` + found + ` END`
+	// Deferred: the statement fails, through baton_refused with the status
+	// it found ('' for no message), when it updates nothing.
+	refused := func(found string) error {
+		if found == "" {
+			return e.wrap("update message "+p.ID, store.ErrNotFound)
+		}
+		return e.wrap("update message "+p.ID, transitionError(p, found))
+	}
+	asserted := `WITH ` + with + `u AS (` + update + ` RETURNING 1)
+		SELECT CASE WHEN EXISTS (SELECT 1 FROM u) THEN true ELSE baton_refused(` + found + `) END`
 	if with != "" {
 		update = `WITH ` + strings.TrimSuffix(with, ", ") + ` ` + update
 	}
-	if deferChecked(q, p.Deferred, func(r Row) error {
-		var updated bool
-		var from *string
-		err := r.Scan(&updated, &from)
-		switch {
-		case err != nil:
-		case updated:
-			return nil
-		case from == nil:
-			err = store.ErrNotFound
-		default:
-			err = transitionError(p, *from)
-		}
-		return e.wrap("update message "+p.ID, err)
-	}, checked, args...) {
+	if deferAsserted(q, p.Deferred, refused, asserted, args...) {
 		return nil, nil
 	}
 	m, err := scanMessage(q.QueryRow(ctx, update+` RETURNING `+messageCols, args...))

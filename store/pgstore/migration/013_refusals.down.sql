@@ -1,0 +1,1 @@
+DROP FUNCTION baton_refused(text);
