@@ -124,7 +124,6 @@ func (q *lazyQuerier) DeferAsserted(refused func(found string) error, sql string
 // refusal is the code of the error baton_refused raises.
 const refusal = "BT409"
 
-
 // Last marks the next statement as the transaction's last. It does nothing
 // in a Store.Tx, which commits after its function returns.
 func (q *lazyQuerier) Last() { q.last = q.write && !q.held }
