@@ -826,16 +826,7 @@ func testMessagesUpdateAwaitsWriter(t *testing.T, s store.Store, b *bundle) {
 						return err
 					})
 				}()
-				// Time for the update to reach the message while the
-				// writer's transaction is open.
-				select {
-				case err := <-done:
-					close(release)
-					<-writer
-					t.Fatalf("the update returned while the writer's transaction was open: %v", err)
-				case <-time.After(200 * time.Millisecond):
-				}
-				close(release)
+				awaited(t, "the update", done, writer, release)
 				if err := <-writer; commit && err != nil || !commit && !errors.Is(err, boom) {
 					t.Fatalf("writer: %v", err)
 				}
@@ -860,6 +851,21 @@ func testMessagesUpdateAwaitsWriter(t *testing.T, s store.Store, b *bundle) {
 			})
 		}
 	}
+}
+
+// awaited checks that a write racing another transaction, still open
+// (release ends it; other reports its end), has not returned (done) in the
+// time it takes to reach the row, then releases the other transaction.
+func awaited(t *testing.T, what string, done, other <-chan error, release chan struct{}) {
+	t.Helper()
+	select {
+	case err := <-done:
+		close(release)
+		<-other
+		t.Fatalf("%s returned while the other transaction was open: %v", what, err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
 }
 
 func testDrafts(t *testing.T, s store.Store, b *bundle) {
@@ -1625,7 +1631,7 @@ func testJobRunDeferred(t *testing.T, s store.Store, b *bundle) {
 	// inTx runs p deferred in a transaction that appends a message first
 	// and after, and returns the transaction's error and whether the
 	// message stayed.
-	inTx := func(p *store.TransitionJobRunParams) (error, int) {
+	inTx := func(p *store.TransitionJobRunParams) (int, error) {
 		p.Deferred = true
 		before := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t))
 		err := s.Tx(b.ctx, func(tx store.Tx) error {
@@ -1643,14 +1649,14 @@ func testJobRunDeferred(t *testing.T, s store.Store, b *bundle) {
 			return add()
 		})
 		after := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t))
-		return err, after - before
+		return after - before, err
 	}
 	// Allowed, through processing, fenced, with the draft cleared.
 	j := create()
 	m := Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
 		Messages: []store.NewMessage{{Message: message.Message{Role: message.RoleAssistant, Status: message.StatusStreaming}}}}))(t)[0]
 	Must(s.UpsertDraft(b.ctx, &store.UpsertDraftParams{OwnerID: b.owner, MessageID: m.ID, Text: "d"}))(t)
-	if err, n := inTx(&store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCompleted,
+	if n, err := inTx(&store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCompleted,
 		Fence: true, ViaProcessing: true, ClearDraft: m.ID}); err != nil || n != 2 {
 		t.Fatalf("deferred move: %v (%d messages written)", err, n)
 	}
@@ -1675,7 +1681,7 @@ func testJobRunDeferred(t *testing.T, s store.Store, b *bundle) {
 	} {
 		c.p.OwnerID = b.owner
 		before := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: processing.ID}))(t)
-		err, n := inTx(&c.p)
+		n, err := inTx(&c.p)
 		if n != 0 {
 			t.Errorf("%s: %d messages stayed", c.name, n)
 		}
@@ -1713,17 +1719,10 @@ func testJobRunDeferred(t *testing.T, s store.Store, b *bundle) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		err, _ := inTx(&store.TransitionJobRunParams{OwnerID: b.owner, ID: r.ID, To: store.JobCompleted, ExpectedAttempt: 1})
+		_, err := inTx(&store.TransitionJobRunParams{OwnerID: b.owner, ID: r.ID, To: store.JobCompleted, ExpectedAttempt: 1})
 		done <- err
 	}()
-	select {
-	case err := <-done:
-		close(release)
-		<-claim
-		t.Fatalf("the deferred move returned while the claim was open: %v", err)
-	case <-time.After(200 * time.Millisecond):
-	}
-	close(release)
+	awaited(t, "the deferred move", done, claim, release)
 	if err := <-claim; err != nil {
 		t.Fatalf("claim: %v", err)
 	}
