@@ -319,6 +319,17 @@ type SaveCheckpointParams struct {
 	// NewThread.Messages (Messages must then be empty). On PostgreSQL the
 	// thread, its messages and the checkpoint are one statement.
 	NewThread *CreateThreadParams
+	// Deferred, with NewThread and without Thread, in a Store.Tx, lets the
+	// backend send the write with the transaction's next statement or its
+	// COMMIT (PostgreSQL: a new thread's first checkpoint and the
+	// transaction's other deferred writes in one round trip, and nothing
+	// read back). SaveCheckpoint then returns the checkpoint as it will be
+	// written but for its ParentID (as given), and its errors — a
+	// *[StaleWriteError], [ErrConflict] for a taken thread id, [ErrNotFound]
+	// for a missing owner or parent thread — fail that statement or the
+	// commit instead, and the transaction can then only roll back.
+	// Elsewhere, and on SQLite, the write runs at once.
+	Deferred bool
 }
 
 // GetCheckpointParams are the params of [Ops.GetCheckpoint].

@@ -387,8 +387,9 @@ func (c *checkpointer) newMessages(st *runstate.State) []store.NewMessage {
 // write writes one checkpoint's transaction. th is the thread as the
 // transaction left it, when it wrote the thread's row (nil if not).
 func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx any, checkpointID string) error) (cp *store.Checkpoint, th *store.Thread, err error) {
+	deferred := false // the new thread's write was deferred, and returned
 	err = c.s.st.Tx(ctx, func(tx store.Tx) error {
-		cp, th = nil, nil
+		cp, th, deferred = nil, nil, false
 		news := c.newMessages(st)
 		save := &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent}
 		if c.create != nil {
@@ -399,8 +400,17 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 			create := *c.create
 			create.ActiveAgent, create.Messages, news = st.Agent, news, nil
 			if st.ThreadID == create.ID {
-				th = new(store.Thread)
-				save.NewThread, save.Thread = &create, th
+				save.NewThread = &create
+				if st.Status.Terminal() {
+					th = new(store.Thread) // for the queue's check below
+					save.Thread = th
+				} else {
+					// Nothing of the write is read back: on PostgreSQL it
+					// goes with the transaction's next statement or its
+					// COMMIT (a turn's start: one round trip), and its
+					// errors come from there (see newThreadErr).
+					save.Deferred = true
+				}
 			} else {
 				// The run's lock first, as in every transaction that takes
 				// several (SaveCheckpoint below does not take it again): on
@@ -438,6 +448,7 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		}
 		var err error
 		cp, err = tx.SaveCheckpoint(ctx, save)
+		deferred = save.Deferred && err == nil
 		switch {
 		case err != nil && save.NewThread != nil && errors.Is(err, store.ErrNotFound):
 			// The new thread's owner (or parent) is missing.
@@ -479,6 +490,12 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		}
 		return nil
 	})
+	if err != nil && deferred && !errors.Is(err, errNoOwner) && errors.Is(err, store.ErrNotFound) {
+		// The new thread's write was deferred (on SQLite it ran at once,
+		// and succeeded): a missing owner (or parent) fails a later
+		// statement, or the commit, so.
+		err = fmt.Errorf("%w: %w", errNoOwner, err)
+	}
 	return cp, th, err
 }
 

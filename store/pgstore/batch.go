@@ -112,8 +112,11 @@ func (q *lazyQuerier) DeferWrite(sql string, args ...any) bool {
 // the database's, so the write may go with COMMIT: a refused one rolls the
 // transaction back. Once a write was refused, the transaction can only
 // roll back.
+//
+// Unlike DeferWrite it may come before the transaction's first statement:
+// it then goes with BEGIN, in the scope of the moment (setScope keeps it).
 func (q *lazyQuerier) DeferAsserted(refused func(found string) error, sql string, args ...any) bool {
-	if !q.held || q.conn == nil || q.done {
+	if !q.held || q.done {
 		return false
 	}
 	q.prelude = append(q.prelude, queued{sql: sql, args: args, refused: refused})
@@ -133,6 +136,15 @@ func (q *lazyQuerier) Last() { q.last = q.write && !q.held }
 // deferred to the next statement.
 func (q *lazyQuerier) setScope(sc sqlcore.Scope) {
 	if sc == q.sc {
+		return
+	}
+	if q.conn == nil && q.must {
+		// Writes deferred before BEGIN (DeferAsserted) run in the scope
+		// they were deferred in: it goes before them, after the one lead
+		// sends with BEGIN, and the new one after them.
+		q.prelude = append([]queued{scopeStmt(q.role, q.sc, true)}, q.prelude...)
+		q.sc = sc
+		q.deferScope()
 		return
 	}
 	q.sc = sc

@@ -1014,3 +1014,40 @@ func TestDeferredTransitionJobRun(t *testing.T) {
 		}
 	}
 }
+
+// TestDeferredNewThreadCheckpoint: a new thread's first checkpoint,
+// deferred, goes with the transaction's BEGIN and its COMMIT — with the
+// run's lock, a deferred statement after it — in one round trip, as a
+// turn's start on a new thread sends it. (Its semantics on both backends:
+// storetest's CheckpointNewThreadDeferred.)
+func TestDeferredNewThreadCheckpoint(t *testing.T) {
+	t.Parallel()
+	f := newTxFixture(t, 0)
+	ctx := t.Context()
+	for i := range 2 { // the first prepares the statements
+		thread := randName("thread-")
+		st := &runstate.State{RunID: randName("run-"), ThreadID: thread, Fingerprint: "fp", Agent: "a", Step: 1, Status: runstate.StatusRunning}
+		f.tr.take()
+		if err := f.s.Tx(ctx, func(tx store.Tx) error {
+			cp, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: f.owner, State: st,
+				NewThread: &store.CreateThreadParams{Messages: []store.NewMessage{{Message: message.User("hi")}}}, Deferred: true})
+			if err != nil || cp == nil || cp.ID == "" {
+				t.Fatalf("deferred checkpoint: %+v, %v", cp, err)
+			}
+			if !pgstore.DeferTx(tx, `INSERT INTO jobs (thread_id) VALUES ($1)`, thread) { // rides with COMMIT
+				t.Fatal("DeferTx refused")
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		trips := f.tr.take()
+		if i == 1 && (len(trips) != 1 || trips[0][0] != "begin" || trips[0][len(trips[0])-1] != "commit" ||
+			!slices.ContainsFunc(trips[0], func(q string) bool { return contains(q, "INSERT INTO checkpoints") })) {
+			t.Errorf("round trips %q, want one: [BEGIN, scope and lock, checkpoint, INSERT, commit]", trips)
+		}
+		if _, err := f.s.GetThread(ctx, &store.GetThreadParams{OwnerID: f.owner, ID: thread}); err != nil {
+			t.Fatalf("the new thread: %v", err)
+		}
+	}
+}

@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"CheckpointFencingParent", testCheckpointFencingParent},
 		{"CheckpointMessages", testCheckpointMessages},
 		{"CheckpointNewThread", testCheckpointNewThread},
+		{"CheckpointNewThreadDeferred", testCheckpointNewThreadDeferred},
 		{"CheckpointConcurrentWriters", testCheckpointConcurrentWriters},
 		{"CheckpointIncompatible", testCheckpointIncompatible},
 		{"CheckpointInvalid", testCheckpointInvalid},
@@ -1241,6 +1242,74 @@ func testCheckpointNewThread(t *testing.T, s store.Store, b *bundle) {
 	})
 	wantErr(t, err, boom)
 	absent("rolled back", lost, again)
+}
+
+// testCheckpointNewThreadDeferred: SaveCheckpointParams.Deferred in a
+// Store.Tx writes what the immediate write does once the transaction
+// commits, and returns the checkpoint as stored; it keeps the scope it was
+// deferred in when a statement of another owner follows; its refusals — a
+// taken thread id, a missing owner, a stale fence — fail the transaction
+// with the write's own error, and nothing of it stays.
+func testCheckpointNewThreadDeferred(t *testing.T, s store.Store, b *bundle) {
+	others := newThread(t, s, &bundle{ctx: b.ctx, owner: b.other})
+	// save runs p deferred in a transaction, then a statement of the other
+	// owner, and returns the checkpoint and the transaction's error.
+	save := func(p *store.SaveCheckpointParams) (*store.Checkpoint, error) {
+		p.Deferred = true
+		var cp *store.Checkpoint
+		err := s.Tx(b.ctx, func(tx store.Tx) error {
+			var err error
+			if cp, err = tx.SaveCheckpoint(b.ctx, p); err != nil {
+				return err
+			}
+			_, err = tx.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.other, ID: others.ID})
+			return err
+		})
+		return cp, err
+	}
+	run, id := "run-"+uuid.NewString(), "thread-"+uuid.NewString()
+	cp, err := save(&store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, id, 1),
+		NewThread: &store.CreateThreadParams{Name: "deferred", Messages: []store.NewMessage{{Message: message.User("hello")}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t)
+	if cp.ID != got.ID || !cp.CreatedAt.Equal(got.CreatedAt) || cp.ThreadID != id || cp.Step != 1 || cp.ParentID != "" {
+		t.Fatalf("returned %+v, stored %+v", cp, got)
+	}
+	if th := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: id}))(t); th.Name != "deferred" {
+		t.Fatalf("thread %+v", th)
+	}
+	if list := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: id}))(t); len(list) != 1 || list[0].Seq != 1 {
+		t.Fatalf("messages %+v", list)
+	}
+	absent := func(what, threadID, runID string) {
+		t.Helper()
+		if _, err := s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: threadID}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the thread: %v, want ErrNotFound", what, err)
+		}
+		if _, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: runID}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: the checkpoint: %v, want ErrNotFound", what, err)
+		}
+	}
+	again, lost := "run-"+uuid.NewString(), "thread-"+uuid.NewString()
+	_, err = save(&store.SaveCheckpointParams{OwnerID: b.owner, State: newState(again, id, 1), NewThread: &store.CreateThreadParams{}})
+	wantErr(t, err, store.ErrConflict)
+	if _, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: again}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a taken thread id: the checkpoint: %v, want ErrNotFound", err)
+	}
+	_, err = save(&store.SaveCheckpointParams{OwnerID: "nobody-" + uuid.NewString(), State: newState(again, lost, 1),
+		NewThread: &store.CreateThreadParams{Messages: []store.NewMessage{{Message: message.User("x")}}}})
+	wantErr(t, err, store.ErrNotFound)
+	absent("missing owner", lost, again)
+	_, err = save(&store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, lost, 1), NewThread: &store.CreateThreadParams{}})
+	stale := wantAs[*store.StaleWriteError](t, err)
+	if stale.RunID != run || stale.LatestID != cp.ID || stale.LatestStep != 1 {
+		t.Errorf("StaleWriteError = %+v, want the run's newest checkpoint %s at step 1", stale, cp.ID)
+	}
+	if _, err := s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: lost}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a stale fence: the thread: %v, want ErrNotFound", err)
+	}
 }
 
 func testCheckpointConcurrentWriters(t *testing.T, s store.Store, b *bundle) {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
@@ -137,7 +139,8 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 		// this costs about 40 µs less than two scalar subqueries. The
 		// composite foreign key (thread_id, owner_id) rejects a thread that
 		// is missing or another owner's, as ErrNotFound.
-		now := e.Dialect.Time(e.now())
+		at := e.now()
+		now := e.Dialect.Time(at)
 		args := []any{cp.ID, p.OwnerID, nullString(s.ThreadID), s.RunID, s.Step, string(s.Status),
 			s.Fingerprint, s.Network, now, b, p.ParentID}
 		var created nullTime
@@ -153,6 +156,13 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 			}
 		}
 		switch {
+		case nt != nil && cte && p.Deferred && p.Thread == nil:
+			if checkpointCreateDeferred(q, args, nt, s) {
+				cp.CreatedAt, cp.ParentID = at, p.ParentID
+				return nil
+			}
+			last(q)
+			th, err = checkpointCreateInOne(ctx, q, args, nt, &created, &parent)
 		case nt != nil && cte:
 			last(q)
 			th, err = checkpointCreateInOne(ctx, q, args, nt, &created, &parent)
@@ -253,7 +263,7 @@ const insertCheckpoint = `INSERT INTO checkpoints
 
 // The texts of checkpointAppendInOne, without and with the thread's
 // columns, and of checkpointCreateInOne.
-var cpAppendTexts, cpAppendThreadTexts, cpCreateTexts textCache
+var cpAppendTexts, cpAppendThreadTexts, cpCreateTexts, cpCreateDeferredTexts textCache
 
 // newThread is a SaveCheckpointParams.NewThread checked and encoded.
 type newThread struct {
@@ -319,6 +329,40 @@ func checkpointCreateInOne(ctx context.Context, q Querier, args []any, nt *newTh
 	return scanThread(nestRow(func(td ...any) error {
 		return r.Scan(append([]any{created, parent}, td...)...)
 	}))
+}
+
+// checkpointCreateDeferred queues checkpointCreateInOne's statement, when
+// q can (see deferAsserted), to go with the transaction's next statement or
+// its COMMIT, the run's checkpoint lock before it (it was deferred first),
+// and reports whether it did. The statement calls baton_refused with the
+// run's newest checkpoint (id and step) when the fence does not hold; a
+// taken thread id, a missing owner or parent fail it by their constraints.
+func checkpointCreateDeferred(q Querier, args []any, nt *newThread, s *runstate.State) bool {
+	c := nt.p
+	args = append(args, nullString(c.ParentID), c.Name, c.Network, c.ActiveAgent, nt.md, len(nt.nms))
+	args, values := messageValues(args, nt.nms)
+	query := cpCreateDeferredTexts.get(len(nt.nms), func() string {
+		m := ""
+		if len(nt.nms) > 0 {
+			m = `, m AS (` + insertValues("t.owner_id", "t.id", "v.ord", "$9", values()) + `)`
+		}
+		return `WITH c AS (` + insertCheckpoint + `), t AS (INSERT INTO threads
+			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
+			SELECT $3, $2, $12, $13, $14, $15, $16, 1, $17, $9, $9 WHERE EXISTS (SELECT 1 FROM c)
+			RETURNING owner_id, id)` + m + `
+		SELECT CASE WHEN EXISTS (SELECT 1 FROM c) THEN true ELSE baton_refused(
+			(SELECT id || ' ' || step FROM checkpoints WHERE owner_id = $2 AND run_id = $4 ORDER BY step DESC LIMIT 1)) END`
+	})
+	parent := args[10].(string)
+	refused := func(found string) error {
+		stale := &store.StaleWriteError{RunID: s.RunID, Step: s.Step, ParentID: parent}
+		id, step, ok := strings.Cut(found, " ")
+		if n, err := strconv.Atoi(step); ok && err == nil {
+			stale.LatestID, stale.LatestStep = id, n
+		}
+		return stale
+	}
+	return deferAsserted(q, true, refused, query, args...)
 }
 
 // checkpointAppendInOne is SaveCheckpoint with messages in one statement
