@@ -1186,15 +1186,6 @@ func testCheckpointNewThread(t *testing.T, s store.Store, b *bundle) {
 		NewThread: &store.CreateThreadParams{OwnerID: b.owner, ID: bare}}))(t)
 	Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: bare}))(t)
 
-	absent := func(what, threadID, runID string) {
-		t.Helper()
-		if _, err := s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: threadID}); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("%s: the thread: %v, want ErrNotFound", what, err)
-		}
-		if _, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: runID}); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("%s: the checkpoint: %v, want ErrNotFound", what, err)
-		}
-	}
 	// A taken thread id: a conflict, and the run writes nothing.
 	again := "run-" + uuid.NewString()
 	_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(again, id, 1), NewThread: &store.CreateThreadParams{}})
@@ -1210,7 +1201,7 @@ func testCheckpointNewThread(t *testing.T, s store.Store, b *bundle) {
 	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(again, lost, 1),
 		NewThread: &store.CreateThreadParams{ParentID: "missing-" + uuid.NewString()}})
 	wantErr(t, err, store.ErrNotFound)
-	absent("missing owner or parent", lost, again)
+	newThreadAbsent(t, s, b, "missing owner or parent", lost, again)
 	// A stale fence: the thread is not created either.
 	_, err = s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, lost, 1), NewThread: &store.CreateThreadParams{}})
 	wantAs[*store.StaleWriteError](t, err)
@@ -1230,7 +1221,7 @@ func testCheckpointNewThread(t *testing.T, s store.Store, b *bundle) {
 			t.Errorf("%s: %v, want ErrInvalid", what, err)
 		}
 	}
-	absent("bad params", lost, again)
+	newThreadAbsent(t, s, b, "bad params", lost, again)
 	// In a transaction that rolls back, nothing stays.
 	boom := errors.New("boom")
 	err = s.Tx(b.ctx, func(tx store.Tx) error {
@@ -1241,7 +1232,7 @@ func testCheckpointNewThread(t *testing.T, s store.Store, b *bundle) {
 		return boom
 	})
 	wantErr(t, err, boom)
-	absent("rolled back", lost, again)
+	newThreadAbsent(t, s, b, "rolled back", lost, again)
 }
 
 // testCheckpointNewThreadDeferred: SaveCheckpointParams.Deferred in a
@@ -1250,6 +1241,18 @@ func testCheckpointNewThread(t *testing.T, s store.Store, b *bundle) {
 // deferred in when a statement of another owner follows; its refusals — a
 // taken thread id, a missing owner, a stale fence — fail the transaction
 // with the write's own error, and nothing of it stays.
+// newThreadAbsent checks that neither the thread threadID nor a checkpoint
+// of run runID was written (what says after what).
+func newThreadAbsent(t *testing.T, s store.Store, b *bundle, what, threadID, runID string) {
+	t.Helper()
+	if _, err := s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: threadID}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("%s: the thread: %v, want ErrNotFound", what, err)
+	}
+	if _, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: runID}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("%s: the checkpoint: %v, want ErrNotFound", what, err)
+	}
+}
+
 func testCheckpointNewThreadDeferred(t *testing.T, s store.Store, b *bundle) {
 	others := newThread(t, s, &bundle{ctx: b.ctx, owner: b.other})
 	// save runs p deferred in a transaction, then a statement of the other
@@ -1283,15 +1286,6 @@ func testCheckpointNewThreadDeferred(t *testing.T, s store.Store, b *bundle) {
 	if list := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: id}))(t); len(list) != 1 || list[0].Seq != 1 {
 		t.Fatalf("messages %+v", list)
 	}
-	absent := func(what, threadID, runID string) {
-		t.Helper()
-		if _, err := s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: threadID}); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("%s: the thread: %v, want ErrNotFound", what, err)
-		}
-		if _, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: runID}); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("%s: the checkpoint: %v, want ErrNotFound", what, err)
-		}
-	}
 	again, lost := "run-"+uuid.NewString(), "thread-"+uuid.NewString()
 	_, err = save(&store.SaveCheckpointParams{OwnerID: b.owner, State: newState(again, id, 1), NewThread: &store.CreateThreadParams{}})
 	wantErr(t, err, store.ErrConflict)
@@ -1301,7 +1295,7 @@ func testCheckpointNewThreadDeferred(t *testing.T, s store.Store, b *bundle) {
 	_, err = save(&store.SaveCheckpointParams{OwnerID: "nobody-" + uuid.NewString(), State: newState(again, lost, 1),
 		NewThread: &store.CreateThreadParams{Messages: []store.NewMessage{{Message: message.User("x")}}}})
 	wantErr(t, err, store.ErrNotFound)
-	absent("missing owner", lost, again)
+	newThreadAbsent(t, s, b, "missing owner", lost, again)
 	_, err = save(&store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, lost, 1), NewThread: &store.CreateThreadParams{}})
 	stale := wantAs[*store.StaleWriteError](t, err)
 	if stale.RunID != run || stale.LatestID != cp.ID || stale.LatestStep != 1 {

@@ -311,10 +311,22 @@ func newThreadOf(p *store.SaveCheckpointParams, threadID string) (*newThread, er
 // scans the checkpoint's created_at and parent_id and returns the thread.
 // No row (sql.ErrNoRows): the fence did not hold, and nothing was written.
 func checkpointCreateInOne(ctx context.Context, q Querier, args []any, nt *newThread, created *nullTime, parent *nullStr) (*store.Thread, error) {
+	args, query := checkpointCreate(&cpCreateTexts, args, nt, threadCols, `
+		SELECT c.created_at, c.parent_id, `+threadColsOfT+` FROM c, t`)
+	r := q.QueryRow(ctx, query, args...)
+	return scanThread(nestRow(func(td ...any) error {
+		return r.Scan(append([]any{created, parent}, td...)...)
+	}))
+}
+
+// checkpointCreate returns the args and the text (kept in texts) of a
+// checkpoint created with its new thread in one statement, the thread's
+// columns returning (for t) and the statement's outer SELECT as given.
+func checkpointCreate(texts *textCache, args []any, nt *newThread, returning, outer string) ([]any, string) {
 	c := nt.p
 	args = append(args, nullString(c.ParentID), c.Name, c.Network, c.ActiveAgent, nt.md, len(nt.nms))
 	args, values := messageValues(args, nt.nms)
-	query := cpCreateTexts.get(len(nt.nms), func() string {
+	return args, texts.get(len(nt.nms), func() string {
 		m := ""
 		if len(nt.nms) > 0 {
 			m = `, m AS (` + insertValues("t.owner_id", "t.id", "v.ord", "$9", values()) + `)`
@@ -322,13 +334,8 @@ func checkpointCreateInOne(ctx context.Context, q Querier, args []any, nt *newTh
 		return `WITH c AS (` + insertCheckpoint + `), t AS (INSERT INTO threads
 			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
 			SELECT $3, $2, $12, $13, $14, $15, $16, 1, $17, $9, $9 WHERE EXISTS (SELECT 1 FROM c)
-			RETURNING ` + threadCols + `)` + m + `
-		SELECT c.created_at, c.parent_id, ` + threadColsOfT + ` FROM c, t`
+			RETURNING ` + returning + `)` + m + outer
 	})
-	r := q.QueryRow(ctx, query, args...)
-	return scanThread(nestRow(func(td ...any) error {
-		return r.Scan(append([]any{created, parent}, td...)...)
-	}))
 }
 
 // checkpointCreateDeferred queues checkpointCreateInOne's statement, when
@@ -338,21 +345,9 @@ func checkpointCreateInOne(ctx context.Context, q Querier, args []any, nt *newTh
 // run's newest checkpoint (id and step) when the fence does not hold; a
 // taken thread id, a missing owner or parent fail it by their constraints.
 func checkpointCreateDeferred(q Querier, args []any, nt *newThread, s *runstate.State) bool {
-	c := nt.p
-	args = append(args, nullString(c.ParentID), c.Name, c.Network, c.ActiveAgent, nt.md, len(nt.nms))
-	args, values := messageValues(args, nt.nms)
-	query := cpCreateDeferredTexts.get(len(nt.nms), func() string {
-		m := ""
-		if len(nt.nms) > 0 {
-			m = `, m AS (` + insertValues("t.owner_id", "t.id", "v.ord", "$9", values()) + `)`
-		}
-		return `WITH c AS (` + insertCheckpoint + `), t AS (INSERT INTO threads
-			(id, owner_id, parent_id, name, network, active_agent, metadata, version, next_seq, created_at, updated_at)
-			SELECT $3, $2, $12, $13, $14, $15, $16, 1, $17, $9, $9 WHERE EXISTS (SELECT 1 FROM c)
-			RETURNING owner_id, id)` + m + `
+	args, query := checkpointCreate(&cpCreateDeferredTexts, args, nt, "owner_id, id", `
 		SELECT CASE WHEN EXISTS (SELECT 1 FROM c) THEN true ELSE baton_refused(
-			(SELECT id || ' ' || step FROM checkpoints WHERE owner_id = $2 AND run_id = $4 ORDER BY step DESC LIMIT 1)) END`
-	})
+			(SELECT id || ' ' || step FROM checkpoints WHERE owner_id = $2 AND run_id = $4 ORDER BY step DESC LIMIT 1)) END`)
 	parent := args[10].(string)
 	refused := func(found string) error {
 		stale := &store.StaleWriteError{RunID: s.RunID, Step: s.Step, ParentID: parent}
