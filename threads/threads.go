@@ -408,7 +408,7 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 					// Nothing of the write is read back: on PostgreSQL it
 					// goes with the transaction's next statement or its
 					// COMMIT (a turn's start: one round trip), and its
-					// errors come from there (see newThreadErr).
+					// errors come from there (mapped after the Tx below).
 					save.Deferred = true
 				}
 			} else {

@@ -156,14 +156,11 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 			}
 		}
 		switch {
-		case nt != nil && cte && p.Deferred && p.Thread == nil:
-			if checkpointCreateDeferred(q, args, nt, s) {
+		case nt != nil && cte:
+			if p.Deferred && p.Thread == nil && checkpointCreateDeferred(q, args, nt, s) {
 				cp.CreatedAt, cp.ParentID = at, p.ParentID
 				return nil
 			}
-			last(q)
-			th, err = checkpointCreateInOne(ctx, q, args, nt, &created, &parent)
-		case nt != nil && cte:
 			last(q)
 			th, err = checkpointCreateInOne(ctx, q, args, nt, &created, &parent)
 		case len(nms) > 0 && cte:

@@ -222,7 +222,7 @@ func deferWrite(q Querier, deferred bool, query string, args ...any) bool {
 // deferAsserted queues query, a write that calls baton_refused when its
 // condition does not hold, to go with the transaction's next statement or
 // its COMMIT, when deferred is set and q can (pgstore's DeferAsserted, in a
-// Store.Tx that has begun); refused maps what the refusal found to the
+// Store.Tx); refused maps what the refusal found to the
 // write's error, which fails that statement or the commit. It reports
 // whether it did. Otherwise the caller runs the write at once.
 func deferAsserted(q Querier, deferred bool, refused func(found string) error, query string, args ...any) bool {
