@@ -233,7 +233,7 @@ type UpdateMessageParams struct {
 	// the row is locked, so that an update racing a transaction that moves
 	// the message to ExpectedStatus waits for it and is made if it commits.
 	ExpectedStatus message.Status
-	// Deferred, in a Store.Tx whose first statement has run, lets the
+	// Deferred, in a Store.Tx, lets the
 	// backend send the update with the transaction's next statement
 	// (PostgreSQL: no round trip of its own, and the row is not read
 	// back); UpdateMessage then returns a nil message, and a missing
@@ -319,16 +319,18 @@ type SaveCheckpointParams struct {
 	// NewThread.Messages (Messages must then be empty). On PostgreSQL the
 	// thread, its messages and the checkpoint are one statement.
 	NewThread *CreateThreadParams
-	// Deferred, with NewThread and without Thread, in a Store.Tx, lets the
-	// backend send the write with the transaction's next statement or its
-	// COMMIT (PostgreSQL: a new thread's first checkpoint and the
+	// Deferred, without Thread, in a Store.Tx, lets the backend send the
+	// write with the transaction's next statement or its COMMIT
+	// (PostgreSQL: the checkpoint, its messages or new thread, and the
 	// transaction's other deferred writes in one round trip, and nothing
 	// read back). SaveCheckpoint then returns the checkpoint as it will be
-	// written but for its ParentID (as given), and its errors — a
-	// *[StaleWriteError], [ErrConflict] for a taken thread id, [ErrNotFound]
-	// for a missing owner or parent thread — fail that statement or the
-	// commit instead, and the transaction can then only roll back.
-	// Elsewhere, and on SQLite, the write runs at once.
+	// written but for its ParentID (as given: with ParentID empty, the
+	// newest checkpoint it gets as parent is not known), and its errors —
+	// a *[StaleWriteError]; [ErrNotFound] for a missing thread, or with
+	// NewThread a missing owner or parent thread; [ErrConflict] for a
+	// taken thread id — fail that statement or the commit instead, and the
+	// transaction can then only roll back. Elsewhere, and on SQLite, the
+	// write runs at once.
 	Deferred bool
 }
 
@@ -484,8 +486,7 @@ type TransitionJobRunParams struct {
 	// waits out a writer of the draft that checks the message under its
 	// lock (draft.Writer does).
 	ClearDraft string
-	// Deferred, in a Store.Tx whose first statement has run and without
-	// Metadata, lets the backend send the transition with the
+	// Deferred, in a Store.Tx and without Metadata, lets the backend send the transition with the
 	// transaction's next statement or its COMMIT (PostgreSQL: no round trip
 	// of its own, and the row is not read back); TransitionJobRun then
 	// returns a nil job run, and a refused move (a *[TransitionError]) or
@@ -582,7 +583,7 @@ type AcquireLeaseParams struct {
 	Holder   string
 	// TTL is how long the lease holds without a renewal; required.
 	TTL time.Duration
-	// Deferred, in a Store.Tx whose first statement has run, lets the
+	// Deferred, in a Store.Tx, lets the
 	// backend send the write with the transaction's next statement or its
 	// COMMIT (PostgreSQL: no round trip of its own; the lease is the one
 	// written, which AcquireLease returns as the params say it), and an
@@ -606,7 +607,7 @@ type ReleaseLeaseParams struct {
 	// Expired releases the lease only if it has expired: an adopter's
 	// claim.
 	Expired bool
-	// Deferred, in a Store.Tx whose first statement has run, lets the
+	// Deferred, in a Store.Tx, lets the
 	// backend send the delete with the transaction's next statement or
 	// its COMMIT (PostgreSQL: no round trip of its own); ReleaseLease then
 	// reports false, and an error of the delete fails that statement or

@@ -93,12 +93,13 @@ func (q *lazyQuerier) deferAfter(sql string, args []any) {
 }
 
 // DeferWrite is deferExec for a write of the engine whose result is not
-// needed (store.ReleaseLeaseParams.Deferred), in a Store.Tx that has begun:
-// the statement runs in the transaction's scope of the moment (a change of
-// scope after it is deferred after it). It reports false, deferring
-// nothing, in any other case.
+// needed (store.ReleaseLeaseParams.Deferred), in a Store.Tx: the statement
+// runs in the transaction's scope of the moment (a change of scope after
+// it is deferred after it; before the transaction's first statement, it
+// goes with BEGIN — see setScope). It reports false, deferring nothing, in
+// any other case.
 func (q *lazyQuerier) DeferWrite(sql string, args ...any) bool {
-	if !q.held || q.conn == nil || q.done {
+	if !q.held || q.done {
 		return false
 	}
 	q.deferExec(sql, args)
@@ -112,9 +113,6 @@ func (q *lazyQuerier) DeferWrite(sql string, args ...any) bool {
 // the database's, so the write may go with COMMIT: a refused one rolls the
 // transaction back. Once a write was refused, the transaction can only
 // roll back.
-//
-// Unlike DeferWrite it may come before the transaction's first statement:
-// it then goes with BEGIN, in the scope of the moment (setScope keeps it).
 func (q *lazyQuerier) DeferAsserted(refused func(found string) error, sql string, args ...any) bool {
 	if !q.held || q.done {
 		return false
@@ -139,9 +137,9 @@ func (q *lazyQuerier) setScope(sc sqlcore.Scope) {
 		return
 	}
 	if q.conn == nil && q.must {
-		// Writes deferred before BEGIN (DeferAsserted) run in the scope
-		// they were deferred in: it goes before them, after the one lead
-		// sends with BEGIN, and the new one after them.
+		// Writes deferred before BEGIN (DeferWrite, DeferAsserted, DeferTx)
+		// run in the scope they were deferred in: it goes before them,
+		// after the one lead sends with BEGIN, and the new one after them.
 		q.prelude = append([]queued{scopeStmt(q.role, q.sc, true)}, q.prelude...)
 		q.sc = sc
 		q.deferScope()

@@ -529,8 +529,8 @@ func TestDeferTx(t *testing.T) {
 		t.Error("DeferTx accepted a nil transaction")
 	}
 
-	// A deferred lease release (the hand-over's) goes with the COMMIT once
-	// the transaction has begun; before, it runs at once.
+	// A deferred lease release (the hand-over's) goes with the COMMIT,
+	// whether the transaction has begun or not (then with its BEGIN).
 	run := randName("run-")
 	lease := &store.AcquireLeaseParams{OwnerID: f.owner, RunID: run, ThreadID: f.thread.ID, Holder: "me", TTL: time.Minute}
 	release := &store.ReleaseLeaseParams{OwnerID: f.owner, RunID: run, Holder: "me", Deferred: true}
@@ -546,18 +546,15 @@ func TestDeferTx(t *testing.T) {
 				}
 			}
 			ok, err := tx.ReleaseLease(ctx, release)
-			if err == nil && ok != !begun {
-				t.Errorf("begun %v: ReleaseLease reported %v", begun, ok)
+			if err == nil && ok {
+				t.Errorf("begun %v: ReleaseLease reported true, deferred", begun)
 			}
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
-		trips := f.tr.take()
-		t.Logf("begun %v: %q", begun, trips)
-		withCommit := slices.ContainsFunc(trips[len(trips)-1], func(q string) bool { return strings.HasPrefix(q, "DELETE FROM run_leases") })
-		if last := trips[len(trips)-1]; len(trips) != 2 || withCommit != begun || last[len(last)-1] != "commit" {
-			t.Errorf("begun %v: round trips %q, want the DELETE with the commit (begun) or at once", begun, trips)
+		if trips := f.tr.take(); !deferredToCommit(trips, begun, "DELETE FROM run_leases") {
+			t.Errorf("begun %v: round trips %q, want the DELETE with the commit", begun, trips)
 		}
 		if _, err := f.s.GetLease(ctx, &store.GetLeaseParams{OwnerID: f.owner, RunID: run}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("begun %v: lease after the release: %v, want ErrNotFound", begun, err)
@@ -565,8 +562,7 @@ func TestDeferTx(t *testing.T) {
 	}
 
 	// A deferred lease acquisition (an inline run's first checkpoint's)
-	// likewise: with the COMMIT once begun, else at once; the lease is
-	// written as returned.
+	// likewise; the lease is written as returned.
 	for _, begun := range []bool{true, false} {
 		acquire := *lease
 		acquire.RunID, acquire.Deferred = randName("run-"), true
@@ -584,10 +580,8 @@ func TestDeferTx(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		trips := f.tr.take()
-		withCommit := slices.ContainsFunc(trips[len(trips)-1], func(q string) bool { return strings.HasPrefix(q, "INSERT INTO run_leases") })
-		if last := trips[len(trips)-1]; len(trips) != 2 || withCommit != begun || last[len(last)-1] != "commit" {
-			t.Errorf("begun %v: round trips %q, want the INSERT with the commit (begun) or at once", begun, trips)
+		if trips := f.tr.take(); !deferredToCommit(trips, begun, "INSERT INTO run_leases") {
+			t.Errorf("begun %v: round trips %q, want the INSERT with the commit", begun, trips)
 		}
 		stored, err := f.s.GetLease(ctx, &store.GetLeaseParams{OwnerID: f.owner, RunID: acquire.RunID})
 		if err != nil {
@@ -924,7 +918,7 @@ func TestDeferringExec(t *testing.T) {
 	if trips := f.tr.take(); len(trips) != 2 || !slices.Equal(trips[1][len(trips[1])-1:], []string{"commit"}) || !contains(trips[1][len(trips[1])-2], "pg_notify") {
 		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [pg_notify, commit]", trips)
 	}
-	// Before the first statement: at once, with BEGIN.
+	// Before the first statement: with BEGIN and the next statement.
 	if err := f.s.Tx(ctx, func(tx store.Tx) error {
 		if err := notify(tx, "first"); err != nil {
 			return err
@@ -934,8 +928,8 @@ func TestDeferringExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	heard("first")
-	if trips := f.tr.take(); len(trips) != 3 || !contains(trips[0][len(trips[0])-1], "pg_notify") {
-		t.Errorf("round trips %q, want [BEGIN, scope, pg_notify], [INSERT], [commit]", trips)
+	if trips := f.tr.take(); len(trips) != 2 || trips[0][0] != "begin" || !contains(trips[0][len(trips[0])-2], "pg_notify") || !contains(trips[0][len(trips[0])-1], "INSERT INTO jobs") {
+		t.Errorf("round trips %q, want [BEGIN, scope and pg_notify, INSERT], [commit]", trips)
 	}
 	// A Query is sent at once.
 	if err := f.s.Tx(ctx, func(tx store.Tx) error {
@@ -1020,34 +1014,77 @@ func TestDeferredTransitionJobRun(t *testing.T) {
 // run's lock, a deferred statement after it — in one round trip, as a
 // turn's start on a new thread sends it. (Its semantics on both backends:
 // storetest's CheckpointNewThreadDeferred.)
-func TestDeferredNewThreadCheckpoint(t *testing.T) {
+func TestDeferredCheckpoint(t *testing.T) {
 	t.Parallel()
 	f := newTxFixture(t, 0)
 	ctx := t.Context()
 	for i := range 2 { // the first prepares the statements
 		thread := randName("thread-")
 		st := &runstate.State{RunID: randName("run-"), ThreadID: thread, Fingerprint: "fp", Agent: "a", Step: 1, Status: runstate.StatusRunning}
-		f.tr.take()
-		if err := f.s.Tx(ctx, func(tx store.Tx) error {
-			cp, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: f.owner, State: st,
-				NewThread: &store.CreateThreadParams{Messages: []store.NewMessage{{Message: message.User("hi")}}}, Deferred: true})
-			if err != nil || cp == nil || cp.ID == "" {
-				t.Fatalf("deferred checkpoint: %+v, %v", cp, err)
-			}
-			if !pgstore.DeferTx(tx, `INSERT INTO jobs (thread_id) VALUES ($1)`, thread) { // rides with COMMIT
-				t.Fatal("DeferTx refused")
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		trips := f.tr.take()
-		if i == 1 && (len(trips) != 1 || trips[0][0] != "begin" || trips[0][len(trips[0])-1] != "commit" ||
-			!slices.ContainsFunc(trips[0], func(q string) bool { return contains(q, "INSERT INTO checkpoints") })) {
-			t.Errorf("round trips %q, want one: [BEGIN, scope and lock, checkpoint, INSERT, commit]", trips)
-		}
+		first := deferredCheckpointTrip(t, f, i == 1, &store.SaveCheckpointParams{OwnerID: f.owner, State: st,
+			NewThread: &store.CreateThreadParams{Messages: []store.NewMessage{{Message: message.User("hi")}}}})
 		if _, err := f.s.GetThread(ctx, &store.GetThreadParams{OwnerID: f.owner, ID: thread}); err != nil {
 			t.Fatalf("the new thread: %v", err)
 		}
+		// The run's next checkpoints on the thread, with messages and
+		// alone: one round trip each too.
+		next := *st
+		next.Step = 2
+		cp := deferredCheckpointTrip(t, f, i == 1, &store.SaveCheckpointParams{OwnerID: f.owner, State: &next, ParentID: first.ID,
+			Messages: []store.NewMessage{{Message: message.Assistant("a", "ok")}}})
+		last := next
+		last.Step = 3
+		deferredCheckpointTrip(t, f, i == 1, &store.SaveCheckpointParams{OwnerID: f.owner, State: &last, ParentID: cp.ID})
+		if got, err := f.s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: f.owner, RunID: st.RunID}); err != nil || got.Step != 3 || got.ParentID != cp.ID {
+			t.Fatalf("the run's newest checkpoint: %+v, %v", got, err)
+		}
 	}
+}
+
+// deferredCheckpointTrip saves p deferred in a Store.Tx with a DeferTx
+// write after it and, with check, wants one round trip: BEGIN, the scope
+// and lock, the checkpoint, the write and COMMIT. It returns the
+// checkpoint.
+func deferredCheckpointTrip(t *testing.T, f *txFixture, check bool, p *store.SaveCheckpointParams) *store.Checkpoint {
+	t.Helper()
+	ctx := t.Context()
+	p.Deferred = true
+	var cp *store.Checkpoint
+	f.tr.take()
+	if err := f.s.Tx(ctx, func(tx store.Tx) error {
+		var err error
+		cp, err = tx.SaveCheckpoint(ctx, p)
+		if err != nil || cp == nil || cp.ID == "" {
+			t.Fatalf("deferred checkpoint: %+v, %v", cp, err)
+		}
+		if !pgstore.DeferTx(tx, `INSERT INTO jobs (thread_id) VALUES ($1)`, p.State.ThreadID) { // rides with COMMIT
+			t.Fatal("DeferTx refused")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	trips := f.tr.take()
+	if check && (len(trips) != 1 || trips[0][0] != "begin" || trips[0][len(trips[0])-1] != "commit" ||
+		!slices.ContainsFunc(trips[0], func(q string) bool { return contains(q, "INSERT INTO checkpoints") })) {
+		t.Errorf("round trips %q, want one: [BEGIN, scope and lock, checkpoint, INSERT, commit]", trips)
+	}
+	return cp
+}
+
+// deferredToCommit reports whether trips, a Store.Tx's round trips, sent
+// the statement starting with prefix with the COMMIT: in the transaction's
+// second round trip when a statement began it (begun), else in its only
+// one, with BEGIN.
+func deferredToCommit(trips [][]string, begun bool, prefix string) bool {
+	want := 1
+	if begun {
+		want = 2
+	}
+	if len(trips) != want {
+		return false
+	}
+	last := trips[len(trips)-1]
+	return (begun || last[0] == "begin") && last[len(last)-1] == "commit" &&
+		slices.ContainsFunc(last, func(q string) bool { return strings.HasPrefix(q, prefix) })
 }

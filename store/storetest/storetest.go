@@ -71,6 +71,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"CheckpointMessages", testCheckpointMessages},
 		{"CheckpointNewThread", testCheckpointNewThread},
 		{"CheckpointNewThreadDeferred", testCheckpointNewThreadDeferred},
+		{"CheckpointDeferred", testCheckpointDeferred},
 		{"CheckpointConcurrentWriters", testCheckpointConcurrentWriters},
 		{"CheckpointIncompatible", testCheckpointIncompatible},
 		{"CheckpointInvalid", testCheckpointInvalid},
@@ -1235,12 +1236,6 @@ func testCheckpointNewThread(t *testing.T, s store.Store, b *bundle) {
 	newThreadAbsent(t, s, b, "rolled back", lost, again)
 }
 
-// testCheckpointNewThreadDeferred: SaveCheckpointParams.Deferred in a
-// Store.Tx writes what the immediate write does once the transaction
-// commits, and returns the checkpoint as stored; it keeps the scope it was
-// deferred in when a statement of another owner follows; its refusals — a
-// taken thread id, a missing owner, a stale fence — fail the transaction
-// with the write's own error, and nothing of it stays.
 // newThreadAbsent checks that neither the thread threadID nor a checkpoint
 // of run runID was written (what says after what).
 func newThreadAbsent(t *testing.T, s store.Store, b *bundle, what, threadID, runID string) {
@@ -1253,6 +1248,12 @@ func newThreadAbsent(t *testing.T, s store.Store, b *bundle, what, threadID, run
 	}
 }
 
+// testCheckpointNewThreadDeferred: SaveCheckpointParams.Deferred in a
+// Store.Tx writes what the immediate write does once the transaction
+// commits, and returns the checkpoint as stored; it keeps the scope it was
+// deferred in when a statement of another owner follows; its refusals — a
+// taken thread id, a missing owner, a stale fence — fail the transaction
+// with the write's own error, and nothing of it stays.
 func testCheckpointNewThreadDeferred(t *testing.T, s store.Store, b *bundle) {
 	others := newThread(t, s, &bundle{ctx: b.ctx, owner: b.other})
 	// save runs p deferred in a transaction, then a statement of the other
@@ -1303,6 +1304,101 @@ func testCheckpointNewThreadDeferred(t *testing.T, s store.Store, b *bundle) {
 	}
 	if _, err := s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: lost}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a stale fence: the thread: %v, want ErrNotFound", err)
+	}
+}
+
+// testCheckpointDeferred: SaveCheckpointParams.Deferred on an existing
+// thread — with messages, and alone — writes what the immediate write does
+// once the transaction commits (with a statement after it, or with nothing
+// but the commit), returns the checkpoint as stored; its refusals — a stale
+// fence, a missing thread — fail the transaction with the write's own
+// error, and nothing of it stays.
+func testCheckpointDeferred(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	others := newThread(t, s, &bundle{ctx: b.ctx, owner: b.other})
+	// save runs p deferred in a transaction, then, with follow, a
+	// statement of the other owner, and returns the checkpoint and the
+	// transaction's error.
+	save := func(p *store.SaveCheckpointParams, follow bool) (*store.Checkpoint, error) {
+		p.Deferred = true
+		var cp *store.Checkpoint
+		err := s.Tx(b.ctx, func(tx store.Tx) error {
+			var err error
+			if cp, err = tx.SaveCheckpoint(b.ctx, p); err != nil || !follow {
+				return err
+			}
+			_, err = tx.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.other, ID: others.ID})
+			return err
+		})
+		return cp, err
+	}
+	run := "run-" + uuid.NewString()
+	first := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 1)}))(t)
+	parent := first
+	for i, follow := range []bool{true, false} {
+		step := 2 + 2*i
+		// With messages.
+		m := message.User(fmt.Sprintf("deferred %d", step))
+		m.ID = fmt.Sprintf("%s-m%d", run, step)
+		cp, err := save(&store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, step), ParentID: parent.ID,
+			Messages: []store.NewMessage{{Message: m}, {Message: message.Assistant("a", "ok")}}}, follow)
+		if err != nil {
+			t.Fatalf("follow %v: %v", follow, err)
+		}
+		got := Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t)
+		if cp.ID != got.ID || !cp.CreatedAt.Equal(got.CreatedAt) || cp.ThreadID != th.ID || cp.Step != step || cp.ParentID != parent.ID || got.ParentID != parent.ID {
+			t.Fatalf("follow %v: returned %+v, stored %+v", follow, cp, got)
+		}
+		list := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)
+		if n := len(list); n != 2*(i+1) || list[n-2].ID != m.ID || list[n-2].Seq != int64(n-1) || list[n-1].Text() != "ok" || list[n-1].Seq != int64(n) {
+			t.Fatalf("follow %v: messages %+v", follow, list)
+		}
+		// Alone.
+		alone, err := save(&store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, step+1), ParentID: cp.ID}, follow)
+		if err != nil {
+			t.Fatalf("follow %v: alone: %v", follow, err)
+		}
+		got = Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: run}))(t)
+		if alone.ID != got.ID || !alone.CreatedAt.Equal(got.CreatedAt) || got.ParentID != cp.ID || got.Step != step+1 {
+			t.Fatalf("follow %v: alone: returned %+v, stored %+v", follow, alone, got)
+		}
+		parent = alone
+	}
+	msgs := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t))
+	unchanged := func(what string) {
+		t.Helper()
+		wantLatest(t, s, b, run, parent.ID, parent.Step)
+		if n := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)); n != msgs {
+			t.Errorf("%s: %d messages, want %d", what, n, msgs)
+		}
+	}
+	for _, follow := range []bool{true, false} {
+		// A stale fence, by parent and by step: the run's newest checkpoint
+		// in the error.
+		for what, p := range map[string]*store.SaveCheckpointParams{
+			"stale parent": {OwnerID: b.owner, State: newState(run, th.ID, 9), ParentID: first.ID, Messages: []store.NewMessage{{Message: message.User("lost")}}},
+			"stale step":   {OwnerID: b.owner, State: newState(run, th.ID, parent.Step), ParentID: parent.ID},
+		} {
+			_, err := save(p, follow)
+			stale := wantAs[*store.StaleWriteError](t, err)
+			if stale.RunID != run || stale.LatestID != parent.ID || stale.LatestStep != parent.Step {
+				t.Errorf("%s, follow %v: StaleWriteError = %+v, want the run's newest checkpoint %s at step %d", what, follow, stale, parent.ID, parent.Step)
+			}
+			unchanged(what)
+		}
+		// A missing thread, another owner's thread: not found.
+		for what, id := range map[string]string{"missing thread": "missing-" + uuid.NewString(), "other's thread": others.ID} {
+			other := "run-" + uuid.NewString()
+			_, err := save(&store.SaveCheckpointParams{OwnerID: b.owner, State: newState(other, id, 1),
+				Messages: []store.NewMessage{{Message: message.User("x")}}}, follow)
+			wantErr(t, err, store.ErrNotFound)
+			if _, err := s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: other}); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s: the checkpoint: %v, want ErrNotFound", what, err)
+			}
+		}
+	}
+	if n := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.other, ThreadID: others.ID}))(t)); n != 0 {
+		t.Errorf("the other owner's thread has %d messages, want 0", n)
 	}
 }
 

@@ -155,12 +155,12 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 				return err
 			}
 		}
+		if p.Deferred && p.Thread == nil && cte && checkpointDeferred(q, args, nt, nms, s) {
+			cp.CreatedAt, cp.ParentID = at, p.ParentID
+			return nil
+		}
 		switch {
 		case nt != nil && cte:
-			if p.Deferred && p.Thread == nil && checkpointCreateDeferred(q, args, nt, s) {
-				cp.CreatedAt, cp.ParentID = at, p.ParentID
-				return nil
-			}
 			last(q)
 			th, err = checkpointCreateInOne(ctx, q, args, nt, &created, &parent)
 		case len(nms) > 0 && cte:
@@ -258,9 +258,10 @@ const insertCheckpoint = `INSERT INTO checkpoints
 			WHERE (latest.step IS NULL OR latest.step < $5) AND ($11 = '' OR latest.id = $11)
 			RETURNING created_at, parent_id`
 
-// The texts of checkpointAppendInOne, without and with the thread's
-// columns, and of checkpointCreateInOne.
-var cpAppendTexts, cpAppendThreadTexts, cpCreateTexts, cpCreateDeferredTexts textCache
+// The texts of checkpointAppendInOne (without and with the thread's
+// columns), of checkpointCreateInOne, and of their deferred forms
+// (checkpointDeferred).
+var cpAppendTexts, cpAppendThreadTexts, cpAppendDeferredTexts, cpCreateTexts, cpCreateDeferredTexts textCache
 
 // newThread is a SaveCheckpointParams.NewThread checked and encoded.
 type newThread struct {
@@ -335,17 +336,34 @@ func checkpointCreate(texts *textCache, args []any, nt *newThread, returning, ou
 	})
 }
 
-// checkpointCreateDeferred queues checkpointCreateInOne's statement, when
-// q can (see deferAsserted), to go with the transaction's next statement or
-// its COMMIT, the run's checkpoint lock before it (it was deferred first),
-// and reports whether it did. The statement calls baton_refused with the
-// run's newest checkpoint (id and step) when the fence does not hold; a
-// taken thread id, a missing owner or parent fail it by their constraints.
-func checkpointCreateDeferred(q Querier, args []any, nt *newThread, s *runstate.State) bool {
-	args, query := checkpointCreate(&cpCreateDeferredTexts, args, nt, "owner_id, id", `
+// checkpointRefused is the outer SELECT of a deferred checkpoint's
+// statement, whose fenced insert is c (args as insertCheckpoint's): it
+// calls baton_refused with the run's newest checkpoint (id and step) when
+// the fence does not hold.
+const checkpointRefused = `
 		SELECT CASE WHEN EXISTS (SELECT 1 FROM c) THEN true ELSE baton_refused(
-			(SELECT id || ' ' || step FROM checkpoints WHERE owner_id = $2 AND run_id = $4 ORDER BY step DESC LIMIT 1)) END`)
+			(SELECT id || ' ' || step FROM checkpoints WHERE owner_id = $2 AND run_id = $4 ORDER BY step DESC LIMIT 1)) END`
+
+// checkpointDeferred queues SaveCheckpoint's statement — with its new
+// thread nt (checkpointCreateInOne's), with its messages nms
+// (checkpointAppendInOne's), or the checkpoint alone — when q can (see
+// deferAsserted), to go with the transaction's next statement or its
+// COMMIT, the run's checkpoint lock before it (it was deferred first), and
+// reports whether it did. A fence that does not hold is refused as a
+// *store.StaleWriteError naming the run's newest checkpoint; a taken
+// thread id, a missing owner, thread or parent fail the statement by their
+// constraints.
+func checkpointDeferred(q Querier, args []any, nt *newThread, nms []newMessage, s *runstate.State) bool {
 	parent := args[10].(string)
+	var query string
+	switch {
+	case nt != nil:
+		args, query = checkpointCreate(&cpCreateDeferredTexts, args, nt, "owner_id, id", checkpointRefused)
+	case len(nms) > 0:
+		args, query = checkpointAppend(&cpAppendDeferredTexts, args, nms, false, checkpointRefused)
+	default:
+		query = `WITH c AS (` + insertCheckpoint + `)` + checkpointRefused
+	}
 	refused := func(found string) error {
 		stale := &store.StaleWriteError{RunID: s.RunID, Step: s.Step, ParentID: parent}
 		id, step, ok := strings.Cut(found, " ")
@@ -367,23 +385,12 @@ func checkpointCreateDeferred(q Querier, args []any, nt *newThread, s *runstate.
 // owner's, which the foreign key (thread_id, owner_id) of the checkpoint
 // refuses first (SaveCheckpoint tells them apart).
 func checkpointAppendInOne(ctx context.Context, q Querier, args []any, nms []newMessage, th *store.Thread, created *nullTime, parent *nullStr) error {
-	args, values := messageValues(append(args, len(nms)), nms)
-	texts := &cpAppendTexts
+	texts, cols := &cpAppendTexts, "c.created_at, c.parent_id, t.next_seq"
 	if th != nil {
-		texts = &cpAppendThreadTexts
+		texts, cols = &cpAppendThreadTexts, cols+", "+threadColsOfT
 	}
-	query := texts.get(len(nms), func() string {
-		reserve := `UPDATE threads SET next_seq = next_seq + $12, updated_at = $9
-		WHERE ` + threadKey("$2", "$3") + ` AND EXISTS (SELECT 1 FROM c) RETURNING next_seq`
-		cols := "c.created_at, c.parent_id, t.next_seq"
-		if th != nil {
-			reserve += ", " + threadCols
-			cols += ", " + threadColsOfT
-		}
-		return `WITH c AS (` + insertCheckpoint + `), t AS (` + reserve + `), m AS (` +
-			insertValues("$2", "$3", "t.next_seq - $12 + v.ord", "$9", values()) + `)
-		SELECT ` + cols + ` FROM c, t`
-	})
+	args, query := checkpointAppend(texts, args, nms, th != nil, `
+		SELECT `+cols+` FROM c, t`)
 	r := q.QueryRow(ctx, query, args...)
 	if th == nil {
 		var next int64
@@ -397,4 +404,22 @@ func checkpointAppendInOne(ctx context.Context, q Querier, args []any, nms []new
 		*th = *t
 	}
 	return err
+}
+
+// checkpointAppend returns the args and the text (kept in texts) of a
+// checkpoint written with its messages in one statement: the fenced insert
+// c, the thread's sequence numbers reserved (t, returning next_seq and,
+// with thread, the thread's columns) only if c inserted, the messages m
+// numbered from them; then the statement's outer SELECT as given.
+func checkpointAppend(texts *textCache, args []any, nms []newMessage, thread bool, outer string) ([]any, string) {
+	args, values := messageValues(append(args, len(nms)), nms)
+	return args, texts.get(len(nms), func() string {
+		reserve := `UPDATE threads SET next_seq = next_seq + $12, updated_at = $9
+		WHERE ` + threadKey("$2", "$3") + ` AND EXISTS (SELECT 1 FROM c) RETURNING next_seq`
+		if thread {
+			reserve += ", " + threadCols
+		}
+		return `WITH c AS (` + insertCheckpoint + `), t AS (` + reserve + `), m AS (` +
+			insertValues("$2", "$3", "t.next_seq - $12 + v.ord", "$9", values()) + `)` + outer
+	})
 }

@@ -212,7 +212,7 @@ func last(q Querier) {
 
 // deferWrite queues query, a write whose result is not needed, to go with
 // the transaction's next statement or its COMMIT, when deferred is set and
-// q can (pgstore's DeferWrite, in a Store.Tx that has begun); it reports
+// q can (pgstore's DeferWrite, in a Store.Tx); it reports
 // whether it did. Otherwise the caller runs the write at once.
 func deferWrite(q Querier, deferred bool, query string, args ...any) bool {
 	d, ok := q.(interface{ DeferWrite(string, ...any) bool })
