@@ -188,6 +188,79 @@ func TestHandoverIsAtomic(t *testing.T) {
 	}
 }
 
+// TestStaleSuspension: a suspension whose checkpoint is stale (another
+// writer took the run's step first) hands nothing over — no job run,
+// placeholder or River job — and its error is the checkpoint's, not a
+// failed hand-over's, on both backends alike (on PostgreSQL the
+// checkpoint is deferred and refused with the hand-over's first
+// statement).
+func TestStaleSuspension(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be backend) {
+		ctx := t.Context()
+		tools := newToolLog()
+		var told error
+		net := network(t, tools, "", scripted.Options{}, scripted.Step{Text: "Sorry, I cannot look orders up right now."})
+		b := setup(t, be, net, tools, func(c *Config) {
+			c.Notice = func(_ context.Context, err error) string { told = err; return "lookup unavailable" }
+		})
+		// Once the turn's start has committed, another writer takes the
+		// step the suspension will write.
+		var taken *store.Checkpoint
+		b.svc.Committed = func(ctx context.Context, owner, _ string, st *runstate.State) {
+			if st.Step != 1 || taken != nil {
+				return
+			}
+			other := *st
+			other.Step = 2
+			var err error
+			if taken, err = b.st.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: &other}); err != nil {
+				t.Errorf("the other writer: %v", err)
+			}
+		}
+		var thread, run string
+		var runErr error
+		for ev, err := range b.svc.Turn(ctx, owner, "Where is my order 1234?", threads.TurnOptions{RunOptions: b.cont.RunOptions()}) {
+			if e, ok := ev.(*runner.RunStartEvent); ok {
+				thread, run = e.ThreadID, e.RunID
+			}
+			if err != nil {
+				runErr = err
+			}
+		}
+		if taken == nil {
+			t.Fatal("the other writer did not write")
+		}
+		var stale *store.StaleWriteError
+		var ee *EnqueueError
+		if !errors.As(told, &stale) || errors.As(told, &ee) || stale.LatestID != taken.ID || stale.Step != 2 {
+			t.Errorf("the fallback was told %v, want the suspension's StaleWriteError (the newest checkpoint %s), not an EnqueueError", told, taken.ID)
+		}
+		if !errors.As(runErr, &stale) {
+			t.Errorf("the run ended with %v, want a StaleWriteError (its answer's checkpoint is stale too)", runErr)
+		}
+		wantLatest := func() {
+			t.Helper()
+			cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
+			if err != nil || cp.ID != taken.ID {
+				t.Errorf("the run's newest checkpoint %+v, %v; want the other writer's", cp, err)
+			}
+		}
+		wantLatest()
+		if _, phs := stored(t, b.st, thread); len(phs) != 0 {
+			t.Errorf("placeholder written: %+v", phs[0])
+		}
+		if _, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: EventID(run, 2)}); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("job run: %v, want none", err)
+		}
+		if jobs := riverJobs(t, b.st); len(jobs) != 0 {
+			t.Errorf("river jobs: %v, want none", jobs)
+		}
+		if keys, _ := tools.total(); keys != 0 {
+			t.Errorf("the slow tool ran")
+		}
+	})
+}
+
 // TestAfterRunOnce: an extension of the worker's runner is told once, in
 // the worker, after the final transaction committed, that the
 // continuation's run completed (a thread handoff's seed is cleared there).

@@ -92,7 +92,7 @@ func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 			Holder: s.cfg.Holder, TTL: s.cfg.LeaseTTL, Deferred: true}); err != nil {
 			return fmt.Errorf("continuation: lease of run %s: %w", st.RunID, err)
 		}
-		s.leases.hold(st.RunID)
+		s.leases.hold(st.RunID, st)
 		return nil
 	}
 	// Deferred: on PostgreSQL the delete goes with the hand-over's next
@@ -122,7 +122,7 @@ func (e extension) AfterRun(ctx context.Context, o *runner.Outcome) {
 		return
 	}
 	s := e.s
-	s.leases.drop(o.State.RunID)
+	s.leases.drop(o.State.RunID, o.State)
 	if _, owed := s.wakes.LoadAndDelete(o.State.RunID); owed && o.State.Status == runstate.StatusSuspended && o.Err == nil {
 		// The hand-over has committed: this process's workers start it now
 		// rather than at their next poll.
@@ -171,6 +171,12 @@ type Handover struct {
 func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string, st *runstate.State) (*Handover, error) {
 	ev := EventID(st.RunID, st.Step)
 	fail := func(step string, err error) (*Handover, error) {
+		if stale := (*store.StaleWriteError)(nil); errors.As(err, &stale) {
+			// The suspension's checkpoint was refused, not the hand-over:
+			// deferred (see threads), it is reported by the hand-over's
+			// first statement.
+			return nil, err
+		}
 		return nil, &EnqueueError{RunID: st.RunID, EventID: ev, Step: step, Err: err}
 	}
 	if st.ThreadID == "" {

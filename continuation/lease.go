@@ -30,23 +30,30 @@ func newHolder() string {
 // leases are the runs this process executes inline and holds leases on.
 type leases struct {
 	mu   sync.Mutex
-	runs map[string]int // run id -> executions holding it
+	runs map[string]map[*runstate.State]bool // run id -> executions holding it
 }
 
-func newLeases() *leases { return &leases{runs: map[string]int{}} }
+func newLeases() *leases { return &leases{runs: map[string]map[*runstate.State]bool{}} }
 
-func (l *leases) hold(run string) {
+// hold counts execution ex (its state) of run as holding the run's lease.
+// Again for the same execution — its first boundary written once more,
+// after a transaction that rolled back — it counts it once.
+func (l *leases) hold(run string, ex *runstate.State) {
 	l.mu.Lock()
-	l.runs[run]++
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	if l.runs[run] == nil {
+		l.runs[run] = map[*runstate.State]bool{}
+	}
+	l.runs[run][ex] = true
 }
 
-func (l *leases) drop(run string) {
+// drop ends execution ex's hold of run, if it had one.
+func (l *leases) drop(run string, ex *runstate.State) {
 	l.mu.Lock()
-	if l.runs[run]--; l.runs[run] <= 0 {
+	defer l.mu.Unlock()
+	if delete(l.runs[run], ex); len(l.runs[run]) == 0 {
 		delete(l.runs, run)
 	}
-	l.mu.Unlock()
 }
 
 func (l *leases) ids() []string {

@@ -387,11 +387,18 @@ func (c *checkpointer) newMessages(st *runstate.State) []store.NewMessage {
 // write writes one checkpoint's transaction. th is the thread as the
 // transaction left it, when it wrote the thread's row (nil if not).
 func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx any, checkpointID string) error) (cp *store.Checkpoint, th *store.Thread, err error) {
-	deferred := false // the new thread's write was deferred, and returned
+	deferredNew := false // the new thread's write was deferred, and returned
 	err = c.s.st.Tx(ctx, func(tx store.Tx) error {
-		cp, th, deferred = nil, nil, false
+		cp, th, deferredNew = nil, nil, false
 		news := c.newMessages(st)
-		save := &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent}
+		// A checkpoint other than the run's end (whose thread row is read)
+		// is not read back: on PostgreSQL it goes with the transaction's
+		// next statement or its COMMIT (a turn's start, a step, a hand-over
+		// with its job run: one round trip fewer), and its errors come
+		// from there — a stale write's *store.StaleWriteError, mapped by
+		// the store whatever statement reports it.
+		end := st.Status.Terminal()
+		save := &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent, Deferred: !end}
 		if c.create != nil {
 			// A new thread, created with the agent that runs first and the
 			// run's messages so far: by the checkpoint's write (one
@@ -401,15 +408,9 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 			create.ActiveAgent, create.Messages, news = st.Agent, news, nil
 			if st.ThreadID == create.ID {
 				save.NewThread = &create
-				if st.Status.Terminal() {
+				if end {
 					th = new(store.Thread) // for the queue's check below
 					save.Thread = th
-				} else {
-					// Nothing of the write is read back: on PostgreSQL it
-					// goes with the transaction's next statement or its
-					// COMMIT (a turn's start: one round trip), and its
-					// errors come from there (mapped after the Tx below).
-					save.Deferred = true
 				}
 			} else {
 				// The run's lock first, as in every transaction that takes
@@ -441,14 +442,16 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		// The new messages go with the checkpoint (one statement on
 		// PostgreSQL), unless the state names another thread.
 		if len(news) > 0 {
-			th = new(store.Thread)
+			if end {
+				th = new(store.Thread) // for the queue's check below
+			}
 			if st.ThreadID == c.threadID {
 				save.Messages, save.Thread, news = news, th, nil
 			}
 		}
 		var err error
 		cp, err = tx.SaveCheckpoint(ctx, save)
-		deferred = save.Deferred && err == nil
+		deferredNew = save.Deferred && save.NewThread != nil && err == nil
 		switch {
 		case err != nil && save.NewThread != nil && errors.Is(err, store.ErrNotFound):
 			// The new thread's owner (or parent) is missing.
@@ -490,7 +493,7 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		}
 		return nil
 	})
-	if err != nil && deferred && !errors.Is(err, errNoOwner) && errors.Is(err, store.ErrNotFound) {
+	if err != nil && deferredNew && !errors.Is(err, errNoOwner) && errors.Is(err, store.ErrNotFound) {
 		// The new thread's write was deferred (on SQLite it ran at once,
 		// and succeeded): a missing owner (or parent) fails a later
 		// statement, or the commit, so.
