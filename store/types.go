@@ -429,6 +429,16 @@ type CreateJobRunParams struct {
 	// is a Duplicate: on PostgreSQL in the same statement (a
 	// continuation's placeholder, which names the job run: give ID).
 	Append *NewMessage
+	// Deferred, in a Store.Tx, lets the backend send the insert with the
+	// transaction's next statement or its COMMIT (PostgreSQL: no round
+	// trip of its own, and nothing read back); CreateJobRun then returns
+	// the job run as it will be written, and its errors fail that
+	// statement or the commit instead, and the transaction can then only
+	// roll back. A deferred creation is never a Duplicate: on every
+	// backend a taken idempotency key is refused with [ErrConflict], and
+	// nothing is written. Elsewhere, and on SQLite, the insert runs at
+	// once.
+	Deferred bool
 }
 
 // CreateJobRunResult is the result of [Ops.CreateJobRun].

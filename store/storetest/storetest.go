@@ -84,6 +84,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"JobRunDeferred", testJobRunDeferred},
 		{"JobRunClearDraft", testJobRunClearDraft},
 		{"JobRunAppend", testJobRunAppend},
+		{"JobRunCreateDeferred", testJobRunCreateDeferred},
 		{"ThreadSummaries", testThreadSummaries},
 		{"MemoryDocumentCAS", testMemoryDocumentCAS},
 		{"MemoryDocumentConcurrentCAS", testMemoryDocumentConcurrentCAS},
@@ -1670,6 +1671,84 @@ func testJobRunAppend(t *testing.T, s store.Store, b *bundle) {
 	wantErr(t, err, store.ErrNotFound)
 	_, err = s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: other, Kind: "k", Append: ph("ph4-" + other)})
 	wantErr(t, err, store.ErrInvalid)
+}
+
+// testJobRunCreateDeferred: CreateJobRunParams.Deferred in a Store.Tx
+// creates the job run and its message once the transaction commits (with a
+// statement after it, or with nothing but the commit) and returns the job
+// run as stored; a taken idempotency key is ErrConflict on every backend
+// (never a Duplicate), a missing thread ErrNotFound, and nothing of the
+// write stays.
+func testJobRunCreateDeferred(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	others := newThread(t, s, &bundle{ctx: b.ctx, owner: b.other})
+	ph := func(id string) *store.NewMessage {
+		return &store.NewMessage{Message: message.Message{ID: id, Role: message.RoleAssistant, Agent: "a", Status: message.StatusQueued,
+			Metadata: map[string]any{"job": id}}}
+	}
+	// create runs p deferred in a transaction, then, with follow, a
+	// statement of the other owner.
+	create := func(p *store.CreateJobRunParams, follow bool) (*store.JobRun, error) {
+		p.Deferred = true
+		var j *store.JobRun
+		err := s.Tx(b.ctx, func(tx store.Tx) error {
+			res, err := tx.CreateJobRun(b.ctx, p)
+			if err != nil {
+				return err
+			}
+			if res.Duplicate {
+				t.Errorf("a deferred creation reported a duplicate: %+v", res)
+			}
+			if j = res.Run; !follow {
+				return nil
+			}
+			_, err = tx.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.other, ID: others.ID})
+			return err
+		})
+		return j, err
+	}
+	seq := int64(0)
+	for _, follow := range []bool{true, false} {
+		key := uuid.NewString()
+		j, err := create(&store.CreateJobRunParams{OwnerID: b.owner, ID: "j-" + key, IdempotencyKey: key, Kind: "k", ThreadID: th.ID,
+			Metadata: map[string]json.RawMessage{"ns": json.RawMessage(`{ "k": 1 }`)}, Append: ph("ph-" + key)}, follow)
+		if err != nil {
+			t.Fatalf("follow %v: %v", follow, err)
+		}
+		got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, IdempotencyKey: key}))(t)
+		if j.ID != got.ID || j.ID != "j-"+key || j.OwnerID != got.OwnerID || j.Kind != got.Kind || j.ThreadID != got.ThreadID || j.Status != store.JobQueued ||
+			got.Status != store.JobQueued || j.Attempt != got.Attempt || !j.CreatedAt.Equal(got.CreatedAt) || !j.UpdatedAt.Equal(got.UpdatedAt) ||
+			!jsonEqual(j.Metadata["ns"], got.Metadata["ns"]) || !jsonEqual(got.Metadata["ns"], []byte(`{"k":1}`)) {
+			t.Fatalf("follow %v: returned %+v, stored %+v", follow, j, got)
+		}
+		seq++
+		if m := Must(s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: "ph-" + key}))(t); m.Seq != seq || m.Status != message.StatusQueued {
+			t.Fatalf("follow %v: appended %+v, want seq %d", follow, m, seq)
+		}
+		// The same key again: a conflict, and its message is not written.
+		_, err = create(&store.CreateJobRunParams{OwnerID: b.owner, ID: "j2-" + key, IdempotencyKey: key, Kind: "k", ThreadID: th.ID,
+			Append: ph("ph2-" + key)}, follow)
+		wantErr(t, err, store.ErrConflict)
+		if got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, IdempotencyKey: key}))(t); got.ID != "j-"+key {
+			t.Errorf("follow %v: the key's job run is now %s", follow, got.ID)
+		}
+		_, err = s.GetMessage(b.ctx, &store.GetMessageParams{OwnerID: b.owner, ID: "ph2-" + key})
+		wantErr(t, err, store.ErrNotFound)
+		// A missing thread, another owner's thread: not found.
+		for _, id := range []string{"missing-" + key, others.ID} {
+			other := uuid.NewString()
+			_, err = create(&store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: other, Kind: "k", ThreadID: id, Append: ph("ph3-" + other)}, follow)
+			wantErr(t, err, store.ErrNotFound)
+			_, err = s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, IdempotencyKey: other})
+			wantErr(t, err, store.ErrNotFound)
+		}
+	}
+	if n := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t)); int64(n) != seq {
+		t.Errorf("%d messages, want %d", n, seq)
+	}
+	if n := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.other, ThreadID: others.ID}))(t)); n != 0 {
+		t.Errorf("the other owner's thread has %d messages, want 0", n)
+	}
 }
 
 // testJobRunClearDraft: a transition with ClearDraft deletes the message's

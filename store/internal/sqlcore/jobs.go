@@ -3,7 +3,9 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -56,11 +58,19 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 			return nil, e.wrap(op, err)
 		}
 	}
-	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+strconv.Quote(p.IdempotencyKey), func(q Querier) (*store.CreateJobRunResult, error) {
+	var stored map[string]json.RawMessage // the metadata as read back, of a deferred creation
+	if p.Deferred {
+		if stored, err = decodeNamespaces([]byte(md)); err != nil {
+			return nil, e.wrap(op, err)
+		}
+	}
+	what := op + " " + strconv.Quote(p.IdempotencyKey)
+	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, what, func(q Querier) (*store.CreateJobRunResult, error) {
 		// A thread that is missing or another owner's is refused by the
 		// composite foreign key (thread_id, owner_id), as ErrNotFound: no
 		// read of the thread first.
-		now := e.Dialect.Time(e.now())
+		at := e.now()
+		now := e.Dialect.Time(at)
 		// ON CONFLICT DO NOTHING waits for a concurrent inserter of the same
 		// key and then yields to it, so one row wins without an error.
 		insert := `INSERT INTO job_runs
@@ -69,6 +79,7 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 			ON CONFLICT (owner_id, idempotency_key) DO NOTHING RETURNING ` + jobRunCols
 		args := []any{id, p.OwnerID, p.IdempotencyKey, p.Kind, nullString(p.ThreadID), md, now}
 		_, cte := e.Dialect.(WritingCTE)
+		with := "" // the statement's WITH after j, the insert
 		if len(nms) > 0 && cte {
 			// The message in the same statement, only if the job run is
 			// inserted: its thread's sequence number reserved as
@@ -76,11 +87,21 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 			nm := &nms[0]
 			args = append(args, nm.id, string(nm.msg.Role), nm.msg.Agent, nm.enc.parts, string(nm.status), nullString(nm.parent),
 				nm.enc.usage, nm.enc.metadata)
-			insert = `WITH j AS (` + insert + `), t AS (
+			with = `, t AS (
 				UPDATE threads SET next_seq = next_seq + 1, updated_at = $7
 				WHERE ` + threadKey("$2", "$5") + ` AND EXISTS (SELECT 1 FROM j) RETURNING next_seq), m AS (
 				INSERT INTO messages (id, owner_id, thread_id, seq, role, agent, parts, status, parent_message_id, usage, metadata, created_at, updated_at)
-				SELECT $8::text, $2, $5, t.next_seq, $9::text, $10::text, $11::json, $12::text, $13::text, $14::json, $15::json, $7, $7 FROM t)
+				SELECT $8::text, $2, $5, t.next_seq, $9::text, $10::text, $11::json, $12::text, $13::text, $14::json, $15::json, $7, $7 FROM t)`
+		}
+		// Deferred: the same statement, refused (baton_refused) when the
+		// insert yields to a job run of the same key.
+		if p.Deferred && cte && deferAsserted(q, true, func(string) error { return e.wrap(what, keyTaken) },
+			`WITH j AS (`+insert+`)`+with+` SELECT CASE WHEN EXISTS (SELECT 1 FROM j) THEN true ELSE baton_refused('') END`, args...) {
+			return &store.CreateJobRunResult{Run: &store.JobRun{ID: id, OwnerID: p.OwnerID, IdempotencyKey: p.IdempotencyKey, Kind: p.Kind,
+				ThreadID: p.ThreadID, Status: store.JobQueued, Metadata: stored, CreatedAt: at, UpdatedAt: at}}, nil
+		}
+		if with != "" {
+			insert = `WITH j AS (` + insert + `)` + with + `
 				SELECT ` + jobRunCols + ` FROM j`
 		}
 		if len(nms) == 0 || cte {
@@ -92,6 +113,9 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 		if err == nil && len(nms) > 0 && !cte {
 			err = appendRows(ctx, q, p.OwnerID, p.ThreadID, nil, nms, now)
 		}
+		if errors.Is(err, sql.ErrNoRows) && p.Deferred {
+			return nil, keyTaken
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			res.Duplicate = true
 			res.Run, err = scanJobRun(q.QueryRow(ctx, `SELECT `+jobRunCols+` FROM job_runs WHERE owner_id = $1 AND idempotency_key = $2`,
@@ -100,6 +124,10 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 		return &res, err
 	})
 }
+
+// keyTaken refuses a deferred job run's creation (CreateJobRunParams.Deferred)
+// whose idempotency key is taken.
+var keyTaken = fmt.Errorf("%w: the idempotency key is taken", store.ErrConflict)
 
 // GetJobRun implements [store.Ops].
 func (e *Engine) GetJobRun(ctx context.Context, p *store.GetJobRunParams) (*store.JobRun, error) {
