@@ -103,7 +103,7 @@ func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 	if st.Status != runstate.StatusSuspended {
 		return nil
 	}
-	h, err := s.enqueueTx(ctx, tx, owner, b.CheckpointID, st)
+	h, err := s.enqueueTx(ctx, tx, owner, b.CheckpointID, st, true)
 	if err == nil && h.wake {
 		s.wakes.Store(st.RunID, struct{}{})
 	}
@@ -167,8 +167,11 @@ type Handover struct {
 }
 
 // enqueueTx writes in tx the hand-over of the suspension st, stored as
-// checkpoint cpID.
-func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string, st *runstate.State) (*Handover, error) {
+// checkpoint cpID. fresh: the checkpoint was written in tx, so that no
+// hand-over of it can exist yet; its job run is then created deferred (on
+// PostgreSQL it goes with River's insert), and a job run of the same event
+// fails the hand-over rather than being taken as a duplicate.
+func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string, st *runstate.State, fresh bool) (*Handover, error) {
 	ev := EventID(st.RunID, st.Step)
 	fail := func(step string, err error) (*Handover, error) {
 		if stale := (*store.StaleWriteError)(nil); errors.As(err, &stale) {
@@ -176,6 +179,10 @@ func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string
 			// deferred (see threads), it is reported by the hand-over's
 			// first statement.
 			return nil, err
+		}
+		if step == "river" && fresh && errors.Is(err, store.ErrConflict) {
+			// The deferred job run's refusal, reported by River's insert.
+			step = "job run"
 		}
 		return nil, &EnqueueError{RunID: st.RunID, EventID: ev, Step: step, Err: err}
 	}
@@ -195,7 +202,7 @@ func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string
 			MetaContinuation:   map[string]any{"run_id": st.RunID, "job_run_id": jobRunID.String(), "status": "queued"},
 		}}
 	res, err := tx.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, ID: jobRunID.String(), IdempotencyKey: ev, Kind: Kind, ThreadID: st.ThreadID,
-		Metadata: map[string]json.RawMessage{MetaContinuation: md}, Append: &store.NewMessage{Message: ph}})
+		Metadata: map[string]json.RawMessage{MetaContinuation: md}, Append: &store.NewMessage{Message: ph}, Deferred: fresh})
 	if err != nil {
 		return fail("job run", err)
 	}
@@ -257,7 +264,7 @@ func (s *Service) Enqueue(ctx context.Context, owner, runID string) (*Handover, 
 			return err
 		}
 		if cp.ID == latest.ID {
-			h, err = s.enqueueTx(ctx, tx, owner, cp.ID, cp.State)
+			h, err = s.enqueueTx(ctx, tx, owner, cp.ID, cp.State, false)
 			return err
 		}
 		jr, err := tx.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: EventID(runID, cp.Step)})

@@ -227,7 +227,7 @@ func (s *Service) adopt(ctx context.Context, owner, runID string, expired bool) 
 		if err != nil {
 			return err
 		}
-		h, err = s.enqueueTx(ctx, tx, owner, sus.ID, st)
+		h, err = s.enqueueTx(ctx, tx, owner, sus.ID, st, true)
 		return err
 	})
 	if err != nil {
