@@ -95,7 +95,7 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 		}
 		// Deferred: the same statement, refused (baton_refused) when the
 		// insert yields to a job run of the same key.
-		if p.Deferred && cte && deferAsserted(q, true, func(string) error { return e.wrap(what, keyTaken) },
+		if p.Deferred && cte && deferAsserted(q, true, func(string) error { return e.wrap(what, errKeyTaken) },
 			`WITH j AS (`+insert+`)`+with+` SELECT CASE WHEN EXISTS (SELECT 1 FROM j) THEN true ELSE baton_refused('') END`, args...) {
 			return &store.CreateJobRunResult{Run: &store.JobRun{ID: id, OwnerID: p.OwnerID, IdempotencyKey: p.IdempotencyKey, Kind: p.Kind,
 				ThreadID: p.ThreadID, Status: store.JobQueued, Metadata: stored, CreatedAt: at, UpdatedAt: at}}, nil
@@ -114,7 +114,7 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 			err = appendRows(ctx, q, p.OwnerID, p.ThreadID, nil, nms, now)
 		}
 		if errors.Is(err, sql.ErrNoRows) && p.Deferred {
-			return nil, keyTaken
+			return nil, errKeyTaken
 		}
 		if errors.Is(err, sql.ErrNoRows) {
 			res.Duplicate = true
@@ -125,9 +125,9 @@ func (e *Engine) CreateJobRun(ctx context.Context, p *store.CreateJobRunParams) 
 	})
 }
 
-// keyTaken refuses a deferred job run's creation (CreateJobRunParams.Deferred)
+// errKeyTaken refuses a deferred job run's creation (CreateJobRunParams.Deferred)
 // whose idempotency key is taken.
-var keyTaken = fmt.Errorf("%w: the idempotency key is taken", store.ErrConflict)
+var errKeyTaken = fmt.Errorf("%w: the idempotency key is taken", store.ErrConflict)
 
 // GetJobRun implements [store.Ops].
 func (e *Engine) GetJobRun(ctx context.Context, p *store.GetJobRunParams) (*store.JobRun, error) {
