@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
@@ -117,6 +118,22 @@ func PostgresWith(t testing.TB, url string, opts store.Options) *pgstore.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// PostgresTraced is PostgresWith, the round trips of the store's pool
+// recorded by the returned tracer.
+func PostgresTraced(t testing.TB, url string, opts store.Options) (*pgstore.Store, *Trips) {
+	t.Helper()
+	if opts.Schema == "" {
+		opts.Schema = Schema(t, url)
+	}
+	tr := &Trips{}
+	s, err := pgstore.OpenWith(context.Background(), url, &opts, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = tr })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, tr
 }
 
 // AsOwner runs fn in a transaction on st's pool scoped as st scopes its

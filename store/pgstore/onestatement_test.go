@@ -40,14 +40,14 @@ func TestOneStatementWrites(t *testing.T) {
 	}
 	var msgs []*store.Message
 	for i := range 2 {
-		f.tr.take()
+		f.tr.Take()
 		if err := f.s.Tx(ctx, func(tx store.Tx) (err error) {
 			msgs, err = append2(tx)
 			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if trips := f.tr.take(); i == 1 && statements(trips) != 1 {
+		if trips := f.tr.Take(); i == 1 && statements(trips) != 1 {
 			t.Errorf("AppendMessages: %q, want one statement", trips)
 		}
 	}
@@ -78,7 +78,7 @@ func TestOneStatementWrites(t *testing.T) {
 	// UpdateMessage: one statement; metadata key by key.
 	up := &store.UpdateMessageParams{OwnerID: f.owner, ID: msgs[1].ID, Status: message.StatusStreaming,
 		ExpectedStatus: message.StatusQueued, Metadata: map[string]any{"c": map[string]any{"a": 3.0}, "keep": nil, "new": "n"}}
-	f.tr.take()
+	f.tr.Take()
 	var got *store.Message
 	if err := f.s.Tx(ctx, func(tx store.Tx) (err error) {
 		got, err = tx.UpdateMessage(ctx, up)
@@ -86,7 +86,7 @@ func TestOneStatementWrites(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if trips := f.tr.take(); statements(trips) != 1 {
+	if trips := f.tr.Take(); statements(trips) != 1 {
 		t.Errorf("UpdateMessage: %q, want one statement", trips)
 	}
 	want := map[string]any{"c": map[string]any{"a": 3.0}, "new": "n"}
@@ -115,7 +115,7 @@ func TestOneStatementWrites(t *testing.T) {
 	// CreateThread with its first messages: one statement, the messages
 	// numbered from 1, the thread's next append after them.
 	for i := range 2 {
-		f.tr.take()
+		f.tr.Take()
 		var created *store.Thread
 		if err := f.s.Tx(ctx, func(tx store.Tx) (err error) {
 			created, err = tx.CreateThread(ctx, &store.CreateThreadParams{OwnerID: f.owner, Name: "new", ActiveAgent: "a",
@@ -124,7 +124,7 @@ func TestOneStatementWrites(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if trips := f.tr.take(); i == 1 && statements(trips) != 1 {
+		if trips := f.tr.Take(); i == 1 && statements(trips) != 1 {
 			t.Errorf("CreateThread with messages: %q, want one statement", trips)
 		}
 		if created.Name != "new" || created.ActiveAgent != "a" || created.OwnerID != f.owner {

@@ -72,6 +72,24 @@ func Open(ctx context.Context, url string, opts *store.Options) (*Store, error) 
 	return openConfig(ctx, cfg, opts)
 }
 
+// OpenWith is Open, after configure has changed the pool's configuration:
+// for what a URL cannot carry — a tracer (OpenTelemetry's, say), TLS
+// settings, a BeforeConnect hook. The pool's sizes and timeouts are set
+// as Open sets them before configure is called.
+func OpenWith(ctx context.Context, url string, opts *store.Options, configure func(*pgxpool.Config)) (*Store, error) {
+	if opts == nil {
+		opts = &store.Options{}
+	}
+	cfg, err := parseConfig(url, opts)
+	if err != nil {
+		return nil, err
+	}
+	if configure != nil {
+		configure(cfg)
+	}
+	return openConfig(ctx, cfg, opts)
+}
+
 // parseConfig is the pool configuration of Open.
 func parseConfig(url string, opts *store.Options) (*pgxpool.Config, error) {
 	cfg, err := pgxpool.ParseConfig(url)

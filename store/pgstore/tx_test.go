@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,61 +19,12 @@ import (
 	"github.com/batonhq/baton/store/pgstore"
 )
 
-// tripTracer records the statements of each round trip on a pool: a query
-// (Exec, Query, QueryRow), a batch, or a COPY.
-type tripTracer struct {
-	mu    sync.Mutex
-	trips [][]string
-}
-
-func (tr *tripTracer) add(sqls ...string) {
-	tr.mu.Lock()
-	tr.trips = append(tr.trips, sqls)
-	tr.mu.Unlock()
-}
-
-// take returns the round trips recorded since the last take.
-func (tr *tripTracer) take() [][]string {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	trips := tr.trips
-	tr.trips = nil
-	return trips
-}
-
-func (tr *tripTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	tr.add(d.SQL)
-	return ctx
-}
-
-func (tr *tripTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-func (tr *tripTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
-	var sqls []string
-	for _, qq := range d.Batch.QueuedQueries {
-		sqls = append(sqls, qq.SQL)
-	}
-	tr.add(sqls...)
-	return ctx
-}
-
-func (tr *tripTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-
-func (tr *tripTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
-
-func (tr *tripTracer) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
-	tr.add("COPY " + d.TableName.Sanitize())
-	return ctx
-}
-
-func (tr *tripTracer) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
-
 // txFixture is a store in a fresh schema, whose round trips tr records
 // (once taken), with a jobs table created after Migrate (River's stand-in),
 // an owner and a thread of it.
 type txFixture struct {
 	s      *pgstore.Store
-	tr     *tripTracer
+	tr     *testdb.Trips
 	schema string
 	owner  string
 	thread *store.Thread
@@ -83,7 +33,7 @@ type txFixture struct {
 func newTxFixture(t *testing.T, maxConns int32) *txFixture {
 	t.Helper()
 	ctx := t.Context()
-	f := &txFixture{tr: &tripTracer{}, schema: freshSchema(t), owner: randName("owner-")}
+	f := &txFixture{tr: &testdb.Trips{}, schema: freshSchema(t), owner: randName("owner-")}
 	s, err := pgstore.OpenWith(ctx, testdb.URL(t), &store.Options{Schema: f.schema, MaxConns: maxConns},
 		func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = f.tr })
 	if err != nil {
@@ -148,12 +98,12 @@ func TestTxRoundTrips(t *testing.T) {
 		return err
 	}
 	for range 2 { // the first prepares the statements
-		f.tr.take()
+		f.tr.Take()
 		if err := f.s.Tx(ctx, checkpoint); err != nil {
 			t.Fatal(err)
 		}
 	}
-	trips := f.tr.take()
+	trips := f.tr.Take()
 	t.Logf("checkpoint transaction: %d round trips: %q", len(trips), trips)
 	first := trips[0]
 	if len(first) != 3 || first[0] != "begin" || !contains(first[1], "set_config('role'", "set_config('baton.owner'", "pg_advisory_xact_lock") ||
@@ -186,7 +136,7 @@ func TestTxRoundTrips(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	trips = f.tr.take()
+	trips = f.tr.Take()
 	t.Logf("claim: %q", trips)
 	locks := 0
 	for _, trip := range trips {
@@ -216,7 +166,7 @@ func TestTxRoundTrips(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	trips = f.tr.take()
+	trips = f.tr.Take()
 	t.Logf("two owners: %q", trips)
 	if len(trips) != 4 || len(trips[0]) != 3 || len(trips[1]) != 2 || len(trips[2]) != 1 ||
 		!contains(trips[1][0], "set_config('baton.owner'", "set_config('baton.api_key_hash'") || !contains(trips[1][1], "FROM threads") {
@@ -232,7 +182,7 @@ func TestTxRoundTrips(t *testing.T) {
 	if err := f.s.Tx(ctx, func(store.Tx) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("Tx = %v, want boom", err)
 	}
-	if trips := f.tr.take(); len(trips) != 0 {
+	if trips := f.tr.Take(); len(trips) != 0 {
 		t.Errorf("empty transactions sent %q", trips)
 	}
 	if n := f.s.Pool().Stat().AcquireCount(); n != acquired {
@@ -460,7 +410,7 @@ func TestDeferTx(t *testing.T) {
 	channel, heard, insert := f.listen(t, "defer_")
 	var err error
 	for range 2 { // the first prepares the statements
-		f.tr.take()
+		f.tr.Take()
 		if err := f.s.Tx(ctx, func(tx store.Tx) error {
 			if err := insert(tx); err != nil {
 				return err
@@ -474,7 +424,7 @@ func TestDeferTx(t *testing.T) {
 		}
 		heard("after")
 	}
-	trips := f.tr.take()
+	trips := f.tr.Take()
 	t.Logf("insert, then a deferred notify: %q", trips)
 	if len(trips) != 2 || len(trips[1]) != 2 || !contains(trips[1][0], "pg_notify") || trips[1][1] != "commit" {
 		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [pg_notify, commit]", trips)
@@ -491,7 +441,7 @@ func TestDeferTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	heard("before")
-	if trips := f.tr.take(); len(trips) != 3 || len(trips[1]) != 2 || !contains(trips[1][0], "pg_notify") || !contains(trips[1][1], "INSERT INTO jobs") {
+	if trips := f.tr.Take(); len(trips) != 3 || len(trips[1]) != 2 || !contains(trips[1][0], "pg_notify") || !contains(trips[1][1], "INSERT INTO jobs") {
 		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [pg_notify, INSERT], [commit]", trips)
 	}
 
@@ -503,7 +453,7 @@ func TestDeferTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	heard("alone")
-	if trips := f.tr.take(); len(trips) != 1 || len(trips[0]) != 3 || trips[0][0] != "begin" || !contains(trips[0][1], "set_config('role'", "pg_notify") || trips[0][2] != "commit" {
+	if trips := f.tr.Take(); len(trips) != 1 || len(trips[0]) != 3 || trips[0][0] != "begin" || !contains(trips[0][1], "set_config('role'", "pg_notify") || trips[0][2] != "commit" {
 		t.Errorf("round trips %q, want [BEGIN, scope and pg_notify, commit]", trips)
 	}
 
@@ -538,7 +488,7 @@ func TestDeferTx(t *testing.T) {
 		if _, err := f.s.AcquireLease(ctx, lease); err != nil {
 			t.Fatal(err)
 		}
-		f.tr.take()
+		f.tr.Take()
 		if err := f.s.Tx(ctx, func(tx store.Tx) error {
 			if begun {
 				if err := insert(tx); err != nil {
@@ -553,7 +503,7 @@ func TestDeferTx(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if trips := f.tr.take(); !deferredToCommit(trips, begun, "DELETE FROM run_leases") {
+		if trips := f.tr.Take(); !deferredToCommit(trips, begun, "DELETE FROM run_leases") {
 			t.Errorf("begun %v: round trips %q, want the DELETE with the commit", begun, trips)
 		}
 		if _, err := f.s.GetLease(ctx, &store.GetLeaseParams{OwnerID: f.owner, RunID: run}); !errors.Is(err, store.ErrNotFound) {
@@ -566,7 +516,7 @@ func TestDeferTx(t *testing.T) {
 	for _, begun := range []bool{true, false} {
 		acquire := *lease
 		acquire.RunID, acquire.Deferred = randName("run-"), true
-		f.tr.take()
+		f.tr.Take()
 		var got *store.Lease
 		if err := f.s.Tx(ctx, func(tx store.Tx) error {
 			if begun {
@@ -580,7 +530,7 @@ func TestDeferTx(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if trips := f.tr.take(); !deferredToCommit(trips, begun, "INSERT INTO run_leases") {
+		if trips := f.tr.Take(); !deferredToCommit(trips, begun, "INSERT INTO run_leases") {
 			t.Errorf("begun %v: round trips %q, want the INSERT with the commit", begun, trips)
 		}
 		stored, err := f.s.GetLease(ctx, &store.GetLeaseParams{OwnerID: f.owner, RunID: acquire.RunID})
@@ -625,7 +575,7 @@ func TestAfterCommitTx(t *testing.T) {
 	// owner (set_config(…, true)) is gone once it has committed.
 	const notify = `SELECT pg_notify($1, $2 || coalesce(current_setting('baton.owner', true), ''))`
 	for range 2 { // the first prepares the statements
-		f.tr.take()
+		f.tr.Take()
 		if err := f.s.Tx(ctx, func(tx store.Tx) error {
 			if err := insert(tx); err != nil {
 				return err
@@ -639,7 +589,7 @@ func TestAfterCommitTx(t *testing.T) {
 		}
 		heard("after:")
 	}
-	trips := f.tr.take()
+	trips := f.tr.Take()
 	t.Logf("insert, then a notify after the commit: %q", trips)
 	if len(trips) != 2 || len(trips[1]) != 2 || trips[1][0] != "commit" || !contains(trips[1][1], "pg_notify") {
 		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [commit, pg_notify]", trips)
@@ -774,7 +724,7 @@ func TestDeferredUpdateMessage(t *testing.T) {
 	// Then a statement: one round trip for both, the update first.
 	for range 2 { // the first prepares the statements
 		id := newMessage()
-		f.tr.take()
+		f.tr.Take()
 		if err := f.s.Tx(ctx, func(tx store.Tx) error {
 			if err := insert(tx); err != nil {
 				return err
@@ -787,7 +737,7 @@ func TestDeferredUpdateMessage(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		trips := f.tr.take()
+		trips := f.tr.Take()
 		t.Logf("insert, deferred update, insert: %q", trips)
 		// The owner's scope, set for the update, goes first.
 		if n := len(trips); n != 3 || len(trips[1]) < 2 || !isUpdate(trips[1][len(trips[1])-2]) ||
@@ -803,7 +753,7 @@ func TestDeferredUpdateMessage(t *testing.T) {
 	// (a refusal is the database's error, which rolls the transaction
 	// back: below).
 	id := newMessage()
-	f.tr.take()
+	f.tr.Take()
 	if err := f.s.Tx(ctx, func(tx store.Tx) error {
 		if err := insert(tx); err != nil {
 			return err
@@ -813,7 +763,7 @@ func TestDeferredUpdateMessage(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	trips := f.tr.take()
+	trips := f.tr.Take()
 	if len(trips) != 2 || len(trips[1]) < 2 || !isUpdate(trips[1][len(trips[1])-2]) || trips[1][len(trips[1])-1] != "commit" {
 		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [(scope), UPDATE, commit]", trips)
 	}
@@ -904,7 +854,7 @@ func TestDeferringExec(t *testing.T) {
 		return err
 	}
 	for range 2 { // the first prepares the statements
-		f.tr.take()
+		f.tr.Take()
 		if err := f.s.Tx(ctx, func(tx store.Tx) error {
 			if err := insert(tx); err != nil {
 				return err
@@ -915,7 +865,7 @@ func TestDeferringExec(t *testing.T) {
 		}
 		heard("with commit")
 	}
-	if trips := f.tr.take(); len(trips) != 2 || !slices.Equal(trips[1][len(trips[1])-1:], []string{"commit"}) || !contains(trips[1][len(trips[1])-2], "pg_notify") {
+	if trips := f.tr.Take(); len(trips) != 2 || !slices.Equal(trips[1][len(trips[1])-1:], []string{"commit"}) || !contains(trips[1][len(trips[1])-2], "pg_notify") {
 		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [pg_notify, commit]", trips)
 	}
 	// Before the first statement: with BEGIN and the next statement.
@@ -928,7 +878,7 @@ func TestDeferringExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	heard("first")
-	if trips := f.tr.take(); len(trips) != 2 || trips[0][0] != "begin" || !contains(trips[0][len(trips[0])-2], "pg_notify") || !contains(trips[0][len(trips[0])-1], "INSERT INTO jobs") {
+	if trips := f.tr.Take(); len(trips) != 2 || trips[0][0] != "begin" || !contains(trips[0][len(trips[0])-2], "pg_notify") || !contains(trips[0][len(trips[0])-1], "INSERT INTO jobs") {
 		t.Errorf("round trips %q, want [BEGIN, scope and pg_notify, INSERT], [commit]", trips)
 	}
 	// A Query is sent at once.
@@ -942,7 +892,7 @@ func TestDeferringExec(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if trips := f.tr.take(); len(trips) != 3 || !slices.Equal(trips[1], []string{"SELECT 1"}) {
+	if trips := f.tr.Take(); len(trips) != 3 || !slices.Equal(trips[1], []string{"SELECT 1"}) {
 		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [SELECT 1], [commit]", trips)
 	}
 	// A deferred Exec that fails: the commit fails, nothing stays.
@@ -984,7 +934,7 @@ func TestDeferredTransitionJobRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.tr.take()
+		f.tr.Take()
 		if err := f.s.Tx(ctx, func(tx store.Tx) error {
 			if err := insert(tx); err != nil {
 				return err
@@ -998,7 +948,7 @@ func TestDeferredTransitionJobRun(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		trips := f.tr.take()
+		trips := f.tr.Take()
 		if len(trips) != 2 || len(trips[1]) < 2 || !contains(trips[1][len(trips[1])-2], "UPDATE job_runs") || trips[1][len(trips[1])-1] != "commit" {
 			t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [(scope), transition, commit]", trips)
 		}
@@ -1050,7 +1000,7 @@ func deferredCheckpointTrip(t *testing.T, f *txFixture, check bool, p *store.Sav
 	ctx := t.Context()
 	p.Deferred = true
 	var cp *store.Checkpoint
-	f.tr.take()
+	f.tr.Take()
 	if err := f.s.Tx(ctx, func(tx store.Tx) error {
 		var err error
 		cp, err = tx.SaveCheckpoint(ctx, p)
@@ -1064,7 +1014,7 @@ func deferredCheckpointTrip(t *testing.T, f *txFixture, check bool, p *store.Sav
 	}); err != nil {
 		t.Fatal(err)
 	}
-	trips := f.tr.take()
+	trips := f.tr.Take()
 	if check && (len(trips) != 1 || trips[0][0] != "begin" || trips[0][len(trips[0])-1] != "commit" ||
 		!slices.ContainsFunc(trips[0], func(q string) bool { return contains(q, "INSERT INTO checkpoints") })) {
 		t.Errorf("round trips %q, want one: [BEGIN, scope and lock, checkpoint, INSERT, commit]", trips)
