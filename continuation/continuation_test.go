@@ -132,7 +132,6 @@ func TestHandoverIsAtomic(t *testing.T) {
 		for _, step := range []string{"job run", "placeholder", "river"} {
 			t.Run(be.name+"/"+step, func(t *testing.T) {
 				t.Parallel()
-				ctx := t.Context()
 				tools := newToolLog()
 				injected := errors.New("injected failure")
 				var told error
@@ -159,19 +158,7 @@ func TestHandoverIsAtomic(t *testing.T) {
 						t.Errorf("a suspended checkpoint was left: %v", statuses(t, b.st, run))
 					}
 				}
-				msgs, phs := stored(t, b.st, thread)
-				if len(phs) != 0 {
-					t.Errorf("placeholder left: %+v", phs[0])
-				}
-				if _, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: EventID(run, 2)}); !errors.Is(err, store.ErrNotFound) {
-					t.Errorf("job run left: %v", err)
-				}
-				if jobs := riverJobs(t, b.st); len(jobs) != 0 {
-					t.Errorf("river jobs left: %v", jobs)
-				}
-				if keys, _ := tools.total(); keys != 0 {
-					t.Errorf("the slow tool ran")
-				}
+				msgs := nothingHandedOver(t, b, thread, run)
 				var notice bool
 				for _, m := range msgs {
 					for _, p := range m.Parts {
@@ -238,27 +225,32 @@ func TestStaleSuspension(t *testing.T) {
 		if !errors.As(runErr, &stale) {
 			t.Errorf("the run ended with %v, want a StaleWriteError (its answer's checkpoint is stale too)", runErr)
 		}
-		wantLatest := func() {
-			t.Helper()
-			cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run})
-			if err != nil || cp.ID != taken.ID {
-				t.Errorf("the run's newest checkpoint %+v, %v; want the other writer's", cp, err)
-			}
+		if cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run}); err != nil || cp.ID != taken.ID {
+			t.Errorf("the run's newest checkpoint %+v, %v; want the other writer's", cp, err)
 		}
-		wantLatest()
-		if _, phs := stored(t, b.st, thread); len(phs) != 0 {
-			t.Errorf("placeholder written: %+v", phs[0])
-		}
-		if _, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: EventID(run, 2)}); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("job run: %v, want none", err)
-		}
-		if jobs := riverJobs(t, b.st); len(jobs) != 0 {
-			t.Errorf("river jobs: %v, want none", jobs)
-		}
-		if keys, _ := tools.total(); keys != 0 {
-			t.Errorf("the slow tool ran")
-		}
+		nothingHandedOver(t, b, thread, run)
 	})
+}
+
+// nothingHandedOver checks that run, on thread, left no hand-over at its
+// step 2 — no placeholder, job run or River job — and that its slow tool
+// did not run; it returns the thread's messages.
+func nothingHandedOver(t *testing.T, b *bundle, thread, run string) []message.Message {
+	t.Helper()
+	msgs, phs := stored(t, b.st, thread)
+	if len(phs) != 0 {
+		t.Errorf("placeholder left: %+v", phs[0])
+	}
+	if _, err := b.st.GetJobRun(t.Context(), &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: EventID(run, 2)}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("job run left: %v", err)
+	}
+	if jobs := riverJobs(t, b.st); len(jobs) != 0 {
+		t.Errorf("river jobs left: %v", jobs)
+	}
+	if keys, _ := b.tools.total(); keys != 0 {
+		t.Errorf("the slow tool ran")
+	}
+	return msgs
 }
 
 // TestAfterRunOnce: an extension of the worker's runner is told once, in
