@@ -71,3 +71,60 @@ func BenchmarkTxCheckpoint(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStepCheckpoint is a step's checkpoint transaction as threads'
+// checkpointer writes it, the step's new message with the checkpoint:
+// "immediate" reads the checkpoint and the thread back (before session 33;
+// still a run's end), "deferred" sends the write with the COMMIT
+// (SaveCheckpointParams.Deferred: one round trip). Runs of their own
+// threads write from 16 goroutines at once (a server's load); ns/op is the
+// time per checkpoint, all writers together.
+//
+//	go test -run '^$' -bench StepCheckpoint -benchtime 4000x -count 6 ./store/pgstore/
+func BenchmarkStepCheckpoint(b *testing.B) {
+	for _, deferred := range []bool{false, true} {
+		name := "immediate"
+		if deferred {
+			name = "deferred"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := b.Context()
+			s := open(b, testdb.URL(b), &store.Options{Schema: freshSchema(b), MaxConns: 16})
+			owner := randName("bench-")
+			if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
+				b.Fatal(err)
+			}
+			b.SetParallelism(8) // 16 writers on 2 CPUs
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				th, err := s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				st := &runstate.State{RunID: randName("run-"), ThreadID: th.ID, Network: "n", Fingerprint: "f", Agent: "a",
+					Status: runstate.StatusRunning, Messages: []message.Message{message.User("hello")}}
+				parent := ""
+				for pb.Next() {
+					st.Step++
+					err := s.Tx(ctx, func(tx store.Tx) error {
+						p := &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: parent, Deferred: deferred,
+							Messages: []store.NewMessage{{Message: message.Assistant("a", "hi")}}}
+						if !deferred {
+							p.Thread = new(store.Thread)
+						}
+						cp, err := tx.SaveCheckpoint(ctx, p)
+						if err == nil {
+							parent = cp.ID
+						}
+						return err
+					})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
