@@ -177,10 +177,10 @@ func TestHandoverIsAtomic(t *testing.T) {
 
 // TestStaleSuspension: a suspension whose checkpoint is stale (another
 // writer took the run's step first) hands nothing over — no job run,
-// placeholder or River job — and its error is the checkpoint's, not a
-// failed hand-over's, on both backends alike (on PostgreSQL the
-// checkpoint is deferred and refused with the hand-over's first
-// statement).
+// placeholder or River job — and stops the run with the checkpoint's
+// error, not a failed hand-over's: no inline fallback, no model call
+// without tools. Both backends answer alike (on PostgreSQL the checkpoint
+// is deferred and refused with the hand-over's first statement).
 func TestStaleSuspension(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := t.Context()
@@ -219,11 +219,11 @@ func TestStaleSuspension(t *testing.T) {
 		}
 		var stale *store.StaleWriteError
 		var ee *EnqueueError
-		if !errors.As(told, &stale) || errors.As(told, &ee) || stale.LatestID != taken.ID || stale.Step != 2 {
-			t.Errorf("the fallback was told %v, want the suspension's StaleWriteError (the newest checkpoint %s), not an EnqueueError", told, taken.ID)
+		if !errors.As(runErr, &stale) || errors.As(runErr, &ee) || stale.LatestID != taken.ID || stale.Step != 2 {
+			t.Errorf("the run ended with %v, want the suspension's StaleWriteError (the newest checkpoint %s), not an EnqueueError", runErr, taken.ID)
 		}
-		if !errors.As(runErr, &stale) {
-			t.Errorf("the run ended with %v, want a StaleWriteError (its answer's checkpoint is stale too)", runErr)
+		if told != nil {
+			t.Errorf("the fallback was told %v: the run answered without tools", told)
 		}
 		if cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run}); err != nil || cp.ID != taken.ID {
 			t.Errorf("the run's newest checkpoint %+v, %v; want the other writer's", cp, err)

@@ -214,15 +214,24 @@ func (x *run) slowCalls(p *plan) []string {
 
 // suspend stops the run for a background worker before the slow calls run.
 // When the checkpoint of the suspension is refused and the run has a
-// fallback, the run finishes inline instead.
+// fallback, the run finishes inline instead — unless another writer has
+// superseded the run: it stops, as at any other checkpoint.
 func (x *run) suspend(ctx context.Context, p *plan, slow []string) error {
 	x.st.Status = runstate.StatusSuspended
 	x.emit(suspendedEvent(x.st.Agent, slow))
 	err := x.checkpoint(ctx)
-	if err == nil || x.o.fallback == nil || ctx.Err() != nil {
+	if err == nil || x.o.fallback == nil || ctx.Err() != nil || superseded(err) {
 		return err
 	}
 	return x.inlineFallback(ctx, p, err)
+}
+
+// superseded reports whether err says that another writer has taken the
+// run's place: an error in its chain has a method Superseded() bool that
+// returns true (package store's *StaleWriteError does).
+func superseded(err error) bool {
+	var s interface{ Superseded() bool }
+	return errors.As(err, &s) && s.Superseded()
 }
 
 // inlineFallback finishes a run whose hand-over to a background worker

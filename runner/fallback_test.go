@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -96,5 +97,31 @@ func TestBackgroundFallbackNotSetFails(t *testing.T) {
 	_, err := r.Run(t.Context(), "go", runner.WithBackgroundBoundary())
 	if !errors.Is(err, cause) || runner.KindOf(err) != runner.KindSystem {
 		t.Fatalf("err = %v, want the hand-over error (system)", err)
+	}
+}
+
+// supersededError is a checkpoint refused because another writer took the
+// run's place (as the store's *StaleWriteError).
+type supersededError struct{}
+
+func (supersededError) Error() string    { return "stale checkpoint write" }
+func (supersededError) Superseded() bool { return true }
+
+// TestBackgroundFallbackNotWhenSuperseded: a suspension whose checkpoint
+// another writer superseded stops the run with that error: no fallback, no
+// model call without tools.
+func TestBackgroundFallbackNotWhenSuperseded(t *testing.T) {
+	t.Parallel()
+	a, rec := ag("a", calls("report", `{}`), text("never"))
+	a.Tools = []*agent.Tool{{Name: "report", Slow: true, Func: func(context.Context, json.RawMessage) (string, error) { return "x", nil }}}
+	r, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a), Checkpointer: &refuseSuspension{err: fmt.Errorf("save: %w", supersededError{})}})
+	told := false
+	_, err := r.Run(t.Context(), "go", runner.WithBackgroundBoundary(),
+		runner.WithBackgroundFallback(func(context.Context, error) string { told = true; return "" }))
+	if !errors.As(err, new(supersededError)) || runner.KindOf(err) != runner.KindSystem {
+		t.Fatalf("err = %v, want the superseded checkpoint's (system)", err)
+	}
+	if told || len(rec.requests()) != 1 {
+		t.Errorf("fallback told %v, model called %d times; want no fallback and one call", told, len(rec.requests()))
 	}
 }

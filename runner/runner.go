@@ -242,7 +242,10 @@ const DefaultFallbackNotice = "not run: background processing is unavailable rig
 // it was written): the run goes on without the worker, the calls that have
 // no result yet are answered with a notice as an error result, the agent is
 // called once more without tools, and the run completes with that answer.
-// The failure is logged at warn level.
+// The failure is logged at warn level. A checkpoint refused because another
+// writer has superseded the run (an error with a Superseded() bool method
+// that returns true, as the store's *StaleWriteError) is not a failed
+// hand-over: the run stops with it, without calling the model again.
 //
 // notice, if not nil, is told the hand-over error (so the caller gets it) and
 // returns the notice text; "" means [DefaultFallbackNotice].

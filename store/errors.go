@@ -72,6 +72,11 @@ func (e *StaleWriteError) Error() string {
 // Unwrap returns [ErrConflict].
 func (e *StaleWriteError) Unwrap() error { return ErrConflict }
 
+// Superseded reports true: another writer has taken the run's place. The
+// runner stops such a run rather than finishing it inline (see
+// runner.WithBackgroundFallback).
+func (e *StaleWriteError) Superseded() bool { return true }
+
 // VersionConflictError is returned by a compare-and-swap write (thread
 // metadata, memory documents) whose expected version is not the stored one.
 // Nothing was written. It unwraps to [ErrConflict].
