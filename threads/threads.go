@@ -385,7 +385,8 @@ func (c *checkpointer) newMessages(st *runstate.State) []store.NewMessage {
 }
 
 // write writes one checkpoint's transaction. th is the thread as the
-// transaction left it, when it wrote the thread's row (nil if not).
+// transaction left it, when it read the thread's row back (a run's end, a
+// change of active agent; nil otherwise).
 func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx any, checkpointID string) error) (cp *store.Checkpoint, th *store.Thread, err error) {
 	deferredNew := false // the new thread's write was deferred, and returned
 	err = c.s.st.Tx(ctx, func(tx store.Tx) error {
