@@ -158,7 +158,7 @@ func TestHandoverIsAtomic(t *testing.T) {
 						t.Errorf("a suspended checkpoint was left: %v", statuses(t, b.st, run))
 					}
 				}
-				msgs := nothingHandedOver(t, b, thread, run)
+				msgs := nothingHandedOver(t, b, thread, run, "")
 				var notice bool
 				for _, m := range msgs {
 					for _, p := range m.Parts {
@@ -228,21 +228,66 @@ func TestStaleSuspension(t *testing.T) {
 		if cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run}); err != nil || cp.ID != taken.ID {
 			t.Errorf("the run's newest checkpoint %+v, %v; want the other writer's", cp, err)
 		}
-		nothingHandedOver(t, b, thread, run)
+		nothingHandedOver(t, b, thread, run, "")
+	})
+}
+
+// TestHandoverKeyTaken: a hand-over whose event already has a job run (its
+// idempotency key taken, by a writer outside the run) writes nothing more;
+// the inline run answers without the tool, and the notice is told the job
+// run's conflict, on both backends alike (on PostgreSQL the job run is
+// deferred to River's insert, whose statement reports the refusal).
+func TestHandoverKeyTaken(t *testing.T) {
+	eachBackend(t, func(t *testing.T, be backend) {
+		tools := newToolLog()
+		var told error
+		net := network(t, tools, "", scripted.Options{}, scripted.Step{Text: "Sorry, I cannot look orders up right now."})
+		b := setup(t, be, net, tools, func(c *Config) {
+			c.Notice = func(_ context.Context, err error) string { told = err; return "lookup unavailable" }
+		})
+		var taken *store.JobRun
+		b.svc.Committed = func(ctx context.Context, owner, thread string, st *runstate.State) {
+			if st.Step != 1 || taken != nil {
+				return
+			}
+			res, err := b.st.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, IdempotencyKey: EventID(st.RunID, 2), Kind: Kind, ThreadID: thread})
+			if err != nil {
+				t.Errorf("the other writer: %v", err)
+				return
+			}
+			taken = res.Run
+		}
+		thread, run, end := b.turn(t, "Where is my order 1234?")
+		if taken == nil {
+			t.Fatal("the other writer did not write")
+		}
+		if end == nil || end.Status != runstate.StatusCompleted {
+			t.Fatalf("inline run ended %+v, want completed without the tool", end)
+		}
+		var ee *EnqueueError
+		if !errors.As(told, &ee) || ee.Step != "job run" || !errors.Is(told, store.ErrConflict) {
+			t.Errorf("notice was told %v, want the job run's conflict", told)
+		}
+		nothingHandedOver(t, b, thread, run, taken.ID)
 	})
 }
 
 // nothingHandedOver checks that run, on thread, left no hand-over at its
-// step 2 — no placeholder, job run or River job — and that its slow tool
-// did not run; it returns the thread's messages.
-func nothingHandedOver(t *testing.T, b *bundle, thread, run string) []message.Message {
+// step 2 — no placeholder, job run (but jobRun, the id of one written by
+// another writer, when not "") or River job — and that its slow tool did
+// not run; it returns the thread's messages.
+func nothingHandedOver(t *testing.T, b *bundle, thread, run, jobRun string) []message.Message {
 	t.Helper()
 	msgs, phs := stored(t, b.st, thread)
 	if len(phs) != 0 {
 		t.Errorf("placeholder left: %+v", phs[0])
 	}
-	if _, err := b.st.GetJobRun(t.Context(), &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: EventID(run, 2)}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("job run left: %v", err)
+	jr, err := b.st.GetJobRun(t.Context(), &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: EventID(run, 2)})
+	switch {
+	case jobRun == "" && !errors.Is(err, store.ErrNotFound):
+		t.Errorf("job run left: %+v, %v", jr, err)
+	case jobRun != "" && (err != nil || jr.ID != jobRun):
+		t.Errorf("the event's job run %+v, %v; want the other writer's %s", jr, err, jobRun)
 	}
 	if jobs := riverJobs(t, b.st); len(jobs) != 0 {
 		t.Errorf("river jobs left: %v", jobs)
