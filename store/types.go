@@ -233,14 +233,13 @@ type UpdateMessageParams struct {
 	// the row is locked, so that an update racing a transaction that moves
 	// the message to ExpectedStatus waits for it and is made if it commits.
 	ExpectedStatus message.Status
-	// Deferred, in a Store.Tx, lets the
-	// backend send the update with the transaction's next statement
-	// (PostgreSQL: no round trip of its own, and the row is not read
-	// back); UpdateMessage then returns a nil message, and a missing
-	// message ([ErrNotFound]) or one not in ExpectedStatus (a
-	// *[TransitionError]) fails that statement instead, or the commit, and
-	// the transaction can then only roll back. Elsewhere, and on SQLite,
-	// the update runs at once.
+	// Deferred, in a Store.Tx, lets the backend send the update with the
+	// transaction's next statement (PostgreSQL: no round trip of its own, and
+	// the row is not read back); UpdateMessage then returns a nil message, and
+	// a missing message ([ErrNotFound]) or one not in ExpectedStatus (a
+	// *[TransitionError]) fails that statement instead, or the commit, and the
+	// transaction can then only roll back. Elsewhere, and on SQLite, the
+	// update runs at once.
 	Deferred bool
 }
 
@@ -430,14 +429,13 @@ type CreateJobRunParams struct {
 	// continuation's placeholder, which names the job run: give ID).
 	Append *NewMessage
 	// Deferred, in a Store.Tx, lets the backend send the insert with the
-	// transaction's next statement or its COMMIT (PostgreSQL: no round
-	// trip of its own, and nothing read back); CreateJobRun then returns
-	// the job run as it will be written, and its errors fail that
-	// statement or the commit instead, and the transaction can then only
-	// roll back. A deferred creation is never a Duplicate: on every
-	// backend a taken idempotency key is refused with [ErrConflict], and
-	// nothing is written. Elsewhere, and on SQLite, the insert runs at
-	// once.
+	// transaction's next statement or its COMMIT (PostgreSQL: no round trip of
+	// its own, and nothing read back); CreateJobRun then returns the job run
+	// as it will be written, and its errors fail that statement or the commit
+	// instead, and the transaction can then only roll back. A deferred
+	// creation is never a Duplicate: on every backend a taken idempotency key
+	// is refused with [ErrConflict], and nothing is written. Elsewhere, and on
+	// SQLite, the insert runs at once.
 	Deferred bool
 }
 
@@ -496,13 +494,13 @@ type TransitionJobRunParams struct {
 	// waits out a writer of the draft that checks the message under its
 	// lock (draft.Writer does).
 	ClearDraft string
-	// Deferred, in a Store.Tx and without Metadata, lets the backend send the transition with the
-	// transaction's next statement or its COMMIT (PostgreSQL: no round trip
-	// of its own, and the row is not read back); TransitionJobRun then
-	// returns a nil job run, and a refused move (a *[TransitionError]) or
-	// a missing run ([ErrNotFound]) fails that statement or the commit
-	// instead, and the transaction can then only roll back. Elsewhere, and
-	// on SQLite, the transition runs at once.
+	// Deferred, in a Store.Tx and without Metadata, lets the backend send the
+	// transition with the transaction's next statement or its COMMIT
+	// (PostgreSQL: no round trip of its own, and the row is not read back);
+	// TransitionJobRun then returns a nil job run, and a refused move (a
+	// *[TransitionError]) or a missing run ([ErrNotFound]) fails that
+	// statement or the commit instead, and the transaction can then only roll
+	// back. Elsewhere, and on SQLite, the transition runs at once.
 	Deferred bool
 }
 
@@ -593,12 +591,11 @@ type AcquireLeaseParams struct {
 	Holder   string
 	// TTL is how long the lease holds without a renewal; required.
 	TTL time.Duration
-	// Deferred, in a Store.Tx, lets the
-	// backend send the write with the transaction's next statement or its
-	// COMMIT (PostgreSQL: no round trip of its own; the lease is the one
-	// written, which AcquireLease returns as the params say it), and an
-	// error of the write fails that statement or the commit. Elsewhere,
-	// and on SQLite, it runs at once.
+	// Deferred, in a Store.Tx, lets the backend send the write with the
+	// transaction's next statement or its COMMIT (PostgreSQL: no round trip of
+	// its own; the lease is the one written, which AcquireLease returns as the
+	// params say it), and an error of the write fails that statement or the
+	// commit. Elsewhere, and on SQLite, it runs at once.
 	Deferred bool
 }
 
@@ -617,11 +614,11 @@ type ReleaseLeaseParams struct {
 	// Expired releases the lease only if it has expired: an adopter's
 	// claim.
 	Expired bool
-	// Deferred, in a Store.Tx, lets the
-	// backend send the delete with the transaction's next statement or
-	// its COMMIT (PostgreSQL: no round trip of its own); ReleaseLease then
-	// reports false, and an error of the delete fails that statement or
-	// the commit. Elsewhere, and on SQLite, the delete runs at once.
+	// Deferred, in a Store.Tx, lets the backend send the delete with the
+	// transaction's next statement or its COMMIT (PostgreSQL: no round trip of
+	// its own); ReleaseLease then reports false, and an error of the delete
+	// fails that statement or the commit. Elsewhere, and on SQLite, the delete
+	// runs at once.
 	Deferred bool
 }
 

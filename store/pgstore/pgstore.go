@@ -184,11 +184,10 @@ func DeferTx(tx store.Tx, sql string, args ...any) bool {
 type deferredExecKey struct{}
 
 // DeferringExec returns ctx marked so that an Exec of PgxTx's pgx.Tx under
-// it is queued as
-// [DeferTx] queues a statement instead of sent at once, and returns an
-// empty command tag: for a statement whose result the caller does not
-// need, run through code that takes a pgx.Tx (River's insert NOTIFY, say).
-// Query, QueryRow and the other methods are not affected.
+// it is queued as [DeferTx] queues a statement instead of sent at once, and
+// returns an empty command tag: for a statement whose result the caller
+// does not need, run through code that takes a pgx.Tx (River's insert
+// NOTIFY, say). Query, QueryRow and the other methods are not affected.
 func DeferringExec(ctx context.Context) context.Context {
 	return context.WithValue(ctx, deferredExecKey{}, true)
 }

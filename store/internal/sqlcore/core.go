@@ -212,8 +212,8 @@ func last(q Querier) {
 
 // deferWrite queues query, a write whose result is not needed, to go with
 // the transaction's next statement or its COMMIT, when deferred is set and
-// q can (pgstore's DeferWrite, in a Store.Tx); it reports
-// whether it did. Otherwise the caller runs the write at once.
+// q can (pgstore's DeferWrite, in a Store.Tx); it reports whether it did.
+// Otherwise the caller runs the write at once.
 func deferWrite(q Querier, deferred bool, query string, args ...any) bool {
 	d, ok := q.(interface{ DeferWrite(string, ...any) bool })
 	return ok && deferred && d.DeferWrite(query, args...)
@@ -222,8 +222,8 @@ func deferWrite(q Querier, deferred bool, query string, args ...any) bool {
 // deferAsserted queues query, a write that calls baton_refused when its
 // condition does not hold, to go with the transaction's next statement or
 // its COMMIT, when deferred is set and q can (pgstore's DeferAsserted, in a
-// Store.Tx); refused maps what the refusal found to the
-// write's error, which fails that statement or the commit. It reports
+// Store.Tx); refused maps what the refusal found to the write's error,
+// which fails that statement or the commit. It reports
 // whether it did. Otherwise the caller runs the write at once.
 func deferAsserted(q Querier, deferred bool, refused func(found string) error, query string, args ...any) bool {
 	d, ok := q.(interface {
