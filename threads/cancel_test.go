@@ -131,7 +131,10 @@ func testCancel(t *testing.T, open func(t *testing.T) store.Store) {
 		f := newFixture(t, open, "question")
 		other := threads.New(f.st, f.svc.Runner(), nil)
 		other.Listen(draft.NewHub(f.st))
-		other.StopWait = 200 * time.Millisecond
+		// Well under the answer's 320 ms of streaming, so that the run is
+		// still executing when it is ended in the store, also on a loaded
+		// machine (200 ms left too little: CI saw the run complete first).
+		other.StopWait = 100 * time.Millisecond
 		began := time.Now()
 		cancel(t, f, other, f.r0)
 		if d := time.Since(began); d < other.StopWait {
