@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 
@@ -15,9 +17,9 @@ import (
 )
 
 // a2aTransport is an A2A client of a served network with an API key.
-func a2aTransport(b *bundle, network, key string) a2aclient.Transport {
+func a2aTransport(b *servertest.Bundle, network, key string) a2aclient.Transport {
 	hc := &http.Client{Transport: httpheader.Transport(nil, map[string]string{"Authorization": "Bearer " + key})}
-	return a2aclient.NewJSONRPCTransport(b.url+"/a2a/"+network, hc)
+	return a2aclient.NewJSONRPCTransport(b.URL+"/a2a/"+network, hc)
 }
 
 // a2aStream is what a message/stream or tasks/resubscribe gave: the
@@ -25,7 +27,7 @@ func a2aTransport(b *bundle, network, key string) a2aclient.Transport {
 type a2aStream struct {
 	events []a2a.Event
 	answer string
-	status a2a.TaskStatus
+	Status a2a.TaskStatus
 	final  bool
 }
 
@@ -39,7 +41,7 @@ func collectA2A(t *testing.T, events func(yield func(a2a.Event, error) bool)) *a
 		s.events = append(s.events, ev)
 		switch e := ev.(type) {
 		case *a2a.Task:
-			s.status, s.answer = e.Status, answerOf(e)
+			s.Status, s.answer = e.Status, answerOf(e)
 		case *a2a.TaskArtifactUpdateEvent:
 			text := partsText(e.Artifact.Parts)
 			if e.Append {
@@ -48,7 +50,7 @@ func collectA2A(t *testing.T, events func(yield func(a2a.Event, error) bool)) *a
 				s.answer = text
 			}
 		case *a2a.TaskStatusUpdateEvent:
-			s.status, s.final = e.Status, e.Final
+			s.Status, s.final = e.Status, e.Final
 		}
 	}
 	return s
@@ -85,20 +87,20 @@ func userA2A(text string) *a2a.Message {
 // another owner does not see the task.
 func TestA2A(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := servertest.Setup(t)
 	ctx := t.Context()
-	support := a2aTransport(b, "support", b.keyA)
+	support := a2aTransport(b, "support", b.KeyA)
 
 	t.Run("InterruptAnsweredByStream", func(t *testing.T) {
 		waiting := collectA2A(t, support.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: userA2A("I want a refund for order 1234")}))
-		if waiting.status.State != a2a.TaskStateInputRequired || !waiting.final {
-			t.Fatalf("refund: state %s, final %v", waiting.status.State, waiting.final)
+		if waiting.Status.State != a2a.TaskStateInputRequired || !waiting.final {
+			t.Fatalf("refund: state %s, final %v", waiting.Status.State, waiting.final)
 		}
 		task := waiting.events[0].(*a2a.Task)
 		approve := a2a.NewMessageForTask(a2a.MessageRoleUser, task, a2a.DataPart{Data: map[string]any{"type": "approve"}})
 		done := collectA2A(t, support.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: approve}))
-		if done.status.State != a2a.TaskStateCompleted || !done.final || !strings.Contains(done.answer, "Your refund R-77") {
-			t.Fatalf("approved: state %s, final %v, answer %q", done.status.State, done.final, done.answer)
+		if done.Status.State != a2a.TaskStateCompleted || !done.final || !strings.Contains(done.answer, "Your refund R-77") {
+			t.Fatalf("approved: state %s, final %v, answer %q", done.Status.State, done.final, done.answer)
 		}
 		got, err := support.GetTask(ctx, &a2a.TaskQueryParams{ID: task.ID})
 		if err != nil || got.Status.State != a2a.TaskStateCompleted {
@@ -142,14 +144,14 @@ func TestA2A(t *testing.T) {
 	})
 
 	t.Run("BackgroundRun", func(t *testing.T) {
-		research := a2aTransport(b, "research", b.keyA)
+		research := a2aTransport(b, "research", b.KeyA)
 		s := collectA2A(t, research.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: userA2A("How did EV sales develop in 2025?")}))
-		if s.status.State != a2a.TaskStateCompleted || !strings.Contains(s.answer, "Report **RPT-42** is ready") {
-			t.Fatalf("state %s, answer %q", s.status.State, s.answer)
+		if s.Status.State != a2a.TaskStateCompleted || !strings.Contains(s.answer, "Report **RPT-42** is ready") {
+			t.Fatalf("state %s, answer %q", s.Status.State, s.answer)
 		}
 		again := collectA2A(t, research.ResubscribeToTask(ctx, &a2a.TaskIDParams{ID: s.events[0].(*a2a.Task).ID}))
-		if again.status.State != a2a.TaskStateCompleted || again.answer != s.answer {
-			t.Errorf("resubscribed: state %s, answer %q, want %q", again.status.State, again.answer, s.answer)
+		if again.Status.State != a2a.TaskStateCompleted || again.answer != s.answer {
+			t.Errorf("resubscribed: state %s, answer %q, want %q", again.Status.State, again.answer, s.answer)
 		}
 	})
 
@@ -158,7 +160,7 @@ func TestA2A(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bob := a2aTransport(b, "support", b.keyB)
+		bob := a2aTransport(b, "support", b.KeyB)
 		if _, err := bob.GetTask(ctx, &a2a.TaskQueryParams{ID: res.(*a2a.Task).ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
 			t.Errorf("another owner's task: %v, want task not found", err)
 		}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/server"
@@ -70,13 +72,13 @@ agents:
       - text: Refund R-1 is issued and report RPT-1 is filed.
 `
 
-func withAGUINetwork(t testing.TB) cfgOption {
-	return func(o *options) {
+func withAGUINetwork(t testing.TB) servertest.Option {
+	return func(o *servertest.Options) {
 		spec, err := netspec.Parse([]byte(aguiNetwork), "agui.yaml", netspec.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.service.Networks = append(o.service.Networks, service.DefinitionOf(spec))
+		o.Service.Networks = append(o.Service.Networks, service.DefinitionOf(spec))
 	}
 }
 
@@ -99,7 +101,7 @@ func aguiInput(thread, run, text string, resume ...map[string]any) map[string]an
 
 // aguiTypes are the AG-UI types of events, CUSTOM with its name; the
 // drafts of a background worker (as many as its flushes) are left out.
-func aguiTypes(evs []event) []string {
+func aguiTypes(evs []servertest.Event) []string {
 	var out []string
 	for _, e := range evs {
 		switch {
@@ -117,7 +119,7 @@ func aguiTypes(evs []event) []string {
 // into one and the drafts left out: the same for a client that got the
 // deltas live and one that reconnected after a restart (rebuilt events
 // carry a message's text whole).
-func normalized(t testing.TB, evs []event) []string {
+func normalized(t testing.TB, evs []servertest.Event) []string {
 	t.Helper()
 	var out []string
 	text := map[string]*strings.Builder{}
@@ -146,7 +148,7 @@ func normalized(t testing.TB, evs []event) []string {
 // event is RUN_STARTED, content only inside its message, tool call events
 // inside START/END, steps closed before RUN_FINISHED, nothing after it;
 // and that the ids increase.
-func checkAGUIOrder(t testing.TB, evs []event) {
+func checkAGUIOrder(t testing.TB, evs []servertest.Event) {
 	t.Helper()
 	open, calls, steps := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i, e := range evs {
@@ -190,8 +192,8 @@ func checkAGUIOrder(t testing.TB, evs []event) {
 	}
 }
 
-func noDrafts(evs []event) []event {
-	var out []event
+func noDrafts(evs []servertest.Event) []servertest.Event {
+	var out []servertest.Event
 	for _, e := range evs {
 		if !isDraft(e) {
 			out = append(out, e)
@@ -200,7 +202,7 @@ func noDrafts(evs []event) []event {
 	return out
 }
 
-func isDraft(e event) bool { return e.Type == "CUSTOM" && e.Data["name"] == "baton.draft" }
+func isDraft(e servertest.Event) bool { return e.Type == "CUSTOM" && e.Data["name"] == "baton.draft" }
 
 // aguiIDLess compares AG-UI event ids "SEQ[.SUB]:K[:N:B]" (K counts the
 // events of the same baton event that follow).
@@ -224,15 +226,15 @@ func aguiIDLess(a, b string) bool {
 func TestAGUI(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := setupStore(t, open(t), withAGUINetwork(t))
+		b := servertest.SetupStore(t, open(t), withAGUINetwork(t))
 		thread := "agui-" + randomID(t)
 		first := aguiInput(thread, "run-1", "I need a refund for order 1234")
-		resp, ch := b.stream(t, b.keyA, "POST", "/v1/agui/agui", first)
+		resp, ch := b.Stream(t, b.KeyA, "POST", "/v1/agui/agui", first)
 		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") || resp.Header.Get("Baton-Thread-Id") != thread {
 			t.Fatalf("POST /v1/agui/agui: %d %v", resp.StatusCode, resp.Header)
 		}
 		runID := resp.Header.Get("Baton-Run-Id")
-		evs := collect(t, ch, nil)
+		evs := servertest.Collect(t, ch, nil)
 		checkAGUIOrder(t, evs)
 		want := []string{"RUN_STARTED", "STATE_SNAPSHOT", "STEP_STARTED",
 			"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
@@ -278,26 +280,26 @@ func TestAGUI(t *testing.T) {
 		// The same request again is the same run: nothing starts, the
 		// stream is the run's; a thread has one run at a time, so another
 		// runId is refused while the interrupt waits.
-		_, ch = b.stream(t, b.keyA, "POST", "/v1/agui/agui", first)
-		if again := collect(t, ch, nil); !reflect.DeepEqual(again, evs) {
+		_, ch = b.Stream(t, b.KeyA, "POST", "/v1/agui/agui", first)
+		if again := servertest.Collect(t, ch, nil); !reflect.DeepEqual(again, evs) {
 			t.Fatalf("the same request again:\n%v\n%v", aguiTypes(again), aguiTypes(evs))
 		}
-		if r := b.do(t, b.keyA, "POST", "/v1/agui/agui", aguiInput(thread, "run-x", "hello")); r.status != http.StatusConflict || r.errType(t) != "thread_busy" {
-			t.Fatalf("a second run on a waiting thread: %d %s", r.status, r.body)
+		if r := b.Do(t, b.KeyA, "POST", "/v1/agui/agui", aguiInput(thread, "run-x", "hello")); r.Status != http.StatusConflict || r.ErrType(t) != "thread_busy" {
+			t.Fatalf("a second run on a waiting thread: %d %s", r.Status, r.Body)
 		}
 
 		// The answer: a new AG-UI run resumes the baton run, which goes to a
 		// background worker and on to its end.
 		second := aguiInput(thread, "run-2", "I need a refund for order 1234", map[string]any{"interruptId": interrupt, "status": "resolved", "payload": map[string]any{"type": "approve"}})
-		resp, ch = b.stream(t, b.keyA, "POST", "/v1/agui/agui", second)
+		resp, ch = b.Stream(t, b.KeyA, "POST", "/v1/agui/agui", second)
 		if resp.StatusCode != 200 || resp.Header.Get("Baton-Run-Id") != runID {
 			t.Fatalf("resume: %d %v", resp.StatusCode, resp.Header)
 		}
 		// Cut mid-run, at the hand-over: the reconnect gets the rest live.
-		head := collect(t, ch, func(e event) bool { return e.Type == "CUSTOM" && e.Data["name"] == "baton.suspended" })
+		head := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "CUSTOM" && e.Data["name"] == "baton.suspended" })
 		resp.Body.Close()
-		_, ch = b.stream(t, b.keyA, "POST", "/v1/agui/agui", second, "Last-Event-ID", head[len(head)-1].ID)
-		tail := collect(t, ch, nil)
+		_, ch = b.Stream(t, b.KeyA, "POST", "/v1/agui/agui", second, "Last-Event-ID", head[len(head)-1].ID)
+		tail := servertest.Collect(t, ch, nil)
 		evs2 := append(head, tail...)
 		checkAGUIOrder(t, evs2)
 		want2 := []string{"RUN_STARTED", "STATE_SNAPSHOT", "STEP_STARTED", "TOOL_CALL_RESULT",
@@ -312,38 +314,38 @@ func TestAGUI(t *testing.T) {
 			t.Fatalf("RUN_FINISHED: %s", last.Raw)
 		}
 		// The whole resumed run, read again, is what the two reads got.
-		_, ch = b.stream(t, b.keyA, "POST", "/v1/agui/agui", second)
-		if all := collect(t, ch, nil); !reflect.DeepEqual(normalized(t, all), normalized(t, evs2)) {
+		_, ch = b.Stream(t, b.KeyA, "POST", "/v1/agui/agui", second)
+		if all := servertest.Collect(t, ch, nil); !reflect.DeepEqual(normalized(t, all), normalized(t, evs2)) {
 			t.Fatalf("read again:\n%v\n%v", aguiTypes(all), aguiTypes(evs2))
 		}
 
 		// Reconnect after every event: to this server (the run's log in
 		// memory), and to a new server on the same store (a restart: the
 		// events rebuilt from the checkpoints). Each gets exactly the rest.
-		srv2, err := server.New(server.Config{Service: b.svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1})
+		srv2, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		hs := httptest.NewServer(srv2)
 		defer hs.Close()
 		restarted := *b
-		restarted.url = hs.URL
+		restarted.URL = hs.URL
 		for _, tc := range []struct {
 			name string
 			in   map[string]any
-			evs  []event
+			evs  []servertest.Event
 		}{{"first", first, evs}, {"resumed", second, evs2}} {
 			for i := range tc.evs {
 				if isDraft(tc.evs[i]) {
 					continue // no id: the client's last id is the event before
 				}
-				for _, srv := range []*bundle{b, &restarted} {
-					_, ch := srv.stream(t, b.keyA, "POST", "/v1/agui/agui", tc.in, "Last-Event-ID", tc.evs[i].ID)
-					rest := collect(t, ch, nil)
-					got := append(append([]event{}, tc.evs[:i+1]...), rest...)
+				for _, srv := range []*servertest.Bundle{b, &restarted} {
+					_, ch := srv.Stream(t, b.KeyA, "POST", "/v1/agui/agui", tc.in, "Last-Event-ID", tc.evs[i].ID)
+					rest := servertest.Collect(t, ch, nil)
+					got := append(append([]servertest.Event{}, tc.evs[:i+1]...), rest...)
 					checkAGUIOrder(t, got)
 					if !reflect.DeepEqual(normalized(t, got), normalized(t, tc.evs)) {
-						t.Fatalf("%s run, reconnect after %s (%s) to %s:\n got %v\nwant %v", tc.name, tc.evs[i].ID, tc.evs[i].Type, srv.url, aguiTypes(got), aguiTypes(tc.evs))
+						t.Fatalf("%s run, reconnect after %s (%s) to %s:\n got %v\nwant %v", tc.name, tc.evs[i].ID, tc.evs[i].Type, srv.URL, aguiTypes(got), aguiTypes(tc.evs))
 					}
 					// The resumed run's events are all in this server's log,
 					// its deltas too: the same events again.
@@ -362,14 +364,14 @@ func TestAGUI(t *testing.T) {
 func TestAGUIErrors(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := setupStore(t, open(t))
+		b := servertest.SetupStore(t, open(t))
 		thread := "agui-" + randomID(t)
 		good := aguiInput(thread, "r1", "I want a refund for order 1234")
-		resp, ch := b.stream(t, b.keyA, "POST", "/v1/agui/support", good)
+		resp, ch := b.Stream(t, b.KeyA, "POST", "/v1/agui/support", good)
 		if resp.StatusCode != 200 {
 			t.Fatalf("good: %d", resp.StatusCode)
 		}
-		evs := collect(t, ch, nil)
+		evs := servertest.Collect(t, ch, nil)
 		interrupt := evs[len(evs)-1].Data["outcome"].(map[string]any)["interrupts"].([]any)[0].(map[string]any)["id"].(string)
 		with := func(k string, v any) map[string]any {
 			in := aguiInput(thread, "r2", "hi")
@@ -386,41 +388,41 @@ func TestAGUIErrors(t *testing.T) {
 			param  string
 		}{
 			{"no key", "", "/v1/agui/support", good, nil, 401, ""},
-			{"unknown network", b.keyA, "/v1/agui/nowhere", good, nil, 404, ""},
-			{"not JSON", b.keyA, "/v1/agui/support", "{", nil, 400, ""},
-			{"no threadId", b.keyA, "/v1/agui/support", with("threadId", ""), nil, 400, "threadId"},
-			{"bad runId", b.keyA, "/v1/agui/support", with("runId", "a/b"), nil, 400, "runId"},
-			{"assistant last", b.keyA, "/v1/agui/support", with("messages", []any{map[string]any{"id": "1", "role": "assistant", "content": "x"}}), nil, 400, "messages"},
-			{"image", b.keyA, "/v1/agui/support", with("messages", []any{map[string]any{"id": "1", "role": "user", "content": []any{map[string]any{"type": "image", "source": map[string]any{"type": "url", "value": "https://x"}}}}}), nil, 400, "messages"},
-			{"empty input", b.keyA, "/v1/agui/support", with("messages", []any{map[string]any{"id": "1", "role": "user", "content": " "}}), nil, 400, "messages"},
-			{"NUL input", b.keyA, "/v1/agui/support", aguiInput("agui-"+randomID(t), "r", "a\x00b"), nil, 400, ""},
-			{"context", b.keyA, "/v1/agui/support", with("context", "x"), nil, 400, "context"},
-			{"big state", b.keyA, "/v1/agui/support", with("state", map[string]any{"a": strings.Repeat("x", 20000)}), nil, 400, "state"},
-			{"unknown agent", b.keyA, "/v1/agui/support", with("forwardedProps", map[string]any{"baton": map[string]any{"agent": "nobody"}}), nil, 400, "forwardedProps"},
-			{"bad resume status", b.keyA, "/v1/agui/support", with("resume", []any{map[string]any{"interruptId": interrupt, "status": "maybe"}}), nil, 400, "resume"},
-			{"unknown interrupt", b.keyA, "/v1/agui/support", with("resume", []any{map[string]any{"interruptId": "run_x-i1", "status": "resolved"}}), nil, 400, "resume"},
-			{"bad edit", b.keyA, "/v1/agui/support", with("resume", []any{map[string]any{"interruptId": interrupt, "status": "resolved", "payload": map[string]any{"type": "edit", "args": map[string]any{"amount": "x"}}}}), nil, 400, "args"},
-			{"bad Last-Event-ID", b.keyA, "/v1/agui/support", good, []string{"Last-Event-ID", "x:y"}, 400, "Last-Event-ID"},
-			{"another network's thread", b.keyA, "/v1/agui/research", aguiInput(thread, "r3", "hi"), nil, 400, "threadId"},
-			{"busy thread", b.keyA, "/v1/agui/support", aguiInput(thread, "r4", "hi"), nil, 409, ""},
-			{"another owner's thread", b.keyB, "/v1/agui/support", good, nil, 409, "threadId"},
-			{"another owner's interrupt", b.keyB, "/v1/agui/support", aguiInput("agui-"+randomID(t), "r5", "hi", map[string]any{"interruptId": interrupt, "status": "resolved"}), nil, 400, "resume"},
+			{"unknown network", b.KeyA, "/v1/agui/nowhere", good, nil, 404, ""},
+			{"not JSON", b.KeyA, "/v1/agui/support", "{", nil, 400, ""},
+			{"no threadId", b.KeyA, "/v1/agui/support", with("threadId", ""), nil, 400, "threadId"},
+			{"bad runId", b.KeyA, "/v1/agui/support", with("runId", "a/b"), nil, 400, "runId"},
+			{"assistant last", b.KeyA, "/v1/agui/support", with("messages", []any{map[string]any{"id": "1", "role": "assistant", "content": "x"}}), nil, 400, "messages"},
+			{"image", b.KeyA, "/v1/agui/support", with("messages", []any{map[string]any{"id": "1", "role": "user", "content": []any{map[string]any{"type": "image", "source": map[string]any{"type": "url", "value": "https://x"}}}}}), nil, 400, "messages"},
+			{"empty input", b.KeyA, "/v1/agui/support", with("messages", []any{map[string]any{"id": "1", "role": "user", "content": " "}}), nil, 400, "messages"},
+			{"NUL input", b.KeyA, "/v1/agui/support", aguiInput("agui-"+randomID(t), "r", "a\x00b"), nil, 400, ""},
+			{"context", b.KeyA, "/v1/agui/support", with("context", "x"), nil, 400, "context"},
+			{"big state", b.KeyA, "/v1/agui/support", with("state", map[string]any{"a": strings.Repeat("x", 20000)}), nil, 400, "state"},
+			{"unknown agent", b.KeyA, "/v1/agui/support", with("forwardedProps", map[string]any{"baton": map[string]any{"agent": "nobody"}}), nil, 400, "forwardedProps"},
+			{"bad resume status", b.KeyA, "/v1/agui/support", with("resume", []any{map[string]any{"interruptId": interrupt, "status": "maybe"}}), nil, 400, "resume"},
+			{"unknown interrupt", b.KeyA, "/v1/agui/support", with("resume", []any{map[string]any{"interruptId": "run_x-i1", "status": "resolved"}}), nil, 400, "resume"},
+			{"bad edit", b.KeyA, "/v1/agui/support", with("resume", []any{map[string]any{"interruptId": interrupt, "status": "resolved", "payload": map[string]any{"type": "edit", "args": map[string]any{"amount": "x"}}}}), nil, 400, "args"},
+			{"bad Last-Event-ID", b.KeyA, "/v1/agui/support", good, []string{"Last-Event-ID", "x:y"}, 400, "Last-Event-ID"},
+			{"another network's thread", b.KeyA, "/v1/agui/research", aguiInput(thread, "r3", "hi"), nil, 400, "threadId"},
+			{"busy thread", b.KeyA, "/v1/agui/support", aguiInput(thread, "r4", "hi"), nil, 409, ""},
+			{"another owner's thread", b.KeyB, "/v1/agui/support", good, nil, 409, "threadId"},
+			{"another owner's interrupt", b.KeyB, "/v1/agui/support", aguiInput("agui-"+randomID(t), "r5", "hi", map[string]any{"interruptId": interrupt, "status": "resolved"}), nil, 400, "resume"},
 		} {
-			r := b.do(t, tc.key, "POST", tc.path, tc.body, tc.hdr...)
-			if r.status != tc.status {
-				t.Fatalf("%s: %d %s", tc.name, r.status, r.body)
+			r := b.Do(t, tc.key, "POST", tc.path, tc.body, tc.hdr...)
+			if r.Status != tc.status {
+				t.Fatalf("%s: %d %s", tc.name, r.Status, r.Body)
 			}
 			var e struct {
 				Error struct{ Type, Message, Param string }
 			}
-			r.json(t, &e)
+			r.JSON(t, &e)
 			if e.Error.Message == "" || tc.param != "" && e.Error.Param != tc.param {
-				t.Fatalf("%s: %s", tc.name, r.body)
+				t.Fatalf("%s: %s", tc.name, r.Body)
 			}
 		}
 		// The refused edit left the interrupt pending: it is answered now.
-		resp, ch = b.stream(t, b.keyA, "POST", "/v1/agui/support", aguiInput(thread, "r6", "", map[string]any{"interruptId": interrupt, "status": "resolved"}))
-		if evs := collect(t, ch, nil); resp.StatusCode != 200 || evs[len(evs)-1].Data["type"] != "RUN_FINISHED" || evs[len(evs)-1].Data["outcome"].(map[string]any)["type"] != "success" {
+		resp, ch = b.Stream(t, b.KeyA, "POST", "/v1/agui/support", aguiInput(thread, "r6", "", map[string]any{"interruptId": interrupt, "status": "resolved"}))
+		if evs := servertest.Collect(t, ch, nil); resp.StatusCode != 200 || evs[len(evs)-1].Data["type"] != "RUN_FINISHED" || evs[len(evs)-1].Data["outcome"].(map[string]any)["type"] != "success" {
 			t.Fatalf("resume after a refused edit: %d %v", resp.StatusCode, aguiTypes(evs))
 		}
 	})

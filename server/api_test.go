@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
 )
@@ -49,12 +51,12 @@ func openAIRoute(path string) bool {
 
 // interrupted makes a thread of key whose run waits for an approval and
 // returns the thread, run and interrupt ids.
-func interrupted(t *testing.T, b *bundle, key string) (thread, run, interrupt string) {
+func interrupted(t *testing.T, b *servertest.Bundle, key string) (thread, run, interrupt string) {
 	t.Helper()
-	thread = b.thread(t, key, "support")
-	r := b.do(t, key, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I want a refund for order 1234"})
-	if r.status != http.StatusOK {
-		t.Fatalf("run: %d %s", r.status, r.body)
+	thread = b.Thread(t, key, "support")
+	r := b.Do(t, key, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I want a refund for order 1234"})
+	if r.Status != http.StatusOK {
+		t.Fatalf("run: %d %s", r.Status, r.Body)
 	}
 	var res struct {
 		ID        string
@@ -63,23 +65,23 @@ func interrupted(t *testing.T, b *bundle, key string) (thread, run, interrupt st
 			ID string `json:"interrupt_id"`
 		}
 	}
-	r.json(t, &res)
+	r.JSON(t, &res)
 	if res.Status != "interrupted" || res.Interrupt.ID == "" {
-		t.Fatalf("run: %s", r.body)
+		t.Fatalf("run: %s", r.Body)
 	}
 	return thread, res.ID, res.Interrupt.ID
 }
 
 func TestAuthRequired(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	thread, run, intr := interrupted(t, b, b.keyA)
-	revoked := newKey(t, b.st, "carol")
-	keys, err := b.st.ListAPIKeys(t.Context(), &store.ListAPIKeysParams{OwnerID: "carol"})
+	b := servertest.Setup(t)
+	thread, run, intr := interrupted(t, b, b.KeyA)
+	revoked := servertest.NewKey(t, b.St, "carol")
+	keys, err := b.St.ListAPIKeys(t.Context(), &store.ListAPIKeysParams{OwnerID: "carol"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.st.RevokeAPIKey(t.Context(), &store.RevokeAPIKeyParams{OwnerID: "carol", ID: keys[0].ID}); err != nil {
+	if _, err := b.St.RevokeAPIKey(t.Context(), &store.RevokeAPIKeyParams{OwnerID: "carol", ID: keys[0].ID}); err != nil {
 		t.Fatal(err)
 	}
 	for _, rt := range routes(thread, run, intr) {
@@ -87,24 +89,24 @@ func TestAuthRequired(t *testing.T) {
 			"missing":  nil,
 			"invalid":  {"Authorization", "Bearer baton_not-a-key"},
 			"revoked":  {"Authorization", "Bearer " + revoked},
-			"basic":    {"Authorization", "Basic " + b.keyA},
+			"basic":    {"Authorization", "Basic " + b.KeyA},
 			"empty":    {"Authorization", "Bearer "},
 			"long-key": {"Authorization", "Bearer " + strings.Repeat("x", 600)},
 		} {
-			r := b.do(t, "", rt.method, rt.path, rt.body, hdr...)
+			r := b.Do(t, "", rt.method, rt.path, rt.body, hdr...)
 			want := "unauthorized"
 			if openAIRoute(rt.path) {
 				want = "invalid_request_error" // OpenAI's words, code invalid_api_key
 			}
-			if r.status != http.StatusUnauthorized || r.errType(t) != want || r.header.Get("WWW-Authenticate") == "" {
-				t.Errorf("%s %s (%s key): %d %s", rt.method, rt.path, name, r.status, r.body)
+			if r.Status != http.StatusUnauthorized || r.ErrType(t) != want || r.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("%s %s (%s key): %d %s", rt.method, rt.path, name, r.Status, r.Body)
 			}
 		}
 	}
 	// Health, readiness and the UI need no key.
 	for _, p := range []string{"/healthz", "/readyz", "/", "/assets/app.js"} {
-		if r := b.do(t, "", "GET", p, nil); r.status != http.StatusOK {
-			t.Errorf("GET %s: %d", p, r.status)
+		if r := b.Do(t, "", "GET", p, nil); r.Status != http.StatusOK {
+			t.Errorf("GET %s: %d", p, r.Status)
 		}
 	}
 }
@@ -113,50 +115,50 @@ func TestAuthRequired(t *testing.T) {
 // answers 404, as if it did not exist; nothing of it leaks.
 func TestCrossOwnerNotFound(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	thread, run, intr := interrupted(t, b, b.keyA)
+	b := servertest.Setup(t)
+	thread, run, intr := interrupted(t, b, b.KeyA)
 	for _, rt := range routes(thread, run, intr) {
 		if !strings.Contains(rt.path, thread) && !strings.Contains(rt.path, intr) {
 			continue
 		}
-		r := b.do(t, b.keyB, rt.method, rt.path, rt.body)
-		if r.status != http.StatusNotFound || r.errType(t) != "not_found" {
-			t.Errorf("%s %s as another owner: %d %s", rt.method, rt.path, r.status, r.body)
+		r := b.Do(t, b.KeyB, rt.method, rt.path, rt.body)
+		if r.Status != http.StatusNotFound || r.ErrType(t) != "not_found" {
+			t.Errorf("%s %s as another owner: %d %s", rt.method, rt.path, r.Status, r.Body)
 		}
-		if strings.Contains(string(r.body), "refund") {
-			t.Errorf("%s %s leaks content: %s", rt.method, rt.path, r.body)
+		if strings.Contains(string(r.Body), "refund") {
+			t.Errorf("%s %s leaks content: %s", rt.method, rt.path, r.Body)
 		}
 	}
 	// A parent thread, a chat continuation and the listings of another owner.
-	if r := b.do(t, b.keyB, "POST", "/v1/threads", map[string]any{"network": "support", "parent_id": thread}); r.status != http.StatusNotFound {
-		t.Errorf("parent of another owner: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyB, "POST", "/v1/threads", map[string]any{"network": "support", "parent_id": thread}); r.Status != http.StatusNotFound {
+		t.Errorf("parent of another owner: %d %s", r.Status, r.Body)
 	}
 	chat := map[string]any{"model": "support", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}
-	if r := b.do(t, b.keyB, "POST", "/v1/chat/completions", chat, server.ThreadHeader, thread); r.status != http.StatusNotFound {
-		t.Errorf("chat on a thread of another owner: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyB, "POST", "/v1/chat/completions", chat, server.ThreadHeader, thread); r.Status != http.StatusNotFound {
+		t.Errorf("chat on a thread of another owner: %d %s", r.Status, r.Body)
 	}
 	// A run id of A under a thread of B.
-	threadB := b.thread(t, b.keyB, "support")
-	if r := b.do(t, b.keyB, "GET", "/v1/threads/"+threadB+"/runs/"+run, nil); r.status != http.StatusNotFound {
-		t.Errorf("run of another owner under own thread: %d %s", r.status, r.body)
+	threadB := b.Thread(t, b.KeyB, "support")
+	if r := b.Do(t, b.KeyB, "GET", "/v1/threads/"+threadB+"/runs/"+run, nil); r.Status != http.StatusNotFound {
+		t.Errorf("run of another owner under own thread: %d %s", r.Status, r.Body)
 	}
-	if r := b.do(t, b.keyB, "GET", "/v1/threads?parent_id="+thread, nil); r.status != http.StatusNotFound {
-		t.Errorf("children of another owner's thread: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyB, "GET", "/v1/threads?parent_id="+thread, nil); r.Status != http.StatusNotFound {
+		t.Errorf("children of another owner's thread: %d %s", r.Status, r.Body)
 	}
-	r := b.do(t, b.keyB, "GET", "/v1/threads", nil)
-	if strings.Contains(string(r.body), thread) {
-		t.Errorf("listing shows another owner's thread: %s", r.body)
+	r := b.Do(t, b.KeyB, "GET", "/v1/threads", nil)
+	if strings.Contains(string(r.Body), thread) {
+		t.Errorf("listing shows another owner's thread: %s", r.Body)
 	}
 	// The owner still sees everything.
-	if r := b.do(t, b.keyA, "GET", "/v1/interrupts/"+intr, nil); r.status != http.StatusOK {
-		t.Errorf("own interrupt: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyA, "GET", "/v1/interrupts/"+intr, nil); r.Status != http.StatusOK {
+		t.Errorf("own interrupt: %d %s", r.Status, r.Body)
 	}
 }
 
 func TestBadRequests(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withServer(func(c *server.Config) { c.MaxBodyBytes = 4096; c.MaxInputBytes = 1000 }))
-	thread := b.thread(t, b.keyA, "support")
+	b := servertest.Setup(t, servertest.WithServer(func(c *server.Config) { c.MaxBodyBytes = 4096; c.MaxInputBytes = 1000 }))
+	thread := b.Thread(t, b.KeyA, "support")
 	runs := "/v1/threads/" + thread + "/runs"
 	for _, tc := range []struct {
 		name, method, path string
@@ -196,48 +198,48 @@ func TestBadRequests(t *testing.T) {
 		if s, ok := tc.body.(string); ok {
 			body = []byte(s)
 		}
-		r := b.do(t, b.keyA, tc.method, tc.path, body)
+		r := b.Do(t, b.KeyA, tc.method, tc.path, body)
 		var e struct{ Error struct{ Message string } }
-		_ = json.Unmarshal(r.body, &e)
-		if r.status != tc.status || !strings.Contains(e.Error.Message, tc.want) {
-			t.Errorf("%s: %d %s, want %d with %q", tc.name, r.status, r.body, tc.status, tc.want)
+		_ = json.Unmarshal(r.Body, &e)
+		if r.Status != tc.status || !strings.Contains(e.Error.Message, tc.want) {
+			t.Errorf("%s: %d %s, want %d with %q", tc.name, r.Status, r.Body, tc.status, tc.want)
 			continue
 		}
-		r.errType(t)
+		r.ErrType(t)
 	}
 }
 
 func TestThreads(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	r := b.do(t, b.keyA, "POST", "/v1/threads", map[string]any{"network": "support", "name": "first", "metadata": map[string]any{"app": map[string]any{"ticket": 7}}})
-	if r.status != http.StatusCreated {
-		t.Fatalf("create: %d %s", r.status, r.body)
+	b := servertest.Setup(t)
+	r := b.Do(t, b.KeyA, "POST", "/v1/threads", map[string]any{"network": "support", "name": "first", "metadata": map[string]any{"app": map[string]any{"ticket": 7}}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
 	}
 	var th struct {
 		ID, Object, Network, Name string
 		Metadata                  map[string]map[string]int
 	}
-	r.json(t, &th)
-	if th.Object != "thread" || th.Network != "support" || th.Name != "first" || th.Metadata["app"]["ticket"] != 7 || r.header.Get("Location") != "/v1/threads/"+th.ID {
-		t.Fatalf("create: %s (location %q)", r.body, r.header.Get("Location"))
+	r.JSON(t, &th)
+	if th.Object != "thread" || th.Network != "support" || th.Name != "first" || th.Metadata["app"]["ticket"] != 7 || r.Header.Get("Location") != "/v1/threads/"+th.ID {
+		t.Fatalf("create: %s (location %q)", r.Body, r.Header.Get("Location"))
 	}
-	child := b.do(t, b.keyA, "POST", "/v1/threads", map[string]any{"network": "research", "parent_id": th.ID})
-	if child.status != http.StatusCreated || !strings.Contains(string(child.body), `"parent_id":"`+th.ID+`"`) {
-		t.Fatalf("child: %d %s", child.status, child.body)
+	child := b.Do(t, b.KeyA, "POST", "/v1/threads", map[string]any{"network": "research", "parent_id": th.ID})
+	if child.Status != http.StatusCreated || !strings.Contains(string(child.Body), `"parent_id":"`+th.ID+`"`) {
+		t.Fatalf("child: %d %s", child.Status, child.Body)
 	}
-	b.thread(t, b.keyA, "support")
+	b.Thread(t, b.KeyA, "support")
 	// Paging, newest first.
 	var seen []string
 	cursor := ""
 	for range 10 {
-		r := b.do(t, b.keyA, "GET", "/v1/threads?limit=2&cursor="+cursor, nil)
+		r := b.Do(t, b.KeyA, "GET", "/v1/threads?limit=2&cursor="+cursor, nil)
 		var page struct {
 			Data       []struct{ ID string }
 			NextCursor string `json:"next_cursor"`
 			HasMore    bool   `json:"has_more"`
 		}
-		r.json(t, &page)
+		r.JSON(t, &page)
 		for _, d := range page.Data {
 			seen = append(seen, d.ID)
 		}
@@ -250,102 +252,102 @@ func TestThreads(t *testing.T) {
 		t.Fatalf("paging: %v", seen)
 	}
 	// Children of a thread.
-	r = b.do(t, b.keyA, "GET", "/v1/threads?parent_id="+th.ID, nil)
-	if strings.Count(string(r.body), `"object":"thread"`) != 1 {
-		t.Fatalf("children: %s", r.body)
+	r = b.Do(t, b.KeyA, "GET", "/v1/threads?parent_id="+th.ID, nil)
+	if strings.Count(string(r.Body), `"object":"thread"`) != 1 {
+		t.Fatalf("children: %s", r.Body)
 	}
 	// A run, then its messages with status and agent, and the thread's run.
-	run := b.do(t, b.keyA, "POST", "/v1/threads/"+th.ID+"/runs", map[string]any{"input": "I was charged twice for order 1234"})
+	run := b.Do(t, b.KeyA, "POST", "/v1/threads/"+th.ID+"/runs", map[string]any{"input": "I was charged twice for order 1234"})
 	var res struct {
 		ID, Status, Output string
 		LastAgent          string `json:"last_agent"`
 	}
-	run.json(t, &res)
-	if run.status != 200 || res.Status != "completed" || res.LastAgent != "billing" || !strings.Contains(res.Output, "duplicate") {
-		t.Fatalf("run: %d %s", run.status, run.body)
+	run.JSON(t, &res)
+	if run.Status != 200 || res.Status != "completed" || res.LastAgent != "billing" || !strings.Contains(res.Output, "duplicate") {
+		t.Fatalf("run: %d %s", run.Status, run.Body)
 	}
-	r = b.do(t, b.keyA, "GET", "/v1/threads/"+th.ID+"/messages", nil)
+	r = b.Do(t, b.KeyA, "GET", "/v1/threads/"+th.ID+"/messages", nil)
 	var msgs struct {
 		Data []struct{ Role, Agent, Status, Text string }
 	}
-	r.json(t, &msgs)
+	r.JSON(t, &msgs)
 	if len(msgs.Data) < 5 || msgs.Data[0].Role != "user" || msgs.Data[1].Agent != "triage" {
-		t.Fatalf("messages: %s", r.body)
+		t.Fatalf("messages: %s", r.Body)
 	}
 	last := msgs.Data[len(msgs.Data)-1]
 	if last.Agent != "billing" || last.Status != "completed" || !strings.Contains(last.Text, "duplicate") {
 		t.Fatalf("last message: %+v", last)
 	}
-	r = b.do(t, b.keyA, "GET", "/v1/threads/"+th.ID+"/messages?limit=2&after=1", nil)
-	r.json(t, &msgs)
-	if len(msgs.Data) != 2 || msgs.Data[0].Agent != "triage" || !strings.Contains(string(r.body), `"has_more":true`) {
-		t.Fatalf("messages page: %s", r.body)
+	r = b.Do(t, b.KeyA, "GET", "/v1/threads/"+th.ID+"/messages?limit=2&after=1", nil)
+	r.JSON(t, &msgs)
+	if len(msgs.Data) != 2 || msgs.Data[0].Agent != "triage" || !strings.Contains(string(r.Body), `"has_more":true`) {
+		t.Fatalf("messages page: %s", r.Body)
 	}
-	r = b.do(t, b.keyA, "GET", "/v1/threads/"+th.ID, nil)
-	if !strings.Contains(string(r.body), `"run":{"id":"`+res.ID+`","status":"completed"`) || !strings.Contains(string(r.body), `"active_agent":"billing"`) {
-		t.Fatalf("thread: %s", r.body)
+	r = b.Do(t, b.KeyA, "GET", "/v1/threads/"+th.ID, nil)
+	if !strings.Contains(string(r.Body), `"run":{"id":"`+res.ID+`","status":"completed"`) || !strings.Contains(string(r.Body), `"active_agent":"billing"`) {
+		t.Fatalf("thread: %s", r.Body)
 	}
 	// Networks and models.
-	r = b.do(t, b.keyA, "GET", "/v1/networks", nil)
-	if !strings.Contains(string(r.body), `"name":"research"`) || !strings.Contains(string(r.body), `"thread_handoff":true`) {
-		t.Fatalf("networks: %s", r.body)
+	r = b.Do(t, b.KeyA, "GET", "/v1/networks", nil)
+	if !strings.Contains(string(r.Body), `"name":"research"`) || !strings.Contains(string(r.Body), `"thread_handoff":true`) {
+		t.Fatalf("networks: %s", r.Body)
 	}
-	r = b.do(t, b.keyA, "GET", "/v1/models", nil)
-	if !strings.Contains(string(r.body), `"id":"support"`) {
-		t.Fatalf("models: %s", r.body)
+	r = b.Do(t, b.KeyA, "GET", "/v1/models", nil)
+	if !strings.Contains(string(r.Body), `"id":"support"`) {
+		t.Fatalf("models: %s", r.Body)
 	}
 }
 
 func TestHealth(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	if r := b.do(t, "", "GET", "/healthz", nil); r.status != 200 || !strings.Contains(string(r.body), `"ok"`) {
-		t.Fatalf("healthz: %d %s", r.status, r.body)
+	b := servertest.Setup(t)
+	if r := b.Do(t, "", "GET", "/healthz", nil); r.Status != 200 || !strings.Contains(string(r.Body), `"ok"`) {
+		t.Fatalf("healthz: %d %s", r.Status, r.Body)
 	}
-	if r := b.do(t, "", "GET", "/readyz", nil); r.status != 200 || !strings.Contains(string(r.body), `"database":"ok"`) {
-		t.Fatalf("readyz: %d %s", r.status, r.body)
+	if r := b.Do(t, "", "GET", "/readyz", nil); r.Status != 200 || !strings.Contains(string(r.Body), `"database":"ok"`) {
+		t.Fatalf("readyz: %d %s", r.Status, r.Body)
 	}
-	if r := b.do(t, "", "GET", "/", nil); r.status != 200 || !strings.Contains(r.header.Get("Content-Security-Policy"), "default-src 'self'") {
-		t.Fatalf("ui: %d %v", r.status, r.header)
+	if r := b.Do(t, "", "GET", "/", nil); r.Status != 200 || !strings.Contains(r.Header.Get("Content-Security-Policy"), "default-src 'self'") {
+		t.Fatalf("ui: %d %v", r.Status, r.Header)
 	}
 }
 
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withServer(func(c *server.Config) { c.RateLimit = 0.5; c.RateBurst = 2 }))
+	b := servertest.Setup(t, servertest.WithServer(func(c *server.Config) { c.RateLimit = 0.5; c.RateBurst = 2 }))
 	for i := range 2 {
-		if r := b.do(t, b.keyA, "GET", "/v1/networks", nil); r.status != 200 {
-			t.Fatalf("request %d: %d", i, r.status)
+		if r := b.Do(t, b.KeyA, "GET", "/v1/networks", nil); r.Status != 200 {
+			t.Fatalf("request %d: %d", i, r.Status)
 		}
 	}
-	r := b.do(t, b.keyA, "GET", "/v1/networks", nil)
-	if r.status != http.StatusTooManyRequests || r.errType(t) != "rate_limited" || r.header.Get("Retry-After") == "" {
-		t.Fatalf("third request: %d %s %v", r.status, r.body, r.header)
+	r := b.Do(t, b.KeyA, "GET", "/v1/networks", nil)
+	if r.Status != http.StatusTooManyRequests || r.ErrType(t) != "rate_limited" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("third request: %d %s %v", r.Status, r.Body, r.Header)
 	}
 	// Per key: another key is not limited.
-	if r := b.do(t, b.keyB, "GET", "/v1/networks", nil); r.status != 200 {
-		t.Fatalf("other key: %d", r.status)
+	if r := b.Do(t, b.KeyB, "GET", "/v1/networks", nil); r.Status != 200 {
+		t.Fatalf("other key: %d", r.Status)
 	}
 }
 
 func TestMaxStreams(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withServer(func(c *server.Config) { c.MaxStreams = 1 }))
-	thread := b.thread(t, b.keyA, "support")
-	resp, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
+	b := servertest.Setup(t, servertest.WithServer(func(c *server.Config) { c.MaxStreams = 1 }))
+	thread := b.Thread(t, b.KeyA, "support")
+	resp, ch := b.Stream(t, b.KeyA, "GET", "/v1/threads/"+thread+"/events", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("first stream: %d", resp.StatusCode)
 	}
-	collect(t, ch, func(e event) bool { return e.Type == "thread" })
-	r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
-	if r.status != http.StatusServiceUnavailable || r.errType(t) != "overloaded" || r.header.Get("Retry-After") == "" {
-		t.Fatalf("second stream: %d %s", r.status, r.body)
+	servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "thread" })
+	r := b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread+"/events", nil)
+	if r.Status != http.StatusServiceUnavailable || r.ErrType(t) != "overloaded" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("second stream: %d %s", r.Status, r.Body)
 	}
 	resp.Body.Close()
 	// The slot is freed when the first stream ends.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		resp, _ := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
+		resp, _ := b.Stream(t, b.KeyA, "GET", "/v1/threads/"+thread+"/events", nil)
 		resp.Body.Close()
 		if resp.StatusCode == 200 {
 			break
@@ -361,36 +363,36 @@ func TestMaxStreams(t *testing.T) {
 // its state and where to follow it; the run goes on.
 func TestRequestTimeout(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withServer(func(c *server.Config) { c.RequestTimeout = 300 * time.Millisecond }))
-	thread := b.thread(t, b.keyA, "research")
-	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "EV sales?"})
+	b := servertest.Setup(t, servertest.WithServer(func(c *server.Config) { c.RequestTimeout = 300 * time.Millisecond }))
+	thread := b.Thread(t, b.KeyA, "research")
+	r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "EV sales?"})
 	var res struct {
 		ID, Status string
 		EventsURL  string `json:"events_url"`
 	}
-	r.json(t, &res)
-	if r.status != http.StatusAccepted || res.Status == "completed" || r.header.Get("Location") != res.EventsURL {
-		t.Fatalf("run: %d %s", r.status, r.body)
+	r.JSON(t, &res)
+	if r.Status != http.StatusAccepted || res.Status == "completed" || r.Header.Get("Location") != res.EventsURL {
+		t.Fatalf("run: %d %s", r.Status, r.Body)
 	}
-	resp, ch := b.stream(t, b.keyA, "GET", res.EventsURL, nil)
+	resp, ch := b.Stream(t, b.KeyA, "GET", res.EventsURL, nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("follow: %d", resp.StatusCode)
 	}
-	evs := collect(t, ch, nil)
+	evs := servertest.Collect(t, ch, nil)
 	if last := evs[len(evs)-1]; last.Type != "run_end" || last.Data["status"] != "completed" {
-		t.Fatalf("the run did not go on: %v", types(evs))
+		t.Fatalf("the run did not go on: %v", servertest.Types(evs))
 	}
 }
 
 func TestUnknownNetworkOfThread(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	th, err := b.st.CreateThread(t.Context(), &store.CreateThreadParams{OwnerID: "alice", Network: "retired"})
+	b := servertest.Setup(t)
+	th, err := b.St.CreateThread(t.Context(), &store.CreateThreadParams{OwnerID: "alice", Network: "retired"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := b.do(t, b.keyA, "POST", fmt.Sprintf("/v1/threads/%s/runs", th.ID), map[string]any{"input": "hi"})
-	if r.status != http.StatusConflict || !strings.Contains(string(r.body), "does not run") {
-		t.Fatalf("%d %s", r.status, r.body)
+	r := b.Do(t, b.KeyA, "POST", fmt.Sprintf("/v1/threads/%s/runs", th.ID), map[string]any{"input": "hi"})
+	if r.Status != http.StatusConflict || !strings.Contains(string(r.Body), "does not run") {
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 }

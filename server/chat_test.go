@@ -7,21 +7,23 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/batonhq/baton/server"
 )
 
-func sdkClient(b *bundle, key string) openai.Client {
-	return openai.NewClient(option.WithBaseURL(b.url+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
+func sdkClient(b *servertest.Bundle, key string) openai.Client {
+	return openai.NewClient(option.WithBaseURL(b.URL+"/v1/"), option.WithAPIKey(key), option.WithMaxRetries(0))
 }
 
 // The official OpenAI Go SDK works against /v1/chat/completions unchanged.
 func TestChatCompletionsSDK(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	c := sdkClient(b, b.keyA)
+	b := servertest.Setup(t)
+	c := sdkClient(b, b.KeyA)
 	ctx := t.Context()
 	res, err := c.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 		Model: "support",
@@ -90,10 +92,10 @@ func TestChatCompletionsSDK(t *testing.T) {
 // continue a thread by its id.
 func TestChatCompletionsHTTP(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", b.url+"/v1/chat/completions",
+	b := servertest.Setup(t)
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", b.URL+"/v1/chat/completions",
 		strings.NewReader(`{"model":"support","stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"I want a refund for order 1234"}]}]}`))
-	req.Header.Set("Authorization", "Bearer "+b.keyA)
+	req.Header.Set("Authorization", "Bearer "+b.KeyA)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -116,22 +118,22 @@ func TestChatCompletionsHTTP(t *testing.T) {
 	if thread == "" {
 		t.Fatal("no thread header")
 	}
-	r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread+"/messages", nil)
-	if !strings.Contains(string(r.body), "I want a refund") {
-		t.Fatalf("thread: %s", r.body)
+	r := b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread+"/messages", nil)
+	if !strings.Contains(string(r.Body), "I want a refund") {
+		t.Fatalf("thread: %s", r.Body)
 	}
 	// Earlier messages of the request become the new thread's history.
-	r = b.do(t, b.keyA, "POST", "/v1/chat/completions", map[string]any{"model": "support", "messages": []any{
+	r = b.Do(t, b.KeyA, "POST", "/v1/chat/completions", map[string]any{"model": "support", "messages": []any{
 		map[string]any{"role": "user", "content": "Hello"},
 		map[string]any{"role": "assistant", "content": "Hi, how can I help?"},
 		map[string]any{"role": "user", "content": "The app crashes when I log in"},
 	}})
-	if r.status != 200 || !strings.Contains(string(r.body), "degraded") {
-		t.Fatalf("with history: %d %s", r.status, r.body)
+	if r.Status != 200 || !strings.Contains(string(r.Body), "degraded") {
+		t.Fatalf("with history: %d %s", r.Status, r.Body)
 	}
-	thread2 := r.header.Get(server.ThreadHeader)
-	r = b.do(t, b.keyA, "GET", "/v1/threads/"+thread2+"/messages", nil)
-	if !strings.Contains(string(r.body), "Hi, how can I help?") {
-		t.Fatalf("history not stored: %s", r.body)
+	thread2 := r.Header.Get(server.ThreadHeader)
+	r = b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread2+"/messages", nil)
+	if !strings.Contains(string(r.Body), "Hi, how can I help?") {
+		t.Fatalf("history not stored: %s", r.Body)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/server"
@@ -60,31 +62,31 @@ func stallNetwork(t *testing.T) (service.Definition, *atomic.Int32) {
 func TestShutdownCutsInlineRuns(t *testing.T) {
 	t.Parallel()
 	def, calls := stallNetwork(t)
-	b := setup(t, func(o *options) { o.service.Networks = append(o.service.Networks, def) })
-	streamed := b.thread(t, b.keyA, "stall")
-	waited := b.thread(t, b.keyA, "stall")
+	b := servertest.Setup(t, func(o *servertest.Options) { o.Service.Networks = append(o.Service.Networks, def) })
+	streamed := b.Thread(t, b.KeyA, "stall")
+	waited := b.Thread(t, b.KeyA, "stall")
 
-	resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+streamed+"/runs", map[string]any{"input": "think", "stream": true})
+	resp, ch := b.Stream(t, b.KeyA, "POST", "/v1/threads/"+streamed+"/runs", map[string]any{"input": "think", "stream": true})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatal(resp.StatusCode)
 	}
 	runStreamed := resp.Header.Get("Baton-Run-Id")
-	got := collect(t, ch, func(e event) bool { return e.Type == "tool_call" })
-	answer := make(chan *response, 1)
-	req := b.request(t, b.keyA, "POST", "/v1/threads/"+waited+"/runs", map[string]any{"input": "think"})
+	got := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "tool_call" })
+	answer := make(chan *servertest.Response, 1)
+	req := b.Request(t, b.KeyA, "POST", "/v1/threads/"+waited+"/runs", map[string]any{"input": "think"})
 	go func() {
-		r := &response{}
+		r := &servertest.Response{}
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			defer resp.Body.Close()
-			r.status, r.header = resp.StatusCode, resp.Header
-			r.body, _ = io.ReadAll(resp.Body)
+			r.Status, r.Header = resp.StatusCode, resp.Header
+			r.Body, _ = io.ReadAll(resp.Body)
 		}
 		answer <- r
 	}()
 	// An OpenAI client's stream, on a third thread.
-	chatThread := b.thread(t, b.keyA, "stall")
-	chatResp, chatCh := b.stream(t, b.keyA, "POST", "/v1/chat/completions", map[string]any{"model": "stall", "stream": true,
+	chatThread := b.Thread(t, b.KeyA, "stall")
+	chatResp, chatCh := b.Stream(t, b.KeyA, "POST", "/v1/chat/completions", map[string]any{"model": "stall", "stream": true,
 		"messages": []any{map[string]any{"role": "user", "content": "think"}}}, server.ThreadHeader, chatThread)
 	if chatResp.StatusCode != http.StatusOK {
 		t.Fatal(chatResp.StatusCode)
@@ -95,21 +97,21 @@ func TestShutdownCutsInlineRuns(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if err := b.srv.Shutdown(ctx); err == nil {
+	if err := b.Srv.Shutdown(ctx); err == nil {
 		t.Fatal("Shutdown: nil, want the runs cut")
 	}
-	got = append(got, collect(t, ch, nil)...)
+	got = append(got, servertest.Collect(t, ch, nil)...)
 	if last := got[len(got)-1]; last.Type != "shutdown" {
-		t.Fatalf("the stream of a cut run ends with %q, want shutdown: %v", last.Type, types(got))
+		t.Fatalf("the stream of a cut run ends with %q, want shutdown: %v", last.Type, servertest.Types(got))
 	}
 	for _, e := range got {
 		if e.Type == "run_end" || e.Type == "error" {
-			t.Fatalf("the stream of a cut run got %s: %v", e.Type, types(got))
+			t.Fatalf("the stream of a cut run got %s: %v", e.Type, servertest.Types(got))
 		}
 	}
 	// The OpenAI stream of a cut run ends with an error (the client raises
 	// it), not with a finish_reason or [DONE]: its answer is not whole.
-	chat := collect(t, chatCh, nil)
+	chat := servertest.Collect(t, chatCh, nil)
 	last := chat[len(chat)-1]
 	if errObj, _ := last.Data["error"].(map[string]any); errObj == nil || !strings.Contains(fmt.Sprint(errObj["message"]), "shutting down") ||
 		!strings.Contains(fmt.Sprint(errObj["message"]), "/events") {
@@ -121,18 +123,18 @@ func TestShutdownCutsInlineRuns(t *testing.T) {
 		}
 	}
 	r := <-answer
-	if r.status != http.StatusAccepted || !strings.HasSuffix(r.header.Get("Location"), "/events") {
-		t.Fatalf("a request waiting for a cut run: %d (Location %q) %s, want 202 with the run's events URL", r.status, r.header.Get("Location"), r.body)
+	if r.Status != http.StatusAccepted || !strings.HasSuffix(r.Header.Get("Location"), "/events") {
+		t.Fatalf("a request waiting for a cut run: %d (Location %q) %s, want 202 with the run's events URL", r.Status, r.Header.Get("Location"), r.Body)
 	}
 	var res struct{ ID string }
-	r.json(t, &res)
+	r.JSON(t, &res)
 
 	for _, run := range []struct{ thread, id string }{{streamed, runStreamed}, {waited, res.ID}} {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			var st struct{ Status string }
-			if r := b.do(t, b.keyA, "GET", "/v1/threads/"+run.thread+"/runs/"+run.id, nil); r.status == http.StatusOK {
-				r.json(t, &st)
+			if r := b.Do(t, b.KeyA, "GET", "/v1/threads/"+run.thread+"/runs/"+run.id, nil); r.Status == http.StatusOK {
+				r.JSON(t, &st)
 			}
 			if st.Status == "completed" {
 				break

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/store"
 )
@@ -15,8 +17,8 @@ import (
 // then resumes the run. On every backend.
 func TestEditRefusedBySchema(t *testing.T) {
 	t.Parallel()
-	onBackends(t, func(t *testing.T, b *bundle) {
-		thread, _, intr := interrupted(t, b, b.keyA)
+	onBackends(t, func(t *testing.T, b *servertest.Bundle) {
+		thread, _, intr := interrupted(t, b, b.KeyA)
 		for _, tc := range []struct {
 			body map[string]any
 			want string
@@ -25,35 +27,35 @@ func TestEditRefusedBySchema(t *testing.T) {
 			{map[string]any{"type": "edit", "args": map[string]any{"order_id": "1234", "amount": -5}, "stream": true}, "at /amount: exclusiveMinimum"},
 			{map[string]any{"decisions": []any{map[string]any{"type": "edit", "args": map[string]any{"amount": 5}}}}, "missing property 'order_id'"},
 		} {
-			r := b.do(t, b.keyA, "POST", "/v1/interrupts/"+intr+"/decision", tc.body)
+			r := b.Do(t, b.KeyA, "POST", "/v1/interrupts/"+intr+"/decision", tc.body)
 			var e struct {
 				Error struct{ Type, Message, Param string }
 			}
-			r.json(t, &e)
-			if r.status != http.StatusBadRequest || e.Error.Type != "invalid_request" || e.Error.Param != "args" ||
+			r.JSON(t, &e)
+			if r.Status != http.StatusBadRequest || e.Error.Type != "invalid_request" || e.Error.Param != "args" ||
 				!strings.Contains(e.Error.Message, "issue_refund") || !strings.Contains(e.Error.Message, tc.want) {
-				t.Fatalf("edit %v: %d %s, want 400 naming %q", tc.body, r.status, r.body, tc.want)
+				t.Fatalf("edit %v: %d %s, want 400 naming %q", tc.body, r.Status, r.Body, tc.want)
 			}
-			if r := b.do(t, b.keyA, "GET", "/v1/interrupts/"+intr, nil); !strings.Contains(string(r.body), `"status":"pending"`) {
-				t.Fatalf("after a refused edit: %s", r.body)
+			if r := b.Do(t, b.KeyA, "GET", "/v1/interrupts/"+intr, nil); !strings.Contains(string(r.Body), `"status":"pending"`) {
+				t.Fatalf("after a refused edit: %s", r.Body)
 			}
 		}
-		r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread+"/messages", nil)
-		if strings.Contains(string(r.body), "R-77") {
-			t.Fatalf("the refund ran: %s", r.body)
+		r := b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread+"/messages", nil)
+		if strings.Contains(string(r.Body), "R-77") {
+			t.Fatalf("the refund ran: %s", r.Body)
 		}
-		r = b.do(t, b.keyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"type": "edit", "args": map[string]any{"order_id": "1234", "amount": 10}})
-		if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
-			t.Fatalf("valid edit: %d %s", r.status, r.body)
+		r = b.Do(t, b.KeyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"type": "edit", "args": map[string]any{"order_id": "1234", "amount": 10}})
+		if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
+			t.Fatalf("valid edit: %d %s", r.Status, r.Body)
 		}
 	})
 }
 
 // onBackends runs test in parallel subtests, one per backend of
 // testdb.Backends, each on its own served store.
-func onBackends(t *testing.T, test func(t *testing.T, b *bundle), opts ...cfgOption) {
+func onBackends(t *testing.T, test func(t *testing.T, b *servertest.Bundle), opts ...servertest.Option) {
 	t.Helper()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		test(t, setupStore(t, open(t), opts...))
+		test(t, servertest.SetupStore(t, open(t), opts...))
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/batonhq/baton/internal/testdb"
 )
 
@@ -18,17 +20,17 @@ import (
 // a research thread of owner A, in the order of names.
 type fuzzServer struct {
 	names   []string
-	bundles map[string]*bundle
+	bundles map[string]*servertest.Bundle
 	threads map[string][2]string
 }
 
 func newFuzzServer(f *testing.F) *fuzzServer {
-	fs := &fuzzServer{bundles: map[string]*bundle{}, threads: map[string][2]string{}}
+	fs := &fuzzServer{bundles: map[string]*servertest.Bundle{}, threads: map[string][2]string{}}
 	for name, open := range testdb.Backends(f) {
-		b := setupStore(f, open(f))
+		b := servertest.SetupStore(f, open(f))
 		fs.names = append(fs.names, name)
 		fs.bundles[name] = b
-		fs.threads[name] = [2]string{b.thread(f, b.keyA, "support"), b.thread(f, b.keyA, "research")}
+		fs.threads[name] = [2]string{b.Thread(f, b.KeyA, "support"), b.Thread(f, b.KeyA, "research")}
 	}
 	slices.Sort(fs.names)
 	return fs
@@ -48,9 +50,9 @@ func (fs *fuzzServer) send(t *testing.T, method, path string, body []byte) {
 		raw, query, _ := strings.Cut(p, "?")
 		req.URL = &url.URL{Path: mustUnescape(raw), RawPath: raw, RawQuery: query}
 		req.RequestURI = p
-		req.Header.Set("Authorization", "Bearer "+b.keyA)
+		req.Header.Set("Authorization", "Bearer "+b.KeyA)
 		rec := httptest.NewRecorder()
-		b.srv.ServeHTTP(rec, req)
+		b.Srv.ServeHTTP(rec, req)
 		codes[name] = rec.Code
 		if rec.Code >= 500 && rec.Code != http.StatusServiceUnavailable && rec.Code != http.StatusBadGateway {
 			t.Fatalf("%s: %s %s %q: %d %s", name, method, p, body, rec.Code, rec.Body.Bytes())

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
@@ -42,27 +44,27 @@ var streamFrames = []string{"net/http.(*conn).serve(", "server.(*threadStream)",
 // goroutines.
 func TestIdleThreadStreamsHoldNoGoroutine(t *testing.T) {
 	const n = 40
-	b := setup(t, withServer(func(c *server.Config) { c.MaxStreams = n }))
+	b := servertest.Setup(t, servertest.WithServer(func(c *server.Config) { c.MaxStreams = n }))
 	threads := make([]string, n/4)
 	for i := range threads {
-		threads[i] = b.thread(t, b.keyA, "support")
+		threads[i] = b.Thread(t, b.KeyA, "support")
 	}
 	before := goroutinesIn(streamFrames...)
 	type sub struct {
 		resp *http.Response
-		ch   <-chan event
+		ch   <-chan servertest.Event
 	}
 	subs := make([]sub, n)
 	for i := range subs {
-		resp, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+threads[i%len(threads)]+"/events", nil)
+		resp, ch := b.Stream(t, b.KeyA, "GET", "/v1/threads/"+threads[i%len(threads)]+"/events", nil)
 		if resp.StatusCode != 200 {
 			t.Fatalf("stream %d: %d", i, resp.StatusCode)
 		}
-		collect(t, ch, func(e event) bool { return e.Type == "thread" })
+		servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "thread" })
 		subs[i] = sub{resp, ch}
 	}
-	if r := b.do(t, b.keyA, "GET", "/v1/threads/"+threads[0]+"/events", nil); r.status != http.StatusServiceUnavailable {
-		t.Fatalf("stream beyond MaxStreams: %d", r.status)
+	if r := b.Do(t, b.KeyA, "GET", "/v1/threads/"+threads[0]+"/events", nil); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("stream beyond MaxStreams: %d", r.Status)
 	}
 	// The streams park once they have sent their snapshot.
 	var during int
@@ -77,12 +79,12 @@ func TestIdleThreadStreamsHoldNoGoroutine(t *testing.T) {
 	}
 	// A run on each thread reaches each of its parked streams.
 	for _, th := range threads {
-		if r := b.do(t, b.keyA, "POST", "/v1/threads/"+th+"/runs", map[string]any{"input": "Where is my order?"}); r.status != 200 {
-			t.Fatalf("run: %d %s", r.status, r.body)
+		if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+th+"/runs", map[string]any{"input": "Where is my order?"}); r.Status != 200 {
+			t.Fatalf("run: %d %s", r.Status, r.Body)
 		}
 	}
 	for i, s := range subs {
-		evs := collect(t, s.ch, func(e event) bool { return e.Type == "run_end" })
+		evs := servertest.Collect(t, s.ch, func(e servertest.Event) bool { return e.Type == "run_end" })
 		if last := evs[len(evs)-1]; last.Type != "run_end" || evs[0].Type != "run_start" {
 			t.Fatalf("stream %d: %s", i, dump(evs))
 		}
@@ -95,9 +97,9 @@ func TestIdleThreadStreamsHoldNoGoroutine(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		resp, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+threads[0]+"/events", nil)
+		resp, ch := b.Stream(t, b.KeyA, "GET", "/v1/threads/"+threads[0]+"/events", nil)
 		if resp.StatusCode == 200 {
-			collect(t, ch, func(e event) bool { return e.Type == "thread" })
+			servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "thread" })
 			resp.Body.Close()
 			break
 		}
@@ -166,14 +168,14 @@ func waitLine(t *testing.T, lines <-chan string, what string, ok func(string) bo
 func TestParkedThreadStreams(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := setupStore(t, open(t), withServer(func(c *server.Config) { c.Heartbeat = 100 * time.Millisecond }))
-		h2 := httptest.NewUnstartedServer(b.srv)
+		b := servertest.SetupStore(t, open(t), servertest.WithServer(func(c *server.Config) { c.Heartbeat = 100 * time.Millisecond }))
+		h2 := httptest.NewUnstartedServer(b.Srv)
 		h2.EnableHTTP2 = true
 		h2.StartTLS()
 		defer h2.Close()
 		c2 := h2.Client()
 		c2.Transport.(*http.Transport).TLSClientConfig.NextProtos = []string{"h2"}
-		thread := b.thread(t, b.keyA, "support")
+		thread := b.Thread(t, b.KeyA, "support")
 		path := "/v1/threads/" + thread + "/events"
 		type client struct {
 			name  string
@@ -185,8 +187,8 @@ func TestParkedThreadStreams(t *testing.T) {
 			name   string
 			client *http.Client
 			base   string
-		}{{"HTTP/1.1", http.DefaultClient, b.url}, {"HTTP/2", c2, h2.URL}} {
-			lines, resp := rawStream(t, c.client, c.base+path, b.keyA)
+		}{{"HTTP/1.1", http.DefaultClient, b.URL}, {"HTTP/2", c2, h2.URL}} {
+			lines, resp := rawStream(t, c.client, c.base+path, b.KeyA)
 			if c.name == "HTTP/2" && resp.ProtoMajor != 2 {
 				t.Fatalf("HTTP/2 client spoke %s", resp.Proto)
 			}
@@ -198,15 +200,15 @@ func TestParkedThreadStreams(t *testing.T) {
 				waitLine(t, c.lines, c.name+": heartbeat "+string(rune('1'+i)), func(l string) bool { return l == ": ping" })
 			}
 		}
-		if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "Where is my order?"}); r.status != 200 {
-			t.Fatalf("run: %d %s", r.status, r.body)
+		if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "Where is my order?"}); r.Status != 200 {
+			t.Fatalf("run: %d %s", r.Status, r.Body)
 		}
 		for _, c := range cs {
 			waitLine(t, c.lines, c.name+": the run's end", func(l string) bool { return l == "event: run_end" })
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := b.srv.Shutdown(ctx); err != nil {
+		if err := b.Srv.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range cs {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/service"
@@ -19,14 +21,14 @@ const slowAnswer = "one two three four five six seven eight nine ten eleven twel
 
 // withSlow adds the network "slow": one agent that answers every message
 // with slowAnswer, a word at a time.
-func withSlow(t testing.TB) cfgOption {
-	return func(o *options) {
+func withSlow(t testing.TB) servertest.Option {
+	return func(o *servertest.Options) {
 		m := scripted.New("talker", nil, scripted.Options{ChunkWords: 1, ChunkDelay: 20 * time.Millisecond, Reply: slowAnswer})
 		net, err := agent.NewNetwork(agent.NetworkConfig{Name: "slow", Agents: []*agent.Agent{{Name: "talker", Model: m}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.service.Networks = append(o.service.Networks, service.Definition{Network: net})
+		o.Service.Networks = append(o.Service.Networks, service.Definition{Network: net})
 	}
 }
 
@@ -36,12 +38,12 @@ func TestMultitask(t *testing.T) {
 	t.Parallel()
 	t.Run("SQLite", func(t *testing.T) {
 		t.Parallel()
-		testMultitask(t, setup(t, withSlow(t)))
+		testMultitask(t, servertest.Setup(t, withSlow(t)))
 	})
 	t.Run("Postgres", func(t *testing.T) {
 		t.Parallel()
 		pg, _ := pgStore(t)
-		testMultitask(t, setupStore(t, pg, withSlow(t)))
+		testMultitask(t, servertest.SetupStore(t, pg, withSlow(t)))
 	})
 }
 
@@ -52,10 +54,10 @@ type listed struct {
 	Metadata map[string]any
 }
 
-func (b *bundle) messages(t *testing.T, thread string) []string {
+func messages(t *testing.T, b *servertest.Bundle, thread string) []string {
 	t.Helper()
 	var page struct{ Data []listed }
-	b.do(t, b.keyA, "GET", "/v1/threads/"+thread+"/messages?limit=1000", nil).json(t, &page)
+	b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread+"/messages?limit=1000", nil).JSON(t, &page)
 	var out []string
 	for _, m := range page.Data {
 		line := m.Role + ":" + m.Text
@@ -69,23 +71,23 @@ func (b *bundle) messages(t *testing.T, thread string) []string {
 
 // busyThread returns a thread whose run (the first message "question")
 // streams, and the channel of that stream's events.
-func (b *bundle) busyThread(t *testing.T) (thread string, events <-chan event) {
+func busyThread(t *testing.T, b *servertest.Bundle) (thread string, events <-chan servertest.Event) {
 	t.Helper()
-	thread = b.thread(t, b.keyA, "slow")
-	resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "question", "stream": true})
+	thread = b.Thread(t, b.KeyA, "slow")
+	resp, ch := b.Stream(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "question", "stream": true})
 	if resp.StatusCode != 200 {
 		t.Fatalf("busy run: %d", resp.StatusCode)
 	}
-	collect(t, ch, func(e event) bool { return e.Type == "text_delta" })
+	servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "text_delta" })
 	return thread, ch
 }
 
 // waitMessages waits until the thread's messages are want.
-func (b *bundle) waitMessages(t *testing.T, thread string, want ...string) {
+func waitMessages(t *testing.T, b *servertest.Bundle, thread string, want ...string) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		got := b.messages(t, thread)
+		got := messages(t, b, thread)
 		if strings.Join(got, "|") == strings.Join(want, "|") {
 			return
 		}
@@ -96,41 +98,41 @@ func (b *bundle) waitMessages(t *testing.T, thread string, want ...string) {
 	}
 }
 
-func testMultitask(t *testing.T, b *bundle) {
+func testMultitask(t *testing.T, b *servertest.Bundle) {
 	t.Run("Invalid", func(t *testing.T) {
 		t.Parallel()
-		thread := b.thread(t, b.keyA, "slow")
-		r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "hi", "multitask_strategy": "replace"})
-		if r.status != 400 || !strings.Contains(string(r.body), `"param":"multitask_strategy"`) {
-			t.Fatalf("unknown strategy: %d %s", r.status, r.body)
+		thread := b.Thread(t, b.KeyA, "slow")
+		r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "hi", "multitask_strategy": "replace"})
+		if r.Status != 400 || !strings.Contains(string(r.Body), `"param":"multitask_strategy"`) {
+			t.Fatalf("unknown strategy: %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("Reject", func(t *testing.T) {
 		t.Parallel()
-		thread, ch := b.busyThread(t)
+		thread, ch := busyThread(t, b)
 		for _, strat := range []string{"", "reject"} {
-			r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "second", "multitask_strategy": strat})
-			if r.status != http.StatusConflict || r.errType(t) != "thread_busy" {
-				t.Fatalf("reject %q: %d %s", strat, r.status, r.body)
+			r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "second", "multitask_strategy": strat})
+			if r.Status != http.StatusConflict || r.ErrType(t) != "thread_busy" {
+				t.Fatalf("reject %q: %d %s", strat, r.Status, r.Body)
 			}
 		}
-		collect(t, ch, nil)
-		b.waitMessages(t, thread, "user:question", "assistant:"+slowAnswer)
+		servertest.Collect(t, ch, nil)
+		waitMessages(t, b, thread, "user:question", "assistant:"+slowAnswer)
 	})
 	t.Run("Enqueue", func(t *testing.T) {
 		t.Parallel()
-		thread, ch := b.busyThread(t)
+		thread, ch := busyThread(t, b)
 		var runs []string
 		for i, input := range []string{"second", "third"} {
-			r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input, "multitask_strategy": "enqueue"})
+			r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input, "multitask_strategy": "enqueue"})
 			var run struct {
 				ID, Status string
 				Position   int
 				EventsURL  string `json:"events_url"`
 			}
-			r.json(t, &run)
-			if r.status != http.StatusAccepted || run.Status != "queued" || run.Position != i+1 || r.header.Get("Location") != run.EventsURL {
-				t.Fatalf("enqueue %s: %d %s", input, r.status, r.body)
+			r.JSON(t, &run)
+			if r.Status != http.StatusAccepted || run.Status != "queued" || run.Position != i+1 || r.Header.Get("Location") != run.EventsURL {
+				t.Fatalf("enqueue %s: %d %s", input, r.Status, r.Body)
 			}
 			runs = append(runs, run.EventsURL)
 		}
@@ -140,46 +142,46 @@ func testMultitask(t *testing.T, b *bundle) {
 				Queue struct{ Runs []struct{ Input string } } `json:"queue"`
 			} `json:"metadata"`
 		}
-		b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil).json(t, &th)
+		b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread, nil).JSON(t, &th)
 		if len(th.Metadata.Queue.Runs) != 2 || th.Metadata.Queue.Runs[0].Input != "second" {
 			t.Fatalf("thread's queue: %+v", th.Metadata.Queue)
 		}
 		// A queued run's stream waits for it and follows it.
-		_, q2 := b.stream(t, b.keyA, "GET", runs[1], nil)
-		collect(t, ch, nil)
-		evs := collect(t, q2, func(e event) bool { return e.Type == "run_end" })
+		_, q2 := b.Stream(t, b.KeyA, "GET", runs[1], nil)
+		servertest.Collect(t, ch, nil)
+		evs := servertest.Collect(t, q2, func(e servertest.Event) bool { return e.Type == "run_end" })
 		if evs[0].Type != "run_start" || evs[len(evs)-1].Data["status"] != "completed" || evs[len(evs)-1].Data["output"] != slowAnswer {
-			t.Fatalf("the queued run's stream: %v", types(evs))
+			t.Fatalf("the queued run's stream: %v", servertest.Types(evs))
 		}
-		b.waitMessages(t, thread, "user:question", "assistant:"+slowAnswer, "user:second", "assistant:"+slowAnswer, "user:third", "assistant:"+slowAnswer)
+		waitMessages(t, b, thread, "user:question", "assistant:"+slowAnswer, "user:second", "assistant:"+slowAnswer, "user:third", "assistant:"+slowAnswer)
 	})
 	t.Run("Interrupt", func(t *testing.T) {
 		t.Parallel()
-		thread, ch := b.busyThread(t)
-		_, next := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "second", "multitask_strategy": "interrupt", "stream": true})
-		busyEnd := collect(t, ch, nil)
+		thread, ch := busyThread(t, b)
+		_, next := b.Stream(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "second", "multitask_strategy": "interrupt", "stream": true})
+		busyEnd := servertest.Collect(t, ch, nil)
 		end := busyEnd[len(busyEnd)-1]
 		partial, _ := end.Data["output"].(string)
 		if end.Type != "run_end" || end.Data["status"] != "completed" || partial == "" || partial == slowAnswer {
 			t.Fatalf("the interrupted run's end: %s %s", end.Type, end.Raw)
 		}
-		evs := collect(t, next, func(e event) bool { return e.Type == "run_end" })
+		evs := servertest.Collect(t, next, func(e servertest.Event) bool { return e.Type == "run_end" })
 		if evs[len(evs)-1].Data["output"] != slowAnswer {
-			t.Fatalf("the new run's stream: %v", types(evs))
+			t.Fatalf("the new run's stream: %v", servertest.Types(evs))
 		}
-		b.waitMessages(t, thread, "user:question", "assistant:"+partial+" [partial]", "user:second", "assistant:"+slowAnswer)
+		waitMessages(t, b, thread, "user:question", "assistant:"+partial+" [partial]", "user:second", "assistant:"+slowAnswer)
 	})
 	t.Run("Rollback", func(t *testing.T) {
 		t.Parallel()
-		thread, ch := b.busyThread(t)
-		r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "second", "multitask_strategy": "rollback"})
-		if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
-			t.Fatalf("rollback: %d %s", r.status, r.body)
+		thread, ch := busyThread(t, b)
+		r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "second", "multitask_strategy": "rollback"})
+		if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
+			t.Fatalf("rollback: %d %s", r.Status, r.Body)
 		}
-		collect(t, ch, nil)
-		b.waitMessages(t, thread, "user:second", "assistant:"+slowAnswer)
+		servertest.Collect(t, ch, nil)
+		waitMessages(t, b, thread, "user:second", "assistant:"+slowAnswer)
 		// The rolled-back messages stay in the store, marked.
-		msgs, err := b.st.ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "alice", ThreadID: thread})
+		msgs, err := b.St.ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "alice", ThreadID: thread})
 		if err != nil || len(msgs) != 4 || msgs[0].Metadata["rolled_back"] == nil {
 			t.Fatalf("stored messages: %d, %v", len(msgs), err)
 		}
@@ -187,13 +189,13 @@ func testMultitask(t *testing.T, b *bundle) {
 	for _, strat := range []string{"enqueue", "interrupt", "rollback"} {
 		t.Run("TwoConcurrent_"+strat, func(t *testing.T) {
 			t.Parallel()
-			thread, ch := b.busyThread(t)
+			thread, ch := busyThread(t, b)
 			var wg sync.WaitGroup
 			status := make([]int, 2)
 			for i := range 2 {
 				wg.Go(func() {
-					r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": fmt.Sprintf("post %d", i), "multitask_strategy": strat})
-					status[i] = r.status
+					r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": fmt.Sprintf("post %d", i), "multitask_strategy": strat})
+					status[i] = r.Status
 				})
 			}
 			wg.Wait()
@@ -202,13 +204,13 @@ func testMultitask(t *testing.T, b *bundle) {
 					t.Fatalf("post %d: %d", i, s)
 				}
 			}
-			collect(t, ch, nil)
+			servertest.Collect(t, ch, nil)
 			// Both posts are in the thread (a rollback may remove the
 			// other post's run: then one), the last answered in full, and
 			// no run is left running.
 			deadline := time.Now().Add(20 * time.Second)
 			for {
-				got := b.messages(t, thread)
+				got := messages(t, b, thread)
 				posts := 0
 				for _, m := range got {
 					if strings.HasPrefix(m, "user:post ") {
@@ -219,7 +221,7 @@ func testMultitask(t *testing.T, b *bundle) {
 					Run      struct{ Status string } `json:"run"`
 					Metadata map[string]any          `json:"metadata"`
 				}
-				b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil).json(t, &th)
+				b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread, nil).JSON(t, &th)
 				wantPosts := 2
 				if strat == "rollback" {
 					wantPosts = posts // 1 or 2

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
@@ -73,7 +75,7 @@ func pythonEvents(t *testing.T, raw []byte) (data []string, pings int) {
 // and back: the Python client's rule applied to the raw bytes.
 func TestOpenAIStreamsPythonRule(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withServer(func(c *server.Config) { c.Heartbeat = 20 * time.Millisecond }))
+	b := servertest.Setup(t, servertest.WithServer(func(c *server.Config) { c.Heartbeat = 20 * time.Millisecond }))
 	for _, tc := range []struct {
 		path string
 		body map[string]any
@@ -83,25 +85,25 @@ func TestOpenAIStreamsPythonRule(t *testing.T) {
 			"messages": []any{map[string]any{"role": "user", "content": "How did EV sales develop in 2025?"}}}, "[DONE]"},
 		{"/v1/responses", map[string]any{"model": "research", "stream": true, "input": "How did EV sales develop in 2025?"}, `"type":"response.completed"`},
 	} {
-		r := b.do(t, b.keyA, "POST", tc.path, tc.body)
-		if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
-			t.Fatalf("%s: %d %s", tc.path, r.status, r.body)
+		r := b.Do(t, b.KeyA, "POST", tc.path, tc.body)
+		if r.Status != 200 || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("%s: %d %s", tc.path, r.Status, r.Body)
 		}
-		data, pings := pythonEvents(t, r.body)
-		if len(data) < 5 || pings == 0 || !strings.Contains(data[len(data)-1], tc.last) || !strings.Contains(string(r.body), "RPT-42") {
+		data, pings := pythonEvents(t, r.Body)
+		if len(data) < 5 || pings == 0 || !strings.Contains(data[len(data)-1], tc.last) || !strings.Contains(string(r.Body), "RPT-42") {
 			t.Errorf("%s: %d events, %d pings, last %s", tc.path, len(data), pings, data[len(data)-1])
 		}
 	}
 }
 
 // openAIErr decodes an OpenAI error body.
-func openAIErr(t *testing.T, r *response) (typ, code, param string) {
+func openAIErr(t *testing.T, r *servertest.Response) (typ, code, param string) {
 	t.Helper()
 	var e struct {
 		Error struct{ Type, Code, Param, Message string }
 	}
-	if err := json.Unmarshal(r.body, &e); err != nil || e.Error.Message == "" {
-		t.Fatalf("%d: not an error body: %s", r.status, r.body)
+	if err := json.Unmarshal(r.Body, &e); err != nil || e.Error.Message == "" {
+		t.Fatalf("%d: not an error body: %s", r.Status, r.Body)
 	}
 	return e.Error.Type, e.Error.Code, e.Error.Param
 }
@@ -110,7 +112,7 @@ func openAIErr(t *testing.T, r *response) (typ, code, param string) {
 // it; none is ignored.
 func TestOpenAIRequestFields(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := servertest.Setup(t)
 	user := func(s string) []any { return []any{map[string]any{"role": "user", "content": s}} }
 	chat := func(extra map[string]any) map[string]any {
 		m := map[string]any{"model": "support", "messages": user("hello")}
@@ -153,14 +155,14 @@ func TestOpenAIRequestFields(t *testing.T) {
 			{"text format", "/v1/responses", resp(map[string]any{"text": map[string]any{"format": map[string]any{"type": "json_object"}}}), "text.format", "unsupported_parameter"},
 			{"response tools", "/v1/responses", resp(map[string]any{"tools": []any{map[string]any{"type": "function", "name": "f"}}}), "tools", "unsupported_parameter"},
 		} {
-			r := b.do(t, b.keyA, "POST", tc.path, tc.body)
-			if r.status != http.StatusBadRequest {
-				t.Errorf("%s: %d %s", tc.name, r.status, r.body)
+			r := b.Do(t, b.KeyA, "POST", tc.path, tc.body)
+			if r.Status != http.StatusBadRequest {
+				t.Errorf("%s: %d %s", tc.name, r.Status, r.Body)
 				continue
 			}
 			typ, code, param := openAIErr(t, r)
 			if typ != "invalid_request_error" || code != tc.code || param != tc.param {
-				t.Errorf("%s: type %q code %q param %q: %s", tc.name, typ, code, param, r.body)
+				t.Errorf("%s: type %q code %q param %q: %s", tc.name, typ, code, param, r.Body)
 			}
 		}
 	})
@@ -172,21 +174,21 @@ func TestOpenAIRequestFields(t *testing.T) {
 				FinishReason string `json:"finish_reason"`
 			}
 		}
-		b.do(t, b.keyA, "POST", "/v1/chat/completions", chat(nil)).json(t, &full)
-		r := b.do(t, b.keyA, "POST", "/v1/chat/completions", chat(map[string]any{"max_tokens": 3}))
-		r.json(t, &cut)
-		if r.status != 200 || cut.Choices[0].FinishReason != "length" || len(cut.Choices[0].Message.Content) >= len(full.Choices[0].Message.Content) ||
+		b.Do(t, b.KeyA, "POST", "/v1/chat/completions", chat(nil)).JSON(t, &full)
+		r := b.Do(t, b.KeyA, "POST", "/v1/chat/completions", chat(map[string]any{"max_tokens": 3}))
+		r.JSON(t, &cut)
+		if r.Status != 200 || cut.Choices[0].FinishReason != "length" || len(cut.Choices[0].Message.Content) >= len(full.Choices[0].Message.Content) ||
 			!strings.HasPrefix(full.Choices[0].Message.Content, cut.Choices[0].Message.Content) {
-			t.Errorf("max_tokens 3: %d %s\nfull: %+v", r.status, r.body, full)
+			t.Errorf("max_tokens 3: %d %s\nfull: %+v", r.Status, r.Body, full)
 		}
 		var rs struct {
 			Status            string
 			IncompleteDetails struct{ Reason string } `json:"incomplete_details"`
 		}
-		r = b.do(t, b.keyA, "POST", "/v1/responses", resp(map[string]any{"max_output_tokens": 3}))
-		r.json(t, &rs)
-		if r.status != 200 || rs.Status != "incomplete" || rs.IncompleteDetails.Reason != "max_output_tokens" {
-			t.Errorf("max_output_tokens 3: %d %s", r.status, r.body)
+		r = b.Do(t, b.KeyA, "POST", "/v1/responses", resp(map[string]any{"max_output_tokens": 3}))
+		r.JSON(t, &rs)
+		if r.Status != 200 || rs.Status != "incomplete" || rs.IncompleteDetails.Reason != "max_output_tokens" {
+			t.Errorf("max_output_tokens 3: %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("Stop", func(t *testing.T) {
@@ -197,18 +199,18 @@ func TestOpenAIRequestFields(t *testing.T) {
 				FinishReason string `json:"finish_reason"`
 			}
 		}
-		r := b.do(t, b.keyA, "POST", "/v1/chat/completions", chat(map[string]any{"stop": "billing"}))
-		r.json(t, &c)
-		if r.status != 200 || c.Choices[0].FinishReason != "stop" || c.Choices[0].Message.Content == "" || strings.Contains(c.Choices[0].Message.Content, "billing") {
-			t.Errorf("stop: %d %s", r.status, r.body)
+		r := b.Do(t, b.KeyA, "POST", "/v1/chat/completions", chat(map[string]any{"stop": "billing"}))
+		r.JSON(t, &c)
+		if r.Status != 200 || c.Choices[0].FinishReason != "stop" || c.Choices[0].Message.Content == "" || strings.Contains(c.Choices[0].Message.Content, "billing") {
+			t.Errorf("stop: %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("Honoured", func(t *testing.T) {
 		t.Parallel()
-		r := b.do(t, b.keyA, "POST", "/v1/chat/completions", chat(map[string]any{"temperature": 0.2, "top_p": 0.9, "n": 1, "user": "u1",
+		r := b.Do(t, b.KeyA, "POST", "/v1/chat/completions", chat(map[string]any{"temperature": 0.2, "top_p": 0.9, "n": 1, "user": "u1",
 			"response_format": map[string]any{"type": "text"}, "tool_choice": "auto", "max_completion_tokens": 500, "metadata": map[string]any{"app": "x"}}))
-		if r.status != 200 {
-			t.Errorf("%d %s", r.status, r.body)
+		if r.Status != 200 {
+			t.Errorf("%d %s", r.Status, r.Body)
 		}
 	})
 }
@@ -217,12 +219,12 @@ func TestOpenAIRequestFields(t *testing.T) {
 // OpenAI does; GET /v1/models/{id} retrieves a network as a model.
 func TestOpenAIRequestIDsAndErrors(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := servertest.Setup(t)
 	for _, tc := range []struct{ key, method, path string }{
-		{"", "GET", "/healthz"}, {b.keyA, "GET", "/v1/threads"}, {b.keyA, "GET", "/v1/nothing"}, {"", "GET", "/v1/models"}, {b.keyA, "GET", "/v1/models/support"},
+		{"", "GET", "/healthz"}, {b.KeyA, "GET", "/v1/threads"}, {b.KeyA, "GET", "/v1/nothing"}, {"", "GET", "/v1/models"}, {b.KeyA, "GET", "/v1/models/support"},
 	} {
-		if r := b.do(t, tc.key, tc.method, tc.path, nil); !strings.HasPrefix(r.header.Get("X-Request-Id"), "req_") {
-			t.Errorf("%s %s: %d without x-request-id", tc.method, tc.path, r.status)
+		if r := b.Do(t, tc.key, tc.method, tc.path, nil); !strings.HasPrefix(r.Header.Get("X-Request-Id"), "req_") {
+			t.Errorf("%s %s: %d without x-request-id", tc.method, tc.path, r.Status)
 		}
 	}
 	for _, tc := range []struct {
@@ -230,16 +232,16 @@ func TestOpenAIRequestIDsAndErrors(t *testing.T) {
 		status           int
 		typ, code, param string
 	}{
-		{"unknown model", b.keyA, "/v1/models/nope", 404, "invalid_request_error", "model_not_found", "model"},
+		{"unknown model", b.KeyA, "/v1/models/nope", 404, "invalid_request_error", "model_not_found", "model"},
 		{"bad key", "wrong", "/v1/models", 401, "invalid_request_error", "invalid_api_key", ""},
 	} {
-		r := b.do(t, tc.key, "GET", tc.path, nil)
+		r := b.Do(t, tc.key, "GET", tc.path, nil)
 		typ, code, param := openAIErr(t, r)
-		if r.status != tc.status || typ != tc.typ || code != tc.code || param != tc.param {
-			t.Errorf("%s: %d type %q code %q param %q", tc.name, r.status, typ, code, param)
+		if r.Status != tc.status || typ != tc.typ || code != tc.code || param != tc.param {
+			t.Errorf("%s: %d type %q code %q param %q", tc.name, r.Status, typ, code, param)
 		}
 	}
-	c := sdkClient(b, b.keyA)
+	c := sdkClient(b, b.KeyA)
 	m, err := c.Models.Get(t.Context(), "research")
 	if err != nil || m.ID != "research" || m.Object != "model" || m.OwnedBy != "baton" || m.Created == 0 {
 		t.Fatalf("models.Get: %+v %v", m, err)
@@ -256,8 +258,8 @@ func TestOpenAIRequestIDsAndErrors(t *testing.T) {
 // interrupted, the interrupt in the "baton" field).
 func TestResponsesSDK(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	c := sdkClient(b, b.keyA)
+	b := servertest.Setup(t)
+	c := sdkClient(b, b.KeyA)
 	ctx := t.Context()
 	var httpResp *http.Response
 	res, err := c.Responses.New(ctx, responses.ResponseNewParams{Model: "support", Instructions: openai.String("Be brief."),
@@ -313,7 +315,7 @@ func TestResponsesSDK(t *testing.T) {
 		t.Fatalf("interrupted: %s", res.RawJSON())
 	}
 	// The decision URL works.
-	if r := b.do(t, b.keyA, "POST", ext.Baton.Interrupt.DecisionURL, map[string]any{"type": "approve"}); r.status != 200 {
-		t.Fatalf("decision: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyA, "POST", ext.Baton.Interrupt.DecisionURL, map[string]any{"type": "approve"}); r.Status != 200 {
+		t.Fatalf("decision: %d %s", r.Status, r.Body)
 	}
 }

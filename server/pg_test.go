@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/batonhq/baton/internal/testdb"
@@ -31,14 +33,14 @@ func pgStore(t *testing.T) (*pgstore.Store, string) {
 func TestRowLevelSecurityPostgres(t *testing.T) {
 	t.Parallel()
 	pg, schema := pgStore(t)
-	b := setupStore(t, pg)
-	thread := b.thread(t, b.keyA, "support")
-	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I was charged twice for order 1234"})
-	if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
-		t.Fatalf("run: %d %s", r.status, r.body)
+	b := servertest.SetupStore(t, pg)
+	thread := b.Thread(t, b.KeyA, "support")
+	r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I was charged twice for order 1234"})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
+		t.Fatalf("run: %d %s", r.Status, r.Body)
 	}
-	if r := b.do(t, b.keyB, "GET", "/v1/threads/"+thread+"/messages", nil); r.status != http.StatusNotFound {
-		t.Fatalf("API as another owner: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyB, "GET", "/v1/threads/"+thread+"/messages", nil); r.Status != http.StatusNotFound {
+		t.Fatalf("API as another owner: %d %s", r.Status, r.Body)
 	}
 	ctx := t.Context()
 	// asOwner runs fn in a transaction scoped like the store's: the
@@ -111,8 +113,8 @@ func TestRowLevelSecurityPostgres(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "row-level security") {
 		t.Errorf("bob inserted a thread for alice: %v", err)
 	}
-	if r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil); r.status != 200 || strings.Contains(string(r.body), "stolen") {
-		t.Fatalf("alice's thread: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread, nil); r.Status != 200 || strings.Contains(string(r.Body), "stolen") {
+		t.Fatalf("alice's thread: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -121,19 +123,19 @@ func TestRowLevelSecurityPostgres(t *testing.T) {
 func TestDurableContinuationPostgres(t *testing.T) {
 	t.Parallel()
 	pg, _ := pgStore(t)
-	b := setupStore(t, pg, withServer(func(c *server.Config) {
+	b := servertest.SetupStore(t, pg, servertest.WithServer(func(c *server.Config) {
 		c.FollowInterval = 100 * time.Millisecond
 	}))
-	thread := b.thread(t, b.keyA, "research")
-	_, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
-	evs := collect(t, ch, nil)
+	thread := b.Thread(t, b.KeyA, "research")
+	_, ch := b.Stream(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
+	evs := servertest.Collect(t, ch, nil)
 	checkIncreasing(t, evs)
 	last := evs[len(evs)-1]
 	if last.Type != "run_end" || last.Data["status"] != "completed" || !strings.Contains(last.Raw, "RPT-42") {
-		t.Fatalf("durable stream on PostgreSQL: %v", types(evs))
+		t.Fatalf("durable stream on PostgreSQL: %v", servertest.Types(evs))
 	}
 	// Another owner sees none of it.
-	if r := b.do(t, b.keyB, "GET", "/v1/threads/"+thread+"/messages", nil); r.status != http.StatusNotFound {
-		t.Fatalf("messages as another owner: %d", r.status)
+	if r := b.Do(t, b.KeyB, "GET", "/v1/threads/"+thread+"/messages", nil); r.Status != http.StatusNotFound {
+		t.Fatalf("messages as another owner: %d", r.Status)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/server"
 )
@@ -39,27 +41,27 @@ func splitID(s string) []int {
 	return out
 }
 
-func checkIncreasing(t *testing.T, evs []event) {
+func checkIncreasing(t *testing.T, evs []servertest.Event) {
 	t.Helper()
 	for i := 1; i < len(evs); i++ {
 		if !idLess(evs[i-1].ID, evs[i].ID) {
-			t.Fatalf("ids not increasing at %d: %s then %s (%v)", i, evs[i-1].ID, evs[i].ID, types(evs))
+			t.Fatalf("ids not increasing at %d: %s then %s (%v)", i, evs[i-1].ID, evs[i].ID, servertest.Types(evs))
 		}
 	}
 }
 
 func TestRunStream(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	thread := b.thread(t, b.keyA, "support")
-	resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I was charged twice for order 1234", "stream": true})
+	b := servertest.Setup(t)
+	thread := b.Thread(t, b.KeyA, "support")
+	resp, ch := b.Stream(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I was charged twice for order 1234", "stream": true})
 	if resp.StatusCode != 200 || resp.Header.Get("Baton-Run-Id") == "" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("stream: %d %v", resp.StatusCode, resp.Header)
 	}
-	evs := collect(t, ch, nil)
+	evs := servertest.Collect(t, ch, nil)
 	checkIncreasing(t, evs)
 	want := []string{"run_start", "agent_start"}
-	if got := types(evs); !reflect.DeepEqual(got[:2], want) || got[len(got)-1] != "run_end" {
+	if got := servertest.Types(evs); !reflect.DeepEqual(got[:2], want) || got[len(got)-1] != "run_end" {
 		t.Fatalf("events: %v", got)
 	}
 	var transferred bool
@@ -73,7 +75,7 @@ func TestRunStream(t *testing.T) {
 		}
 	}
 	if !transferred || evs[len(evs)-1].Data["status"] != "completed" {
-		t.Fatalf("no transfer or not completed: %v", types(evs))
+		t.Fatalf("no transfer or not completed: %v", servertest.Types(evs))
 	}
 }
 
@@ -81,25 +83,25 @@ func TestRunStream(t *testing.T) {
 // exactly the events it missed: no loss, no repeat.
 func TestReconnectLastEventID(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	thread := b.thread(t, b.keyA, "research")
-	resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
+	b := servertest.Setup(t)
+	thread := b.Thread(t, b.KeyA, "research")
+	resp, ch := b.Stream(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
 	runID := resp.Header.Get("Baton-Run-Id")
-	first := collect(t, ch, func(e event) bool { return e.ID == "8" })
+	first := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.ID == "8" })
 	resp.Body.Close() // the client goes away mid-run
 	events := "/v1/threads/" + thread + "/runs/" + runID + "/events"
-	resp2, ch2 := b.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", "8")
+	resp2, ch2 := b.Stream(t, b.KeyA, "GET", events, nil, "Last-Event-ID", "8")
 	if resp2.StatusCode != 200 {
 		t.Fatalf("reconnect: %d", resp2.StatusCode)
 	}
-	rest := collect(t, ch2, nil)
+	rest := servertest.Collect(t, ch2, nil)
 	got := append(first, rest...)
 	checkIncreasing(t, got)
 	// The whole run, read again from the start, is the same sequence.
-	_, ch3 := b.stream(t, b.keyA, "GET", events, nil)
-	all := collect(t, ch3, nil)
+	_, ch3 := b.Stream(t, b.KeyA, "GET", events, nil)
+	all := servertest.Collect(t, ch3, nil)
 	if len(all) != len(got) {
-		t.Fatalf("reconnected %d events, full stream %d: %v vs %v", len(got), len(all), types(got), types(all))
+		t.Fatalf("reconnected %d events, full stream %d: %v vs %v", len(got), len(all), servertest.Types(got), servertest.Types(all))
 	}
 	for i := range all {
 		if all[i].ID != got[i].ID || all[i].Raw != got[i].Raw {
@@ -107,21 +109,21 @@ func TestReconnectLastEventID(t *testing.T) {
 		}
 	}
 	if last := all[len(all)-1]; last.Type != "run_end" || last.Data["status"] != "completed" {
-		t.Fatalf("the background continuation did not complete: %v", types(all))
+		t.Fatalf("the background continuation did not complete: %v", servertest.Types(all))
 	}
 	var suspended bool
 	for _, e := range all {
 		suspended = suspended || e.Type == "suspended"
 	}
 	if !suspended {
-		t.Fatalf("the run was not handed to the background: %v", types(all))
+		t.Fatalf("the run was not handed to the background: %v", servertest.Types(all))
 	}
 	// After the end, a reconnect from the middle gets the tail.
 	mid := all[len(all)/2].ID
-	_, ch4 := b.stream(t, b.keyA, "GET", events+"?last_event_id="+mid, nil)
-	tail := collect(t, ch4, nil)
+	_, ch4 := b.Stream(t, b.KeyA, "GET", events+"?last_event_id="+mid, nil)
+	tail := servertest.Collect(t, ch4, nil)
 	if len(tail) == 0 || !reflect.DeepEqual(tail, all[len(all)/2+1:]) {
-		t.Fatalf("tail after %s: %v", mid, types(tail))
+		t.Fatalf("tail after %s: %v", mid, servertest.Types(tail))
 	}
 }
 
@@ -129,13 +131,13 @@ func TestReconnectLastEventID(t *testing.T) {
 // rebuilt from the stored checkpoints, in order.
 func TestReconnectRebuildsFromStore(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withServer(func(c *server.Config) { c.LogEvents = 4 }))
-	thread := b.thread(t, b.keyA, "support")
-	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I was charged twice for order 1234"})
+	b := servertest.Setup(t, servertest.WithServer(func(c *server.Config) { c.LogEvents = 4 }))
+	thread := b.Thread(t, b.KeyA, "support")
+	r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I was charged twice for order 1234"})
 	var res struct{ ID string }
-	r.json(t, &res)
+	r.JSON(t, &res)
 	events := "/v1/threads/" + thread + "/runs/" + res.ID + "/events"
-	check := func(name string, evs []event) {
+	check := func(name string, evs []servertest.Event) {
 		t.Helper()
 		checkIncreasing(t, evs)
 		kinds := map[string]bool{}
@@ -143,84 +145,84 @@ func TestReconnectRebuildsFromStore(t *testing.T) {
 			kinds[e.Type] = true
 		}
 		if !kinds["transfer"] || !kinds["message"] || !kinds["tool_result"] || evs[len(evs)-1].Type != "run_end" || evs[len(evs)-1].Data["status"] != "completed" {
-			t.Fatalf("%s: %v", name, types(evs))
+			t.Fatalf("%s: %v", name, servertest.Types(evs))
 		}
 	}
-	_, ch := b.stream(t, b.keyA, "GET", events, nil)
-	bounded := collect(t, ch, nil)
+	_, ch := b.Stream(t, b.KeyA, "GET", events, nil)
+	bounded := servertest.Collect(t, ch, nil)
 	check("bounded log", bounded)
 
 	// A new server on the same store knows nothing of the run in memory.
-	srv2, err := server.New(server.Config{Service: b.svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1})
+	srv2, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv2)
 	defer hs.Close()
 	b2 := *b
-	b2.url = hs.URL
-	_, ch = b2.stream(t, b.keyA, "GET", events, nil)
-	rebuilt := collect(t, ch, nil)
+	b2.URL = hs.URL
+	_, ch = b2.Stream(t, b.KeyA, "GET", events, nil)
+	rebuilt := servertest.Collect(t, ch, nil)
 	check("rebuilt", rebuilt)
 	for _, e := range rebuilt {
 		if e.Type == "text_delta" {
-			t.Fatalf("rebuilt events have deltas: %v", types(rebuilt))
+			t.Fatalf("rebuilt events have deltas: %v", servertest.Types(rebuilt))
 		}
 	}
 	mid := rebuilt[len(rebuilt)/2]
-	_, ch = b2.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", mid.ID)
-	tail := collect(t, ch, nil)
+	_, ch = b2.Stream(t, b.KeyA, "GET", events, nil, "Last-Event-ID", mid.ID)
+	tail := servertest.Collect(t, ch, nil)
 	if len(tail) == 0 || !idLess(mid.ID, tail[0].ID) || !reflect.DeepEqual(tail, rebuilt[len(rebuilt)/2+1:]) {
-		t.Fatalf("rebuilt tail after %s: %v", mid.ID, types(tail))
+		t.Fatalf("rebuilt tail after %s: %v", mid.ID, servertest.Types(tail))
 	}
 }
 
 func TestThreadEvents(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	thread := b.thread(t, b.keyA, "support")
-	resp, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
+	b := servertest.Setup(t)
+	thread := b.Thread(t, b.KeyA, "support")
+	resp, ch := b.Stream(t, b.KeyA, "GET", "/v1/threads/"+thread+"/events", nil)
 	if resp.StatusCode != 200 {
 		t.Fatalf("subscribe: %d", resp.StatusCode)
 	}
-	snap := collect(t, ch, func(e event) bool { return e.Type == "thread" })
+	snap := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "thread" })
 	if snap[0].Data["id"] != thread {
 		t.Fatalf("snapshot: %s", snap[0].Raw)
 	}
-	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I want a refund for order 1234"})
+	r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I want a refund for order 1234"})
 	var res struct{ ID string }
-	r.json(t, &res)
-	evs := collect(t, ch, func(e event) bool { return e.Type == "run_end" })
+	r.JSON(t, &res)
+	evs := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "run_end" })
 	checkIncreasing(t, evs)
 	for _, e := range evs {
 		if e.Data["run_id"] != res.ID {
 			t.Fatalf("event without run_id: %s", e.Raw)
 		}
 	}
-	kinds := strings.Join(types(evs), ",")
+	kinds := strings.Join(servertest.Types(evs), ",")
 	if !strings.Contains(kinds, "transfer") || !strings.Contains(kinds, "interrupt") {
 		t.Fatalf("thread events: %s", kinds)
 	}
 	resp.Body.Close()
 	// Reconnect after the third event: the rest again, nothing before.
-	_, ch = b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil, "Last-Event-ID", evs[2].ID)
-	again := collect(t, ch, func(e event) bool { return e.Type == "run_end" })
+	_, ch = b.Stream(t, b.KeyA, "GET", "/v1/threads/"+thread+"/events", nil, "Last-Event-ID", evs[2].ID)
+	again := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "run_end" })
 	if len(again) != len(evs)-3 || again[0].ID != evs[3].ID {
-		t.Fatalf("reconnect: %v after %s, want %v", types(again), evs[2].ID, types(evs[3:]))
+		t.Fatalf("reconnect: %v after %s, want %v", servertest.Types(again), evs[2].ID, servertest.Types(evs[3:]))
 	}
 	// An id of an earlier server process (a restart) starts over from a
 	// snapshot.
-	_, ch = b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil, "Last-Event-ID", "5")
-	if snap := collect(t, ch, func(e event) bool { return true }); snap[0].Type != "thread" || snap[0].Data["run"] == nil {
-		t.Fatalf("reconnect from an earlier process: %v", types(snap))
+	_, ch = b.Stream(t, b.KeyA, "GET", "/v1/threads/"+thread+"/events", nil, "Last-Event-ID", "5")
+	if snap := servertest.Collect(t, ch, func(e servertest.Event) bool { return true }); snap[0].Type != "thread" || snap[0].Data["run"] == nil {
+		t.Fatalf("reconnect from an earlier process: %v", servertest.Types(snap))
 	}
 }
 
 func TestInterrupts(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	thread, run, intr := interrupted(t, b, b.keyA)
-	r := b.do(t, b.keyA, "GET", "/v1/interrupts/"+intr, nil)
+	b := servertest.Setup(t)
+	thread, run, intr := interrupted(t, b, b.KeyA)
+	r := b.Do(t, b.KeyA, "GET", "/v1/interrupts/"+intr, nil)
 	var in struct {
 		ID, Status, RunID, ThreadID string
 		RunIDx                      string `json:"run_id"`
@@ -230,29 +232,29 @@ func TestInterrupts(t *testing.T) {
 			CallID string `json:"call_id"`
 		} `json:"action_requests"`
 	}
-	r.json(t, &in)
-	if r.status != 200 || in.Status != "pending" || in.RunIDx != run || in.ThreadIDx != thread || len(in.ActionRequests) != 1 || in.ActionRequests[0].Name != "issue_refund" {
-		t.Fatalf("interrupt: %d %s", r.status, r.body)
+	r.JSON(t, &in)
+	if r.Status != 200 || in.Status != "pending" || in.RunIDx != run || in.ThreadIDx != thread || len(in.ActionRequests) != 1 || in.ActionRequests[0].Name != "issue_refund" {
+		t.Fatalf("interrupt: %d %s", r.Status, r.Body)
 	}
 	// A new turn waits for the decision.
-	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "hello?"}); r.status != http.StatusConflict {
-		t.Fatalf("turn on an interrupted thread: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "hello?"}); r.Status != http.StatusConflict {
+		t.Fatalf("turn on an interrupted thread: %d %s", r.Status, r.Body)
 	}
-	if r := b.do(t, b.keyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"decisions": []any{map[string]any{"type": "approve", "call_id": "nope"}}}); r.status != 400 {
-		t.Fatalf("decision for an unknown call: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"decisions": []any{map[string]any{"type": "approve", "call_id": "nope"}}}); r.Status != 400 {
+		t.Fatalf("decision for an unknown call: %d %s", r.Status, r.Body)
 	}
-	if r := b.do(t, b.keyA, "GET", "/v1/interrupts/"+run+"-i99", nil); r.status != 404 {
-		t.Fatalf("unknown interrupt of the run: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyA, "GET", "/v1/interrupts/"+run+"-i99", nil); r.Status != 404 {
+		t.Fatalf("unknown interrupt of the run: %d %s", r.Status, r.Body)
 	}
 	// Approve with edited arguments, streaming the resumed run.
-	resp, ch := b.stream(t, b.keyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"type": "edit", "args": map[string]any{"order_id": "1234", "amount": 10}, "stream": true})
+	resp, ch := b.Stream(t, b.KeyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"type": "edit", "args": map[string]any{"order_id": "1234", "amount": 10}, "stream": true})
 	if resp.StatusCode != 200 {
 		t.Fatalf("decision: %d", resp.StatusCode)
 	}
-	evs := collect(t, ch, nil)
+	evs := servertest.Collect(t, ch, nil)
 	checkIncreasing(t, evs)
 	if evs[0].Type != "run_start" || evs[0].Data["resumed"] != true || evs[len(evs)-1].Data["status"] != "completed" {
-		t.Fatalf("resumed: %v", types(evs))
+		t.Fatalf("resumed: %v", servertest.Types(evs))
 	}
 	var edited bool
 	for _, e := range evs {
@@ -261,25 +263,25 @@ func TestInterrupts(t *testing.T) {
 		}
 	}
 	if !edited {
-		t.Fatalf("the refund did not run: %v", types(evs))
+		t.Fatalf("the refund did not run: %v", servertest.Types(evs))
 	}
-	r = b.do(t, b.keyA, "GET", "/v1/interrupts/"+intr, nil)
-	if !strings.Contains(string(r.body), `"status":"decided"`) {
-		t.Fatalf("after decision: %s", r.body)
+	r = b.Do(t, b.KeyA, "GET", "/v1/interrupts/"+intr, nil)
+	if !strings.Contains(string(r.Body), `"status":"decided"`) {
+		t.Fatalf("after decision: %s", r.Body)
 	}
-	if r := b.do(t, b.keyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"type": "approve"}); r.status != http.StatusConflict {
-		t.Fatalf("second decision: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyA, "POST", "/v1/interrupts/"+intr+"/decision", map[string]any{"type": "approve"}); r.Status != http.StatusConflict {
+		t.Fatalf("second decision: %d %s", r.Status, r.Body)
 	}
 	// The thread's messages show the approved call, its result and the answer.
-	r = b.do(t, b.keyA, "GET", "/v1/threads/"+thread+"/messages", nil)
-	if !strings.Contains(string(r.body), `"refund_id\":\"R-77`) || !strings.Contains(string(r.body), "has been issued") {
-		t.Fatalf("messages: %s", r.body)
+	r = b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread+"/messages", nil)
+	if !strings.Contains(string(r.Body), `"refund_id\":\"R-77`) || !strings.Contains(string(r.Body), "has been issued") {
+		t.Fatalf("messages: %s", r.Body)
 	}
 	// Reject, without streaming: the model is told, the run completes.
-	_, _, intr2 := interrupted(t, b, b.keyA)
-	r = b.do(t, b.keyA, "POST", "/v1/interrupts/"+intr2+"/decision", map[string]any{"type": "reject", "message": "not eligible"})
-	if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
-		t.Fatalf("reject: %d %s", r.status, r.body)
+	_, _, intr2 := interrupted(t, b, b.KeyA)
+	r = b.Do(t, b.KeyA, "POST", "/v1/interrupts/"+intr2+"/decision", map[string]any{"type": "reject", "message": "not eligible"})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
+		t.Fatalf("reject: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -287,27 +289,27 @@ func TestInterrupts(t *testing.T) {
 // completes, and the server drops the client.
 func TestStuckClientDoesNotHoldTheRun(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withServer(func(c *server.Config) { c.StreamWriteTimeout = 200 * time.Millisecond; c.StreamBuffer = 1024 }))
-	thread := b.thread(t, b.keyA, "support")
-	conn, err := net.Dial("tcp", strings.TrimPrefix(b.url, "http://"))
+	b := servertest.Setup(t, servertest.WithServer(func(c *server.Config) { c.StreamWriteTimeout = 200 * time.Millisecond; c.StreamBuffer = 1024 }))
+	thread := b.Thread(t, b.KeyA, "support")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(b.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	body := `{"input": "I was charged twice for order 1234", "stream": true}`
-	fmt.Fprintf(conn, "POST /v1/threads/%s/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", thread, b.keyA, len(body), body)
+	fmt.Fprintf(conn, "POST /v1/threads/%s/runs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", thread, b.KeyA, len(body), body)
 	line, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil || !strings.Contains(line, "200") {
 		t.Fatalf("status line %q: %v", line, err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread, nil)
-		if strings.Contains(string(r.body), `"status":"completed"`) {
+		r := b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread, nil)
+		if strings.Contains(string(r.Body), `"status":"completed"`) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run did not complete: %s", r.body)
+			t.Fatalf("run did not complete: %s", r.Body)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -317,37 +319,37 @@ func TestStuckClientDoesNotHoldTheRun(t *testing.T) {
 // (handed to a worker of the process) completes, its stream with it.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	thread := b.thread(t, b.keyA, "research")
-	other := b.thread(t, b.keyA, "support")
-	resp, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "EV sales?", "stream": true})
+	b := servertest.Setup(t)
+	thread := b.Thread(t, b.KeyA, "research")
+	other := b.Thread(t, b.KeyA, "support")
+	resp, ch := b.Stream(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "EV sales?", "stream": true})
 	if resp.StatusCode != 200 {
 		t.Fatal(resp.StatusCode)
 	}
-	got := collect(t, ch, func(e event) bool { return e.Type == "suspended" })
+	got := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "suspended" })
 	done := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		done <- b.srv.Shutdown(ctx)
+		done <- b.Srv.Shutdown(ctx)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		r := b.do(t, "", "GET", "/readyz", nil)
-		if r.status == http.StatusServiceUnavailable && strings.Contains(string(r.body), "draining") {
+		r := b.Do(t, "", "GET", "/readyz", nil)
+		if r.Status == http.StatusServiceUnavailable && strings.Contains(string(r.Body), "draining") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("readyz while draining: %d %s", r.status, r.body)
+			t.Fatalf("readyz while draining: %d %s", r.Status, r.Body)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+other+"/runs", map[string]any{"input": "hi"}); r.status != http.StatusServiceUnavailable {
-		t.Fatalf("new run while draining: %d %s", r.status, r.body)
+	if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+other+"/runs", map[string]any{"input": "hi"}); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("new run while draining: %d %s", r.Status, r.Body)
 	}
-	got = append(got, collect(t, ch, nil)...)
+	got = append(got, servertest.Collect(t, ch, nil)...)
 	if last := got[len(got)-1]; last.Type != "run_end" || last.Data["status"] != "completed" {
-		t.Fatalf("in-flight run: %v", types(got))
+		t.Fatalf("in-flight run: %v", servertest.Types(got))
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("shutdown: %v", err)
@@ -358,12 +360,12 @@ func TestGracefulShutdown(t *testing.T) {
 // the worker through drafts and checkpoints until the answer is final.
 func TestDurableContinuation(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withServer(func(c *server.Config) {
+	b := servertest.Setup(t, servertest.WithServer(func(c *server.Config) {
 		c.FollowInterval = 100 * time.Millisecond
 	}))
-	thread := b.thread(t, b.keyA, "research")
-	_, ch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
-	evs := collect(t, ch, nil)
+	thread := b.Thread(t, b.KeyA, "research")
+	_, ch := b.Stream(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
+	evs := servertest.Collect(t, ch, nil)
 	checkIncreasing(t, evs)
 	kinds := map[string]int{}
 	for _, e := range evs {
@@ -371,33 +373,33 @@ func TestDurableContinuation(t *testing.T) {
 	}
 	last := evs[len(evs)-1]
 	if kinds["suspended"] != 1 || kinds["draft"] == 0 || last.Type != "run_end" || last.Data["status"] != "completed" || !strings.Contains(last.Raw, "RPT-42") {
-		t.Fatalf("durable stream: %v", types(evs))
+		t.Fatalf("durable stream: %v", servertest.Types(evs))
 	}
-	r := b.do(t, b.keyA, "GET", "/v1/threads/"+thread+"/messages", nil)
+	r := b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread+"/messages", nil)
 	var msgs struct {
 		Data []struct {
 			Status   string
 			Metadata map[string]any
 		}
 	}
-	r.json(t, &msgs)
+	r.JSON(t, &msgs)
 	placeholders := 0
 	for _, m := range msgs.Data {
 		if m.Status != "completed" {
-			t.Fatalf("message left %s: %s", m.Status, r.body)
+			t.Fatalf("message left %s: %s", m.Status, r.Body)
 		}
 		if m.Metadata[continuation.MetaContinuation] != nil {
 			placeholders++
 		}
 	}
 	if placeholders != 1 {
-		t.Fatalf("placeholders: %d in %s", placeholders, r.body)
+		t.Fatalf("placeholders: %d in %s", placeholders, r.Body)
 	}
 	// Non-streaming, the run answers once the worker is done.
-	thread2 := b.thread(t, b.keyA, "research")
-	r = b.do(t, b.keyA, "POST", "/v1/threads/"+thread2+"/runs", map[string]any{"input": "And in 2024?"})
-	if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
-		t.Fatalf("non-streaming durable run: %d %s", r.status, r.body)
+	thread2 := b.Thread(t, b.KeyA, "research")
+	r = b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread2+"/runs", map[string]any{"input": "And in 2024?"})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
+		t.Fatalf("non-streaming durable run: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -407,21 +409,21 @@ func TestDurableContinuation(t *testing.T) {
 // handoff flags of the child are cleared.
 func TestDurableChildTurnClearsSeed(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withServer(func(c *server.Config) {
+	b := servertest.Setup(t, servertest.WithServer(func(c *server.Config) {
 		c.FollowInterval = 100 * time.Millisecond
 	}))
-	child, _ := b.handOff(t, b.thread(t, b.keyA, "research"), "How did EV sales develop?")
-	if c, p := b.seed(t, child); !c || !p {
+	child, _ := b.HandOff(t, b.Thread(t, b.KeyA, "research"), "How did EV sales develop?")
+	if c, p := b.Seed(t, child); !c || !p {
 		t.Fatalf("child before its first turn: cleanup_required %v, pending %v", c, p)
 	}
 	// The child's first turn reaches the slow tool and is finished by the worker.
-	r := b.do(t, b.keyA, "POST", "/v1/threads/"+child+"/runs", map[string]any{"input": "And in 2024?"})
-	if r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
-		t.Fatalf("child turn: %d %s", r.status, r.body)
+	r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+child+"/runs", map[string]any{"input": "And in 2024?"})
+	if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
+		t.Fatalf("child turn: %d %s", r.Status, r.Body)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		c, p := b.seed(t, child)
+		c, p := b.Seed(t, child)
 		if !c && !p {
 			break
 		}

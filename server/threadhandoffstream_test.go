@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
@@ -28,33 +30,33 @@ import (
 func TestThreadStreamHandoffs(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := setupStore(t, open(t))
-		thread := b.thread(t, b.keyA, "support")
-		replica, err := server.New(server.Config{Service: b.svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
+		b := servertest.SetupStore(t, open(t))
+		thread := b.Thread(t, b.KeyA, "support")
+		replica, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		hs2 := httptest.NewServer(replica)
 		defer hs2.Close()
 
-		steady := &threadClient{t: t, thread: thread, key: b.keyA}
-		dropper := &threadClient{t: t, thread: thread, key: b.keyA}
-		other := &threadClient{t: t, thread: thread, key: b.keyA}
-		completed := func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" }
+		steady := &threadClient{t: t, thread: thread, key: b.KeyA}
+		dropper := &threadClient{t: t, thread: thread, key: b.KeyA}
+		other := &threadClient{t: t, thread: thread, key: b.KeyA}
+		completed := func(e servertest.Event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" }
 		var wg sync.WaitGroup
 		ready := make(chan struct{}, 3)
 		for _, c := range []*threadClient{steady, dropper, other} {
-			url := b.url
+			url := b.URL
 			if c == other {
 				url = hs2.URL
 			}
-			var drop func(event) bool
+			var drop func(servertest.Event) bool
 			if c == dropper {
 				drop = dropAt(completed, ofType("thread_handoff_proposed"), completed, ofType("thread_handoff_decided"),
 					ofType("thread_handoff_proposed"), ofType("thread_handoff_decided"))
 			}
 			wg.Go(func() {
-				c.read(b, func() string { return url }, "", func(e event) bool {
+				c.read(b, func() string { return url }, "", func(e servertest.Event) bool {
 					if e.Type == "thread" {
 						ready <- struct{}{}
 					}
@@ -67,16 +69,16 @@ func TestThreadStreamHandoffs(t *testing.T) {
 		}
 		run := func(input string) {
 			t.Helper()
-			if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
-				t.Fatalf("run: %d %s", r.status, r.body)
+			if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
+				t.Fatalf("run: %d %s", r.Status, r.Body)
 			}
 		}
 		run("I was charged twice for order 1234")
-		p1 := b.propose(t, thread, "", nil, http.StatusCreated)
+		p1 := propose(t, b, thread, "", nil, http.StatusCreated)
 		run("It was on my credit card")
-		p2 := b.propose(t, thread, "", map[string]any{"replace": true}, http.StatusCreated)
-		if r := b.decision(t, b.keyA, p2.InterruptID, map[string]any{"type": "approve"}); r.status != 200 {
-			t.Fatalf("approve: %d %s", r.status, r.body)
+		p2 := propose(t, b, thread, "", map[string]any{"replace": true}, http.StatusCreated)
+		if r := decision(t, b, b.KeyA, p2.InterruptID, map[string]any{"type": "approve"}); r.Status != 200 {
+			t.Fatalf("approve: %d %s", r.Status, r.Body)
 		}
 		run("Thanks, one more question")
 		wg.Wait()
@@ -120,7 +122,7 @@ func TestThreadStreamHandoffs(t *testing.T) {
 
 		// A new server on the same store (a restart: nothing in memory):
 		// from the first id, and from before and after each handoff event.
-		srv3, err := server.New(server.Config{Service: b.svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
+		srv3, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +137,7 @@ func TestThreadStreamHandoffs(t *testing.T) {
 			if from > 0 {
 				last = want[from-1].ID
 			}
-			late := &threadClient{t: t, thread: thread, key: b.keyA}
+			late := &threadClient{t: t, thread: thread, key: b.KeyA}
 			late.read(b, func() string { return hs3.URL }, last, nil, runEnds(3-countEnds(want[:from])))
 			sameEvents(t, "after a restart, from "+last, late.events(), want[from:])
 		}
@@ -151,14 +153,14 @@ func TestThreadStreamHandoffsAcrossReplicasPostgres(t *testing.T) {
 	t.Parallel()
 	u := testdb.URL(t)
 	schema := testdb.Schema(t, u)
-	a := setupStore(t, testdb.PostgresWith(t, u, store.Options{Schema: schema}))
-	b := setupStore(t, testdb.PostgresWith(t, u, store.Options{Schema: schema}))
-	thread := a.thread(t, a.keyA, "support")
-	other := &threadClient{t: t, thread: thread, key: b.keyA}
+	a := servertest.SetupStore(t, testdb.PostgresWith(t, u, store.Options{Schema: schema}))
+	b := servertest.SetupStore(t, testdb.PostgresWith(t, u, store.Options{Schema: schema}))
+	thread := a.Thread(t, a.KeyA, "support")
+	other := &threadClient{t: t, thread: thread, key: b.KeyA}
 	ready := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		other.read(b, func() string { return b.url }, "", func(e event) bool {
+		other.read(b, func() string { return b.URL }, "", func(e servertest.Event) bool {
 			if e.Type == "thread" {
 				ready <- struct{}{}
 			}
@@ -168,23 +170,23 @@ func TestThreadStreamHandoffsAcrossReplicasPostgres(t *testing.T) {
 	<-ready
 	run := func(input string) {
 		t.Helper()
-		if r := a.do(t, a.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
-			t.Fatalf("run: %d %s", r.status, r.body)
+		if r := a.Do(t, a.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
+			t.Fatalf("run: %d %s", r.Status, r.Body)
 		}
 	}
 	run("I was charged twice for order 1234")
-	p := a.propose(t, thread, "", nil, http.StatusCreated)
-	if r := a.decision(t, a.keyA, p.InterruptID, map[string]any{"type": "reject", "message": "not now"}); r.status != 200 {
-		t.Fatalf("reject: %d %s", r.status, r.body)
+	p := propose(t, a, thread, "", nil, http.StatusCreated)
+	if r := decision(t, a, a.KeyA, p.InterruptID, map[string]any{"type": "reject", "message": "not now"}); r.Status != 200 {
+		t.Fatalf("reject: %d %s", r.Status, r.Body)
 	}
 	run("It was on my credit card")
 	wg.Wait()
 	got := other.events()
 	checkThreadIDs(t, "the other replica", got)
-	if types := strings.Join(types(folded(got)), " "); !strings.Contains(types, "run_end thread_handoff_proposed thread_handoff_decided run_start") {
+	if types := strings.Join(servertest.Types(folded(got)), " "); !strings.Contains(types, "run_end thread_handoff_proposed thread_handoff_decided run_start") {
 		t.Fatalf("the other replica's stream: %s", dump(got))
 	}
-	rebuilt := &threadClient{t: t, thread: thread, key: a.keyA}
-	rebuilt.read(a, func() string { return a.url }, got[0].ID, nil, runEnds(2))
+	rebuilt := &threadClient{t: t, thread: thread, key: a.KeyA}
+	rebuilt.read(a, func() string { return a.URL }, got[0].ID, nil, runEnds(2))
 	sameEvents(t, "the other replica vs rebuilt", folded(got), folded(rebuilt.events()))
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/server/internal/servertest"
+
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/server/internal/runlog"
@@ -34,7 +36,7 @@ func threadLess(t testing.TB, a, b string) bool {
 
 // checkThreadIDs fails unless the ids of evs strictly increase: no event
 // twice, none out of order.
-func checkThreadIDs(t testing.TB, name string, evs []event) {
+func checkThreadIDs(t testing.TB, name string, evs []servertest.Event) {
 	t.Helper()
 	for i := 1; i < len(evs); i++ {
 		if !threadLess(t, evs[i-1].ID, evs[i].ID) {
@@ -43,7 +45,7 @@ func checkThreadIDs(t testing.TB, name string, evs []event) {
 	}
 }
 
-func dump(evs []event) string {
+func dump(evs []servertest.Event) string {
 	var sb strings.Builder
 	for _, e := range evs {
 		sb.WriteString(e.ID + " " + e.Type + "\n")
@@ -55,8 +57,8 @@ func dump(evs []event) string {
 // snapshot, the text and reasoning deltas (folded into their message
 // events, which carry the whole text) and the drafts (a draft is the whole
 // text so far: a reconnect gets the latest only).
-func folded(evs []event) []event {
-	var out []event
+func folded(evs []servertest.Event) []servertest.Event {
+	var out []servertest.Event
 	for _, e := range evs {
 		switch e.Type {
 		case "thread", "text_delta", "reasoning_delta", "draft":
@@ -74,10 +76,10 @@ var entryReason = regexp.MustCompile(`,"reason":"(entry|requested|[^"]*)"}$`)
 // sameEvents fails unless a and b are the same events: ids, types and data
 // (but the reason of a run's first agent_start, which a rebuilt event
 // lacks).
-func sameEvents(t testing.TB, name string, a, b []event) {
+func sameEvents(t testing.TB, name string, a, b []servertest.Event) {
 	t.Helper()
 	n := max(len(a), len(b))
-	raw := func(e event) string {
+	raw := func(e servertest.Event) string {
 		if e.Type == "agent_start" && e.Data["reason"] != "transfer" && e.Data["reason"] != "return" {
 			return entryReason.ReplaceAllString(e.Raw, "}")
 		}
@@ -90,7 +92,7 @@ func sameEvents(t testing.TB, name string, a, b []event) {
 	}
 }
 
-func dumpRaw(evs []event) string {
+func dumpRaw(evs []servertest.Event) string {
 	var sb strings.Builder
 	for _, e := range evs {
 		sb.WriteString(e.ID + " " + e.Type + " " + e.Raw + "\n")
@@ -106,24 +108,24 @@ type threadClient struct {
 	key    string
 
 	mu          sync.Mutex
-	evs         []event
+	evs         []servertest.Event
 	reconnected int
 }
 
 // read follows the thread on the servers urls() names (each connection on
 // the current one) from id last ("" for a snapshot first) until done.
-func (c *threadClient) read(b *bundle, urls func() string, last string, drop, done func(event) bool) {
+func (c *threadClient) read(b *servertest.Bundle, urls func() string, last string, drop, done func(servertest.Event) bool) {
 	t := c.t
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		bb := *b
-		bb.url = urls()
+		bb.URL = urls()
 		var hdr []string
 		if last != "" {
 			hdr = []string{"Last-Event-ID", last}
 		}
-		resp, ch := bb.stream(t, c.key, "GET", "/v1/threads/"+c.thread+"/events", nil, hdr...)
+		resp, ch := bb.Stream(t, c.key, "GET", "/v1/threads/"+c.thread+"/events", nil, hdr...)
 		if resp.StatusCode != 200 {
 			t.Fatalf("thread events after %q: %d", last, resp.StatusCode)
 		}
@@ -159,17 +161,17 @@ func (c *threadClient) read(b *bundle, urls func() string, last string, drop, do
 	t.Fatalf("thread stream did not end: %s", dump(c.events()))
 }
 
-func (c *threadClient) events() []event {
+func (c *threadClient) events() []servertest.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]event(nil), c.evs...)
+	return append([]servertest.Event(nil), c.evs...)
 }
 
 // dropAt returns a drop func that drops the connection at each event that
 // the next of preds accepts, once per pred, in order.
-func dropAt(preds ...func(event) bool) func(event) bool {
+func dropAt(preds ...func(servertest.Event) bool) func(servertest.Event) bool {
 	i := 0
-	return func(e event) bool {
+	return func(e servertest.Event) bool {
 		if i < len(preds) && preds[i](e) {
 			i++
 			return true
@@ -178,18 +180,20 @@ func dropAt(preds ...func(event) bool) func(event) bool {
 	}
 }
 
-func ofType(typ string) func(event) bool { return func(e event) bool { return e.Type == typ } }
+func ofType(typ string) func(servertest.Event) bool {
+	return func(e servertest.Event) bool { return e.Type == typ }
+}
 
-func nth(n int) func(event) bool {
+func nth(n int) func(servertest.Event) bool {
 	seen := 0
-	return func(event) bool { seen++; return seen >= n }
+	return func(servertest.Event) bool { seen++; return seen >= n }
 }
 
 // runEnds returns a done func true at the n-th final run_end (completed or
 // failed).
-func runEnds(n int) func(event) bool {
+func runEnds(n int) func(servertest.Event) bool {
 	seen := 0
-	return func(e event) bool {
+	return func(e servertest.Event) bool {
 		if e.Type == "run_end" && (e.Data["status"] == "completed" || e.Data["status"] == "failed") {
 			seen++
 		}
@@ -207,21 +211,21 @@ func runEnds(n int) func(event) bool {
 func TestThreadStreamReconnects(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := setupStore(t, open(t))
-		thread := b.thread(t, b.keyA, "research")
-		url := func() string { return b.url }
-		steady := &threadClient{t: t, thread: thread, key: b.keyA}
-		dropper := &threadClient{t: t, thread: thread, key: b.keyA}
+		b := servertest.SetupStore(t, open(t))
+		thread := b.Thread(t, b.KeyA, "research")
+		url := func() string { return b.URL }
+		steady := &threadClient{t: t, thread: thread, key: b.KeyA}
+		dropper := &threadClient{t: t, thread: thread, key: b.KeyA}
 		var wg sync.WaitGroup
 		ready := make(chan struct{}, 2)
 		for _, c := range []*threadClient{steady, dropper} {
-			var drop func(event) bool
+			var drop func(servertest.Event) bool
 			if c == dropper {
 				drop = dropAt(nth(4), ofType("transfer"), ofType("tool_call"), ofType("suspended"), ofType("draft"), ofType("run_start"),
-					func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" }, nth(3))
+					func(e servertest.Event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" }, nth(3))
 			}
 			wg.Go(func() {
-				c.read(b, url, "", func(e event) bool {
+				c.read(b, url, "", func(e servertest.Event) bool {
 					if e.Type == "thread" {
 						ready <- struct{}{}
 					}
@@ -232,8 +236,8 @@ func TestThreadStreamReconnects(t *testing.T) {
 		<-ready
 		<-ready
 		for _, input := range []string{"How did EV sales develop?", "And what about 2024?"} {
-			if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.status != 200 || !strings.Contains(string(r.body), `"status":"completed"`) {
-				t.Fatalf("run: %d %s", r.status, r.body)
+			if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
+				t.Fatalf("run: %d %s", r.Status, r.Body)
 			}
 		}
 		wg.Wait()
@@ -255,7 +259,7 @@ func TestThreadStreamReconnects(t *testing.T) {
 
 		// A new server on the same store (a restart: nothing in memory):
 		// from the first id, and from the middle, the same events.
-		srv2, err := server.New(server.Config{Service: b.svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
+		srv2, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,14 +270,14 @@ func TestThreadStreamReconnects(t *testing.T) {
 			if from > 0 {
 				last = want[from-1].ID
 			}
-			late := &threadClient{t: t, thread: thread, key: b.keyA}
+			late := &threadClient{t: t, thread: thread, key: b.KeyA}
 			late.read(b, func() string { return hs.URL }, last, nil, runEnds(2-countEnds(want[:from])))
 			sameEvents(t, "after a restart, from "+last, late.events(), want[from:])
 		}
 	})
 }
 
-func countEnds(evs []event) int {
+func countEnds(evs []servertest.Event) int {
 	n := 0
 	for _, e := range evs {
 		if e.Type == "run_end" && (e.Data["status"] == "completed" || e.Data["status"] == "failed") {
@@ -290,53 +294,53 @@ func countEnds(evs []event) int {
 // ?after= too.
 func TestThreadStreamIDs(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	thread := b.thread(t, b.keyA, "research")
+	b := servertest.Setup(t)
+	thread := b.Thread(t, b.KeyA, "research")
 	events := "/v1/threads/" + thread + "/events"
-	_, ch := b.stream(t, b.keyA, "GET", events, nil)
-	snap := collect(t, ch, func(e event) bool { return e.Type == "thread" })
+	_, ch := b.Stream(t, b.KeyA, "GET", events, nil)
+	snap := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "thread" })
 	if id := snap[len(snap)-1].ID; id != "0.0" {
 		t.Fatalf("the snapshot of a thread without runs: id %q", id)
 	}
-	r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?"})
+	r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?"})
 	var res struct{ ID string }
-	r.json(t, &res)
-	if r.status != 200 {
-		t.Fatalf("run: %d %s", r.status, r.body)
+	r.JSON(t, &res)
+	if r.Status != 200 {
+		t.Fatalf("run: %d %s", r.Status, r.Body)
 	}
-	all := collect(t, ch, func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+	all := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
 	checkThreadIDs(t, "live", all)
 	if all[0].Type != "run_start" || all[0].ID != "1.1" {
 		t.Fatalf("the first run's first event: %s %s (its first message is the thread's first: position 1)", all[0].ID, all[0].Type)
 	}
-	_, ch = b.stream(t, b.keyA, "GET", events+"?after=0.0", nil)
-	again := collect(t, ch, func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+	_, ch = b.Stream(t, b.KeyA, "GET", events+"?after=0.0", nil)
+	again := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
 	sameEvents(t, "?after=0.0", folded(again), folded(all))
 	for _, legacy := range []string{"1795012345", "1795012345.3"} {
-		_, ch = b.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", legacy)
-		if first := collect(t, ch, func(event) bool { return true }); first[0].Type != "thread" {
-			t.Fatalf("an id of before durable ids, %s: %v", legacy, types(first))
+		_, ch = b.Stream(t, b.KeyA, "GET", events, nil, "Last-Event-ID", legacy)
+		if first := servertest.Collect(t, ch, func(servertest.Event) bool { return true }); first[0].Type != "thread" {
+			t.Fatalf("an id of before durable ids, %s: %v", legacy, servertest.Types(first))
 		}
 	}
 	for _, bad := range []string{"1.x", "1.2.3.4.5.6", "-1.2", "1..2"} {
-		if r := b.do(t, b.keyA, "GET", events+"?after="+bad, nil); r.status != 400 {
-			t.Fatalf("id %q: %d %s", bad, r.status, r.body)
+		if r := b.Do(t, b.KeyA, "GET", events+"?after="+bad, nil); r.Status != 400 {
+			t.Fatalf("id %q: %d %s", bad, r.Status, r.Body)
 		}
 	}
 	// A thread handoff's event comes after the thread's last.
 	last := all[len(all)-1].ID
-	_, ch = b.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", last)
-	if r := b.do(t, b.keyA, "POST", "/v1/threads/"+thread+"/handoff", nil); r.status != 201 {
-		t.Fatalf("propose: %d %s", r.status, r.body)
+	_, ch = b.Stream(t, b.KeyA, "GET", events, nil, "Last-Event-ID", last)
+	if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/handoff", nil); r.Status != 201 {
+		t.Fatalf("propose: %d %s", r.Status, r.Body)
 	}
-	prop := collect(t, ch, func(e event) bool { return e.Type == "thread_handoff_proposed" })
+	prop := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "thread_handoff_proposed" })
 	if p := prop[len(prop)-1]; !threadLess(t, last, p.ID) {
 		t.Fatalf("the proposal's id %s is not after %s", p.ID, last)
 	}
 	// The run stream takes ?after= too.
-	_, ch = b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/runs/"+res.ID+"/events?after=3", nil)
-	if tail := collect(t, ch, nil); len(tail) == 0 || tail[0].ID != "4" {
-		t.Fatalf("run stream after 3: %v", types(tail))
+	_, ch = b.Stream(t, b.KeyA, "GET", "/v1/threads/"+thread+"/runs/"+res.ID+"/events?after=3", nil)
+	if tail := servertest.Collect(t, ch, nil); len(tail) == 0 || tail[0].ID != "4" {
+		t.Fatalf("run stream after 3: %v", servertest.Types(tail))
 	}
 }
 
@@ -348,12 +352,12 @@ func TestThreadStreamIDs(t *testing.T) {
 func TestThreadStreamRunOfAnotherProcess(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := setupStore(t, open(t))
-		thread := b.thread(t, b.keyA, "research")
-		_, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
-		collect(t, ch, func(e event) bool { return e.Type == "thread" })
+		b := servertest.SetupStore(t, open(t))
+		thread := b.Thread(t, b.KeyA, "research")
+		_, ch := b.Stream(t, b.KeyA, "GET", "/v1/threads/"+thread+"/events", nil)
+		servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "thread" })
 		var nw *service.Network
-		for _, n := range b.svc.Networks() {
+		for _, n := range b.Svc.Networks() {
 			if n.Name() == "research" {
 				nw = n
 			}
@@ -363,10 +367,10 @@ func TestThreadStreamRunOfAnotherProcess(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		live := collect(t, ch, func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+		live := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
 		checkThreadIDs(t, "live", live)
-		_, ch = b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events?after=0.0", nil)
-		all := collect(t, ch, func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+		_, ch = b.Stream(t, b.KeyA, "GET", "/v1/threads/"+thread+"/events?after=0.0", nil)
+		all := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
 		sameEvents(t, "a run of another process", folded(live), folded(all))
 		if all[0].Type != "run_start" {
 			t.Fatalf("%s\n---\n%s", dump(all), dump(live))
@@ -389,7 +393,7 @@ func runStreamLess(t testing.TB, a, b string) bool {
 }
 
 // drafts returns "message_id version" of the drafts in evs.
-func drafts(evs []event) []string {
+func drafts(evs []servertest.Event) []string {
 	var out []string
 	for _, e := range evs {
 		if e.Type == "draft" {
@@ -401,7 +405,7 @@ func drafts(evs []event) []string {
 
 // durable returns evs without the events that are not stored: deltas and
 // drafts (and a thread stream's snapshot).
-func durable(evs []event) []event { return folded(evs) }
+func durable(evs []servertest.Event) []servertest.Event { return folded(evs) }
 
 // TestThreadStreamWorkerIDs: a run handed to a background worker — its
 // resumed run_start (the worker's claim, a checkpoint whose seq does not
@@ -414,22 +418,22 @@ func durable(evs []event) []event { return folded(evs) }
 func TestThreadStreamWorkerIDs(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := setupStore(t, open(t))
-		thread := b.thread(t, b.keyA, "research")
+		b := servertest.SetupStore(t, open(t))
+		thread := b.Thread(t, b.KeyA, "research")
 		events := "/v1/threads/" + thread + "/events"
-		_, tch := b.stream(t, b.keyA, "GET", events, nil)
-		snap := collect(t, tch, func(e event) bool { return e.Type == "thread" })
+		_, tch := b.Stream(t, b.KeyA, "GET", events, nil)
+		snap := servertest.Collect(t, tch, func(e servertest.Event) bool { return e.Type == "thread" })
 		from := snap[len(snap)-1].ID
-		completed := func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" }
+		completed := func(e servertest.Event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" }
 
-		resp, rch := b.stream(t, b.keyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
+		resp, rch := b.Stream(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "How did EV sales develop?", "stream": true})
 		if resp.StatusCode != 200 {
 			t.Fatalf("run: %d", resp.StatusCode)
 		}
 		runID := resp.Header.Get("Baton-Run-Id")
-		runLive := collect(t, rch, completed)
+		runLive := servertest.Collect(t, rch, completed)
 		resp.Body.Close()
-		live := collect(t, tch, completed)
+		live := servertest.Collect(t, tch, completed)
 		checkThreadIDs(t, "thread stream", live)
 		for i := 1; i < len(runLive); i++ {
 			if !runStreamLess(t, runLive[i-1].ID, runLive[i].ID) {
@@ -454,30 +458,30 @@ func TestThreadStreamWorkerIDs(t *testing.T) {
 
 		// Rebuilt from the store: the thread from the snapshot's id, and
 		// from each draft's id (a client that dropped there).
-		_, ch := b.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", from)
-		sameEvents(t, "the thread rebuilt", durable(collect(t, ch, completed)), durable(live))
+		_, ch := b.Stream(t, b.KeyA, "GET", events, nil, "Last-Event-ID", from)
+		sameEvents(t, "the thread rebuilt", durable(servertest.Collect(t, ch, completed)), durable(live))
 		for i, e := range live {
 			if e.Type != "draft" {
 				continue
 			}
-			_, ch := b.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", e.ID)
-			sameEvents(t, "the thread after draft "+e.ID, durable(collect(t, ch, completed)), durable(live[i+1:]))
+			_, ch := b.Stream(t, b.KeyA, "GET", events, nil, "Last-Event-ID", e.ID)
+			sameEvents(t, "the thread after draft "+e.ID, durable(servertest.Collect(t, ch, completed)), durable(live[i+1:]))
 		}
 
 		// The run's stream: the same ids live and rebuilt (a new server
 		// on the same store has nothing in memory), from the start and
 		// from each draft.
-		srv2, err := server.New(server.Config{Service: b.svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
+		srv2, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		hs := httptest.NewServer(srv2)
 		defer hs.Close()
 		b2 := *b
-		b2.url = hs.URL
+		b2.URL = hs.URL
 		runEvents := "/v1/threads/" + thread + "/runs/" + runID + "/events"
-		noDeltas := func(evs []event) []event {
-			var out []event
+		noDeltas := func(evs []servertest.Event) []servertest.Event {
+			var out []servertest.Event
 			for _, e := range durable(evs) {
 				if e.Type != "text_delta" && e.Type != "reasoning_delta" {
 					out = append(out, e)
@@ -485,18 +489,18 @@ func TestThreadStreamWorkerIDs(t *testing.T) {
 			}
 			return out
 		}
-		_, ch = b2.stream(t, b.keyA, "GET", runEvents, nil)
-		sameEvents(t, "the run rebuilt", noDeltas(collect(t, ch, completed)), noDeltas(runLive))
+		_, ch = b2.Stream(t, b.KeyA, "GET", runEvents, nil)
+		sameEvents(t, "the run rebuilt", noDeltas(servertest.Collect(t, ch, completed)), noDeltas(runLive))
 		for i, e := range runLive {
 			if e.Type != "draft" {
 				continue
 			}
-			_, ch := b2.stream(t, b.keyA, "GET", runEvents, nil, "Last-Event-ID", e.ID)
-			sameEvents(t, "the run after draft "+e.ID, noDeltas(collect(t, ch, completed)), noDeltas(runLive[i+1:]))
+			_, ch := b2.Stream(t, b.KeyA, "GET", runEvents, nil, "Last-Event-ID", e.ID)
+			sameEvents(t, "the run after draft "+e.ID, noDeltas(servertest.Collect(t, ch, completed)), noDeltas(runLive[i+1:]))
 		}
-		resp, ch = b2.stream(t, b.keyA, "GET", events, nil, "Last-Event-ID", from)
+		resp, ch = b2.Stream(t, b.KeyA, "GET", events, nil, "Last-Event-ID", from)
 		defer resp.Body.Close() // before hs.Close
-		sameEvents(t, "the thread after a restart", durable(collect(t, ch, completed)), durable(live))
+		sameEvents(t, "the thread after a restart", durable(servertest.Collect(t, ch, completed)), durable(live))
 	})
 }
 
@@ -508,17 +512,17 @@ func TestThreadStreamWorkerIDs(t *testing.T) {
 func TestThreadStreamSignals(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := setupStore(t, open(t), withServer(func(c *server.Config) { c.FollowInterval = 5 * time.Second }))
+		b := servertest.SetupStore(t, open(t), servertest.WithServer(func(c *server.Config) { c.FollowInterval = 5 * time.Second }))
 		var nw *service.Network
-		for _, n := range b.svc.Networks() {
+		for _, n := range b.Svc.Networks() {
 			if n.Name() == "research" {
 				nw = n
 			}
 		}
 		for i := range 2 {
-			thread := b.thread(t, b.keyA, "research")
-			resp, ch := b.stream(t, b.keyA, "GET", "/v1/threads/"+thread+"/events", nil)
-			collect(t, ch, func(e event) bool { return e.Type == "thread" })
+			thread := b.Thread(t, b.KeyA, "research")
+			resp, ch := b.Stream(t, b.KeyA, "GET", "/v1/threads/"+thread+"/events", nil)
+			servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "thread" })
 			if i == 1 {
 				// The interest the stream announced outlives the start
 				// window: the sender signals because of it.
@@ -533,12 +537,12 @@ func TestThreadStreamSignals(t *testing.T) {
 					}
 				}
 			}()
-			first := collect(t, ch, func(event) bool { return true })
+			first := servertest.Collect(t, ch, func(servertest.Event) bool { return true })
 			took := time.Since(start)
 			if first[0].Type != "run_start" || took > 2*time.Second {
 				t.Fatalf("the run's first event reached the stream after %v (%s): not at its checkpoint's signal", took, first[0].Type)
 			}
-			all := collect(t, ch, func(e event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+			all := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
 			t.Logf("run_start after %v, run_end after %v", took, time.Since(start))
 			if time.Since(start) > 4*time.Second {
 				t.Fatalf("the run reached the stream in %v: the worker's checkpoints did not wake it\n%s", time.Since(start), dump(all))
