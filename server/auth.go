@@ -12,10 +12,11 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-// caller is the authenticated client of a request.
-type caller struct {
-	owner string
-	keyID string
+// Caller is the authenticated client of a request: the owner of its API
+// key, the tenant of everything it reads and writes.
+type Caller struct {
+	Owner string
+	KeyID string
 }
 
 type callerKey struct{}
@@ -30,13 +31,13 @@ type keyCache struct {
 }
 
 type keyEntry struct {
-	c   *caller
+	c   *Caller
 	exp time.Time
 }
 
 const keyCacheMax = 10000
 
-func (kc *keyCache) get(hash string, now time.Time) *caller {
+func (kc *keyCache) get(hash string, now time.Time) *Caller {
 	if kc.ttl <= 0 {
 		return nil
 	}
@@ -49,7 +50,7 @@ func (kc *keyCache) get(hash string, now time.Time) *caller {
 	return e.c
 }
 
-func (kc *keyCache) put(hash string, c *caller, now time.Time) {
+func (kc *keyCache) put(hash string, c *Caller, now time.Time) {
 	if kc.ttl <= 0 {
 		return
 	}
@@ -69,12 +70,12 @@ func (kc *keyCache) put(hash string, c *caller, now time.Time) {
 }
 
 // authenticate finds the owner of the request's API key.
-func (s *Server) authenticate(r *http.Request) (*caller, error) {
+func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 	h := r.Header.Get("Authorization")
 	scheme, secret, ok := strings.Cut(h, " ")
 	secret = strings.TrimSpace(secret)
 	if h == "" || !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
-		e := errorf(http.StatusUnauthorized, wire.ErrUnauthorized, "missing API key: send Authorization: Bearer KEY")
+		e := Errorf(http.StatusUnauthorized, wire.ErrUnauthorized, "missing API key: send Authorization: Bearer KEY")
 		e.headers = map[string]string{"WWW-Authenticate": `Bearer realm="baton"`}
 		return nil, e
 	}
@@ -93,13 +94,13 @@ func (s *Server) authenticate(r *http.Request) (*caller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &caller{owner: k.OwnerID, keyID: k.ID}
+	c := &Caller{Owner: k.OwnerID, KeyID: k.ID}
 	s.keys.put(hash, c, now)
 	return c, nil
 }
 
 func (s *Server) badKey() error {
-	e := errorf(http.StatusUnauthorized, wire.ErrUnauthorized, "invalid or revoked API key")
+	e := Errorf(http.StatusUnauthorized, wire.ErrUnauthorized, "invalid or revoked API key")
 	e.headers = map[string]string{"WWW-Authenticate": `Bearer realm="baton", error="invalid_token"`}
 	return e
 }

@@ -16,27 +16,27 @@ import (
 // whichever process executes it (threads.Service.Cancel). It answers 200
 // with the cancelled run, again for a run cancelled already; 409
 // run_finished for a run that completed or failed.
-func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	th, nw, err := s.threadForRun(r.Context(), c, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
 	runID := r.PathValue("run_id")
 	if runID == "" || len(runID) > 128 {
-		return notFound("run", runID)
+		return NotFound("run", runID)
 	}
-	cp, err := nw.svc.Cancel(r.Context(), c.owner, th.ID, runID)
+	cp, err := nw.svc.Cancel(r.Context(), c.Owner, th.ID, runID)
 	var fe *threads.FinishedError
 	switch {
 	case errors.As(err, &fe):
-		return errorf(http.StatusConflict, wire.ErrRunFinished, "run %s is already %s: only an unfinished run can be cancelled", runID, fe.Status)
+		return Errorf(http.StatusConflict, wire.ErrRunFinished, "run %s is already %s: only an unfinished run can be cancelled", runID, fe.Status)
 	case errors.Is(err, store.ErrNotFound):
-		return notFound("run", runID)
+		return NotFound("run", runID)
 	case err != nil:
 		return err
 	}
-	s.refresh(c.owner, cp)
-	writeJSON(w, http.StatusOK, runView(cp, nw.name))
+	s.refresh(c.Owner, cp)
+	WriteJSON(w, http.StatusOK, runView(cp, nw.name))
 	return nil
 }
 
@@ -45,7 +45,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *caller) er
 func runView(cp *store.Checkpoint, net string) wire.Run {
 	out := runFromState(cp.State)
 	out.ID, out.Object, out.ThreadID, out.Network = cp.RunID, "thread.run", cp.ThreadID, net
-	out.EventsURL = eventsURL(cp.ThreadID, cp.RunID)
+	out.EventsURL = EventsURL(cp.ThreadID, cp.RunID)
 	return out
 }
 
@@ -54,7 +54,7 @@ func runView(cp *store.Checkpoint, net string) wire.Run {
 // for a decision, or a worker), which nothing here follows any more, is
 // replaced by one made from cp, so that readers get the run from the store
 // again (registry.forget drops the old entry: the run is not in flight).
-func (s *Server) refresh(owner string, cp *store.Checkpoint) *runEntry {
+func (s *Server) refresh(owner string, cp *store.Checkpoint) *Run {
 	if run := s.reg.run(owner, cp.RunID); run != nil {
 		wrapUp(run, 2*time.Second)
 		run.mu.Lock()
@@ -73,7 +73,7 @@ func (s *Server) refresh(owner string, cp *store.Checkpoint) *runEntry {
 // for a decision, or ended) that another process — or a cancel — resumed,
 // cancelled or rolled back. One read of the run's latest checkpoint, for an
 // entry that nothing here follows.
-func (s *Server) current(ctx context.Context, run *runEntry) *runEntry {
+func (s *Server) current(ctx context.Context, run *Run) *Run {
 	run.mu.Lock()
 	idle := !run.producing && !run.following && !run.queued && run.res.Status != ""
 	run.mu.Unlock()
@@ -90,7 +90,7 @@ func (s *Server) current(ctx context.Context, run *runEntry) *runEntry {
 // wrapUp waits, up to d, until this process no longer produces run: a run
 // that ended here (its last event sent) is still closing its log for a
 // moment, and an entry it still produces is not replaced.
-func wrapUp(run *runEntry, d time.Duration) {
+func wrapUp(run *Run, d time.Duration) {
 	for deadline := time.Now().Add(d); ; {
 		run.mu.Lock()
 		producing := run.producing
@@ -107,7 +107,7 @@ func wrapUp(run *runEntry, d time.Duration) {
 // result is read from the run's latest checkpoint (a replica answers a run
 // that another replica just finished as finished). An entry this process
 // produces is current; one that nothing follows was checked by current.
-func (s *Server) resultNow(ctx context.Context, run *runEntry) wire.Run {
+func (s *Server) resultNow(ctx context.Context, run *Run) wire.Run {
 	out := run.result()
 	run.mu.Lock()
 	following := run.following

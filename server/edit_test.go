@@ -18,7 +18,7 @@ import (
 func TestEditRefusedBySchema(t *testing.T) {
 	t.Parallel()
 	onBackends(t, func(t *testing.T, b *servertest.Bundle) {
-		thread, _, intr := interrupted(t, b, b.KeyA)
+		thread, _, intr := b.Interrupted(t, b.KeyA)
 		for _, tc := range []struct {
 			body map[string]any
 			want string

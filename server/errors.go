@@ -18,123 +18,132 @@ import (
 	"github.com/batonhq/baton/threads"
 )
 
-// apiError is an error with its HTTP status and error type.
-type apiError struct {
-	status  int
-	typ     string
-	msg     string
-	param   string
-	retry   int // Retry-After seconds, when > 0
-	headers map[string]string
-	extra   *wire.ErrorExtra // more fields of the error object
-	code    string           // OpenAI's code, on its routes (model_not_found, …)
+// Error is an error a route answers with: its HTTP status, its type (the
+// "type" of the error object, wire.Err…) and message. A handler returns
+// one (or any error, which [Classify] turns into one).
+type Error struct {
+	Status  int
+	Type    string
+	Message string
+	// Param names the request field at fault, if any.
+	Param string
+	// Code is for the error bodies of adapters (Route.ErrorBody): OpenAI's
+	// codes (model_not_found, unsupported_parameter, …). baton's own error
+	// object repeats Type as its code.
+	Code string
+	// RetryAfter, when > 0, is sent as Retry-After (seconds).
+	RetryAfter int
+	headers    map[string]string
+	extra      *wire.ErrorExtra // more fields of the error object
 }
 
-func (e *apiError) Error() string { return e.msg }
+func (e *Error) Error() string { return e.Message }
 
-func errorf(status int, typ, format string, args ...any) *apiError {
-	return &apiError{status: status, typ: typ, msg: fmt.Sprintf(format, args...)}
+// Errorf returns an [Error] of status and type typ.
+func Errorf(status int, typ, format string, args ...any) *Error {
+	return &Error{Status: status, Type: typ, Message: fmt.Sprintf(format, args...)}
 }
 
-func badRequest(format string, args ...any) *apiError {
-	return errorf(http.StatusBadRequest, wire.ErrInvalidRequest, format, args...)
+func BadRequest(format string, args ...any) *Error {
+	return Errorf(http.StatusBadRequest, wire.ErrInvalidRequest, format, args...)
 }
 
-func badParam(param, format string, args ...any) *apiError {
-	e := badRequest(format, args...)
-	e.param = param
+func BadParam(param, format string, args ...any) *Error {
+	e := BadRequest(format, args...)
+	e.Param = param
 	return e
 }
 
-func notFound(what, id string) *apiError {
-	return errorf(http.StatusNotFound, wire.ErrNotFound, "%s %q not found", what, id)
+func NotFound(what, id string) *Error {
+	return Errorf(http.StatusNotFound, wire.ErrNotFound, "%s %q not found", what, id)
 }
 
-// classify turns any error into an apiError.
-func classify(err error) *apiError {
-	var ae *apiError
+// Classify turns any error into an Error.
+func Classify(err error) *Error {
+	var ae *Error
 	if errors.As(err, &ae) {
 		return ae
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return errorf(http.StatusRequestEntityTooLarge, wire.ErrTooLarge, "request body is larger than %d bytes", mbe.Limit)
+		return Errorf(http.StatusRequestEntityTooLarge, wire.ErrTooLarge, "request body is larger than %d bytes", mbe.Limit)
 	}
 	var busy *threads.BusyError
 	if errors.As(err, &busy) {
 		if busy.Status == threads.StatusQueued {
-			return errorf(http.StatusConflict, wire.ErrThreadBusy, "thread %s has %d runs queued (next %s): wait for them, or send multitask_strategy enqueue", busy.ThreadID, busy.Queued, busy.RunID)
+			return Errorf(http.StatusConflict, wire.ErrThreadBusy, "thread %s has %d runs queued (next %s): wait for them, or send multitask_strategy enqueue", busy.ThreadID, busy.Queued, busy.RunID)
 		}
-		return errorf(http.StatusConflict, wire.ErrThreadBusy, "thread %s has an unfinished run %s (%s): wait for it or answer its interrupt, or send multitask_strategy enqueue, interrupt or rollback", busy.ThreadID, busy.RunID, busy.Status)
+		return Errorf(http.StatusConflict, wire.ErrThreadBusy, "thread %s has an unfinished run %s (%s): wait for it or answer its interrupt, or send multitask_strategy enqueue, interrupt or rollback", busy.ThreadID, busy.RunID, busy.Status)
 	}
 	var inc *runstate.IncompatibleError
 	if errors.As(err, &inc) {
-		return errorf(http.StatusConflict, wire.ErrConflict, "%s", inc.Error())
+		return Errorf(http.StatusConflict, wire.ErrConflict, "%s", inc.Error())
 	}
 	var ee *runner.EditError
 	if errors.As(err, &ee) {
 		// An approval edit the tool's schema refuses: the interrupt stays pending.
-		return badParam("args", "%s", ee.Error())
+		return BadParam("args", "%s", ee.Error())
 	}
 	var re *runner.Error
 	if errors.As(err, &re) && re.Kind == runner.KindUserInput {
-		return errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "%s", re.Error())
+		return Errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "%s", re.Error())
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return errorf(http.StatusNotFound, wire.ErrNotFound, "not found")
+		return Errorf(http.StatusNotFound, wire.ErrNotFound, "not found")
 	case errors.Is(err, store.ErrInvalid):
-		return errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "%s", err.Error())
+		return Errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "%s", err.Error())
 	case errors.Is(err, store.ErrConflict):
-		return errorf(http.StatusConflict, wire.ErrConflict, "%s", err.Error())
+		return Errorf(http.StatusConflict, wire.ErrConflict, "%s", err.Error())
 	case errors.Is(err, store.ErrUnavailable):
-		e := errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the database is unavailable; retry later")
-		e.retry = 1
+		e := Errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the database is unavailable; retry later")
+		e.RetryAfter = 1
 		return e
 	case errors.Is(err, threadhandoff.ErrInvalidInterrupt), errors.Is(err, threadhandoff.ErrInvalidDecision):
-		return errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "%s", err.Error())
-	case errors.Is(err, errShuttingDown):
-		e := errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the server is shutting down; retry on another instance")
-		e.retry = 1
+		return Errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "%s", err.Error())
+	case errors.Is(err, ErrShuttingDown):
+		e := Errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the server is shutting down; retry on another instance")
+		e.RetryAfter = 1
 		return e
 	}
 	if re != nil && (re.Kind == runner.KindModelTransient || re.Kind == runner.KindToolTransient) {
-		return errorf(http.StatusBadGateway, wire.ErrUpstream, "%s", re.Error())
+		return Errorf(http.StatusBadGateway, wire.ErrUpstream, "%s", re.Error())
 	}
-	return errorf(http.StatusInternalServerError, wire.ErrInternal, "internal error")
+	return Errorf(http.StatusInternalServerError, wire.ErrInternal, "internal error")
 }
 
-var errShuttingDown = errors.New("server: shutting down")
+var ErrShuttingDown = errors.New("server: shutting down")
+
+// Detail is the error object of baton's error answers: {"type",
+// "message", "param", "code"} (code repeats type) and the fields some
+// errors add.
+func (e *Error) Detail() wire.ErrorDetail {
+	return wire.ErrorDetail{Type: e.Type, Message: e.Message, Param: e.Param, Code: e.Type, ErrorExtra: e.extra}
+}
 
 // writeError writes err as {"error": {...}}. Internal errors are logged
 // and their text is not sent.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	ae := classify(err)
-	s.writeErrorDetail(w, r, err, ae, wire.ErrorDetail{Type: ae.typ, Message: ae.msg, Param: ae.param, Code: ae.typ, ErrorExtra: ae.extra})
+	ae := Classify(err)
+	s.writeBody(w, r, err, ae, wire.ErrorBody{Error: ae.Detail()})
 }
 
-// writeErrorDetail answers err, classified as ae, with d as the error
-// object.
-func (s *Server) writeErrorDetail(w http.ResponseWriter, r *http.Request, err error, ae *apiError, d wire.ErrorDetail) {
-	if ae.status >= 500 && ae.typ == wire.ErrInternal {
+// writeBody answers err, classified as ae, with body.
+func (s *Server) writeBody(w http.ResponseWriter, r *http.Request, err error, ae *Error, body any) {
+	if ae.Status >= 500 && ae.Type == wire.ErrInternal {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
-	if ae.retry > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(ae.retry))
+	if ae.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(ae.RetryAfter))
 	}
 	for k, v := range ae.headers {
 		w.Header().Set(k, v)
 	}
-	writeJSON(w, ae.status, wire.ErrorBody{Error: d})
+	WriteJSON(w, ae.Status, body)
 }
 
-// writeOpenAIError writes err as OpenAI's API does (see openAIError).
-func (s *Server) writeOpenAIError(w http.ResponseWriter, r *http.Request, err error) {
-	ae := classify(err)
-	s.writeErrorDetail(w, r, err, ae, openAIError(ae))
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// WriteJSON answers v as JSON with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		slog.Error("encode response", "error", err)
@@ -148,32 +157,44 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// decodeJSON reads the request body into v: one JSON value, within the
+// DecodeJSON reads the request body into v: one JSON value, within the
 // body limit, with unknown fields refused when strict.
-func decodeJSON(r *http.Request, v any, strict bool) error {
+func DecodeJSON(r *http.Request, v any, strict bool) error {
 	// The body is JSON whatever the Content-Type says: `curl -d` sends
 	// application/x-www-form-urlencoded by default.
 	if ct := strings.ToLower(r.Header.Get("Content-Type")); strings.HasPrefix(ct, "multipart/") {
-		return errorf(http.StatusUnsupportedMediaType, wire.ErrInvalidRequest, "Content-Type %q: the body must be JSON", ct)
+		return Errorf(http.StatusUnsupportedMediaType, wire.ErrInvalidRequest, "Content-Type %q: the body must be JSON", ct)
 	}
 	dec := json.NewDecoder(r.Body)
 	if strict {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		return JSONError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return err
 		}
-		return badRequest("invalid JSON: the body must hold one JSON value and nothing after it")
+		return BadRequest("invalid JSON: the body must hold one JSON value and nothing after it")
 	}
 	return nil
 }
 
-func jsonError(err error) error {
+// ReadBody reads the request body, within the body limit (an error that
+// [Classify] answers 413 beyond it).
+func ReadBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, JSONError(err)
+	}
+	return b, nil
+}
+
+// JSONError is the answer to a body that json could not decode: a 400
+// saying where and why (413 past the body limit).
+func JSONError(err error) error {
 	var mbe *http.MaxBytesError
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
@@ -181,22 +202,22 @@ func jsonError(err error) error {
 	case errors.As(err, &mbe):
 		return err
 	case errors.Is(err, io.EOF):
-		return badRequest("the request body is empty: send a JSON object")
+		return BadRequest("the request body is empty: send a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return badRequest("invalid JSON: the body ends in the middle of a value")
+		return BadRequest("invalid JSON: the body ends in the middle of a value")
 	case errors.As(err, &se):
-		return badRequest("invalid JSON at byte %d: %s", se.Offset, se.Error())
+		return BadRequest("invalid JSON at byte %d: %s", se.Offset, se.Error())
 	case errors.As(err, &te):
 		if te.Field != "" {
-			return badParam(te.Field, "invalid JSON: field %q must be %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+			return BadParam(te.Field, "invalid JSON: field %q must be %s, not %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
 		}
-		return badRequest("invalid JSON: the body must be a JSON object, not %s", te.Value)
+		return BadRequest("invalid JSON: the body must be a JSON object, not %s", te.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json has no typed error for DisallowUnknownFields.
 		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		return badParam(strings.Trim(name, `"`), "unknown field %s", name)
+		return BadParam(strings.Trim(name, `"`), "unknown field %s", name)
 	}
-	return badRequest("invalid JSON: %s", err.Error())
+	return BadRequest("invalid JSON: %s", err.Error())
 }
 
 func jsonKind(k string) string {

@@ -17,24 +17,24 @@ import (
 	"github.com/batonhq/baton/threadhandoff"
 )
 
-// maxInterruptID bounds the interrupt ids looked up.
-const maxInterruptID = 160
+// MaxInterruptID bounds the interrupt ids looked up.
+const MaxInterruptID = 160
 
 // interrupt returns a stored interrupt of the caller: a run's approvals
 // (kind run, stored by threads.InterruptExtension with the checkpoint that
 // stops the run) or a thread handoff proposal (kind thread_handoff).
-func (s *Server) interrupt(ctx context.Context, c *caller, id string) (*store.Interrupt, error) {
-	if id == "" || len(id) > maxInterruptID {
-		return nil, notFound("interrupt", id)
+func (s *Server) interrupt(ctx context.Context, c *Caller, id string) (*store.Interrupt, error) {
+	if id == "" || len(id) > MaxInterruptID {
+		return nil, NotFound("interrupt", id)
 	}
-	in, err := s.st.GetInterrupt(ctx, &store.GetInterruptParams{OwnerID: c.owner, ID: id})
+	in, err := s.st.GetInterrupt(ctx, &store.GetInterruptParams{OwnerID: c.Owner, ID: id})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound("interrupt", id)
+		return nil, NotFound("interrupt", id)
 	}
 	return in, err
 }
 
-func decisionURL(id string) string { return "/v1/interrupts/" + id + "/decision" }
+func DecisionURL(id string) string { return "/v1/interrupts/" + id + "/decision" }
 
 // interruptDTO shows a stored interrupt. Its action requests are the run's
 // tool calls, or, for a thread handoff, its one handoff_summary action
@@ -43,7 +43,7 @@ func decisionURL(id string) string { return "/v1/interrupts/" + id + "/decision"
 func interruptDTO(in *store.Interrupt, stale bool) wire.Interrupt {
 	dto := wire.Interrupt{ID: in.ID, Object: "interrupt", Kind: in.Kind, RunID: in.RunID, ThreadID: in.ThreadID, Network: in.Network, Agent: in.Agent,
 		Status: in.Status, Payload: in.Payload, Stale: stale && in.Status == store.InterruptPending, Decision: in.Decision, Outcome: in.Outcome,
-		DecisionURL: decisionURL(in.ID), CreatedAt: in.CreatedAt, ActionRequests: []runstate.ActionRequest{}}
+		DecisionURL: DecisionURL(in.ID), CreatedAt: in.CreatedAt, ActionRequests: []runstate.ActionRequest{}}
 	if !in.DecidedAt.IsZero() {
 		at := in.DecidedAt
 		dto.DecidedAt = &at
@@ -103,7 +103,7 @@ func (s *Server) pendingInterrupts(ctx context.Context, owner, threadID string) 
 	return out, nil
 }
 
-func (s *Server) getInterrupt(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) getInterrupt(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	in, err := s.interrupt(r.Context(), c, r.PathValue("id"))
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func (s *Server) getInterrupt(w http.ResponseWriter, r *http.Request, c *caller)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, dto)
+	WriteJSON(w, http.StatusOK, dto)
 	return nil
 }
 
@@ -120,13 +120,13 @@ func (s *Server) getInterrupt(w http.ResponseWriter, r *http.Request, c *caller)
 // handoff proposal is decided by decideThreadHandoff; a run's interrupt
 // resumes the run, streaming it or waiting for its result like POST
 // /v1/threads/{id}/runs.
-func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	var req wire.Decision
-	if err := decodeJSON(r, &req, true); err != nil {
+	if err := DecodeJSON(r, &req, true); err != nil {
 		return err
 	}
 	// The shape of every decision first, whatever the interrupt.
-	decisions, err := decisionsOf(&req)
+	decisions, err := Decisions(&req)
 	if err != nil {
 		return err
 	}
@@ -139,13 +139,13 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *caller) error
 		return s.decideThreadHandoff(w, r, c, in, &req)
 	}
 	if in.Kind != store.InterruptRun {
-		return errorf(http.StatusConflict, wire.ErrUnsupported, "interrupt %s is of kind %q, which this server cannot decide", id, in.Kind)
+		return Errorf(http.StatusConflict, wire.ErrUnsupported, "interrupt %s is of kind %q, which this server cannot decide", id, in.Kind)
 	}
 	if req.Force || slices.ContainsFunc(req.Decisions, func(d wire.CallDecision) bool { return d.Force }) {
-		return badParam("force", "force approves a thread handoff proposal that its thread has outgrown; a run's interrupt has no use for it")
+		return BadParam("force", "force approves a thread handoff proposal that its thread has outgrown; a run's interrupt has no use for it")
 	}
 	if in.Status != store.InterruptPending {
-		e := errorf(http.StatusConflict, wire.ErrConflict, "interrupt %s was already answered", id)
+		e := Errorf(http.StatusConflict, wire.ErrConflict, "interrupt %s was already answered", id)
 		if len(in.Outcome) > 0 {
 			e.extra = &wire.ErrorExtra{Outcome: in.Outcome}
 		}
@@ -154,15 +154,15 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *caller) error
 	r, cancel := s.withTimeout(r, req.Stream)
 	defer cancel()
 	ctx := r.Context()
-	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, RunID: in.RunID})
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.Owner, RunID: in.RunID})
 	if errors.Is(err, store.ErrNotFound) {
-		return notFound("interrupt", id)
+		return NotFound("interrupt", id)
 	}
 	if err != nil {
 		return err
 	}
 	if ri := cp.State.Interrupt; cp.State.Status != runstate.StatusInterrupted || ri == nil || ri.ID != id {
-		return errorf(http.StatusConflict, wire.ErrConflict, "interrupt %s was already answered", id)
+		return Errorf(http.StatusConflict, wire.ErrConflict, "interrupt %s was already answered", id)
 	}
 	calls := map[string]bool{}
 	for _, ar := range cp.State.Interrupt.ActionRequests {
@@ -170,16 +170,16 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *caller) error
 	}
 	for i, d := range decisions {
 		if d.CallID != "" && !calls[d.CallID] {
-			return badParam("decisions", "decisions[%d]: call %q is not an action of interrupt %s", i, d.CallID, id)
+			return BadParam("decisions", "decisions[%d]: call %q is not an action of interrupt %s", i, d.CallID, id)
 		}
 	}
 	nw, ok := s.nets[cp.State.Network]
 	if !ok {
-		return errorf(http.StatusConflict, "network_unavailable", "run %s belongs to network %q, which this server does not run", cp.RunID, cp.State.Network)
+		return Errorf(http.StatusConflict, "network_unavailable", "run %s belongs to network %q, which this server does not run", cp.RunID, cp.State.Network)
 	}
 	opts := append([]runner.RunOption{runner.WithDecisions(decisions...)}, nw.inlineOptions()...)
-	run, err := s.launch(ctx, c.owner, cp.ThreadID, cp.RunID, nw, &runlog.Cursor{Seq: cp.State.Seq}, func(rctx context.Context) iter.Seq2[runner.Event, error] {
-		return nw.svc.Resume(rctx, c.owner, cp.RunID, opts...)
+	run, err := s.launch(ctx, c.Owner, cp.ThreadID, cp.RunID, nw, &runlog.Cursor{Seq: cp.State.Seq}, func(rctx context.Context) iter.Seq2[runner.Event, error] {
+		return nw.svc.Resume(rctx, c.Owner, cp.RunID, opts...)
 	})
 	if err != nil {
 		return err
@@ -196,9 +196,12 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *caller) error
 // decisionsOf validates a decision body: known types (decline is taken for
 // reject), an edit's args a JSON object, bounded messages. It returns the
 // decisions of a run's interrupt.
-func decisionsOf(req *wire.Decision) ([]runner.Decision, error) {
+// Decisions are the decisions of a decision body (POST
+// /v1/interrupts/{id}/decision): one for every action ({"type"}), or one
+// per call ({"decisions": [...]}); a 400 [*Error] when it is not one.
+func Decisions(req *wire.Decision) ([]runner.Decision, error) {
 	if req.Type != "" && len(req.Decisions) > 0 {
-		return nil, badRequest("give either type (one decision for every action) or decisions (one per call), not both")
+		return nil, BadRequest("give either type (one decision for every action) or decisions (one per call), not both")
 	}
 	var in []wire.CallDecision
 	switch {
@@ -206,11 +209,11 @@ func decisionsOf(req *wire.Decision) ([]runner.Decision, error) {
 		in = []wire.CallDecision{{Type: req.Type, Args: req.Args, Message: req.Message}}
 	case len(req.Decisions) > 0:
 		if len(req.Decisions) > 100 {
-			return nil, badParam("decisions", "at most 100 decisions")
+			return nil, BadParam("decisions", "at most 100 decisions")
 		}
 		in = req.Decisions
 	default:
-		return nil, badParam("type", "a decision is required: type approve, edit (with args) or reject (with an optional message)")
+		return nil, BadParam("type", "a decision is required: type approve, edit (with args) or reject (with an optional message)")
 	}
 	out := make([]runner.Decision, 0, len(in))
 	for i, d := range in {
@@ -223,13 +226,13 @@ func decisionsOf(req *wire.Decision) ([]runner.Decision, error) {
 		case runner.DecisionEdit:
 			var obj map[string]json.RawMessage
 			if len(d.Args) == 0 || json.Unmarshal(d.Args, &obj) != nil || obj == nil {
-				return nil, badParam("args", "decision %d: an edit needs args, the edited tool arguments as a JSON object", i)
+				return nil, BadParam("args", "decision %d: an edit needs args, the edited tool arguments as a JSON object", i)
 			}
 		default:
-			return nil, badParam("type", "decision %d: type %q is not approve, edit or reject", i, d.Type)
+			return nil, BadParam("type", "decision %d: type %q is not approve, edit or reject", i, d.Type)
 		}
 		if len(d.Message) > 4096 {
-			return nil, badParam("message", "decision %d: message is longer than 4096 bytes", i)
+			return nil, BadParam("message", "decision %d: message is longer than 4096 bytes", i)
 		}
 		out = append(out, runner.Decision{Type: t, CallID: d.CallID, Args: d.Args, Message: d.Message})
 	}

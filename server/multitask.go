@@ -24,12 +24,12 @@ import (
 // queued (enqueue: 202 with the queued run; interrupt and rollback: the
 // busy run is stopped and the answer is the new run's, as for an ordinary
 // run, once it starts).
-func (s *Server) multitaskRun(w http.ResponseWriter, r *http.Request, c *caller, threadID, runID string, nw *network, req *wire.CreateRun, strat threads.Strategy, opts []runner.RunOption) error {
+func (s *Server) multitaskRun(w http.ResponseWriter, r *http.Request, c *Caller, threadID, runID string, nw *Network, req *wire.CreateRun, strat threads.Strategy, opts []runner.RunOption) error {
 	o := threads.TurnOptions{ThreadID: threadID, RunID: runID, Agent: req.Agent, Strategy: strat}
 	var sub *threads.Submission
 	for attempt := 0; ; attempt++ {
 		var err error
-		if sub, err = nw.svc.Submit(r.Context(), c.owner, req.Input, o); err != nil {
+		if sub, err = nw.svc.Submit(r.Context(), c.Owner, req.Input, o); err != nil {
 			return err
 		}
 		if sub.Queued {
@@ -37,18 +37,18 @@ func (s *Server) multitaskRun(w http.ResponseWriter, r *http.Request, c *caller,
 		}
 		// The thread was free: an ordinary run, unless another request
 		// took the thread meanwhile (then submit again).
-		err = s.ordinaryRun(w, r, c.owner, threadID, runID, nw, req, opts)
+		err = s.ordinaryRun(w, r, c.Owner, threadID, runID, nw, req, opts)
 		if attempt < 3 && isThreadBusy(err) {
 			continue
 		}
 		return err
 	}
-	run := s.queuedRun(c.owner, threadID, runID, nw)
+	run := s.queuedRun(c.Owner, threadID, runID, nw)
 	if strat == threads.Enqueue {
 		res := run.result()
 		res.Position = sub.Position
 		w.Header().Set("Location", res.EventsURL)
-		writeJSON(w, http.StatusAccepted, res)
+		WriteJSON(w, http.StatusAccepted, res)
 		return nil
 	}
 	if req.Stream {
@@ -58,7 +58,7 @@ func (s *Server) multitaskRun(w http.ResponseWriter, r *http.Request, c *caller,
 }
 
 // ordinaryRun runs a turn on a free thread, streamed or not.
-func (s *Server) ordinaryRun(w http.ResponseWriter, r *http.Request, owner, threadID, runID string, nw *network, req *wire.CreateRun, opts []runner.RunOption) error {
+func (s *Server) ordinaryRun(w http.ResponseWriter, r *http.Request, owner, threadID, runID string, nw *Network, req *wire.CreateRun, opts []runner.RunOption) error {
 	if req.Stream {
 		return s.streamTurn(w, r, owner, threadID, runID, nw, req.Input, opts)
 	}
@@ -73,15 +73,15 @@ func (s *Server) ordinaryRun(w http.ResponseWriter, r *http.Request, owner, thre
 // busy (nothing was answered yet).
 func isThreadBusy(err error) bool {
 	var busy *threads.BusyError
-	var ae *apiError
-	return errors.As(err, &busy) || errors.As(err, &ae) && ae.typ == wire.ErrThreadBusy
+	var ae *Error
+	return errors.As(err, &busy) || errors.As(err, &ae) && ae.Type == wire.ErrThreadBusy
 }
 
 // queuedRun returns the entry of a run waiting in a thread's queue: its
 // readers wait for its events. It is started by this process
 // (startQueued), or followed through the store once another process has
 // started it.
-func (s *Server) queuedRun(owner, threadID, runID string, nw *network) *runEntry {
+func (s *Server) queuedRun(owner, threadID, runID string, nw *Network) *Run {
 	run := s.reg.newRun(owner, threadID, runID, nw.name)
 	run.mu.Lock()
 	watch := !run.queued && !run.producing && run.log.Last() == (runlog.Cursor{}) && run.base == (runlog.Cursor{})
@@ -105,7 +105,7 @@ func (s *Server) queuedRun(owner, threadID, runID string, nw *network) *runEntry
 // events) or in another process (its first checkpoint appears: it is then
 // followed through the store). It gives up when nobody has read the run
 // for LogTTL.
-func (s *Server) watchQueued(run *runEntry) {
+func (s *Server) watchQueued(run *Run) {
 	t := time.NewTicker(s.cfg.FollowInterval)
 	defer t.Stop()
 	ctx := store.ContextWithOwner(s.runCtx, run.owner)
@@ -137,7 +137,7 @@ func (s *Server) watchQueued(run *runEntry) {
 // startQueued is the network's threads.Service.Start: it runs a queued
 // run in this process like a run of a request, once the thread's previous
 // run has left it.
-func (s *Server) startQueued(nw *network, owner, threadID string, q threads.Queued) {
+func (s *Server) startQueued(nw *Network, owner, threadID string, q threads.Queued) {
 	s.inflight.add()
 	go func() {
 		defer s.inflight.done()
@@ -164,7 +164,7 @@ func (s *Server) startQueued(nw *network, owner, threadID string, q threads.Queu
 }
 
 // withQueue makes s run the queued runs of nw's threads.
-func (s *Server) withQueue(nw *network) {
+func (s *Server) withQueue(nw *Network) {
 	nw.svc.Start = func(_ context.Context, owner, threadID string, q threads.Queued) {
 		if s.draining.Load() {
 			return // the queue is durable: a process that serves on starts it

@@ -171,7 +171,7 @@ func (s *Server) rebuildRun(ctx context.Context, owner, runID string, from runlo
 // appends
 // the events they imply, and the drafts, to the run's log, until the run is
 // final or waits for a decision, or nobody has read it for a minute.
-func (s *Server) follow(run *runEntry) {
+func (s *Server) follow(run *Run) {
 	run.mu.Lock()
 	if run.following || run.producing {
 		run.mu.Unlock()
@@ -279,7 +279,7 @@ func (s *Server) follow(run *runEntry) {
 
 // followOnce appends the events of the run's checkpoints written since the
 // last one followed. It reports whether the run stopped.
-func (s *Server) followOnce(ctx context.Context, run *runEntry, te *threadEntry) (bool, error) {
+func (s *Server) followOnce(ctx context.Context, run *Run, te *threadEntry) (bool, error) {
 	run.mu.Lock()
 	seen, from := run.followCP, run.followFrom
 	run.mu.Unlock()

@@ -20,7 +20,7 @@ type registry struct {
 	retain int
 
 	mu      sync.Mutex
-	runs    map[string]*runEntry
+	runs    map[string]*Run
 	threads map[string]*threadEntry
 
 	// listen starts listening for thread signals, once.
@@ -28,12 +28,12 @@ type registry struct {
 }
 
 func newRegistry(lim runlog.Limits, ttl time.Duration) *registry {
-	return &registry{lim: lim, ttl: ttl, retain: maxRetained, runs: map[string]*runEntry{}, threads: map[string]*threadEntry{}}
+	return &registry{lim: lim, ttl: ttl, retain: maxRetained, runs: map[string]*Run{}, threads: map[string]*threadEntry{}}
 }
 
-// runEntry is a run known to this process: its event log and what its
-// events said so far.
-type runEntry struct {
+// Run is a run known to this process: its event log and what its events
+// said so far. Adapters read it through its methods and [Core.Events].
+type Run struct {
 	id, owner, threadID, network string
 	log                          *runlog.Log
 
@@ -70,7 +70,7 @@ type runEntry struct {
 	lastRead   time.Time
 }
 
-func (r *runEntry) addReader(d int) {
+func (r *Run) addReader(d int) {
 	r.mu.Lock()
 	r.readers += d
 	r.lastRead = time.Now()
@@ -78,7 +78,7 @@ func (r *runEntry) addReader(d int) {
 }
 
 // observe records what an event says about the run.
-func (r *runEntry) observe(ev runner.Event) {
+func (r *Run) observe(ev runner.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch e := ev.(type) {
@@ -102,19 +102,19 @@ func (r *runEntry) observe(ev runner.Event) {
 	}
 }
 
-func (r *runEntry) result() wire.Run {
+func (r *Run) result() wire.Run {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := r.res
 	out.ID, out.Object, out.ThreadID, out.Network = r.id, "thread.run", r.threadID, r.network
-	out.EventsURL = eventsURL(r.threadID, r.id)
+	out.EventsURL = EventsURL(r.threadID, r.id)
 	if out.Status == "" {
 		out.Status = string(runstate.StatusRunning)
 	}
 	return out
 }
 
-func eventsURL(threadID, runID string) string {
+func EventsURL(threadID, runID string) string {
 	return "/v1/threads/" + threadID + "/runs/" + runID + "/events"
 }
 
@@ -143,8 +143,8 @@ type threadEntry struct {
 	// parked are the thread's streams waiting for its next change, with
 	// no goroutine of their own (threadStream.park); a change wakes them.
 	parked  []*threadStream
-	network string    // the thread's network, once read
-	active  *runEntry // the run this process executes on the thread
+	network string // the thread's network, once read
+	active  *Run   // the run this process executes on the thread
 	subs    int
 	touched time.Time
 	// poked is closed when a signal says a checkpoint of a run on the
@@ -351,7 +351,7 @@ func (g *registry) eachThread(f func(*threadEntry)) {
 }
 
 // run returns the entry of a run of owner, or nil.
-func (g *registry) run(owner, id string) *runEntry {
+func (g *registry) run(owner, id string) *Run {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r := g.runs[id]
@@ -362,19 +362,19 @@ func (g *registry) run(owner, id string) *runEntry {
 }
 
 // newRun registers a run, or returns the entry it has.
-func (g *registry) newRun(owner, threadID, runID, net string) *runEntry {
+func (g *registry) newRun(owner, threadID, runID, net string) *Run {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if r := g.runs[runID]; r != nil && r.owner == owner {
 		return r
 	}
-	r := &runEntry{id: runID, owner: owner, threadID: threadID, network: net, log: runlog.New(g.lim), started: make(chan struct{})}
+	r := &Run{id: runID, owner: owner, threadID: threadID, network: net, log: runlog.New(g.lim), started: make(chan struct{})}
 	g.runs[runID] = r
 	return r
 }
 
 // forget drops a run that never started.
-func (g *registry) forget(r *runEntry) {
+func (g *registry) forget(r *Run) {
 	g.mu.Lock()
 	if g.runs[r.id] == r {
 		delete(g.runs, r.id)

@@ -12,7 +12,7 @@ func TestRegistrySweep(t *testing.T) {
 	g := newRegistry(runlog.Limits{}, time.Minute)
 	g.retain = 2
 	now := time.Now()
-	var runs []*runEntry
+	var runs []*Run
 	for i := range 5 {
 		r := g.newRun("o", "t", "run"+string(rune('a'+i)), "n")
 		runs = append(runs, r)
@@ -55,7 +55,7 @@ func TestRegistrySweep(t *testing.T) {
 func TestSecondStartKeepsTheLogClosed(t *testing.T) {
 	t.Parallel()
 	s := &Server{reg: newRegistry(runlog.Limits{}, time.Minute)}
-	nw := &network{name: "n"}
+	nw := &Network{name: "n"}
 	run := s.reg.newRun("o", "t", "r", "n")
 	run.queued = true
 	_, te, _, err := s.register("o", "t", "r", nw, nil)

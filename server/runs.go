@@ -22,9 +22,9 @@ import (
 	"github.com/batonhq/baton/threads"
 )
 
-func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	var req wire.CreateRun
-	if err := decodeJSON(r, &req, true); err != nil {
+	if err := DecodeJSON(r, &req, true); err != nil {
 		return err
 	}
 	r, cancel := s.withTimeout(r, req.Stream)
@@ -38,12 +38,12 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *caller) er
 	}
 	if req.Agent != "" {
 		if _, ok := nw.net.Agent(req.Agent); !ok {
-			return badParam("agent", "network %s has no agent %q", nw.name, req.Agent)
+			return BadParam("agent", "network %s has no agent %q", nw.name, req.Agent)
 		}
 	}
 	strat, err := threads.ParseStrategy(req.MultitaskStrategy)
 	if err != nil {
-		return badParam("multitask_strategy", "multitask_strategy %q is not one of reject, enqueue, interrupt, rollback", req.MultitaskStrategy)
+		return BadParam("multitask_strategy", "multitask_strategy %q is not one of reject, enqueue, interrupt, rollback", req.MultitaskStrategy)
 	}
 	var opts []runner.RunOption
 	if req.Agent != "" {
@@ -52,7 +52,7 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *caller) er
 	if strat != threads.Reject {
 		return s.multitaskRun(w, r, c, th.ID, runstate.NewRunID(), nw, &req, strat, opts)
 	}
-	return s.ordinaryRun(w, r, c.owner, th.ID, runstate.NewRunID(), nw, &req, opts)
+	return s.ordinaryRun(w, r, c.Owner, th.ID, runstate.NewRunID(), nw, &req, opts)
 }
 
 // withTimeout bounds a request that turned out not to be a stream (its
@@ -69,23 +69,23 @@ func (s *Server) withTimeout(r *http.Request, stream bool) (*http.Request, conte
 func (s *Server) checkInput(input string) error {
 	switch {
 	case strings.TrimSpace(input) == "":
-		return badParam("input", "input is required: the user's message, a non-empty string")
+		return BadParam("input", "input is required: the user's message, a non-empty string")
 	case len(input) > s.cfg.MaxInputBytes:
-		return badParam("input", "input is %d bytes, more than the limit of %d", len(input), s.cfg.MaxInputBytes)
+		return BadParam("input", "input is %d bytes, more than the limit of %d", len(input), s.cfg.MaxInputBytes)
 	case !utf8.ValidString(input):
-		return badParam("input", "input is not valid UTF-8")
+		return BadParam("input", "input is not valid UTF-8")
 	}
 	return nil
 }
 
 // thread returns a thread of the caller; another owner's is 404.
-func (s *Server) thread(ctx context.Context, c *caller, id string) (*store.Thread, error) {
+func (s *Server) thread(ctx context.Context, c *Caller, id string) (*store.Thread, error) {
 	if id == "" || len(id) > 128 {
-		return nil, notFound("thread", id)
+		return nil, NotFound("thread", id)
 	}
-	th, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: c.owner, ID: id})
+	th, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: c.Owner, ID: id})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound("thread", id)
+		return nil, NotFound("thread", id)
 	}
 	return th, err
 }
@@ -93,10 +93,10 @@ func (s *Server) thread(ctx context.Context, c *caller, id string) (*store.Threa
 // threadForRun returns a thread of the caller and its network, from the
 // registry when this process has seen the thread (a thread's network never
 // changes and threads are not deleted), else from the store.
-func (s *Server) threadForRun(ctx context.Context, c *caller, id string) (*store.Thread, *network, error) {
-	if netName := s.reg.network(c.owner, id); netName != "" {
+func (s *Server) threadForRun(ctx context.Context, c *Caller, id string) (*store.Thread, *Network, error) {
+	if netName := s.reg.network(c.Owner, id); netName != "" {
 		if nw, ok := s.nets[netName]; ok {
-			return &store.Thread{ID: id, OwnerID: c.owner, Network: netName}, nw, nil
+			return &store.Thread{ID: id, OwnerID: c.Owner, Network: netName}, nw, nil
 		}
 	}
 	th, err := s.thread(ctx, c, id)
@@ -107,14 +107,14 @@ func (s *Server) threadForRun(ctx context.Context, c *caller, id string) (*store
 	if err != nil {
 		return nil, nil, err
 	}
-	s.reg.thread(c.owner, th.ID).setNetwork(th.Network)
+	s.reg.thread(c.Owner, th.ID).setNetwork(th.Network)
 	return th, nw, nil
 }
 
-func (s *Server) threadNetwork(th *store.Thread) (*network, error) {
+func (s *Server) threadNetwork(th *store.Thread) (*Network, error) {
 	nw, ok := s.nets[th.Network]
 	if !ok {
-		return nil, errorf(http.StatusConflict, "network_unavailable", "thread %s belongs to network %q, which this server does not run", th.ID, th.Network)
+		return nil, Errorf(http.StatusConflict, "network_unavailable", "thread %s belongs to network %q, which this server does not run", th.ID, th.Network)
 	}
 	return nw, nil
 }
@@ -122,7 +122,7 @@ func (s *Server) threadNetwork(th *store.Thread) (*network, error) {
 // startTurn starts a user turn on a thread in a goroutine of the server and
 // returns once its first event (or the error that kept it from starting)
 // is known.
-func (s *Server) startTurn(ctx context.Context, owner, threadID, runID string, nw *network, input string, opts []runner.RunOption) (*runEntry, error) {
+func (s *Server) startTurn(ctx context.Context, owner, threadID, runID string, nw *Network, input string, opts []runner.RunOption) (*Run, error) {
 	opts = append(nw.inlineOptions(), opts...)
 	return s.launch(ctx, owner, threadID, runID, nw, nil, func(ctx context.Context) iter.Seq2[runner.Event, error] {
 		return nw.svc.Turn(ctx, owner, input, threads.TurnOptions{ThreadID: threadID, RunID: runID, RunOptions: opts})
@@ -134,7 +134,7 @@ func (s *Server) startTurn(ctx context.Context, owner, threadID, runID string, n
 // that kept it from starting) is known. resumeAt, for a resumed run, is the
 // seq of the checkpoint it resumes from: its events before are in the
 // store.
-func (s *Server) launch(ctx context.Context, owner, threadID, runID string, nw *network, resumeAt *runlog.Cursor, events func(context.Context) iter.Seq2[runner.Event, error]) (*runEntry, error) {
+func (s *Server) launch(ctx context.Context, owner, threadID, runID string, nw *Network, resumeAt *runlog.Cursor, events func(context.Context) iter.Seq2[runner.Event, error]) (*Run, error) {
 	run, te, started, err := s.register(owner, threadID, runID, nw, resumeAt)
 	if err != nil {
 		return nil, err
@@ -159,16 +159,16 @@ func (s *Server) launch(ctx context.Context, owner, threadID, runID string, nw *
 }
 
 // register makes a run the thread's active run in this process.
-func (s *Server) register(owner, threadID, runID string, nw *network, resumeAt *runlog.Cursor) (*runEntry, *threadEntry, chan struct{}, error) {
+func (s *Server) register(owner, threadID, runID string, nw *Network, resumeAt *runlog.Cursor) (*Run, *threadEntry, chan struct{}, error) {
 	if s.draining.Load() {
-		return nil, nil, nil, errShuttingDown
+		return nil, nil, nil, ErrShuttingDown
 	}
 	te := s.reg.thread(owner, threadID)
 	te.mu.Lock()
 	if a := te.active; a != nil {
 		te.mu.Unlock()
-		e := errorf(http.StatusConflict, wire.ErrThreadBusy, "thread %s has a run in progress (%s): wait for it to end, or follow it at %s", threadID, a.id, eventsURL(threadID, a.id))
-		e.param = a.id
+		e := Errorf(http.StatusConflict, wire.ErrThreadBusy, "thread %s has a run in progress (%s): wait for it to end, or follow it at %s", threadID, a.id, EventsURL(threadID, a.id))
+		e.Param = a.id
 		return nil, nil, nil, e
 	}
 	run := s.reg.newRun(owner, threadID, runID, nw.name)
@@ -176,7 +176,7 @@ func (s *Server) register(owner, threadID, runID string, nw *network, resumeAt *
 	if run.producing {
 		run.mu.Unlock()
 		te.mu.Unlock()
-		return nil, nil, nil, errorf(http.StatusConflict, wire.ErrConflict, "run %s is in progress", runID)
+		return nil, nil, nil, Errorf(http.StatusConflict, wire.ErrConflict, "run %s is in progress", runID)
 	}
 	run.producing = true
 	if resumeAt != nil {
@@ -212,7 +212,7 @@ func (s *Server) register(owner, threadID, runID string, nw *network, resumeAt *
 // its hand-over to the background); other clients follow it through its
 // log. After a hand-over the handler follows the worker's progress like
 // any reader.
-func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, owner, threadID, runID string, nw *network, input string, opts []runner.RunOption) error {
+func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, owner, threadID, runID string, nw *Network, input string, opts []runner.RunOption) error {
 	if !s.acquireStream(r.Context()) {
 		return s.tooManyStreams()
 	}
@@ -233,7 +233,7 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, owner, threa
 	run.mu.Unlock()
 	if c.sw == nil {
 		if startErr == nil {
-			startErr = errorf(http.StatusInternalServerError, wire.ErrInternal, "the run ended without events")
+			startErr = Errorf(http.StatusInternalServerError, wire.ErrInternal, "the run ended without events")
 		}
 		return startErr
 	}
@@ -250,7 +250,7 @@ type inlineClient struct {
 	s   *Server
 	r   *http.Request
 	w   http.ResponseWriter
-	run *runEntry
+	run *Run
 
 	mu   sync.Mutex
 	sw   *sse.Writer
@@ -285,7 +285,7 @@ func (c *inlineClient) onEvent() {
 	rd := c.run.log.Since(c.cur, 0, c.buf[:0])
 	for i := range rd.Entries {
 		e := &rd.Entries[i]
-		if queue(c.sw, sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}) != nil {
+		if c.sw.Put(sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}) != nil {
 			c.gone = true
 			return
 		}
@@ -334,7 +334,7 @@ func (c *inlineClient) stop() bool {
 // run's, and are not published, and its log stays open, so that its
 // readers get a shutdown event (followLog) and reconnect elsewhere with
 // Last-Event-ID.
-func (s *Server) drive(run *runEntry, te *threadEntry, nw *network, events iter.Seq2[runner.Event, error], onEvent func()) {
+func (s *Server) drive(run *Run, te *threadEntry, nw *Network, events iter.Seq2[runner.Event, error], onEvent func()) {
 	started := false
 	var runErr error
 	status := ""
@@ -437,14 +437,14 @@ func endsInFailure(ev runner.Event) bool {
 }
 
 // finish closes a run's log with its status and frees its thread.
-func (s *Server) finish(run *runEntry, te *threadEntry, status string) {
+func (s *Server) finish(run *Run, te *threadEntry, status string) {
 	release(run, te)
 	run.log.Close(status)
 }
 
 // release records that this process no longer produces run, and frees its
 // thread.
-func release(run *runEntry, te *threadEntry) {
+func release(run *Run, te *threadEntry) {
 	run.mu.Lock()
 	run.producing = false
 	run.mu.Unlock()
@@ -458,7 +458,7 @@ func release(run *runEntry, te *threadEntry) {
 // publish appends an event to the run's log and returns its cursor there,
 // the cursor of the run's event before it, and its JSON (nil if it could
 // not be encoded).
-func (s *Server) publish(run *runEntry, ev runner.Event) (at, prev runlog.Cursor, data []byte) {
+func (s *Server) publish(run *Run, ev runner.Event) (at, prev runlog.Cursor, data []byte) {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		s.log.Error("encode event", "run_id", run.id, "error", err)
@@ -474,7 +474,7 @@ func (s *Server) publish(run *runEntry, ev runner.Event) (at, prev runlog.Cursor
 // once per run, after the run stream got the event: its first checkpoint,
 // which wrote the run's first message, is committed before its first
 // event).
-func (s *Server) publishThread(run *runEntry, te *threadEntry, at, prev runlog.Cursor, typ string, data []byte) {
+func (s *Server) publishThread(run *Run, te *threadEntry, at, prev runlog.Cursor, typ string, data []byte) {
 	if data == nil {
 		return
 	}
@@ -501,7 +501,7 @@ func (s *Server) publishThread(run *runEntry, te *threadEntry, at, prev runlog.C
 // time). It is read once per run; 0 if it cannot be read (the run's thread
 // events are then left out of the thread's log, and its readers get them
 // from the store).
-func (s *Server) runPos(ctx context.Context, run *runEntry) int {
+func (s *Server) runPos(ctx context.Context, run *Run) int {
 	run.mu.Lock()
 	pos := run.pos
 	run.mu.Unlock()
@@ -531,7 +531,7 @@ func (s *Server) runPos(ctx context.Context, run *runEntry) int {
 // event before it that is not a delta (or its base). Drafts take Ver ids
 // after the event they follow, which the next event comes after: they
 // shift no id, in the run's stream nor in the thread's.
-func (s *Server) appendRun(run *runEntry, typ string, at runlog.Cursor, data []byte) (runlog.Cursor, runlog.Cursor) {
+func (s *Server) appendRun(run *Run, typ string, at runlog.Cursor, data []byte) (runlog.Cursor, runlog.Cursor) {
 	run.mu.Lock()
 	last := run.lastEv
 	if last.Less(run.base) {
@@ -565,7 +565,7 @@ func isDelta(typ string) bool {
 
 // continueRun follows a run handed to a background worker: its log stays
 // open for the worker's progress, read from the store and the draft broker.
-func (s *Server) continueRun(run *runEntry, te *threadEntry) {
+func (s *Server) continueRun(run *Run, te *threadEntry) {
 	release(run, te)
 	s.follow(run)
 }
@@ -575,7 +575,7 @@ func (s *Server) continueRun(run *runEntry, te *threadEntry) {
 // process died (its lease expired) is adopted now, rather than at the
 // adopters' next round, and handed to a worker; a run in the background is
 // followed through the store, so that the thread's streams show it.
-func (s *Server) recoverBusy(err error, owner string, nw *network) {
+func (s *Server) recoverBusy(err error, owner string, nw *Network) {
 	var busy *threads.BusyError
 	if !errors.As(err, &busy) || busy.Status == runstate.StatusInterrupted || s.draining.Load() {
 		return
@@ -598,7 +598,7 @@ func (s *Server) recoverBusy(err error, owner string, nw *network) {
 
 // streamRun streams a run's events after from as SSE until the run is
 // final, or waits for a decision, or the client goes.
-func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *runEntry, from runlog.Cursor) error {
+func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *Run, from runlog.Cursor) error {
 	if !s.acquireStream(r.Context()) {
 		return s.tooManyStreams()
 	}
@@ -614,7 +614,7 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *runEntry
 
 // followLog writes a run's events after cur from its log (and the store,
 // for events no longer in the log) until the log is closed.
-func (s *Server) followLog(r *http.Request, sw *sse.Writer, run *runEntry, cur runlog.Cursor) error {
+func (s *Server) followLog(r *http.Request, sw *sse.Writer, run *Run, cur runlog.Cursor) error {
 	var err error
 	run.mu.Lock()
 	base := run.base
@@ -671,18 +671,6 @@ func prev(c runlog.Cursor) runlog.Cursor {
 	return runlog.Cursor{Seq: c.Seq - 1, Sub: 1 << 30, Ver: 1 << 30}
 }
 
-// queue frames an event, flushing first when the client's buffer is full.
-func queue(sw *sse.Writer, ev sse.Event) error {
-	err := sw.Queue(ev)
-	if errors.Is(err, sse.ErrSlowClient) {
-		if err := sw.Flush(); err != nil {
-			return err
-		}
-		err = sw.Queue(ev)
-	}
-	return err
-}
-
 // sendEntries writes the entries after cur and, when there are any, flushes
 // them and resets the heartbeat timer hb; it returns the cursor reached.
 func (s *Server) sendEntries(sw *sse.Writer, hb *time.Timer, entries []runlog.Entry, cur runlog.Cursor) (runlog.Cursor, error) {
@@ -691,7 +679,7 @@ func (s *Server) sendEntries(sw *sse.Writer, hb *time.Timer, entries []runlog.En
 		if !cur.Less(e.At) {
 			continue
 		}
-		if err := queue(sw, sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}); err != nil {
+		if err := sw.Put(sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}); err != nil {
 			return cur, err
 		}
 		cur = e.At
@@ -712,7 +700,7 @@ func resetTimer(t *time.Timer, d time.Duration) {
 
 // sendRebuilt sends the events in (from, upto] rebuilt from the run's
 // checkpoints, and returns the cursor reached.
-func (s *Server) sendRebuilt(ctx context.Context, sw *sse.Writer, run *runEntry, from, upto runlog.Cursor) (runlog.Cursor, error) {
+func (s *Server) sendRebuilt(ctx context.Context, sw *sse.Writer, run *Run, from, upto runlog.Cursor) (runlog.Cursor, error) {
 	entries, err := s.rebuild(ctx, run.owner, run.id, from)
 	if err != nil {
 		s.log.Warn("rebuild events from the store", "run_id", run.id, "error", err)
@@ -722,7 +710,7 @@ func (s *Server) sendRebuilt(ctx context.Context, sw *sse.Writer, run *runEntry,
 		if !from.Less(e.At) || upto.Less(e.At) {
 			continue
 		}
-		if err := queue(sw, sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}); err != nil {
+		if err := sw.Put(sse.Event{ID: e.At.String(), Type: e.Type, Data: e.Data}); err != nil {
 			return from, err
 		}
 		from = e.At
@@ -755,14 +743,14 @@ func (s *Server) releaseStream(ctx context.Context) {
 }
 
 func (s *Server) tooManyStreams() error {
-	e := errorf(http.StatusServiceUnavailable, wire.ErrOverloaded, "too many open streams (limit %d); retry shortly", s.cfg.MaxStreams)
-	e.retry = 1
+	e := Errorf(http.StatusServiceUnavailable, wire.ErrOverloaded, "too many open streams (limit %d); retry shortly", s.cfg.MaxStreams)
+	e.RetryAfter = 1
 	return e
 }
 
 // waitRun answers with the run's result once it is final or waits for a
 // decision; past the request timeout, with 202 and its state so far.
-func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, run *runEntry) error {
+func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, run *Run) error {
 	var cur runlog.Cursor
 	for {
 		rd := run.log.Since(cur, 0, nil)
@@ -770,7 +758,7 @@ func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, run *runEntry) 
 			cur = rd.Entries[n-1].At
 		}
 		if rd.Done {
-			writeJSON(w, http.StatusOK, run.result())
+			WriteJSON(w, http.StatusOK, run.result())
 			return nil
 		}
 		select {
@@ -778,12 +766,12 @@ func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, run *runEntry) 
 		case <-s.runCtx.Done():
 			// Shut down before the run's end: it goes on in another
 			// process (a run cut here was handed to River).
-			w.Header().Set("Location", eventsURL(run.threadID, run.id))
-			writeJSON(w, http.StatusAccepted, run.result())
+			w.Header().Set("Location", EventsURL(run.threadID, run.id))
+			WriteJSON(w, http.StatusAccepted, run.result())
 			return nil
 		case <-r.Context().Done():
-			w.Header().Set("Location", eventsURL(run.threadID, run.id))
-			writeJSON(w, http.StatusAccepted, run.result())
+			w.Header().Set("Location", EventsURL(run.threadID, run.id))
+			WriteJSON(w, http.StatusAccepted, run.result())
 			return nil
 		}
 	}
@@ -792,45 +780,45 @@ func (s *Server) waitRun(w http.ResponseWriter, r *http.Request, run *runEntry) 
 // runOf returns the run of the caller that the request's path names
 // ({id}, {run_id}): from memory, or adopted from the store (its events
 // rebuilt from its checkpoints).
-func (s *Server) runOf(r *http.Request, c *caller) (*runEntry, error) {
+func (s *Server) runOf(r *http.Request, c *Caller) (*Run, error) {
 	ctx, runID := r.Context(), r.PathValue("run_id")
 	th, err := s.thread(ctx, c, r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	if run := s.reg.run(c.owner, runID); run != nil {
+	if run := s.reg.run(c.Owner, runID); run != nil {
 		if run.threadID != th.ID {
-			return nil, notFound("run", runID)
+			return nil, NotFound("run", runID)
 		}
 		return s.current(ctx, run), nil
 	}
 	if runID == "" || len(runID) > 128 {
-		return nil, notFound("run", runID)
+		return nil, NotFound("run", runID)
 	}
-	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, RunID: runID})
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.Owner, RunID: runID})
 	if errors.Is(err, store.ErrNotFound) {
 		// A run waiting in the thread's queue: its readers wait for it.
 		for _, q := range threads.QueueOf(th) {
 			if nw, ok := s.nets[th.Network]; ok && q.RunID == runID {
-				go nw.svc.Kick(s.runCtx, c.owner, th.ID) // in case the kick that starts it was lost
-				return s.queuedRun(c.owner, th.ID, runID, nw), nil
+				go nw.svc.Kick(s.runCtx, c.Owner, th.ID) // in case the kick that starts it was lost
+				return s.queuedRun(c.Owner, th.ID, runID, nw), nil
 			}
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) || err == nil && cp.ThreadID != th.ID {
-		return nil, notFound("run", runID)
+		return nil, NotFound("run", runID)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return s.stored(c.owner, cp), nil
+	return s.stored(c.Owner, cp), nil
 }
 
 // stored returns the entry of a run this process does not execute, made
 // from its latest checkpoint cp if the process had none: its earlier events
 // are rebuilt from the store when read, and an unfinished run is followed
 // through the store.
-func (s *Server) stored(owner string, cp *store.Checkpoint) *runEntry {
+func (s *Server) stored(owner string, cp *store.Checkpoint) *Run {
 	run := s.reg.newRun(owner, cp.ThreadID, cp.RunID, cp.State.Network)
 	isFresh := func() bool {
 		return run.log.Last() == (runlog.Cursor{}) && run.base == (runlog.Cursor{}) && !run.producing && run.followCP == ""
@@ -880,10 +868,10 @@ func runFromState(st *runstate.State) wire.Run {
 }
 
 // runEvents resumes a run's event stream after Last-Event-ID.
-func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	from, err := runlog.ParseCursor(lastEventID(r))
 	if err != nil {
-		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want N, N.M or N.M.V)", lastEventID(r))
+		return BadParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want N, N.M or N.M.V)", lastEventID(r))
 	}
 	run, err := s.runOf(r, c)
 	if err != nil {
@@ -892,18 +880,18 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, c *caller) er
 	return s.streamRun(w, r, run, from)
 }
 
-func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	run, err := s.runOf(r, c)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.resultNow(r.Context(), run))
+	WriteJSON(w, http.StatusOK, s.resultNow(r.Context(), run))
 	return nil
 }
 
 // inlineOptions are the options of runs started by a request: the
 // background boundary and its fallback (a failed hand-over answers without
 // the slow tools instead of failing).
-func (nw *network) inlineOptions() []runner.RunOption {
+func (nw *Network) inlineOptions() []runner.RunOption {
 	return nw.cont.RunOptions()
 }

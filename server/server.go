@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -80,6 +82,10 @@ type Config struct {
 	KeyCacheTTL time.Duration
 	// NoUI turns the web UI off.
 	NoUI bool
+	// Protocols are the wire protocols served beside baton's own API, each
+	// mounted once on the server's core (OpenAI's, AG-UI, A2A …: see the
+	// packages under server/). None by default.
+	Protocols []Protocol
 }
 
 // Server is baton's HTTP API. It is an http.Handler, safe for concurrent
@@ -89,9 +95,9 @@ type Server struct {
 	st   store.Store
 	log  *slog.Logger
 	tel  *telemetry.Telemetry
-	nets map[string]*network
+	nets map[string]*Network
 	// netList is the networks in name order.
-	netList []*network
+	netList []*Network
 	mux     *http.ServeMux
 	keys    *keyCache
 	limiter *rateLimiter
@@ -119,9 +125,9 @@ type Server struct {
 	janitor  chan struct{}
 }
 
-// network is a served network. sum is nil when the network declares no
+// Network is a served network. sum is nil when the network declares no
 // summary model: its threads cannot be handed off.
-type network struct {
+type Network struct {
 	name string
 	net  *agent.Network
 	svc  *threads.Service
@@ -136,7 +142,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("server: Config.Service is required")
 	}
 	setDefaults(&cfg)
-	s := &Server{cfg: cfg, st: cfg.Service.Store(), log: cfg.Logger, tel: cfg.Telemetry, nets: map[string]*network{},
+	s := &Server{cfg: cfg, st: cfg.Service.Store(), log: cfg.Logger, tel: cfg.Telemetry, nets: map[string]*Network{},
 		keys: &keyCache{ttl: cfg.KeyCacheTTL, m: map[string]keyEntry{}}, limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst),
 		drain: make(chan struct{}), janitor: make(chan struct{}), drafts: BrokerDrafts(cfg.Service.Broker())}
 	s.reg = newRegistry(runlog.Limits{MaxEvents: cfg.LogEvents, MaxBytes: cfg.LogBytes}, cfg.LogTTL)
@@ -184,7 +190,7 @@ func setDefaults(cfg *Config) {
 }
 
 // newNetwork returns the served form of a network of the service.
-func newNetwork(n *service.Network) *network {
+func newNetwork(n *service.Network) *Network {
 	name := n.Name()
 	w := wire.Network{Object: "network", Name: name, Fingerprint: n.Network.Fingerprint(), Entry: n.Network.Entry(), ThreadHandoff: n.Summary != nil}
 	for _, a := range n.Network.Agents() {
@@ -194,22 +200,12 @@ func newNetwork(n *service.Network) *network {
 		}
 		w.Agents = append(w.Agents, wa)
 	}
-	nw := &network{name: name, net: n.Network, svc: n.Threads, cont: n.Continuation, wire: w}
+	nw := &Network{name: name, net: n.Network, svc: n.Threads, cont: n.Continuation, wire: w}
 	if n.Summary != nil {
 		nw.sum = n.ThreadHandoff
 	}
 	return nw
 }
-
-// handlerFunc is an API handler: it returns an error to answer with.
-type handlerFunc func(w http.ResponseWriter, r *http.Request, c *caller) error
-
-// route options.
-const (
-	public    = 1 << iota // no API key
-	streaming             // no request timeout: the handler bounds itself
-	openAI                // OpenAI's API: its error types and codes
-)
 
 func (s *Server) routes() {
 	mux := http.NewServeMux()
@@ -219,28 +215,22 @@ func (s *Server) routes() {
 	if s.tel != nil {
 		mux.Handle("GET /metrics", s.tel.MetricsHandler())
 	}
-	s.handle("GET /v1/networks", 0, s.listNetworks)
-	s.handle("GET /v1/models", openAI, s.listModels)
-	s.handle("GET /v1/models/{id}", openAI, s.getModel)
-	s.handle("POST /v1/threads", 0, s.createThread)
-	s.handle("GET /v1/threads", 0, s.listThreads)
-	s.handle("GET /v1/threads/{id}", 0, s.getThread)
-	s.handle("GET /v1/threads/{id}/messages", 0, s.listMessages)
-	s.handle("POST /v1/threads/{id}/runs", streaming, s.createRun)
-	s.handle("GET /v1/threads/{id}/runs/{run_id}", 0, s.getRun)
-	s.handle("GET /v1/threads/{id}/runs/{run_id}/events", streaming, s.runEvents)
-	s.handle("POST /v1/threads/{id}/runs/{run_id}/cancel", 0, s.cancelRun)
-	s.handle("GET /v1/threads/{id}/events", streaming, s.threadEvents)
-	s.handle("POST /v1/threads/{id}/handoff", 0, s.threadHandoff)
-	s.handle("GET /v1/interrupts/{id}", 0, s.getInterrupt)
-	s.handle("POST /v1/interrupts/{id}/decision", streaming, s.decide)
-	s.handle("POST /v1/chat/completions", streaming|openAI, s.chatCompletions)
-	s.handle("POST /v1/responses", streaming|openAI, s.responses)
-	s.handle("GET /a2a/{network}/.well-known/agent-card.json", public, s.a2aCard)
-	s.handle("POST /a2a/{network}", streaming, s.a2aRPC)
-	s.handle("POST /v1/agui/{network}", streaming, s.aguiRun)
-	if len(s.netList) == 1 {
-		s.handle("GET /.well-known/agent-card.json", public, s.a2aCard)
+	stream := Route{Streaming: true}
+	s.Handle("GET /v1/networks", Route{}, s.listNetworks)
+	s.Handle("POST /v1/threads", Route{}, s.createThread)
+	s.Handle("GET /v1/threads", Route{}, s.listThreads)
+	s.Handle("GET /v1/threads/{id}", Route{}, s.getThread)
+	s.Handle("GET /v1/threads/{id}/messages", Route{}, s.listMessages)
+	s.Handle("POST /v1/threads/{id}/runs", stream, s.createRun)
+	s.Handle("GET /v1/threads/{id}/runs/{run_id}", Route{}, s.getRun)
+	s.Handle("GET /v1/threads/{id}/runs/{run_id}/events", stream, s.runEvents)
+	s.Handle("POST /v1/threads/{id}/runs/{run_id}/cancel", Route{}, s.cancelRun)
+	s.Handle("GET /v1/threads/{id}/events", stream, s.threadEvents)
+	s.Handle("POST /v1/threads/{id}/handoff", Route{}, s.threadHandoff)
+	s.Handle("GET /v1/interrupts/{id}", Route{}, s.getInterrupt)
+	s.Handle("POST /v1/interrupts/{id}/decision", stream, s.decide)
+	for _, p := range s.cfg.Protocols {
+		p.Mount(s)
 	}
 	if !s.cfg.NoUI {
 		ui := webui.Handler()
@@ -250,24 +240,27 @@ func (s *Server) routes() {
 	}
 }
 
-// handle registers an API route: authentication, rate limit, body limit
-// and (unless streaming) the request timeout around h.
-func (s *Server) handle(pattern string, opts int, h handlerFunc) {
+// Handle registers a route: authentication, rate limit, body limit and
+// (unless streaming) the request timeout around h.
+func (s *Server) Handle(pattern string, rt Route, h Handler) {
 	writeError := s.writeError
-	if opts&openAI != 0 {
-		writeError = s.writeOpenAIError
+	if rt.ErrorBody != nil {
+		writeError = func(w http.ResponseWriter, r *http.Request, err error) {
+			ae := Classify(err)
+			s.writeBody(w, r, err, ae, rt.ErrorBody(ae))
+		}
 	}
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-		var c *caller
-		if opts&public == 0 {
+		var c *Caller
+		if !rt.Public {
 			var err error
 			if c, err = s.authenticate(r); err != nil {
 				writeError(w, r, err)
 				return
 			}
-			if ok, wait := s.limiter.allow(c.keyID, time.Now()); !ok {
-				e := errorf(http.StatusTooManyRequests, wire.ErrRateLimited, "rate limit of %g requests per second exceeded; retry in %s", s.cfg.RateLimit, wait.Round(time.Millisecond))
-				e.retry = int(math.Ceil(wait.Seconds()))
+			if ok, wait := s.limiter.allow(c.KeyID, time.Now()); !ok {
+				e := Errorf(http.StatusTooManyRequests, wire.ErrRateLimited, "rate limit of %g requests per second exceeded; retry in %s", s.cfg.RateLimit, wait.Round(time.Millisecond))
+				e.RetryAfter = int(math.Ceil(wait.Seconds()))
 				writeError(w, r, e)
 				return
 			}
@@ -276,14 +269,14 @@ func (s *Server) handle(pattern string, opts int, h handlerFunc) {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		}
-		if opts&streaming == 0 {
+		if !rt.Streaming {
 			ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 			defer cancel()
 			r = r.WithContext(ctx)
 		}
 		if err := h(w, r, c); err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil {
-				err = errorf(http.StatusGatewayTimeout, wire.ErrTimeout, "the request took longer than %s", s.cfg.RequestTimeout)
+				err = Errorf(http.StatusGatewayTimeout, wire.ErrTimeout, "the request took longer than %s", s.cfg.RequestTimeout)
 			}
 			writeError(w, r, err)
 		}
@@ -304,14 +297,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(probe, r)
 	if probe.status == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", probe.header.Get("Allow"))
-		s.writeError(w, r, errorf(http.StatusMethodNotAllowed, wire.ErrInvalidRequest, "method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, probe.header.Get("Allow")))
+		s.writeError(w, r, Errorf(http.StatusMethodNotAllowed, wire.ErrInvalidRequest, "method %s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, probe.header.Get("Allow")))
 		return
 	}
 	if probe.status >= 300 && probe.status < 400 {
 		h.ServeHTTP(w, r) // the mux's redirects (clean paths)
 		return
 	}
-	s.writeError(w, r, errorf(http.StatusNotFound, wire.ErrNotFound, "no route for %s %s", r.Method, r.URL.Path))
+	s.writeError(w, r, Errorf(http.StatusNotFound, wire.ErrNotFound, "no route for %s %s", r.Method, r.URL.Path))
+}
+
+// RequestIDHeader is sent on every answer, as OpenAI's API does: its
+// clients report it (openai.Error.RequestID, response.request_id).
+const RequestIDHeader = "X-Request-Id"
+
+// newRequestID returns a request id: req_ and 24 hex digits.
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "req_" + hex.EncodeToString(b[:])
 }
 
 // statusProbe records the status the mux's fallback handler writes.
@@ -325,7 +329,7 @@ func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
 func (p *statusProbe) WriteHeader(code int)        { p.status = code }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
+	WriteJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -347,30 +351,20 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if code != http.StatusOK {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, code, wire.Health{Status: status, Checks: checks})
+	WriteJSON(w, code, wire.Health{Status: status, Checks: checks})
 }
 
-func (s *Server) listNetworks(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) listNetworks(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	out := wire.List[wire.Network]{Object: "list", Data: make([]wire.Network, 0, len(s.netList))}
 	for _, n := range s.netList {
 		out.Data = append(out.Data, n.wire)
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
-}
-
-// listModels is OpenAI's GET /v1/models: the networks, as models.
-func (s *Server) listModels(w http.ResponseWriter, r *http.Request, c *caller) error {
-	out := wire.List[wire.Model]{Object: "list", Data: []wire.Model{}}
-	for _, n := range s.netList {
-		out.Data = append(out.Data, wire.Model{ID: n.name, Object: "model", Created: startedAt, OwnedBy: "baton"})
-	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
 // network returns the served network of a name.
-func (s *Server) network(name string) (*network, error) {
+func (s *Server) network(name string) (*Network, error) {
 	if n, ok := s.nets[name]; ok {
 		return n, nil
 	}
@@ -378,7 +372,7 @@ func (s *Server) network(name string) (*network, error) {
 	for i, n := range s.netList {
 		names[i] = n.name
 	}
-	return nil, badParam("network", "unknown network %q (this server runs: %v)", name, names)
+	return nil, BadParam("network", "unknown network %q (this server runs: %v)", name, names)
 }
 
 // Shutdown stops the server gracefully: readiness fails, new runs are

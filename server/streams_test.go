@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,31 +19,10 @@ import (
 	"github.com/batonhq/baton/server"
 )
 
-// idLess orders event ids: their dot-separated numbers compared in turn,
-// an id before any longer one it starts (20 < 20.0.1 < 20.1).
-func idLess(a, b string) bool {
-	pa, pb := splitID(a), splitID(b)
-	for i := range min(len(pa), len(pb)) {
-		if pa[i] != pb[i] {
-			return pa[i] < pb[i]
-		}
-	}
-	return len(pa) < len(pb)
-}
-
-func splitID(s string) []int {
-	var out []int
-	for p := range strings.SplitSeq(s, ".") {
-		n, _ := strconv.Atoi(p)
-		out = append(out, n)
-	}
-	return out
-}
-
 func checkIncreasing(t *testing.T, evs []servertest.Event) {
 	t.Helper()
 	for i := 1; i < len(evs); i++ {
-		if !idLess(evs[i-1].ID, evs[i].ID) {
+		if !servertest.IDLess(evs[i-1].ID, evs[i].ID) {
 			t.Fatalf("ids not increasing at %d: %s then %s (%v)", i, evs[i-1].ID, evs[i].ID, servertest.Types(evs))
 		}
 	}
@@ -172,7 +150,7 @@ func TestReconnectRebuildsFromStore(t *testing.T) {
 	mid := rebuilt[len(rebuilt)/2]
 	_, ch = b2.Stream(t, b.KeyA, "GET", events, nil, "Last-Event-ID", mid.ID)
 	tail := servertest.Collect(t, ch, nil)
-	if len(tail) == 0 || !idLess(mid.ID, tail[0].ID) || !reflect.DeepEqual(tail, rebuilt[len(rebuilt)/2+1:]) {
+	if len(tail) == 0 || !servertest.IDLess(mid.ID, tail[0].ID) || !reflect.DeepEqual(tail, rebuilt[len(rebuilt)/2+1:]) {
 		t.Fatalf("rebuilt tail after %s: %v", mid.ID, servertest.Types(tail))
 	}
 }
@@ -221,7 +199,7 @@ func TestThreadEvents(t *testing.T) {
 func TestInterrupts(t *testing.T) {
 	t.Parallel()
 	b := servertest.Setup(t)
-	thread, run, intr := interrupted(t, b, b.KeyA)
+	thread, run, intr := b.Interrupted(t, b.KeyA)
 	r := b.Do(t, b.KeyA, "GET", "/v1/interrupts/"+intr, nil)
 	var in struct {
 		ID, Status, RunID, ThreadID string
@@ -278,7 +256,7 @@ func TestInterrupts(t *testing.T) {
 		t.Fatalf("messages: %s", r.Body)
 	}
 	// Reject, without streaming: the model is told, the run completes.
-	_, _, intr2 := interrupted(t, b, b.KeyA)
+	_, _, intr2 := b.Interrupted(t, b.KeyA)
 	r = b.Do(t, b.KeyA, "POST", "/v1/interrupts/"+intr2+"/decision", map[string]any{"type": "reject", "message": "not eligible"})
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
 		t.Fatalf("reject: %d %s", r.Status, r.Body)

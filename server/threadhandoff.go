@@ -29,20 +29,20 @@ const (
 // answers the pending one (200) unless the body asks to replace it
 // (docs/thread-handoff.md). Proposals are decided through POST
 // /v1/interrupts/{id}/decision.
-func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		return jsonError(err)
+		return JSONError(err)
 	}
 	var req wire.ThreadHandoffRequest
 	if len(bytes.TrimSpace(body)) > 0 {
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if err := decodeJSON(r, &req, true); err != nil {
+		if err := DecodeJSON(r, &req, true); err != nil {
 			return err
 		}
 	}
 	if len(req.Interrupt) > 0 || len(req.Decision) > 0 {
-		return badParam("decision", "a thread handoff proposal is decided as an interrupt: POST /v1/interrupts/{interrupt_id}/decision with {\"decisions\": [{\"type\": \"approve\"}]}")
+		return BadParam("decision", "a thread handoff proposal is decided as an interrupt: POST /v1/interrupts/{interrupt_id}/decision with {\"decisions\": [{\"type\": \"approve\"}]}")
 	}
 	ctx := r.Context()
 	th, err := s.thread(ctx, c, r.PathValue("id"))
@@ -54,31 +54,31 @@ func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller
 		return err
 	}
 	if nw.sum == nil {
-		return errorf(http.StatusUnprocessableEntity, wire.ErrUnsupported, "network %s has no summary model: declare `summary:` in its network file to hand threads off", nw.name)
+		return Errorf(http.StatusUnprocessableEntity, wire.ErrUnsupported, "network %s has no summary model: declare `summary:` in its network file to hand threads off", nw.name)
 	}
 	if req.AssistantID != "" {
 		if _, ok := nw.net.Agent(req.AssistantID); !ok {
-			return badParam("assistant_id", "network %s has no agent %q", nw.name, req.AssistantID)
+			return BadParam("assistant_id", "network %s has no agent %q", nw.name, req.AssistantID)
 		}
 	} else if th.ActiveAgent == "" {
-		return errorf(http.StatusUnprocessableEntity, wire.ErrInvalidRequest, "thread %s has nothing to summarise yet: no agent has answered on it", th.ID)
+		return Errorf(http.StatusUnprocessableEntity, wire.ErrInvalidRequest, "thread %s has nothing to summarise yet: no agent has answered on it", th.ID)
 	}
-	p, err := nw.sum.Propose(ctx, &threadhandoff.ProposeParams{Owner: c.owner, ThreadID: th.ID, AssistantID: req.AssistantID, Replace: req.Replace})
+	p, err := nw.sum.Propose(ctx, &threadhandoff.ProposeParams{Owner: c.Owner, ThreadID: th.ID, AssistantID: req.AssistantID, Replace: req.Replace})
 	var ise *summary.InvalidSummaryError
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return notFound("thread", th.ID)
+		return NotFound("thread", th.ID)
 	case errors.Is(err, summary.ErrNothingToSummarise):
-		return errorf(http.StatusUnprocessableEntity, wire.ErrInvalidRequest, "thread %s has nothing to summarise yet: it needs a user message", th.ID)
+		return Errorf(http.StatusUnprocessableEntity, wire.ErrInvalidRequest, "thread %s has nothing to summarise yet: it needs a user message", th.ID)
 	case errors.As(err, &ise):
-		return errorf(http.StatusBadGateway, wire.ErrUpstream, "the summary model gave an invalid summary: %s", ise.Error())
+		return Errorf(http.StatusBadGateway, wire.ErrUpstream, "the summary model gave an invalid summary: %s", ise.Error())
 	case err != nil && ctx.Err() == nil:
-		var ae *apiError
+		var ae *Error
 		if errors.As(err, &ae) || errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrCorrupt) {
 			return err
 		}
 		s.log.Warn("thread handoff proposal failed", "thread_id", th.ID, "error", err)
-		return errorf(http.StatusBadGateway, wire.ErrUpstream, "the summary could not be made: %s", err.Error())
+		return Errorf(http.StatusBadGateway, wire.ErrUpstream, "the summary could not be made: %s", err.Error())
 	case err != nil:
 		return err
 	}
@@ -86,10 +86,10 @@ func (s *Server) threadHandoff(w http.ResponseWriter, r *http.Request, c *caller
 	status := http.StatusOK
 	if !p.Existing {
 		status = http.StatusCreated
-		s.handoffChanged(ctx, c.owner, th.ID)
+		s.handoffChanged(ctx, c.Owner, th.ID)
 	}
 	w.Header().Set("Location", dto.InterruptURL)
-	writeJSON(w, status, dto)
+	WriteJSON(w, status, dto)
 	return nil
 }
 
@@ -97,77 +97,77 @@ func proposalDTO(p *threadhandoff.Pending) wire.ThreadHandoffProposal {
 	in := p.Interrupt
 	return wire.ThreadHandoffProposal{Object: "thread.handoff.proposal", InterruptID: in.ID, ThreadID: in.ThreadID, Kind: in.Kind, Status: in.Status,
 		Payload: in.Payload, Stale: p.Stale, Superseded: p.Superseded, InterruptURL: "/v1/interrupts/" + in.ID,
-		DecisionURL: decisionURL(in.ID), CreatedAt: in.CreatedAt}
+		DecisionURL: DecisionURL(in.ID), CreatedAt: in.CreatedAt}
 }
 
 // decideThreadHandoff answers POST /v1/interrupts/{id}/decision for a
 // thread handoff proposal: one decision (approve, edit with args
 // summary_md and/or title, reject or decline), applied by
 // threadhandoff.Service.Decide.
-func (s *Server) decideThreadHandoff(w http.ResponseWriter, r *http.Request, c *caller, in *store.Interrupt, req *wire.Decision) error {
+func (s *Server) decideThreadHandoff(w http.ResponseWriter, r *http.Request, c *Caller, in *store.Interrupt, req *wire.Decision) error {
 	var one wire.CallDecision
 	switch {
 	case req.Type != "" && len(req.Decisions) > 0:
-		return badRequest("give either type or decisions, not both")
+		return BadRequest("give either type or decisions, not both")
 	case req.Type != "":
 		one = wire.CallDecision{Type: req.Type, Args: req.Args, Message: req.Message}
 	case len(req.Decisions) == 1:
 		one = req.Decisions[0]
 	case len(req.Decisions) > 1:
-		return badParam("decisions", "a thread handoff proposal has one action: give one decision")
+		return BadParam("decisions", "a thread handoff proposal has one action: give one decision")
 	default:
-		return badParam("decisions", "a decision is required: {\"decisions\": [{\"type\": \"approve\" | \"edit\" | \"reject\", \"args\": {\"summary_md\", \"title\"}}]}")
+		return BadParam("decisions", "a decision is required: {\"decisions\": [{\"type\": \"approve\" | \"edit\" | \"reject\", \"args\": {\"summary_md\", \"title\"}}]}")
 	}
 	if one.CallID != "" && one.CallID != threadhandoff.ActionHandoffSummary {
-		return badParam("decisions", "call %q is not an action of interrupt %s (its one action is %s)", one.CallID, in.ID, threadhandoff.ActionHandoffSummary)
+		return BadParam("decisions", "call %q is not an action of interrupt %s (its one action is %s)", one.CallID, in.ID, threadhandoff.ActionHandoffSummary)
 	}
 	d, err := threadhandoff.ParseDecision(one.Type, one.Args)
 	if err != nil {
 		var de *threadhandoff.DecisionError
 		if errors.As(err, &de) {
-			return badParam(de.Field, "%s", de.Reason)
+			return BadParam(de.Field, "%s", de.Reason)
 		}
 		return err
 	}
 	d.Reason, d.Force = one.Message, one.Force || req.Force
 	nw, ok := s.nets[in.Network]
 	if !ok {
-		return errorf(http.StatusConflict, "network_unavailable", "interrupt %s belongs to network %q, which this server does not run", in.ID, in.Network)
+		return Errorf(http.StatusConflict, "network_unavailable", "interrupt %s belongs to network %q, which this server does not run", in.ID, in.Network)
 	}
 	if nw.sum == nil {
-		return errorf(http.StatusUnprocessableEntity, wire.ErrUnsupported, "network %s has no summary model", nw.name)
+		return Errorf(http.StatusUnprocessableEntity, wire.ErrUnsupported, "network %s has no summary model", nw.name)
 	}
 	ctx := r.Context()
-	out, err := nw.sum.Decide(ctx, &threadhandoff.DecideParams{Owner: c.owner, InterruptID: in.ID, Decision: d})
+	out, err := nw.sum.Decide(ctx, &threadhandoff.DecideParams{Owner: c.Owner, InterruptID: in.ID, Decision: d})
 	var de *threadhandoff.DecisionError
 	var decided *threadhandoff.DecidedError
 	var stale *threadhandoff.StaleError
 	switch {
 	case errors.As(err, &de):
-		return badParam(de.Field, "%s", de.Reason)
+		return BadParam(de.Field, "%s", de.Reason)
 	case errors.As(err, &decided):
-		e := errorf(http.StatusConflict, wire.ErrConflict, "interrupt %s was already decided: %s", in.ID, decided.Error())
+		e := Errorf(http.StatusConflict, wire.ErrConflict, "interrupt %s was already decided: %s", in.ID, decided.Error())
 		if decided.Status == store.InterruptSuperseded && decided.Outcome != nil {
-			e.msg = "interrupt " + in.ID + " was superseded by a newer proposal, " + decided.Outcome.SupersededBy + ": decide that one"
+			e.Message = "interrupt " + in.ID + " was superseded by a newer proposal, " + decided.Outcome.SupersededBy + ": decide that one"
 		}
 		if decided.Outcome != nil {
 			e.extra = &wire.ErrorExtra{Outcome: outcomeDTO(decided.Outcome, decided.Status)}
 		}
 		return e
 	case errors.As(err, &stale):
-		e := errorf(http.StatusConflict, wire.ErrStaleProposal,
+		e := Errorf(http.StatusConflict, wire.ErrStaleProposal,
 			"thread %s has %d new message(s) since this proposal: propose again (POST /v1/threads/%s/handoff with {\"replace\": true}) or decide with \"force\": true",
 			stale.ThreadID, stale.LastSeq-stale.ThroughSeq, stale.ThreadID)
 		e.extra = &wire.ErrorExtra{ThroughSeq: stale.ThroughSeq, LastSeq: stale.LastSeq}
 		return e
 	case errors.Is(err, store.ErrNotFound):
-		return notFound("interrupt", in.ID)
+		return NotFound("interrupt", in.ID)
 	case err != nil:
 		return err
 	}
 	dto := outcomeDTO(out, store.InterruptDecided)
-	s.handoffChanged(ctx, c.owner, in.ThreadID)
-	writeJSON(w, http.StatusOK, dto)
+	s.handoffChanged(ctx, c.Owner, in.ThreadID)
+	WriteJSON(w, http.StatusOK, dto)
 	return nil
 }
 

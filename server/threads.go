@@ -36,20 +36,20 @@ var metadataKey = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 // reservedMetadata are the namespaces baton writes itself.
 var reservedMetadata = map[string]bool{store.MetadataThreadHandoff: true, threadhandoff.MetadataLastHandoff: true, threads.MetadataQueue: true}
 
-func (s *Server) createThread(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) createThread(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	var req wire.CreateThread
-	if err := decodeJSON(r, &req, true); err != nil {
+	if err := DecodeJSON(r, &req, true); err != nil {
 		return err
 	}
 	if req.Network == "" {
-		return badParam("network", "network is required: the name of the network that runs the thread (GET /v1/networks)")
+		return BadParam("network", "network is required: the name of the network that runs the thread (GET /v1/networks)")
 	}
 	nw, err := s.network(req.Network)
 	if err != nil {
 		return err
 	}
 	if len(req.Name) > maxNameLen || strings.ContainsAny(req.Name, "\r\n") {
-		return badParam("name", "name must be one line of at most %d bytes", maxNameLen)
+		return BadParam("name", "name must be one line of at most %d bytes", maxNameLen)
 	}
 	if err := checkMetadata(req.Metadata); err != nil {
 		return err
@@ -57,42 +57,42 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request, c *caller)
 	ctx := r.Context()
 	if req.ParentID != "" {
 		if _, err := s.thread(ctx, c, req.ParentID); err != nil {
-			var ae *apiError
-			if errors.As(err, &ae) && ae.status == http.StatusNotFound {
-				return errorf(http.StatusNotFound, wire.ErrNotFound, "parent thread %q not found", req.ParentID)
+			var ae *Error
+			if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+				return Errorf(http.StatusNotFound, wire.ErrNotFound, "parent thread %q not found", req.ParentID)
 			}
 			return err
 		}
 	}
-	if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: c.owner}); err != nil {
+	if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: c.Owner}); err != nil {
 		return err
 	}
-	th, err := s.st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: c.owner, ParentID: req.ParentID, Name: req.Name, Network: nw.name, Metadata: req.Metadata})
+	th, err := s.st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: c.Owner, ParentID: req.ParentID, Name: req.Name, Network: nw.name, Metadata: req.Metadata})
 	if err != nil {
 		return err
 	}
-	s.reg.thread(c.owner, th.ID).setNetwork(th.Network)
+	s.reg.thread(c.Owner, th.ID).setNetwork(th.Network)
 	w.Header().Set("Location", "/v1/threads/"+th.ID)
-	writeJSON(w, http.StatusCreated, threadDTO(th))
+	WriteJSON(w, http.StatusCreated, threadDTO(th))
 	return nil
 }
 
 func checkMetadata(m map[string]json.RawMessage) error {
 	if len(m) > maxMetadataKeys {
-		return badParam("metadata", "metadata has %d keys; at most %d are allowed", len(m), maxMetadataKeys)
+		return BadParam("metadata", "metadata has %d keys; at most %d are allowed", len(m), maxMetadataKeys)
 	}
 	size := 0
 	for k, v := range m {
 		if !metadataKey.MatchString(k) {
-			return badParam("metadata", "metadata key %q: use 1 to 64 letters, digits, '_', '.' or '-'", k)
+			return BadParam("metadata", "metadata key %q: use 1 to 64 letters, digits, '_', '.' or '-'", k)
 		}
 		if reservedMetadata[k] {
-			return badParam("metadata", "metadata key %q is reserved for baton", k)
+			return BadParam("metadata", "metadata key %q is reserved for baton", k)
 		}
 		size += len(k) + len(v)
 	}
 	if size > maxMetadataBytes {
-		return badParam("metadata", "metadata is %d bytes; at most %d are allowed", size, maxMetadataBytes)
+		return BadParam("metadata", "metadata is %d bytes; at most %d are allowed", size, maxMetadataBytes)
 	}
 	return nil
 }
@@ -106,7 +106,7 @@ func threadDTO(th *store.Thread) wire.Thread {
 		Metadata: md, Version: th.Version, CreatedAt: th.CreatedAt, UpdatedAt: th.UpdatedAt}
 }
 
-func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	q := r.URL.Query()
 	limit, err := queryInt(q.Get("limit"), "limit", 20, 1, 100)
 	if err != nil {
@@ -114,7 +114,7 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, c *caller) 
 	}
 	cursor := q.Get("cursor")
 	if len(cursor) > 512 {
-		return badParam("cursor", "cursor is not one this server returned")
+		return BadParam("cursor", "cursor is not one this server returned")
 	}
 	parent := q.Get("parent_id")
 	if parent != "" {
@@ -122,10 +122,10 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, c *caller) 
 			return err
 		}
 	}
-	p := &store.ListThreadsParams{OwnerID: c.owner, Limit: limit, Cursor: cursor, ParentID: parent}
+	p := &store.ListThreadsParams{OwnerID: c.Owner, Limit: limit, Cursor: cursor, ParentID: parent}
 	page, err := s.st.ListThreads(r.Context(), p)
 	if errors.Is(err, store.ErrInvalid) {
-		return badParam("cursor", "cursor is not one this server returned")
+		return BadParam("cursor", "cursor is not one this server returned")
 	}
 	if err != nil {
 		return err
@@ -134,7 +134,7 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, c *caller) 
 	for _, th := range page.Threads {
 		out.Data = append(out.Data, threadDTO(th))
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -144,21 +144,21 @@ func queryInt(v, name string, def, lo, hi int) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < lo || n > hi {
-		return 0, badParam(name, "%s must be a whole number from %d to %d", name, lo, hi)
+		return 0, BadParam(name, "%s must be a whole number from %d to %d", name, lo, hi)
 	}
 	return n, nil
 }
 
-func (s *Server) getThread(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) getThread(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	th, err := s.thread(r.Context(), c, r.PathValue("id"))
 	if err != nil {
 		return err
 	}
-	dto, err := s.threadDetail(r.Context(), c.owner, th)
+	dto, err := s.threadDetail(r.Context(), c.Owner, th)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, dto)
+	WriteJSON(w, http.StatusOK, dto)
 	return nil
 }
 
@@ -195,10 +195,10 @@ func (s *Server) runStatus(ctx context.Context, owner, threadID string) (*wire.R
 	if err != nil {
 		return nil, err
 	}
-	return &wire.RunStatus{ID: cp.RunID, Status: string(cp.State.Status), Agent: cp.State.Agent, Interrupt: cp.State.Interrupt, EventsURL: eventsURL(threadID, cp.RunID)}, nil
+	return &wire.RunStatus{ID: cp.RunID, Status: string(cp.State.Status), Agent: cp.State.Agent, Interrupt: cp.State.Interrupt, EventsURL: EventsURL(threadID, cp.RunID)}, nil
 }
 
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	q := r.URL.Query()
 	limit, err := queryInt(q.Get("limit"), "limit", 100, 1, 1000)
 	if err != nil {
@@ -212,7 +212,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 	if err != nil {
 		return err
 	}
-	msgs, err := s.st.ListMessages(r.Context(), &store.ListMessagesParams{OwnerID: c.owner, ThreadID: th.ID, AfterSeq: int64(after), Limit: limit + 1})
+	msgs, err := s.st.ListMessages(r.Context(), &store.ListMessagesParams{OwnerID: c.Owner, ThreadID: th.ID, AfterSeq: int64(after), Limit: limit + 1})
 	if err != nil {
 		return err
 	}
@@ -227,13 +227,13 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 		}
 		dto := messageDTO(m)
 		if m.Status == message.StatusQueued || m.Status == message.StatusStreaming {
-			if d, err := s.st.GetDraft(r.Context(), &store.GetDraftParams{OwnerID: c.owner, MessageID: m.ID}); err == nil {
+			if d, err := s.st.GetDraft(r.Context(), &store.GetDraftParams{OwnerID: c.Owner, MessageID: m.ID}); err == nil {
 				dto.Draft = d.Text
 			}
 		}
 		out.Data = append(out.Data, dto)
 	}
-	writeJSON(w, http.StatusOK, out)
+	WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -265,11 +265,11 @@ const maxCatchUp = 1000
 // (or ?after=) the stream sends the events after it — from the log, else
 // rebuilt from the store — then follows live. Without one, or with an id
 // of before durable ids, it first sends a "thread" snapshot.
-func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	last := lastEventID(r)
 	cur, legacy, err := runlog.ThreadCursor(last)
 	if err != nil {
-		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want POS.SEQ, POS.SEQ.N, POS.SEQ.N.V or POS.SEQ.N.V.H)", last)
+		return BadParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want POS.SEQ, POS.SEQ.N, POS.SEQ.N.V or POS.SEQ.N.V.H)", last)
 	}
 	ctx := r.Context()
 	th, err := s.thread(ctx, c, r.PathValue("id"))
@@ -279,7 +279,7 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 	if !s.acquireStream(ctx) {
 		return s.tooManyStreams()
 	}
-	te := s.reg.thread(c.owner, th.ID)
+	te := s.reg.thread(c.Owner, th.ID)
 	te.mu.Lock()
 	te.subs++
 	te.mu.Unlock()
@@ -309,7 +309,7 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *caller)
 		// A new subscription, or one of before durable ids: start from a
 		// snapshot, at the thread's last event.
 		ts.cur = later(te.log.Last(), s.storeTail(ctx, te))
-		dto, err := s.threadDetail(ctx, c.owner, th)
+		dto, err := s.threadDetail(ctx, c.Owner, th)
 		if err != nil {
 			s.log.Warn("thread snapshot", "thread_id", th.ID, "error", err)
 		}
@@ -364,7 +364,7 @@ func (s *Server) storeTail(ctx context.Context, te *threadEntry) runlog.Cursor {
 // follows returns the entry of a run of a checkpoint cp, its latest: a run
 // that is not final and that this process does not execute is followed
 // through the store.
-func (s *Server) follows(owner string, cp *store.Checkpoint) *runEntry {
+func (s *Server) follows(owner string, cp *store.Checkpoint) *Run {
 	run := s.stored(owner, cp)
 	switch cp.State.Status {
 	case runstate.StatusRunning, runstate.StatusSuspended:
@@ -461,7 +461,7 @@ func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, c
 		if !cur.Less(e.At) {
 			continue // the same id twice (states no writer makes)
 		}
-		if err := queue(sw, sse.Event{ID: e.At.Thread(), Type: e.Type, Data: e.Data}); err != nil {
+		if err := sw.Put(sse.Event{ID: e.At.Thread(), Type: e.Type, Data: e.Data}); err != nil {
 			return cur, false, err
 		}
 		cur, sent = e.At, true

@@ -52,6 +52,7 @@ import (
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/server/protocols"
 	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlitestore"
@@ -153,7 +154,7 @@ func serve(dir string, delay time.Duration, streams int, cpuProfile, traceFile s
 	defer svc.Stop(ctx)
 	srv, err := server.New(server.Config{
 		Service: svc, Logger: slog.New(slog.DiscardHandler), MaxStreams: streams + 1000, NoUI: true,
-		Heartbeat: 30 * time.Second, KeyCacheTTL: time.Minute,
+		Heartbeat: 30 * time.Second, KeyCacheTTL: time.Minute, Protocols: protocols.All(),
 	})
 	if err != nil {
 		return err

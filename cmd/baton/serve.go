@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/server/protocols"
 	"github.com/batonhq/baton/telemetry"
 )
 
@@ -83,6 +84,7 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	srv, err := server.New(server.Config{
 		Service: svc, Logger: log, Telemetry: tel,
 		MaxStreams: *maxStreams, RateLimit: rate, RateBurst: burst, RequestTimeout: *requestTimeout, NoUI: *noUI,
+		Protocols: protocols.All(),
 	})
 	if err != nil {
 		_ = closeService(ctx, svc, *grace)

@@ -127,6 +127,20 @@ func (sw *Writer) Queue(ev Event) error {
 	return nil
 }
 
+// Put queues ev, flushing the buffer first when it is full: the events of
+// a burst go out in as few writes as the buffer allows. Call Flush after
+// the burst.
+func (sw *Writer) Put(ev Event) error {
+	err := sw.Queue(ev)
+	if errors.Is(err, ErrSlowClient) {
+		if err := sw.Flush(); err != nil {
+			return err
+		}
+		err = sw.Queue(ev)
+	}
+	return err
+}
+
 // Send queues ev and flushes.
 func (sw *Writer) Send(ev Event) error {
 	if err := sw.Queue(ev); err != nil {

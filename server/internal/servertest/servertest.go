@@ -12,8 +12,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +41,11 @@ type Bundle struct {
 	URL  string
 	Cfg  server.Config
 }
+
+// Protocols are mounted on every server that Setup makes, beside the
+// core's own routes: a test package sets them once (in an init function)
+// to the protocols it tests.
+var Protocols []server.Protocol
 
 // Options are the service's and the server's configs of a test.
 type Options struct {
@@ -107,6 +115,9 @@ func SetupStore(t testing.TB, st store.Store, opts ...Option) *Bundle {
 	}
 	cfg := o.Server
 	cfg.Service = svc
+	if cfg.Protocols == nil {
+		cfg.Protocols = Protocols
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -337,4 +348,119 @@ func Types(evs []Event) []string {
 		out[i] = e.Type
 	}
 	return out
+}
+
+// IDLess orders event ids: their dot-separated numbers compared in turn,
+// an id before any longer one it starts (20 < 20.0.1 < 20.1).
+func IDLess(a, b string) bool {
+	pa, pb := splitID(a), splitID(b)
+	for i := range min(len(pa), len(pb)) {
+		if pa[i] != pb[i] {
+			return pa[i] < pb[i]
+		}
+	}
+	return len(pa) < len(pb)
+}
+
+func splitID(s string) []int {
+	var out []int
+	for p := range strings.SplitSeq(s, ".") {
+		n, _ := strconv.Atoi(p)
+		out = append(out, n)
+	}
+	return out
+}
+
+// FuzzServer is a served store per backend (testdb.Backends: SQLite, and
+// PostgreSQL when BATON_TEST_DATABASE_URL is set), each with a support and
+// a research thread of owner A, in the order of names.
+type FuzzServer struct {
+	names   []string
+	bundles map[string]*Bundle
+	threads map[string][2]string
+}
+
+// NewFuzzServer serves a support and a research thread of owner A on every
+// backend.
+func NewFuzzServer(f *testing.F) *FuzzServer {
+	fs := &FuzzServer{bundles: map[string]*Bundle{}, threads: map[string][2]string{}}
+	for name, open := range testdb.Backends(f) {
+		b := SetupStore(f, open(f))
+		fs.names = append(fs.names, name)
+		fs.bundles[name] = b
+		fs.threads[name] = [2]string{b.Thread(f, b.KeyA, "support"), b.Thread(f, b.KeyA, "research")}
+	}
+	slices.Sort(fs.names)
+	return fs
+}
+
+// Send serves method path (with {support} and {research} replaced by the
+// backend's threads) and body on every backend and checks each answer: never
+// a 5xx other than 502 and 503, every error a JSON error body, and every
+// backend answering a refused input (400) alike.
+func (fs *FuzzServer) Send(t *testing.T, method, path string, body []byte) {
+	t.Helper()
+	codes := map[string]int{}
+	for _, name := range fs.names {
+		b := fs.bundles[name]
+		p := strings.NewReplacer("{support}", fs.threads[name][0], "{research}", fs.threads[name][1]).Replace(path)
+		req := httptest.NewRequest(method, "/", bytes.NewReader(body))
+		raw, query, _ := strings.Cut(p, "?")
+		req.URL = &url.URL{Path: mustUnescape(raw), RawPath: raw, RawQuery: query}
+		req.RequestURI = p
+		req.Header.Set("Authorization", "Bearer "+b.KeyA)
+		rec := httptest.NewRecorder()
+		b.Srv.ServeHTTP(rec, req)
+		codes[name] = rec.Code
+		if rec.Code >= 500 && rec.Code != http.StatusServiceUnavailable && rec.Code != http.StatusBadGateway {
+			t.Fatalf("%s: %s %s %q: %d %s", name, method, p, body, rec.Code, rec.Body.Bytes())
+		}
+		if rec.Code >= 400 && rec.Code != http.StatusNotFound || rec.Code == http.StatusNotFound && strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
+			var e struct {
+				Error struct{ Type, Message string }
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error.Type == "" || e.Error.Message == "" {
+				t.Fatalf("%s: %s %s %q: %d with a body that is not a JSON error: %s", name, method, p, body, rec.Code, rec.Body.Bytes())
+			}
+		}
+	}
+	for _, name := range fs.names[1:] {
+		a, z := codes[fs.names[0]], codes[name]
+		if a != z && (a == http.StatusBadRequest || z == http.StatusBadRequest) {
+			t.Fatalf("%s %s %q: %s answers %d, %s %d", method, path, body, fs.names[0], a, name, z)
+		}
+	}
+}
+
+// mustUnescape is the decoded path of an escaped one; an invalid escape is
+// kept as written (the mux then answers it as it would).
+func mustUnescape(p string) string {
+	s, err := url.PathUnescape(p)
+	if err != nil {
+		return p
+	}
+	return s
+}
+
+// Interrupted makes a thread of key whose run waits for an approval and
+// returns the thread, run and interrupt ids.
+func (b *Bundle) Interrupted(t testing.TB, key string) (thread, run, interrupt string) {
+	t.Helper()
+	thread = b.Thread(t, key, "support")
+	r := b.Do(t, key, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I want a refund for order 1234"})
+	if r.Status != http.StatusOK {
+		t.Fatalf("run: %d %s", r.Status, r.Body)
+	}
+	var res struct {
+		ID        string
+		Status    string
+		Interrupt struct {
+			ID string `json:"interrupt_id"`
+		}
+	}
+	r.JSON(t, &res)
+	if res.Status != "interrupted" || res.Interrupt.ID == "" {
+		t.Fatalf("run: %s", r.Body)
+	}
+	return thread, res.ID, res.Interrupt.ID
 }

@@ -1,4 +1,4 @@
-package server
+package agui
 
 import (
 	"bytes"
@@ -21,9 +21,10 @@ import (
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
-	"github.com/batonhq/baton/server/internal/runlog"
+	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/threads"
 )
 
 // This file serves the AG-UI protocol (https://docs.ag-ui.com, protocol
@@ -34,6 +35,21 @@ import (
 // checkpoints); this file only translates. Every event's SSE id says where
 // it stands in the baton run, so that the same request sent again with
 // Last-Event-ID resumes after it, after a restart too.
+
+// Protocol serves AG-UI over a server's core: POST /v1/agui/{network}. The
+// zero value is ready to mount.
+type Protocol struct{}
+
+// Mount registers the route.
+func (Protocol) Mount(c server.Core) {
+	s := &api{c: c}
+	c.Handle("POST /v1/agui/{network}", server.Route{Streaming: true}, s.aguiRun)
+}
+
+// api is the route's handler on a core.
+type api struct {
+	c server.Core
+}
 
 // aguiIDPattern is the shape of the threadId and runId a client chooses.
 var aguiIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
@@ -111,24 +127,24 @@ func parseAGUIInput(body []byte) (*aguiRequest, error) {
 	var in aguiInput
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&in); err != nil {
-		return nil, jsonError(err)
+		return nil, server.JSONError(err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, badRequest("invalid JSON: the body must hold one JSON value and nothing after it")
+		return nil, server.BadRequest("invalid JSON: the body must hold one JSON value and nothing after it")
 	}
 	if !aguiIDPattern.MatchString(in.ThreadID) {
-		return nil, badParam("threadId", "threadId is required: 1-128 letters, digits, '_', '.', ':' or '-' (the baton thread id)")
+		return nil, server.BadParam("threadId", "threadId is required: 1-128 letters, digits, '_', '.', ':' or '-' (the baton thread id)")
 	}
 	if !aguiIDPattern.MatchString(in.RunID) {
-		return nil, badParam("runId", "runId is required: 1-128 letters, digits, '_', '.', ':' or '-'")
+		return nil, server.BadParam("runId", "runId is required: 1-128 letters, digits, '_', '.', ':' or '-'")
 	}
 	q := &aguiRequest{threadID: in.ThreadID, runID: in.RunID, values: map[string]json.RawMessage{}}
 	if len(in.Messages) > maxAGUIMessages {
-		return nil, badParam("messages", "messages has %d entries, more than %d", len(in.Messages), maxAGUIMessages)
+		return nil, server.BadParam("messages", "messages has %d entries, more than %d", len(in.Messages), maxAGUIMessages)
 	}
 	if isJSON(in.State, '{') {
 		if err := json.Unmarshal(in.State, &q.state); err != nil {
-			return nil, badParam("state", "state: %v", err)
+			return nil, server.BadParam("state", "state: %v", err)
 		}
 		if len(in.State) > 2 {
 			q.values[AGUIStateValue] = in.State
@@ -139,17 +155,17 @@ func parseAGUIInput(body []byte) (*aguiRequest, error) {
 	if len(in.Context) > 0 && !isJSON(in.Context, 'n') {
 		var items []aguiContextItem
 		if err := json.Unmarshal(in.Context, &items); err != nil {
-			return nil, badParam("context", "context must be a list of {description, value} strings")
+			return nil, server.BadParam("context", "context must be a list of {description, value} strings")
 		}
 		if len(items) > 0 {
 			q.values[AGUIContextValue] = in.Context
 		}
 	}
 	if len(q.values[AGUIStateValue])+len(q.values[AGUIContextValue]) > maxAGUIValues {
-		return nil, badParam("state", "state and context are %d bytes together, more than %d", len(q.values[AGUIStateValue])+len(q.values[AGUIContextValue]), maxAGUIValues)
+		return nil, server.BadParam("state", "state and context are %d bytes together, more than %d", len(q.values[AGUIStateValue])+len(q.values[AGUIContextValue]), maxAGUIValues)
 	}
 	if len(in.Tools) > 0 && !isJSON(in.Tools, 'n') && !isJSON(in.Tools, '[') {
-		return nil, badParam("tools", "tools must be a list")
+		return nil, server.BadParam("tools", "tools must be a list")
 	}
 	if len(in.ForwardedProps) > 0 && isJSON(in.ForwardedProps, '{') {
 		var fp struct {
@@ -158,23 +174,23 @@ func parseAGUIInput(body []byte) (*aguiRequest, error) {
 			} `json:"baton"`
 		}
 		if err := json.Unmarshal(in.ForwardedProps, &fp); err != nil {
-			return nil, badParam("forwardedProps", "forwardedProps.baton: %v", err)
+			return nil, server.BadParam("forwardedProps", "forwardedProps.baton: %v", err)
 		}
 		q.agent = fp.Baton.Agent
 	}
 	if len(in.Resume) > 0 {
 		if len(in.Resume) > 100 {
-			return nil, badParam("resume", "at most 100 resume entries")
+			return nil, server.BadParam("resume", "at most 100 resume entries")
 		}
 		q.resume = map[string][]runner.Decision{}
 		for i, r := range in.Resume {
 			d, err := aguiDecision(r)
 			if err != nil {
-				return nil, badParam("resume", "resume[%d]: %s", i, err)
+				return nil, server.BadParam("resume", "resume[%d]: %s", i, err)
 			}
 			base, callID, _ := strings.Cut(r.InterruptID, "/")
 			if _, ok := runstate.RunOfInterrupt(base); !ok {
-				return nil, badParam("resume", "resume[%d]: interruptId %q is not an interrupt of this server", i, r.InterruptID)
+				return nil, server.BadParam("resume", "resume[%d]: interruptId %q is not an interrupt of this server", i, r.InterruptID)
 			}
 			for j := range d {
 				if callID != "" {
@@ -184,27 +200,27 @@ func parseAGUIInput(body []byte) (*aguiRequest, error) {
 			q.resume[base] = append(q.resume[base], d...)
 		}
 		if len(q.resume) > 1 {
-			return nil, badParam("resume", "resume answers the interrupts of one run; got %d", len(q.resume))
+			return nil, server.BadParam("resume", "resume answers the interrupts of one run; got %d", len(q.resume))
 		}
 		return q, nil
 	}
 	if len(in.Messages) == 0 {
-		return nil, badParam("messages", "messages must end with the user's message")
+		return nil, server.BadParam("messages", "messages must end with the user's message")
 	}
 	last := in.Messages[len(in.Messages)-1]
 	if last.Role != "user" {
-		return nil, badParam("messages", "the last message must be the user's (role user), not %q", last.Role)
+		return nil, server.BadParam("messages", "the last message must be the user's (role user), not %q", last.Role)
 	}
 	text, err := aguiText(last.Content)
 	if err != nil {
-		return nil, badParam("messages", "messages[%d]: %s", len(in.Messages)-1, err)
+		return nil, server.BadParam("messages", "messages[%d]: %s", len(in.Messages)-1, err)
 	}
 	q.input = text
 	for i, m := range in.Messages[:len(in.Messages)-1] {
 		var t string
 		if m.Role != "tool" && m.Role != "activity" && m.Role != "reasoning" {
 			if t, err = aguiText(m.Content); err != nil && len(m.Content) > 0 && !isJSON(m.Content, 'n') {
-				return nil, badParam("messages", "messages[%d]: %s", i, err)
+				return nil, server.BadParam("messages", "messages[%d]: %s", i, err)
 			}
 		}
 		if t == "" {
@@ -218,7 +234,7 @@ func parseAGUIInput(body []byte) (*aguiRequest, error) {
 		case "assistant":
 			q.history = append(q.history, message.Assistant("", t))
 		default:
-			return nil, badParam("messages", "messages[%d]: unknown role %q", i, m.Role)
+			return nil, server.BadParam("messages", "messages[%d]: unknown role %q", i, m.Role)
 		}
 	}
 	return q, nil
@@ -261,7 +277,7 @@ func aguiText(raw json.RawMessage) (string, error) {
 // cancelled rejects; a payload is a baton decision ({"type": "approve" |
 // "edit" | "reject", "args", "message"}, or {"decisions": [...]}).
 func aguiDecision(r aguiResume) ([]runner.Decision, error) {
-	if r.InterruptID == "" || len(r.InterruptID) > maxInterruptID+200 {
+	if r.InterruptID == "" || len(r.InterruptID) > server.MaxInterruptID+200 {
 		return nil, errors.New("interruptId is required")
 	}
 	switch r.Status {
@@ -278,9 +294,9 @@ func aguiDecision(r aguiResume) ([]runner.Decision, error) {
 	if !isJSON(r.Payload, '{') || json.Unmarshal(r.Payload, &req) != nil {
 		return nil, errors.New(`payload must be a decision: {"type": "approve"|"edit"|"reject", "args": {...}, "message": "..."}`)
 	}
-	d, err := decisionsOf(&req)
+	d, err := server.Decisions(&req)
 	if err != nil {
-		return nil, errors.New(classify(err).msg)
+		return nil, errors.New(server.Classify(err).Message)
 	}
 	return d, nil
 }
@@ -295,14 +311,14 @@ func aguiRunID(owner, threadID, runID string) string {
 }
 
 // aguiRun serves POST /v1/agui/{network}.
-func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request, c *caller) error {
-	nw, ok := s.nets[r.PathValue("network")]
+func (s *api) aguiRun(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
+	nw, ok := s.c.Network(r.PathValue("network"))
 	if !ok {
-		return notFound("network", r.PathValue("network"))
+		return server.NotFound("network", r.PathValue("network"))
 	}
-	body, err := io.ReadAll(r.Body)
+	body, err := server.ReadBody(r)
 	if err != nil {
-		return jsonError(err)
+		return err
 	}
 	q, err := parseAGUIInput(body)
 	if err != nil {
@@ -310,28 +326,28 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request, c *caller) erro
 	}
 	from, err := parseAGUICursor(sse.LastEventID(r))
 	if err != nil {
-		return badParam("Last-Event-ID", "Last-Event-ID %q is not an event id of an AG-UI stream of this server", sse.LastEventID(r))
+		return server.BadParam("Last-Event-ID", "Last-Event-ID %q is not an event id of an AG-UI stream of this server", sse.LastEventID(r))
 	}
 	if q.agent != "" {
-		if _, ok := nw.net.Agent(q.agent); !ok {
-			return badParam("forwardedProps", "network %s has no agent %q", nw.name, q.agent)
+		if _, ok := nw.Agents().Agent(q.agent); !ok {
+			return server.BadParam("forwardedProps", "network %s has no agent %q", nw.Name(), q.agent)
 		}
 	}
-	if !s.acquireStream(r.Context()) {
-		return s.tooManyStreams()
+	release, err := s.c.OpenStream(r.Context())
+	if err != nil {
+		return err
 	}
-	defer s.releaseStream(r.Context())
+	defer release()
 	run, start, err := s.aguiBegin(r.Context(), c, nw, q)
 	if err != nil {
 		return err
 	}
-	run.addReader(1)
-	defer run.addReader(-1)
-	sw, err := sse.NewWriter(w, s.sseOptions(http.Header{"Baton-Run-Id": {run.id}, "Baton-Thread-Id": {run.threadID}}))
+	defer run.Reader()()
+	sw, err := s.c.NewStream(w, run, true)
 	if err != nil {
 		return nil
 	}
-	f := newAGUIFold(run.id, q.threadID, q.runID, nw.name, q.state)
+	f := newAGUIFold(run.ID(), q.threadID, q.runID, nw.Name(), q.state)
 	// The events are read in a goroutine so that this one can send
 	// heartbeats (": ping") while the run is quiet (a slow tool).
 	ctx, cancel := context.WithCancel(r.Context())
@@ -343,7 +359,7 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request, c *caller) erro
 	ch := make(chan item)
 	go func() {
 		defer close(ch)
-		for ev, err := range f.stream(ctx, s, run, start, from) {
+		for ev, err := range f.stream(ctx, s.c, run, start, from) {
 			select {
 			case ch <- item{ev, err}:
 			case <-ctx.Done():
@@ -354,7 +370,7 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request, c *caller) erro
 			}
 		}
 	}()
-	hb := time.NewTicker(s.cfg.Heartbeat)
+	hb := time.NewTicker(s.c.Heartbeat())
 	defer hb.Stop()
 	for {
 		select {
@@ -364,15 +380,15 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request, c *caller) erro
 				return nil
 			}
 			if it.err != nil {
-				if r.Context().Err() == nil && !errors.Is(it.err, errShuttingDown) {
-					s.log.Warn("agui stream", "run_id", run.id, "error", it.err)
+				if r.Context().Err() == nil && !errors.Is(it.err, server.ErrShuttingDown) {
+					s.c.Logger().Warn("agui stream", "run_id", run.ID(), "error", it.err)
 				}
 				return nil
 			}
-			if queue(sw, it.ev) != nil || sw.Flush() != nil {
+			if sw.Put(it.ev) != nil || sw.Flush() != nil {
 				return nil
 			}
-			hb.Reset(s.cfg.Heartbeat)
+			hb.Reset(s.c.Heartbeat())
 		case <-hb.C:
 			if sw.Comment("ping") != nil {
 				return nil
@@ -385,46 +401,43 @@ func (s *Server) aguiRun(w http.ResponseWriter, r *http.Request, c *caller) erro
 // started (sent again: the same run), the run its resume entries answer
 // (resumed now if still waiting), or a new turn on the thread (made if
 // new). start is the cursor after which the AG-UI run's events begin.
-func (s *Server) aguiBegin(ctx context.Context, c *caller, nw *network, q *aguiRequest) (*runEntry, runlog.Cursor, error) {
-	id := aguiRunID(c.owner, q.threadID, q.runID)
+func (s *api) aguiBegin(ctx context.Context, c *server.Caller, nw *server.Network, q *aguiRequest) (*server.Run, server.Cursor, error) {
+	id := aguiRunID(c.Owner, q.threadID, q.runID)
 	if run, err := s.aguiExisting(ctx, c, nw, q.threadID, id); run != nil || err != nil {
-		return run, runlog.Cursor{}, err
+		return run, server.Cursor{}, err
 	}
 	if q.resume != nil {
 		return s.aguiResume(ctx, c, nw, q)
 	}
-	if err := s.checkInput(q.input); err != nil {
-		e := classify(err)
-		e.param = "messages"
-		return nil, runlog.Cursor{}, e
+	if err := s.c.CheckInput(q.input); err != nil {
+		e := server.Classify(err)
+		e.Param = "messages"
+		return nil, server.Cursor{}, e
 	}
-	th, err := s.thread(ctx, c, q.threadID)
+	th, err := s.c.Thread(ctx, c, q.threadID)
 	switch {
-	case err == nil && th.Network != nw.name:
-		return nil, runlog.Cursor{}, badParam("threadId", "thread %s belongs to network %q, not %q", th.ID, th.Network, nw.name)
-	case err != nil && classify(err).status != http.StatusNotFound:
-		return nil, runlog.Cursor{}, err
+	case err == nil && th.Network != nw.Name():
+		return nil, server.Cursor{}, server.BadParam("threadId", "thread %s belongs to network %q, not %q", th.ID, th.Network, nw.Name())
+	case err != nil && server.Classify(err).Status != http.StatusNotFound:
+		return nil, server.Cursor{}, err
 	case err != nil:
-		if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: c.owner}); err != nil {
-			return nil, runlog.Cursor{}, err
-		}
 		nm := make([]store.NewMessage, len(q.history))
 		for i, m := range q.history {
 			nm[i] = store.NewMessage{Message: m}
 		}
 		md := map[string]json.RawMessage{"source": json.RawMessage(`"agui"`)}
-		if _, err := s.st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: c.owner, ID: q.threadID, Network: nw.name, Name: chatName(q.input), Metadata: md, Messages: nm}); err != nil {
+		if _, err := s.c.CreateThread(ctx, c, &store.CreateThreadParams{ID: q.threadID, Network: nw.Name(), Name: threads.Title(q.input), Metadata: md, Messages: nm}); err != nil {
 			// Another request of the caller made it first: the turn
 			// runs on it (or finds it busy).
-			if th, terr := s.thread(ctx, c, q.threadID); errors.Is(err, store.ErrConflict) && terr == nil && th.Network == nw.name {
+			if th, terr := s.c.Thread(ctx, c, q.threadID); errors.Is(err, store.ErrConflict) && terr == nil && th.Network == nw.Name() {
 				break
 			}
 			if errors.Is(err, store.ErrConflict) {
-				e := errorf(http.StatusConflict, wire.ErrConflict, "threadId %q is taken: choose another", q.threadID)
-				e.param = "threadId"
-				return nil, runlog.Cursor{}, e
+				e := server.Errorf(http.StatusConflict, wire.ErrConflict, "threadId %q is taken: choose another", q.threadID)
+				e.Param = "threadId"
+				return nil, server.Cursor{}, e
 			}
-			return nil, runlog.Cursor{}, err
+			return nil, server.Cursor{}, err
 		}
 	}
 	var opts []runner.RunOption
@@ -434,37 +447,31 @@ func (s *Server) aguiBegin(ctx context.Context, c *caller, nw *network, q *aguiR
 	if q.agent != "" {
 		opts = append(opts, runner.WithAgent(q.agent))
 	}
-	run, err := s.startTurn(ctx, c.owner, q.threadID, id, nw, q.input, opts)
-	return run, runlog.Cursor{}, err
+	run, err := s.c.StartTurn(ctx, c, nw, server.Turn{ThreadID: q.threadID, RunID: id, Input: q.input, Options: opts})
+	return run, server.Cursor{}, err
 }
 
 // aguiExisting returns the run of id if it exists (this process runs it,
 // or the store has it), on the thread; nil if it does not.
-func (s *Server) aguiExisting(ctx context.Context, c *caller, nw *network, threadID, id string) (*runEntry, error) {
-	if run := s.reg.run(c.owner, id); run != nil {
-		if run.threadID != threadID || run.network != nw.name {
-			return nil, badParam("runId", "runId names a run of another thread")
-		}
-		return run, nil
-	}
-	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, RunID: id})
+func (s *api) aguiExisting(ctx context.Context, c *server.Caller, nw *server.Network, threadID, id string) (*server.Run, error) {
+	run, err := s.c.Run(ctx, c, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	if cp.ThreadID != threadID || cp.State.Network != nw.name {
-		return nil, badParam("runId", "runId names a run of another thread")
+	if run.ThreadID() != threadID || run.Network() != nw.Name() {
+		return nil, server.BadParam("runId", "runId names a run of another thread")
 	}
-	return s.stored(c.owner, cp), nil
+	return run, nil
 }
 
 // aguiResume answers the interrupt a request's resume entries name: the
 // run resumes with their decisions. An interrupt already answered (the
 // same request sent again, or one decided elsewhere) is followed: the
 // stream is the run's from that interrupt on.
-func (s *Server) aguiResume(ctx context.Context, c *caller, nw *network, q *aguiRequest) (*runEntry, runlog.Cursor, error) {
+func (s *api) aguiResume(ctx context.Context, c *server.Caller, nw *server.Network, q *aguiRequest) (*server.Run, server.Cursor, error) {
 	var id string
 	var decisions []runner.Decision
 	for k, d := range q.resume {
@@ -472,32 +479,29 @@ func (s *Server) aguiResume(ctx context.Context, c *caller, nw *network, q *agui
 	}
 	runID, _ := runstate.RunOfInterrupt(id)
 	if len(runID) > 128 {
-		return nil, runlog.Cursor{}, badParam("resume", "interrupt %q not found", id)
+		return nil, server.Cursor{}, server.BadParam("resume", "interrupt %q not found", id)
 	}
 	// The checkpoint that raised the interrupt: its seq is where the
 	// resumed AG-UI run starts.
-	_, raised, _, err := s.chain(ctx, c.owner, runID, func(cp *store.Checkpoint) bool {
-		return cp.State.Status == runstate.StatusInterrupted && cp.State.Interrupt != nil && cp.State.Interrupt.ID == id
-	})
-	if errors.Is(err, store.ErrNotFound) || err == nil && raised == nil {
-		return nil, runlog.Cursor{}, badParam("resume", "interrupt %q not found", id)
+	raised, err := s.c.Interrupted(ctx, c, runID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, server.Cursor{}, server.BadParam("resume", "interrupt %q not found", id)
 	}
 	if err != nil {
-		return nil, runlog.Cursor{}, err
+		return nil, server.Cursor{}, err
 	}
-	if raised.ThreadID != q.threadID || raised.Network != nw.name {
-		return nil, runlog.Cursor{}, badParam("resume", "interrupt %q is not of thread %s", id, q.threadID)
+	if raised.ThreadID != q.threadID || raised.Network != nw.Name() {
+		return nil, server.Cursor{}, server.BadParam("resume", "interrupt %q is not of thread %s", id, q.threadID)
 	}
-	start := runlog.Cursor{Seq: raised.Seq}
-	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, RunID: runID})
+	start := server.Cursor{Seq: raised.Seq}
+	cp, err := s.c.LatestCheckpoint(ctx, c, runID)
 	if err != nil {
-		return nil, runlog.Cursor{}, err
-	}
-	if run := s.reg.run(c.owner, runID); run != nil && (cp.State.Status != runstate.StatusInterrupted || cp.State.Interrupt == nil || cp.State.Interrupt.ID != id) {
-		return run, start, nil
+		return nil, server.Cursor{}, err
 	}
 	if cp.State.Status != runstate.StatusInterrupted || cp.State.Interrupt == nil || cp.State.Interrupt.ID != id {
-		return s.stored(c.owner, cp), start, nil
+		// Answered already: the run from that interrupt on.
+		run, err := s.c.Run(ctx, c, runID)
+		return run, start, err
 	}
 	calls := map[string]bool{}
 	for _, ar := range cp.State.Interrupt.ActionRequests {
@@ -505,15 +509,12 @@ func (s *Server) aguiResume(ctx context.Context, c *caller, nw *network, q *agui
 	}
 	for i, d := range decisions {
 		if d.CallID != "" && !calls[d.CallID] {
-			return nil, runlog.Cursor{}, badParam("resume", "resume[%d]: call %q is not an action of interrupt %s", i, d.CallID, id)
+			return nil, server.Cursor{}, server.BadParam("resume", "resume[%d]: call %q is not an action of interrupt %s", i, d.CallID, id)
 		}
 	}
-	opts := append([]runner.RunOption{runner.WithDecisions(decisions...)}, nw.inlineOptions()...)
-	run, err := s.launch(ctx, c.owner, cp.ThreadID, cp.RunID, nw, &runlog.Cursor{Seq: cp.State.Seq}, func(rctx context.Context) iter.Seq2[runner.Event, error] {
-		return nw.svc.Resume(rctx, c.owner, cp.RunID, opts...)
-	})
+	run, err := s.c.Resume(ctx, c, nw, cp, decisions)
 	if err != nil {
-		return nil, runlog.Cursor{}, err
+		return nil, server.Cursor{}, err
 	}
 	return run, start, nil
 }
@@ -527,7 +528,7 @@ func (s *Server) aguiResume(ctx context.Context, c *caller, nw *network, q *agui
 // were streamed ends it (TEXT_MESSAGE_END), the same message rebuilt from a
 // checkpoint (no deltas) opens, fills and ends it.
 type aguiCursor struct {
-	At   runlog.Cursor
+	At   server.Cursor
 	K    int
 	N, B int
 	set  bool // not the zero cursor (before every event)
@@ -551,7 +552,7 @@ func parseAGUICursor(s string) (aguiCursor, error) {
 	if len(parts) != 2 && len(parts) != 4 {
 		return aguiCursor{}, fmt.Errorf("agui: bad event id %q", s)
 	}
-	at, err := runlog.ParseCursor(parts[0])
+	at, err := server.ParseCursor(parts[0])
 	if err != nil || parts[0] == "" {
 		return aguiCursor{}, fmt.Errorf("agui: bad event id %q", s)
 	}
@@ -576,7 +577,7 @@ func parseAGUICursor(s string) (aguiCursor, error) {
 
 // before reports whether c comes before the event at (at, k), k counted
 // from the end as K is.
-func (c aguiCursor) before(at runlog.Cursor, k int) bool {
+func (c aguiCursor) before(at server.Cursor, k int) bool {
 	if !c.set {
 		return true
 	}
@@ -695,13 +696,13 @@ func (f *aguiFold) closeText() {
 }
 
 // add folds a baton event and returns the AG-UI events it makes.
-func (f *aguiFold) add(e runlog.Entry) []aguiEvent {
+func (f *aguiFold) add(e server.Entry) []aguiEvent {
 	f.out = f.out[:0]
 	f.addEntry(e)
 	return f.out
 }
 
-func (f *aguiFold) addEntry(e runlog.Entry) {
+func (f *aguiFold) addEntry(e server.Entry) {
 	custom := func(name string) {
 		var v map[string]any
 		_ = json.Unmarshal(e.Data, &v)
@@ -895,12 +896,12 @@ func (f *aguiFold) interrupts(in *runstate.Interrupt) []any {
 			"id": in.ID + "/" + ar.CallID, "reason": in.Source, "message": ar.Description, "toolCallId": f.toolID(ar.CallID),
 			"responseSchema": aguiDecisionSchema,
 			"metadata": map[string]any{"baton": map[string]any{"interrupt_id": in.ID, "call_id": ar.CallID, "tool": ar.Name, "args": args,
-				"decision_url": decisionURL(in.ID)}},
+				"decision_url": server.DecisionURL(in.ID)}},
 		})
 	}
 	if len(out) == 0 {
 		out = append(out, map[string]any{"id": in.ID, "reason": in.Source, "responseSchema": aguiDecisionSchema,
-			"metadata": map[string]any{"baton": map[string]any{"interrupt_id": in.ID, "decision_url": decisionURL(in.ID)}}})
+			"metadata": map[string]any{"baton": map[string]any{"interrupt_id": in.ID, "decision_url": server.DecisionURL(in.ID)}}})
 	}
 	return out
 }
@@ -908,12 +909,12 @@ func (f *aguiFold) interrupts(in *runstate.Interrupt) []any {
 // stream yields the SSE events of the AG-UI run that starts after start:
 // the run's events from its first are folded, those after start and after
 // from are sent, until the AG-UI run finishes or errs.
-func (f *aguiFold) stream(ctx context.Context, s *Server, run *runEntry, start runlog.Cursor, from aguiCursor) iter.Seq2[sse.Event, error] {
+func (f *aguiFold) stream(ctx context.Context, s server.Core, run *server.Run, start server.Cursor, from aguiCursor) iter.Seq2[sse.Event, error] {
 	return func(yield func(sse.Event, error) bool) {
 		reconciled := !from.set
 		done := false
 		seq, ord := -1, 0
-		err := s.eachEntry(ctx, run, runlog.Cursor{}, func(e runlog.Entry) bool {
+		err := s.Events(ctx, run, server.Cursor{}, func(e server.Entry) bool {
 			// The events a run did not number (N.M) are numbered by the
 			// order of the stored ones among them: a followed worker's
 			// events come after its drafts in a live log (N.2 after the

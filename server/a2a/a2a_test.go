@@ -1,4 +1,4 @@
-package server_test
+package a2a_test
 
 import (
 	"context"

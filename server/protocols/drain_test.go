@@ -1,4 +1,4 @@
-package server_test
+package protocols_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package server
+package a2a
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
-	"github.com/batonhq/baton/server/internal/runlog"
+	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
@@ -30,6 +30,27 @@ import (
 // A2A context is a thread, a task is a run: the methods run turns and
 // follow runs exactly as the REST routes do, wherever the run executes.
 
+// Protocol serves each network as an A2A agent over a server's core. The
+// zero value is ready to mount.
+type Protocol struct{}
+
+// Mount registers the routes: the card (public) and the JSON-RPC endpoint
+// of each network, and the card at /.well-known/agent-card.json when the
+// server runs one network.
+func (Protocol) Mount(c server.Core) {
+	s := &api{c: c}
+	c.Handle("GET /a2a/{network}/.well-known/agent-card.json", server.Route{Public: true}, s.a2aCard)
+	c.Handle("POST /a2a/{network}", server.Route{Streaming: true}, s.a2aRPC)
+	if len(c.Networks()) == 1 {
+		c.Handle("GET /.well-known/agent-card.json", server.Route{Public: true}, s.a2aCard)
+	}
+}
+
+// api is the routes' handlers on a core.
+type api struct {
+	c server.Core
+}
+
 // a2aProtocolVersion is the A2A protocol version the card declares.
 const a2aProtocolVersion = "0.3.0"
 
@@ -38,35 +59,35 @@ const a2aProtocolVersion = "0.3.0"
 // lines (as /v1/chat/completions answers).
 const answerArtifact a2a.ArtifactID = "answer"
 
-func (s *Server) a2aCard(w http.ResponseWriter, r *http.Request, _ *caller) error {
+func (s *api) a2aCard(w http.ResponseWriter, r *http.Request, _ *server.Caller) error {
 	name := r.PathValue("network")
-	if name == "" && len(s.netList) == 1 {
-		name = s.netList[0].name
+	if nets := s.c.Networks(); name == "" && len(nets) == 1 {
+		name = nets[0].Name()
 	}
-	nw, ok := s.nets[name]
+	nw, ok := s.c.Network(name)
 	if !ok {
-		return notFound("network", name)
+		return server.NotFound("network", name)
 	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	writeJSON(w, http.StatusOK, s.agentCard(r, nw))
+	server.WriteJSON(w, http.StatusOK, s.agentCard(r, nw))
 	return nil
 }
 
 // agentCard is the A2A agent card of a network, with the URL the request
 // reached the server at.
-func (s *Server) agentCard(r *http.Request, nw *network) *a2a.AgentCard {
+func (s *api) agentCard(r *http.Request, nw *server.Network) *a2a.AgentCard {
 	scheme := "http"
 	if r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https" {
 		scheme = "https"
 	}
-	entry, _ := nw.net.Agent(nw.net.Entry())
-	desc := "A baton network of agents: " + strings.Join(nw.net.Names(), ", ") + "."
+	entry, _ := nw.Agents().Agent(nw.Agents().Entry())
+	desc := "A baton network of agents: " + strings.Join(nw.Agents().Names(), ", ") + "."
 	if entry != nil && entry.Description != "" {
 		desc = entry.Description
 	}
 	card := &a2a.AgentCard{
-		Name: nw.name, Description: desc, URL: scheme + "://" + r.Host + "/a2a/" + nw.name,
-		PreferredTransport: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2aProtocolVersion, Version: nw.net.Fingerprint(),
+		Name: nw.Name(), Description: desc, URL: scheme + "://" + r.Host + "/a2a/" + nw.Name(),
+		PreferredTransport: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2aProtocolVersion, Version: nw.Agents().Fingerprint(),
 		Capabilities:      a2a.AgentCapabilities{Streaming: true},
 		DefaultInputModes: []string{"text/plain", "application/json"}, DefaultOutputModes: []string{"text/plain"},
 		Provider: &a2a.AgentProvider{Org: "baton", URL: scheme + "://" + r.Host},
@@ -76,17 +97,17 @@ func (s *Server) agentCard(r *http.Request, nw *network) *a2a.AgentCard {
 		Skills:   []a2a.AgentSkill{},
 	}
 	card.AdditionalInterfaces = []a2a.AgentInterface{{Transport: a2a.TransportProtocolJSONRPC, URL: card.URL}}
-	for _, a := range nw.net.Agents() {
-		card.Skills = append(card.Skills, a2a.AgentSkill{ID: a.Name, Name: a.Name, Description: a.Description, Tags: []string{"baton", nw.name}})
+	for _, a := range nw.Agents().Agents() {
+		card.Skills = append(card.Skills, a2a.AgentSkill{ID: a.Name, Name: a.Name, Description: a.Description, Tags: []string{"baton", nw.Name()}})
 	}
 	return card
 }
 
 // a2aRPC serves the A2A JSON-RPC methods of a network.
-func (s *Server) a2aRPC(w http.ResponseWriter, r *http.Request, c *caller) error {
-	nw, ok := s.nets[r.PathValue("network")]
+func (s *api) a2aRPC(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
+	nw, ok := s.c.Network(r.PathValue("network"))
 	if !ok {
-		return notFound("network", r.PathValue("network"))
+		return server.NotFound("network", r.PathValue("network"))
 	}
 	a2asrv.NewJSONRPCHandler(&a2aHandler{s: s, nw: nw, c: c}).ServeHTTP(w, r)
 	return nil
@@ -94,9 +115,9 @@ func (s *Server) a2aRPC(w http.ResponseWriter, r *http.Request, c *caller) error
 
 // a2aHandler is a2asrv.RequestHandler on a served network, for one caller.
 type a2aHandler struct {
-	s  *Server
-	nw *network
-	c  *caller
+	s  *api
+	nw *server.Network
+	c  *server.Caller
 }
 
 var _ a2asrv.RequestHandler = (*a2aHandler)(nil)
@@ -115,18 +136,18 @@ func a2aError(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w: %v", a2a.ErrServerError, err)
 	}
-	ae := classify(err)
+	ae := server.Classify(err)
 	switch {
-	case ae.status == http.StatusNotFound:
-		return fmt.Errorf("%w: %s", a2a.ErrTaskNotFound, ae.msg)
-	case ae.status == http.StatusConflict:
-		return fmt.Errorf("%w: %s", a2a.ErrInvalidRequest, ae.msg)
-	case ae.status < 500:
-		return fmt.Errorf("%w: %s", a2a.ErrInvalidParams, ae.msg)
-	case ae.status == http.StatusInternalServerError:
-		return fmt.Errorf("%w: %s", a2a.ErrInternalError, ae.msg)
+	case ae.Status == http.StatusNotFound:
+		return fmt.Errorf("%w: %s", a2a.ErrTaskNotFound, ae.Message)
+	case ae.Status == http.StatusConflict:
+		return fmt.Errorf("%w: %s", a2a.ErrInvalidRequest, ae.Message)
+	case ae.Status < 500:
+		return fmt.Errorf("%w: %s", a2a.ErrInvalidParams, ae.Message)
+	case ae.Status == http.StatusInternalServerError:
+		return fmt.Errorf("%w: %s", a2a.ErrInternalError, ae.Message)
 	}
-	return fmt.Errorf("%w: %s", a2a.ErrServerError, ae.msg)
+	return fmt.Errorf("%w: %s", a2a.ErrServerError, ae.Message)
 }
 
 // a2aInput is what an A2A message asks: the user's input, the earlier
@@ -216,7 +237,7 @@ func (in *a2aInput) data(d map[string]any) error {
 		if err := json.Unmarshal(b, &req.Decisions); err != nil {
 			return fmt.Errorf("decisions: %v", err)
 		}
-		out, err := decisionsOf(&req)
+		out, err := server.Decisions(&req)
 		if err != nil {
 			return err
 		}
@@ -240,7 +261,7 @@ func (h *a2aHandler) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams
 	f := newTaskFold(run)
 	f.request(p.Message)
 	blocking := p.Config == nil || p.Config.Blocking == nil || *p.Config.Blocking
-	wctx, cancel := context.WithTimeout(ctx, h.s.cfg.RequestTimeout)
+	wctx, cancel := context.WithTimeout(ctx, h.s.c.RequestTimeout())
 	defer cancel()
 	if !blocking {
 		wctx, cancel = context.WithCancel(ctx)
@@ -248,8 +269,8 @@ func (h *a2aHandler) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams
 	}
 	// The run's earlier executions (a resumed task's) are folded too; only
 	// an event of this one settles the task.
-	from := run.startedAt()
-	_ = h.s.eachEntry(wctx, run, runlog.Cursor{}, func(e runlog.Entry) bool {
+	from := run.StartedAt()
+	_ = h.s.c.Events(wctx, run, server.Cursor{}, func(e server.Entry) bool {
 		f.add(e)
 		return !f.settled() || !from.Less(e.At)
 	})
@@ -266,7 +287,7 @@ func (h *a2aHandler) OnSendMessageStream(ctx context.Context, p *a2a.MessageSend
 			yield(nil, a2aError(err))
 			return
 		}
-		h.stream(ctx, run, run.startedAt(), p.Message, yield)
+		h.stream(ctx, run, run.StartedAt(), p.Message, yield)
 	}
 }
 
@@ -283,22 +304,21 @@ func (h *a2aHandler) OnResubscribeToTask(ctx context.Context, p *a2a.TaskIDParam
 			yield(nil, a2aError(err))
 			return
 		}
-		h.stream(ctx, run, run.log.Last(), nil, yield)
+		h.stream(ctx, run, run.Last(), nil, yield)
 	}
 }
 
 // stream yields a run's task: the events up to from are folded into the
 // task yielded first, the later ones follow as updates. req, if not nil,
 // is the message that started them.
-func (h *a2aHandler) stream(ctx context.Context, run *runEntry, from runlog.Cursor, req *a2a.Message, yield func(a2a.Event, error) bool) {
-	run.addReader(1)
-	defer run.addReader(-1)
+func (h *a2aHandler) stream(ctx context.Context, run *server.Run, from server.Cursor, req *a2a.Message, yield func(a2a.Event, error) bool) {
+	defer run.Reader()()
 	f := newTaskFold(run)
 	f.request(req)
-	exec := run.startedAt()
+	exec := run.StartedAt()
 	sent := false
 	ok := true
-	err := h.s.eachEntry(ctx, run, runlog.Cursor{}, func(e runlog.Entry) bool {
+	err := h.s.c.Events(ctx, run, server.Cursor{}, func(e server.Entry) bool {
 		if !sent && from.Less(e.At) {
 			sent = true
 			if ok = yield(f.task(nil), nil); !ok {
@@ -341,7 +361,7 @@ func (h *a2aHandler) OnGetTask(ctx context.Context, q *a2a.TaskQueryParams) (*a2
 	f := newTaskFold(run)
 	now, cancel := context.WithCancel(ctx)
 	cancel() // what is there now, without waiting
-	_ = h.s.eachEntry(now, run, runlog.Cursor{}, func(e runlog.Entry) bool {
+	_ = h.s.c.Events(now, run, server.Cursor{}, func(e server.Entry) bool {
 		f.add(e)
 		return true
 	})
@@ -360,7 +380,7 @@ func (h *a2aHandler) OnCancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2
 	if err != nil {
 		return nil, a2aError(err)
 	}
-	cp, err := h.nw.svc.Cancel(ctx, h.c.owner, run.threadID, run.id)
+	run, err = h.s.c.Cancel(ctx, h.c, h.nw, run.ThreadID(), run.ID())
 	var fe *threads.FinishedError
 	switch {
 	case errors.As(err, &fe):
@@ -368,11 +388,10 @@ func (h *a2aHandler) OnCancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2
 	case err != nil:
 		return nil, a2aError(err)
 	}
-	run = h.s.refresh(h.c.owner, cp)
 	f := newTaskFold(run)
 	now, cancel := context.WithCancel(ctx)
 	cancel()
-	_ = h.s.eachEntry(now, run, runlog.Cursor{}, func(e runlog.Entry) bool {
+	_ = h.s.c.Events(now, run, server.Cursor{}, func(e server.Entry) bool {
 		f.add(e)
 		return true
 	})
@@ -410,7 +429,7 @@ func (h *a2aHandler) OnGetExtendedAgentCard(context.Context) (*a2a.AgentCard, er
 
 // begin starts what a message asks: a turn on its context's thread (made
 // for a new context), or the answer to its task's interrupt.
-func (h *a2aHandler) begin(ctx context.Context, p *a2a.MessageSendParams) (*runEntry, error) {
+func (h *a2aHandler) begin(ctx context.Context, p *a2a.MessageSendParams) (*server.Run, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%w: params are required", a2a.ErrInvalidParams)
 	}
@@ -425,7 +444,7 @@ func (h *a2aHandler) begin(ctx context.Context, p *a2a.MessageSendParams) (*runE
 	if len(in.decisions) > 0 {
 		return nil, fmt.Errorf("%w: a decision answers a task: give the message its taskId", a2a.ErrInvalidParams)
 	}
-	if err := s.checkInput(in.text); err != nil {
+	if err := s.c.CheckInput(in.text); err != nil {
 		return nil, err
 	}
 	threadID := p.Message.ContextID
@@ -433,44 +452,41 @@ func (h *a2aHandler) begin(ctx context.Context, p *a2a.MessageSendParams) (*runE
 		if !contextIDPattern.MatchString(threadID) {
 			return nil, fmt.Errorf("%w: contextId %q: want 1-128 letters, digits, '_', '.', ':' or '-'", a2a.ErrInvalidParams, threadID)
 		}
-		th, err := s.thread(ctx, c, threadID)
+		th, err := s.c.Thread(ctx, c, threadID)
 		switch {
-		case err == nil && th.Network != nw.name:
-			return nil, fmt.Errorf("%w: context %s is a thread of network %q, not %q", a2a.ErrInvalidParams, threadID, th.Network, nw.name)
+		case err == nil && th.Network != nw.Name():
+			return nil, fmt.Errorf("%w: context %s is a thread of network %q, not %q", a2a.ErrInvalidParams, threadID, th.Network, nw.Name())
 		case err == nil:
 			if len(in.history) > 0 {
 				return nil, fmt.Errorf("%w: history is for a new context; context %s has its own", a2a.ErrInvalidParams, threadID)
 			}
-			return s.startTurn(ctx, c.owner, threadID, runstate.NewRunID(), nw, in.text, nil)
-		case classify(err).status != http.StatusNotFound:
+			return s.c.StartTurn(ctx, c, nw, server.Turn{ThreadID: threadID, Input: in.text})
+		case server.Classify(err).Status != http.StatusNotFound:
 			return nil, err
 		}
 	}
 	// A new context: a new thread, with the history the message brings.
-	if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: c.owner}); err != nil {
-		return nil, err
-	}
 	md := map[string]json.RawMessage{"source": json.RawMessage(`"a2a"`)}
 	nm := make([]store.NewMessage, len(in.history))
 	for i, m := range in.history {
 		nm[i] = store.NewMessage{Message: m}
 	}
-	th, err := s.st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: c.owner, ID: threadID, Network: nw.name, Name: chatName(in.text), Metadata: md, Messages: nm})
+	th, err := s.c.CreateThread(ctx, c, &store.CreateThreadParams{ID: threadID, Network: nw.Name(), Name: threads.Title(in.text), Metadata: md, Messages: nm})
 	if err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, fmt.Errorf("%w: contextId %q is taken", a2a.ErrInvalidParams, threadID)
 		}
 		return nil, err
 	}
-	return s.startTurn(ctx, c.owner, th.ID, runstate.NewRunID(), nw, in.text, nil)
+	return s.c.StartTurn(ctx, c, nw, server.Turn{ThreadID: th.ID, Input: in.text})
 }
 
 // answer resumes the interrupted run of a message's task with the
 // decisions the message gives.
-func (h *a2aHandler) answer(ctx context.Context, m *a2a.Message, in *a2aInput) (*runEntry, error) {
+func (h *a2aHandler) answer(ctx context.Context, m *a2a.Message, in *a2aInput) (*server.Run, error) {
 	s, c, nw := h.s, h.c, h.nw
-	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, RunID: string(m.TaskID)})
-	if errors.Is(err, store.ErrNotFound) || err == nil && cp.State.Network != nw.name {
+	cp, err := s.c.LatestCheckpoint(ctx, c, string(m.TaskID))
+	if errors.Is(err, store.ErrNotFound) || err == nil && cp.State.Network != nw.Name() {
 		return nil, fmt.Errorf("%w: task %s", a2a.ErrTaskNotFound, m.TaskID)
 	}
 	if err != nil {
@@ -493,104 +509,19 @@ func (h *a2aHandler) answer(ctx context.Context, m *a2a.Message, in *a2aInput) (
 			return nil, fmt.Errorf("%w: task %s waits for a decision on %s: answer approve or reject, or a data part {\"type\": \"approve\"|\"reject\"|\"edit\", ...}", a2a.ErrInvalidParams, m.TaskID, actionNames(cp.State.Interrupt))
 		}
 	}
-	opts := append([]runner.RunOption{runner.WithDecisions(decisions...)}, nw.inlineOptions()...)
-	return s.launch(ctx, c.owner, cp.ThreadID, cp.RunID, nw, &runlog.Cursor{Seq: cp.State.Seq}, func(rctx context.Context) iter.Seq2[runner.Event, error] {
-		return nw.svc.Resume(rctx, c.owner, cp.RunID, opts...)
-	})
+	return s.c.Resume(ctx, c, nw, cp, decisions)
 }
 
 // run returns a run of the caller on this network, by id.
-func (h *a2aHandler) run(ctx context.Context, id string) (*runEntry, error) {
-	s, c := h.s, h.c
-	if run := s.reg.run(c.owner, id); run != nil {
-		if run.network != h.nw.name {
-			return nil, fmt.Errorf("%w: task %s", a2a.ErrTaskNotFound, id)
-		}
-		return s.current(ctx, run), nil
-	}
+func (h *a2aHandler) run(ctx context.Context, id string) (*server.Run, error) {
 	if id == "" || len(id) > 128 {
 		return nil, fmt.Errorf("%w: task %q", a2a.ErrTaskNotFound, id)
 	}
-	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.owner, RunID: id})
-	if errors.Is(err, store.ErrNotFound) || err == nil && cp.State.Network != h.nw.name {
+	run, err := h.s.c.Run(ctx, h.c, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && run.Network() != h.nw.Name() {
 		return nil, fmt.Errorf("%w: task %s", a2a.ErrTaskNotFound, id)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return s.stored(c.owner, cp), nil
-}
-
-// startedAt is the cursor before the events of a run's latest execution:
-// a stream of a turn or a resumed run starts its updates after it.
-func (r *runEntry) startedAt() runlog.Cursor {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.base
-}
-
-// eachEntry calls fn with a run's events after cur, those that only the
-// store still has rebuilt from it, then live until the run's log closes, fn
-// returns false, or ctx ends (a context already cancelled reads what there
-// is now).
-func (s *Server) eachEntry(ctx context.Context, run *runEntry, cur runlog.Cursor, fn func(runlog.Entry) bool) error {
-	run.mu.Lock()
-	base := run.base
-	run.mu.Unlock()
-	rebuilt := func(upto runlog.Cursor) (bool, error) {
-		entries, err := s.rebuild(context.WithoutCancel(ctx), run.owner, run.id, cur)
-		if err != nil {
-			return true, err
-		}
-		for _, e := range entries {
-			if !cur.Less(e.At) || upto.Less(e.At) {
-				continue
-			}
-			cur = e.At
-			if !fn(e) {
-				return false, nil
-			}
-		}
-		if cur.Less(upto) {
-			cur = upto
-		}
-		return true, nil
-	}
-	if cur.Less(base) {
-		if more, err := rebuilt(base); !more || err != nil {
-			return err
-		}
-	}
-	var buf []runlog.Entry
-	for {
-		rd := run.log.Since(cur, 256, buf[:0])
-		if rd.Lost && len(rd.Entries) > 0 {
-			if more, err := rebuilt(prev(rd.Entries[0].At)); !more || err != nil {
-				return err
-			}
-		}
-		for i := range rd.Entries {
-			e := rd.Entries[i]
-			if !cur.Less(e.At) {
-				continue
-			}
-			cur = e.At
-			if !fn(e) {
-				return nil
-			}
-		}
-		buf = rd.Entries
-		if rd.Done {
-			return nil
-		}
-		select {
-		case <-rd.Wait:
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-s.runCtx.Done():
-			return errShuttingDown
-		}
-	}
+	return run, err
 }
 
 func historyLength(c *a2a.MessageSendConfig) *int {
@@ -640,8 +571,8 @@ type taskFold struct {
 	final     bool
 }
 
-func newTaskFold(run *runEntry) *taskFold {
-	return &taskFold{info: a2a.TaskInfo{TaskID: a2a.TaskID(run.id), ContextID: run.threadID}, state: a2a.TaskStateSubmitted}
+func newTaskFold(run *server.Run) *taskFold {
+	return &taskFold{info: a2a.TaskInfo{TaskID: a2a.TaskID(run.ID()), ContextID: run.ThreadID()}, state: a2a.TaskStateSubmitted}
 }
 
 // request puts the message that started the task's latest execution in
@@ -696,7 +627,7 @@ func (f *taskFold) statusEvent(final bool, meta map[string]any) a2a.Event {
 }
 
 // add folds an event and returns the A2A events that stream it.
-func (f *taskFold) add(e runlog.Entry) []a2a.Event {
+func (f *taskFold) add(e server.Entry) []a2a.Event {
 	batonEvent := func() map[string]any {
 		var v map[string]any
 		_ = json.Unmarshal(e.Data, &v)

@@ -1,4 +1,4 @@
-package server_test
+package openai_test
 
 import (
 	"bufio"
@@ -317,5 +317,15 @@ func TestResponsesSDK(t *testing.T) {
 	// The decision URL works.
 	if r := b.Do(t, b.KeyA, "POST", ext.Baton.Interrupt.DecisionURL, map[string]any{"type": "approve"}); r.Status != 200 {
 		t.Fatalf("decision: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestModels lists the networks as OpenAI's models.
+func TestModels(t *testing.T) {
+	t.Parallel()
+	b := servertest.Setup(t)
+	r := b.Do(t, b.KeyA, "GET", "/v1/models", nil)
+	if !strings.Contains(string(r.Body), `"id":"support"`) {
+		t.Fatalf("models: %s", r.Body)
 	}
 }

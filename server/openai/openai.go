@@ -1,9 +1,7 @@
-package server
+package openai
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -14,94 +12,119 @@ import (
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
-	"github.com/batonhq/baton/server/internal/runlog"
+	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/server/internal/wire"
+	"github.com/batonhq/baton/server/openai/internal/oai"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
 )
 
-// This file is what OpenAI's two APIs served here share (chat.go:
-// /v1/chat/completions, responses.go: /v1/responses): the models (the
-// networks), OpenAI's error names, request fields honoured or refused, the
-// thread a request runs on, and the fold of a run's events into an answer.
+// Protocol serves OpenAI's APIs over a server's core, where a model is a
+// network: POST /v1/chat/completions (chat.go), POST /v1/responses
+// (responses.go), GET /v1/models and /v1/models/{id}. Errors on its routes
+// are OpenAI's error objects. The zero value is ready to mount.
+type Protocol struct{}
 
-// RequestIDHeader is sent on every answer, as OpenAI's API does: its
-// clients report it (openai.Error.RequestID, response.request_id).
-const RequestIDHeader = "X-Request-Id"
+// Mount registers the routes.
+func (Protocol) Mount(c server.Core) {
+	s := &api{c: c}
+	rt := server.Route{ErrorBody: errorBody}
+	stream := server.Route{Streaming: true, ErrorBody: errorBody}
+	c.Handle("GET /v1/models", rt, s.listModels)
+	c.Handle("GET /v1/models/{id}", rt, s.getModel)
+	c.Handle("POST /v1/chat/completions", stream, s.chatCompletions)
+	c.Handle("POST /v1/responses", stream, s.responses)
+}
 
-// newRequestID returns a request id: req_ and 24 hex digits.
-func newRequestID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return "req_" + hex.EncodeToString(b[:])
+// api is the routes' handlers on a core. This file is what OpenAI's two
+// APIs served here share (chat.go: /v1/chat/completions, responses.go:
+// /v1/responses): the models (the networks), OpenAI's error names, request
+// fields honoured or refused, the thread a request runs on, and the fold of
+// a run's events into an answer.
+type api struct {
+	c server.Core
 }
 
 // startedAt is the "created" of the models: when this process started.
 var startedAt = time.Now().Unix()
 
+// listModels is OpenAI's GET /v1/models: the networks, as models.
+func (s *api) listModels(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
+	out := wire.List[oai.Model]{Object: "list", Data: []oai.Model{}}
+	for _, n := range s.c.Networks() {
+		out.Data = append(out.Data, oai.Model{ID: n.Name(), Object: "model", Created: startedAt, OwnedBy: "baton"})
+	}
+	server.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
 // getModel is OpenAI's GET /v1/models/{id}: a network, as a model.
-func (s *Server) getModel(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *api) getModel(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
 	id := r.PathValue("id")
-	if _, ok := s.nets[id]; !ok {
+	if _, ok := s.c.Network(id); !ok {
 		return unknownModel(id)
 	}
-	writeJSON(w, http.StatusOK, wire.Model{ID: id, Object: "model", Created: startedAt, OwnedBy: "baton"})
+	server.WriteJSON(w, http.StatusOK, oai.Model{ID: id, Object: "model", Created: startedAt, OwnedBy: "baton"})
 	return nil
 }
 
 // model returns the network a request names as its model.
-func (s *Server) model(name string) (*network, error) {
+func (s *api) model(name string) (*server.Network, error) {
 	if name == "" {
-		return nil, badParam("model", "model is required: the name of a baton network (GET /v1/models)")
+		return nil, server.BadParam("model", "model is required: the name of a baton network (GET /v1/models)")
 	}
-	if nw, ok := s.nets[name]; ok {
+	if nw, ok := s.c.Network(name); ok {
 		return nw, nil
 	}
 	return nil, unknownModel(name)
 }
 
-func unknownModel(name string) *apiError {
-	e := errorf(http.StatusNotFound, wire.ErrNotFound, "the model %q does not exist: models are this server's networks (GET /v1/models)", name)
-	e.param, e.code = "model", "model_not_found"
+func unknownModel(name string) *server.Error {
+	e := server.Errorf(http.StatusNotFound, wire.ErrNotFound, "the model %q does not exist: models are this server's networks (GET /v1/models)", name)
+	e.Param, e.Code = "model", "model_not_found"
 	return e
 }
 
 // openAIError is an error as OpenAI's API words it: type
 // invalid_request_error (4xx), requests (429) or server_error (5xx), and a
 // code (model_not_found, invalid_api_key, unsupported_parameter, …).
-func openAIError(ae *apiError) wire.ErrorDetail {
-	d := wire.ErrorDetail{Type: wire.OpenAIInvalidRequest, Message: ae.msg, Param: ae.param, Code: ae.code, ErrorExtra: ae.extra}
+func openAIError(ae *server.Error) wire.ErrorDetail {
+	d := ae.Detail()
+	d.Type, d.Code = oai.OpenAIInvalidRequest, ae.Code
 	switch {
-	case ae.status == http.StatusTooManyRequests:
-		d.Type = wire.OpenAIRateLimit
-	case ae.status >= 500:
-		d.Type = wire.OpenAIServer
+	case ae.Status == http.StatusTooManyRequests:
+		d.Type = oai.OpenAIRateLimit
+	case ae.Status >= 500:
+		d.Type = oai.OpenAIServer
 	}
 	if d.Code != "" {
 		return d
 	}
-	switch ae.typ {
+	switch ae.Type {
 	case wire.ErrUnauthorized:
 		d.Code = "invalid_api_key"
 	case wire.ErrRateLimited:
 		d.Code = "rate_limit_exceeded"
 	case wire.ErrInvalidRequest:
 		d.Code = "invalid_request"
-		if ae.param != "" {
+		if ae.Param != "" {
 			d.Code = "invalid_value"
 		}
 	case wire.ErrUnsupported:
 		d.Code = "unsupported_parameter"
 	default:
-		d.Code = ae.typ
+		d.Code = ae.Type
 	}
 	return d
 }
 
+// errorBody is the body of an error answer on OpenAI's routes.
+func errorBody(ae *server.Error) any { return wire.ErrorBody{Error: openAIError(ae)} }
+
 // unsupported refuses a request field baton does not honour.
-func unsupported(param, format string, args ...any) *apiError {
-	e := badParam(param, format, args...)
-	e.typ, e.code = wire.ErrUnsupported, "unsupported_parameter"
+func unsupported(param, format string, args ...any) *server.Error {
+	e := server.BadParam(param, format, args...)
+	e.Type, e.Code = wire.ErrUnsupported, "unsupported_parameter"
 	return e
 }
 
@@ -109,7 +132,7 @@ func unsupported(param, format string, args ...any) *apiError {
 // options that honour them: temperature, top_p and the output limit
 // (maxTokens) and stop sequences reach every model of the network
 // (runner.WithSettings). A field baton cannot honour is refused.
-func runOptions(q *wire.OpenAIRequest, maxTokens *int, stop []string, effort string) ([]runner.RunOption, error) {
+func runOptions(q *oai.OpenAIRequest, maxTokens *int, stop []string, effort string) ([]runner.RunOption, error) {
 	if len(q.Tools) > 0 {
 		return nil, unsupported("tools", "client-side tools are not supported: a network's agents call the tools declared in its file; send the request without tools")
 	}
@@ -131,28 +154,28 @@ func runOptions(q *wire.OpenAIRequest, maxTokens *int, stop []string, effort str
 	var st model.Settings
 	if q.Temperature != nil {
 		if *q.Temperature < 0 || *q.Temperature > 2 {
-			return nil, badParam("temperature", "temperature must be between 0 and 2")
+			return nil, server.BadParam("temperature", "temperature must be between 0 and 2")
 		}
 		st.Temperature = q.Temperature
 	}
 	if q.TopP != nil {
 		if *q.TopP < 0 || *q.TopP > 1 {
-			return nil, badParam("top_p", "top_p must be between 0 and 1")
+			return nil, server.BadParam("top_p", "top_p must be between 0 and 1")
 		}
 		st.TopP = q.TopP
 	}
 	if maxTokens != nil {
 		if *maxTokens < 1 {
-			return nil, badParam("max_tokens", "the output token limit must be at least 1")
+			return nil, server.BadParam("max_tokens", "the output token limit must be at least 1")
 		}
 		st.MaxTokens = *maxTokens
 	}
 	if len(stop) > 4 {
-		return nil, badParam("stop", "at most 4 stop sequences")
+		return nil, server.BadParam("stop", "at most 4 stop sequences")
 	}
 	for _, s := range stop {
 		if s == "" {
-			return nil, badParam("stop", "a stop sequence must not be empty")
+			return nil, server.BadParam("stop", "a stop sequence must not be empty")
 		}
 	}
 	st.Stop = stop
@@ -160,7 +183,7 @@ func runOptions(q *wire.OpenAIRequest, maxTokens *int, stop []string, effort str
 	case "", "minimal", "low", "medium", "high":
 		st.ReasoningEffort = effort
 	default:
-		return nil, badParam("reasoning_effort", "reasoning effort %q: want minimal, low, medium or high", effort)
+		return nil, server.BadParam("reasoning_effort", "reasoning effort %q: want minimal, low, medium or high", effort)
 	}
 	if st.Temperature == nil && st.TopP == nil && st.MaxTokens == 0 && len(st.Stop) == 0 && st.ReasoningEffort == "" {
 		return nil, nil
@@ -171,8 +194,8 @@ func runOptions(q *wire.OpenAIRequest, maxTokens *int, stop []string, effort str
 // openAIRun is what an OpenAI request runs: a turn of nw on the thread of
 // req (see openAIThread) with input after hist, and opts.
 type openAIRun struct {
-	nw     *network
-	req    *wire.OpenAIRequest
+	nw     *server.Network
+	req    *oai.OpenAIRequest
 	source string // the API, kept in a new thread's metadata
 	hist   []message.Message
 	input  string
@@ -181,8 +204,8 @@ type openAIRun struct {
 
 // openAITurn starts the run of an OpenAI request and names its thread and
 // run in the answer's headers.
-func (s *Server) openAITurn(w http.ResponseWriter, r *http.Request, c *caller, o openAIRun) (*answer, error) {
-	if err := s.checkInput(o.input); err != nil {
+func (s *api) openAITurn(w http.ResponseWriter, r *http.Request, c *server.Caller, o openAIRun) (*answer, error) {
+	if err := s.c.CheckInput(o.input); err != nil {
 		return nil, err
 	}
 	ctx := r.Context()
@@ -190,19 +213,19 @@ func (s *Server) openAITurn(w http.ResponseWriter, r *http.Request, c *caller, o
 	if err != nil {
 		return nil, err
 	}
-	run, err := s.startTurn(ctx, c.owner, threadID, runstate.NewRunID(), o.nw, o.input, o.opts)
+	run, err := s.c.StartTurn(ctx, c, o.nw, server.Turn{ThreadID: threadID, Input: o.input, Options: o.opts})
 	if err != nil {
 		return nil, err
 	}
-	w.Header().Set(ThreadHeader, threadID)
-	w.Header().Set("Baton-Run-Id", run.id)
+	w.Header().Set(server.ThreadHeader, threadID)
+	w.Header().Set("Baton-Run-Id", run.ID())
 	return &answer{run: run}, nil
 }
 
 // openAIAnswer waits for the answer of a request that does not stream: a
 // failed run is the request's error; a run waiting for approval names its
 // interrupt in the Baton-Interrupt-Id header.
-func (s *Server) openAIAnswer(w http.ResponseWriter, r *http.Request, a *answer) error {
+func (s *api) openAIAnswer(w http.ResponseWriter, r *http.Request, a *answer) error {
 	if err := s.wait(r.Context(), a); err != nil {
 		return err
 	}
@@ -218,45 +241,37 @@ func (s *Server) openAIAnswer(w http.ResponseWriter, r *http.Request, a *answer)
 // openAIThread returns the thread an OpenAI request runs on: the one its
 // Baton-Thread-Id header names (the request's history then is the
 // thread's), else a new thread seeded with hist, named after the input.
-func (s *Server) openAIThread(ctx context.Context, r *http.Request, c *caller, nw *network, q *wire.OpenAIRequest, source string, hist []message.Message, input string) (string, error) {
-	if id := r.Header.Get(ThreadHeader); id != "" {
-		th, err := s.thread(ctx, c, id)
+func (s *api) openAIThread(ctx context.Context, r *http.Request, c *server.Caller, nw *server.Network, q *oai.OpenAIRequest, source string, hist []message.Message, input string) (string, error) {
+	if id := r.Header.Get(server.ThreadHeader); id != "" {
+		th, err := s.c.Thread(ctx, c, id)
 		if err != nil {
 			return "", err
 		}
-		if th.Network != nw.name {
-			return "", badParam("model", "thread %s belongs to network %q, not %q", th.ID, th.Network, nw.name)
+		if th.Network != nw.Name() {
+			return "", server.BadParam("model", "thread %s belongs to network %q, not %q", th.ID, th.Network, nw.Name())
 		}
 		return th.ID, nil
-	}
-	if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: c.owner}); err != nil {
-		return "", err
 	}
 	md := map[string]json.RawMessage{"source": json.RawMessage(`"` + source + `"`)}
 	if q.User != "" {
 		if len(q.User) > 256 {
-			return "", badParam("user", "user must be at most 256 characters")
+			return "", server.BadParam("user", "user must be at most 256 characters")
 		}
 		md["user"], _ = json.Marshal(q.User)
 	}
 	if len(q.Metadata) > 0 {
 		if len(q.Metadata) > 16 {
-			return "", badParam("metadata", "at most 16 metadata keys")
+			return "", server.BadParam("metadata", "at most 16 metadata keys")
 		}
 		md["metadata"], _ = json.Marshal(q.Metadata)
 	}
-	th, err := s.st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: c.owner, Network: nw.name, Name: chatName(input), Metadata: md})
+	nm := make([]store.NewMessage, len(hist))
+	for i, m := range hist {
+		nm[i] = store.NewMessage{Message: m}
+	}
+	th, err := s.c.CreateThread(ctx, c, &store.CreateThreadParams{Network: nw.Name(), Name: threads.Title(input), Metadata: md, Messages: nm})
 	if err != nil {
 		return "", err
-	}
-	if len(hist) > 0 {
-		nm := make([]store.NewMessage, len(hist))
-		for i, m := range hist {
-			nm[i] = store.NewMessage{Message: m}
-		}
-		if _, err := s.st.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: c.owner, ThreadID: th.ID, Messages: nm}); err != nil {
-			return "", err
-		}
 	}
 	return th.ID, nil
 }
@@ -273,12 +288,12 @@ type turn struct {
 // the last turn, the user's.
 func conversation(hist []message.Message, turns []turn, param string) ([]message.Message, string, error) {
 	if len(turns) == 0 || len(turns) > maxChatMessages {
-		return nil, "", badParam(param, "%s must hold at least one message (at most %d), the last from the user", param, maxChatMessages)
+		return nil, "", server.BadParam(param, "%s must hold at least one message (at most %d), the last from the user", param, maxChatMessages)
 	}
 	for i, t := range turns {
 		text, err := chatText(t.content)
 		if err != nil {
-			return nil, "", badParam(param, "%s[%d].content: %s", param, i, err.Error())
+			return nil, "", server.BadParam(param, "%s[%d].content: %s", param, i, err.Error())
 		}
 		last := i == len(turns)-1
 		switch t.role {
@@ -296,21 +311,17 @@ func conversation(hist []message.Message, turns []turn, param string) ([]message
 				hist = append(hist, message.Assistant("", text))
 			}
 		default:
-			return nil, "", badParam(param, "%s[%d].role %q is not system, developer, user or assistant", param, i, t.role)
+			return nil, "", server.BadParam(param, "%s[%d].role %q is not system, developer, user or assistant", param, i, t.role)
 		}
 	}
-	return nil, "", badParam(param, "the last message must be from the user")
+	return nil, "", server.BadParam(param, "the last message must be from the user")
 }
-
-// chatName is the name of a thread that a request starts: its first
-// message's title.
-func chatName(input string) string { return threads.Title(input) }
 
 // answer folds a run's events into an OpenAI answer: the text of every
 // assistant message of the run, in order, separated by blank lines; how it
 // finished; its usage.
 type answer struct {
-	run  *runEntry
+	run  *server.Run
 	text strings.Builder
 	// deltas is set when the current message's text came as deltas.
 	deltas bool
@@ -319,12 +330,12 @@ type answer struct {
 	// token limit), content_filter, or interrupted (the run waits for a
 	// person's approval: interrupt).
 	finish    string
-	interrupt *wire.OpenAIInterrupt
-	failed    *apiError
+	interrupt *oai.OpenAIInterrupt
+	failed    *server.Error
 }
 
 // add folds an event and returns the text it adds.
-func (a *answer) add(e runlog.Entry) string {
+func (a *answer) add(e server.Entry) string {
 	sep := func() string {
 		if a.text.Len() > 0 {
 			return "\n\n"
@@ -353,7 +364,7 @@ func (a *answer) add(e runlog.Entry) string {
 	case runner.TypeInterrupt:
 		var ev runner.InterruptEvent
 		if json.Unmarshal(e.Data, &ev) == nil && ev.Interrupt != nil {
-			in := &wire.OpenAIInterrupt{ID: ev.Interrupt.ID, Tools: []string{}, DecisionURL: "/v1/interrupts/" + ev.Interrupt.ID + "/decision"}
+			in := &oai.OpenAIInterrupt{ID: ev.Interrupt.ID, Tools: []string{}, DecisionURL: "/v1/interrupts/" + ev.Interrupt.ID + "/decision"}
 			for _, ar := range ev.Interrupt.ActionRequests {
 				in.Tools = append(in.Tools, ar.Name)
 			}
@@ -370,11 +381,11 @@ func (a *answer) add(e runlog.Entry) string {
 			case runner.KindContentFilter:
 				a.finish = "content_filter"
 			case runner.KindModelTransient, runner.KindToolTransient:
-				a.failed = errorf(http.StatusBadGateway, wire.ErrUpstream, "the run failed: %s", ev.Message)
+				a.failed = server.Errorf(http.StatusBadGateway, wire.ErrUpstream, "the run failed: %s", ev.Message)
 			case runner.KindUserInput:
-				a.failed = errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "the run failed: %s", ev.Message)
+				a.failed = server.Errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "the run failed: %s", ev.Message)
 			default:
-				a.failed = errorf(http.StatusInternalServerError, wire.ErrInternal, "the run failed: %s", ev.Message)
+				a.failed = server.Errorf(http.StatusInternalServerError, wire.ErrInternal, "the run failed: %s", ev.Message)
 			}
 		}
 	case runner.TypeRunEnd:
@@ -404,8 +415,8 @@ func (a *answer) usage() message.Usage {
 }
 
 // baton is the run behind the answer, for its "baton" field.
-func (a *answer) baton() *wire.OpenAIRun {
-	o := &wire.OpenAIRun{ThreadID: a.run.threadID, RunID: a.run.id, Status: string(runstate.StatusRunning), Interrupt: a.interrupt}
+func (a *answer) baton() *oai.OpenAIRun {
+	o := &oai.OpenAIRun{ThreadID: a.run.ThreadID(), RunID: a.run.ID(), Status: string(runstate.StatusRunning), Interrupt: a.interrupt}
 	if a.end != nil {
 		o.Status, o.LastAgent = string(a.end.Status), a.end.LastAgent
 	}
@@ -413,10 +424,10 @@ func (a *answer) baton() *wire.OpenAIRun {
 }
 
 // wait folds the run's events until it ends (or waits for a person).
-func (s *Server) wait(ctx context.Context, a *answer) error {
-	var cur runlog.Cursor
+func (s *api) wait(ctx context.Context, a *answer) error {
+	var cur server.Cursor
 	for {
-		rd := a.run.log.Since(cur, 0, nil)
+		rd := a.run.Since(cur, 0, nil)
 		for _, e := range rd.Entries {
 			a.add(e)
 			cur = e.At
@@ -426,10 +437,10 @@ func (s *Server) wait(ctx context.Context, a *answer) error {
 		}
 		select {
 		case <-rd.Wait:
-		case <-s.runCtx.Done():
-			return errShuttingDown
+		case <-s.c.ShuttingDown():
+			return server.ErrShuttingDown
 		case <-ctx.Done():
-			return errorf(http.StatusGatewayTimeout, wire.ErrTimeout, "the run did not finish within %s; follow it at %s", s.cfg.RequestTimeout, eventsURL(a.run.threadID, a.run.id))
+			return server.Errorf(http.StatusGatewayTimeout, wire.ErrTimeout, "the run did not finish within %s; follow it at %s", s.c.RequestTimeout(), server.EventsURL(a.run.ThreadID(), a.run.ID()))
 		}
 	}
 }
@@ -441,12 +452,12 @@ func (s *Server) wait(ctx context.Context, a *answer) error {
 // answer with a 503-type error naming the run's events URL: an OpenAI
 // client, which cannot resume a stream, raises it instead of taking the
 // cut answer for a whole one.
-func (s *Server) followOpenAI(ctx context.Context, sw *sse.Writer, a *answer, send func(text string) error) bool {
-	hb := time.NewTimer(s.cfg.Heartbeat)
+func (s *api) followOpenAI(ctx context.Context, sw *sse.Writer, a *answer, send func(text string) error) bool {
+	hb := time.NewTimer(s.c.Heartbeat())
 	defer hb.Stop()
-	var cur runlog.Cursor
+	var cur server.Cursor
 	for {
-		rd := a.run.log.Since(cur, 256, nil)
+		rd := a.run.Since(cur, 256, nil)
 		for _, e := range rd.Entries {
 			cur = e.At
 			if out := a.add(e); out != "" {
@@ -459,7 +470,8 @@ func (s *Server) followOpenAI(ctx context.Context, sw *sse.Writer, a *answer, se
 			if sw.Flush() != nil {
 				return false
 			}
-			resetTimer(hb, s.cfg.Heartbeat)
+			hb.Stop()
+			hb.Reset(s.c.Heartbeat())
 		}
 		if rd.Done {
 			return true
@@ -468,16 +480,16 @@ func (s *Server) followOpenAI(ctx context.Context, sw *sse.Writer, a *answer, se
 		case <-rd.Wait:
 		case <-ctx.Done():
 			return false
-		case <-s.runCtx.Done():
-			e := errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the server is shutting down: the run %s goes on on another instance; follow it at %s", a.run.id, eventsURL(a.run.threadID, a.run.id))
-			e.retry = 1
+		case <-s.c.ShuttingDown():
+			e := server.Errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the server is shutting down: the run %s goes on on another instance; follow it at %s", a.run.ID(), server.EventsURL(a.run.ThreadID(), a.run.ID()))
+			e.RetryAfter = 1
 			a.failed = e
 			return true
 		case <-hb.C:
 			if sw.Comment("ping") != nil {
 				return false
 			}
-			hb.Reset(s.cfg.Heartbeat)
+			hb.Reset(s.c.Heartbeat())
 		}
 	}
 }
@@ -486,17 +498,15 @@ func (s *Server) followOpenAI(ctx context.Context, sw *sse.Writer, a *answer, se
 // an event stream of data-only events, with no retry field (OpenAI's Python
 // client reads a block without data as an event whose empty data is not
 // JSON).
-func (s *Server) openAIStream(w http.ResponseWriter, r *http.Request, a *answer, send func(ctx context.Context, sw *sse.Writer)) error {
+func (s *api) openAIStream(w http.ResponseWriter, r *http.Request, a *answer, send func(ctx context.Context, sw *sse.Writer)) error {
 	ctx := r.Context()
-	if !s.acquireStream(ctx) {
-		return s.tooManyStreams()
+	release, err := s.c.OpenStream(ctx)
+	if err != nil {
+		return err
 	}
-	defer s.releaseStream(ctx)
-	a.run.addReader(1)
-	defer a.run.addReader(-1)
-	o := s.sseOptions(http.Header{"Baton-Run-Id": {a.run.id}, ThreadHeader: {a.run.threadID}})
-	o.Retry = 0
-	sw, err := sse.NewWriter(w, o)
+	defer release()
+	defer a.run.Reader()()
+	sw, err := s.c.NewStream(w, a.run, false)
 	if err != nil {
 		return nil
 	}

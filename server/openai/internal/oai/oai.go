@@ -1,15 +1,14 @@
-package wire
+// Package oai holds the JSON shapes of OpenAI's API as baton serves it:
+// /v1/chat/completions, /v1/responses and /v1/models, where a model is a
+// network.
+package oai
 
 import (
 	"encoding/json"
 	"errors"
 )
 
-// This file holds the shapes of OpenAI's API as baton serves it:
-// /v1/chat/completions, /v1/responses and /v1/models, where a model is a
-// network.
-
-// OpenAI's error types, the "type" of an [ErrorBody] on its routes.
+// OpenAI's error types, the "type" of an error body on its routes.
 const (
 	OpenAIInvalidRequest = "invalid_request_error"
 	OpenAIRateLimit      = "requests"

@@ -1,4 +1,4 @@
-package server
+package openai
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	"github.com/batonhq/baton/internal/sse"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runner"
-	"github.com/batonhq/baton/server/internal/wire"
+	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/server/openai/internal/oai"
 )
 
 // responses is OpenAI's POST /v1/responses (the Responses API) where the
@@ -19,9 +20,9 @@ import (
 // by Baton-Thread-Id); one output message holding the text of every
 // assistant message of the run. Streamed as data-only events (response.*,
 // no [DONE]). Every field of the request is honoured or refused (400).
-func (s *Server) responses(w http.ResponseWriter, r *http.Request, c *caller) error {
-	var req wire.ResponsesRequest
-	if err := decodeJSON(r, &req, true); err != nil {
+func (s *api) responses(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
+	var req oai.ResponsesRequest
+	if err := server.DecodeJSON(r, &req, true); err != nil {
 		return err
 	}
 	nw, opts, err := s.responsesRequest(&req)
@@ -35,15 +36,15 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, c *caller) er
 	if req.SafetyIdentifier != "" && req.User == "" {
 		req.User = req.SafetyIdentifier
 	}
-	r, cancel := s.withTimeout(r, req.Stream)
+	r, cancel := s.c.WithTimeout(r, req.Stream)
 	defer cancel()
 	a, err := s.openAITurn(w, r, c, openAIRun{nw: nw, req: &req.OpenAIRequest, source: "responses", hist: hist, input: input, opts: opts})
 	if err != nil {
 		return err
 	}
-	id := strings.TrimPrefix(a.run.id, "run_")
-	resp := wire.Response{ID: "resp_" + id, Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress", Model: nw.name,
-		Output: []wire.ResponseItem{}, Metadata: req.Metadata, Temperature: req.Temperature, TopP: req.TopP, MaxOutputTokens: req.MaxOutputTokens,
+	id := strings.TrimPrefix(a.run.ID(), "run_")
+	resp := oai.Response{ID: "resp_" + id, Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress", Model: nw.Name(),
+		Output: []oai.ResponseItem{}, Metadata: req.Metadata, Temperature: req.Temperature, TopP: req.TopP, MaxOutputTokens: req.MaxOutputTokens,
 		ToolChoice: "auto", Tools: []struct{}{}, Store: true, Truncation: "disabled"}
 	if resp.Metadata == nil {
 		resp.Metadata = map[string]string{}
@@ -59,14 +60,14 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, c *caller) er
 		return err
 	}
 	finishResponse(&resp, a, "msg_"+id)
-	writeJSON(w, http.StatusOK, resp)
+	server.WriteJSON(w, http.StatusOK, resp)
 	return nil
 }
 
 // responsesRequest checks a responses request's fields: the network it
 // names and the run options that honour its settings; what baton cannot
 // honour is refused.
-func (s *Server) responsesRequest(req *wire.ResponsesRequest) (*network, []runner.RunOption, error) {
+func (s *api) responsesRequest(req *oai.ResponsesRequest) (*server.Network, []runner.RunOption, error) {
 	nw, err := s.model(req.Model)
 	if err != nil {
 		return nil, nil, err
@@ -83,7 +84,7 @@ func (s *Server) responsesRequest(req *wire.ResponsesRequest) (*network, []runne
 	case req.Reasoning != nil && req.Reasoning.Summary != "":
 		return nil, nil, unsupported("reasoning.summary", "reasoning summaries are not available from a network: leave reasoning.summary out")
 	case req.Truncation != "" && req.Truncation != "disabled" && req.Truncation != "auto":
-		return nil, nil, badParam("truncation", "truncation must be \"auto\" or \"disabled\"")
+		return nil, nil, server.BadParam("truncation", "truncation must be \"auto\" or \"disabled\"")
 	case len(req.Include) > 0:
 		return nil, nil, unsupported("include", "include is not supported: a response holds its output message only")
 	case req.MaxToolCalls != nil:
@@ -98,8 +99,8 @@ func (s *Server) responsesRequest(req *wire.ResponsesRequest) (*network, []runne
 		effort = req.Reasoning.Effort
 	}
 	opts, err := runOptions(&req.OpenAIRequest, req.MaxOutputTokens, nil, effort)
-	if ae, ok := err.(*apiError); ok && ae.param == "max_tokens" {
-		ae.param = "max_output_tokens"
+	if ae, ok := err.(*server.Error); ok && ae.Param == "max_tokens" {
+		ae.Param = "max_output_tokens"
 	}
 	return nw, opts, err
 }
@@ -112,15 +113,15 @@ func responsesInput(instructions string, raw json.RawMessage) ([]message.Message
 		hist = append(hist, message.System(instructions))
 	}
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, "", badParam("input", "input is required: the user's message, or an array of messages ending with the user's")
+		return nil, "", server.BadParam("input", "input is required: the user's message, or an array of messages ending with the user's")
 	}
 	var text string
 	if json.Unmarshal(raw, &text) == nil {
 		return hist, text, nil
 	}
-	var items []wire.ResponseInputItem
+	var items []oai.ResponseInputItem
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, "", badParam("input", "input must be a string or an array of input items")
+		return nil, "", server.BadParam("input", "input must be a string or an array of input items")
 	}
 	turns := make([]turn, len(items))
 	for i, it := range items {
@@ -133,48 +134,48 @@ func responsesInput(instructions string, raw json.RawMessage) ([]message.Message
 }
 
 // finishResponse completes resp with the answer: status, output, usage.
-func finishResponse(resp *wire.Response, a *answer, itemID string) {
+func finishResponse(resp *oai.Response, a *answer, itemID string) {
 	text := a.text.String()
 	resp.Status, resp.OutputText, resp.Baton = "completed", text, a.baton()
 	switch a.finishReason() {
 	case "length":
-		resp.Status, resp.IncompleteDetails = "incomplete", &wire.IncompleteDetails{Reason: "max_output_tokens"}
+		resp.Status, resp.IncompleteDetails = "incomplete", &oai.IncompleteDetails{Reason: "max_output_tokens"}
 	case "content_filter":
-		resp.Status, resp.IncompleteDetails = "incomplete", &wire.IncompleteDetails{Reason: "content_filter"}
+		resp.Status, resp.IncompleteDetails = "incomplete", &oai.IncompleteDetails{Reason: "content_filter"}
 	case "interrupted":
-		resp.Status, resp.IncompleteDetails = "incomplete", &wire.IncompleteDetails{Reason: "interrupted"}
+		resp.Status, resp.IncompleteDetails = "incomplete", &oai.IncompleteDetails{Reason: "interrupted"}
 	}
-	resp.Output = []wire.ResponseItem{responseItem(itemID, "completed", text)}
+	resp.Output = []oai.ResponseItem{responseItem(itemID, "completed", text)}
 	u := a.usage()
-	resp.Usage = &wire.ResponseUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+	resp.Usage = &oai.ResponseUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
 	resp.Usage.InputTokensDetails.CachedTokens = u.CachedTokens
 	resp.Usage.OutputTokensDetails.ReasoningTokens = u.ReasoningTokens
 }
 
-func responseItem(id, status, text string) wire.ResponseItem {
-	it := wire.ResponseItem{Type: "message", ID: id, Status: status, Role: "assistant", Content: []wire.ResponseContent{}}
+func responseItem(id, status, text string) oai.ResponseItem {
+	it := oai.ResponseItem{Type: "message", ID: id, Status: status, Role: "assistant", Content: []oai.ResponseContent{}}
 	if status == "completed" {
 		it.Content = append(it.Content, outputText(text))
 	}
 	return it
 }
 
-func outputText(text string) wire.ResponseContent {
-	return wire.ResponseContent{Type: "output_text", Text: text, Annotations: []struct{}{}, Logprobs: []struct{}{}}
+func outputText(text string) oai.ResponseContent {
+	return oai.ResponseContent{Type: "output_text", Text: text, Annotations: []struct{}{}, Logprobs: []struct{}{}}
 }
 
 // streamResponse streams a run as the Responses API's events, data-only
 // (each names its type), ending with response.completed or
 // response.incomplete (or an error event); comment pings keep it open while
 // the run is quiet.
-func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, a *answer, resp wire.Response, itemID string) error {
+func (s *api) streamResponse(w http.ResponseWriter, r *http.Request, a *answer, resp oai.Response, itemID string) error {
 	return s.openAIStream(w, r, a, func(ctx context.Context, sw *sse.Writer) {
 		seq := 0
-		events := func(evs ...wire.ResponseEvent) error {
+		events := func(evs ...oai.ResponseEvent) error {
 			for _, ev := range evs {
 				ev.SequenceNumber = seq
 				seq++
-				if err := queue(sw, data(ev)); err != nil {
+				if err := sw.Put(data(ev)); err != nil {
 					return err
 				}
 			}
@@ -185,23 +186,23 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, a *answe
 		item := responseItem(itemID, "in_progress", "")
 		empty := outputText("")
 		if events(
-			wire.ResponseEvent{Type: "response.created", Response: &snapshot},
-			wire.ResponseEvent{Type: "response.in_progress", Response: &snapshot},
-			wire.ResponseEvent{Type: "response.output_item.added", OutputIndex: &zero, Item: &item},
-			wire.ResponseEvent{Type: "response.content_part.added", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Part: &empty},
+			oai.ResponseEvent{Type: "response.created", Response: &snapshot},
+			oai.ResponseEvent{Type: "response.in_progress", Response: &snapshot},
+			oai.ResponseEvent{Type: "response.output_item.added", OutputIndex: &zero, Item: &item},
+			oai.ResponseEvent{Type: "response.content_part.added", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Part: &empty},
 		) != nil {
 			return
 		}
 		if !s.followOpenAI(ctx, sw, a, func(text string) error {
-			ev := wire.ResponseEvent{Type: "response.output_text.delta", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Delta: &text, Logprobs: []struct{}{}, SequenceNumber: seq}
+			ev := oai.ResponseEvent{Type: "response.output_text.delta", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Delta: &text, Logprobs: []struct{}{}, SequenceNumber: seq}
 			seq++
-			return queue(sw, data(ev))
+			return sw.Put(data(ev))
 		}) {
 			return
 		}
 		if a.failed != nil {
 			d := openAIError(a.failed)
-			_ = events(wire.ResponseEvent{Type: "error", Code: d.Code, Message: d.Message, Param: d.Param})
+			_ = events(oai.ResponseEvent{Type: "error", Code: d.Code, Message: d.Message, Param: d.Param})
 			return
 		}
 		finishResponse(&resp, a, itemID)
@@ -212,10 +213,10 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, a *answe
 			final = "response.incomplete"
 		}
 		_ = events(
-			wire.ResponseEvent{Type: "response.output_text.done", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Text: &text, Logprobs: []struct{}{}},
-			wire.ResponseEvent{Type: "response.content_part.done", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Part: &part},
-			wire.ResponseEvent{Type: "response.output_item.done", OutputIndex: &zero, Item: &resp.Output[0]},
-			wire.ResponseEvent{Type: final, Response: &resp},
+			oai.ResponseEvent{Type: "response.output_text.done", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Text: &text, Logprobs: []struct{}{}},
+			oai.ResponseEvent{Type: "response.content_part.done", ItemID: itemID, OutputIndex: &zero, ContentIndex: &zero, Part: &part},
+			oai.ResponseEvent{Type: "response.output_item.done", OutputIndex: &zero, Item: &resp.Output[0]},
+			oai.ResponseEvent{Type: final, Response: &resp},
 		)
 	})
 }

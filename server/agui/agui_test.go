@@ -1,4 +1,4 @@
-package server_test
+package agui_test
 
 import (
 	"crypto/rand"
@@ -209,7 +209,7 @@ func isDraft(e servertest.Event) bool { return e.Type == "CUSTOM" && e.Data["nam
 func aguiIDLess(a, b string) bool {
 	pa, pb := strings.Split(a, ":"), strings.Split(b, ":")
 	if pa[0] != pb[0] {
-		return idLess(pa[0], pb[0])
+		return servertest.IDLess(pa[0], pb[0])
 	}
 	var ka, kb int
 	fmt.Sscan(pa[1], &ka)
@@ -322,7 +322,7 @@ func TestAGUI(t *testing.T) {
 		// Reconnect after every event: to this server (the run's log in
 		// memory), and to a new server on the same store (a restart: the
 		// events rebuilt from the checkpoints). Each gets exactly the rest.
-		srv2, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1})
+		srv2, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, Protocols: servertest.Protocols})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,7 +434,7 @@ func TestAGUIErrors(t *testing.T) {
 // (400) the others refuse too. A body that is a valid input runs a turn
 // (or answers an interrupt) and streams it.
 func FuzzAGUI(f *testing.F) {
-	fs := newFuzzServer(f)
+	fs := servertest.NewFuzzServer(f)
 	for _, seed := range []string{
 		`{"threadId":"t1","runId":"r1","messages":[{"id":"1","role":"user","content":"I was charged twice"}]}`,
 		`{"threadId":"t2","runId":"r1","state":{"a":1},"messages":[{"id":"1","role":"system","content":"Be brief"},{"id":"2","role":"assistant","content":"Hi"},{"id":"3","role":"user","content":[{"type":"text","text":"I want a refund"}]}],"tools":[],"context":[{"description":"page","value":"/orders"}],"forwardedProps":{"baton":{"agent":"billing"}}}`,
@@ -456,6 +456,6 @@ func FuzzAGUI(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		fs.send(t, "POST", "/v1/agui/support", body)
+		fs.Send(t, "POST", "/v1/agui/support", body)
 	})
 }

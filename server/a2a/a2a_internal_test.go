@@ -1,4 +1,4 @@
-package server
+package a2a
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package server
+package openai
 
 import (
 	"context"
@@ -10,13 +10,10 @@ import (
 	"github.com/batonhq/baton/internal/sse"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/server/internal/wire"
+	"github.com/batonhq/baton/server/openai/internal/oai"
 )
-
-// ThreadHeader names the thread of a chat completion or response: sent by
-// a client to continue a stored thread (only the last user message is then
-// used), and answered by the server on every completion.
-const ThreadHeader = "Baton-Thread-Id"
 
 // maxChatMessages bounds the messages of a chat completion request (and
 // the input items of a response).
@@ -28,9 +25,9 @@ const maxChatMessages = 1000
 // The answer is the text of every assistant message of the run, in order,
 // separated by blank lines. Every field of the request is honoured or
 // refused (400).
-func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, c *caller) error {
-	var req wire.ChatRequest
-	if err := decodeJSON(r, &req, true); err != nil {
+func (s *api) chatCompletions(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
+	var req oai.ChatRequest
+	if err := server.DecodeJSON(r, &req, true); err != nil {
 		return err
 	}
 	nw, opts, err := s.chatRequest(&req)
@@ -41,13 +38,13 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, c *call
 	if err != nil {
 		return err
 	}
-	r, cancel := s.withTimeout(r, req.Stream)
+	r, cancel := s.c.WithTimeout(r, req.Stream)
 	defer cancel()
 	a, err := s.openAITurn(w, r, c, openAIRun{nw: nw, req: &req.OpenAIRequest, source: "chat.completions", hist: hist, input: input, opts: opts})
 	if err != nil {
 		return err
 	}
-	cc := chatCompletion{ID: "chatcmpl-" + strings.TrimPrefix(a.run.id, "run_"), Model: nw.name, Created: time.Now().Unix()}
+	cc := chatCompletion{ID: "chatcmpl-" + strings.TrimPrefix(a.run.ID(), "run_"), Model: nw.Name(), Created: time.Now().Unix()}
 	if req.Stream {
 		return s.streamChat(w, r, a, cc, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
@@ -56,17 +53,17 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, c *call
 	}
 	text, finish := a.text.String(), a.finishReason()
 	cc.Object, cc.Usage, cc.Baton = "chat.completion", chatUsage(a), a.baton()
-	cc.Choices = []wire.ChatChoice{{Index: 0, Message: &wire.ChatOutput{Role: "assistant", Content: &text}, FinishReason: &finish}}
-	writeJSON(w, http.StatusOK, cc)
+	cc.Choices = []oai.ChatChoice{{Index: 0, Message: &oai.ChatOutput{Role: "assistant", Content: &text}, FinishReason: &finish}}
+	server.WriteJSON(w, http.StatusOK, cc)
 	return nil
 }
 
-type chatCompletion = wire.ChatCompletion
+type chatCompletion = oai.ChatCompletion
 
 // chatRequest checks a chat request's fields: the network it names and
 // the run options that honour its settings; what baton cannot honour is
 // refused.
-func (s *Server) chatRequest(req *wire.ChatRequest) (*network, []runner.RunOption, error) {
+func (s *api) chatRequest(req *oai.ChatRequest) (*server.Network, []runner.RunOption, error) {
 	nw, err := s.model(req.Model)
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +86,7 @@ func (s *Server) chatRequest(req *wire.ChatRequest) (*network, []runner.RunOptio
 	case len(req.Modalities) > 0 && (len(req.Modalities) != 1 || req.Modalities[0] != "text"):
 		return nil, nil, unsupported("modalities", "a network answers text only: modalities must be [\"text\"]")
 	case req.MaxTokens != nil && req.MaxCompletionTokens != nil:
-		return nil, nil, badParam("max_tokens", "send max_completion_tokens or max_tokens, not both")
+		return nil, nil, server.BadParam("max_tokens", "send max_completion_tokens or max_tokens, not both")
 	}
 	limit := req.MaxCompletionTokens
 	if limit == nil {
@@ -101,7 +98,7 @@ func (s *Server) chatRequest(req *wire.ChatRequest) (*network, []runner.RunOptio
 
 // chatHistory turns the request's messages into the thread's earlier
 // messages and the input (the last message, a user message).
-func chatHistory(msgs []wire.ChatMessage) ([]message.Message, string, error) {
+func chatHistory(msgs []oai.ChatMessage) ([]message.Message, string, error) {
 	turns := make([]turn, len(msgs))
 	for i, m := range msgs {
 		if len(m.ToolCalls) > 0 || m.Role == "tool" || m.Role == "function" {
@@ -130,7 +127,7 @@ func chatText(raw json.RawMessage) (string, error) {
 		Text string `json:"text"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "must be a string or an array of content parts")
+		return "", server.Errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "must be a string or an array of content parts")
 	}
 	var b strings.Builder
 	for _, p := range parts {
@@ -138,32 +135,32 @@ func chatText(raw json.RawMessage) (string, error) {
 		case "text", "input_text", "output_text":
 			b.WriteString(p.Text)
 		default:
-			return "", errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "content part type %q is not supported (only text)", p.Type)
+			return "", server.Errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "content part type %q is not supported (only text)", p.Type)
 		}
 	}
 	return b.String(), nil
 }
 
-func chatUsage(a *answer) *wire.ChatUsage {
+func chatUsage(a *answer) *oai.ChatUsage {
 	u := a.usage()
-	return &wire.ChatUsage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+	return &oai.ChatUsage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
 }
 
 // streamChat streams a run as chat completion chunks, data-only, ending
 // with "data: [DONE]"; comment pings keep it open while the run is quiet.
-func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, a *answer, cc chatCompletion, includeUsage bool) error {
+func (s *api) streamChat(w http.ResponseWriter, r *http.Request, a *answer, cc chatCompletion, includeUsage bool) error {
 	return s.openAIStream(w, r, a, func(ctx context.Context, sw *sse.Writer) {
 		cc.Object = "chat.completion.chunk"
-		chunk := func(delta *wire.ChatOutput, finish *string) chatCompletion {
+		chunk := func(delta *oai.ChatOutput, finish *string) chatCompletion {
 			c := cc
-			c.Choices = []wire.ChatChoice{{Index: 0, Delta: delta, FinishReason: finish}}
+			c.Choices = []oai.ChatChoice{{Index: 0, Delta: delta, FinishReason: finish}}
 			return c
 		}
 		empty := ""
-		if sw.Send(data(chunk(&wire.ChatOutput{Role: "assistant", Content: &empty}, nil))) != nil {
+		if sw.Send(data(chunk(&oai.ChatOutput{Role: "assistant", Content: &empty}, nil))) != nil {
 			return
 		}
-		if !s.followOpenAI(ctx, sw, a, func(text string) error { return queue(sw, data(chunk(&wire.ChatOutput{Content: &text}, nil))) }) {
+		if !s.followOpenAI(ctx, sw, a, func(text string) error { return sw.Put(data(chunk(&oai.ChatOutput{Content: &text}, nil))) }) {
 			return
 		}
 		if a.failed != nil {
@@ -171,15 +168,15 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, a *answer, c
 			return
 		}
 		finish := a.finishReason()
-		last := chunk(&wire.ChatOutput{}, &finish)
+		last := chunk(&oai.ChatOutput{}, &finish)
 		last.Baton = a.baton()
-		if queue(sw, data(last)) != nil {
+		if sw.Put(data(last)) != nil {
 			return
 		}
 		if includeUsage {
 			u := cc
-			u.Choices, u.Usage = []wire.ChatChoice{}, chatUsage(a)
-			if queue(sw, data(u)) != nil {
+			u.Choices, u.Usage = []oai.ChatChoice{}, chatUsage(a)
+			if sw.Put(data(u)) != nil {
 				return
 			}
 		}

@@ -1,4 +1,4 @@
-package server_test
+package openai_test
 
 import (
 	"errors"
