@@ -1,8 +1,12 @@
-// Package server is baton's HTTP API: threads, runs streamed as
-// Server-Sent Events, approval interrupts, thread → thread handoffs, an
-// OpenAI-compatible /v1/chat/completions, API-key authentication with one
-// tenant per key owner, and the embedded web UI. docs/api.md documents the
-// routes.
+// Package server is the core of baton's HTTP API: threads, runs streamed
+// as Server-Sent Events, approval interrupts, cancel, thread → thread
+// handoffs, API-key authentication with one tenant per key owner, rate and
+// size limits, and the embedded web UI — baton's own routes (docs/api.md)
+// — and [Core], the runs API that every other wire protocol is served
+// over. Each protocol is an adapter in its own package, which imports this
+// one and no other adapter: server/openai (Chat Completions, Responses,
+// models), server/agui (AG-UI), server/a2a (A2A); server/protocols lists
+// them for Config.Protocols.
 //
 // [New] returns a [Server], an http.Handler, on an assembled
 // service.Service: the server is routes and streams, the service is the

@@ -397,43 +397,11 @@ func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, c
 	// in id order.
 	var out []runlog.Entry
 	for _, m := range msgs {
-		runID, first := strings.CutSuffix(m.ID, "-m1")
-		pos := int(m.Seq)
-		if !first || pos < cur.Pos || !(runlog.Cursor{Pos: pos}).Less(upto) {
-			// Not a run's first message, a run before cur's, or one whose
-			// events are all after upto (in the log).
-			continue
-		}
-		var after runlog.Cursor
-		if pos == cur.Pos {
-			after = runlog.Cursor{Seq: cur.Seq, Sub: cur.Sub, Ver: cur.Ver}
-		}
-		entries, latest, err := s.rebuildRun(ctx, te.owner, runID, after)
-		if errors.Is(err, store.ErrNotFound) {
-			continue // not a run's first message
-		}
+		entries, err := s.runEntries(ctx, te, m, cur, upto)
 		if err != nil {
-			if ctx.Err() != nil {
-				return cur, false, err
-			}
-			s.log.Warn("thread stream: rebuild a run's events", "run_id", runID, "error", err)
-			continue
+			return cur, false, err
 		}
-		if run := s.reg.run(te.owner, runID); run != nil {
-			run.mu.Lock()
-			run.pos = pos
-			run.mu.Unlock()
-		}
-		for _, e := range entries {
-			at := runlog.Cursor{Pos: pos, Seq: e.At.Seq, Sub: e.At.Sub}
-			if !cur.Less(at) || upto.Less(at) {
-				continue
-			}
-			out = append(out, runlog.Entry{At: at, Type: e.Type, Data: withRunID(runID, e.Data)})
-		}
-		if st := latest.State.Status; st == runstate.StatusRunning || st == runstate.StatusSuspended {
-			s.follows(te.owner, latest)
-		}
+		out = append(out, entries...)
 	}
 	handoffs, err := s.handoffEvents(ctx, te.owner, te.id)
 	if err != nil {
@@ -475,6 +443,53 @@ func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, c
 		cur = upto
 	}
 	return cur, false, nil
+}
+
+// runEntries returns the events in (cur, upto] of the run whose first
+// message is m, rebuilt from its checkpoints, at their thread ids; nothing
+// when m is not a run's first message or its events are not in (cur,
+// upto]. An error is only ctx's: a run that cannot be read is logged and
+// left out (its events then come from the log).
+func (s *Server) runEntries(ctx context.Context, te *threadEntry, m *store.Message, cur, upto runlog.Cursor) ([]runlog.Entry, error) {
+	runID, first := strings.CutSuffix(m.ID, "-m1")
+	pos := int(m.Seq)
+	if !first || pos < cur.Pos || !(runlog.Cursor{Pos: pos}).Less(upto) {
+		// Not a run's first message, a run before cur's, or one whose
+		// events are all after upto (in the log).
+		return nil, nil
+	}
+	var after runlog.Cursor
+	if pos == cur.Pos {
+		after = runlog.Cursor{Seq: cur.Seq, Sub: cur.Sub, Ver: cur.Ver}
+	}
+	entries, latest, err := s.rebuildRun(ctx, te.owner, runID, after)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil // not a run's first message
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		s.log.Warn("thread stream: rebuild a run's events", "run_id", runID, "error", err)
+		return nil, nil
+	}
+	if run := s.reg.run(te.owner, runID); run != nil {
+		run.mu.Lock()
+		run.pos = pos
+		run.mu.Unlock()
+	}
+	var out []runlog.Entry
+	for _, e := range entries {
+		at := runlog.Cursor{Pos: pos, Seq: e.At.Seq, Sub: e.At.Sub}
+		if !cur.Less(at) || upto.Less(at) {
+			continue
+		}
+		out = append(out, runlog.Entry{At: at, Type: e.Type, Data: withRunID(runID, e.Data)})
+	}
+	if st := latest.State.Status; st == runstate.StatusRunning || st == runstate.StatusSuspended {
+		s.follows(te.owner, latest)
+	}
+	return out, nil
 }
 
 // signaller returns the broker's draft.Signaller, nil when it has none,
