@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/internal/benchcontinuation"
+	"github.com/batonhq/baton/bench/continuationbench"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
@@ -16,7 +16,7 @@ import (
 )
 
 // BenchmarkContinuation measures, on SQLite and PostgreSQL, in the same run
-// and on the same database, the scenarios of internal/benchcontinuation
+// and on the same database, the scenarios of bench/continuationbench
 // (which bench/peers/dbos runs too, beside DBOS):
 //
 //   - River: River's bare round trip, a no-op job: latency from Insert
@@ -36,24 +36,21 @@ import (
 // Run it with -benchtime=1x: each benchmark runs its scenario once and
 // reports p50-ms, p99-ms and per-s.
 func BenchmarkContinuation(b *testing.B) {
-	benchcontinuation.Each(b, func(b *testing.B, st store.Store) {
-		benchcontinuation.Scenarios(b, st)
-		b.Run("Inline", func(b *testing.B) { benchInline(b, st) })
-	})
+	continuationbench.Benchmark(b, continuationbench.Scenario{Name: "Inline", Run: benchInline})
 }
 
 func benchInline(b *testing.B, st store.Store) {
 	ctx := context.Background()
-	r, err := runner.New(runner.Config{Network: benchcontinuation.Network(b, func(context.Context, json.RawMessage) (string, error) {
+	r, err := runner.New(runner.Config{Network: continuationbench.Network(b, func(context.Context, json.RawMessage) (string, error) {
 		return `{"status":"shipped"}`, nil
-	}), Logger: benchcontinuation.Logger()})
+	}), Logger: continuationbench.Logger()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc := threads.New(st, r, benchcontinuation.Logger())
+	svc := threads.New(st, r, continuationbench.Logger())
 	start := time.Now()
-	benchcontinuation.FanOut(b, benchcontinuation.BatonJobs, func(i int) error {
-		for ev, err := range svc.Turn(ctx, benchcontinuation.Owner, fmt.Sprintf("Where is order %d?", i), threads.TurnOptions{}) {
+	continuationbench.FanOut(b, continuationbench.BatonJobs, func(i int) error {
+		for ev, err := range svc.Turn(ctx, continuationbench.Owner, fmt.Sprintf("Where is order %d?", i), threads.TurnOptions{}) {
 			if err != nil {
 				return err
 			}
@@ -63,31 +60,31 @@ func benchInline(b *testing.B, st store.Store) {
 		}
 		return nil
 	})
-	b.ReportMetric(float64(benchcontinuation.BatonJobs)/time.Since(start).Seconds(), "per-s")
+	b.ReportMetric(float64(continuationbench.BatonJobs)/time.Since(start).Seconds(), "per-s")
 	b.ReportMetric(0, "ns/op")
 }
 
 // BenchmarkVersusPair measures issue 18's ratio, baton's continuations/s
 // over RiverEquivalent's jobs/s, on SQLite and PostgreSQL, paired in one
-// process (see benchcontinuation.VersusPair): both on one store, in
+// process (see continuationbench.VersusPair): both on one store, in
 // alternating batches, the median of the per-round ratios reported. Run it
 // with -benchtime=1x.
 func BenchmarkVersusPair(b *testing.B) {
-	benchcontinuation.Each(b, benchcontinuation.VersusPair)
+	continuationbench.Each(b, continuationbench.VersusPair)
 }
 
 // BenchmarkVersusWrites measures baton against BatonWrites, its own writes
-// made by hand, paired (see benchcontinuation.VersusWrites; PostgreSQL).
+// made by hand, paired (see continuationbench.VersusWrites; PostgreSQL).
 // Run it with -benchtime=1x.
 func BenchmarkVersusWrites(b *testing.B) {
-	benchcontinuation.Each(b, benchcontinuation.VersusWrites)
+	continuationbench.Each(b, continuationbench.VersusWrites)
 }
 
 // BenchmarkSchemaPair measures a schema or connection change on PostgreSQL,
-// paired in one process (see benchcontinuation.SchemaPair):
+// paired in one process (see continuationbench.SchemaPair):
 // BENCH_PAIR_ALTER is the SQL that makes schema B from A, BENCH_PAIR_PARAMS
 // the run-time parameters of B's connections (a URL query); both unset, B
 // is A (the method's control). Run it with -benchtime=1x.
 func BenchmarkSchemaPair(b *testing.B) {
-	benchcontinuation.SchemaPair(b, os.Getenv("BENCH_PAIR_ALTER"), os.Getenv("BENCH_PAIR_PARAMS"))
+	continuationbench.SchemaPair(b, os.Getenv("BENCH_PAIR_ALTER"), os.Getenv("BENCH_PAIR_PARAMS"))
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/internal/benchcontinuation"
+	"github.com/batonhq/baton/bench/continuationbench"
 	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 )
@@ -30,7 +30,7 @@ func BenchmarkResumeServeDefaults(b *testing.B) {
 		mu.Unlock()
 		return `{"status":"shipped"}`, nil
 	}
-	net := benchcontinuation.Network(b, tool)
+	net := continuationbench.Network(b, tool)
 	ctx := context.Background()
 	svc, err := service.Open(ctx, service.Config{Networks: []service.Definition{{Network: net}},
 		Database: "sqlite:" + b.TempDir() + "/baton.db", Workers: 10, Adopt: true})
@@ -43,12 +43,12 @@ func BenchmarkResumeServeDefaults(b *testing.B) {
 	}
 	defer svc.Stop(ctx)
 	n, _ := svc.Network("bench")
-	if _, err := svc.Store().EnsureOwner(ctx, &store.EnsureOwnerParams{ID: benchcontinuation.Owner}); err != nil {
+	if _, err := svc.Store().EnsureOwner(ctx, &store.EnsureOwnerParams{ID: continuationbench.Owner}); err != nil {
 		b.Fatal(err)
 	}
 	var lat []time.Duration
 	for i := range 60 {
-		run, end := benchcontinuation.Turn(b, n.Threads, n.Continuation.RunOptions(), i)
+		run, end := continuationbench.Turn(b, n.Threads, n.Continuation.RunOptions(), i)
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			mu.Lock()

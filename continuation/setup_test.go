@@ -465,5 +465,5 @@ func statuses(t testing.TB, st store.Store, runID string) []runstate.Status {
 
 // pgMaxConns is the pool size of the tests' PostgreSQL stores: room for
 // the workers, River's own connections and producers. (The benchmarks'
-// stores have benchcontinuation.PGMaxConns.)
+// stores have continuationbench.PGMaxConns.)
 const pgMaxConns int32 = 8

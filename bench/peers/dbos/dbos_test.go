@@ -14,7 +14,7 @@ import (
 	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite" // DBOS's SQLite support
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	bc "github.com/batonhq/baton/internal/benchcontinuation"
+	bc "github.com/batonhq/baton/bench/continuationbench"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
@@ -229,7 +229,7 @@ func openDBOS(tb testing.TB, st store.Store) (dbos.Context, *dbosPeer, dbos.Queu
 	case *sqlitestore.Store:
 		path, ok := bc.SQLitePath(st)
 		if !ok {
-			tb.Fatalf("SQLite store %p not opened by benchcontinuation.Backends", st)
+			tb.Fatalf("SQLite store %p not opened by continuationbench.Backends", st)
 		}
 		// DBOS's own SQLite settings (OpenSQLitePool: immediate
 		// transactions, busy timeout, foreign keys, WAL, 8 connections),
@@ -313,16 +313,10 @@ func benchDBOS(b *testing.B, st store.Store) {
 	var lat, tool, full []time.Duration
 	for i := range bc.LatencySamples {
 		id := fmt.Sprintf("%s%d", round, i)
-		fin := p.finished.Expect(id)
-		if _, err := enqueue(i); err != nil {
-			b.Fatal(err)
-		}
-		t0 := time.Now()
-		select {
-		case <-fin:
-		case <-time.After(30 * time.Second):
-			b.Fatalf("workflow %s not done", id)
-		}
+		t0 := p.finished.Await(b, id, func() error {
+			_, err := enqueue(i)
+			return err
+		})
 		lat = append(lat, p.started.Get(id).Sub(t0))
 		tool = append(tool, p.resumed.Get(id).Sub(t0))
 		full = append(full, p.finished.Get(id).Sub(t0))

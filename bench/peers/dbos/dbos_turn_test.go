@@ -7,7 +7,7 @@ import (
 
 	"github.com/dbos-inc/dbos-transact-golang/dbos"
 
-	bc "github.com/batonhq/baton/internal/benchcontinuation"
+	bc "github.com/batonhq/baton/bench/continuationbench"
 )
 
 // TestDBOSTurn runs the DBOS peer's workflow through its queue on each

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/batonhq/baton/internal/benchcontinuation"
+	"github.com/batonhq/baton/bench/continuationbench"
 	"github.com/batonhq/baton/store"
 )
 
@@ -23,24 +23,21 @@ import (
 //     16 producers, end to end).
 //
 // The first three are baton's BenchmarkContinuation's own scenarios
-// (internal/benchcontinuation), with its sizes. Run with -benchtime 1x.
+// (bench/continuationbench), with its sizes. Run with -benchtime 1x.
 func BenchmarkPeers(b *testing.B) {
-	benchcontinuation.Each(b, func(b *testing.B, st store.Store) {
-		benchcontinuation.Scenarios(b, st)
-		b.Run("DBOS", func(b *testing.B) { benchDBOS(b, st) })
-	})
+	continuationbench.Benchmark(b, continuationbench.Scenario{Name: "DBOS", Run: benchDBOS})
 }
 
 // BenchmarkVersusDBOS measures baton against DBOS on SQLite and on
-// PostgreSQL paired (benchcontinuation.Versus): both on one database, in
+// PostgreSQL paired (continuationbench.Versus): both on one database, in
 // alternating batches of the same agent turn from 16 producers, end to
 // end; the median per-round ratio Baton/DBOS and each side's rate and
 // machine CPU per unit. Run with -benchtime 1x.
 func BenchmarkVersusDBOS(b *testing.B) {
-	benchcontinuation.Each(b, func(b *testing.B, st store.Store) {
+	continuationbench.Each(b, func(b *testing.B, st store.Store) {
 		dctx, p, q := openDBOS(b, st)
 		enqueue := enqueuer(dctx, p, q, fmt.Sprintf("v%d-", dbosRound.Add(1)))
-		benchcontinuation.Versus(b, st, benchcontinuation.Side{Name: "DBOS",
+		continuationbench.Versus(b, st, continuationbench.Side{Name: "DBOS",
 			Run: func(i int) {
 				if _, err := enqueue(i); err != nil {
 					b.Error(err)

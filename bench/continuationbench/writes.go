@@ -1,4 +1,4 @@
-package benchcontinuation
+package continuationbench
 
 import (
 	"context"
@@ -148,9 +148,7 @@ func (w *writesWorker) Work(ctx context.Context, job *river.Job[writesArgs]) err
 // BatonWrites runs baton's writes by hand from [Producers] producers and
 // reports jobs/s, first insert to last completion (PostgreSQL only).
 func BatonWrites(b *testing.B, st store.Store) {
-	var jobs finished
-	produce, start, stop := batonWrites(b, st, &jobs)
-	jobs.measure(b, start, stop, produce)
+	measureJobs(b, st, batonWrites)
 }
 
 // VersusWrites measures baton against [BatonWrites] — its own writes made

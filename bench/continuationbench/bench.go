@@ -1,4 +1,4 @@
-// Package benchcontinuation is the scenario of the continuation's
+// Package continuationbench is the scenario of the continuation's
 // benchmarks, in one place for both sides that run it: BenchmarkContinuation
 // (package continuation) and BenchmarkPeers (module bench/peers/dbos, beside
 // DBOS). It holds the sizes, the stores (SQLite, and PostgreSQL when
@@ -8,7 +8,7 @@
 //
 // Each scenario runs once per benchmark: run them with -benchtime 1x. They
 // report p50-ms, p99-ms and per-s (and ns/op 0).
-package benchcontinuation
+package continuationbench
 
 import (
 	"context"
@@ -104,6 +104,24 @@ func Each(b *testing.B, bench func(b *testing.B, st store.Store)) {
 	}
 }
 
+// Scenario is a sub-benchmark on one store.
+type Scenario struct {
+	Name string
+	Run  func(b *testing.B, st store.Store)
+}
+
+// Benchmark runs, on each backend ([Each]), the [Scenarios] and then also,
+// one after the other: BenchmarkContinuation (also Inline) and
+// BenchmarkPeers (also DBOS).
+func Benchmark(b *testing.B, also ...Scenario) {
+	Each(b, func(b *testing.B, st store.Store) {
+		Scenarios(b, st)
+		for _, sc := range also {
+			b.Run(sc.Name, func(b *testing.B) { sc.Run(b, st) })
+		}
+	})
+}
+
 // Scenarios runs, on st, one after the other, the sub-benchmarks River
 // ([River]), RiverEquivalent ([RiverEquivalent]), Baton ([Baton]) and, on
 // PostgreSQL, BatonWrites ([BatonWrites]): what
@@ -187,6 +205,24 @@ func (s *Stamps) Mark(key string) bool {
 		close(c)
 	}
 	return true
+}
+
+// Await calls do, which starts the work that marks key, and waits up to
+// 30s for key's mark; it returns the time do returned (where a latency
+// starts). It fails tb when do fails or key is not marked in time.
+func (s *Stamps) Await(tb testing.TB, key string, do func() error) time.Time {
+	tb.Helper()
+	marked := s.Expect(key)
+	if err := do(); err != nil {
+		tb.Fatal(err)
+	}
+	t0 := time.Now()
+	select {
+	case <-marked:
+	case <-time.After(30 * time.Second):
+		tb.Fatalf("%s not marked in 30s", key)
+	}
+	return t0
 }
 
 // Get returns key's time, zero if it has none.

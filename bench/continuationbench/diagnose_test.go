@@ -1,4 +1,4 @@
-package benchcontinuation
+package continuationbench
 
 import (
 	"context"

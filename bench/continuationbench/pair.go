@@ -1,4 +1,4 @@
-package benchcontinuation
+package continuationbench
 
 import (
 	"context"
@@ -74,11 +74,9 @@ func VersusPair(b *testing.B, st store.Store) {
 	versusOn(b, st, "RiverEquivalent", equivalent)
 }
 
-// versusOn runs [Versus] against name, a River scenario that setup
-// prepares on st (its producer, River's start and stop, jobs counting its
-// units worked).
-func versusOn(b *testing.B, st store.Store, name string,
-	setup func(*testing.B, store.Store, *finished) (produce func(n int) error, start, stop func(context.Context) error)) {
+// versusOn runs [Versus] against name, the River scenario that setup
+// prepares on st.
+func versusOn(b *testing.B, st store.Store, name string, setup jobsScenario) {
 	var jobs finished
 	produce, start, stop := setup(b, st, &jobs)
 	StartUntilEnd(b, start, stop)

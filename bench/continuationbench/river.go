@@ -1,4 +1,4 @@
-package benchcontinuation
+package continuationbench
 
 import (
 	"context"
@@ -98,17 +98,9 @@ func River(b *testing.B, st store.Store) {
 	// Latency, one job at a time.
 	var lat []time.Duration
 	for i := range LatencySamples {
-		started := marks.Expect(fmt.Sprint(i))
-		if err := c.Insert(ctx, bareArgs{N: i}, opts); err != nil {
-			b.Fatal(err)
-		}
-		t0 := time.Now()
-		select {
-		case <-started:
-		case <-time.After(30 * time.Second):
-			b.Fatalf("job %d not worked", i)
-		}
-		lat = append(lat, marks.Get(fmt.Sprint(i)).Sub(t0))
+		key := fmt.Sprint(i)
+		t0 := marks.Await(b, key, func() error { return c.Insert(ctx, bareArgs{N: i}, opts) })
+		lat = append(lat, marks.Get(key).Sub(t0))
 	}
 	// Throughput, 16 producers.
 	done.Store(0)
@@ -234,9 +226,7 @@ func (w *equivWorker[TTx]) Work(ctx context.Context, job *river.Job[equivArgs]) 
 // RiverEquivalent runs the equivalent writes from [Producers] producers
 // and reports jobs/s, first insert to last completion.
 func RiverEquivalent(b *testing.B, st store.Store) {
-	var jobs finished
-	produce, start, stop := equivalent(b, st, &jobs)
-	jobs.measure(b, start, stop, produce)
+	measureJobs(b, st, equivalent)
 }
 
 // equivalent sets RiverEquivalent up on st: its tables, and a River client
@@ -348,6 +338,18 @@ func (f *finished) finish() {
 
 // count returns the jobs worked and when the last one was (Unix ns).
 func (f *finished) count() (n, last int64) { return f.done.Load(), f.last.Load() }
+
+// jobsScenario sets a River scenario up on st: its producer (produce
+// starts unit n), River's start and stop, and jobs counting its units
+// worked.
+type jobsScenario func(b *testing.B, st store.Store, jobs *finished) (produce func(n int) error, start, stop func(ctx context.Context) error)
+
+// measureJobs sets scenario up on st and measures it ([finished.measure]).
+func measureJobs(b *testing.B, st store.Store, scenario jobsScenario) {
+	var jobs finished
+	produce, start, stop := scenario(b, st, &jobs)
+	jobs.measure(b, start, stop, produce)
+}
 
 // measure starts River (start, stop), runs produce for [BatonJobs] jobs
 // from [Producers] producers, waits for them to be worked and reports
