@@ -83,11 +83,11 @@ func TestControlAcrossReplicas(t *testing.T) {
 				t.Fatalf("interrupt on replica 0: %v", err)
 			}
 			e := <-end
-			if e == nil || e.Status != runstate.StatusCompleted || e.Output == "" {
+			if e == nil || e.Status != runstate.StatusCancelled || e.Output == "" || e.Stopped == nil || e.Stopped.RunID != queued.ID {
 				t.Fatalf("the interrupted run's own stream on replica 1 ended %+v", e)
 			}
 			waitStatus(ctx, t, a, thread, queued.ID, "completed")
-			if r, err := b.run(ctx, thread, run); err != nil || r.Status != "completed" || r.Output != e.Output {
+			if r, err := b.run(ctx, thread, run); err != nil || r.Status != "cancelled" || r.Output != e.Output {
 				t.Fatalf("the interrupted run on replica 1: %+v %v", r, err)
 			}
 		})

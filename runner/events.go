@@ -180,6 +180,8 @@ type RunEndEvent struct {
 	Output    string          `json:"output,omitempty"`
 	// Limit names the limit that ended the run with a final answer, if any.
 	Limit string `json:"limit,omitempty"`
+	// Stopped, on a run that ended cancelled, says what stopped it.
+	Stopped *Stop `json:"stopped,omitempty"`
 }
 
 // ErrorEvent reports the failure that ended a run; RunEndEvent follows it.
@@ -404,5 +406,5 @@ func failureEvent(st *runstate.State) *ErrorEvent {
 // ended it with a final answer, if any.
 func runEndEvent(st *runstate.State, status runstate.Status, limit string) *RunEndEvent {
 	return &RunEndEvent{Header: Header{Type: TypeRunEnd}, Status: status, LastAgent: st.Agent, Turns: st.Turns,
-		Transfers: st.Transfers, Usage: st.Usage, Output: st.FinalOutput, Limit: limit}
+		Transfers: st.Transfers, Usage: st.Usage, Output: st.FinalOutput, Limit: limit, Stopped: StopOf(st)}
 }

@@ -24,16 +24,21 @@ const StoppedValue = "baton_stopped"
 // answer cut short by a [Stopper]: true.
 const PartialMetadata = "partial"
 
-// StopCancel is the reason of a Stopper's Stop that cancels the run: the
-// run ends [runstate.StatusCancelled] rather than completed.
+// StoppedByValue is the key of [runstate.State].Values that names the run
+// whose start stopped this one (double-texting's interrupt and rollback), a
+// JSON string; absent when no run did (a cancel).
+const StoppedByValue = "baton_stopped_by"
+
+// StopCancel is the reason of a Stopper's Stop that cancels the run.
 const StopCancel = "cancel"
 
 // Stopper asks the runs given it ([WithStopper]) to stop at their next safe
 // boundary: a model answer being streamed is cut where it is and kept,
 // marked partial ([PartialMetadata]); tools already running finish and
 // their results are kept; calls not yet run are answered "not run". The run
-// then completes (or, stopped for [StopCancel], ends cancelled), its last
-// checkpoint written, with [StoppedValue] in its values. A run waiting for a decision or a worker is not executing: a
+// then ends [runstate.StatusCancelled], whatever stopped it, its last
+// checkpoint written, with [StoppedValue] (and [StoppedByValue]) in its
+// values. A run waiting for a decision or a worker is not executing: a
 // Stopper does nothing to it. It is safe for concurrent use.
 type Stopper struct {
 	once   sync.Once
@@ -41,6 +46,7 @@ type Stopper struct {
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex
 	reason string
+	by     string
 }
 
 // NewStopper returns a Stopper that has not stopped.
@@ -50,11 +56,15 @@ func NewStopper() *Stopper {
 }
 
 // Stop asks the runs to stop, for reason (such as "interrupt"). Only the
-// first call counts.
-func (s *Stopper) Stop(reason string) {
+// first call (of Stop and StopBy) counts.
+func (s *Stopper) Stop(reason string) { s.StopBy(reason, "") }
+
+// StopBy asks the runs to stop, for reason, because run by starts (a new
+// turn on their thread sent with multitask_strategy interrupt or rollback).
+func (s *Stopper) StopBy(reason, by string) {
 	s.once.Do(func() {
 		s.mu.Lock()
-		s.reason = reason
+		s.reason, s.by = reason, by
 		s.mu.Unlock()
 		s.cancel(errStopRequested)
 	})
@@ -63,10 +73,10 @@ func (s *Stopper) Stop(reason string) {
 // Stopped reports whether Stop was called.
 func (s *Stopper) Stopped() bool { return s != nil && s.ctx.Err() != nil }
 
-func (s *Stopper) why() string {
+func (s *Stopper) why() (reason, by string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.reason
+	return s.reason, s.by
 }
 
 // WithStopper lets s stop the run (see [Stopper]).
@@ -91,8 +101,8 @@ func (x *run) stopCtx(ctx context.Context) (context.Context, func()) {
 
 // stopNow ends the run at a safe boundary: partial, the text of a model
 // answer being streamed when the stop came, is kept as the active agent's
-// answer marked partial; calls not run are answered; the run completes, or
-// is cancelled.
+// answer marked partial; calls not run are answered; the run ends
+// cancelled.
 func (x *run) stopNow(ctx context.Context, partial string) error {
 	st := x.st
 	ctx = context.WithoutCancel(ctx)
@@ -110,16 +120,9 @@ func (x *run) stopNow(ctx context.Context, partial string) error {
 	if len(st.Pending) > 0 {
 		x.joinResults("not run: the run was stopped")
 	}
-	why := x.o.stopper.why()
-	reason, _ := json.Marshal(why)
-	if st.Values == nil {
-		st.Values = map[string]json.RawMessage{}
-	}
-	st.Values[StoppedValue] = reason
-	st.Status = runstate.StatusCompleted
-	if why == StopCancel {
-		st.Status = runstate.StatusCancelled
-	}
+	reason, by := x.o.stopper.why()
+	MarkStopped(st, reason, by)
+	st.Status = runstate.StatusCancelled
 	st.FinalOutput = partial
 	if partial == "" {
 		st.FinalOutput = lastAnswer(st.Transcript)
@@ -140,6 +143,48 @@ func lastAnswer(msgs []message.Message) string {
 		}
 	}
 	return ""
+}
+
+// MarkStopped records in st's values that the run was stopped for reason,
+// by run by if not "" ([StoppedValue], [StoppedByValue]).
+func MarkStopped(st *runstate.State, reason, by string) {
+	if st.Values == nil {
+		st.Values = map[string]json.RawMessage{}
+	}
+	st.Values[StoppedValue], _ = json.Marshal(reason)
+	if by != "" {
+		st.Values[StoppedByValue], _ = json.Marshal(by)
+	}
+}
+
+// Stop is what stopped a run that ended cancelled: a cancel, or the start
+// of another run on its thread (double-texting's interrupt or rollback).
+type Stop struct {
+	// Reason is "cancel", or the strategy of the run that stopped it:
+	// "interrupt" or "rollback".
+	Reason string `json:"reason"`
+	// RunID is the run whose start stopped it, if one did.
+	RunID string `json:"run_id,omitempty"`
+}
+
+// StopOf returns what stopped the run of st (see [StoppedValue]), nil if
+// nothing did.
+func StopOf(st *runstate.State) *Stop {
+	if _, ok := st.Values[StoppedValue]; !ok {
+		return nil
+	}
+	return &Stop{Reason: Stopped(st), RunID: StoppedBy(st)}
+}
+
+// StoppedBy returns the run whose start stopped this one (see
+// [StoppedByValue]), or "".
+func StoppedBy(st *runstate.State) string {
+	if st == nil {
+		return ""
+	}
+	var s string
+	_ = json.Unmarshal(st.Values[StoppedByValue], &s)
+	return s
 }
 
 // Stopped returns the reason a run was stopped by a [Stopper] (see

@@ -36,11 +36,12 @@ func TestStopperKeepsPartialAnswer(t *testing.T) {
 			end = e
 		}
 	}
-	if end == nil || end.Status != runstate.StatusCompleted || end.Output == "" || end.Output == "one two three four five six seven eight" {
-		t.Fatalf("run_end = %+v, want completed with a partial output", end)
+	if end == nil || end.Status != runstate.StatusCancelled || end.Output == "" || end.Output == "one two three four five six seven eight" ||
+		end.Stopped == nil || end.Stopped.Reason != "interrupt" {
+		t.Fatalf("run_end = %+v, want cancelled (stopped for interrupt) with a partial output", end)
 	}
 	st := ck.Latest(t)
-	if runner.Stopped(st) != "interrupt" || st.Status != runstate.StatusCompleted {
+	if runner.Stopped(st) != "interrupt" || st.Status != runstate.StatusCancelled {
 		t.Fatalf("latest checkpoint: stopped %q, status %s", runner.Stopped(st), st.Status)
 	}
 	last := st.Transcript[len(st.Transcript)-1]
@@ -50,11 +51,12 @@ func TestStopperKeepsPartialAnswer(t *testing.T) {
 }
 
 // TestStopperAnswersPendingCalls: a run stopped between a turn and its
-// calls answers the calls "not run" and completes.
+// calls answers the calls "not run" and ends cancelled, naming the run
+// whose start stopped it.
 func TestStopperAnswersPendingCalls(t *testing.T) {
 	stop := runner.NewStopper()
 	lookup := &agent.Tool{Name: "lookup", Description: "d", Func: func(context.Context, json.RawMessage) (string, error) {
-		stop.Stop("interrupt")
+		stop.StopBy("interrupt", "run_next")
 		return "found", nil
 	}}
 	a, _ := ag("a", calls("lookup", `{}`), text("never"))
@@ -65,8 +67,8 @@ func TestStopperAnswersPendingCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != runstate.StatusCompleted || runner.Stopped(res.State) != "interrupt" {
-		t.Fatalf("result %s stopped %q", res.Status, runner.Stopped(res.State))
+	if res.Status != runstate.StatusCancelled || runner.Stopped(res.State) != "interrupt" || runner.StoppedBy(res.State) != "run_next" {
+		t.Fatalf("result %s stopped %q by %q", res.Status, runner.Stopped(res.State), runner.StoppedBy(res.State))
 	}
 	last := res.Messages[len(res.Messages)-1]
 	if last.Role != "tool" || last.Parts[0].Text != "found" {

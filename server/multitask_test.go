@@ -162,7 +162,8 @@ func testMultitask(t *testing.T, b *servertest.Bundle) {
 		busyEnd := servertest.Collect(t, ch, nil)
 		end := busyEnd[len(busyEnd)-1]
 		partial, _ := end.Data["output"].(string)
-		if end.Type != "run_end" || end.Data["status"] != "completed" || partial == "" || partial == slowAnswer {
+		stopped, _ := end.Data["stopped"].(map[string]any)
+		if end.Type != "run_end" || end.Data["status"] != "cancelled" || partial == "" || partial == slowAnswer || stopped["reason"] != "interrupt" || stopped["run_id"] == "" {
 			t.Fatalf("the interrupted run's end: %s %s", end.Type, end.Raw)
 		}
 		evs := servertest.Collect(t, next, func(e servertest.Event) bool { return e.Type == "run_end" })

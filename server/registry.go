@@ -99,6 +99,7 @@ func (r *Run) observe(ev runner.Event) {
 		r.res.LastAgent = e.LastAgent
 		r.res.Turns, r.res.Transfers, r.res.Usage = e.Turns, e.Transfers, e.Usage
 		r.res.Output, r.res.Limit = e.Output, e.Limit
+		r.res.Stopped = stopView(e.Stopped)
 	}
 }
 

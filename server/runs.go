@@ -199,7 +199,16 @@ func runFromState(st *runstate.State) wire.Run {
 		out.Error = &wire.RunError{Kind: st.Failure.Kind, Message: st.Failure.Message, Limit: st.Failure.Limit}
 		out.Limit = st.Failure.Limit
 	}
+	out.Stopped = stopView(runner.StopOf(st))
 	return out
+}
+
+// stopView is what stopped a run, as the API shows it.
+func stopView(s *runner.Stop) *wire.RunStop {
+	if s == nil {
+		return nil
+	}
+	return &wire.RunStop{Reason: s.Reason, RunID: s.RunID}
 }
 
 // runEvents resumes a run's event stream after Last-Event-ID.

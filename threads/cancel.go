@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/batonhq/baton/draft"
@@ -50,7 +51,8 @@ func (s *Service) Listen(sg draft.Signaller) (cancel func()) {
 			return
 		}
 		if a := s.activeRun(sig.Key); a != nil && a.owner == sig.OwnerID {
-			a.stop.Stop(sig.Data)
+			reason, by := parseStop(sig.Data)
+			a.stop.StopBy(reason, by)
 		}
 	})
 }
@@ -101,7 +103,7 @@ func (s *Service) Cancel(ctx context.Context, owner, threadID, runID string) (*s
 		}
 		if cp.State.Status == runstate.StatusRunning && !signalled {
 			signalled = true
-			if err := s.stopElsewhere(ctx, owner, runID, runner.StopCancel); err != nil {
+			if err := s.stopElsewhere(ctx, owner, runID, runner.StopCancel, ""); err != nil {
 				return nil, err
 			}
 			continue
@@ -196,14 +198,14 @@ func (s *Service) committed(ctx context.Context, owner, threadID, runID string) 
 }
 
 // stopElsewhere asks the process that executes run runID, if another one
-// does, to stop it for reason (see [Service.Listen]), and waits until the
-// run is no longer running or StopWait has passed. Without a signaller it
-// returns at once.
-func (s *Service) stopElsewhere(ctx context.Context, owner, runID, reason string) error {
+// does, to stop it for reason, because run by starts ("" for a cancel; see
+// [Service.Listen]), and waits until the run is no longer running or
+// StopWait has passed. Without a signaller it returns at once.
+func (s *Service) stopElsewhere(ctx context.Context, owner, runID, reason, by string) error {
 	if s.sig == nil {
 		return nil
 	}
-	if err := s.sig.Signal(ctx, draft.Signal{Kind: StopSignal, OwnerID: owner, Key: runID, Data: reason}); err != nil {
+	if err := s.sig.Signal(ctx, draft.Signal{Kind: StopSignal, OwnerID: owner, Key: runID, Data: stopData(reason, by)}); err != nil {
 		s.log.WarnContext(ctx, "stop a run: signal its process", "run_id", runID, "error", err)
 		return nil
 	}
@@ -249,4 +251,20 @@ func (s *Service) kickTx(ctx context.Context, tx store.Tx, owner, threadID, runI
 		return nil
 	}
 	return s.KickTx(ctx, tx, owner, threadID, runID)
+}
+
+// stopData is a stop signal's data: the reason, then the stopping run's id
+// after a space when there is one.
+func stopData(reason, by string) string {
+	if by == "" {
+		return reason
+	}
+	return reason + " " + by
+}
+
+// parseStop reads a stop signal's data (stopData); a process of a version
+// that sends the reason alone is read as such.
+func parseStop(data string) (reason, by string) {
+	reason, by, _ = strings.Cut(data, " ")
+	return reason, by
 }

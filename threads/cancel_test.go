@@ -165,7 +165,8 @@ func testCancel(t *testing.T, open func(t *testing.T) store.Store) {
 			t.Fatalf("interrupt: %+v, %v", sub, err)
 		}
 		end := <-f.done
-		if end.Status != runstate.StatusCompleted || end.Output == "" || end.Output == longAnswer {
+		if end.Status != runstate.StatusCancelled || end.Output == "" || end.Output == longAnswer ||
+			end.Stopped == nil || *end.Stopped != (runner.Stop{Reason: "interrupt", RunID: sub.RunID}) {
 			t.Fatalf("the interrupted run's end: %+v", end)
 		}
 		settled(t, f.st, f.thread, f.r0, sub.RunID)

@@ -189,7 +189,7 @@ func (s *Service) Submit(ctx context.Context, owner, input string, o TurnOptions
 		return sub, nil
 	}
 	if busy != nil && (strat == Interrupt || strat == Rollback) {
-		if err := s.stopRun(ctx, owner, busy, string(strat)); err != nil {
+		if err := s.stopRun(ctx, owner, busy, string(strat), o.RunID); err != nil {
 			return sub, err
 		}
 	}
@@ -280,16 +280,16 @@ func (s *Service) Stop(runID, reason string) bool {
 	return true
 }
 
-// stopRun asks run runID to stop for reason (interrupt or rollback) and
-// waits until it has: it stops at its next safe boundary, keeping what it
-// did. A run executed elsewhere is asked through the service's signaller
+// stopRun asks run runID to stop for reason (interrupt or rollback), because
+// run by starts, and waits until it has: it stops at its next safe
+// boundary, keeping what it did. A run executed elsewhere is asked through the service's signaller
 // (see [Service.Listen]) and waited for up to StopWait. A run executed
 // nowhere, or one that did not stop in time, is settled by the first
 // checkpoint of the run that stops it (see gate).
-func (s *Service) stopRun(ctx context.Context, owner string, busy *store.Checkpoint, reason string) error {
+func (s *Service) stopRun(ctx context.Context, owner string, busy *store.Checkpoint, reason, by string) error {
 	runID := busy.RunID
 	if a := s.activeRun(runID); a != nil {
-		a.stop.Stop(reason)
+		a.stop.StopBy(reason, by)
 		select {
 		case <-a.done:
 			return nil
@@ -300,16 +300,15 @@ func (s *Service) stopRun(ctx context.Context, owner string, busy *store.Checkpo
 	if busy.State == nil || busy.State.Status != runstate.StatusRunning {
 		return nil
 	}
-	return s.stopElsewhere(ctx, owner, runID, reason)
+	return s.stopElsewhere(ctx, owner, runID, reason, by)
 }
 
 // settle ends run runID in the store in one transaction, fenced on its
-// latest checkpoint, for reason: an unfinished run is completed
-// (interrupt: what it did is kept, its unfinished messages — a background
-// worker's placeholder — end in error, its pending interrupt is
-// superseded), cancelled (cancel: the same, ending cancelled) or failed
-// (rollback); a rollback also removes every message of the run from its
-// thread. by is the run that stops it, if any. The run's lease is
+// latest checkpoint, for reason (interrupt, rollback or cancel): an
+// unfinished run ends cancelled — what it did is kept, its unfinished
+// messages (a background worker's placeholder) end in error, its pending
+// interrupt is superseded; a rollback also removes every message of the run
+// from its thread (and records the rolled_back failure). by is the run that stops it, if any. The run's lease is
 // released: whoever still executes it loses its next checkpoint.
 func settle(ctx context.Context, tx store.Tx, owner, runID, reason, by string) error {
 	cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
@@ -329,23 +328,15 @@ func settle(ctx context.Context, tx store.Tx, owner, runID, reason, by string) e
 	if wasInterrupt {
 		interruptID = st.Interrupt.ID
 	}
-	stopped, _ := json.Marshal(reason)
-	if st.Values == nil {
-		st.Values = map[string]json.RawMessage{}
-	}
-	st.Values[runner.StoppedValue] = stopped
+	runner.MarkStopped(st, reason, by)
 	st.Interrupt = nil
 	st.Pending = nil
 	st.Step++
-	switch {
-	case rollback:
-		st.Status = runstate.StatusFailed
+	if rollback {
 		st.Failure = &runstate.Failure{Kind: RolledBack, Message: "rolled back by run " + by + " (double-texting)"}
-	case st.Status.Terminal():
-	case reason == runner.StopCancel:
+	}
+	if rollback || !st.Status.Terminal() {
 		st.Status = runstate.StatusCancelled
-	default:
-		st.Status = runstate.StatusCompleted
 	}
 	if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: cp.ID}); err != nil {
 		return err

@@ -249,11 +249,12 @@ func testMultitask(t *testing.T, open func(t *testing.T) store.Store) {
 		f := newFixture(t, open, "question")
 		s1 := f.post(t, "second", threads.Interrupt)
 		end := <-f.done
-		if end.Status != runstate.StatusCompleted || end.Output == "" || end.Output == longAnswer {
+		if end.Status != runstate.StatusCancelled || end.Output == "" || end.Output == longAnswer ||
+			end.Stopped == nil || *end.Stopped != (runner.Stop{Reason: "interrupt", RunID: s1.RunID}) {
 			t.Fatalf("the interrupted run's end: %+v", end)
 		}
 		states := settled(t, f.st, f.thread, f.r0, s1.RunID)
-		if runner.Stopped(states[f.r0]) != "interrupt" || runner.Stopped(states[s1.RunID]) != "" {
+		if runner.Stopped(states[f.r0]) != "interrupt" || runner.StoppedBy(states[f.r0]) != s1.RunID || runner.Stopped(states[s1.RunID]) != "" {
 			t.Fatalf("stopped: %q, %q", runner.Stopped(states[f.r0]), runner.Stopped(states[s1.RunID]))
 		}
 		equal(t, transcript(t, f.st, f.thread), []string{"user:hello", "assistant:" + longAnswer, "user:question",
@@ -264,7 +265,7 @@ func testMultitask(t *testing.T, open func(t *testing.T) store.Store) {
 		s1 := f.post(t, "second", threads.Rollback)
 		<-f.done
 		states := settled(t, f.st, f.thread, f.r0, s1.RunID)
-		if s := states[f.r0]; s.Status != runstate.StatusFailed || s.Failure.Kind != threads.RolledBack || runner.Stopped(s) != "rollback" {
+		if s := states[f.r0]; s.Status != runstate.StatusCancelled || s.Failure.Kind != threads.RolledBack || runner.Stopped(s) != "rollback" || runner.StoppedBy(s) != s1.RunID {
 			t.Fatalf("rolled-back run: %s %+v", s.Status, s.Failure)
 		}
 		got := transcript(t, f.st, f.thread)
@@ -288,7 +289,7 @@ func testMultitask(t *testing.T, open func(t *testing.T) store.Store) {
 		}
 		s1 := f.post(t, "never mind", threads.Interrupt)
 		states := settled(t, f.st, f.thread, f.r0, s1.RunID)
-		if s := states[f.r0]; s.Status != runstate.StatusCompleted || runner.Stopped(s) != "interrupt" {
+		if s := states[f.r0]; s.Status != runstate.StatusCancelled || runner.Stopped(s) != "interrupt" || runner.StoppedBy(s) != s1.RunID {
 			t.Fatalf("the stopped run: %s %q", s.Status, runner.Stopped(s))
 		}
 		ints, err := f.st.ListInterrupts(t.Context(), &store.ListInterruptsParams{OwnerID: owner, ThreadID: f.thread})

@@ -182,10 +182,20 @@ type Run struct {
 	Interrupt *runstate.Interrupt `json:"interrupt,omitempty"`
 	Error     *RunError           `json:"error,omitempty"`
 	Limit     string              `json:"limit,omitempty"`
-	EventsURL string              `json:"events_url"`
+	// Stopped, on a run that ended cancelled, says what stopped it.
+	Stopped   *RunStop `json:"stopped,omitempty"`
+	EventsURL string   `json:"events_url"`
 	// Position is a queued run's place in its thread's queue (1: next), in
 	// the answer that queued it.
 	Position int `json:"position,omitempty"`
+}
+
+// RunStop is what stopped a run that ended cancelled: reason "cancel", or
+// the multitask_strategy ("interrupt", "rollback") of the run, run_id, whose
+// start stopped it.
+type RunStop struct {
+	Reason string `json:"reason"`
+	RunID  string `json:"run_id,omitempty"`
 }
 
 // RunError is why a run failed.
