@@ -255,7 +255,7 @@ func messageDTO(m *store.Message) wire.Message {
 
 // maxCatchUp bounds the messages a thread stream reads to find the runs
 // its client missed: a client further behind gets resync.
-const maxCatchUp = 1000
+var maxCatchUp = 1000
 
 // threadEvents streams a thread's events: the events of its runs (with
 // their run_id), drafts of background workers, and thread handoffs. Every
@@ -302,8 +302,12 @@ func (s *Server) threadEvents(w http.ResponseWriter, r *http.Request, c *Caller)
 	ts := &threadStream{s: s, te: te, sw: sw, cur: cur, parkedAt: -1, release: release}
 	// need: what the store has of the thread when the stream starts, which
 	// a reconnecting client gets even when this process has nothing of it
-	// in memory (a restart).
-	if last != "" && !legacy {
+	// in memory (a restart). after=0 (Last-Event-ID: 0) replays the thread
+	// from its first run's first event.
+	if last == "0" {
+		ts.cur, ts.replay = runlog.Cursor{}, true
+		ts.need = s.storeTail(ctx, te)
+	} else if last != "" && !legacy {
 		ts.need = s.storeTail(ctx, te)
 	} else {
 		// A new subscription, or one of before durable ids: start from a
@@ -380,8 +384,10 @@ func (s *Server) follows(owner string, cp *store.Checkpoint) *Run {
 // in id order. It returns the cursor reached (upto, or
 // beyond when the log has the rest), or far when more than maxCatchUp
 // messages follow cur's run's first: the client should reload the thread.
-// An error is a client that failed.
-func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, cur, upto runlog.Cursor) (runlog.Cursor, bool, error) {
+// With page set, it never gives up so: it sends the events of the runs of
+// the next maxCatchUp messages and returns the cursor before the rest, for
+// the next call. An error is a client that failed.
+func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, cur, upto runlog.Cursor, page bool) (runlog.Cursor, bool, error) {
 	msgs, err := s.st.ListMessages(ctx, &store.ListMessagesParams{OwnerID: te.owner, ThreadID: te.id, AfterSeq: int64(max(cur.Pos-1, 0)), Limit: maxCatchUp + 1})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -391,7 +397,15 @@ func (s *Server) catchUp(ctx context.Context, sw *sse.Writer, te *threadEntry, c
 		return upto, false, nil // the client gets what the log has
 	}
 	if len(msgs) > maxCatchUp {
-		return cur, true, nil
+		if !page {
+			return cur, true, nil
+		}
+		// The runs whose first message is in this page: every event before
+		// the next page's first position.
+		if next := (runlog.Cursor{Pos: int(msgs[maxCatchUp].Seq)}); next.Less(upto) {
+			upto = next
+		}
+		msgs = msgs[:maxCatchUp]
 	}
 	// The events to send: the runs', then the thread handoffs' in between,
 	// in id order.

@@ -36,7 +36,10 @@ type threadStream struct {
 	cur  runlog.Cursor // the last event sent
 	need runlog.Cursor // what the store had of the thread when the stream started
 	gen  uint64        // the thread's gen its last round read
-	buf  []runlog.Entry
+	// replay is set on a stream asked from the thread's start (after=0):
+	// the store's events are read in pages, never skipped with a resync.
+	replay bool
+	buf    []runlog.Entry
 	// hb is the heartbeat: time.AfterFunc(beat) once hijacked, a plain
 	// timer for the handler's wait before.
 	hb *time.Timer
@@ -228,7 +231,7 @@ func (ts *threadStream) round(ctx context.Context) bool {
 		}
 		if ts.cur.Less(from) {
 			// The log lacks events after cur: the store has them.
-			next, far, err := s.catchUp(ctx, sw, te, ts.cur, from)
+			next, far, err := s.catchUp(ctx, sw, te, ts.cur, from, ts.replay)
 			if err != nil {
 				return false
 			}

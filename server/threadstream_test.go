@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/server/internal/servertest"
 
 	"github.com/batonhq/baton/internal/testdb"
@@ -550,4 +551,75 @@ func TestThreadStreamSignals(t *testing.T) {
 			resp.Body.Close()
 		}
 	})
+}
+
+// TestThreadReplayFromStart: GET /v1/threads/{id}/events?after=0 (and
+// Last-Event-ID: 0) sends every event of the thread from its first run —
+// the same events, with the same ids, as a client that followed it from the
+// start — then follows it live; a thread longer than one catch-up page is
+// replayed whole, a page at a time, never resynced. Not parallel: it
+// shrinks the catch-up page.
+func TestThreadReplayFromStart(t *testing.T) {
+	for name, open := range testdb.Backends(t) {
+		t.Run(name, func(t *testing.T) {
+			b := servertest.SetupStore(t, open(t))
+			thread := b.Thread(t, b.KeyA, "research")
+			events := "/v1/threads/" + thread + "/events"
+			_, live := b.Stream(t, b.KeyA, "GET", events, nil)
+			servertest.Collect(t, live, func(e servertest.Event) bool { return e.Type == "thread" })
+			turn := func(input string) {
+				t.Helper()
+				if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.Status != 200 {
+					t.Fatalf("run: %d %s", r.Status, r.Body)
+				}
+			}
+			ended := func(n int) func(servertest.Event) bool {
+				seen := 0
+				return func(e servertest.Event) bool {
+					if e.Type == "run_end" && e.Data["status"] == "completed" {
+						seen++
+					}
+					return seen == n
+				}
+			}
+			turn("How did EV sales develop?")
+			// Messages that are no run's between the runs (an import).
+			filler := make([]store.NewMessage, 30)
+			for i := range filler {
+				filler[i] = store.NewMessage{Message: message.User(fmt.Sprintf("note %d", i))}
+			}
+			if _, err := b.St.AppendMessages(t.Context(), &store.AppendMessagesParams{OwnerID: "alice", ThreadID: thread, Messages: filler}); err != nil {
+				t.Fatal(err)
+			}
+			turn("And in 2024?")
+			all := folded(servertest.Collect(t, live, ended(2)))
+			replay := func(name, path string, hdr ...string) <-chan servertest.Event {
+				t.Helper()
+				_, ch := b.Stream(t, b.KeyA, "GET", path, nil, hdr...)
+				got := servertest.Collect(t, ch, ended(2))
+				if got[0].Type != "run_start" || got[0].ID != "1.1" {
+					t.Fatalf("%s: the first event %s %s, want the first run's run_start at 1.1", name, got[0].ID, got[0].Type)
+				}
+				for _, e := range got {
+					if e.Type == "thread" || e.Type == "resync" {
+						t.Fatalf("%s: a %s event in a replay: %v", name, e.Type, servertest.Types(got))
+					}
+				}
+				sameEvents(t, name, folded(got), all)
+				return ch
+			}
+			byQuery := replay("?after=0", events+"?after=0")
+			byHeader := replay("Last-Event-ID: 0", events, "Last-Event-ID", "0")
+			// The catch-up reads 8 messages at once: the replay pages.
+			restore := server.SetMaxCatchUp(8)
+			paged := replay("?after=0, paged", events+"?after=0")
+			restore()
+			// Then live: the next run's events, on every replay.
+			turn("And in 2025?")
+			next := folded(servertest.Collect(t, live, ended(1)))
+			for name, ch := range map[string]<-chan servertest.Event{"?after=0": byQuery, "Last-Event-ID: 0": byHeader, "paged": paged} {
+				sameEvents(t, name+", then live", folded(servertest.Collect(t, ch, ended(1))), next)
+			}
+		})
+	}
 }
