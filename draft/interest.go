@@ -21,7 +21,14 @@ const WantSuffix = ".want"
 // [Interest]: a process that keeps wanting them announces it again within
 // that time.
 func Want(ctx context.Context, sg Signaller, kind, owner, key string) error {
-	return sg.Signal(ctx, Signal{Kind: kind + WantSuffix, OwnerID: owner, Key: key})
+	return WantFrom(ctx, sg, kind, owner, key, "")
+}
+
+// WantFrom is [Want] naming the process that wants the signals, from (any
+// string unique to it): a sender that is that process can tell, with
+// [Interest.WantedElsewhere], that nobody else wants them.
+func WantFrom(ctx context.Context, sg Signaller, kind, owner, key, from string) error {
+	return sg.Signal(ctx, Signal{Kind: kind + WantSuffix, OwnerID: owner, Key: key, Data: from})
 }
 
 // Interest records which keys of a kind some process wants signals about,
@@ -36,16 +43,20 @@ type Interest struct {
 	kind string
 	ttl  time.Duration
 
-	mu     sync.Mutex
-	keys   map[string]time.Time // owner "\x00" key -> wanted until
-	all    time.Time            // every key wanted until
+	mu   sync.Mutex
+	keys map[string]time.Time // owner "\x00" key -> wanted until
+	// by: owner "\x00" key -> the processes that named themselves
+	// (WantFrom) -> wanted until; an announcement without a name counts
+	// in keys only.
+	by     map[string]map[string]time.Time
+	all    time.Time // every key wanted until
 	cancel func()
 }
 
 // NewInterest listens on sg for the announcements of interest in the
 // signals of kind, each good for ttl.
 func NewInterest(sg Signaller, kind string, ttl time.Duration) *Interest {
-	in := &Interest{kind: kind, ttl: ttl, keys: map[string]time.Time{}, all: time.Now().Add(ttl / 3)}
+	in := &Interest{kind: kind, ttl: ttl, keys: map[string]time.Time{}, by: map[string]map[string]time.Time{}, all: time.Now().Add(ttl / 3)}
 	in.cancel = sg.OnSignal(kind+WantSuffix, in.heard)
 	return in
 }
@@ -62,10 +73,54 @@ func (in *Interest) heard(s Signal) {
 		for k, t := range in.keys {
 			if now.After(t) {
 				delete(in.keys, k)
+				delete(in.by, k)
 			}
 		}
 	}
-	in.keys[s.OwnerID+"\x00"+s.Key] = now.Add(in.ttl)
+	k := s.OwnerID + "\x00" + s.Key
+	in.keys[k] = now.Add(in.ttl)
+	if s.Data == "" {
+		in.by[k] = nil // somebody who did not say who: anybody
+		return
+	}
+	if m, ok := in.by[k]; !ok || m != nil {
+		if m == nil {
+			m = map[string]time.Time{}
+			in.by[k] = m
+		}
+		if len(m) >= 64 {
+			for p, t := range m {
+				if now.After(t) {
+					delete(m, p)
+				}
+			}
+		}
+		m[s.Data] = now.Add(in.ttl)
+	}
+}
+
+// WantedElsewhere reports whether some process other than self (the name
+// it announces with [WantFrom]) may want the signals about key of owner.
+func (in *Interest) WantedElsewhere(owner, key, self string) bool {
+	if !in.Wanted(owner, key) {
+		return false
+	}
+	now := time.Now()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if now.Before(in.all) {
+		return true
+	}
+	m, ok := in.by[owner+"\x00"+key]
+	if !ok || m == nil {
+		return true // announced without a name
+	}
+	for p, t := range m {
+		if p != self && !now.After(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // Wanted reports whether some process may want the signals about key of
@@ -80,6 +135,7 @@ func (in *Interest) Wanted(owner, key string) bool {
 	t, ok := in.keys[owner+"\x00"+key]
 	if ok && now.After(t) {
 		delete(in.keys, owner+"\x00"+key)
+		delete(in.by, owner+"\x00"+key)
 		return false
 	}
 	return ok

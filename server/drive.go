@@ -387,11 +387,15 @@ func (s *Server) publishThread(run *Run, te *threadEntry, at, prev runlog.Cursor
 		// A delta is not stored: its thread id follows the run's last
 		// event that is, so that the events a run resumed from its last
 		// checkpoint (after its process died) numbers again come after
-		// it.
+		// it. The processes that stream the thread get it too (deltas.go).
 		run.mu.Lock()
 		run.deltas++
-		at = runlog.Cursor{Seq: prev.Seq, Sub: prev.Sub, Ver: run.deltas}
+		ver := run.deltas
 		run.mu.Unlock()
+		s.deltas.add(run, pos, prev, at, ver, typ, data)
+		at = runlog.Cursor{Seq: prev.Seq, Sub: prev.Sub, Ver: ver}
+	} else {
+		s.deltas.flush(run)
 	}
 	te.addRun(pos, run.id, at, prev, typ, data)
 }

@@ -318,6 +318,7 @@ func (s *Server) followOnce(ctx context.Context, run *Run, te *threadEntry) (boo
 	run.followCP = latest.ID
 	run.res = runFromState(latest.State)
 	run.mu.Unlock()
+	s.placeEarly(run, te)
 	switch latest.State.Status {
 	case runstate.StatusCompleted, runstate.StatusFailed, runstate.StatusCancelled, runstate.StatusInterrupted:
 		run.log.Close(string(latest.State.Status))

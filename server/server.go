@@ -16,6 +16,7 @@ import (
 
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/continuation"
+	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/service"
@@ -115,6 +116,14 @@ type Server struct {
 	// took over (threadStream): Shutdown waits for them to end, as the
 	// http.Server no longer does.
 	hijacked tracker
+	// id names this server in its announcements of the threads it streams.
+	id string
+	// deltas sends the deltas of the runs this process executes to the
+	// processes that stream their threads (nil without such processes).
+	deltas *deltaSender
+	// early holds the deltas of other processes' runs that came before
+	// this process read the step they follow.
+	early earlyDeltas
 
 	streams  atomic.Int64
 	draining atomic.Bool
@@ -154,6 +163,11 @@ func New(cfg Config) (*Server, error) {
 		s.netList = append(s.netList, nw)
 	}
 	s.runCtx, s.stopRuns = context.WithCancel(context.WithoutCancel(context.Background()))
+	s.id = newRequestID()
+	if sg, ok := cfg.Service.Broker().(draft.Signaller); ok {
+		s.deltas = newDeltaSender(s.runCtx, sg, s.id)
+		s.signaller() // hear the deltas (and signals) of other processes from the start
+	}
 	s.routes()
 	go s.sweep()
 	return s, nil

@@ -525,9 +525,11 @@ func (s *Server) signaller() draft.Signaller {
 				s.poke(te)
 			}
 		})
+		cancelDeltas := sg.OnSignal(deltaKind, s.onDeltas)
 		go func() {
 			<-s.runCtx.Done()
 			cancel()
+			cancelDeltas()
 		}()
 	})
 	return sg
@@ -553,7 +555,7 @@ func (s *Server) want(sg draft.Signaller, te *threadEntry) {
 	go func() {
 		ctx, cancel := context.WithTimeout(s.runCtx, 5*time.Second)
 		defer cancel()
-		if err := draft.Want(ctx, sg, draft.KindThread, te.owner, te.id); err != nil && ctx.Err() == nil {
+		if err := draft.WantFrom(ctx, sg, draft.KindThread, te.owner, te.id, s.id); err != nil && ctx.Err() == nil {
 			s.log.Debug("thread stream: announce interest", "thread_id", te.id, "error", err)
 		}
 	}()
