@@ -76,7 +76,10 @@ type Config struct {
 	// continuation's spans to the request that handed it over.
 	Telemetry *telemetry.Telemetry
 	// Logger defaults to a logger that discards: the library is quiet
-	// unless given one.
+	// unless given one. Given one, every runner of the service logs each
+	// run's start and end on it at Info (a failed run's end at Error), with
+	// the run's trace id when tracing is on (telemetry.LoggingObserver,
+	// docs/observability.md): in every process alike, worker included.
 	Logger *slog.Logger
 }
 
@@ -125,6 +128,9 @@ type Service struct {
 	be   *backend
 	nets []*Network
 	log  *slog.Logger
+	// obs observes every network's runs: telemetry, and the run log when
+	// Config.Logger is set.
+	obs runner.Observer
 
 	mu      sync.Mutex
 	started bool
@@ -165,7 +171,10 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		closeDefinitions(defs)
 		return nil, err
 	}
-	s := &Service{be: be, log: log}
+	s := &Service{be: be, log: log, obs: cfg.Telemetry.Observer()}
+	if cfg.Logger != nil {
+		s.obs = cfg.Telemetry.LoggingObserver(cfg.Logger)
+	}
 	for _, d := range defs {
 		n, err := s.assemble(d, cfg, len(defs))
 		if err != nil {
@@ -213,10 +222,8 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 		return nil, fmt.Errorf("service: network %s: %w", name, err)
 	}
 	rc := runner.Config{Network: d.Network, Policy: d.Policy, Picker: n.ThreadHandoff.Picker(d.Picker), Logger: s.log,
-		Extensions: []runner.Extension{n.Continuation.Extension(), n.ThreadHandoff.Extension(), threads.InterruptExtension()}}
-	if cfg.Telemetry != nil {
-		rc.Observer = cfg.Telemetry.Observer()
-	}
+		Extensions: []runner.Extension{n.Continuation.Extension(), n.ThreadHandoff.Extension(), threads.InterruptExtension()},
+		Observer:   s.obs}
 	if n.Runner, err = runner.New(rc); err != nil {
 		return nil, fmt.Errorf("service: network %s: %w", name, err)
 	}

@@ -210,15 +210,32 @@ func NewLogger(w io.Writer, format string, level slog.Leveler) (*slog.Logger, er
 	return slog.New(traceHandler{h}), nil
 }
 
-// traceHandler adds the context's trace and span ids to each record.
+// The keys of the trace ids a log line carries.
+const (
+	logTraceID = "trace_id"
+	logSpanID  = "span_id"
+)
+
+// traceHandler adds the context's trace and span ids to each record that
+// does not carry a trace id already (the run log's lines carry their own).
 type traceHandler struct{ slog.Handler }
 
 func (h traceHandler) Handle(ctx context.Context, r slog.Record) error {
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !hasTraceID(r) {
 		r = r.Clone()
-		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+		r.AddAttrs(slog.String(logTraceID, sc.TraceID().String()), slog.String(logSpanID, sc.SpanID().String()))
 	}
 	return h.Handler.Handle(ctx, r)
+}
+
+// hasTraceID reports whether r has a trace_id attribute of its own.
+func hasTraceID(r slog.Record) bool {
+	found := false
+	r.Attrs(func(a slog.Attr) bool {
+		found = a.Key == logTraceID
+		return !found
+	})
+	return found
 }
 
 func (h traceHandler) WithAttrs(as []slog.Attr) slog.Handler {

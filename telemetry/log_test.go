@@ -10,8 +10,10 @@ import (
 	"testing"
 	"testing/slogtest"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/batonhq/baton/internal/logtest"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/store"
@@ -156,7 +158,7 @@ func TestLoggerHandler(t *testing.T) {
 func TestRunLog(t *testing.T) {
 	t.Parallel()
 
-	t.Run("Summary", func(t *testing.T) {
+	t.Run("StartedEnded", func(t *testing.T) {
 		t.Parallel()
 		_, b := setup(t, telemetry.Config{Traces: true}, network{})
 		res, err := b.runner.Run(t.Context(), input, runner.WithThread("thread-7"))
@@ -164,9 +166,9 @@ func TestRunLog(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr := b.logs.Records(t, "transfer")
-		sum := b.logs.Records(t, "run summary")
-		if len(tr) != 1 || len(sum) != 1 {
-			t.Fatalf("%d transfer lines, %d summary lines; want 1 and 1:\n%s", len(tr), len(sum), b.logs)
+		started, ended := b.logs.Records(t, "run started"), b.logs.Records(t, "run ended")
+		if len(tr) != 1 || len(started) != 1 || len(ended) != 1 {
+			t.Fatalf("%d transfer, %d started, %d ended lines; want 1, 1 and 1:\n%s", len(tr), len(started), len(ended), b.logs)
 		}
 		// The runner's transfer line.
 		for k, want := range map[string]any{"run_id": res.RunID, "thread_id": "thread-7", "transfer_id": res.RunID + "-h1",
@@ -175,16 +177,101 @@ func TestRunLog(t *testing.T) {
 				t.Errorf("transfer line %s = %v, want %v", k, tr[0][k], want)
 			}
 		}
-		// The observer's summary line.
+		// The observer's lines carry the run span's ids once (the
+		// handler adds none of its own).
 		root := rootSpan(t, b.spans.GetSpans())
+		traceID, spanID := root.SpanContext.TraceID().String(), root.SpanContext.SpanID().String()
+		for k, want := range map[string]any{"run_id": res.RunID, "thread_id": "thread-7", "network": "support", "agent": "triage",
+			"level": "INFO", "trace_id": traceID, "span_id": spanID} {
+			if started[0][k] != want {
+				t.Errorf("started line %s = %v, want %v", k, started[0][k], want)
+			}
+		}
 		for k, want := range map[string]any{"run_id": res.RunID, "thread_id": "thread-7", "network": "support",
 			"transfer_id": res.RunID + "-h1", "model_run_id": "scripted-billing-1", "status": "completed", "agent": "billing",
 			"turns": 3.0, "transfers": 1.0, "tokens_used": float64(res.Usage.Total()),
 			"input_tokens": float64(res.Usage.InputTokens), "output_tokens": float64(res.Usage.OutputTokens),
-			"level": "INFO", "trace_id": root.SpanContext.TraceID().String(), "span_id": root.SpanContext.SpanID().String()} {
-			if sum[0][k] != want {
-				t.Errorf("summary line %s = %v, want %v", k, sum[0][k], want)
+			"level": "INFO", "trace_id": traceID, "span_id": spanID} {
+			if ended[0][k] != want {
+				t.Errorf("ended line %s = %v, want %v", k, ended[0][k], want)
 			}
+		}
+		if _, ok := ended[0]["duration_ms"].(float64); !ok {
+			t.Errorf("ended line has no duration_ms: %v", ended[0])
+		}
+		for _, line := range strings.Split(strings.TrimSpace(b.logs.String()), "\n") {
+			if strings.Count(line, `"trace_id"`) > 1 {
+				t.Errorf("a line carries trace_id twice: %s", line)
+			}
+		}
+	})
+
+	t.Run("NoTracing", func(t *testing.T) {
+		t.Parallel()
+		_, b := setup(t, telemetry.Config{}, network{})
+		if _, err := b.runner.Run(t.Context(), input); err != nil {
+			t.Fatal(err)
+		}
+		for _, msg := range []string{"run started", "run ended"} {
+			lines := b.logs.Records(t, msg)
+			if len(lines) != 1 {
+				t.Fatalf("%d %q lines", len(lines), msg)
+			}
+			if _, ok := lines[0]["trace_id"]; ok {
+				t.Errorf("%s: a trace id without tracing: %v", msg, lines[0])
+			}
+		}
+	})
+
+	t.Run("AnyHandler", func(t *testing.T) {
+		// A logger of the caller's own, not one of NewLogger: the lines
+		// still carry the trace id, and nothing else is logged.
+		t.Parallel()
+		spans := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+		tel, err := telemetry.New(telemetry.Config{TracerProvider: tp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		log, buf := logtest.New()
+		r, err := runner.New(runner.Config{Network: network{}.build(t), Observer: tel.LoggingObserver(log)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := r.Run(t.Context(), input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := rootSpan(t, spans.GetSpans())
+		for _, msg := range []string{"run started", "run ended"} {
+			lines := buf.Records(t, msg)
+			if len(lines) != 1 || lines[0]["run_id"] != res.RunID || lines[0]["trace_id"] != root.SpanContext.TraceID().String() {
+				t.Errorf("%s lines %v, want one of run %s in trace %s", msg, lines, res.RunID, root.SpanContext.TraceID())
+			}
+		}
+	})
+
+	t.Run("LogOnly", func(t *testing.T) {
+		// A nil Telemetry with a logger: no spans, the lines only; a
+		// logger at Warn: the lines of completed runs are not written.
+		t.Parallel()
+		var tel *telemetry.Telemetry
+		log, buf := logtest.New()
+		warn := slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		for _, l := range []*slog.Logger{log, warn} {
+			r, err := runner.New(runner.Config{Network: network{}.build(t), Observer: tel.LoggingObserver(l)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Run(t.Context(), input); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s, e := buf.Records(t, "run started"), buf.Records(t, "run ended"); len(s) != 1 || len(e) != 1 {
+			t.Errorf("%d started and %d ended lines, want 1 and 1 (the Info logger's):\n%s", len(s), len(e), buf)
+		}
+		if tel.LoggingObserver(nil) != nil {
+			t.Error("LoggingObserver(nil) of a nil Telemetry is not nil")
 		}
 	})
 
@@ -197,12 +284,12 @@ func TestRunLog(t *testing.T) {
 		if err == nil {
 			t.Fatal("run succeeded")
 		}
-		sum := b.logs.Records(t, "run summary")
+		sum := b.logs.Records(t, "run ended")
 		if len(sum) != 1 {
-			t.Fatalf("%d summary lines", len(sum))
+			t.Fatalf("%d ended lines", len(sum))
 		}
 		if sum[0]["level"] != "ERROR" || sum[0]["status"] != "failed" || sum[0]["error_kind"] != string(runner.KindOf(err)) {
-			t.Errorf("summary line %v", sum[0])
+			t.Errorf("ended line %v", sum[0])
 		}
 		if s, _ := sum[0]["error"].(string); !strings.Contains(s, telemetry.Redacted) {
 			t.Errorf("error %q is not redacted", s)

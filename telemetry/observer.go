@@ -96,8 +96,9 @@ type observer struct {
 	agents sync.Map // agent name -> invoke_agent span name
 }
 
-// runTrack is what the run summary line needs from a run's model calls and
-// transfers. It lives in the run's context, only when the run log is on.
+// runTrack is what the "run ended" line needs from a run's model calls
+// and transfers. It lives in the run's context, only when the run log is
+// on.
 type runTrack struct {
 	mu         sync.Mutex
 	transferID string
@@ -130,6 +131,7 @@ func (o *observer) StartRun(ctx context.Context, info runner.RunInfo) (context.C
 	if o.log != nil {
 		rt = &runTrack{}
 		ctx = context.WithValue(ctx, runTrackKey{}, rt)
+		o.started(ctx, info)
 	}
 	return ctx, func(res *runner.Result, err error) {
 		kind := string(runner.KindOf(err))
@@ -164,7 +166,7 @@ func (o *observer) StartRun(ctx context.Context, info runner.RunInfo) (context.C
 			span.End()
 		}
 		if o.log != nil {
-			o.summary(ctx, info, rt, start, res, err, status, kind)
+			o.ended(ctx, info, rt, start, res, err, status, kind)
 		}
 	}
 }
@@ -179,12 +181,55 @@ func (o *observer) agentSpanName(agent string) string {
 	return n
 }
 
-// summary logs the run's summary line.
-func (o *observer) summary(ctx context.Context, info runner.RunInfo, rt *runTrack, start time.Time, res *runner.Result, err error, status, kind string) {
+// Messages of the run log's lines.
+const (
+	msgRunStarted = "run started"
+	msgRunEnded   = "run ended"
+)
+
+// traceAttrs appends the ids that join a run's log line to its trace: the
+// trace and span ids of ctx's span (the run's invoke_agent span when
+// tracing is on, else a caller's span, if any), and the trace id of the
+// request a continuation's span links to (see [Telemetry.StartLinked]).
+// The lines carry them themselves, so that they join whatever handler
+// writes them.
+func traceAttrs(ctx context.Context, attrs []slog.Attr) []slog.Attr {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		attrs = append(attrs, slog.String(logTraceID, sc.TraceID().String()), slog.String(logSpanID, sc.SpanID().String()))
+	}
+	if l, ok := ctx.Value(linkedKey{}).(trace.SpanContext); ok {
+		attrs = append(attrs, slog.String("linked_trace_id", l.TraceID().String()))
+	}
+	return attrs
+}
+
+// started logs the run's first line, at Info.
+func (o *observer) started(ctx context.Context, info runner.RunInfo) {
+	if !o.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 8)
+	attrs = append(attrs, slog.String("run_id", info.RunID), slog.String("thread_id", info.ThreadID), slog.String("network", info.Network),
+		slog.String("agent", info.Agent))
+	if info.Resumed {
+		attrs = append(attrs, slog.Bool("resumed", true))
+	}
+	o.log.LogAttrs(ctx, slog.LevelInfo, msgRunStarted, traceAttrs(ctx, attrs)...)
+}
+
+// ended logs the run's last line: at Info, or Error when the run failed.
+func (o *observer) ended(ctx context.Context, info runner.RunInfo, rt *runTrack, start time.Time, res *runner.Result, err error, status, kind string) {
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelError
+	}
+	if !o.log.Enabled(ctx, level) {
+		return
+	}
 	rt.mu.Lock()
 	tid, mid := rt.transferID, rt.modelRunID
 	rt.mu.Unlock()
-	attrs := make([]slog.Attr, 0, 16)
+	attrs := make([]slog.Attr, 0, 20)
 	attrs = append(attrs, slog.String("run_id", info.RunID), slog.String("thread_id", info.ThreadID), slog.String("network", info.Network),
 		slog.String("transfer_id", tid), slog.String("model_run_id", mid), slog.String("status", status))
 	if res != nil {
@@ -198,12 +243,10 @@ func (o *observer) summary(ctx context.Context, info runner.RunInfo, rt *runTrac
 		attrs = append(attrs, slog.Bool("resumed", true))
 	}
 	attrs = append(attrs, slog.Int64("duration_ms", time.Since(start).Milliseconds()))
-	level := slog.LevelInfo
 	if err != nil {
-		level = slog.LevelError
 		attrs = append(attrs, slog.String("error_kind", kind), slog.String("error", RedactString(err.Error())))
 	}
-	o.log.LogAttrs(ctx, level, "run summary", attrs...)
+	o.log.LogAttrs(ctx, level, msgRunEnded, traceAttrs(ctx, attrs)...)
 }
 
 // modelDesc is what a model name gives: provider, request model, span name

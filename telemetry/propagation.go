@@ -55,6 +55,9 @@ func SpanContextOf(carrier map[string]string) trace.SpanContext {
 // context, so that its invoke_agent span is a child of this one, and End
 // the span when the job is done. name defaults to [SpanContinuation].
 //
+// The run log's lines of runs started with the returned context carry the
+// linked trace's id as linked_trace_id, beside their own trace_id.
+//
 // When tracing is off it returns ctx and a no-op span. A missing or
 // malformed carrier gives a root span without a link.
 func (t *Telemetry) StartLinked(ctx context.Context, carrier map[string]string, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
@@ -67,6 +70,12 @@ func (t *Telemetry) StartLinked(ctx context.Context, carrier map[string]string, 
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...)}
 	if sc := SpanContextOf(carrier); sc.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+		// The run log names the request's trace beside the worker's.
+		ctx = context.WithValue(ctx, linkedKey{}, sc)
 	}
 	return t.tracer.Start(ctx, name, opts...)
 }
+
+// linkedKey is the context key of the span context a continuation's span
+// links to.
+type linkedKey struct{}

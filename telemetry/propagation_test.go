@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/batonhq/baton/internal/logtest"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/telemetry"
@@ -30,8 +31,8 @@ type job struct {
 // request plays the request process: a run whose lookup tool is slow stops
 // at the background boundary; the checkpointer of the suspension stores the
 // state and the trace carrier as the continuation would, in the checkpoint's
-// context. It returns the JSON job and the request's spans.
-func request(t *testing.T) ([]byte, tracetest.SpanStubs) {
+// context. It returns the JSON job, the request's spans and its log.
+func request(t *testing.T) ([]byte, tracetest.SpanStubs, *logtest.Buffer) {
 	t.Helper()
 	_, b := setup(t, telemetry.Config{Traces: true}, network{slowLookup: true})
 	var j job
@@ -58,13 +59,13 @@ func request(t *testing.T) ([]byte, tracetest.SpanStubs) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data, b.spans.GetSpans()
+	return data, b.spans.GetSpans(), b.logs
 }
 
 // worker plays the worker process: it decodes the job, starts the linked
 // continuation span and resumes the run under it, with its own tracer
-// provider. It returns the worker's spans.
-func worker(tb testing.TB, ctx context.Context, data []byte) tracetest.SpanStubs {
+// provider. It returns the worker's spans and its log.
+func worker(tb testing.TB, ctx context.Context, data []byte) (tracetest.SpanStubs, *logtest.Buffer) {
 	tb.Helper()
 	var j job
 	if err := json.Unmarshal(data, &j); err != nil {
@@ -84,7 +85,7 @@ func worker(tb testing.TB, ctx context.Context, data []byte) tracetest.SpanStubs
 	if res.Status != runstate.StatusCompleted || res.LastAgent != "billing" {
 		tb.Fatalf("resumed run ended %s with %s", res.Status, res.LastAgent)
 	}
-	return b.spans.GetSpans()
+	return b.spans.GetSpans(), b.logs
 }
 
 // checkLinked checks the worker's span tree: a new trace whose root, the
@@ -180,9 +181,40 @@ func toSpans(stubs tracetest.SpanStubs) []span {
 // in one process, the job JSON-encoded in between.
 func TestContinuationLink(t *testing.T) {
 	t.Parallel()
-	data, reqSpans := request(t)
-	workSpans := worker(t, t.Context(), data)
+	data, reqSpans, reqLog := request(t)
+	workSpans, workLog := worker(t, t.Context(), data)
 	checkLinked(t, toSpans(reqSpans), toSpans(workSpans))
+
+	// The run log joins each side's lines to its own trace, and the
+	// worker's to the request's trace too.
+	reqTrace := rootSpan(t, reqSpans).SpanContext.TraceID().String()
+	workTrace := rootSpan(t, workSpans).SpanContext.TraceID().String()
+	for _, side := range []struct {
+		name         string
+		log          *logtest.Buffer
+		trace, links string
+		status       string
+	}{
+		{"request", reqLog, reqTrace, "", "suspended"},
+		{"worker", workLog, workTrace, reqTrace, "completed"},
+	} {
+		started, ended := side.log.Records(t, "run started"), side.log.Records(t, "run ended")
+		if len(started) != 1 || len(ended) != 1 {
+			t.Fatalf("%s: %d started and %d ended lines, want 1 and 1:\n%s", side.name, len(started), len(ended), side.log)
+		}
+		if started[0]["run_id"] != ended[0]["run_id"] || started[0]["run_id"] == "" || ended[0]["status"] != side.status {
+			t.Errorf("%s: started %v, ended %v", side.name, started[0], ended[0])
+		}
+		for _, line := range []map[string]any{started[0], ended[0]} {
+			linked, _ := line["linked_trace_id"].(string)
+			if line["trace_id"] != side.trace || linked != side.links {
+				t.Errorf("%s %s: trace_id %v, linked_trace_id %q; want %s and %q", side.name, line["msg"], line["trace_id"], linked, side.trace, side.links)
+			}
+		}
+	}
+	if a, b := reqLog.Records(t, "run started")[0]["run_id"], workLog.Records(t, "run started")[0]["run_id"]; a != b {
+		t.Errorf("the worker logged run %v, the request %v", b, a)
+	}
 }
 
 // TestContinuationTwoProcesses passes a continuation to a second process,
@@ -190,7 +222,7 @@ func TestContinuationLink(t *testing.T) {
 // writes its spans to a file.
 func TestContinuationTwoProcesses(t *testing.T) {
 	t.Parallel()
-	data, reqSpans := request(t)
+	data, reqSpans, _ := request(t)
 	out := filepath.Join(t.TempDir(), "spans.json")
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "BATON_TELEMETRY_HELPER=1", "BATON_TELEMETRY_HELPER_OUT="+out)
@@ -218,7 +250,8 @@ func TestHelperProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(toSpans(worker(t, t.Context(), data)))
+	spans, _ := worker(t, t.Context(), data)
+	b, err := json.Marshal(toSpans(spans))
 	if err != nil {
 		t.Fatal(err)
 	}

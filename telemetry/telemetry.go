@@ -60,9 +60,11 @@ type Config struct {
 	// MetricsHandler then answers 404. New does not take ownership.
 	MeterProvider metric.MeterProvider
 
-	// RunLog, if set, gets one summary line per run (see
-	// docs/observability.md), at Info, or Error when the run failed. Use a
-	// logger from [NewLogger], which redacts secrets.
+	// RunLog, if set, gets two lines per run (see docs/observability.md):
+	// "run started" at Info, and "run ended" at Info, or Error when the run
+	// failed, each with the run's trace_id. Use a logger from [NewLogger],
+	// which redacts secrets. [Telemetry.LoggingObserver] gives an observer
+	// with another run log.
 	RunLog *slog.Logger
 }
 
@@ -189,6 +191,25 @@ func (t *Telemetry) Observer() runner.Observer {
 		return nil
 	}
 	return t.obs
+}
+
+// LoggingObserver returns an observer that does what [Telemetry.Observer]'s
+// does (spans and metrics, as configured) and logs each run's start and
+// end on log (the lines of Config.RunLog, on log instead): package service
+// gives its runners this observer with its logger, so that every process
+// logs its runs the same. t may be nil: the observer then only logs. With
+// log nil it returns Observer(). The lines are written only at the levels
+// log enables, checked at each run. It is safe for concurrent use; each
+// call returns a new observer.
+func (t *Telemetry) LoggingObserver(log *slog.Logger) runner.Observer {
+	if log == nil {
+		return t.Observer()
+	}
+	o := &observer{log: log}
+	if t != nil {
+		o.tracer, o.m = t.tracer, t.inst
+	}
+	return o
 }
 
 // TracingEnabled reports whether spans are made.
