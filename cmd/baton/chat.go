@@ -22,6 +22,7 @@ import (
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/telemetry"
 	"github.com/batonhq/baton/threadhandoff"
 	"github.com/batonhq/baton/threads"
 )
@@ -66,8 +67,8 @@ The agents' memory (with a pending summary) goes into every model call. A
 child thread's first turn starts with the agent whose memory holds the
 summary; after that turn completes the summary is cleared from memory.
 
-Logs at BATON_LOG_LEVEL (default warn) are shown in the chat, or written to
---log FILE.
+Logs (--log-level, default warn; -v: info, with a line when each run starts
+and ends) are shown in the chat, or written to --log FILE.
 
 Flags:
 `
@@ -97,6 +98,24 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *network == "" {
 		return usagef("want --network FILE: baton chat --network NETWORK.yaml")
 	}
+	// Logs: into a file, or into the chat (never onto the screen under
+	// it), from the network's first line on.
+	lw := newChatLogWriter(stderr)
+	defer lw.close()
+	var log *slog.Logger
+	var err error
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return usagef("--log: %v", err)
+		}
+		defer f.Close()
+		if log, err = sf.logger(ctx, f); err != nil {
+			return err
+		}
+	} else if log, err = chatLogger(ctx, &sf, lw); err != nil {
+		return err
+	}
 	spec, err := loadNetwork(*network, sf.load())
 	if err != nil {
 		return err
@@ -105,11 +124,11 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !ok || !term.IsTerminal(out.Fd()) || !term.IsTerminal(os.Stdin.Fd()) {
 		return usagef("baton chat needs a terminal; use baton run for scripts")
 	}
-	svc, n, err := openNetwork(ctx, &sf, spec)
+	svc, n, done, err := openNetwork(ctx, &sf, spec, log)
 	if err != nil {
 		return err
 	}
-	defer closeService(ctx, svc, 10*time.Second)
+	defer done()
 	summaryNote := ""
 	if n.Summary == nil {
 		summaryNote = "the network declares no summary: model: /handoff is unavailable"
@@ -140,21 +159,7 @@ func cmdChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		waitTimeout(m.runs, 5*time.Second)
 	}()
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithOutput(out))
-
-	// Logs: into a file, or into the chat (never onto the screen under it).
-	level := os.Getenv("BATON_LOG_LEVEL")
-	if *logFile != "" {
-		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return usagef("--log: %v", err)
-		}
-		defer f.Close()
-		slog.SetDefault(newLogger(f, level, os.Getenv("BATON_LOG_FORMAT")))
-	} else {
-		lw := newChatLogWriter(p)
-		defer lw.close()
-		slog.SetDefault(chatLogger(lw, level))
-	}
+	lw.attach(p)
 
 	final, err := p.Run()
 	if err != nil && !errors.Is(err, tea.ErrProgramKilled) {
@@ -372,23 +377,33 @@ func (c *chatStore) Unfinished(ctx context.Context, threadID string) (*unfinishe
 
 // chatLogWriter shows log records in the chat: each Write is one record
 // (slog writes a record at a time), forwarded to the program without ever
-// blocking the caller; records are dropped when 64 are waiting.
+// blocking the caller; records are dropped when 64 are waiting. Records
+// written before the program is attached wait for it; if it never is (the
+// chat did not start), close writes them to fallback.
 type chatLogWriter struct {
-	mu     sync.Mutex
-	closed bool
-	ch     chan string
-	done   chan struct{}
+	mu       sync.Mutex
+	closed   bool
+	attached bool
+	ch       chan string
+	done     chan struct{}
+	fallback io.Writer
 }
 
-func newChatLogWriter(p *tea.Program) *chatLogWriter {
-	w := &chatLogWriter{ch: make(chan string, 64), done: make(chan struct{})}
+func newChatLogWriter(fallback io.Writer) *chatLogWriter {
+	return &chatLogWriter{ch: make(chan string, 64), done: make(chan struct{}), fallback: fallback}
+}
+
+// attach starts forwarding the records to p.
+func (w *chatLogWriter) attach(p *tea.Program) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.attached = true
 	go func() {
 		defer close(w.done)
 		for line := range w.ch {
 			p.Send(logMsg{line: line})
 		}
 	}()
-	return w
 }
 
 func (w *chatLogWriter) Write(b []byte) (int, error) {
@@ -412,18 +427,45 @@ func (w *chatLogWriter) close() {
 		w.closed = true
 		close(w.ch)
 	}
+	attached := w.attached
 	w.mu.Unlock()
-	<-w.done
+	if attached {
+		<-w.done
+		return
+	}
+	for line := range w.ch {
+		fmt.Fprintln(w.fallback, line)
+	}
 }
 
-// chatLogger is the logger of the chat: text records without the time.
-func chatLogger(w io.Writer, level string) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: logLevel(level), ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+// chatLogger is the logger of the chat, on w at the level of sf's logging
+// flags: records in their format without the time, secrets redacted (the
+// run log's lines carry their trace ids themselves). It becomes slog's
+// default and the logger of sf's networks.
+func chatLogger(ctx context.Context, sf *serviceFlags, w io.Writer) (*slog.Logger, error) {
+	lf := &sf.log
+	level, err := lf.levelOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
 		if len(groups) == 0 && a.Key == slog.TimeKey {
 			return slog.Attr{}
 		}
-		return a
-	}}))
+		return telemetry.Redact(groups, a)
+	}}
+	var log *slog.Logger
+	switch lf.format {
+	case "json":
+		log = slog.New(slog.NewJSONHandler(w, opts))
+	case "text":
+		log = slog.New(slog.NewTextHandler(w, opts))
+	default:
+		return nil, usagef("--log-format %q (or $BATON_LOG_FORMAT): want text or json", lf.format)
+	}
+	slog.SetDefault(log)
+	sf.logTo = log
+	return log, nil
 }
 
 // messageLine renders a stored message on one line, for recaps.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sort"
@@ -18,10 +20,79 @@ import (
 	"github.com/batonhq/baton/telemetry"
 )
 
+// logFlags are the logging flags of every command: --log-format,
+// --log-level and -v. Every command registers them and makes its logger
+// with logger before it does anything else.
+type logFlags struct {
+	format  string
+	level   string
+	verbose int
+}
+
+// register adds the flags to fs; daemon (serve, worker) logs at Info by
+// default, the other commands (whose output is what they print) warnings
+// only.
+func (l *logFlags) register(fs *flag.FlagSet, daemon bool) {
+	def := "warn"
+	if daemon {
+		def = "info"
+	}
+	fs.StringVar(&l.format, "log-format", cmp.Or(os.Getenv("BATON_LOG_FORMAT"), "text"), "log format: text or json (default $BATON_LOG_FORMAT, else text)")
+	fs.StringVar(&l.level, "log-level", cmp.Or(os.Getenv("BATON_LOG_LEVEL"), def), "log level: debug, info, warn or error (default $BATON_LOG_LEVEL, else "+def+")")
+	fs.Var(verbosity{&l.verbose}, "v", "log more: each -v lowers --log-level one step (warn → info → debug)")
+}
+
+// logger returns the command's logger on w, which redacts secrets and
+// joins lines to traces (telemetry.NewLogger), and makes it slog's
+// default. A -v before the command (in ctx) counts too.
+func (l *logFlags) logger(ctx context.Context, w io.Writer) (*slog.Logger, error) {
+	level, err := l.levelOf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	log, err := telemetry.NewLogger(w, l.format, level)
+	if err != nil {
+		return nil, usagef("--log-format %q (or $BATON_LOG_FORMAT): want text or json", l.format)
+	}
+	slog.SetDefault(log)
+	return log, nil
+}
+
+// levelOf returns the level of --log-level lowered by each -v, to Debug at
+// most.
+func (l *logFlags) levelOf(ctx context.Context) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(l.level)); err != nil {
+		return 0, usagef("--log-level %q (or $BATON_LOG_LEVEL): want debug, info, warn or error", l.level)
+	}
+	v, _ := ctx.Value(verboseKey{}).(int)
+	return max(level-slog.Level(4*(l.verbose+v)), slog.LevelDebug), nil
+}
+
+// verboseKey is the context key of the number of -v given before the
+// command's name (baton -v run …).
+type verboseKey struct{}
+
+// verbosity is the -v flag: it counts how often it is given.
+type verbosity struct{ n *int }
+
+func (verbosity) String() string   { return "" }
+func (verbosity) IsBoolFlag() bool { return true }
+func (v verbosity) Set(s string) error {
+	if s != "false" {
+		*v.n++
+	}
+	return nil
+}
+
 // serviceFlags are the flags of every command that runs a network: run,
 // resume, chat, serve and worker take the same, so that a network behaves
 // the same in each of them. They become a service.Config.
 type serviceFlags struct {
+	log logFlags
+	// logTo is the command's logger, once made (logger); its networks'
+	// MCP servers and remote agents log to it too.
+	logTo     *slog.Logger
 	database  string
 	noMigrate bool
 	memoryDir string
@@ -42,7 +113,7 @@ type serviceFlags struct {
 func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	f.tools = toolURLs{}
 	f.background = background
-	verboseFlag(fs)
+	f.log.register(fs, background)
 	fs.StringVar(&f.model, "model", os.Getenv(service.ModelEnv), "run every agent on this live model instead of the file's (default $"+service.ModelEnv+"): openai:MODEL, openai-responses:MODEL, anthropic:MODEL (API key from OPENAI_API_KEY or ANTHROPIC_API_KEY), ollama:MODEL (Ollama at $OLLAMA_HOST, else localhost:11434) or openai-compatible:MODEL@URL (any OpenAI-compatible server)")
 	fs.StringVar(&f.database, "database", "", databaseHelp)
 	fs.BoolVar(&f.noMigrate, "no-migrate", false, "refuse to migrate the database (baton's tables and River's); fail if it is out of date")
@@ -56,6 +127,14 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	fs.DurationVar(&f.jobTimeout, "job-timeout", continuation.DefaultJobTimeout, "longest attempt of one continuation")
 	fs.DurationVar(&f.rescueAfter, "rescue-after", 0, "retry a continuation whose worker died after this long (default: job-timeout + 1m)")
 	fs.IntVar(&f.maxAttempts, "max-attempts", continuation.DefaultMaxAttempts, "attempts of a continuation before its message goes to error")
+}
+
+// logger makes the command's logger on w (logFlags.logger), for its
+// networks too.
+func (f *serviceFlags) logger(ctx context.Context, w io.Writer) (*slog.Logger, error) {
+	log, err := f.log.logger(ctx, w)
+	f.logTo = log
+	return log, err
 }
 
 // config returns the service's config for files.
@@ -79,7 +158,7 @@ func (f *serviceFlags) config(files []string, log *slog.Logger, tel *telemetry.T
 
 // load returns the options of loading a network file with these flags.
 func (f *serviceFlags) load() service.LoadOptions {
-	return service.LoadOptions{HTTPTools: f.tools, Model: f.model}
+	return service.LoadOptions{HTTPTools: f.tools, Model: f.model, Logger: f.logTo}
 }
 
 // open opens and starts the service of cfg. An invalid network file or
@@ -135,11 +214,13 @@ func (t toolURLs) Set(v string) error {
 }
 
 // telemetryFromEnv returns the telemetry configured by the OTEL_*
-// variables (off when none is set).
-func telemetryFromEnv() (*telemetry.Telemetry, error) {
+// variables (off when none is set); metrics only for a command that serves
+// them (serve: /metrics).
+func telemetryFromEnv(metrics bool) (*telemetry.Telemetry, error) {
 	tcfg, err := telemetry.FromEnv()
 	if err != nil {
 		return nil, usageError{err}
 	}
+	tcfg.Metrics = tcfg.Metrics && metrics
 	return telemetry.New(tcfg)
 }

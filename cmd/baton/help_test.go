@@ -1,14 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/batonhq/baton/internal/logtest"
 )
 
 // Every command answers --help (and -h) with its synopsis and flags, and
@@ -23,8 +25,14 @@ func TestCommandHelp(t *testing.T) {
 				if code != 0 || stdout != "" {
 					t.Errorf("exit code %d, stdout %q", code, stdout)
 				}
-				if !strings.HasPrefix(stderr, "usage: baton "+c.name) || !strings.Contains(stderr, "\n  -v\t") || strings.Contains(stderr, "help requested") {
+				if !strings.HasPrefix(stderr, "usage: baton "+c.name) || strings.Contains(stderr, "help requested") {
 					t.Errorf("stderr:\n%s", stderr)
+				}
+				// The same logging flags in every command.
+				for _, f := range []string{"\n  -v\t", "\n  -log-format string\n", "\n  -log-level string\n"} {
+					if !strings.Contains(stderr, f) {
+						t.Errorf("no %q flag:\n%s", strings.TrimSpace(f), stderr)
+					}
 				}
 			})
 		}
@@ -76,21 +84,47 @@ func TestLiveModel(t *testing.T) {
 	}
 }
 
-// The CLI prints warnings only; -v adds the info logs (a transfer), before
-// or after the command. Not parallel: -v sets the process's log level,
-// which is put back after.
+// The CLI prints warnings only; -v adds the info logs (a transfer, the
+// run's start and end), before or after the command; --log-format json
+// writes them as JSON. Not parallel: it sets BATON_LOG_LEVEL.
 func TestVerbose(t *testing.T) {
-	defer verboseLevel.Set(slog.LevelWarn)
 	t.Setenv("BATON_LOG_LEVEL", "")
+	t.Setenv("BATON_LOG_FORMAT", "")
 	const msg = "I was charged twice for order 1234"
 	if code, _, stderr := runCLI(t, "run", supportNet, msg); code != 0 || stderr != "" {
 		t.Errorf("without -v: exit code %d, stderr:\n%s", code, stderr)
 	}
 	db := "sqlite:" + filepath.Join(t.TempDir(), "baton.db")
 	for _, args := range [][]string{{"-v", "run", "--database", db, supportNet, msg}, {"run", supportNet, msg, "-v"}} {
-		verboseLevel.Set(slog.LevelWarn)
 		code, _, stderr := runCLI(t, args...)
-		if code != 0 || !strings.Contains(stderr, "level=INFO msg=transfer") || strings.Contains(stderr, "level=DEBUG") {
+		if code != 0 || !strings.Contains(stderr, "level=INFO msg=transfer") || !strings.Contains(stderr, `level=INFO msg="run started"`) ||
+			!strings.Contains(stderr, `level=INFO msg="run ended"`) || strings.Contains(stderr, "level=DEBUG") {
+			t.Errorf("%v: exit code %d, stderr:\n%s", args, code, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(t, "run", "--log-level", "info", supportNet, msg); code != 0 || !strings.Contains(stderr, `level=INFO msg="run ended"`) {
+		t.Errorf("--log-level info: exit code %d, stderr:\n%s", code, stderr)
+	}
+	t.Setenv("BATON_LOG_LEVEL", "info")
+	code, stdout, stderr := runCLI(t, "run", "--json", "--log-format", "json", supportNet, msg)
+	if code != 0 {
+		t.Fatalf("--log-format json: exit code %d, stderr:\n%s", code, stderr)
+	}
+	var start struct {
+		RunID string `json:"run_id"`
+	}
+	if err := json.Unmarshal([]byte(strings.SplitN(stdout, "\n", 2)[0]), &start); err != nil || start.RunID == "" {
+		t.Fatalf("first event %q: %v", stdout, err)
+	}
+	var buf logtest.Buffer
+	buf.Write([]byte(stderr))
+	for _, m := range []string{"run started", "run ended"} {
+		if lines := buf.Records(t, m); len(lines) != 1 || lines[0]["run_id"] != start.RunID || lines[0]["network"] != "support" {
+			t.Errorf("%q lines %v, want one of run %s", m, lines, start.RunID)
+		}
+	}
+	for _, args := range [][]string{{"run", "--log-format", "yaml", supportNet, msg}, {"run", "--log-level", "loud", supportNet, msg}, {"worker", "--log-format", "xml", supportNet}} {
+		if code, _, stderr := runCLI(t, args...); code != exitUsage || !strings.Contains(stderr, "--log-") {
 			t.Errorf("%v: exit code %d, stderr:\n%s", args, code, stderr)
 		}
 	}

@@ -25,7 +25,8 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	fs := flag.NewFlagSet("keys "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	verboseFlag(fs)
+	var lf logFlags
+	lf.register(fs, false)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: baton keys %s --owner NAME [flags]\n\ncreate prints a new API key once (only its hash is stored); list shows an owner's keys;\nrevoke KEY_ID revokes one.\n\nFlags:\n", sub)
 		fs.PrintDefaults()
@@ -36,6 +37,9 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	noMigrate := fs.Bool("no-migrate", false, "refuse to migrate the database; fail if its schema is out of date")
 	if err := fs.Parse(reorder(args[1:], map[string]bool{"no-migrate": true})); err != nil {
 		return usageError{err}
+	}
+	if _, err := lf.logger(ctx, stderr); err != nil {
+		return err
 	}
 	if *owner == "" {
 		return usagef("want --owner NAME")

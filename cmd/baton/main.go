@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/batonhq/baton/telemetry"
 )
 
 // exitUsage is the exit code for bad input: flags, files, networks.
@@ -52,11 +54,15 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	slog.SetDefault(newLogger(stderr, os.Getenv("BATON_LOG_LEVEL"), os.Getenv("BATON_LOG_FORMAT")))
+	// Until a command has parsed its logging flags: warnings on stderr.
+	slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn, ReplaceAttr: telemetry.Redact})))
+	// -v before the command counts as the command's own.
+	verbose := 0
 	for len(args) > 0 && (args[0] == "-v" || args[0] == "--v") {
-		_ = verbosity{}.Set("true")
+		verbose++
 		args = args[1:]
 	}
+	ctx = context.WithValue(ctx, verboseKey{}, verbose)
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
@@ -88,28 +94,7 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nbaton COMMAND --help lists a command's flags. The CLI logs warnings only: -v logs more\n(-v -v: debug), as does BATON_LOG_LEVEL=info|debug.")
-}
-
-// verboseLevel is the level of the CLI's logs when BATON_LOG_LEVEL does not
-// set one: warnings, lowered by each -v (info, then debug).
-var verboseLevel = func() *slog.LevelVar {
-	var v slog.LevelVar
-	v.Set(slog.LevelWarn)
-	return &v
-}()
-
-// verbosity is the -v flag: each time given, the CLI logs one level more.
-type verbosity struct{}
-
-func (verbosity) String() string   { return "" }
-func (verbosity) IsBoolFlag() bool { return true }
-func (verbosity) Set(v string) error {
-	if v == "false" {
-		return nil
-	}
-	verboseLevel.Set(max(verboseLevel.Level()-4, slog.LevelDebug))
-	return nil
+	fmt.Fprintln(w, "\nbaton COMMAND --help lists a command's flags. Every command takes the same logging flags:\n--log-format text|json, --log-level and -v (each -v logs one level more). serve and worker log\nat info, the others warnings only (BATON_LOG_LEVEL and BATON_LOG_FORMAT set the defaults).")
 }
 
 // synopsis makes fs's usage (--help) the command's synopsis and flags.
@@ -118,29 +103,4 @@ func synopsis(fs *flag.FlagSet, line string) {
 		fmt.Fprintf(fs.Output(), "usage: %s\n\nFlags:\n", line)
 		fs.PrintDefaults()
 	}
-}
-
-// verboseFlag adds -v to fs.
-func verboseFlag(fs *flag.FlagSet) {
-	fs.Var(verbosity{}, "v", "log more: info (-v), debug (-v -v); by default only warnings (BATON_LOG_LEVEL sets a level too)")
-}
-
-// logLevel returns the level of the CLI's logs: level (debug, info, warn,
-// error) if it is one, else warnings or what -v asked for.
-func logLevel(level string) slog.Leveler {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil || level == "" {
-		return verboseLevel
-	}
-	return l
-}
-
-// newLogger returns the process logger: text (or json) on w at level
-// (debug, info, warn, error; default warn for the CLI, or what -v asks).
-func newLogger(w io.Writer, level, format string) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: logLevel(level)}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }

@@ -33,31 +33,45 @@ func loadNetwork(path string, opts service.LoadOptions) (*netspec.Spec, error) {
 }
 
 // openNetwork opens the service of a one-shot command (run, resume, chat)
-// on a loaded network: its runs are inline; the background path's lease
-// renewal runs; no workers, no adoption.
-func openNetwork(ctx context.Context, sf *serviceFlags, spec *netspec.Spec) (*service.Service, *service.Network, error) {
-	cfg, err := sf.config(nil, slog.Default(), nil)
+// on a loaded network, logging on log, with the telemetry of the OTEL_*
+// variables (traces, no metrics): its runs are inline; the background
+// path's lease renewal runs; no workers, no adoption. done stops the
+// service and flushes the spans.
+func openNetwork(ctx context.Context, sf *serviceFlags, spec *netspec.Spec, log *slog.Logger) (svc *service.Service, n *service.Network, done func(), err error) {
+	tel, err := telemetryFromEnv(false)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	cfg.Networks = []service.Definition{service.DefinitionOf(spec)}
-	svc, err := openService(ctx, cfg)
+	cfg, err := sf.config(nil, log, tel)
+	if err == nil {
+		cfg.Networks = []service.Definition{service.DefinitionOf(spec)}
+		svc, err = openService(ctx, cfg)
+	}
 	if err != nil {
-		return nil, nil, err
+		_ = tel.Shutdown(context.WithoutCancel(ctx))
+		return nil, nil, nil, err
 	}
-	return svc, svc.Networks()[0], nil
+	done = func() {
+		_ = closeService(ctx, svc, 10*time.Second)
+		_ = tel.Shutdown(context.WithoutCancel(ctx))
+	}
+	return svc, svc.Networks()[0], done, nil
 }
 
-func cmdValidate(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	verboseFlag(fs)
+	var lf logFlags
+	lf.register(fs, false)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: baton validate NETWORK.yaml\n\nChecks a network file and lists every problem with its line; API keys may be missing.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(reorder(args, nil)); err != nil {
 		return usageError{err}
+	}
+	if _, err := lf.logger(ctx, stderr); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("want one network file: baton validate NETWORK.yaml")
@@ -86,6 +100,8 @@ type eventFlags struct {
 	json    *bool
 	owner   *string
 	service serviceFlags
+	// log is the command's logger, made by parse.
+	log *slog.Logger
 }
 
 // newEventFlags returns the flag set of such a command with those flags;
@@ -99,13 +115,15 @@ func newEventFlags(name string, stderr io.Writer) *eventFlags {
 	return f
 }
 
-// parse parses args, with flags anywhere among them; its error is a usage
-// error.
-func (f *eventFlags) parse(args []string) error {
+// parse parses args, with flags anywhere among them, and makes the
+// command's logger; its error is a usage error.
+func (f *eventFlags) parse(ctx context.Context, args []string) error {
 	if err := f.Parse(reorder(args, map[string]bool{"json": true, "no-migrate": true})); err != nil {
 		return usageError{err}
 	}
-	return nil
+	var err error
+	f.log, err = f.service.logger(ctx, f.Output())
+	return err
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -114,7 +132,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	agentName := fs.String("agent", "", "start with this agent instead of the picker's choice")
 	thread := fs.String("thread", "", "continue this stored thread (default: a new thread)")
 	record := fs.String("record", "", "write what each agent's model answered to this file, as a scripted network")
-	if err := fs.parse(args); err != nil {
+	if err := fs.parse(ctx, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 2 {
@@ -130,11 +148,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	svc, n, err := openNetwork(ctx, &fs.service, spec)
+	_, n, done, err := openNetwork(ctx, &fs.service, spec, fs.log)
 	if err != nil {
 		return err
 	}
-	defer closeService(ctx, svc, 10*time.Second)
+	defer done()
 	var opts []runner.RunOption
 	if *agentName != "" {
 		if _, ok := n.Network.Agent(*agentName); !ok {
@@ -204,7 +222,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	decision := fs.String("decision", "", "approve, reject or edit, for a run waiting for a decision")
 	editArgs := fs.String("args", "", "the edited tool arguments (JSON object), with --decision edit")
 	message := fs.String("message", "", "a reason shown to the model, with --decision reject")
-	if err := fs.parse(args); err != nil {
+	if err := fs.parse(ctx, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -239,29 +257,34 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	svc, n, err := openNetwork(ctx, &fs.service, spec)
+	_, n, done, err := openNetwork(ctx, &fs.service, spec, fs.log)
 	if err != nil {
 		return err
 	}
-	defer closeService(ctx, svc, 10*time.Second)
+	defer done()
 	return printRun(n.Threads.Resume(ctx, *fs.owner, id, opts...), *fs.json, stdout, fs.Arg(0), fs.service.database)
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	verboseFlag(fs)
+	var lf logFlags
+	lf.register(fs, false)
 	synopsis(fs, "baton migrate [--database URL]")
 	database := fs.String("database", "", databaseHelp)
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
+	}
+	log, err := lf.logger(ctx, stderr)
+	if err != nil {
+		return err
 	}
 	url, err := resolveDatabase(*database)
 	if err != nil {
 		return err
 	}
 	// baton's tables, then River's for the background continuation workers.
-	if err := service.Migrate(ctx, url, nil); err != nil {
+	if err := service.Migrate(ctx, url, log); err != nil {
 		if errors.Is(err, store.ErrInvalid) {
 			return usageError{err}
 		}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/server/protocols"
-	"github.com/batonhq/baton/telemetry"
 )
 
 // stringList is a repeatable string flag.
@@ -39,8 +38,6 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	replicas := fs.Int("replicas", 1, "how many replicas serve the database behind one round-robin load balancer: --rate-limit is then the fleet's, and each replica admits its share (1/N of it and of its bursts; docs/deploy.md)")
 	requestTimeout := fs.Duration("request-timeout", 60*time.Second, "longest request that is not a stream")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long runs in flight may finish: inline runs still going then are cut at their last checkpoint and handed to the background queue at once (another process's workers resume them), continuations being worked are cancelled and resume from their last checkpoint")
-	logFormat := fs.String("log-format", "text", "log format: text or json")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	noUI := fs.Bool("no-ui", false, "do not serve the web UI")
 	var sf serviceFlags
 	sf.register(fs, true)
@@ -62,17 +59,12 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return usagef("--replicas must be at least 1")
 	}
 	rate, burst := shareRate(rate, *replicas)
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usagef("--log-level %q: want debug, info, warn or error", *logLevel)
-	}
-	log, err := telemetry.NewLogger(stderr, *logFormat, level)
+	log, err := sf.logger(ctx, stderr)
 	if err != nil {
-		return usagef("--log-format %q: want text or json", *logFormat)
+		return err
 	}
-	slog.SetDefault(log)
 
-	tel, err := telemetryFromEnv()
+	tel, err := telemetryFromEnv(true)
 	if err != nil {
 		return err
 	}

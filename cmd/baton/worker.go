@@ -34,12 +34,16 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if sf.workers < 1 {
 		return usagef("--workers must be at least 1 for a worker")
 	}
-	tel, err := telemetryFromEnv()
+	log, err := sf.logger(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	tel, err := telemetryFromEnv(false)
 	if err != nil {
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
-	svc, err := openServed(ctx, &sf, files, slog.Default(), tel)
+	svc, err := openServed(ctx, &sf, files, log, tel)
 	if err != nil {
 		return err
 	}
@@ -48,6 +52,7 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 		names = append(names, n.Name()+" ("+n.Network.Fingerprint()+")")
 	}
 	url, _ := resolveDatabase(sf.database)
+	log.Info("baton worker: started", "networks", strings.Join(names, ", "), "database", redactURL(url), "workers", sf.workers)
 	fmt.Fprintf(stderr, "baton worker: continuing %s on %s with %d workers per network\n", strings.Join(names, ", "), redactURL(url), sf.workers)
 	<-ctx.Done()
 	// The workers outlive ctx (the signal) by the grace period.
