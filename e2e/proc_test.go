@@ -261,6 +261,8 @@ type clusterConfig struct {
 	replicas int
 	// serveFlags are flags of serve only (--rate-limit …).
 	serveFlags []string
+	// env is more environment of serve and the workers (OTEL_* …).
+	env []string
 }
 
 // cluster is baton on one database: a `baton serve`, `baton worker`
@@ -318,12 +320,15 @@ func startCluster(t *testing.T, db *database, fx *effects, cfg clusterConfig) *c
 	args := append(append(append(append(common, "--workers", fmt.Sprint(cfg.serveWorkers), "--log-level", "info"), cfg.flags...), cfg.serveFlags...), fx.toolFlags("serve")...)
 	if cfg.replicas < 2 {
 		c.serve = newServe(c.dir, c.bin, args...)
+		c.serve.env = cfg.env
 		c.serves = []*serveProc{c.serve}
 		c.api.base = c.serve.url
 	} else {
 		ports := freePorts(t, cfg.replicas+1)
 		for i, port := range ports[1:] {
-			c.serves = append(c.serves, newServeNamed(c.dir, fmt.Sprintf("serve-%d", i), c.bin, append(args, "--addr", fmt.Sprintf("127.0.0.1:%d", port))...))
+			s := newServeNamed(c.dir, fmt.Sprintf("serve-%d", i), c.bin, append(args, "--addr", fmt.Sprintf("127.0.0.1:%d", port))...)
+			s.env = cfg.env
+			c.serves = append(c.serves, s)
 		}
 		c.serve = c.serves[0]
 		c.lb = newBalancer(t, c.dir, ports[0], ports[1:])
@@ -333,7 +338,7 @@ func startCluster(t *testing.T, db *database, fx *effects, cfg clusterConfig) *c
 		name := fmt.Sprintf("worker-%d", i)
 		args := append(append(append([]string{"worker"}, common...), "--workers", fmt.Sprint(cfg.workerSlots)), cfg.flags...)
 		w := newProc(c.dir, name, c.bin, append(args, fx.toolFlags(name)...)...)
-		w.env = []string{"BATON_LOG_LEVEL=info"}
+		w.env = append([]string{"BATON_LOG_LEVEL=info"}, cfg.env...)
 		c.workers = append(c.workers, w)
 	}
 	if err := c.ensure(); err != nil {
