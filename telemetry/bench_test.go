@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"testing"
 
@@ -21,6 +22,12 @@ import (
 // cpu-ns/op, the process's CPU time per run (the batch span processor's
 // goroutine and GC included), which is steadier on a shared machine.
 func benchRun(b *testing.B, cfg telemetry.Config) {
+	benchRunLog(b, cfg, nil)
+}
+
+// benchRunLog is benchRun with the run log on log (LoggingObserver), when
+// log is not nil.
+func benchRunLog(b *testing.B, cfg telemetry.Config, log *slog.Logger) {
 	tel, err := telemetry.New(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -28,7 +35,7 @@ func benchRun(b *testing.B, cfg telemetry.Config) {
 	b.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
 	net := network{triageSteps: []scripted.Step{{ToolCalls: []scripted.Call{{Name: "transfer_to_billing",
 		Arguments: json.RawMessage(`{"reason":"duplicate charge","account_id":"acct_42"}`)}}, Usage: &usageTransfer}}}
-	r, err := runner.New(runner.Config{Network: net.build(b), Observer: tel.Observer(), Logger: slog.New(slog.DiscardHandler)})
+	r, err := runner.New(runner.Config{Network: net.build(b), Observer: tel.LoggingObserver(log), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -68,4 +75,26 @@ func BenchmarkRunMetrics(b *testing.B) { benchRun(b, telemetry.Config{Metrics: t
 // exporter) and metrics on, as a server with an OTLP collector runs.
 func BenchmarkRunTracingAndMetrics(b *testing.B) {
 	benchRun(b, telemetry.Config{SpanExporter: tracetest.NewNoopExporter(), Metrics: true})
+}
+
+// BenchmarkRunLogWarn is the transfer with the run log on a logger at Warn
+// (the CLI's default: baton run, chat): the observer is on, its lines are
+// not written.
+func BenchmarkRunLogWarn(b *testing.B) {
+	log, err := telemetry.NewLogger(io.Discard, "json", slog.LevelWarn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchRunLog(b, telemetry.Config{}, log)
+}
+
+// BenchmarkRunLogInfo is the transfer with the run log written (its two
+// lines, JSON, redacting handler) to io.Discard: what serve and worker pay
+// per run besides tracing.
+func BenchmarkRunLogInfo(b *testing.B) {
+	log, err := telemetry.NewLogger(io.Discard, "json", slog.LevelInfo)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchRunLog(b, telemetry.Config{}, log)
 }
