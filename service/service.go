@@ -79,7 +79,9 @@ type Config struct {
 	// unless given one. Given one, every runner of the service logs each
 	// run's start and end on it at Info (a failed run's end at Error), with
 	// the run's trace id when tracing is on (telemetry.LoggingObserver,
-	// docs/observability.md): in every process alike, worker included.
+	// docs/observability.md): in every process alike, worker included. A
+	// logger that enables no level when Open is called (one on
+	// slog.DiscardHandler) gets no run log.
 	Logger *slog.Logger
 }
 
@@ -172,7 +174,9 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s := &Service{be: be, log: log, obs: cfg.Telemetry.Observer()}
-	if cfg.Logger != nil {
+	if cfg.Logger != nil && cfg.Logger.Enabled(ctx, slog.LevelError) {
+		// A logger that writes nothing (slog.DiscardHandler) gets no
+		// run log.
 		s.obs = cfg.Telemetry.LoggingObserver(cfg.Logger)
 	}
 	for _, d := range defs {
