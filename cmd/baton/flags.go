@@ -37,8 +37,8 @@ func (l *logFlags) register(fs *flag.FlagSet, daemon bool) {
 	if daemon {
 		def = "info"
 	}
-	fs.StringVar(&l.format, "log-format", cmp.Or(os.Getenv("BATON_LOG_FORMAT"), "text"), "log format: text or json (default $BATON_LOG_FORMAT, else text)")
-	fs.StringVar(&l.level, "log-level", cmp.Or(os.Getenv("BATON_LOG_LEVEL"), def), "log level: debug, info, warn or error (default $BATON_LOG_LEVEL, else "+def+")")
+	fs.StringVar(&l.format, "log-format", cmp.Or(os.Getenv("BATON_LOG_FORMAT"), "text"), "log format: text or json ($BATON_LOG_FORMAT sets the default)")
+	fs.StringVar(&l.level, "log-level", cmp.Or(os.Getenv("BATON_LOG_LEVEL"), def), "log level: debug, info, warn or error ($BATON_LOG_LEVEL sets the default)")
 	fs.Var(verbosity{&l.verbose}, "v", "log more: each -v lowers --log-level one step (warn → info → debug)")
 }
 
