@@ -266,7 +266,7 @@ func (c *chatStore) Submit(ctx context.Context, threadID, input string, s thread
 func (c *chatStore) Started() <-chan threads.Queued { return c.starts }
 
 func (c *chatStore) Stop(runID string) bool {
-	return c.n.Threads.Stop(runID, string(threads.Interrupt))
+	return c.n.Threads.Stop(runID, runner.StopCancel)
 }
 
 func (c *chatStore) Cancel(ctx context.Context, threadID, runID string) error {

@@ -366,7 +366,7 @@ func (m *chatModel) key(k tea.KeyPressMsg) tea.Cmd {
 		case "ctrl+c":
 			// The run stops at its next safe boundary, keeping what it
 			// said (an answer cut short is kept, marked partial), and
-			// completes, so that the thread takes the next message. A run
+			// ends cancelled, so that the thread takes the next message. A run
 			// the chat cannot ask (not started yet) stops at its next event
 			// and is recorded as failed. A second ctrl+c quits (the run,
 			// cancelled mid-step, stays resumable: /resume).

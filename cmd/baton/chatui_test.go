@@ -603,7 +603,7 @@ func talkStore(t *testing.T) (*service.Service, *chatStore) {
 }
 
 // TestChatStoreStop: ctrl+c's stop of a real run keeps what it said: the
-// run completes with the answer so far, stored marked partial.
+// run ends cancelled with the answer so far, stored marked partial.
 func TestChatStoreStop(t *testing.T) {
 	svc, be := talkStore(t)
 	var runID, thread string
@@ -623,8 +623,9 @@ func TestChatStoreStop(t *testing.T) {
 			end = e
 		}
 	}
-	if end == nil || end.Status != runstate.StatusCompleted || end.Output == "" || end.Output == "one two three four five six seven eight" {
-		t.Fatalf("run_end %+v, want completed with the answer so far", end)
+	if end == nil || end.Status != runstate.StatusCancelled || end.Output == "" || end.Output == "one two three four five six seven eight" ||
+		end.Stopped == nil || end.Stopped.Reason != runner.StopCancel {
+		t.Fatalf("run_end %+v, want cancelled with the answer so far", end)
 	}
 	msgs, err := svc.Store().ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "local", ThreadID: thread})
 	if err != nil || len(msgs) != 2 || msgs[1].Metadata["partial"] != true || msgs[1].Text() != end.Output {
