@@ -24,6 +24,9 @@ var printer = message.NewPrinter(language.English)
 type Schema struct {
 	raw json.RawMessage
 	s   *jsonschema.Schema
+	// fast checks values on the fast path (fast.go); nil when the schema
+	// is not of its subset.
+	fast *fastNode
 }
 
 // Raw returns the schema document.
@@ -50,7 +53,7 @@ func Compile(raw json.RawMessage) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid schema: %w", err)
 	}
-	return &Schema{raw: raw, s: s}, nil
+	return &Schema{raw: raw, s: s, fast: compileFast(doc, 0)}, nil
 }
 
 // ValidationError says why a value does not match a schema, in one line a
@@ -62,8 +65,13 @@ func (e *ValidationError) Error() string { return e.Detail }
 // ErrNotJSON is wrapped when the value is not valid JSON.
 var ErrNotJSON = errors.New("not valid JSON")
 
-// Validate checks a JSON value against s.
+// Validate checks a JSON value against s. A value of a simple schema (see
+// fast.go) that matches is accepted without being decoded; the verdict and
+// the message are the validator's in every other case.
 func (s *Schema) Validate(value json.RawMessage) error {
+	if s.fast != nil && s.fast.accepts(value) {
+		return nil
+	}
 	v, err := Decode(value)
 	if err != nil {
 		return err
