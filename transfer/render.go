@@ -3,10 +3,12 @@ package transfer
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/batonhq/baton/internal/jsonscan"
 )
 
 // PreviewLimit is the size in bytes above which a context field is delivered
@@ -42,17 +44,13 @@ func (tc *Context) RenderRefs() (string, bool) {
 		b.WriteString(oneLine(tc.ExpectedOutput, PreviewLimit))
 		b.WriteByte('\n')
 	}
-	fields := tc.fields()
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		if k != "reason" && k != "expected_output" {
-			keys = append(keys, k)
+	var buf [16]field
+	for _, f := range tc.fields(buf[:0]) {
+		if string(f.key) == "reason" || string(f.key) == "expected_output" {
+			continue
 		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := bytes.TrimSpace(fields[k])
-		b.WriteString(k)
+		v := bytes.TrimSpace(f.value)
+		b.Write(f.key)
 		b.WriteString(": ")
 		if len(v) > PreviewLimit {
 			refs = true
@@ -60,7 +58,7 @@ func (tc *Context) RenderRefs() (string, bool) {
 			b.WriteString(" (")
 			b.WriteString(strconv.Itoa(len(v)))
 			b.WriteString(" bytes; full value: ref ")
-			b.WriteString(tc.Ref(k))
+			b.WriteString(tc.Ref(string(f.key)))
 			b.WriteString(")\n")
 			continue
 		}
@@ -73,8 +71,9 @@ func (tc *Context) RenderRefs() (string, bool) {
 
 // HasRefs reports whether Render delivers at least one field by reference.
 func (tc *Context) HasRefs() bool {
-	for _, v := range tc.fields() {
-		if len(bytes.TrimSpace(v)) > PreviewLimit {
+	var buf [16]field
+	for _, f := range tc.fields(buf[:0]) {
+		if len(bytes.TrimSpace(f.value)) > PreviewLimit {
 			return true
 		}
 	}
@@ -86,28 +85,54 @@ func (tc *Context) Ref(field string) string { return "transfer:" + tc.ID + "/" +
 
 // Lookup returns the full JSON value of a field by reference, as made by Ref.
 func (tc *Context) Lookup(ref string) (json.RawMessage, bool) {
-	field, ok := strings.CutPrefix(ref, "transfer:"+tc.ID+"/")
+	name, ok := strings.CutPrefix(ref, "transfer:"+tc.ID+"/")
 	if !ok {
 		return nil, false
 	}
-	v, ok := tc.fields()[field]
-	return v, ok
+	var buf [16]field
+	for _, f := range tc.fields(buf[:0]) {
+		if string(f.key) == name {
+			return bytes.Clone(f.value), true
+		}
+	}
+	return nil, false
 }
 
-func (tc *Context) fields() map[string]json.RawMessage {
+// field is a member of Data: its key (decoded) and its value as written.
+type field struct{ key, value []byte }
+
+// fields appends the members of Data to buf, as a decode into a map would
+// give them: in the order of their keys, the last of a key given twice.
+// Data that is not a JSON object has none.
+func (tc *Context) fields(buf []field) []field {
 	if len(tc.Data) == 0 {
 		return nil
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(tc.Data, &m) != nil {
+	fs := buf
+	if !jsonscan.Members(tc.Data, func(key, value []byte) {
+		if !jsonscan.Plain(key) {
+			key = []byte(jsonscan.Unquote(key))
+		}
+		fs = append(fs, field{key: key, value: value})
+	}) {
 		return nil
 	}
-	return m
+	slices.SortStableFunc(fs, func(a, b field) int { return bytes.Compare(a.key, b.key) })
+	out := fs[:0]
+	for i, f := range fs {
+		if i+1 < len(fs) && bytes.Equal(fs[i+1].key, f.key) {
+			continue // the last of equal keys wins
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // oneLine shortens s to at most n bytes on one line, marking a cut with "…".
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	if !oneLined(s) {
+		s = strings.Join(strings.Fields(s), " ")
+	}
 	if len(s) <= n {
 		return s
 	}
@@ -116,4 +141,19 @@ func oneLine(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// oneLined reports whether s is already as oneLine puts it on one line
+// (strings.Join(strings.Fields(s), " ") would return s): ASCII, with single
+// spaces between words and no other whitespace. Other text is not checked.
+func oneLined(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf, c == '\t', c == '\n', c == '\v', c == '\f', c == '\r':
+			return false
+		case c == ' ' && (i == 0 || i == len(s)-1 || s[i+1] == ' '):
+			return false
+		}
+	}
+	return true
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/batonhq/baton/internal/jsonscan"
 	"github.com/batonhq/baton/internal/schemas"
 	"github.com/batonhq/baton/message"
 )
@@ -46,6 +47,8 @@ type Transfer struct {
 	Enabled func(ctx context.Context, info Info) bool
 
 	schema *schemas.Schema
+	// tool is the default tool name, kept by Compile.
+	tool string
 }
 
 // Info is what an Enabled predicate can see of the run.
@@ -90,6 +93,9 @@ func (tr *Transfer) Tool() string {
 	if tr.ToolName != "" {
 		return tr.ToolName
 	}
+	if len(tr.tool) == len("transfer_to_")+len(tr.To) && tr.tool[len("transfer_to_"):] == tr.To {
+		return tr.tool // built once by Compile
+	}
 	return "transfer_to_" + tr.To
 }
 
@@ -123,6 +129,7 @@ func (tr *Transfer) Compile() error {
 	if tr.schema != nil {
 		return nil
 	}
+	tr.tool = "transfer_to_" + tr.To
 	s, err := schemas.Compile(tr.Parameters())
 	if err != nil {
 		return fmt.Errorf("transfer to %s: context schema: %w", tr.To, err)
@@ -154,25 +161,53 @@ func (tr *Transfer) BuildContext(from string, args json.RawMessage) (*Context, e
 	if len(bytes.TrimSpace(args)) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	// One decode serves validation and the well-known fields.
-	v, err := schemas.Decode(args)
-	if err != nil {
-		return nil, &ContextError{To: tr.To, Detail: err.Error()}
-	}
-	if err := tr.schema.ValidateValue(v); err != nil {
+	if err := tr.schema.Validate(args); err != nil {
 		return nil, &ContextError{To: tr.To, Detail: err.Error()}
 	}
 	tc := &Context{From: from, To: tr.To, Type: TypeTransfer, Tool: tr.Tool(), History: tr.Policy()}
 	if tr.Return {
 		tc.Type = TypeReturn
 	}
-	// Lift the well-known fields; the rest stays structured in Data.
-	if m, ok := v.(map[string]any); ok {
-		tc.Reason, _ = m["reason"].(string)
-		tc.ExpectedOutput, _ = m["expected_output"].(string)
-		if len(m) > 0 {
-			tc.Data = args
-		}
-	}
+	tc.lift(args)
 	return tc, nil
+}
+
+// lift sets the well-known fields of tc from args, the validated arguments,
+// and keeps args as Data when it is an object with members: the rest stays
+// structured in Data. Of a name given twice, the last counts, as in a
+// decoded object.
+func (tc *Context) lift(args json.RawMessage) {
+	members := 0
+	if !jsonscan.Members(args, func(key, value []byte) {
+		members++
+		switch {
+		case named(key, "reason"):
+			tc.Reason = stringValue(value)
+		case named(key, "expected_output"):
+			tc.ExpectedOutput = stringValue(value)
+		}
+	}) {
+		// Valid JSON, but not an object: nothing to lift.
+		tc.Reason, tc.ExpectedOutput = "", ""
+		return
+	}
+	if members > 0 {
+		tc.Data = args
+	}
+}
+
+// named reports whether key, a member's key as written, names name.
+func named(key []byte, name string) bool {
+	if jsonscan.Plain(key) {
+		return string(key) == name
+	}
+	return jsonscan.Unquote(key) == name
+}
+
+// stringValue is the string a JSON value holds, "" if it is not a string.
+func stringValue(v []byte) string {
+	if len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	return jsonscan.Unquote(v[1 : len(v)-1])
 }
