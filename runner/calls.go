@@ -404,21 +404,22 @@ func (x *run) callAgentTool(ctx context.Context, at *agent.AgentTool, call messa
 // results joined to the history, the checkpoint, the policy.
 func (x *run) afterTools(ctx context.Context, p *plan) (wait bool, err error) {
 	st := x.st
-	var move *pendingMove
+	var move pendingMove
+	moves := false
 	if win := x.firstTransfer(p); win >= 0 {
-		move, err = x.prepareTransfer(ctx, p, &st.Pending[win])
+		move, moves, err = x.prepareTransfer(ctx, p, &st.Pending[win])
 		if err != nil {
 			return false, err
 		}
 	}
-	deferred := move == nil && x.deferJoin(p)
+	deferred := !moves && x.deferJoin(p)
 	// 4. The results join the history in call order.
 	x.joinResults("")
-	if move != nil {
+	if moves {
 		if move.limit != nil {
 			return false, x.limit(ctx, move.limit)
 		}
-		x.transfer(ctx, move)
+		x.transfer(ctx, &move)
 		return false, x.checkpoint(ctx)
 	}
 	if !deferred {

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/policy"
 	"github.com/batonhq/baton/runstate"
 )
 
@@ -69,6 +71,11 @@ type run struct {
 
 	turn turnState
 	end  endState
+	// res is where the run's result goes, allocated with the run (nil:
+	// allocated at the end).
+	res *Result
+	// pview is the view a policy is given, valid only during its call.
+	pview policy.View
 
 	// mu guards st while the calls of a turn run concurrently.
 	mu sync.Mutex
@@ -102,12 +109,31 @@ var errStopped = errors.New("runner: stream consumer stopped")
 // errTimeout is the cause of the run's timeout context.
 var errTimeout = errors.New("runner: run timeout")
 
+// newRun is what a new run allocates at once rather than piece by piece:
+// the run, its state, the first slots of its history (when it starts
+// without one), transcript and trail, and its result. They live as long as
+// the result does.
+type newRun struct {
+	run        run
+	st         runstate.State
+	res        Result
+	msgs       [6]message.Message
+	transcript [6]message.Message
+	trail      [4]string
+}
+
 func (r *Runner) newRun(st *runstate.State, o runOpts, sink func(Event) bool) *run {
-	x := &run{r: r, st: st, o: o, ck: r.cfg.Checkpointer, sink: sink, began: time.Now()}
+	x := new(run)
+	r.initRun(x, st, o, sink)
+	return x
+}
+
+// initRun sets up x, a zero run, to run st.
+func (r *Runner) initRun(x *run, st *runstate.State, o runOpts, sink func(Event) bool) {
+	*x = run{r: r, st: st, o: o, ck: r.cfg.Checkpointer, sink: sink, began: time.Now()}
 	if o.checkpointer != nil {
 		x.ck = o.checkpointer
 	}
-	return x
 }
 
 // reserveEnd reserves the seq of run_end in the state when the run is about
@@ -297,7 +323,11 @@ func (x *run) fail(ctx context.Context, err error) {
 // result is the run's result; a cancelled run's status is failed.
 func (x *run) result(cancelled bool) *Result {
 	st := x.st
-	res := &Result{RunID: st.RunID, ThreadID: st.ThreadID, Status: st.Status, LastAgent: st.Agent, Output: st.FinalOutput,
+	res := x.res
+	if res == nil {
+		res = new(Result)
+	}
+	*res = Result{RunID: st.RunID, ThreadID: st.ThreadID, Status: st.Status, LastAgent: st.Agent, Output: st.FinalOutput,
 		Messages: st.Transcript, Turns: st.Turns, Transfers: st.Transfers, Usage: st.Usage, Interrupt: st.Interrupt, Limit: x.end.limit, State: st}
 	if cancelled {
 		res.Status = runstate.StatusFailed

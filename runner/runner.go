@@ -437,17 +437,23 @@ func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit
 	in := message.User(input)
 	in.ID = runstate.MessageID(runID, 1)
 	hist := message.Repair(o.history, message.DropOrphans)
-	msgs := make([]message.Message, 0, len(hist)+8)
+	o.history = nil // in msgs now: the run does not keep the caller's slice
+	nb := new(newRun)
+	msgs := nb.msgs[:0]
+	if len(hist) > 0 {
+		msgs = make([]message.Message, 0, len(hist)+len(nb.msgs))
+	}
 	msgs = append(append(msgs, hist...), in)
-	tr := make([]message.Message, 1, 8)
-	tr[0] = in
-	st := &runstate.State{
+	st := &nb.st
+	*st = runstate.State{
 		SchemaVersion: runstate.SchemaVersion, RunID: runID, ThreadID: o.threadID,
 		Network: r.net.Name(), Fingerprint: r.net.Fingerprint(), Agent: a.Name,
-		Messages: msgs, Transcript: tr, Trail: append(make([]string, 0, 4), a.Name), Status: runstate.StatusRunning,
+		Messages: msgs, Transcript: append(nb.transcript[:0], in), Trail: append(nb.trail[:0], a.Name), Status: runstate.StatusRunning,
 		StartedAt: time.Now().UTC(), Values: o.runValues(),
 	}
-	x := r.newRun(st, o, emit)
+	x := &nb.run
+	r.initRun(x, st, o, emit)
+	x.res = &nb.res
 	x.input = input
 	if x.streaming() {
 		x.startEvents = [2]Event{runStartEvent(st, a.Name, false), agentStartEvent(a.Name, reason)}

@@ -55,11 +55,13 @@ func (x *run) answered(ctx context.Context, p *plan, msg *message.Message) (done
 	return true, x.checkpoint(ctx)
 }
 
-// view is the run as the policy sees it at pt.
+// view is the run as the policy sees it at pt, valid during the policy's
+// call (as policy.View says): the run's one view, set again for each call.
 func (x *run) view(pt policy.Point, answer string) *policy.View {
 	st := x.st
-	return &policy.View{Point: pt, Agent: st.Agent, Messages: st.Messages, Answer: answer, Turns: st.Turns,
+	x.pview = policy.View{Point: pt, Agent: st.Agent, Messages: st.Messages, Answer: answer, Turns: st.Turns,
 		Transfers: st.Transfers, Trail: st.Trail, Usage: st.Usage, Input: x.input}
+	return &x.pview
 }
 
 // limit ends the run at a limit: with the error, or with one more call of the
@@ -90,8 +92,9 @@ type pendingMove struct {
 	limit *LimitError
 }
 
-// prepareTransfer validates the winning transfer call and records its result.
-func (x *run) prepareTransfer(ctx context.Context, p *plan, pc *runstate.PendingCall) (*pendingMove, error) {
+// prepareTransfer validates the winning transfer call and records its
+// result. ok is false when the call was refused: nothing moves.
+func (x *run) prepareTransfer(ctx context.Context, p *plan, pc *runstate.PendingCall) (move pendingMove, ok bool, err error) {
 	st := x.st
 	h := p.byName[pc.Call.Name].transfer
 	reject := func(msg string) {
@@ -100,29 +103,29 @@ func (x *run) prepareTransfer(ctx context.Context, p *plan, pc *runstate.Pending
 	}
 	if h.Enabled != nil && !h.Enabled(ctx, transfer.Info{RunID: st.RunID, ThreadID: st.ThreadID, Agent: st.Agent, Turns: st.Turns, Transfers: st.Transfers, Messages: st.Messages}) {
 		reject("transfer to " + h.To + " is not available now")
-		return nil, nil
+		return move, false, nil
 	}
 	tc, err := h.BuildContext(st.Agent, pc.Call.Arguments)
 	if err != nil {
 		reject(err.Error())
 		x.r.cfg.Observer.Transfer(ctx, &transfer.Context{From: st.Agent, To: h.To, Type: transfer.TypeTransfer, Tool: h.Tool(), History: h.Policy()}, "rejected")
-		return nil, nil
+		return move, false, nil
 	}
 	tc.ID = runstate.TransferID(st.RunID, st.Transfers+1)
 	if le := x.transferLimit(h.To); le != nil {
 		pc.Result = &runstate.Result{Output: "not taken: the run reached its " + le.Limit + " limit", IsError: true}
 		x.r.cfg.Observer.Transfer(ctx, tc, "limit")
-		return &pendingMove{limit: le}, nil
+		return pendingMove{limit: le}, true, nil
 	}
 	if h.OnTransfer != nil {
 		if err := h.OnTransfer(ctx, tc); err != nil {
 			reject("transfer to " + h.To + " refused: " + err.Error())
 			x.r.cfg.Observer.Transfer(ctx, tc, "rejected")
-			return nil, nil
+			return move, false, nil
 		}
 	}
 	pc.Result = &runstate.Result{Output: p.byName[pc.Call.Name].done}
-	return &pendingMove{h: h, tc: tc}, nil
+	return pendingMove{h: h, tc: tc}, true, nil
 }
 
 // transferLimit checks max_transfers and ping-pong for a transfer to `to`.

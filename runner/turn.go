@@ -370,25 +370,39 @@ func (x *run) system(ctx context.Context, p *plan) (string, error) {
 		sys = s
 	}
 	if tc := st.Transfer; tc != nil && tc.To == a.Name {
-		sys = joinPrompt(sys, x.transferBlock(tc).text)
+		sys = x.transferBlock(tc, sys).prompt
 	}
 	return sys, nil
 }
 
-// block is a rendered transfer context, cached for the run: rendering parses
-// the context data, and the block goes into every call of the target.
+// block is a rendered transfer context joined to the target's instructions,
+// cached for the run: rendering reads the context data, and the block goes
+// into every call of the target.
 type block struct {
 	tc   *transfer.Context
-	text string
 	refs bool
+	// base is the instructions the block was joined to; prompt is base, a
+	// blank line and the block.
+	base   string
+	prompt string
 }
 
-func (x *run) transferBlock(tc *transfer.Context) *block {
-	if x.turn.block.tc != tc {
-		text, refs := tc.RenderRefs()
-		x.turn.block = block{tc: tc, text: text, refs: refs}
+// transferBlock returns the block of tc joined to the instructions sys.
+func (x *run) transferBlock(tc *transfer.Context, sys string) *block {
+	b := &x.turn.block
+	if b.tc != tc || b.base != sys {
+		prompt, refs := tc.RenderAfter(sys)
+		*b = block{tc: tc, refs: refs, base: sys, prompt: prompt}
 	}
-	return &x.turn.block
+	return b
+}
+
+// transferRefs reports whether the block of tc delivers fields by reference.
+func (x *run) transferRefs(tc *transfer.Context) bool {
+	if b := &x.turn.block; b.tc == tc {
+		return b.refs // rendered by system for this call
+	}
+	return x.transferBlock(tc, "").refs
 }
 
 func joinPrompt(a, b string) string {
@@ -404,7 +418,7 @@ func joinPrompt(a, b string) string {
 // tools returns the tools offered to the active agent's model.
 func (x *run) tools(ctx context.Context, p *plan) []model.Tool {
 	tc := x.st.Transfer
-	refs := tc != nil && tc.To == p.a.Name && x.transferBlock(tc).refs
+	refs := tc != nil && tc.To == p.a.Name && x.transferRefs(tc)
 	if !p.dynamic && !refs {
 		return p.tools
 	}

@@ -25,10 +25,19 @@ func (tc *Context) Render() string {
 }
 
 // RenderRefs returns Render and HasRefs with one parse of the data.
-func (tc *Context) RenderRefs() (string, bool) {
+func (tc *Context) RenderRefs() (string, bool) { return tc.RenderAfter("") }
+
+// RenderAfter returns prefix, a blank line and Render's block as one string
+// (the block alone when prefix is empty), and HasRefs: a system prompt
+// that ends with the block, built in one allocation.
+func (tc *Context) RenderAfter(prefix string) (string, bool) {
 	refs := false
 	var b strings.Builder
-	b.Grow(64 + len(tc.From) + len(tc.Reason) + len(tc.ExpectedOutput) + len(tc.Data))
+	b.Grow(len(prefix) + 66 + len(tc.From) + len(tc.Reason) + len(tc.ExpectedOutput) + len(tc.Data))
+	if prefix != "" {
+		b.WriteString(prefix)
+		b.WriteString("\n\n")
+	}
 	b.WriteString("<transfer_context from=\"")
 	b.WriteString(tc.From)
 	b.WriteString("\" type=\"")
