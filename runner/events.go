@@ -382,10 +382,25 @@ func toolResultEvent(agent string, p *message.Part) *ToolResultEvent {
 // appendMoveEvents appends the events of control moving as tc says: the
 // transfer and the target's agent_start.
 func appendMoveEvents(evs []Event, tc *transfer.Context) []Event {
-	return append(evs,
-		&TransferEvent{Header: Header{Type: TypeTransfer}, ID: tc.ID, From: tc.From, To: tc.To, TransferType: tc.Type, Tool: tc.Tool,
+	both := &struct { // the two events in one allocation
+		t TransferEvent
+		a AgentStartEvent
+	}{
+		t: TransferEvent{Header: Header{Type: TypeTransfer}, ID: tc.ID, From: tc.From, To: tc.To, TransferType: tc.Type, Tool: tc.Tool,
 			Reason: tc.Reason, Context: tc.Data, HistoryPolicy: tc.History, Transforms: tc.Transforms},
-		agentStartEvent(tc.To, string(tc.Type)))
+		a: AgentStartEvent{Header: Header{Type: TypeAgentStart}, Agent: tc.To, Reason: string(tc.Type)},
+	}
+	return append(evs, &both.t, &both.a)
+}
+
+// startEvents returns the run_start and agent_start events of a new run of
+// st whose first agent is agent, chosen for reason.
+func startEvents(st *runstate.State, agent, reason string) [2]Event {
+	both := &struct { // the two events in one allocation
+		r RunStartEvent
+		a AgentStartEvent
+	}{r: *runStartEvent(st, agent, false), a: AgentStartEvent{Header: Header{Type: TypeAgentStart}, Agent: agent, Reason: reason}}
+	return [2]Event{&both.r, &both.a}
 }
 
 func interruptEvent(ir *runstate.Interrupt) *InterruptEvent {

@@ -456,7 +456,7 @@ func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit
 	x.res = &nb.res
 	x.input = input
 	if x.streaming() {
-		x.startEvents = [2]Event{runStartEvent(st, a.Name, false), agentStartEvent(a.Name, reason)}
+		x.startEvents = startEvents(st, a.Name, reason)
 	}
 	for _, g := range a.InputGuardrails {
 		if err := g.Check(ctx, agent.GuardrailInput{Agent: a.Name, Text: input, Messages: msgs}); err != nil {

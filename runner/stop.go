@@ -112,7 +112,8 @@ func (x *run) stopNow(ctx context.Context, partial string) error {
 		st.Messages = append(st.Messages, m)
 		st.Transcript = append(st.Transcript, m)
 		if x.streaming() {
-			for _, e := range appendAnswerEvents(nil, &m) {
+			var buf [4]Event
+			for _, e := range appendAnswerEvents(buf[:0], &m) {
 				x.emit(e)
 			}
 		}

@@ -193,7 +193,8 @@ func (x *run) move(ctx context.Context, tc *transfer.Context, msgs []message.Mes
 	}
 	x.r.cfg.Observer.Transfer(ctx, tc, "ok")
 	if x.streaming() {
-		for _, e := range appendMoveEvents(nil, tc) {
+		var buf [2]Event
+		for _, e := range appendMoveEvents(buf[:0], tc) {
 			x.emit(e)
 		}
 	}

@@ -181,7 +181,8 @@ func (x *run) record(p *plan, resp *model.Response) *message.Message {
 	st.Transcript = append(st.Transcript, m)
 	x.pend(p, &m)
 	if x.streaming() {
-		for _, e := range appendAnswerEvents(nil, &m) {
+		var buf [4]Event
+		for _, e := range appendAnswerEvents(buf[:0], &m) {
 			x.emit(e)
 		}
 	}
