@@ -114,23 +114,27 @@ var errTimeout = errors.New("runner: run timeout")
 // without one), transcript and trail, and its result. They live as long as
 // the result does.
 type newRun struct {
-	run        run
-	st         runstate.State
-	res        Result
-	msgs       [6]message.Message
-	transcript [6]message.Message
+	run   run
+	st    runstate.State
+	res   Result
+	input [1]message.Part
+	// msgs and transcript hold a run with one round of tool calls: the
+	// input, the call, its result and the answer.
+	msgs       [4]message.Message
+	transcript [4]message.Message
 	trail      [4]string
 }
 
 func (r *Runner) newRun(st *runstate.State, o runOpts, sink func(Event) bool) *run {
 	x := new(run)
-	r.initRun(x, st, o, sink)
+	r.initRun(x, st, o, sink, time.Now())
 	return x
 }
 
-// initRun sets up x, a zero run, to run st.
-func (r *Runner) initRun(x *run, st *runstate.State, o runOpts, sink func(Event) bool) {
-	*x = run{r: r, st: st, o: o, ck: r.cfg.Checkpointer, sink: sink, began: time.Now()}
+// initRun sets up x, a zero run, to run st from now. Its fields are set one
+// by one: copying a whole run into x would move every word of it.
+func (r *Runner) initRun(x *run, st *runstate.State, o runOpts, sink func(Event) bool, now time.Time) {
+	x.r, x.st, x.o, x.ck, x.sink, x.began = r, st, o, r.cfg.Checkpointer, sink, now
 	if o.checkpointer != nil {
 		x.ck = o.checkpointer
 	}
@@ -323,12 +327,13 @@ func (x *run) fail(ctx context.Context, err error) {
 // result is the run's result; a cancelled run's status is failed.
 func (x *run) result(cancelled bool) *Result {
 	st := x.st
-	res := x.res
+	res := x.res // zeroed, with the run
 	if res == nil {
 		res = new(Result)
 	}
-	*res = Result{RunID: st.RunID, ThreadID: st.ThreadID, Status: st.Status, LastAgent: st.Agent, Output: st.FinalOutput,
-		Messages: st.Transcript, Turns: st.Turns, Transfers: st.Transfers, Usage: st.Usage, Interrupt: st.Interrupt, Limit: x.end.limit, State: st}
+	res.RunID, res.ThreadID, res.Status, res.LastAgent, res.Output = st.RunID, st.ThreadID, st.Status, st.Agent, st.FinalOutput
+	res.Messages, res.Turns, res.Transfers, res.Usage = st.Transcript, st.Turns, st.Transfers, st.Usage
+	res.Interrupt, res.Limit, res.State = st.Interrupt, x.end.limit, st
 	if cancelled {
 		res.Status = runstate.StatusFailed
 	}

@@ -434,32 +434,32 @@ func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit
 	if runID == "" {
 		runID = runstate.NewRunID()
 	}
-	in := message.User(input)
-	in.ID = runstate.MessageID(runID, 1)
+	now := time.Now()
+	nb := new(newRun) // zeroed: its fields are set one by one, not copied in
+	nb.input[0].Type, nb.input[0].Text = message.PartText, input
+	in := message.Message{ID: runstate.MessageID(runID, 1), Role: message.RoleUser, Parts: nb.input[:]} // message.User(input)
 	hist := message.Repair(o.history, message.DropOrphans)
 	o.history = nil // in msgs now: the run does not keep the caller's slice
-	nb := new(newRun)
 	msgs := nb.msgs[:0]
 	if len(hist) > 0 {
 		msgs = make([]message.Message, 0, len(hist)+len(nb.msgs))
 	}
-	msgs = append(append(msgs, hist...), in)
 	st := &nb.st
-	*st = runstate.State{
-		SchemaVersion: runstate.SchemaVersion, RunID: runID, ThreadID: o.threadID,
-		Network: r.net.Name(), Fingerprint: r.net.Fingerprint(), Agent: a.Name,
-		Messages: msgs, Transcript: append(nb.transcript[:0], in), Trail: append(nb.trail[:0], a.Name), Status: runstate.StatusRunning,
-		StartedAt: time.Now().UTC(), Values: o.runValues(),
-	}
+	st.SchemaVersion, st.RunID, st.ThreadID = runstate.SchemaVersion, runID, o.threadID
+	st.Network, st.Fingerprint, st.Agent = r.net.Name(), r.net.Fingerprint(), a.Name
+	st.Messages = append(append(msgs, hist...), in)
+	st.Transcript = append(nb.transcript[:0], in)
+	st.Trail = append(nb.trail[:0], a.Name)
+	st.Status, st.StartedAt, st.Values = runstate.StatusRunning, now.UTC(), o.runValues()
 	x := &nb.run
-	r.initRun(x, st, o, emit)
+	r.initRun(x, st, o, emit, now)
 	x.res = &nb.res
 	x.input = input
 	if x.streaming() {
 		x.startEvents = startEvents(st, a.Name, reason)
 	}
 	for _, g := range a.InputGuardrails {
-		if err := g.Check(ctx, agent.GuardrailInput{Agent: a.Name, Text: input, Messages: msgs}); err != nil {
+		if err := g.Check(ctx, agent.GuardrailInput{Agent: a.Name, Text: input, Messages: st.Messages}); err != nil {
 			x.preErr = &Error{Kind: KindUserInput, Agent: a.Name, Err: &GuardrailError{Guardrail: g.Name, Agent: a.Name, Phase: "input", Err: err}}
 			break
 		}
