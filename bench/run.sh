@@ -8,6 +8,9 @@
 #   COUNT=6 BENCHTIME=500ms bench/run.sh
 #   NOPEER=1 bench/run.sh        # baton only
 #   BENCH='^BenchmarkTurn$' bench/run.sh   # one regexp for both modules
+#   BEFORE=65bc5f4 bench/run.sh  # also baton at that commit, right before
+#                                # each baton benchmark: before/after and
+#                                # eino/before in the same rounds
 #
 # Raw outputs go to bench/results/core-*.txt (OUT=dir to change). benchstat
 # is used when it is on PATH or in $(go env GOPATH)/bin:
@@ -22,8 +25,16 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# Build both test binaries once: every round runs the same code.
+# Build the test binaries once: every round runs the same code.
 (cd "$here" && go test -c -o "$tmp/baton.test" .)
+before=""
+if [[ -n ${BEFORE:-} ]]; then
+	# baton at commit BEFORE, from an export of it (not a working tree).
+	mkdir "$tmp/before-src"
+	git -C "$here/.." archive "$BEFORE" | tar -x -C "$tmp/before-src"
+	(cd "$tmp/before-src/bench" && go test -c -o "$tmp/before.test" .)
+	before=$(git -C "$here" rev-parse "$BEFORE")
+fi
 peer=""
 if [[ -z "${NOPEER:-}" ]]; then
 	(cd "$here/peers/eino" && go test -c -o "$tmp/eino.test" .)
@@ -46,12 +57,18 @@ fi
 	if [[ -n $peer ]]; then
 		echo "eino: $(cd "$here/peers/eino" && go list -m -f '{{.Version}}' github.com/cloudwego/eino)"
 	fi
+	if [[ -n $before ]]; then
+		echo "before: $before (run right before each baton benchmark)"
+	fi
 	echo "rounds: $count x -benchtime=$benchtime, each baton benchmark run right before its eino counterpart"
 } >"$out/core-env.txt"
 cat "$out/core-env.txt"
 
 : >"$out/core-baton.txt"
 : >"$out/core-eino.txt"
+if [[ -n $before ]]; then
+	: >"$out/core-before.txt"
+fi
 # Each round runs every benchmark once, a baton benchmark right before the
 # eino benchmark it is compared with, so that each pair sees the same load.
 steps=(
@@ -72,6 +89,9 @@ for ((i = 1; i <= count; i++)); do
 		if [[ $which == eino && -z $peer ]]; then
 			continue
 		fi
+		if [[ $which == baton && -n $before ]]; then
+			"$tmp/before.test" -test.run='^$' -test.bench="$re" -test.benchmem -test.count=1 -test.benchtime="$benchtime" >>"$out/core-before.txt"
+		fi
 		"$tmp/$which.test" -test.run='^$' -test.bench="$re" -test.benchmem -test.count=1 -test.benchtime="$benchtime" >>"$out/core-$which.txt"
 	done
 done
@@ -85,6 +105,11 @@ fi
 	if [[ -n $benchstat ]]; then
 		echo "== baton (benchstat)"
 		"$benchstat" "$out/core-baton.txt"
+		if [[ -n $before ]]; then
+			echo
+			echo "== baton before ($before) vs after (benchstat)"
+			"$benchstat" before="$out/core-before.txt" after="$out/core-baton.txt"
+		fi
 		if [[ -n $peer ]]; then
 			# Same names on both sides, so that benchstat puts them in one table:
 			# eino's Transfer is compared with baton's Run and Stream of a transfer.
@@ -125,6 +150,7 @@ fi
 	}
 	/^Benchmark/ {
 		name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+		if (FILENAME ~ /core-before\.txt$/) name = "before:" name
 		for (f = 3; f < NF; f += 2) {
 			unit = $(f + 1)
 			if (unit != "ns/op" && unit != "B/op" && unit != "allocs/op") continue
@@ -139,16 +165,16 @@ fi
 			b = order[k]
 			printf "%-26s %12.0f %10.0f %10.0f %5d\n", b, median(b SUBSEP "ns/op"), median(b SUBSEP "B/op"), median(b SUBSEP "allocs/op"), cnt[b SUBSEP "ns/op"]
 		}
-		split("Transfer:EinoTransfer TransferStream:EinoTransfer TransferChain10:EinoTransferChain10", pairs, " ")
-		printf "\n%-40s %8s %8s %10s %16s\n", "ratio eino/baton (of medians)", "time", "bytes", "allocs", "time (paired)"
+		split("Transfer:EinoTransfer TransferStream:EinoTransfer TransferChain10:EinoTransferChain10 before:Transfer:EinoTransfer before:TransferStream:EinoTransfer before:TransferChain10:EinoTransferChain10", pairs, " ")
+		printf "\n%-46s %8s %8s %10s %16s\n", "ratio eino/baton (of medians)", "time", "bytes", "allocs", "time (paired)"
 		for (k = 1; k in pairs; k++) {
-			split(pairs[k], p, ":")
+			if (split(pairs[k], p, ":") == 3) { p[1] = p[1] ":" p[2]; p[2] = p[3] }
 			if (!((p[1] SUBSEP "ns/op") in cnt) || !((p[2] SUBSEP "ns/op") in cnt)) continue
-			printf "%-40s %7.1fx %7.1fx %9.1fx %15.1fx\n", p[2] " / " p[1],
+			printf "%-46s %7.1fx %7.1fx %9.1fx %15.1fx\n", p[2] " / " p[1],
 				median(p[2] SUBSEP "ns/op") / median(p[1] SUBSEP "ns/op"),
 				median(p[2] SUBSEP "B/op") / median(p[1] SUBSEP "B/op"),
 				median(p[2] SUBSEP "allocs/op") / median(p[1] SUBSEP "allocs/op"),
 				paired(p[2], p[1], "ns/op")
 		}
-	}' "$out/core-baton.txt" "$out/core-eino.txt"
+	}' "$out/core-baton.txt" "$out/core-eino.txt" ${before:+"$out/core-before.txt"}
 } | tee "$out/core-summary.txt"
