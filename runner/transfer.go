@@ -188,8 +188,11 @@ func (x *run) move(ctx context.Context, tc *transfer.Context, msgs []message.Mes
 		st.Transfer = tc
 	}
 	if x.r.log.Enabled(ctx, slog.LevelInfo) {
-		x.r.log.InfoContext(ctx, "transfer", "run_id", st.RunID, "thread_id", st.ThreadID, "transfer_id", tc.ID, "from", tc.From, "to", tc.To,
-			"type", tc.Type, "history", tc.History, "transforms", tc.Transforms, "model_run_id", x.turn.requestID, "tokens_used", st.Usage.Total())
+		// Typed attributes: the strings are not boxed one by one.
+		x.r.log.LogAttrs(ctx, slog.LevelInfo, "transfer", slog.String("run_id", st.RunID), slog.String("thread_id", st.ThreadID),
+			slog.String("transfer_id", tc.ID), slog.String("from", tc.From), slog.String("to", tc.To), slog.String("type", string(tc.Type)),
+			slog.String("history", string(tc.History)), slog.Any("transforms", tc.Transforms), slog.String("model_run_id", x.turn.requestID),
+			slog.Int64("tokens_used", st.Usage.Total()))
 	}
 	x.r.cfg.Observer.Transfer(ctx, tc, "ok")
 	if x.streaming() {
