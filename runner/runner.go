@@ -442,7 +442,9 @@ func (r *Runner) start(ctx context.Context, input string, opts []RunOption, emit
 	o.history = nil // in msgs now: the run does not keep the caller's slice
 	msgs := nb.msgs[:0]
 	if len(hist) > 0 {
-		msgs = make([]message.Message, 0, len(hist)+len(nb.msgs))
+		// Room for the run's new messages (growing a long thread's history
+		// would copy all of it).
+		msgs = make([]message.Message, 0, len(hist)+8)
 	}
 	st := &nb.st
 	st.SchemaVersion, st.RunID, st.ThreadID = runstate.SchemaVersion, runID, o.threadID
