@@ -152,26 +152,18 @@ func array(b []byte, i, depth int) (int, bool) {
 	if depth > MaxDepth {
 		return i, false
 	}
-	i = SkipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, true
+	i, empty := Open(b, i, ']')
+	if empty {
+		return i, true
 	}
 	for {
 		end, ok := Value(b, i, depth)
 		if !ok {
 			return end, false
 		}
-		i = SkipSpace(b, end)
-		if i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = SkipSpace(b, i+1)
-		case ']':
-			return i + 1, true
-		default:
-			return i, false
+		var done bool
+		if i, done, ok = Next(b, end, ']'); done || !ok {
+			return i, ok
 		}
 	}
 }
@@ -182,24 +174,16 @@ func object(b []byte, i, depth int, member func(key, value []byte)) (int, bool) 
 	if depth > MaxDepth {
 		return i, false
 	}
-	i = SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, true
+	i, empty := Open(b, i, '}')
+	if empty {
+		return i, true
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
-			return i, false
-		}
-		kend, ok := String(b, i)
+		key, next, ok := Key(b, i)
 		if !ok {
-			return kend, false
+			return next, false
 		}
-		key := b[i+1 : kend-1]
-		i = SkipSpace(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return i, false
-		}
-		i = SkipSpace(b, i+1)
+		i = next
 		end, ok := Value(b, i, depth)
 		if !ok {
 			return end, false
@@ -207,19 +191,58 @@ func object(b []byte, i, depth int, member func(key, value []byte)) (int, bool) 
 		if member != nil {
 			member(key, b[i:end])
 		}
-		i = SkipSpace(b, end)
-		if i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = SkipSpace(b, i+1)
-		case '}':
-			return i + 1, true
-		default:
-			return i, false
+		var done bool
+		if i, done, ok = Next(b, end, '}'); done || !ok {
+			return i, ok
 		}
 	}
+}
+
+// Open returns the index of the first value (of an array) or member (of an
+// object) after the opening bracket at b[i], whose closing one is closer;
+// of an empty one, the index just after closer, with empty set.
+func Open(b []byte, i int, closer byte) (next int, empty bool) {
+	i = SkipSpace(b, i+1)
+	if i < len(b) && b[i] == closer {
+		return i + 1, true
+	}
+	return i, false
+}
+
+// Key reads the key of an object member at b[i] and the colon after it: the
+// key as written between its quotes, and the index of the member's value.
+// ok is false when b[i:] does not start so.
+func Key(b []byte, i int) (key []byte, next int, ok bool) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, i, false
+	}
+	end, ok := String(b, i)
+	if !ok {
+		return nil, end, false
+	}
+	key = b[i+1 : end-1]
+	i = SkipSpace(b, end)
+	if i >= len(b) || b[i] != ':' {
+		return nil, i, false
+	}
+	return key, SkipSpace(b, i+1), true
+}
+
+// Next reads what follows a value of an array or object whose closing
+// bracket is closer, the value ending at b[i]: after a comma, the index of
+// the next value or member; at closer, the index just after it, with done
+// set. ok is false on anything else.
+func Next(b []byte, i int, closer byte) (next int, done, ok bool) {
+	i = SkipSpace(b, i)
+	switch {
+	case i >= len(b):
+		return i, false, false
+	case b[i] == ',':
+		return SkipSpace(b, i+1), false, true
+	case b[i] == closer:
+		return i + 1, true, true
+	}
+	return i, false, false
 }
 
 // Members calls member with the key and the value of each member of the

@@ -221,24 +221,16 @@ func (n *fastNode) allows(t uint8) bool { return n.types == 0 || n.types&t != 0 
 // object checks the object at b[i], depth levels deep counting itself.
 func (n *fastNode) object(b []byte, i, depth int) (int, bool) {
 	var seen uint64
-	i = jsonscan.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, n.required == 0
+	i, empty := jsonscan.Open(b, i, '}')
+	if empty {
+		return i, n.required == 0
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
-			return i, false
-		}
-		kend, ok := jsonscan.String(b, i)
+		key, next, ok := jsonscan.Key(b, i)
 		if !ok {
-			return kend, false
+			return next, false
 		}
-		key := b[i+1 : kend-1]
-		i = jsonscan.SkipSpace(b, kend)
-		if i >= len(b) || b[i] != ':' {
-			return i, false
-		}
-		i = jsonscan.SkipSpace(b, i+1)
+		i = next
 		var schema *fastNode
 		k := n.lookup(key)
 		switch {
@@ -256,17 +248,9 @@ func (n *fastNode) object(b []byte, i, depth int) (int, bool) {
 		if !ok {
 			return end, false
 		}
-		i = jsonscan.SkipSpace(b, end)
-		if i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = jsonscan.SkipSpace(b, i+1)
-		case '}':
-			return i + 1, n.required&^seen == 0
-		default:
-			return i, false
+		var done bool
+		if i, done, ok = jsonscan.Next(b, end, '}'); done || !ok {
+			return i, ok && n.required&^seen == 0
 		}
 	}
 }
@@ -282,26 +266,18 @@ func (n *fastNode) lookup(key []byte) int {
 
 // array checks the array at b[i], depth levels deep counting itself.
 func (n *fastNode) array(b []byte, i, depth int) (int, bool) {
-	i = jsonscan.SkipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1, true
+	i, empty := jsonscan.Open(b, i, ']')
+	if empty {
+		return i, true
 	}
 	for {
 		end, ok := n.items.value(b, i, depth)
 		if !ok {
 			return end, false
 		}
-		i = jsonscan.SkipSpace(b, end)
-		if i >= len(b) {
-			return i, false
-		}
-		switch b[i] {
-		case ',':
-			i = jsonscan.SkipSpace(b, i+1)
-		case ']':
-			return i + 1, true
-		default:
-			return i, false
+		var done bool
+		if i, done, ok = jsonscan.Next(b, end, ']'); done || !ok {
+			return i, ok
 		}
 	}
 }
