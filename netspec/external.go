@@ -142,32 +142,57 @@ func (l *loader) mcpServers(path string, specs []MCPServerSpec, declaredTools ma
 	return out
 }
 
+// mcpServer checks the MCP server s declared at path, connects to it and
+// makes agent tools of the tools it offers (or of those s lists).
 func (l *loader) mcpServer(path string, s *MCPServerSpec, declaredTools map[string]*agent.Tool) *mcpResolved {
 	res := &mcpResolved{name: s.Name, failed: true}
-	ok := true
+	if !l.checkMCPServer(path, s) {
+		return res
+	}
+	if l.opts.MCP == nil {
+		l.bad(path, "MCP server %s: no MCP client is configured in this program", s.Name)
+		return res
+	}
+	got, err := l.opts.MCP(MCPServer{Spec: *s, Dir: l.dir()})
+	if err != nil {
+		l.bad(path, "MCP server %s: %v", s.Name, err)
+		return res
+	}
+	byName := map[string]MCPTool{}
+	var offered []string
+	for _, t := range got {
+		byName[t.Name] = t
+		offered = append(offered, t.Name)
+	}
+	sort.Strings(offered)
+	if !l.checkMCPOffers(path, s, byName, offered) {
+		return res
+	}
+	names := offered
+	if len(s.Tools) > 0 {
+		names = slices.Clone(s.Tools)
+	}
+	res.failed = false
+	seen := map[string]string{}
+	for _, n := range names {
+		tool, ok := l.mcpAgentTool(path, s, byName[n], seen, declaredTools)
+		if !ok {
+			res.failed = true
+			continue
+		}
+		res.tools = append(res.tools, tool)
+	}
+	return res
+}
+
+// checkMCPServer checks what s declares before its server is asked for
+// anything: one transport and its own fields, environment and header
+// references, the prefix, the lists of tools. It reports whether s passed.
+func (l *loader) checkMCPServer(path string, s *MCPServerSpec) bool {
+	ok := l.checkMCPTransport(path, s)
 	bad := func(p, format string, args ...any) {
 		l.bad(p, format, args...)
 		ok = false
-	}
-	switch {
-	case s.Command == "" && s.URL == "":
-		bad(path, "MCP server %s needs command: (a program speaking MCP on its standard input and output) or url: (a streamable HTTP endpoint)", s.Name)
-	case s.Command != "" && s.URL != "":
-		bad(path, "MCP server %s has both command: and url:; give one", s.Name)
-	case s.URL != "":
-		u, err := url.Parse(s.URL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad(field(path, "url"), "MCP server %s: url %q must be an http:// or https:// URL", s.Name, s.URL)
-		}
-		for k, what := range map[string]bool{"args": len(s.Args) > 0, "env": len(s.Env) > 0, "dir": s.Dir != ""} {
-			if what {
-				bad(field(path, k), "MCP server %s: %s: is for a command, not a url", s.Name, k)
-			}
-		}
-	default:
-		if len(s.Headers) > 0 {
-			bad(field(path, "headers"), "MCP server %s: headers: are for a url, not a command", s.Name)
-		}
 	}
 	for _, k := range sortedKeys(s.Env) {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
@@ -199,84 +224,95 @@ func (l *loader) mcpServer(path string, s *MCPServerSpec, declaredTools map[stri
 			}
 		}
 	}
-	if !ok {
-		return res
+	return ok
+}
+
+// checkMCPTransport checks that s has one transport, a command or a URL,
+// and no field of the other. It reports whether s passed.
+func (l *loader) checkMCPTransport(path string, s *MCPServerSpec) bool {
+	ok := true
+	bad := func(p, format string, args ...any) {
+		l.bad(p, format, args...)
+		ok = false
 	}
-	if l.opts.MCP == nil {
-		l.bad(path, "MCP server %s: no MCP client is configured in this program", s.Name)
-		return res
+	switch {
+	case s.Command == "" && s.URL == "":
+		bad(path, "MCP server %s needs command: (a program speaking MCP on its standard input and output) or url: (a streamable HTTP endpoint)", s.Name)
+	case s.Command != "" && s.URL != "":
+		bad(path, "MCP server %s has both command: and url:; give one", s.Name)
+	case s.URL != "":
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad(field(path, "url"), "MCP server %s: url %q must be an http:// or https:// URL", s.Name, s.URL)
+		}
+		for k, what := range map[string]bool{"args": len(s.Args) > 0, "env": len(s.Env) > 0, "dir": s.Dir != ""} {
+			if what {
+				bad(field(path, k), "MCP server %s: %s: is for a command, not a url", s.Name, k)
+			}
+		}
+	default:
+		if len(s.Headers) > 0 {
+			bad(field(path, "headers"), "MCP server %s: headers: are for a url, not a command", s.Name)
+		}
 	}
-	got, err := l.opts.MCP(MCPServer{Spec: *s, Dir: l.dir()})
-	if err != nil {
-		l.bad(path, "MCP server %s: %v", s.Name, err)
-		return res
-	}
-	byName := map[string]MCPTool{}
-	var offered []string
-	for _, t := range got {
-		byName[t.Name] = t
-		offered = append(offered, t.Name)
-	}
-	sort.Strings(offered)
-	// every name of the lists is one of the server's tools
+	return ok
+}
+
+// checkMCPOffers checks that every name s lists is one of the tools its
+// server offers (byName; offered sorted). It reports whether s passed.
+func (l *loader) checkMCPOffers(path string, s *MCPServerSpec, byName map[string]MCPTool, offered []string) bool {
+	ok := true
 	for _, list := range []struct {
 		key   string
 		names []string
 	}{{"tools", s.Tools}, {"approval", s.Approval}, {"idempotent", s.Idempotent}, {"slow", s.Slow}} {
 		for j, n := range list.names {
-			if _, ok := byName[n]; !ok && n != "*" {
-				bad(at(field(path, list.key), j), "MCP server %s offers no tool %q (%s)", s.Name, n, declared("its tools", offered))
+			if _, found := byName[n]; !found && n != "*" {
+				l.bad(at(field(path, list.key), j), "MCP server %s offers no tool %q (%s)", s.Name, n, declared("its tools", offered))
+				ok = false
 			}
 		}
 	}
-	if !ok {
-		return res
+	return ok
+}
+
+// mcpAgentTool makes the agent tool of t, a tool of s's server: its name
+// (the prefix, then t's name made a tool name) distinct from seen's (agent
+// tool name → MCP name, which it adds to) and from declaredTools', and its
+// input schema an object's. ok is false when it reported a problem.
+func (l *loader) mcpAgentTool(path string, s *MCPServerSpec, t MCPTool, seen map[string]string, declaredTools map[string]*agent.Tool) (tool *agent.Tool, ok bool) {
+	n := t.Name
+	name := s.Prefix + mcpToolName(n)
+	if !namePattern.MatchString(name) {
+		l.bad(path, "MCP server %s: tool %q becomes %q, which is not 1-64 letters, digits, '_' or '-'; leave it out of tools: or shorten the prefix", s.Name, n, name)
+		return nil, false
 	}
-	names := offered
-	if len(s.Tools) > 0 {
-		names = slices.Clone(s.Tools)
+	if prev, dup := seen[name]; dup {
+		l.bad(path, "MCP server %s: tools %q and %q are both named %q here", s.Name, prev, n, name)
+		return nil, false
 	}
-	res.failed = false
-	seen := map[string]string{}
-	for _, n := range names {
-		t := byName[n]
-		name := s.Prefix + mcpToolName(n)
-		if !namePattern.MatchString(name) {
-			l.bad(path, "MCP server %s: tool %q becomes %q, which is not 1-64 letters, digits, '_' or '-'; leave it out of tools: or shorten the prefix", s.Name, n, name)
-			res.failed = true
-			continue
-		}
-		if prev, dup := seen[name]; dup {
-			l.bad(path, "MCP server %s: tools %q and %q are both named %q here", s.Name, prev, n, name)
-			res.failed = true
-			continue
-		}
-		seen[name] = n
-		if _, clash := declaredTools[name]; clash {
-			l.bad(path, "MCP server %s: its tool %q has the name of a tool of tools:; give the server a prefix:", s.Name, name)
-			res.failed = true
-			continue
-		}
-		params := t.Parameters
-		if len(params) == 0 {
-			params = schemas.ObjectSchema
-		}
-		if err := objectParams(params); err != nil {
-			l.bad(path, "MCP server %s: tool %s: input schema: %v", s.Name, n, err)
-			res.failed = true
-			continue
-		}
-		atMostOnce := !(t.ReadOnly || t.Idempotent || listed(s.Idempotent, n))
-		call := t.Call
-		tool := &agent.Tool{Name: name, Description: t.Description, Parameters: params, Timeout: time.Duration(s.Timeout),
-			Slow: listed(s.Slow, n),
-			Func: func(ctx context.Context, args json.RawMessage) (string, error) { return call(ctx, args, atMostOnce) }}
-		if listed(s.Approval, n) {
-			tool.RequireApproval = func(context.Context, json.RawMessage) bool { return true }
-		}
-		res.tools = append(res.tools, tool)
+	seen[name] = n
+	if _, clash := declaredTools[name]; clash {
+		l.bad(path, "MCP server %s: its tool %q has the name of a tool of tools:; give the server a prefix:", s.Name, name)
+		return nil, false
 	}
-	return res
+	params := t.Parameters
+	if len(params) == 0 {
+		params = schemas.ObjectSchema
+	}
+	if err := objectParams(params); err != nil {
+		l.bad(path, "MCP server %s: tool %s: input schema: %v", s.Name, n, err)
+		return nil, false
+	}
+	atMostOnce := !(t.ReadOnly || t.Idempotent || listed(s.Idempotent, n))
+	call := t.Call
+	tool = &agent.Tool{Name: name, Description: t.Description, Parameters: params, Timeout: time.Duration(s.Timeout),
+		Slow: listed(s.Slow, n),
+		Func: func(ctx context.Context, args json.RawMessage) (string, error) { return call(ctx, args, atMostOnce) }}
+	if listed(s.Approval, n) {
+		tool.RequireApproval = func(context.Context, json.RawMessage) bool { return true }
+	}
+	return tool, true
 }
 
 // listed reports whether name (or "*") is in names.
