@@ -66,16 +66,7 @@ func (p *textPrinter) print(ev runner.Event) {
 			fmt.Fprintf(p.w, "  … %s thinks: %s\n", e.Agent, oneLine(e.Text))
 		}
 	case *runner.MessageEvent:
-		if p.streaming != e.Agent {
-			p.endLine()
-			fmt.Fprintf(p.w, "%s: %s\n", e.Agent, e.Text)
-		}
-		p.endLine()
-		switch e.FinishReason {
-		case "", "stop", "tool_calls":
-		default:
-			fmt.Fprintf(p.w, "  (the answer ended with %s)\n", e.FinishReason)
-		}
+		p.message(e)
 	case *runner.ToolCallEvent:
 		p.endLine()
 		fmt.Fprintf(p.w, "  → %s calls %s %s\n", e.Agent, e.Name, compact(e.Arguments))
@@ -86,28 +77,11 @@ func (p *textPrinter) print(ev runner.Event) {
 			fmt.Fprintf(p.w, "  ← %s: %s\n", e.Name, oneLine(e.Output))
 		}
 	case *runner.TransferEvent:
-		p.endLine()
-		fmt.Fprintf(p.w, "⇒ transfer %s → %s (%s, history %s)", e.From, e.To, e.TransferType, e.HistoryPolicy)
-		if e.Reason != "" {
-			fmt.Fprintf(p.w, ": %s", e.Reason)
-		}
-		fmt.Fprintln(p.w)
-		if len(e.Context) > 0 {
-			fmt.Fprintf(p.w, "  context %s\n", compact(e.Context))
-		}
+		p.transfer(e)
 	case *runner.TransferRejectedEvent:
 		fmt.Fprintf(p.w, "✗ transfer %s → %s rejected: %s\n", e.From, e.To, e.Error)
 	case *runner.InterruptEvent:
-		p.endLine()
-		fmt.Fprintf(p.w, "⏸ waiting for approval (interrupt %s):\n", e.Interrupt.ID)
-		for _, ar := range e.Interrupt.ActionRequests {
-			fmt.Fprintf(p.w, "  - %s %s\n", ar.Name, compact(ar.Args))
-		}
-		db := ""
-		if p.database != "" {
-			db = " --database " + p.database
-		}
-		fmt.Fprintf(p.w, "  decide with: baton resume %s --run %s%s --decision approve|reject|edit\n", p.file, p.runID, db)
+		p.interrupt(e)
 	case *runner.SuspendedEvent:
 		p.endLine()
 		fmt.Fprintf(p.w, "⏸ handed to a background worker before %s\n", strings.Join(e.Calls, ", "))
@@ -122,6 +96,49 @@ func (p *textPrinter) print(ev runner.Event) {
 		p.endLine()
 		fmt.Fprintf(p.w, "── %s · last agent %s · %d turns · %d transfers · %d tokens\n", e.Status, e.LastAgent, e.Turns, e.Transfers, e.Usage.Total())
 	}
+}
+
+// message ends an answer: its text unless it was streamed, and how it
+// ended unless it ended as usual.
+func (p *textPrinter) message(e *runner.MessageEvent) {
+	if p.streaming != e.Agent {
+		p.endLine()
+		fmt.Fprintf(p.w, "%s: %s\n", e.Agent, e.Text)
+	}
+	p.endLine()
+	switch e.FinishReason {
+	case "", "stop", "tool_calls":
+	default:
+		fmt.Fprintf(p.w, "  (the answer ended with %s)\n", e.FinishReason)
+	}
+}
+
+// transfer shows a transfer with its reason and its typed context.
+func (p *textPrinter) transfer(e *runner.TransferEvent) {
+	p.endLine()
+	fmt.Fprintf(p.w, "⇒ transfer %s → %s (%s, history %s)", e.From, e.To, e.TransferType, e.HistoryPolicy)
+	if e.Reason != "" {
+		fmt.Fprintf(p.w, ": %s", e.Reason)
+	}
+	fmt.Fprintln(p.w)
+	if len(e.Context) > 0 {
+		fmt.Fprintf(p.w, "  context %s\n", compact(e.Context))
+	}
+}
+
+// interrupt shows the calls that wait for approval and the command that
+// decides them.
+func (p *textPrinter) interrupt(e *runner.InterruptEvent) {
+	p.endLine()
+	fmt.Fprintf(p.w, "⏸ waiting for approval (interrupt %s):\n", e.Interrupt.ID)
+	for _, ar := range e.Interrupt.ActionRequests {
+		fmt.Fprintf(p.w, "  - %s %s\n", ar.Name, compact(ar.Args))
+	}
+	db := ""
+	if p.database != "" {
+		db = " --database " + p.database
+	}
+	fmt.Fprintf(p.w, "  decide with: baton resume %s --run %s%s --decision approve|reject|edit\n", p.file, p.runID, db)
 }
 
 func (p *textPrinter) done() { p.endLine() }
