@@ -52,7 +52,13 @@ func testCheckpointNewThread(t *testing.T, s store.Store, b *bundle) {
 	Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState("run-"+uuid.NewString(), bare, 1),
 		NewThread: &store.CreateThreadParams{OwnerID: b.owner, ID: bare}}))(t)
 	Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: bare}))(t)
+	checkNewThreadRefused(t, s, b, run, id)
+}
 
+// checkNewThreadRefused: a checkpoint saved with NewThread is refused — a
+// taken thread id (id), a missing owner or parent, a stale fence (run's),
+// bad params, a transaction rolled back — and writes nothing.
+func checkNewThreadRefused(t *testing.T, s store.Store, b *bundle, run, id string) {
 	// A taken thread id: a conflict, and the run writes nothing.
 	again := "run-" + uuid.NewString()
 	_, err := s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(again, id, 1), NewThread: &store.CreateThreadParams{}})
@@ -122,20 +128,8 @@ func newThreadAbsent(t *testing.T, s store.Store, b *bundle, what, threadID, run
 // with the write's own error, and nothing of it stays.
 func testCheckpointNewThreadDeferred(t *testing.T, s store.Store, b *bundle) {
 	others := newThread(t, s, &bundle{ctx: b.ctx, owner: b.other})
-	// save runs p deferred in a transaction, then a statement of the other
-	// owner, and returns the checkpoint and the transaction's error.
 	save := func(p *store.SaveCheckpointParams) (*store.Checkpoint, error) {
-		p.Deferred = true
-		var cp *store.Checkpoint
-		err := s.Tx(b.ctx, func(tx store.Tx) error {
-			var err error
-			if cp, err = tx.SaveCheckpoint(b.ctx, p); err != nil {
-				return err
-			}
-			_, err = tx.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.other, ID: others.ID})
-			return err
-		})
-		return cp, err
+		return saveDeferred(s, b, others, p, true)
 	}
 	run, id := "run-"+uuid.NewString(), "thread-"+uuid.NewString()
 	cp, err := save(&store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, id, 1),
@@ -182,24 +176,41 @@ func testCheckpointNewThreadDeferred(t *testing.T, s store.Store, b *bundle) {
 func testCheckpointDeferred(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
 	others := newThread(t, s, &bundle{ctx: b.ctx, owner: b.other})
-	// save runs p deferred in a transaction, then, with follow, a
-	// statement of the other owner, and returns the checkpoint and the
-	// transaction's error.
 	save := func(p *store.SaveCheckpointParams, follow bool) (*store.Checkpoint, error) {
-		p.Deferred = true
-		var cp *store.Checkpoint
-		err := s.Tx(b.ctx, func(tx store.Tx) error {
-			var err error
-			if cp, err = tx.SaveCheckpoint(b.ctx, p); err != nil || !follow {
-				return err
-			}
-			_, err = tx.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.other, ID: others.ID})
-			return err
-		})
-		return cp, err
+		return saveDeferred(s, b, others, p, follow)
 	}
 	run := "run-" + uuid.NewString()
-	first := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 1)}))(t)
+	first, last := checkDeferredWrites(t, s, b, th, run, save)
+	checkDeferredRefused(t, s, b, th, others, run, first, last, save)
+	if n := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.other, ThreadID: others.ID}))(t)); n != 0 {
+		t.Errorf("the other owner's thread has %d messages, want 0", n)
+	}
+}
+
+// saveDeferred saves p deferred in a transaction of s, then, with follow,
+// reads others (a thread of the other owner's) in the same transaction; it
+// returns the checkpoint and the transaction's error.
+func saveDeferred(s store.Store, b *bundle, others *store.Thread, p *store.SaveCheckpointParams, follow bool) (*store.Checkpoint, error) {
+	p.Deferred = true
+	var cp *store.Checkpoint
+	err := s.Tx(b.ctx, func(tx store.Tx) error {
+		var err error
+		if cp, err = tx.SaveCheckpoint(b.ctx, p); err != nil || !follow {
+			return err
+		}
+		_, err = tx.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.other, ID: others.ID})
+		return err
+	})
+	return cp, err
+}
+
+// checkDeferredWrites: deferred checkpoints of run on th, with messages
+// and alone, followed by a statement or by the commit alone, write what
+// the immediate write does and are returned as stored. It returns the
+// run's first checkpoint and its last.
+func checkDeferredWrites(t *testing.T, s store.Store, b *bundle, th *store.Thread, run string,
+	save func(*store.SaveCheckpointParams, bool) (*store.Checkpoint, error)) (first, last *store.Checkpoint) {
+	first = Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, th.ID, 1)}))(t)
 	parent := first
 	for i, follow := range []bool{true, false} {
 		step := 2 + 2*i
@@ -230,6 +241,15 @@ func testCheckpointDeferred(t *testing.T, s store.Store, b *bundle) {
 		}
 		parent = alone
 	}
+	return first, parent
+}
+
+// checkDeferredRefused: a deferred checkpoint refused — a stale fence by
+// parent and by step (run's newest is parent), a missing thread, another
+// owner's (others) — fails the transaction with the write's own error, and
+// nothing of it stays.
+func checkDeferredRefused(t *testing.T, s store.Store, b *bundle, th, others *store.Thread, run string, first, parent *store.Checkpoint,
+	save func(*store.SaveCheckpointParams, bool) (*store.Checkpoint, error)) {
 	msgs := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t))
 	unchanged := func(what string) {
 		t.Helper()
@@ -262,9 +282,6 @@ func testCheckpointDeferred(t *testing.T, s store.Store, b *bundle) {
 				t.Errorf("%s: the checkpoint: %v, want ErrNotFound", what, err)
 			}
 		}
-	}
-	if n := len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.other, ThreadID: others.ID}))(t)); n != 0 {
-		t.Errorf("the other owner's thread has %d messages, want 0", n)
 	}
 }
 

@@ -23,6 +23,16 @@ func newInterrupt(b *bundle, th *store.Thread, kind, id string) *store.CreateInt
 
 func testInterrupts(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
+	h1 := checkInterruptsCreated(t, s, b, th)
+	checkInterruptDecided(t, s, b, th, h1)
+	checkInterruptsMissing(t, s, b, th)
+}
+
+// checkInterruptsCreated: a run interrupt and a thread handoff created on
+// th read back and list as created; a second pending handoff on th and a
+// taken id conflict, another owner's same ids do not. It returns the
+// handoff.
+func checkInterruptsCreated(t *testing.T, s store.Store, b *bundle, th *store.Thread) *store.Interrupt {
 	run := Must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptRun, "run-i3")))(t)
 	if run.Kind != store.InterruptRun || run.Status != store.InterruptPending || run.RunID != "run-run-i3" || run.ThreadID != th.ID ||
 		run.Network != "net" || run.Agent != "billing" || run.OwnerID != b.owner || run.Decision != nil || run.Outcome != nil ||
@@ -56,7 +66,13 @@ func testInterrupts(t *testing.T, s store.Store, b *bundle) {
 	if len(handoffs) != 1 || handoffs[0].ID != h1.ID {
 		t.Fatalf("ListInterrupts(thread_handoff, pending) = %+v", handoffs)
 	}
+	return h1
+}
 
+// checkInterruptDecided: the handoff h1 on th decided once (a second
+// decision loses and learns the first), and decided or superseded, it no
+// longer blocks a new proposal.
+func checkInterruptDecided(t *testing.T, s store.Store, b *bundle, th *store.Thread, h1 *store.Interrupt) {
 	d := &store.DecideInterruptParams{OwnerID: b.owner, ID: h1.ID, Status: store.InterruptDecided,
 		Decision: json.RawMessage(`{"type":"approve"}`), Outcome: json.RawMessage(`{"child_thread_id":"c1"}`)}
 	dec := Must(s.DecideInterrupt(b.ctx, d))(t)
@@ -65,7 +81,7 @@ func testInterrupts(t *testing.T, s store.Store, b *bundle) {
 	}
 	checkTime(t, "DecidedAt", dec.DecidedAt)
 	// A second decision loses and learns the first.
-	_, err = s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: h1.ID, Status: store.InterruptDecided,
+	_, err := s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: h1.ID, Status: store.InterruptDecided,
 		Decision: json.RawMessage(`{"type":"reject"}`), Outcome: json.RawMessage(`{}`)})
 	np := wantAs[*store.NotPendingError](t, err)
 	wantErr(t, err, store.ErrConflict)
@@ -84,11 +100,16 @@ func testInterrupts(t *testing.T, s store.Store, b *bundle) {
 	if got := Must(s.ListInterrupts(b.ctx, &store.ListInterruptsParams{OwnerID: b.owner, ThreadID: "missing"}))(t); got == nil || len(got) != 0 {
 		t.Fatalf("ListInterrupts of a missing thread = %#v, want empty", got)
 	}
+}
 
+// checkInterruptsMissing: an interrupt of a thread that does not exist is
+// not found, a run interrupt without a thread is fine, a missing interrupt
+// cannot be decided.
+func checkInterruptsMissing(t *testing.T, s store.Store, b *bundle, th *store.Thread) {
 	// A thread that does not exist; a run interrupt without a thread.
 	missing := newInterrupt(b, th, store.InterruptRun, "x-i1")
 	missing.ThreadID = "missing"
-	_, err = s.CreateInterrupt(b.ctx, missing)
+	_, err := s.CreateInterrupt(b.ctx, missing)
 	wantErr(t, err, store.ErrNotFound)
 	missing.ThreadID = ""
 	if got := Must(s.CreateInterrupt(b.ctx, missing))(t); got.ThreadID != "" {

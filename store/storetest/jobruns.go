@@ -73,6 +73,14 @@ func testJobRunConcurrentCreate(t *testing.T, s store.Store, b *bundle) {
 }
 
 func testJobRunTransitions(t *testing.T, s store.Store, b *bundle) {
+	checkJobRunAttempts(t, s, b)
+	checkJobRunCanceledAndRefused(t, s, b)
+}
+
+// checkJobRunAttempts: a job run moves through processing, error, a retry
+// and a re-pick to completed, its attempt counted and fenced, its metadata
+// merged at each move.
+func checkJobRunAttempts(t *testing.T, s store.Store, b *bundle) {
 	j := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
 	move := func(to store.JobStatus, errText string, attempt int) (*store.JobRun, error) {
 		return s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: to, Error: errText, ExpectedAttempt: attempt,
@@ -110,6 +118,12 @@ func testJobRunTransitions(t *testing.T, s store.Store, b *bundle) {
 			t.Fatalf("metadata = %s", done.Metadata)
 		}
 	}
+	checkJobRunFinal(t, s, b, done, move)
+}
+
+// checkJobRunFinal: done, a completed job run, refuses every move (move
+// makes one) with a TransitionError from completed, and keeps what it was.
+func checkJobRunFinal(t *testing.T, s store.Store, b *bundle, done *store.JobRun, move func(store.JobStatus, string, int) (*store.JobRun, error)) {
 	for _, to := range []store.JobStatus{store.JobProcessing, store.JobCompleted, store.JobQueued, store.JobError, store.JobCanceled} {
 		_, err := move(to, "", 0)
 		te := wantAs[*store.TransitionError](t, err)
@@ -118,17 +132,23 @@ func testJobRunTransitions(t *testing.T, s store.Store, b *bundle) {
 			t.Fatalf("TransitionError = %+v", te)
 		}
 	}
-	got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t)
+	got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: done.ID}))(t)
 	if !reflect.DeepEqual(got, done) {
 		t.Fatalf("refused transitions wrote: %+v", got)
 	}
+}
+
+// checkJobRunCanceledAndRefused: a queued job run is canceled with its
+// error; another cannot complete unclaimed, move to an unknown status or be
+// moved by another owner.
+func checkJobRunCanceledAndRefused(t *testing.T, s store.Store, b *bundle) {
 	q := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
 	c := Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: q.ID, To: store.JobCanceled, Error: "user canceled"}))(t)
 	if c.Status != store.JobCanceled || c.Error != "user canceled" {
 		t.Fatalf("canceled = %+v", c)
 	}
 	q2 := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k"}))(t).Run
-	_, err = s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: q2.ID, To: store.JobCompleted})
+	_, err := s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: q2.ID, To: store.JobCompleted})
 	wantAs[*store.TransitionError](t, err)
 	_, err = s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: q2.ID, To: "running"})
 	wantErr(t, err, store.ErrInvalid)
