@@ -2,22 +2,16 @@ package openaimodel
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/openai/openai-go/v3/packages/param"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
-	"github.com/batonhq/baton/model/internal/httperr"
 	"github.com/batonhq/baton/model/internal/outputschema"
-	"github.com/batonhq/baton/model/internal/toolargs"
 )
 
 // isReasoningModel guesses from its name whether a model reasons (and so
@@ -118,466 +112,115 @@ func (m *Model) responsesParams(req *model.Request) (responses.ResponseNewParams
 
 // responsesItems maps one history message to input items.
 func (m *Model) responsesItems(msg *message.Message) ([]responses.ResponseInputItemUnionParam, error) {
-	var out []responses.ResponseInputItemUnionParam
 	switch msg.Role {
 	case message.RoleSystem:
 		text, err := textOnly(msg)
 		if err != nil {
 			return nil, err
 		}
-		return append(out, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleSystem)), nil
+		return []responses.ResponseInputItemUnionParam{responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleSystem)}, nil
 	case message.RoleUser:
-		var content responses.ResponseInputMessageContentListParam
-		images := false
-		for j := range msg.Parts {
-			pt := &msg.Parts[j]
-			switch pt.Type {
-			case message.PartText:
-				content = append(content, responses.ResponseInputContentUnionParam{OfInputText: &responses.ResponseInputTextParam{Text: pt.Text}})
-			case message.PartImage:
-				u, err := imageURL(pt)
-				if err != nil {
-					return nil, err
-				}
-				images = true
-				content = append(content, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
-					ImageURL: param.NewOpt(u), Detail: responses.ResponseInputImageDetailAuto,
-				}})
-			case message.PartReasoning:
-			default:
-				return nil, fmt.Errorf("%w: %s part in a user message", ErrUnsupported, pt.Type)
-			}
-		}
-		if !images {
-			return append(out, responses.ResponseInputItemParamOfMessage(msg.Text(), responses.EasyInputMessageRoleUser)), nil
-		}
-		return append(out, responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)), nil
+		return userItems(msg)
 	case message.RoleAssistant:
-		var text strings.Builder
-		flush := func() {
-			if text.Len() > 0 {
-				out = append(out, responses.ResponseInputItemParamOfMessage(text.String(), responses.EasyInputMessageRoleAssistant))
-				text.Reset()
-			}
-		}
-		for j := range msg.Parts {
-			pt := &msg.Parts[j]
-			switch pt.Type {
-			case message.PartText:
-				text.WriteString(pt.Text)
-			case message.PartReasoning:
-				// Only OpenAI's own reasoning items go back, and only when
-				// they can be resolved: by encrypted content, or by id from
-				// a stored response.
-				if pt.Provider != ProviderOpenAI || pt.ID == "" || (pt.Signature == "" && !m.cfg.Store) {
-					continue
-				}
-				flush()
-				r := &responses.ResponseReasoningItemParam{ID: pt.ID, Summary: []responses.ResponseReasoningItemSummaryParam{}}
-				if pt.Text != "" {
-					r.Summary = append(r.Summary, responses.ResponseReasoningItemSummaryParam{Text: pt.Text})
-				}
-				if pt.Signature != "" {
-					r.EncryptedContent = param.NewOpt(pt.Signature)
-				}
-				out = append(out, responses.ResponseInputItemUnionParam{OfReasoning: r})
-			case message.PartToolCall:
-				flush()
-				args := string(pt.Arguments)
-				if strings.TrimSpace(args) == "" {
-					args = "{}"
-				}
-				fc := &responses.ResponseFunctionToolCallParam{Arguments: args, CallID: pt.CallID, Name: pt.Name}
-				if strings.HasPrefix(pt.ID, "fc") {
-					fc.ID = param.NewOpt(pt.ID)
-				}
-				out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCall: fc})
-			default:
-				return nil, fmt.Errorf("%w: %s part in an assistant message", ErrUnsupported, pt.Type)
-			}
-		}
-		flush()
-		return out, nil
+		return m.assistantItems(msg)
 	case message.RoleTool:
-		for j := range msg.Parts {
-			pt := &msg.Parts[j]
-			if pt.Type != message.PartToolResult {
-				return nil, fmt.Errorf("%w: %s part in a tool message", ErrUnsupported, pt.Type)
-			}
-			out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
-				CallID: param.NewOpt(pt.CallID),
-				Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: param.NewOpt(pt.Text)},
-			}})
-		}
-		return out, nil
+		return toolItems(msg)
 	}
 	return nil, fmt.Errorf("%w: role %q", ErrUnsupported, msg.Role)
 }
 
-// streamResponses runs one Responses API call.
-func (m *Model) streamResponses(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
-	res := rawStream(ctx, m, req, m.responsesParams, m.responses.New, yield)
-	if res == nil {
-		return
-	}
-	defer res.Body.Close()
-	acc := &respAcc{m: m, req: req, requestID: httperr.RequestID(res.Header), byID: map[string]*respItem{}, byIndex: map[int64]*respItem{}}
-	body := m.eventStream(ctx, res, acc.requestID, func(b []byte) { m.responseJSON(b, acc, yield) }, yield)
-	if body == nil {
-		return
-	}
-	dec := ssestream.NewDecoder(res)
-	for !acc.terminal && dec.Next() {
-		data := bytes.TrimSpace(dec.Event().Data)
-		if len(data) == 0 {
-			continue
-		}
-		if bytes.Equal(data, []byte("[DONE]")) {
-			break
-		}
-		var e responses.ResponseStreamEventUnion
-		if err := json.Unmarshal(data, &e); err != nil {
-			yield(model.Chunk{}, httperr.InvalidEvent(m.provider, acc.requestID, "malformed stream event", data, err, m.cfg.APIKey))
-			return
-		}
-		if e.Type == "" && isErrorEvent(data) {
-			yield(model.Chunk{}, httperr.StreamEvent(m.provider, acc.requestID, data, m.cfg.APIKey))
-			return
-		}
-		if !acc.add(&e, data, yield) {
-			return
+// userItems maps a user message: its text, or its text and images.
+func userItems(msg *message.Message) ([]responses.ResponseInputItemUnionParam, error) {
+	var content responses.ResponseInputMessageContentListParam
+	images := false
+	for j := range msg.Parts {
+		pt := &msg.Parts[j]
+		switch pt.Type {
+		case message.PartText:
+			content = append(content, responses.ResponseInputContentUnionParam{OfInputText: &responses.ResponseInputTextParam{Text: pt.Text}})
+		case message.PartImage:
+			u, err := imageURL(pt)
+			if err != nil {
+				return nil, err
+			}
+			images = true
+			content = append(content, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
+				ImageURL: param.NewOpt(u), Detail: responses.ResponseInputImageDetailAuto,
+			}})
+		case message.PartReasoning:
+		default:
+			return nil, fmt.Errorf("%w: %s part in a user message", ErrUnsupported, pt.Type)
 		}
 	}
-	if !acc.terminal {
-		err := m.unfinished(ctx, acc.requestID, dec, body)
-		if err == nil {
-			err = httperr.Incomplete(m.provider, acc.requestID, "response.completed")
-		}
-		yield(model.Chunk{}, err)
-		return
+	if !images {
+		return []responses.ResponseInputItemUnionParam{responses.ResponseInputItemParamOfMessage(msg.Text(), responses.EasyInputMessageRoleUser)}, nil
 	}
-	acc.finish(yield)
+	return []responses.ResponseInputItemUnionParam{responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)}, nil
 }
 
-// responseJSON accepts a whole Response object b from a server that ignored
-// "stream": true: it is folded in as the terminal event of its status would
-// be. An error object ({"error": {...}}, or a failed response with its
-// error) does not come here: eventStream yields it as the provider's error.
-func (m *Model) responseJSON(b []byte, acc *respAcc, yield func(model.Chunk, error) bool) {
-	var r struct {
-		Object string          `json:"object"`
-		Status string          `json:"status"`
-		Output json.RawMessage `json:"output"`
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		yield(model.Chunk{}, m.malformed(acc.requestID, "malformed response", b, err))
-		return
-	}
-	status := r.Status
-	if status == "" && r.Object != "" && r.Object != "response" {
-		yield(model.Chunk{}, m.malformed(acc.requestID, "the JSON body is not a response (object "+strconv.Quote(r.Object)+")", b, nil))
-		return
-	}
-	if status == "" && len(r.Output) > 0 {
-		status = "completed" // a compatible server that leaves the status out
-	}
-	switch status {
-	case "completed", "incomplete", "failed":
-	case "":
-		yield(model.Chunk{}, m.malformed(acc.requestID, "the JSON body is not a response (no status, no output)", b, nil))
-		return
-	default:
-		yield(model.Chunk{}, m.malformed(acc.requestID, "the response is "+strconv.Quote(status)+", not completed", b, nil))
-		return
-	}
-	data := make([]byte, 0, len(b)+48)
-	data = append(append(append(data, `{"type":"response.`+status+`","response":`...), b...), '}')
-	var e responses.ResponseStreamEventUnion
-	if err := json.Unmarshal(data, &e); err != nil {
-		yield(model.Chunk{}, m.malformed(acc.requestID, "malformed response", b, err))
-		return
-	}
-	if !acc.add(&e, data, yield) {
-		return
-	}
-	acc.finish(yield)
-}
-
-// respAcc folds Responses stream events into one assistant message.
-type respAcc struct {
-	m         *Model
-	req       *model.Request
-	requestID string
-	model     string
-	items     []*respItem
-	byID      map[string]*respItem
-	byIndex   map[int64]*respItem
-	terminal  bool
-	reason    string // incomplete_details.reason of an incomplete response
-	usage     message.Usage
-	callIDs   toolargs.IDs // ids given out, to keep them unique
-}
-
-type respItem struct {
-	kind      string // "message", "function_call", "reasoning", or another item type (ignored)
-	id        string
-	text      strings.Builder
-	refusal   strings.Builder
-	callID    string
-	name      string
-	args      strings.Builder
-	encrypted string
-	summary   int64 // index of the summary part being streamed
-	done      bool  // output_item.done seen (calls: emitted)
-	call      *message.ToolCall
-}
-
-func (a *respAcc) item(id string, index int64, kind string) *respItem {
-	if it := a.byID[id]; id != "" && it != nil {
-		return it
-	}
-	if it := a.byIndex[index]; it != nil && (id == "" || it.id == "" || it.id == id) {
-		return it
-	}
-	it := &respItem{kind: kind, id: id}
-	a.items = append(a.items, it)
-	if id != "" {
-		a.byID[id] = it
-	}
-	a.byIndex[index] = it
-	return it
-}
-
-func (a *respAcc) setUsage(r *responses.Response) {
-	if r.Model != "" {
-		a.model = string(r.Model)
-	}
-	if !r.JSON.Usage.Valid() {
-		return
-	}
-	u := &r.Usage
-	a.usage = message.Usage{
-		InputTokens:     u.InputTokens,
-		OutputTokens:    u.OutputTokens,
-		CachedTokens:    u.InputTokensDetails.CachedTokens,
-		ReasoningTokens: u.OutputTokensDetails.ReasoningTokens,
-	}
-}
-
-// add folds one event in and yields its deltas; false means stop.
-func (a *respAcc) add(e *responses.ResponseStreamEventUnion, data []byte, yield func(model.Chunk, error) bool) bool {
-	m := a.m
-	switch e.Type {
-	case "response.created", "response.in_progress", "response.queued":
-		if e.Response.Model != "" {
-			a.model = string(e.Response.Model)
+// assistantItems maps an assistant message: its text between its items,
+// OpenAI's own reasoning items that can be resolved, its function calls.
+func (m *Model) assistantItems(msg *message.Message) ([]responses.ResponseInputItemUnionParam, error) {
+	var out []responses.ResponseInputItemUnionParam
+	var text strings.Builder
+	flush := func() {
+		if text.Len() > 0 {
+			out = append(out, responses.ResponseInputItemParamOfMessage(text.String(), responses.EasyInputMessageRoleAssistant))
+			text.Reset()
 		}
-	case "response.output_item.added":
-		it := a.item(e.Item.ID, e.OutputIndex, e.Item.Type)
-		if it.kind == "function_call" {
-			it.callID, it.name = e.Item.CallID, e.Item.Name
-			it.args.WriteString(e.Item.Arguments.OfString)
-		}
-	case "response.output_text.delta":
-		it := a.item(e.ItemID, e.OutputIndex, "message")
-		if it.kind != "message" || e.Delta == "" {
-			return true
-		}
-		it.text.WriteString(e.Delta)
-		return yield(model.Chunk{Type: model.ChunkText, Text: e.Delta}, nil)
-	case "response.refusal.delta":
-		it := a.item(e.ItemID, e.OutputIndex, "message")
-		it.refusal.WriteString(e.Delta)
-	case "response.function_call_arguments.delta":
-		it := a.item(e.ItemID, e.OutputIndex, "function_call")
-		it.args.WriteString(e.Delta)
-	case "response.function_call_arguments.done":
-		it := a.item(e.ItemID, e.OutputIndex, "function_call")
-		if e.JSON.Arguments.Valid() {
-			it.args.Reset()
-			it.args.WriteString(e.Arguments)
-		}
-	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
-		it := a.item(e.ItemID, e.OutputIndex, "reasoning")
-		if it.kind != "reasoning" || e.Delta == "" {
-			return true
-		}
-		d := e.Delta
-		if e.Type == "response.reasoning_summary_text.delta" && e.SummaryIndex != it.summary && it.text.Len() > 0 {
-			d = "\n\n" + d
-		}
-		it.summary = e.SummaryIndex
-		it.text.WriteString(d)
-		return yield(model.Chunk{Type: model.ChunkReasoning, Text: d}, nil)
-	case "response.output_item.done":
-		return a.itemDone(&e.Item, e.OutputIndex, yield)
-	case "response.completed", "response.incomplete":
-		a.terminal = true
-		a.setUsage(&e.Response)
-		a.reason = e.Response.IncompleteDetails.Reason
-		if e.Type == "response.incomplete" && a.reason == "" {
-			a.reason = "incomplete"
-		}
-		// Items the stream did not announce one by one (some servers).
-		for i := range e.Response.Output {
-			o := &e.Response.Output[i]
-			if it := a.byID[o.ID]; o.ID != "" && it != nil && it.done {
+	}
+	for j := range msg.Parts {
+		pt := &msg.Parts[j]
+		switch pt.Type {
+		case message.PartText:
+			text.WriteString(pt.Text)
+		case message.PartReasoning:
+			// Only OpenAI's own reasoning items go back, and only when
+			// they can be resolved: by encrypted content, or by id from
+			// a stored response.
+			if pt.Provider != ProviderOpenAI || pt.ID == "" || (pt.Signature == "" && !m.cfg.Store) {
 				continue
 			}
-			if !a.itemDone(o, int64(i), yield) {
-				return false
+			flush()
+			r := &responses.ResponseReasoningItemParam{ID: pt.ID, Summary: []responses.ResponseReasoningItemSummaryParam{}}
+			if pt.Text != "" {
+				r.Summary = append(r.Summary, responses.ResponseReasoningItemSummaryParam{Text: pt.Text})
 			}
+			if pt.Signature != "" {
+				r.EncryptedContent = param.NewOpt(pt.Signature)
+			}
+			out = append(out, responses.ResponseInputItemUnionParam{OfReasoning: r})
+		case message.PartToolCall:
+			flush()
+			args := string(pt.Arguments)
+			if strings.TrimSpace(args) == "" {
+				args = "{}"
+			}
+			fc := &responses.ResponseFunctionToolCallParam{Arguments: args, CallID: pt.CallID, Name: pt.Name}
+			if strings.HasPrefix(pt.ID, "fc") {
+				fc.ID = param.NewOpt(pt.ID)
+			}
+			out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCall: fc})
+		default:
+			return nil, fmt.Errorf("%w: %s part in an assistant message", ErrUnsupported, pt.Type)
 		}
-	case "response.failed":
-		a.terminal = true
-		body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": string(e.Response.Error.Code), "message": e.Response.Error.Message}})
-		yield(model.Chunk{}, httperr.StreamEvent(m.provider, a.requestID, body, m.cfg.APIKey))
-		return false
-	case "error":
-		yield(model.Chunk{}, httperr.StreamEvent(m.provider, a.requestID, data, m.cfg.APIKey))
-		return false
 	}
-	return true
+	flush()
+	return out, nil
 }
 
-// itemDone takes an item's final form: a call is checked and emitted, text
-// that came without deltas is yielded, reasoning gets its encrypted content.
-func (a *respAcc) itemDone(o *responses.ResponseOutputItemUnion, index int64, yield func(model.Chunk, error) bool) bool {
-	it := a.item(o.ID, index, o.Type)
-	if it.done {
-		return true
+// toolItems maps a tool message: one function call output per result.
+func toolItems(msg *message.Message) ([]responses.ResponseInputItemUnionParam, error) {
+	var out []responses.ResponseInputItemUnionParam
+	for j := range msg.Parts {
+		pt := &msg.Parts[j]
+		if pt.Type != message.PartToolResult {
+			return nil, fmt.Errorf("%w: %s part in a tool message", ErrUnsupported, pt.Type)
+		}
+		out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCallOutput: &responses.ResponseInputItemFunctionCallOutputParam{
+			CallID: param.NewOpt(pt.CallID),
+			Output: responses.ResponseInputItemFunctionCallOutputOutputUnionParam{OfString: param.NewOpt(pt.Text)},
+		}})
 	}
-	it.done = true
-	switch it.kind {
-	case "function_call":
-		if o.CallID != "" {
-			it.callID = o.CallID
-		}
-		if o.Name != "" {
-			it.name = o.Name
-		}
-		if o.Arguments.JSON.OfString.Valid() {
-			it.args.Reset()
-			it.args.WriteString(o.Arguments.OfString)
-		}
-		c, err := a.checkCall(it)
-		if err != nil {
-			yield(model.Chunk{}, err)
-			return false
-		}
-		it.call = c
-		return yield(model.Chunk{Type: model.ChunkToolCall, ToolCall: c}, nil)
-	case "reasoning":
-		it.encrypted = o.EncryptedContent
-		if it.text.Len() == 0 {
-			for i, s := range o.Summary {
-				if i > 0 {
-					it.text.WriteString("\n\n")
-				}
-				it.text.WriteString(s.Text)
-			}
-		}
-	case "message":
-		if it.text.Len() > 0 || it.refusal.Len() > 0 {
-			return true
-		}
-		for _, c := range o.Content {
-			switch c.Type {
-			case "output_text":
-				if c.Text == "" {
-					continue
-				}
-				it.text.WriteString(c.Text)
-				if !yield(model.Chunk{Type: model.ChunkText, Text: c.Text}, nil) {
-					return false
-				}
-			case "refusal":
-				it.refusal.WriteString(c.Refusal)
-			}
-		}
-	}
-	return true
-}
-
-func (a *respAcc) checkCall(it *respItem) (*message.ToolCall, error) {
-	if it.name == "" {
-		return nil, httperr.Invalid(a.m.provider, a.requestID, "function call without a name", nil)
-	}
-	args, err := toolargs.Normalize(it.args.String())
-	if err != nil {
-		return nil, a.m.invalidArgs(a.requestID, it.name, normFinish(a.reason, true), err)
-	}
-	return &message.ToolCall{ID: a.callIDs.Unique(it.callID), Name: it.name, Arguments: args}, nil
-}
-
-func (a *respAcc) finish(yield func(model.Chunk, error) bool) {
-	m := a.m
-	msg := &message.Message{Role: message.RoleAssistant}
-	var text, refusal strings.Builder
-	calls := 0
-	for _, it := range a.items {
-		switch it.kind {
-		case "reasoning":
-			if it.id == "" && it.encrypted == "" && it.text.Len() == 0 {
-				continue
-			}
-			msg.Parts = append(msg.Parts, message.Part{Type: message.PartReasoning, Provider: ProviderOpenAI, ID: it.id, Signature: it.encrypted, Text: it.text.String()})
-		case "message":
-			refusal.WriteString(it.refusal.String())
-			if it.text.Len() == 0 {
-				continue
-			}
-			text.WriteString(it.text.String())
-			msg.Parts = append(msg.Parts, message.Part{Type: message.PartText, Text: it.text.String()})
-		case "function_call":
-			if it.call == nil {
-				c, err := a.checkCall(it)
-				if err != nil {
-					yield(model.Chunk{}, err)
-					return
-				}
-				it.call = c
-				if !yield(model.Chunk{Type: model.ChunkToolCall, ToolCall: c}, nil) {
-					return
-				}
-			}
-			calls++
-			msg.Parts = append(msg.Parts, message.Part{Type: message.PartToolCall, ID: it.id, CallID: it.call.ID, Name: it.call.Name, Arguments: it.call.Arguments})
-		}
-	}
-	finish := model.FinishStop
-	switch {
-	case calls > 0:
-		finish = model.FinishToolCalls
-	case a.reason == "max_output_tokens":
-		finish = model.FinishLength
-	case a.reason != "":
-		finish = normFinish(a.reason, false)
-	case refusal.Len() > 0:
-		finish = model.FinishRefusal
-	}
-	if refusal.Len() > 0 {
-		if a.req.Output != nil && calls == 0 {
-			yield(model.Chunk{}, &model.Error{Provider: m.provider, Code: CodeRefusal, Message: "model refused: " + refusal.String(), RequestID: a.requestID})
-			return
-		}
-		if !yield(model.Chunk{Type: model.ChunkText, Text: refusal.String()}, nil) {
-			return
-		}
-		text.WriteString(refusal.String())
-		msg.Parts = append(msg.Parts, message.Part{Type: message.PartText, Text: refusal.String()})
-	}
-	if a.req.Output != nil && calls == 0 {
-		if finish == "length" {
-			yield(model.Chunk{}, m.outputError(a.requestID, fmt.Errorf("%w: output cut at the token limit", outputschema.ErrMismatch)))
-			return
-		}
-		if err := outputschema.Validate(a.req.Output.Schema, []byte(text.String())); err != nil {
-			yield(model.Chunk{}, m.outputError(a.requestID, err))
-			return
-		}
-	}
-	u := a.usage
-	msg.Usage = &u
-	yield(model.Chunk{Type: model.ChunkDone, Message: msg, Usage: u, FinishReason: finish, Refusal: refusal.String(), RequestID: a.requestID, Model: a.model}, nil)
+	return out, nil
 }

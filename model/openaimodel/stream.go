@@ -1,0 +1,91 @@
+package openaimodel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/model/internal/httperr"
+)
+
+// rawStream maps req to the parameters of one API call with build, sends
+// them as a streaming request through the SDK method call, and returns the
+// raw response, whose body the caller closes. On failure it yields the
+// error (a call failure classified by callError) and returns nil.
+func rawStream[P, R any](ctx context.Context, m *Model, req *model.Request, build func(*model.Request) (P, error),
+	call func(context.Context, P, ...option.RequestOption) (R, error), yield func(model.Chunk, error) bool) *http.Response {
+	params, err := build(req)
+	if err != nil {
+		yield(model.Chunk{}, fmt.Errorf("%s: %w", m.provider, err))
+		return nil
+	}
+	var capture httperr.Capture
+	var res *http.Response
+	_, err = call(ctx, params, option.WithJSONSet("stream", true), option.WithMiddleware(capture.Middleware), option.WithResponseBodyInto(&res))
+	if err == nil && res == nil {
+		err = errors.New("no response")
+	}
+	if err != nil {
+		if res != nil && res.Body != nil {
+			_ = res.Body.Close()
+		}
+		yield(model.Chunk{}, m.callError(ctx, &capture, err))
+		return nil
+	}
+	return res
+}
+
+// eventStream opens a successful response's body and returns it when it is
+// an event stream; a whole JSON body goes to whole (see
+// [httperr.EventStream]), unless it is an error object, which is the
+// provider's error.
+func (m *Model) eventStream(ctx context.Context, res *http.Response, requestID string, whole func([]byte), yield func(model.Chunk, error) bool) *httperr.Content {
+	return httperr.EventStream(ctx, res, m.provider, requestID, func(b []byte) {
+		if isErrorEvent(b) {
+			yield(model.Chunk{}, httperr.StreamEvent(m.provider, requestID, b, m.cfg.APIKey))
+			return
+		}
+		whole(b)
+	}, yield, m.cfg.APIKey)
+}
+
+// unfinished is the error of an event stream that ended before its terminal
+// event: a broken connection, the end of ctx, or a body that holds no event
+// at all; nil when the stream just stopped.
+func (m *Model) unfinished(ctx context.Context, requestID string, dec ssestream.Decoder, body *httperr.Content) error {
+	if err := dec.Err(); err != nil || ctx.Err() != nil {
+		return m.streamError(ctx, requestID, err)
+	}
+	return body.Eventless(m.provider, requestID, m.cfg.APIKey)
+}
+
+// malformed is the permanent error of a body the adapter cannot use, with a
+// snippet of it.
+func (m *Model) malformed(requestID, what string, body []byte, err error) *model.Error {
+	return httperr.Malformed(m.provider, requestID, what, body, err, m.cfg.APIKey)
+}
+
+// isErrorEvent reports whether a stream event is an error object rather than
+// a chunk: {"error":...} (OpenAI and most servers) or {"object":"error",...}
+// (vLLM).
+func isErrorEvent(data []byte) bool {
+	if !bytes.Contains(data, []byte(`"error"`)) {
+		return false
+	}
+	var probe struct {
+		Error  json.RawMessage `json:"error"`
+		Object string          `json:"object"`
+	}
+	if json.Unmarshal(data, &probe) != nil {
+		return false
+	}
+	e := bytes.TrimSpace(probe.Error)
+	return (len(e) > 0 && !bytes.Equal(e, []byte("null"))) || probe.Object == "error"
+}
