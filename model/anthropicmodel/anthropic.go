@@ -190,62 +190,18 @@ func outputToolName(o *model.OutputSchema) string {
 func (m *Model) params(req *model.Request) (p anthropic.MessageNewParams, outTool string, err error) {
 	p.Model = anthropic.Model(m.cfg.Model)
 	s := req.Settings
-	maxTokens := int64(m.cfg.MaxTokens)
-	if s.MaxTokens > 0 {
-		maxTokens = int64(s.MaxTokens)
-	}
-	budget, err := thinkingBudget(s.ReasoningEffort)
+	maxTokens, budget, err := m.tokens(s)
 	if err != nil {
 		return p, "", err
-	}
-	if budget > 0 {
-		if s.MaxTokens == 0 {
-			maxTokens = max(maxTokens, budget+int64(m.cfg.MaxTokens))
-		}
-		budget = min(budget, maxTokens-1)
-		if budget < 1024 {
-			budget = 0
-		}
 	}
 	p.MaxTokens = maxTokens
 	p.StopSequences = s.Stop
 	if budget > 0 {
 		p.Thinking = anthropic.ThinkingConfigParamUnion{OfEnabled: &anthropic.ThinkingConfigEnabledParam{BudgetTokens: budget}}
 	}
-
-	if req.System != "" {
-		p.System = append(p.System, anthropic.TextBlockParam{Text: req.System})
+	if err := m.conversation(req, &p); err != nil {
+		return p, "", err
 	}
-	var msgs []anthropic.MessageParam
-	for i := range req.Messages {
-		msg := &req.Messages[i]
-		if msg.Role == message.RoleSystem {
-			for j := range msg.Parts {
-				pt := &msg.Parts[j]
-				if pt.Type != message.PartText {
-					return p, "", fmt.Errorf("message %d: %w: %s part in a system message", i, ErrUnsupported, pt.Type)
-				}
-				if pt.Text != "" {
-					p.System = append(p.System, anthropic.TextBlockParam{Text: pt.Text})
-				}
-			}
-			continue
-		}
-		role, blocks, err := m.blocks(msg)
-		if err != nil {
-			return p, "", fmt.Errorf("message %d: %w", i, err)
-		}
-		if len(blocks) == 0 {
-			continue
-		}
-		if n := len(msgs); n > 0 && msgs[n-1].Role == role {
-			msgs[n-1].Content = append(msgs[n-1].Content, blocks...)
-			continue
-		}
-		msgs = append(msgs, anthropic.MessageParam{Role: role, Content: blocks})
-	}
-	p.Messages = msgs
-
 	for _, t := range req.Tools {
 		tp, err := toolParam(t.Name, t.Description, t.Parameters)
 		if err != nil {
@@ -253,59 +209,16 @@ func (m *Model) params(req *model.Request) (p anthropic.MessageNewParams, outToo
 		}
 		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
 	}
-	var choice anthropic.ToolChoiceUnionParam
-	disableParallel := s.ParallelToolCalls != nil && !*s.ParallelToolCalls
-	if len(req.Tools) > 0 {
-		switch s.ToolChoice {
-		case "":
-			if disableParallel {
-				choice.OfAuto = &anthropic.ToolChoiceAutoParam{}
-			}
-		case "auto":
-			choice.OfAuto = &anthropic.ToolChoiceAutoParam{}
-		case "none":
-			choice.OfNone = &anthropic.ToolChoiceNoneParam{}
-		case "required":
-			choice.OfAny = &anthropic.ToolChoiceAnyParam{}
-		default:
-			if !slices.ContainsFunc(req.Tools, func(t model.Tool) bool { return t.Name == s.ToolChoice }) {
-				return p, "", fmt.Errorf("%w: tool_choice %q names no tool of the request", ErrUnsupported, s.ToolChoice)
-			}
-			choice.OfTool = &anthropic.ToolChoiceToolParam{Name: s.ToolChoice}
-		}
-		if budget > 0 && (choice.OfAny != nil || choice.OfTool != nil) {
-			return p, "", fmt.Errorf("%w: tool_choice %q cannot force a tool while thinking (reasoning_effort %q)", ErrUnsupported, s.ToolChoice, s.ReasoningEffort)
-		}
+	choice, err := toolChoice(req, budget)
+	if err != nil {
+		return p, "", err
 	}
-
 	if o := req.Output; o != nil {
-		sch, err := outputschema.Object(o.Schema)
-		if err != nil || len(strings.TrimSpace(string(o.Schema))) == 0 {
-			return p, "", fmt.Errorf("%w: output schema is not a JSON object", ErrUnsupported)
-		}
-		if m.cfg.StructuredOutput == OutputTool {
-			outTool = outputToolName(o)
-			if slices.ContainsFunc(req.Tools, func(t model.Tool) bool { return t.Name == outTool }) {
-				return p, "", fmt.Errorf("%w: output tool name %q is taken by a tool", ErrUnsupported, outTool)
-			}
-			tp, err := toolParam(outTool, "Give the final answer by calling this tool with it as input.", o.Schema)
-			if err != nil {
-				return p, "", err
-			}
-			p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
-			// A forced tool is not allowed while thinking.
-			if budget == 0 && choice.OfNone == nil {
-				if len(req.Tools) == 0 {
-					choice = anthropic.ToolChoiceUnionParam{OfTool: &anthropic.ToolChoiceToolParam{Name: outTool}}
-				} else if choice.OfTool == nil {
-					choice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
-				}
-			}
-		} else {
-			p.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: sch}
+		if outTool, err = m.output(req, o, &p, &choice, budget); err != nil {
+			return p, "", err
 		}
 	}
-	if disableParallel {
+	if s.ParallelToolCalls != nil && !*s.ParallelToolCalls {
 		switch {
 		case choice.OfAuto != nil:
 			choice.OfAuto.DisableParallelToolUse = param.NewOpt(true)
@@ -327,6 +240,134 @@ func (m *Model) params(req *model.Request) (p anthropic.MessageNewParams, outToo
 		cacheBreakpoints(&p)
 	}
 	return p, outTool, nil
+}
+
+// tokens returns a call's max_tokens and its thinking budget (0: no
+// thinking): the budget of the reasoning effort, below max_tokens, which
+// grows by the budget unless the request sets it; a budget under the API's
+// minimum of 1024 means no thinking.
+func (m *Model) tokens(s model.Settings) (maxTokens, budget int64, err error) {
+	maxTokens = int64(m.cfg.MaxTokens)
+	if s.MaxTokens > 0 {
+		maxTokens = int64(s.MaxTokens)
+	}
+	budget, err = thinkingBudget(s.ReasoningEffort)
+	if err != nil {
+		return 0, 0, err
+	}
+	if budget > 0 {
+		if s.MaxTokens == 0 {
+			maxTokens = max(maxTokens, budget+int64(m.cfg.MaxTokens))
+		}
+		budget = min(budget, maxTokens-1)
+		if budget < 1024 {
+			budget = 0
+		}
+	}
+	return maxTokens, budget, nil
+}
+
+// conversation sets p's system prompt (the request's, then its system
+// messages' text) and its messages, consecutive ones of a role merged.
+func (m *Model) conversation(req *model.Request, p *anthropic.MessageNewParams) error {
+	if req.System != "" {
+		p.System = append(p.System, anthropic.TextBlockParam{Text: req.System})
+	}
+	var msgs []anthropic.MessageParam
+	for i := range req.Messages {
+		msg := &req.Messages[i]
+		if msg.Role == message.RoleSystem {
+			for j := range msg.Parts {
+				pt := &msg.Parts[j]
+				if pt.Type != message.PartText {
+					return fmt.Errorf("message %d: %w: %s part in a system message", i, ErrUnsupported, pt.Type)
+				}
+				if pt.Text != "" {
+					p.System = append(p.System, anthropic.TextBlockParam{Text: pt.Text})
+				}
+			}
+			continue
+		}
+		role, blocks, err := m.blocks(msg)
+		if err != nil {
+			return fmt.Errorf("message %d: %w", i, err)
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		if n := len(msgs); n > 0 && msgs[n-1].Role == role {
+			msgs[n-1].Content = append(msgs[n-1].Content, blocks...)
+			continue
+		}
+		msgs = append(msgs, anthropic.MessageParam{Role: role, Content: blocks})
+	}
+	p.Messages = msgs
+	return nil
+}
+
+// toolChoice maps the request's tool_choice (auto when parallel calls are
+// disabled, to carry that); a forced tool is refused while thinking
+// (budget > 0).
+func toolChoice(req *model.Request, budget int64) (anthropic.ToolChoiceUnionParam, error) {
+	var choice anthropic.ToolChoiceUnionParam
+	s := req.Settings
+	if len(req.Tools) == 0 {
+		return choice, nil
+	}
+	switch s.ToolChoice {
+	case "":
+		if s.ParallelToolCalls != nil && !*s.ParallelToolCalls {
+			choice.OfAuto = &anthropic.ToolChoiceAutoParam{}
+		}
+	case "auto":
+		choice.OfAuto = &anthropic.ToolChoiceAutoParam{}
+	case "none":
+		choice.OfNone = &anthropic.ToolChoiceNoneParam{}
+	case "required":
+		choice.OfAny = &anthropic.ToolChoiceAnyParam{}
+	default:
+		if !slices.ContainsFunc(req.Tools, func(t model.Tool) bool { return t.Name == s.ToolChoice }) {
+			return choice, fmt.Errorf("%w: tool_choice %q names no tool of the request", ErrUnsupported, s.ToolChoice)
+		}
+		choice.OfTool = &anthropic.ToolChoiceToolParam{Name: s.ToolChoice}
+	}
+	if budget > 0 && (choice.OfAny != nil || choice.OfTool != nil) {
+		return choice, fmt.Errorf("%w: tool_choice %q cannot force a tool while thinking (reasoning_effort %q)", ErrUnsupported, s.ToolChoice, s.ReasoningEffort)
+	}
+	return choice, nil
+}
+
+// output asks for the structured output o: a native JSON output format,
+// or (OutputTool mode) a tool the answer calls, forced through choice when
+// nothing else is and the model does not think. It returns that tool's
+// name.
+func (m *Model) output(req *model.Request, o *model.OutputSchema, p *anthropic.MessageNewParams, choice *anthropic.ToolChoiceUnionParam, budget int64) (outTool string, err error) {
+	sch, err := outputschema.Object(o.Schema)
+	if err != nil || len(strings.TrimSpace(string(o.Schema))) == 0 {
+		return "", fmt.Errorf("%w: output schema is not a JSON object", ErrUnsupported)
+	}
+	if m.cfg.StructuredOutput != OutputTool {
+		p.OutputConfig.Format = anthropic.JSONOutputFormatParam{Schema: sch}
+		return "", nil
+	}
+	outTool = outputToolName(o)
+	if slices.ContainsFunc(req.Tools, func(t model.Tool) bool { return t.Name == outTool }) {
+		return "", fmt.Errorf("%w: output tool name %q is taken by a tool", ErrUnsupported, outTool)
+	}
+	tp, err := toolParam(outTool, "Give the final answer by calling this tool with it as input.", o.Schema)
+	if err != nil {
+		return "", err
+	}
+	p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
+	// A forced tool is not allowed while thinking.
+	if budget == 0 && choice.OfNone == nil {
+		if len(req.Tools) == 0 {
+			*choice = anthropic.ToolChoiceUnionParam{OfTool: &anthropic.ToolChoiceToolParam{Name: outTool}}
+		} else if choice.OfTool == nil {
+			*choice = anthropic.ToolChoiceUnionParam{OfAny: &anthropic.ToolChoiceAnyParam{}}
+		}
+	}
+	return outTool, nil
 }
 
 // cacheBreakpoints marks the prefixes Anthropic may cache (cache_control,
@@ -394,74 +435,95 @@ func toolParam(name, desc string, schema json.RawMessage) (*anthropic.ToolParam,
 
 // blocks maps a user, assistant or tool message to content blocks.
 func (m *Model) blocks(msg *message.Message) (anthropic.MessageParamRole, []anthropic.ContentBlockParamUnion, error) {
-	var out []anthropic.ContentBlockParamUnion
 	switch msg.Role {
 	case message.RoleUser:
-		for j := range msg.Parts {
-			pt := &msg.Parts[j]
-			switch pt.Type {
-			case message.PartText:
-				if pt.Text != "" {
-					out = append(out, anthropic.NewTextBlock(pt.Text))
-				}
-			case message.PartImage:
-				b, err := imageBlock(pt)
-				if err != nil {
-					return "", nil, err
-				}
-				out = append(out, b)
-			case message.PartReasoning:
-			default:
-				return "", nil, fmt.Errorf("%w: %s part in a user message", ErrUnsupported, pt.Type)
-			}
-		}
-		return anthropic.MessageParamRoleUser, out, nil
+		out, err := userBlocks(msg)
+		return anthropic.MessageParamRoleUser, out, err
 	case message.RoleAssistant:
-		for j := range msg.Parts {
-			pt := &msg.Parts[j]
-			switch pt.Type {
-			case message.PartText:
-				if pt.Text != "" {
-					out = append(out, anthropic.NewTextBlock(pt.Text))
-				}
-			case message.PartReasoning:
-				if pt.Provider != Provider || pt.Signature == "" {
-					continue
-				}
-				if pt.ID == RedactedThinking {
-					out = append(out, anthropic.ContentBlockParamUnion{OfRedactedThinking: &anthropic.RedactedThinkingBlockParam{Data: pt.Signature}})
-				} else {
-					out = append(out, anthropic.ContentBlockParamUnion{OfThinking: &anthropic.ThinkingBlockParam{Thinking: pt.Text, Signature: pt.Signature}})
-				}
-			case message.PartToolCall:
-				args := json.RawMessage(pt.Arguments)
-				if len(strings.TrimSpace(string(args))) == 0 || !json.Valid(args) {
-					args = json.RawMessage("{}")
-				}
-				out = append(out, anthropic.ContentBlockParamUnion{OfToolUse: &anthropic.ToolUseBlockParam{ID: pt.CallID, Name: pt.Name, Input: args}})
-			default:
-				return "", nil, fmt.Errorf("%w: %s part in an assistant message", ErrUnsupported, pt.Type)
-			}
-		}
-		return anthropic.MessageParamRoleAssistant, out, nil
+		out, err := assistantBlocks(msg)
+		return anthropic.MessageParamRoleAssistant, out, err
 	case message.RoleTool:
-		for j := range msg.Parts {
-			pt := &msg.Parts[j]
-			if pt.Type != message.PartToolResult {
-				return "", nil, fmt.Errorf("%w: %s part in a tool message", ErrUnsupported, pt.Type)
-			}
-			r := &anthropic.ToolResultBlockParam{ToolUseID: pt.CallID}
-			if pt.Text != "" {
-				r.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: pt.Text}}}
-			}
-			if pt.IsError {
-				r.IsError = param.NewOpt(true)
-			}
-			out = append(out, anthropic.ContentBlockParamUnion{OfToolResult: r})
-		}
-		return anthropic.MessageParamRoleUser, out, nil
+		out, err := toolResultBlocks(msg)
+		return anthropic.MessageParamRoleUser, out, err
 	}
 	return "", nil, fmt.Errorf("%w: role %q", ErrUnsupported, msg.Role)
+}
+
+// userBlocks maps a user message: its text and images.
+func userBlocks(msg *message.Message) ([]anthropic.ContentBlockParamUnion, error) {
+	var out []anthropic.ContentBlockParamUnion
+	for j := range msg.Parts {
+		pt := &msg.Parts[j]
+		switch pt.Type {
+		case message.PartText:
+			if pt.Text != "" {
+				out = append(out, anthropic.NewTextBlock(pt.Text))
+			}
+		case message.PartImage:
+			b, err := imageBlock(pt)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b)
+		case message.PartReasoning:
+		default:
+			return nil, fmt.Errorf("%w: %s part in a user message", ErrUnsupported, pt.Type)
+		}
+	}
+	return out, nil
+}
+
+// assistantBlocks maps an assistant message: its text, Anthropic's own
+// signed thinking (redacted or not), its tool calls.
+func assistantBlocks(msg *message.Message) ([]anthropic.ContentBlockParamUnion, error) {
+	var out []anthropic.ContentBlockParamUnion
+	for j := range msg.Parts {
+		pt := &msg.Parts[j]
+		switch pt.Type {
+		case message.PartText:
+			if pt.Text != "" {
+				out = append(out, anthropic.NewTextBlock(pt.Text))
+			}
+		case message.PartReasoning:
+			if pt.Provider != Provider || pt.Signature == "" {
+				continue
+			}
+			if pt.ID == RedactedThinking {
+				out = append(out, anthropic.ContentBlockParamUnion{OfRedactedThinking: &anthropic.RedactedThinkingBlockParam{Data: pt.Signature}})
+			} else {
+				out = append(out, anthropic.ContentBlockParamUnion{OfThinking: &anthropic.ThinkingBlockParam{Thinking: pt.Text, Signature: pt.Signature}})
+			}
+		case message.PartToolCall:
+			args := json.RawMessage(pt.Arguments)
+			if len(strings.TrimSpace(string(args))) == 0 || !json.Valid(args) {
+				args = json.RawMessage("{}")
+			}
+			out = append(out, anthropic.ContentBlockParamUnion{OfToolUse: &anthropic.ToolUseBlockParam{ID: pt.CallID, Name: pt.Name, Input: args}})
+		default:
+			return nil, fmt.Errorf("%w: %s part in an assistant message", ErrUnsupported, pt.Type)
+		}
+	}
+	return out, nil
+}
+
+// toolResultBlocks maps a tool message: one tool_result block per result.
+func toolResultBlocks(msg *message.Message) ([]anthropic.ContentBlockParamUnion, error) {
+	var out []anthropic.ContentBlockParamUnion
+	for j := range msg.Parts {
+		pt := &msg.Parts[j]
+		if pt.Type != message.PartToolResult {
+			return nil, fmt.Errorf("%w: %s part in a tool message", ErrUnsupported, pt.Type)
+		}
+		r := &anthropic.ToolResultBlockParam{ToolUseID: pt.CallID}
+		if pt.Text != "" {
+			r.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: pt.Text}}}
+		}
+		if pt.IsError {
+			r.IsError = param.NewOpt(true)
+		}
+		out = append(out, anthropic.ContentBlockParamUnion{OfToolResult: r})
+	}
+	return out, nil
 }
 
 func imageBlock(p *message.Part) (anthropic.ContentBlockParamUnion, error) {

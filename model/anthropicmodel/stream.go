@@ -225,99 +225,118 @@ func (a *accumulator) add(ev *anthropic.MessageStreamEventUnion, yield func(mode
 		u := &msg.Usage
 		a.usage = usage{input: u.InputTokens, cacheRead: u.CacheReadInputTokens, cacheWrite: u.CacheCreationInputTokens, output: u.OutputTokens}
 	case "content_block_start":
-		if b := a.blocks[ev.Index]; b != nil {
-			return true // a repeated start changes nothing
-		}
-		cb := &ev.ContentBlock
-		b := &block{index: ev.Index, kind: cb.Type}
-		a.blocks[ev.Index] = b
-		a.order = append(a.order, ev.Index)
-		switch cb.Type {
-		case "text":
-			if cb.Text != "" {
-				b.text.WriteString(cb.Text)
-				return yield(model.Chunk{Type: model.ChunkText, Text: cb.Text}, nil)
-			}
-		case "thinking":
-			b.signature.WriteString(cb.Signature)
-			if cb.Thinking != "" {
-				b.text.WriteString(cb.Thinking)
-				return yield(model.Chunk{Type: model.ChunkReasoning, Text: cb.Thinking}, nil)
-			}
-		case "redacted_thinking":
-			b.signature.WriteString(cb.Data)
-		case "tool_use":
-			b.id, b.name = cb.ID, cb.Name
-			if b.name == a.outTool && a.outTool != "" {
-				b.kind = "output"
-			}
-			if raw := strings.TrimSpace(cb.JSON.Input.Raw()); raw != "" && raw != "{}" && raw != "null" {
-				b.inputInit = raw
-			}
-		default:
-			b.kind = "skip" // server tool blocks and block types unknown here
-		}
+		return a.start(ev, yield)
 	case "content_block_delta":
-		b := a.blocks[ev.Index]
-		if b == nil || b.done {
-			return true
-		}
-		d := &ev.Delta
-		switch d.Type {
-		case "text_delta":
-			if b.kind == "text" && d.Text != "" {
-				b.text.WriteString(d.Text)
-				return yield(model.Chunk{Type: model.ChunkText, Text: d.Text}, nil)
-			}
-		case "thinking_delta":
-			if b.kind == "thinking" && d.Thinking != "" {
-				b.text.WriteString(d.Thinking)
-				return yield(model.Chunk{Type: model.ChunkReasoning, Text: d.Thinking}, nil)
-			}
-		case "signature_delta":
-			if b.kind == "thinking" {
-				b.signature.WriteString(d.Signature)
-			}
-		case "input_json_delta":
-			if b.kind == "tool_use" || b.kind == "output" {
-				b.deltas = true
-				b.input.WriteString(d.PartialJSON)
-			}
-		}
+		return a.delta(ev, yield)
 	case "content_block_stop":
 		if b := a.blocks[ev.Index]; b != nil {
 			return a.close(b, yield)
 		}
 	case "message_delta":
-		if ev.Delta.StopReason != "" {
-			a.stop = string(ev.Delta.StopReason)
-		}
-		if d := &ev.Delta.StopDetails; d.Explanation != "" || d.Category != "" {
-			a.refusal = string(d.Category)
-			if d.Explanation != "" {
-				a.refusal = strings.TrimPrefix(a.refusal+": "+d.Explanation, ": ")
-			}
-		}
-		u := &ev.Usage
-		if u.JSON.OutputTokens.Valid() {
-			a.usage.output = u.OutputTokens
-		}
-		if u.JSON.InputTokens.Valid() && u.InputTokens > 0 {
-			a.usage.input = u.InputTokens
-		}
-		if u.JSON.CacheReadInputTokens.Valid() && u.CacheReadInputTokens > 0 {
-			a.usage.cacheRead = u.CacheReadInputTokens
-		}
-		if u.JSON.CacheCreationInputTokens.Valid() && u.CacheCreationInputTokens > 0 {
-			a.usage.cacheWrite = u.CacheCreationInputTokens
-		}
-		if u.OutputTokensDetails.ThinkingTokens > 0 {
-			a.usage.thinking = u.OutputTokensDetails.ThinkingTokens
-		}
+		a.messageDelta(ev)
 	case "message_stop":
 		a.stopped = true
 	}
 	return true
+}
+
+// start opens a content block (a repeated start changes nothing) and
+// yields the text or thinking it starts with.
+func (a *accumulator) start(ev *anthropic.MessageStreamEventUnion, yield func(model.Chunk, error) bool) bool {
+	if b := a.blocks[ev.Index]; b != nil {
+		return true // a repeated start changes nothing
+	}
+	cb := &ev.ContentBlock
+	b := &block{index: ev.Index, kind: cb.Type}
+	a.blocks[ev.Index] = b
+	a.order = append(a.order, ev.Index)
+	switch cb.Type {
+	case "text":
+		if cb.Text != "" {
+			b.text.WriteString(cb.Text)
+			return yield(model.Chunk{Type: model.ChunkText, Text: cb.Text}, nil)
+		}
+	case "thinking":
+		b.signature.WriteString(cb.Signature)
+		if cb.Thinking != "" {
+			b.text.WriteString(cb.Thinking)
+			return yield(model.Chunk{Type: model.ChunkReasoning, Text: cb.Thinking}, nil)
+		}
+	case "redacted_thinking":
+		b.signature.WriteString(cb.Data)
+	case "tool_use":
+		b.id, b.name = cb.ID, cb.Name
+		if b.name == a.outTool && a.outTool != "" {
+			b.kind = "output"
+		}
+		if raw := strings.TrimSpace(cb.JSON.Input.Raw()); raw != "" && raw != "{}" && raw != "null" {
+			b.inputInit = raw
+		}
+	default:
+		b.kind = "skip" // server tool blocks and block types unknown here
+	}
+	return true
+}
+
+// delta adds a delta to its open block and yields text and thinking.
+func (a *accumulator) delta(ev *anthropic.MessageStreamEventUnion, yield func(model.Chunk, error) bool) bool {
+	b := a.blocks[ev.Index]
+	if b == nil || b.done {
+		return true
+	}
+	d := &ev.Delta
+	switch d.Type {
+	case "text_delta":
+		if b.kind == "text" && d.Text != "" {
+			b.text.WriteString(d.Text)
+			return yield(model.Chunk{Type: model.ChunkText, Text: d.Text}, nil)
+		}
+	case "thinking_delta":
+		if b.kind == "thinking" && d.Thinking != "" {
+			b.text.WriteString(d.Thinking)
+			return yield(model.Chunk{Type: model.ChunkReasoning, Text: d.Thinking}, nil)
+		}
+	case "signature_delta":
+		if b.kind == "thinking" {
+			b.signature.WriteString(d.Signature)
+		}
+	case "input_json_delta":
+		if b.kind == "tool_use" || b.kind == "output" {
+			b.deltas = true
+			b.input.WriteString(d.PartialJSON)
+		}
+	}
+	return true
+}
+
+// messageDelta takes the stop reason, a refusal's details and the usage a
+// message_delta carries (a count it leaves out or reports as 0 is kept).
+func (a *accumulator) messageDelta(ev *anthropic.MessageStreamEventUnion) {
+	if ev.Delta.StopReason != "" {
+		a.stop = string(ev.Delta.StopReason)
+	}
+	if d := &ev.Delta.StopDetails; d.Explanation != "" || d.Category != "" {
+		a.refusal = string(d.Category)
+		if d.Explanation != "" {
+			a.refusal = strings.TrimPrefix(a.refusal+": "+d.Explanation, ": ")
+		}
+	}
+	u := &ev.Usage
+	if u.JSON.OutputTokens.Valid() {
+		a.usage.output = u.OutputTokens
+	}
+	if u.JSON.InputTokens.Valid() && u.InputTokens > 0 {
+		a.usage.input = u.InputTokens
+	}
+	if u.JSON.CacheReadInputTokens.Valid() && u.CacheReadInputTokens > 0 {
+		a.usage.cacheRead = u.CacheReadInputTokens
+	}
+	if u.JSON.CacheCreationInputTokens.Valid() && u.CacheCreationInputTokens > 0 {
+		a.usage.cacheWrite = u.CacheCreationInputTokens
+	}
+	if u.OutputTokensDetails.ThinkingTokens > 0 {
+		a.usage.thinking = u.OutputTokensDetails.ThinkingTokens
+	}
 }
 
 // close finishes a block: a tool call is checked and yielded, the
