@@ -171,23 +171,7 @@ func checkFinal(t *testing.T, req *model.Request, c collected) model.Chunk {
 	if c.afterEnd > 0 {
 		t.Errorf("%d items yielded after the stream's end", c.afterEnd)
 	}
-	dones := 0
-	for _, ch := range c.chunks {
-		if ch.Type == model.ChunkDone {
-			dones++
-		}
-		switch ch.Type {
-		case model.ChunkText, model.ChunkReasoning, model.ChunkToolCall, model.ChunkDone:
-		default:
-			t.Errorf("chunk of unknown type %d", ch.Type)
-		}
-		if ch.Type == model.ChunkToolCall && ch.ToolCall == nil {
-			t.Errorf("ChunkToolCall without a ToolCall")
-		}
-	}
-	if dones != 1 || c.chunks[len(c.chunks)-1].Type != model.ChunkDone {
-		t.Fatalf("stream has %d ChunkDone, want exactly one, last", dones)
-	}
+	checkChunkTypes(t, c.chunks)
 	done := c.chunks[len(c.chunks)-1]
 	msg := done.Message
 	if msg == nil {
@@ -202,9 +186,52 @@ func checkFinal(t *testing.T, req *model.Request, c collected) model.Chunk {
 	if msg.Usage != nil && *msg.Usage != done.Usage {
 		t.Errorf("message usage %+v differs from chunk usage %+v", *msg.Usage, done.Usage)
 	}
+	checkChunksAddUp(t, c.chunks, msg)
+	for _, p := range msg.Parts {
+		if p.Type == message.PartToolResult {
+			t.Errorf("final message has a tool result part")
+		}
+	}
+	hist := append(append([]message.Message(nil), req.Messages...), *msg)
+	for _, call := range msg.ToolCalls() {
+		hist = append(hist, message.ToolResult("", call.ID, call.Name, "ok", false))
+	}
+	if err := message.Validate(hist); err != nil {
+		t.Errorf("history with the final message is invalid: %v", err)
+	}
+	return done
+}
+
+// checkChunkTypes checks that every chunk has a known type, a tool-call
+// chunk its call, and that exactly one ChunkDone comes, last.
+func checkChunkTypes(t *testing.T, chunks []model.Chunk) {
+	t.Helper()
+	dones := 0
+	for _, ch := range chunks {
+		if ch.Type == model.ChunkDone {
+			dones++
+		}
+		switch ch.Type {
+		case model.ChunkText, model.ChunkReasoning, model.ChunkToolCall, model.ChunkDone:
+		default:
+			t.Errorf("chunk of unknown type %d", ch.Type)
+		}
+		if ch.Type == model.ChunkToolCall && ch.ToolCall == nil {
+			t.Errorf("ChunkToolCall without a ToolCall")
+		}
+	}
+	if dones != 1 || chunks[len(chunks)-1].Type != model.ChunkDone {
+		t.Fatalf("stream has %d ChunkDone, want exactly one, last", dones)
+	}
+}
+
+// checkChunksAddUp checks that the text and tool-call chunks add up to the
+// final message msg's text and calls.
+func checkChunksAddUp(t *testing.T, chunks []model.Chunk, msg *message.Message) {
+	t.Helper()
 	var text, reasoning strings.Builder
 	var calls []message.ToolCall
-	for _, ch := range c.chunks {
+	for _, ch := range chunks {
 		switch ch.Type {
 		case model.ChunkText:
 			text.WriteString(ch.Text)
@@ -222,19 +249,6 @@ func checkFinal(t *testing.T, req *model.Request, c collected) model.Chunk {
 	if err := equalCalls(calls, msg.ToolCalls(), true); err != nil {
 		t.Errorf("tool-call chunks differ from the final message's calls: %v", err)
 	}
-	for _, p := range msg.Parts {
-		if p.Type == message.PartToolResult {
-			t.Errorf("final message has a tool result part")
-		}
-	}
-	hist := append(append([]message.Message(nil), req.Messages...), *msg)
-	for _, call := range msg.ToolCalls() {
-		hist = append(hist, message.ToolResult("", call.ID, call.Name, "ok", false))
-	}
-	if err := message.Validate(hist); err != nil {
-		t.Errorf("history with the final message is invalid: %v", err)
-	}
-	return done
 }
 
 // equalCalls compares calls by name and argument JSON, and by id if ids.

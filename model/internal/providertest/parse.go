@@ -88,29 +88,7 @@ func CheckBody(t *testing.T, reply Reply, want Parse, build func(url string) mod
 func CheckParse(t *testing.T, chunks []model.Chunk, err error, want Parse) {
 	t.Helper()
 	if want.Error != nil {
-		if err == nil {
-			t.Fatalf("no error; chunks %s", Show(chunks))
-		}
-		var me *model.Error
-		if !errors.As(err, &me) {
-			t.Fatalf("error %T %v is not a *model.Error", err, err)
-		}
-		if me.Code != want.Error.Code || me.Transient != want.Error.Transient {
-			t.Errorf("error code %q transient %v, want %q %v (%v)", me.Code, me.Transient, want.Error.Code, want.Error.Transient, err)
-		}
-		for _, s := range want.Error.Message {
-			if !strings.Contains(me.Message, s) {
-				t.Errorf("error message %q lacks %q", me.Message, s)
-			}
-		}
-		for _, s := range want.Error.NotMessage {
-			if strings.Contains(err.Error(), s) {
-				t.Errorf("error %q holds %q", err, s)
-			}
-		}
-		if want.RequestID != "" && me.RequestID != want.RequestID {
-			t.Errorf("error request id %q, want %q", me.RequestID, want.RequestID)
-		}
+		checkParseError(t, chunks, err, want)
 		return
 	}
 	if err != nil {
@@ -121,40 +99,8 @@ func CheckParse(t *testing.T, chunks []model.Chunk, err error, want Parse) {
 	if got := msg.Text(); got != want.Text || ChunkText(chunks, model.ChunkText) != want.Text {
 		t.Errorf("text %q (chunks %q), want %q", got, ChunkText(chunks, model.ChunkText), want.Text)
 	}
-	var reasoning []message.Part
-	for _, p := range msg.Parts {
-		if p.Type == message.PartReasoning {
-			reasoning = append(reasoning, p)
-		}
-	}
-	if len(reasoning) != len(want.Reasoning) {
-		t.Errorf("reasoning parts %s, want %d", Show(reasoning), len(want.Reasoning))
-	} else {
-		streamed := ""
-		for i, w := range want.Reasoning {
-			p := reasoning[i]
-			if p.Text != w.Text || (w.ID != "" && p.ID != w.ID) || !strings.HasPrefix(p.Signature, w.SignaturePrefix) || p.Provider == "" {
-				t.Errorf("reasoning part %d = %s, want %+v", i, Show(p), w)
-			}
-			streamed += w.Text
-		}
-		if got := ChunkText(chunks, model.ChunkReasoning); got != streamed {
-			t.Errorf("reasoning chunks %q, want %q", got, streamed)
-		}
-	}
-	calls := msg.ToolCalls()
-	if len(calls) != len(want.Calls) {
-		t.Fatalf("calls %s, want %d", Show(calls), len(want.Calls))
-	}
-	for i, w := range want.Calls {
-		c := calls[i]
-		if c.ID != w.ID || c.Name != w.Name || !JSONEqual(t, c.Arguments, w.Arguments) {
-			t.Errorf("call %d = %s, want %s", i, Show(c), Show(w))
-		}
-	}
-	if cc := ChunkCalls(chunks); len(cc) != len(calls) {
-		t.Errorf("%d call chunks, %d calls", len(cc), len(calls))
-	}
+	checkReasoning(t, chunks, msg, want)
+	checkCalls(t, chunks, msg, want)
 	if d.FinishReason != want.FinishReason {
 		t.Errorf("finish %q, want %q", d.FinishReason, want.FinishReason)
 	}
@@ -175,5 +121,81 @@ func CheckParse(t *testing.T, chunks []model.Chunk, err error, want Parse) {
 	}
 	if want.RequestID != "" && d.RequestID != want.RequestID {
 		t.Errorf("request id %q, want %q", d.RequestID, want.RequestID)
+	}
+}
+
+// checkParseError checks that a stream failed as want.Error says: a
+// *model.Error of its code and transience, whose message holds what it
+// must and not what it must not, with the request's id.
+func checkParseError(t *testing.T, chunks []model.Chunk, err error, want Parse) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error; chunks %s", Show(chunks))
+	}
+	var me *model.Error
+	if !errors.As(err, &me) {
+		t.Fatalf("error %T %v is not a *model.Error", err, err)
+	}
+	if me.Code != want.Error.Code || me.Transient != want.Error.Transient {
+		t.Errorf("error code %q transient %v, want %q %v (%v)", me.Code, me.Transient, want.Error.Code, want.Error.Transient, err)
+	}
+	for _, s := range want.Error.Message {
+		if !strings.Contains(me.Message, s) {
+			t.Errorf("error message %q lacks %q", me.Message, s)
+		}
+	}
+	for _, s := range want.Error.NotMessage {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("error %q holds %q", err, s)
+		}
+	}
+	if want.RequestID != "" && me.RequestID != want.RequestID {
+		t.Errorf("error request id %q, want %q", me.RequestID, want.RequestID)
+	}
+}
+
+// checkReasoning checks the final message's reasoning parts against
+// want.Reasoning, and that the reasoning chunks streamed their text.
+func checkReasoning(t *testing.T, chunks []model.Chunk, msg *message.Message, want Parse) {
+	t.Helper()
+	var reasoning []message.Part
+	for _, p := range msg.Parts {
+		if p.Type == message.PartReasoning {
+			reasoning = append(reasoning, p)
+		}
+	}
+	if len(reasoning) != len(want.Reasoning) {
+		t.Errorf("reasoning parts %s, want %d", Show(reasoning), len(want.Reasoning))
+		return
+	}
+	streamed := ""
+	for i, w := range want.Reasoning {
+		p := reasoning[i]
+		if p.Text != w.Text || (w.ID != "" && p.ID != w.ID) || !strings.HasPrefix(p.Signature, w.SignaturePrefix) || p.Provider == "" {
+			t.Errorf("reasoning part %d = %s, want %+v", i, Show(p), w)
+		}
+		streamed += w.Text
+	}
+	if got := ChunkText(chunks, model.ChunkReasoning); got != streamed {
+		t.Errorf("reasoning chunks %q, want %q", got, streamed)
+	}
+}
+
+// checkCalls checks the final message's tool calls against want.Calls, and
+// that each was streamed as a chunk.
+func checkCalls(t *testing.T, chunks []model.Chunk, msg *message.Message, want Parse) {
+	t.Helper()
+	calls := msg.ToolCalls()
+	if len(calls) != len(want.Calls) {
+		t.Fatalf("calls %s, want %d", Show(calls), len(want.Calls))
+	}
+	for i, w := range want.Calls {
+		c := calls[i]
+		if c.ID != w.ID || c.Name != w.Name || !JSONEqual(t, c.Arguments, w.Arguments) {
+			t.Errorf("call %d = %s, want %s", i, Show(c), Show(w))
+		}
+	}
+	if cc := ChunkCalls(chunks); len(cc) != len(calls) {
+		t.Errorf("%d call chunks, %d calls", len(cc), len(calls))
 	}
 }
