@@ -31,161 +31,198 @@ var seq atomic.Int64
 // publishers; a message subscription ends when the message is final; a
 // broker that is a [draft.Signaller] delivers signals by kind.
 func Run(t *testing.T, setup Setup) {
-	t.Run("LateSubscriberGetsCurrentDraft", func(t *testing.T) {
-		f, m := start(t, setup)
-		f.draft(t, m, "Looking up")
-		sub := f.watch(t, m)
+	for _, tc := range []struct {
+		name string
+		test func(*testing.T, Setup)
+	}{
+		{"LateSubscriberGetsCurrentDraft", testLateSubscriberGetsCurrentDraft},
+		{"FinalMessageEndsAtOnce", testFinalMessageEndsAtOnce},
+		{"ThreadSubscription", testThreadSubscription},
+		{"OtherOwnerSeesNothing", testOtherOwnerSeesNothing},
+		{"SlowSubscriberGetsLatest", testSlowSubscriberGetsLatest},
+		{"Signals", testSignals},
+		{"InvalidFilter", testInvalidFilter},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.test(t, setup) })
+	}
+}
+
+// testLateSubscriberGetsCurrentDraft: a subscriber that comes late gets the
+// current draft first, then the live updates, then the final message, and
+// its subscription ends.
+func testLateSubscriberGetsCurrentDraft(t *testing.T, setup Setup) {
+	f, m := start(t, setup)
+	f.draft(t, m, "Looking up")
+	sub := f.watch(t, m)
+	u := sub.next(t)
+	if u.Text != "Looking up" || u.Version != 1 || u.Status != message.StatusStreaming || u.Final || u.ThreadID != f.thread {
+		t.Fatalf("first update = %+v, want the current draft", u)
+	}
+	f.draft(t, m, "Looking up your order")
+	if u := sub.next(t); u.Text != "Looking up your order" || u.Version != 2 {
+		t.Fatalf("live update = %+v", u)
+	}
+	f.finish(t, m, "Your order ships today.")
+	if u := sub.next(t); !u.Final || u.Status != message.StatusCompleted || u.Text != "Your order ships today." {
+		t.Fatalf("final update = %+v", u)
+	}
+	sub.ended(t)
+}
+
+// testFinalMessageEndsAtOnce: a subscription to a final message gets it and
+// ends at once.
+func testFinalMessageEndsAtOnce(t *testing.T, setup Setup) {
+	f, m := start(t, setup)
+	f.finish(t, m, "done")
+	sub := f.watch(t, m)
+	if u := sub.next(t); !u.Final || u.Text != "done" {
+		t.Fatalf("update = %+v, want the final message", u)
+	}
+	sub.ended(t)
+}
+
+// testThreadSubscription: a thread subscription catches up with the
+// thread's draft, follows its messages and none of another thread's, and
+// ends when cancelled.
+func testThreadSubscription(t *testing.T, setup Setup) {
+	f, old := start(t, setup)
+	f.draft(t, old, "earlier draft")
+	other := f.newThread(t)
+	sub := subscribe(t, f.b, draft.Filter{OwnerID: f.owner, ThreadID: f.thread})
+	if u := sub.next(t); u.MessageID != old || u.Text != "earlier draft" {
+		t.Fatalf("catch-up update = %+v", u)
+	}
+	f.finish(t, old, "earlier answer")
+	if u := sub.next(t); u.MessageID != old || !u.Final {
+		t.Fatalf("final update = %+v", u)
+	}
+	elsewhere := f.message(t, other)
+	f.draft(t, elsewhere, "not for this thread")
+	m := f.message(t, f.thread)
+	f.draft(t, m, "new draft")
+	if u := sub.next(t); u.MessageID != m || u.Text != "new draft" {
+		t.Fatalf("update = %+v, want the new message of the thread only", u)
+	}
+	sub.cancel()
+	sub.ended(t)
+}
+
+// testOtherOwnerSeesNothing: another owner's subscriptions, to the message
+// or its thread, get nothing of it, even from a forged event.
+func testOtherOwnerSeesNothing(t *testing.T, setup Setup) {
+	f, m := start(t, setup)
+	intruder := newFixture(t, f.st)
+	sub := subscribe(t, f.b, draft.Filter{OwnerID: intruder.owner, MessageID: m})
+	f.draft(t, m, "secret")
+	// A forged event naming the intruder does not help: data is read as
+	// the intruder.
+	if err := f.b.Publish(t.Context(), draft.Event{OwnerID: intruder.owner, ThreadID: f.thread, MessageID: m}); err != nil {
+		t.Fatal(err)
+	}
+	sub.none(t, 500*time.Millisecond)
+	tsub := subscribe(t, f.b, draft.Filter{OwnerID: intruder.owner, ThreadID: f.thread})
+	if u, err, ok := tsub.poll(t, 500*time.Millisecond); ok && (err == nil || !errors.Is(err, store.ErrNotFound)) {
+		t.Fatalf("intruder's thread subscription got %+v, %v", u, err)
+	}
+}
+
+// testSlowSubscriberGetsLatest: a subscriber that does not read does not
+// hold publishers back, and gets the latest draft when it reads.
+func testSlowSubscriberGetsLatest(t *testing.T, setup Setup) {
+	f, m := start(t, setup)
+	f.draft(t, m, "v1")
+	sub := f.watch(t, m)
+	if u := sub.next(t); u.Version != 1 {
+		t.Fatalf("first = %+v", u)
+	}
+	const n = 30
+	began := time.Now()
+	for i := 2; i <= n; i++ {
+		f.draft(t, m, fmt.Sprintf("v%d", i))
+	}
+	if d := time.Since(began); d > wait {
+		t.Fatalf("publishing took %s", d)
+	}
+	got := 0
+	for {
 		u := sub.next(t)
-		if u.Text != "Looking up" || u.Version != 1 || u.Status != message.StatusStreaming || u.Final || u.ThreadID != f.thread {
-			t.Fatalf("first update = %+v, want the current draft", u)
+		got++
+		if u.Version < 2 || u.Version > n {
+			t.Fatalf("update = %+v", u)
 		}
-		f.draft(t, m, "Looking up your order")
-		if u := sub.next(t); u.Text != "Looking up your order" || u.Version != 2 {
-			t.Fatalf("live update = %+v", u)
-		}
-		f.finish(t, m, "Your order ships today.")
-		if u := sub.next(t); !u.Final || u.Status != message.StatusCompleted || u.Text != "Your order ships today." {
-			t.Fatalf("final update = %+v", u)
-		}
-		sub.ended(t)
-	})
-	t.Run("FinalMessageEndsAtOnce", func(t *testing.T) {
-		f, m := start(t, setup)
-		f.finish(t, m, "done")
-		sub := f.watch(t, m)
-		if u := sub.next(t); !u.Final || u.Text != "done" {
-			t.Fatalf("update = %+v, want the final message", u)
-		}
-		sub.ended(t)
-	})
-	t.Run("ThreadSubscription", func(t *testing.T) {
-		f, old := start(t, setup)
-		f.draft(t, old, "earlier draft")
-		other := f.newThread(t)
-		sub := subscribe(t, f.b, draft.Filter{OwnerID: f.owner, ThreadID: f.thread})
-		if u := sub.next(t); u.MessageID != old || u.Text != "earlier draft" {
-			t.Fatalf("catch-up update = %+v", u)
-		}
-		f.finish(t, old, "earlier answer")
-		if u := sub.next(t); u.MessageID != old || !u.Final {
-			t.Fatalf("final update = %+v", u)
-		}
-		elsewhere := f.message(t, other)
-		f.draft(t, elsewhere, "not for this thread")
-		m := f.message(t, f.thread)
-		f.draft(t, m, "new draft")
-		if u := sub.next(t); u.MessageID != m || u.Text != "new draft" {
-			t.Fatalf("update = %+v, want the new message of the thread only", u)
-		}
-		sub.cancel()
-		sub.ended(t)
-	})
-	t.Run("OtherOwnerSeesNothing", func(t *testing.T) {
-		f, m := start(t, setup)
-		intruder := newFixture(t, f.st)
-		sub := subscribe(t, f.b, draft.Filter{OwnerID: intruder.owner, MessageID: m})
-		f.draft(t, m, "secret")
-		// A forged event naming the intruder does not help: data is read as
-		// the intruder.
-		if err := f.b.Publish(t.Context(), draft.Event{OwnerID: intruder.owner, ThreadID: f.thread, MessageID: m}); err != nil {
-			t.Fatal(err)
-		}
-		sub.none(t, 500*time.Millisecond)
-		tsub := subscribe(t, f.b, draft.Filter{OwnerID: intruder.owner, ThreadID: f.thread})
-		if u, err, ok := tsub.poll(t, 500*time.Millisecond); ok && (err == nil || !errors.Is(err, store.ErrNotFound)) {
-			t.Fatalf("intruder's thread subscription got %+v, %v", u, err)
-		}
-	})
-	t.Run("SlowSubscriberGetsLatest", func(t *testing.T) {
-		f, m := start(t, setup)
-		f.draft(t, m, "v1")
-		sub := f.watch(t, m)
-		if u := sub.next(t); u.Version != 1 {
-			t.Fatalf("first = %+v", u)
-		}
-		const n = 30
-		began := time.Now()
-		for i := 2; i <= n; i++ {
-			f.draft(t, m, fmt.Sprintf("v%d", i))
-		}
-		if d := time.Since(began); d > wait {
-			t.Fatalf("publishing took %s", d)
-		}
-		got := 0
-		for {
-			u := sub.next(t)
-			got++
-			if u.Version < 2 || u.Version > n {
-				t.Fatalf("update = %+v", u)
+		if u.Version == n {
+			if u.Text != fmt.Sprintf("v%d", n) {
+				t.Fatalf("latest = %+v", u)
 			}
-			if u.Version == n {
-				if u.Text != fmt.Sprintf("v%d", n) {
-					t.Fatalf("latest = %+v", u)
-				}
-				break
+			break
+		}
+	}
+	if got > n-1 {
+		t.Errorf("got %d updates for %d drafts", got, n-1)
+	}
+}
+
+// testSignals: a broker that is a draft.Signaller delivers a signal to the
+// handlers of its kind, and none to a cancelled handler.
+func testSignals(t *testing.T, setup Setup) {
+	b, _ := setup(t)
+	sg, ok := b.(draft.Signaller)
+	if !ok {
+		t.Skipf("%T carries no signals", b)
+	}
+	got := make(chan draft.Signal, 4)
+	cancel := sg.OnSignal("stop", func(s draft.Signal) { got <- s })
+	other := make(chan draft.Signal, 4)
+	defer sg.OnSignal("other", func(s draft.Signal) { other <- s })()
+	want := draft.Signal{Kind: "stop", OwnerID: "o1", Key: "run-1", Data: "cancel"}
+	if err := sg.Signal(t.Context(), want); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-got:
+		if s != want {
+			t.Fatalf("signal = %+v, want %+v", s, want)
+		}
+	case <-time.After(wait):
+		t.Fatal("no signal")
+	}
+	cancel()
+	if err := sg.Signal(t.Context(), want); err != nil {
+		t.Fatal(err)
+	}
+	// A signal of its own kind reaches the other handler; the cancelled
+	// one hears nothing more.
+	if err := sg.Signal(t.Context(), draft.Signal{Kind: "other", Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-other:
+		if s.Key != "k" {
+			t.Fatalf("other = %+v", s)
+		}
+	case <-time.After(wait):
+		t.Fatal("no signal of the other kind")
+	}
+	select {
+	case s := <-got:
+		t.Fatalf("cancelled handler got %+v", s)
+	default:
+	}
+}
+
+// testInvalidFilter: a subscription with an invalid filter fails with
+// ErrInvalidFilter.
+func testInvalidFilter(t *testing.T, setup Setup) {
+	t.Parallel()
+	b, _ := setup(t)
+	for _, f := range []draft.Filter{{}, {OwnerID: "o"}, {OwnerID: "o", ThreadID: "t", MessageID: "m"}, {ThreadID: "t"}} {
+		for _, err := range b.Subscribe(t.Context(), f) {
+			if !errors.Is(err, draft.ErrInvalidFilter) {
+				t.Errorf("filter %+v: %v", f, err)
 			}
+			break
 		}
-		if got > n-1 {
-			t.Errorf("got %d updates for %d drafts", got, n-1)
-		}
-	})
-	t.Run("Signals", func(t *testing.T) {
-		b, _ := setup(t)
-		sg, ok := b.(draft.Signaller)
-		if !ok {
-			t.Skipf("%T carries no signals", b)
-		}
-		got := make(chan draft.Signal, 4)
-		cancel := sg.OnSignal("stop", func(s draft.Signal) { got <- s })
-		other := make(chan draft.Signal, 4)
-		defer sg.OnSignal("other", func(s draft.Signal) { other <- s })()
-		want := draft.Signal{Kind: "stop", OwnerID: "o1", Key: "run-1", Data: "cancel"}
-		if err := sg.Signal(t.Context(), want); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case s := <-got:
-			if s != want {
-				t.Fatalf("signal = %+v, want %+v", s, want)
-			}
-		case <-time.After(wait):
-			t.Fatal("no signal")
-		}
-		cancel()
-		if err := sg.Signal(t.Context(), want); err != nil {
-			t.Fatal(err)
-		}
-		// A signal of its own kind reaches the other handler; the cancelled
-		// one hears nothing more.
-		if err := sg.Signal(t.Context(), draft.Signal{Kind: "other", Key: "k"}); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case s := <-other:
-			if s.Key != "k" {
-				t.Fatalf("other = %+v", s)
-			}
-		case <-time.After(wait):
-			t.Fatal("no signal of the other kind")
-		}
-		select {
-		case s := <-got:
-			t.Fatalf("cancelled handler got %+v", s)
-		default:
-		}
-	})
-	t.Run("InvalidFilter", func(t *testing.T) {
-		t.Parallel()
-		b, _ := setup(t)
-		for _, f := range []draft.Filter{{}, {OwnerID: "o"}, {OwnerID: "o", ThreadID: "t", MessageID: "m"}, {ThreadID: "t"}} {
-			for _, err := range b.Subscribe(t.Context(), f) {
-				if !errors.Is(err, draft.ErrInvalidFilter) {
-					t.Errorf("filter %+v: %v", f, err)
-				}
-				break
-			}
-		}
-	})
+	}
 }
 
 // Target returns the target of a new streaming assistant message, in a new
