@@ -792,30 +792,13 @@ func TestCleanupTwoProcesses(t *testing.T) {
 				}
 			}})
 			child, _ := b.approved(t)
-			var cmds []*exec.Cmd
-			var outs []*bytes.Buffer
 			// Both processes start their cleanups at the same instant.
-			start := strconv.FormatInt(time.Now().Add(700*time.Millisecond).UnixNano(), 10)
-			for range 2 {
-				cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-				cmd.Env = append(os.Environ(), "THREADHANDOFF_HELPER=cleanup", "THREADHANDOFF_HELPER_BACKEND="+b.target.Backend,
-					"THREADHANDOFF_HELPER_PATH="+b.target.Path, "THREADHANDOFF_HELPER_SCHEMA="+b.target.Schema,
-					"THREADHANDOFF_HELPER_THREAD="+child, "THREADHANDOFF_HELPER_MEMDIR="+memDir, "THREADHANDOFF_HELPER_START="+start)
-				out := &bytes.Buffer{}
-				cmd.Stdout, cmd.Stderr = out, os.Stderr
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				cmds, outs = append(cmds, cmd), append(outs, out)
-			}
+			outs := runHelpers(t, b, "cleanup", "THREADHANDOFF_HELPER_THREAD="+child, "THREADHANDOFF_HELPER_MEMDIR="+memDir)
 			won := 0
-			for i, c := range cmds {
-				if err := c.Wait(); err != nil {
-					t.Fatalf("helper %d: %v\n%s", i, err, outs[i])
-				}
+			for i, out := range outs {
 				var n int
-				if _, err := fmt.Sscanf(outs[i].String()[strings.Index(outs[i].String(), "won="):], "won=%d", &n); err != nil {
-					t.Fatalf("helper %d output %q: %v", i, outs[i], err)
+				if _, err := fmt.Sscanf(out[strings.Index(out, "won="):], "won=%d", &n); err != nil {
+					t.Fatalf("helper %d output %q: %v", i, out, err)
 				}
 				won += n
 			}
@@ -844,28 +827,11 @@ func TestDecideTwoProcesses(t *testing.T) {
 	storetesting.Each(t, func(t *testing.T, be storetesting.Backend) {
 		b := setup(t, be, setupOpts{})
 		pend := b.propose(t)
-		start := strconv.FormatInt(time.Now().Add(700*time.Millisecond).UnixNano(), 10)
-		var cmds []*exec.Cmd
-		var outs []*bytes.Buffer
-		for range 2 {
-			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "THREADHANDOFF_HELPER=decide", "THREADHANDOFF_HELPER_BACKEND="+b.target.Backend,
-				"THREADHANDOFF_HELPER_PATH="+b.target.Path, "THREADHANDOFF_HELPER_SCHEMA="+b.target.Schema,
-				"THREADHANDOFF_HELPER_INTERRUPT="+pend.Interrupt.ID, "THREADHANDOFF_HELPER_START="+start)
-			out := &bytes.Buffer{}
-			cmd.Stdout, cmd.Stderr = out, os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds, outs = append(cmds, cmd), append(outs, out)
-		}
+		outs := runHelpers(t, b, "decide", "THREADHANDOFF_HELPER_INTERRUPT="+pend.Interrupt.ID)
 		applied := 0
 		children := map[string]bool{}
-		for i, c := range cmds {
-			if err := c.Wait(); err != nil {
-				t.Fatalf("helper %d: %v\n%s", i, err, outs[i])
-			}
-			for _, line := range strings.Split(outs[i].String(), "\n") {
+		for _, out := range outs {
+			for _, line := range strings.Split(out, "\n") {
 				if kind, child, ok := strings.Cut(line, " child="); ok {
 					children[child] = true
 					if kind == "applied" {
@@ -881,6 +847,37 @@ func TestDecideTwoProcesses(t *testing.T) {
 	})
 }
 
+// runHelpers runs two helper processes (TestHelperProcess) of role on b's
+// store, with env, starting their work at the same instant, and returns
+// what each printed once both have ended.
+func runHelpers(t *testing.T, b *bundle, role string, env ...string) []string {
+	t.Helper()
+	start := strconv.FormatInt(time.Now().Add(700*time.Millisecond).UnixNano(), 10)
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for range 2 {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "THREADHANDOFF_HELPER="+role, "THREADHANDOFF_HELPER_BACKEND="+b.target.Backend,
+			"THREADHANDOFF_HELPER_PATH="+b.target.Path, "THREADHANDOFF_HELPER_SCHEMA="+b.target.Schema,
+			"THREADHANDOFF_HELPER_START="+start)
+		cmd.Env = append(cmd.Env, env...)
+		out := &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = out, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	got := make([]string, len(cmds))
+	for i, c := range cmds {
+		if err := c.Wait(); err != nil {
+			t.Fatalf("helper %d: %v\n%s", i, err, outs[i])
+		}
+		got[i] = outs[i].String()
+	}
+	return got
+}
+
 // TestHelperProcess is the other process of TestCleanupTwoProcesses and
 // TestDecideTwoProcesses.
 func TestHelperProcess(t *testing.T) {
@@ -892,19 +889,7 @@ func TestHelperProcess(t *testing.T) {
 	default:
 		t.Skip("helper process")
 	}
-	st := storetesting.Reopen(t, storetesting.Target{Backend: os.Getenv("THREADHANDOFF_HELPER_BACKEND"),
-		Path: os.Getenv("THREADHANDOFF_HELPER_PATH"), Schema: os.Getenv("THREADHANDOFF_HELPER_SCHEMA")})
-	cfg := threadhandoff.Config{Store: st, Logger: slog.New(slog.DiscardHandler), NoMirror: true}
-	if d := os.Getenv("THREADHANDOFF_HELPER_MEMDIR"); d != "" {
-		cfg.Memory = &memory.Dir{Path: d}
-	}
-	svc, err := threadhandoff.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if at, err := strconv.ParseInt(os.Getenv("THREADHANDOFF_HELPER_START"), 10, 64); err == nil {
-		time.Sleep(time.Until(time.Unix(0, at)))
-	}
+	svc := helperService(t)
 	var won atomic.Int32
 	var wg sync.WaitGroup
 	for range 4 {
@@ -925,15 +910,7 @@ func TestHelperProcess(t *testing.T) {
 // helperDecide decides one proposal from 3 goroutines and prints, per
 // decision, "applied child=ID" or "decided child=ID".
 func helperDecide(t *testing.T) {
-	st := storetesting.Reopen(t, storetesting.Target{Backend: os.Getenv("THREADHANDOFF_HELPER_BACKEND"),
-		Path: os.Getenv("THREADHANDOFF_HELPER_PATH"), Schema: os.Getenv("THREADHANDOFF_HELPER_SCHEMA")})
-	svc, err := threadhandoff.New(threadhandoff.Config{Store: st, Logger: slog.New(slog.DiscardHandler), NoMirror: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if at, err := strconv.ParseInt(os.Getenv("THREADHANDOFF_HELPER_START"), 10, 64); err == nil {
-		time.Sleep(time.Until(time.Unix(0, at)))
-	}
+	svc := helperService(t)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for range 3 {
@@ -954,6 +931,27 @@ func helperDecide(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// helperService is a helper process's service on the parent's store
+// (THREADHANDOFF_HELPER_BACKEND, _PATH, _SCHEMA), with the memory
+// directory THREADHANDOFF_HELPER_MEMDIR if set, returned at the instant
+// THREADHANDOFF_HELPER_START.
+func helperService(t *testing.T) *threadhandoff.Service {
+	st := storetesting.Reopen(t, storetesting.Target{Backend: os.Getenv("THREADHANDOFF_HELPER_BACKEND"),
+		Path: os.Getenv("THREADHANDOFF_HELPER_PATH"), Schema: os.Getenv("THREADHANDOFF_HELPER_SCHEMA")})
+	cfg := threadhandoff.Config{Store: st, Logger: slog.New(slog.DiscardHandler), NoMirror: true}
+	if d := os.Getenv("THREADHANDOFF_HELPER_MEMDIR"); d != "" {
+		cfg.Memory = &memory.Dir{Path: d}
+	}
+	svc, err := threadhandoff.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at, err := strconv.ParseInt(os.Getenv("THREADHANDOFF_HELPER_START"), 10, 64); err == nil {
+		time.Sleep(time.Until(time.Unix(0, at)))
+	}
+	return svc
 }
 
 // downMirror is a summary store that cannot be reached until up is set.
