@@ -111,14 +111,7 @@ func drainFinishes(t *testing.T, c *cluster, fx *effects) {
 	defer cancel()
 	victim := c.serves[1]
 	on := &api{key: c.api.key, base: victim.url}
-	thread, err := on.createThread(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := on.createThread(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	thread, other := twoThreads(ctx, t, on)
 	s := startStream(ctx, on, thread, paths["inline"][0])
 	if err := s.await(ctx, "run_start"); err != nil {
 		t.Fatal(err)
@@ -158,14 +151,7 @@ func drainOutlives(t *testing.T, c *cluster, fx *effects) {
 	defer cancel()
 	victim := c.serves[0]
 	on := &api{key: c.api.key, base: victim.url}
-	thread, err := on.createThread(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := on.createThread(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	thread, other := twoThreads(ctx, t, on)
 	calls, stop := fx.watch()
 	defer stop()
 	s := startStream(ctx, on, thread, paths["inline"][0])
@@ -556,4 +542,17 @@ func restart(ctx context.Context, t *testing.T, s *serveProc) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatal(ctx.Err())
+}
+
+// twoThreads creates two threads through on: the run's, and another.
+func twoThreads(ctx context.Context, t *testing.T, on *api) (thread, other string) {
+	t.Helper()
+	thread, err := on.createThread(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other, err = on.createThread(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return thread, other
 }
