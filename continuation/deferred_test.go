@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -92,7 +93,7 @@ func TestDeferredResultAfterCrash(t *testing.T) {
 				if !keyed {
 					want = []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended, runstate.StatusRunning, runstate.StatusRunning, runstate.StatusRunning, runstate.StatusCompleted}
 				}
-				if !equalStatuses(sts, want) {
+				if !slices.Equal(sts, want) {
 					t.Errorf("checkpoints %v, want %v", sts, want)
 				}
 				msgs, _ := stored(t, b.st, thread)
@@ -106,16 +107,4 @@ func TestDeferredResultAfterCrash(t *testing.T) {
 			})
 		})
 	}
-}
-
-func equalStatuses(a, b []runstate.Status) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -121,7 +122,7 @@ func TestLazyClaim(t *testing.T) {
 					if d, err := b.st.GetDraft(ctx, &store.GetDraftParams{OwnerID: owner, MessageID: h.MessageID}); err != nil || d.Text != "Running lookup…" {
 						t.Fatalf("draft = %+v, %v", d, err)
 					}
-					if sts := statuses(t, b.st, runID); !equalStatuses(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended}) {
+					if sts := statuses(t, b.st, runID); !slices.Equal(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended}) {
 						t.Fatalf("checkpoints while the tool runs: %v", sts)
 					}
 					close(tools.gate)
@@ -140,7 +141,7 @@ func TestLazyClaim(t *testing.T) {
 				if jr.Status != store.JobCompleted || jr.Attempt != 1 || jr.StartedAt.IsZero() || jr.FinishedAt.IsZero() {
 					t.Errorf("job run = %+v, want completed at attempt 1", jr)
 				}
-				if sts := statuses(t, b.st, runID); !equalStatuses(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended, runstate.StatusCompleted}) {
+				if sts := statuses(t, b.st, runID); !slices.Equal(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended, runstate.StatusCompleted}) {
 					t.Errorf("checkpoints %v, want running suspended completed", sts)
 				}
 				if _, err := b.st.GetDraft(ctx, &store.GetDraftParams{OwnerID: owner, MessageID: h.MessageID}); !errors.Is(err, store.ErrNotFound) {
@@ -214,7 +215,7 @@ func TestLazyClaimFlushRacesFinal(t *testing.T) {
 		if jr.Status != store.JobCompleted || jr.Attempt != 1 {
 			t.Errorf("job run %s attempt %d, want completed at attempt 1", jr.Status, jr.Attempt)
 		}
-		if sts := statuses(t, b.st, runID); !equalStatuses(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended, runstate.StatusCompleted}) {
+		if sts := statuses(t, b.st, runID); !slices.Equal(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended, runstate.StatusCompleted}) {
 			t.Errorf("checkpoints %v, want running suspended completed", sts)
 		}
 		if keys, calls := tools.total(); keys != 1 || calls != 1 {
@@ -276,7 +277,7 @@ func TestLazyClaimRace(t *testing.T) {
 		if jr.Status != store.JobCompleted || jr.Attempt != 1 || q.completed.Load() == 0 {
 			t.Errorf("job run %s attempt %d (River job completed %d times), want completed at attempt 1", jr.Status, jr.Attempt, q.completed.Load())
 		}
-		if sts := statuses(t, b.st, run); !equalStatuses(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended, runstate.StatusCompleted}) {
+		if sts := statuses(t, b.st, run); !slices.Equal(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended, runstate.StatusCompleted}) {
 			t.Errorf("checkpoints %v", sts)
 		}
 		if keys, calls := tools.total(); keys != 1 || calls != 2 {
@@ -312,7 +313,7 @@ func TestLazyClaimFailsUnclaimed(t *testing.T) {
 		if jr.Status != store.JobError || jr.Attempt != 1 || jr.Error == "" {
 			t.Fatalf("job run after the cut delivery: %+v", jr)
 		}
-		if sts := statuses(t, b.st, run); !equalStatuses(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended}) {
+		if sts := statuses(t, b.st, run); !slices.Equal(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended}) {
 			t.Fatalf("checkpoints after the cut delivery: %v", sts)
 		}
 		close(tools.gate)
@@ -324,7 +325,7 @@ func TestLazyClaimFailsUnclaimed(t *testing.T) {
 			t.Errorf("job run = %s attempt %d (River job completed %d times), want completed at attempt 2", jr.Status, jr.Attempt, q.completed.Load())
 		}
 		// The second delivery claimed durably: its claim's checkpoint.
-		if sts := statuses(t, b.st, run); !equalStatuses(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended, runstate.StatusRunning, runstate.StatusCompleted}) {
+		if sts := statuses(t, b.st, run); !slices.Equal(sts, []runstate.Status{runstate.StatusRunning, runstate.StatusSuspended, runstate.StatusRunning, runstate.StatusCompleted}) {
 			t.Errorf("checkpoints %v", sts)
 		}
 		if keys, calls := tools.total(); keys != 1 || calls != 2 {

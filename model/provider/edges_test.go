@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,25 +104,13 @@ func TestOneLayerRetries(t *testing.T) {
 					if tc.code != "" && (!errors.As(err, &me) || me.Code != tc.code || !strings.Contains(me.Message, "the body began")) {
 						t.Errorf("error %v, want code %s with a snippet", err, tc.code)
 					}
-					if tc.waits != nil && !equalDurations(s.Waits(), tc.waits) {
+					if tc.waits != nil && !slices.Equal(s.Waits(), tc.waits) {
 						t.Errorf("waits %v, want %v", s.Waits(), tc.waits)
 					}
 				})
 			}
 		})
 	}
-}
-
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestJSONBodiesEndToEnd runs a turn against servers that ignore
