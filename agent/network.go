@@ -75,6 +75,8 @@ type Network struct {
 	order       []string
 	limits      Limits
 	fingerprint string
+	// agentFingerprints are the agents' own, by name.
+	agentFingerprints map[string]string
 }
 
 var namePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -227,6 +229,16 @@ func (n *Network) Limits() Limits { return n.limits.Defaults() }
 // definition, the limits, the spec or the version change.
 func (n *Network) Fingerprint() string { return n.fingerprint }
 
+// AgentFingerprint identifies the version of one agent of the network: it
+// changes when the agent's description, instructions (or whether a function
+// gives them), model name, settings, tools (names, descriptions,
+// parameters, approval, slowness, timeouts), transfers, agent tools,
+// guardrails' names, output schema or background flag change — what its
+// model is asked with. It is "" for an agent the network does not have.
+// baton eval answers an agent whose fingerprint matches its recording's
+// from the recording.
+func (n *Network) AgentFingerprint(name string) string { return n.agentFingerprints[name] }
+
 // Agent returns the agent named name.
 func (n *Network) Agent(name string) (*Agent, bool) {
 	a, ok := n.agents[name]
@@ -284,6 +296,7 @@ func fingerprint(cfg NetworkConfig, n *Network) (string, error) {
 		Background                      bool
 	}
 	var agents []agentFP
+	n.agentFingerprints = make(map[string]string, len(n.order))
 	for _, name := range n.order {
 		a := n.agents[name]
 		fp := agentFP{Name: a.Name, Description: a.Description, Instructions: a.Instructions,
@@ -310,6 +323,12 @@ func fingerprint(cfg NetworkConfig, n *Network) (string, error) {
 		for _, g := range a.OutputGuardrails {
 			fp.Output = append(fp.Output, g.Name)
 		}
+		b, err := json.Marshal(fp)
+		if err != nil {
+			return "", fmt.Errorf("network %s: agent %s: fingerprint: %w", cfg.Name, a.Name, err)
+		}
+		sum := sha256.Sum256(b)
+		n.agentFingerprints[a.Name] = hex.EncodeToString(sum[:12])
 		agents = append(agents, fp)
 	}
 	b, err := json.Marshal(struct {

@@ -168,3 +168,48 @@ func errorsAs(err error, target **agent.ArgumentError) bool {
 	*target = e
 	return ok
 }
+
+// TestAgentFingerprint: an agent's own fingerprint moves with what its
+// model is asked with and with nothing of the other agents, and the limits
+// (which are the network's) leave it alone.
+func TestAgentFingerprint(t *testing.T) {
+	t.Parallel()
+	fps := func(mut func([]*agent.Agent), limits agent.Limits) (triage, billing string) {
+		t.Helper()
+		agents := build()
+		mut(agents)
+		n, err := agent.NewNetwork(agent.NetworkConfig{Name: "n", Agents: agents, Limits: limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.AgentFingerprint("triage"), n.AgentFingerprint("billing")
+	}
+	t0, b0 := fps(func([]*agent.Agent) {}, agent.Limits{})
+	if t0 == "" || b0 == "" || t0 == b0 {
+		t.Fatalf("fingerprints %q, %q: want two different ones", t0, b0)
+	}
+	if t1, b1 := fps(func([]*agent.Agent) {}, agent.Limits{MaxTurns: 3}); t1 != t0 || b1 != b0 {
+		t.Error("the network's limits change an agent's fingerprint")
+	}
+	for name, mut := range map[string]func([]*agent.Agent){
+		"instructions": func(a []*agent.Agent) { a[0].Instructions = "route carefully" },
+		"model":        func(a []*agent.Agent) { a[0].ModelName = "openai:gpt-4o" },
+		"tool":         func(a []*agent.Agent) { a[0].Tools[0].Description = "find an order" },
+		"transfer":     func(a []*agent.Agent) { a[0].Transfers[0].History = transfer.HistoryNone },
+	} {
+		t1, b1 := fps(mut, agent.Limits{})
+		if t1 == t0 {
+			t.Errorf("changing triage's %s leaves its fingerprint", name)
+		}
+		if b1 != b0 {
+			t.Errorf("changing triage's %s changes billing's fingerprint", name)
+		}
+	}
+	n, err := agent.NewNetwork(agent.NetworkConfig{Name: "n", Agents: build()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.AgentFingerprint("nobody"); got != "" {
+		t.Errorf("fingerprint of an unknown agent = %q", got)
+	}
+}

@@ -45,6 +45,12 @@ type Options struct {
 	Tools map[string]func(ctx context.Context, args json.RawMessage) (string, error)
 	// WrapModel, if set, wraps every agent's model (recording, for instance).
 	WrapModel func(agentName string, m model.Model) model.Model
+	// WrapTool, if set, wraps the function of every tool an agent can call
+	// (declared in tools:, or an MCP server's), once per tool, whichever
+	// agents have it: name is the tool's name as the model sees it. Agent
+	// tools and transfers are not tools of this kind. baton eval answers
+	// tools from a recording with it.
+	WrapTool func(name string, fn ToolFunc) ToolFunc
 	// HTTPClient is passed to providers.
 	HTTPClient *http.Client
 	// MCP connects to an MCP server of the file and lists its tools (see
@@ -364,6 +370,9 @@ func (l *loader) build(f *File) *Spec {
 			agents = append(agents, a)
 		}
 	}
+	if l.opts.WrapTool != nil {
+		wrapTools(agents, l.opts.WrapTool)
+	}
 	var limits agent.Limits
 	if lim := f.Limits; lim != nil {
 		limits = agent.Limits{MaxTurns: lim.MaxTurns, MaxTransfers: lim.MaxTransfers, Timeout: time.Duration(lim.Timeout),
@@ -397,6 +406,24 @@ func (l *loader) build(f *File) *Spec {
 	}
 	spec.Network = net
 	return spec
+}
+
+// ToolFunc is a tool's function: it gets the call's JSON arguments and
+// returns the result the model sees (see agent.Tool.Func).
+type ToolFunc = func(ctx context.Context, args json.RawMessage) (string, error)
+
+// wrapTools wraps the function of each tool of agents with wrap, once per
+// tool however many agents share it.
+func wrapTools(agents []*agent.Agent, wrap func(string, ToolFunc) ToolFunc) {
+	done := map[*agent.Tool]bool{}
+	for _, a := range agents {
+		for _, t := range a.Tools {
+			if !done[t] && t.Func != nil {
+				done[t] = true
+				t.Func = wrap(t.Name, t.Func)
+			}
+		}
+	}
 }
 
 // declared lists what a file declares: "tools: a, b" or "no tools are declared".

@@ -33,6 +33,10 @@ type LoadOptions struct {
 	Offline bool
 	// WrapModel, if set, wraps every agent's model (`baton run --record`).
 	WrapModel func(agentName string, m model.Model) model.Model
+	// WrapTool, if set, wraps the function of every tool of the file, once
+	// per tool (see netspec.Options.WrapTool; `baton eval` answers tools
+	// from a recording with it). It wraps Tools and HTTPTools too.
+	WrapTool func(name string, fn ToolFunc) ToolFunc
 	// MCP, if set, holds the sessions with the file's MCP servers (package
 	// mcptool; several files may share it) and its caller closes it. Nil:
 	// Load opens sessions of the network's own, which the returned spec's
@@ -80,7 +84,7 @@ func Load(path string, opts LoadOptions) (*netspec.Spec, error) {
 		tools[name] = HTTPTool(name, url, client)
 	}
 	mcp, owned, o := external(opts, client)
-	o.Provider, o.Tools, o.WrapModel, o.HTTPClient = providers(opts.Offline), tools, opts.WrapModel, opts.HTTPClient
+	o.Provider, o.Tools, o.WrapModel, o.WrapTool, o.HTTPClient = providers(opts.Offline), tools, opts.WrapModel, opts.WrapTool, opts.HTTPClient
 	err := liveModel(opts, &o)
 	if err != nil {
 		if owned {
