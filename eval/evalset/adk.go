@@ -1,0 +1,362 @@
+package evalset
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ADK's evalset JSON, as its pydantic models (google.adk.evaluation
+// eval_set.EvalSet, eval_case.EvalCase, Invocation, IntermediateData,
+// InvocationEvents; google.genai types Content, Part, FunctionCall,
+// FunctionResponse; eval_rubrics.Rubric) define it:
+//
+//	{"eval_set_id": "…", "name": "…", "description": "…",
+//	 "eval_cases": [{"eval_id": "…",
+//	   "conversation": [{"invocation_id": "…",
+//	     "user_content": {"role": "user", "parts": [{"text": "…"}]},
+//	     "final_response": {"role": "model", "parts": [{"text": "…"}]},
+//	     "intermediate_data": {"tool_uses": [{"id": "…", "name": "…", "args": {…}}],
+//	                           "tool_responses": [{"id": "…", "name": "…", "response": {…}}],
+//	                           "intermediate_responses": [["agent", [{"text": "…"}]]]}
+//	       or {"invocation_events": [{"author": "…", "content": {"parts": [{"function_call": …}]}}]},
+//	     "rubrics": [{"rubric_id": "…", "rubric_content": {"text_property": "…"}}]}],
+//	   "session_input": {"app_name": "…", "user_id": "…", "state": {}},
+//	   "rubrics": […]}]}
+//
+// Every model but EvalSet reads its fields in snake_case or camelCase
+// (pydantic's alias generator); this reader accepts both everywhere.
+
+// ParseADK reads an ADK evalset: each eval case becomes a case, each
+// invocation a turn whose expectations are ADK's: the tool trajectory
+// (tool_uses, matched exactly with their arguments, ADK's default),
+// the final response (ROUGE-1 at [DefaultROUGE1Threshold], ADK's default
+// response_match_score) and the rubrics (judged, with the run's default
+// judge). Recorded tool responses become the case's recording, so that
+// they answer the tools; a case with a conversation_scenario (ADK's user
+// simulator) is refused. A malformed evalset is an *[Error] with lines.
+func ParseADK(data []byte, name string) (*Set, error) {
+	ps := problems{locate: func(p string) int { return jsonLine(data, p) }}
+	var top adkObject
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, &Error{File: name, Problems: []Problem{{Line: jsonErrorLine(data, err), Message: "not an ADK evalset (a JSON object): " + jsonMessage(err)}}}
+	}
+	s := &Set{Version: Version}
+	var id string
+	top.str(&ps, "$", "eval_set_id", &id, true)
+	top.str(&ps, "$", "name", &s.Name, false)
+	top.str(&ps, "$", "description", &s.Description, false)
+	if s.Name == "" {
+		s.Name = id
+	}
+	var cases []adkObject
+	top.list(&ps, "$", "eval_cases", &cases, true)
+	for i, rc := range cases {
+		p := at("$.eval_cases", i)
+		c := adkCase(rc, p, &ps)
+		c.Line = jsonLine(data, p)
+		s.Cases = append(s.Cases, c)
+	}
+	if err := ps.err(name); err != nil {
+		return nil, err
+	}
+	// The converted set's own problems (an empty user message, a duplicate
+	// id) are reported at their case's line in the ADK file.
+	vs := problems{locate: func(p string) int {
+		if i, ok := caseIndex(p); ok && i < len(s.Cases) {
+			return s.Cases[i].Line
+		}
+		return 0
+	}}
+	validateSet(s, &vs, func(i int) string { return at("$.cases", i) })
+	if err := vs.err(name); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// adkObject is a JSON object of an ADK model.
+type adkObject map[string]json.RawMessage
+
+// has reports whether o has a field, in snake_case or camelCase.
+func has(o map[string]json.RawMessage, key string) bool {
+	_, ok := o[key]
+	if !ok {
+		_, ok = o[camel(key)]
+	}
+	return ok
+}
+
+// raw returns a field that is present and not null.
+func (o adkObject) raw(key string) (json.RawMessage, bool) {
+	v, ok := o[key]
+	if !ok {
+		v, ok = o[camel(key)]
+	}
+	if !ok || string(v) == "null" {
+		return nil, false
+	}
+	return v, true
+}
+
+// field decodes a field into v; a missing one is a problem if required.
+func (o adkObject) field(ps *problems, p, key string, v any, required bool) bool {
+	raw, ok := o.raw(key)
+	if !ok {
+		if required {
+			ps.add(p+"."+key, "%s is required", key)
+		}
+		return false
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		ps.add(p+"."+key, "%s: %s", key, jsonMessage(err))
+		return false
+	}
+	return true
+}
+
+func (o adkObject) str(ps *problems, p, key string, v *string, required bool) bool {
+	return o.field(ps, p, key, v, required)
+}
+
+func (o adkObject) list(ps *problems, p, key string, v *[]adkObject, required bool) bool {
+	return o.field(ps, p, key, v, required)
+}
+
+func adkCase(o adkObject, p string, ps *problems) Case {
+	var c Case
+	o.str(ps, p, "eval_id", &c.ID, true)
+	if _, ok := o.raw("conversation_scenario"); ok {
+		ps.add(p+".conversation_scenario", "case %q: conversation_scenario needs ADK's user simulator; baton eval runs static conversations (conversation:)", c.ID)
+		return c
+	}
+	var rubrics []Rubric
+	var rs []adkObject
+	if o.list(ps, p, "rubrics", &rs, false) {
+		rubrics = adkRubrics(rs, p+".rubrics", ps)
+	}
+	var invs []adkObject
+	o.list(ps, p, "conversation", &invs, true)
+	rec := &Recording{Version: RecordingVersion, Source: "adk"}
+	recorded := false
+	for i, inv := range invs {
+		t, out := adkInvocation(inv, at(p+".conversation", i), ps)
+		if len(rubrics) > 0 {
+			if t.Expect == nil {
+				t.Expect = &Expect{}
+			}
+			if t.Expect.Answer == nil {
+				t.Expect.Answer = &AnswerExpect{}
+			}
+			t.Expect.Answer.Rubrics = append(t.Expect.Answer.Rubrics, rubrics...)
+		}
+		c.Turns = append(c.Turns, t)
+		rec.Turns = append(rec.Turns, out)
+		recorded = recorded || len(out.Tools) > 0
+	}
+	if recorded {
+		c.Recording = rec
+	}
+	return c
+}
+
+// adkInvocation returns an invocation as a turn, and the tool results it
+// recorded as an outcome.
+func adkInvocation(o adkObject, p string, ps *problems) (Turn, Outcome) {
+	var t Turn
+	var out Outcome
+	var user adkObject
+	if o.field(ps, p, "user_content", &user, true) {
+		t.User = adkText(user, p+".user_content", ps)
+		if strings.TrimSpace(t.User) == "" {
+			ps.add(p+".user_content", "user_content has no text part")
+		}
+	}
+	e := &Expect{}
+	var final adkObject
+	if o.field(ps, p, "final_response", &final, false) {
+		if text := adkText(final, p+".final_response", ps); strings.TrimSpace(text) != "" {
+			e.Answer = &AnswerExpect{ROUGE1: &ROUGE1{Reference: text, Threshold: DefaultROUGE1Threshold}}
+		}
+	}
+	var inter adkObject
+	if o.field(ps, p, "intermediate_data", &inter, false) {
+		calls, results := adkIntermediate(inter, p+".intermediate_data", ps)
+		e.Tools = &ToolsExpect{Match: MatchExact, Calls: calls}
+		out.Tools = results
+	}
+	var rs []adkObject
+	if o.list(ps, p, "rubrics", &rs, false) {
+		if e.Answer == nil {
+			e.Answer = &AnswerExpect{}
+		}
+		e.Answer.Rubrics = adkRubrics(rs, p+".rubrics", ps)
+	}
+	if e.Answer != nil || e.Tools != nil {
+		t.Expect = e
+	}
+	return t, out
+}
+
+// adkText returns the text parts of a genai Content, thoughts excepted.
+func adkText(content adkObject, p string, ps *problems) string {
+	var parts []adkObject
+	content.list(ps, p, "parts", &parts, false)
+	var texts []string
+	for i, part := range parts {
+		var thought bool
+		_ = json.Unmarshal(part["thought"], &thought)
+		var text string
+		if part.str(ps, at(p+".parts", i), "text", &text, false) && !thought {
+			texts = append(texts, text)
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// adkIntermediate returns the tool uses of IntermediateData or
+// InvocationEvents as expected calls, and their responses as recorded
+// tool calls (arguments taken from the use of the same id, else of the
+// same name in order).
+func adkIntermediate(o adkObject, p string, ps *problems) ([]ToolCallExpect, []ToolCall) {
+	var uses, responses []adkObject
+	if _, ok := o.raw("invocation_events"); ok {
+		var events []adkObject
+		o.list(ps, p, "invocation_events", &events, true)
+		for i, ev := range events {
+			ep := at(p+".invocation_events", i)
+			var content adkObject
+			if !ev.field(ps, ep, "content", &content, false) {
+				continue
+			}
+			var parts []adkObject
+			content.list(ps, ep+".content", "parts", &parts, false)
+			for _, part := range parts {
+				var fc, fr adkObject
+				if part.field(ps, ep+".content.parts", "function_call", &fc, false) {
+					uses = append(uses, fc)
+				}
+				if part.field(ps, ep+".content.parts", "function_response", &fr, false) {
+					responses = append(responses, fr)
+				}
+			}
+		}
+	} else {
+		o.list(ps, p, "tool_uses", &uses, false)
+		o.list(ps, p, "tool_responses", &responses, false)
+	}
+	calls := []ToolCallExpect{}
+	type use struct {
+		id, name string
+		args     json.RawMessage
+	}
+	var used []use
+	for i, u := range uses {
+		up := at(p+".tool_uses", i)
+		var c ToolCallExpect
+		var id string
+		u.str(ps, up, "name", &c.Name, true)
+		u.str(ps, up, "id", &id, false)
+		u.field(ps, up, "args", &c.Args, false)
+		args, _ := u.raw("args")
+		calls = append(calls, c)
+		used = append(used, use{id: id, name: c.Name, args: args})
+	}
+	var results []ToolCall
+	for i, r := range responses {
+		rp := at(p+".tool_responses", i)
+		var tc ToolCall
+		r.str(ps, rp, "name", &tc.Name, true)
+		r.str(ps, rp, "id", &tc.ID, false)
+		resp, _ := r.raw("response")
+		tc.Output = adkOutput(resp)
+		for j, u := range used {
+			if (tc.ID != "" && u.id == tc.ID) || (tc.ID == "" && u.name == tc.Name) {
+				tc.Arguments = u.args
+				used = append(used[:j], used[j+1:]...)
+				break
+			}
+		}
+		results = append(results, tc)
+	}
+	return calls, results
+}
+
+// adkOutput is a FunctionResponse's response as a tool's result: the text
+// of {"result": "text"} (how ADK wraps a tool's plain return value), else
+// the JSON.
+func adkOutput(resp json.RawMessage) string {
+	var wrapped struct {
+		Result *string `json:"result"`
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(resp, &fields) == nil && len(fields) == 1 && json.Unmarshal(resp, &wrapped) == nil && wrapped.Result != nil {
+		return *wrapped.Result
+	}
+	return string(resp)
+}
+
+func adkRubrics(rs []adkObject, p string, ps *problems) []Rubric {
+	var out []Rubric
+	for i, r := range rs {
+		rp := at(p, i)
+		var rb Rubric
+		var content adkObject
+		r.str(ps, rp, "rubric_id", &rb.ID, false)
+		if r.field(ps, rp, "rubric_content", &content, true) {
+			content.str(ps, rp+".rubric_content", "text_property", &rb.Text, true)
+		}
+		out = append(out, rb)
+	}
+	return out
+}
+
+// adkCriteria is ADK's test_config.json, whose criteria set the thresholds.
+type adkCriteria struct {
+	Criteria map[string]json.RawMessage `json:"criteria"`
+}
+
+// applyADKConfig sets the ROUGE-1 thresholds of s from the
+// response_match_score of the test_config.json beside an ADK evalset
+// (a number, or {"threshold": n}), when there is one.
+func applyADKConfig(s *Set, evalsetPath string) error {
+	path := filepath.Join(filepath.Dir(evalsetPath), "test_config.json")
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("evalset: %w", err)
+	}
+	var c adkCriteria
+	if err := json.Unmarshal(data, &c); err != nil {
+		return &Error{File: path, Problems: []Problem{{Line: jsonErrorLine(data, err), Message: jsonMessage(err)}}}
+	}
+	raw, ok := c.Criteria["response_match_score"]
+	if !ok {
+		return nil
+	}
+	var th float64
+	if json.Unmarshal(raw, &th) != nil {
+		var obj struct {
+			Threshold float64 `json:"threshold"`
+		}
+		if json.Unmarshal(raw, &obj) != nil {
+			return &Error{File: path, Problems: []Problem{{Line: jsonLine(data, "$.criteria.response_match_score"), Message: "response_match_score: want a number or {\"threshold\": n}"}}}
+		}
+		th = obj.Threshold
+	}
+	if th < 0 || th > 1 {
+		return &Error{File: path, Problems: []Problem{{Line: jsonLine(data, "$.criteria.response_match_score"), Message: fmt.Sprintf("response_match_score %v: want a number from 0 to 1", th)}}}
+	}
+	for i := range s.Cases {
+		for j := range s.Cases[i].Turns {
+			if e := s.Cases[i].Turns[j].Expect; e != nil && e.Answer != nil && e.Answer.ROUGE1 != nil {
+				e.Answer.ROUGE1.Threshold = th
+			}
+		}
+	}
+	return nil
+}
