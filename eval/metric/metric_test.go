@@ -114,11 +114,11 @@ func TestJSONSchema(t *testing.T) {
 	t.Parallel()
 	schema := map[string]any{"type": "object", "required": []any{"refund_id"}, "properties": map[string]any{"refund_id": map[string]any{"type": "string", "pattern": "^R-"}}}
 	for answer, pass := range map[string]bool{
-		`{"refund_id": "R-77"}`:                  true,
+		`{"refund_id": "R-77"}`:                   true,
 		"```json\n{\"refund_id\": \"R-77\"}\n```": true,
-		`{"refund_id": "77"}`:                    false,
-		`{"refund": "R-77"}`:                     false,
-		`refund R-77`:                            false,
+		`{"refund_id": "77"}`:                     false,
+		`{"refund": "R-77"}`:                      false,
+		`refund R-77`:                             false,
 	} {
 		o := &evalset.Outcome{Answer: answer}
 		c := metric.Score(t.Context(), 1, "", &evalset.Expect{Answer: &evalset.AnswerExpect{JSONSchema: schema}}, o, nil)[0]
