@@ -228,6 +228,9 @@ func (e *engine) runAll(ctx context.Context, cand, base *network) []*CaseResult 
 // runCase runs a case on the candidate and the baseline and compares them.
 func (e *engine) runCase(ctx context.Context, c *evalset.Case, cand, base *network) *CaseResult {
 	r := &CaseResult{ID: c.ID, Description: c.Description, Line: c.Line}
+	for _, t := range c.Turns {
+		r.Inputs = append(r.Inputs, t.User)
+	}
 	r.Candidate = e.runOn(ctx, c, cand)
 	if base != nil {
 		r.Baseline = e.runOn(ctx, c, base)

@@ -29,7 +29,9 @@ type CaseResult struct {
 	ID          string `json:"id"`
 	Description string `json:"description,omitempty"`
 	// Line is the case's line in its set's file (0 unknown).
-	Line      int        `json:"line,omitempty"`
+	Line int `json:"line,omitempty"`
+	// Inputs are the user messages of its turns.
+	Inputs    []string   `json:"inputs"`
 	Candidate *RunResult `json:"candidate"`
 	Baseline  *RunResult `json:"baseline,omitempty"`
 	// Reference is what Changes compare the candidate with: "baseline",
