@@ -40,7 +40,7 @@ func sample() *eval.Report {
 				Changes:     metric.Changes(1, &base, &cand),
 				Regressions: []eval.Regression{{Turn: 1, Metric: metric.Transfers, Baseline: 1, Candidate: 0}, {Turn: 1, Metric: metric.Status, Baseline: 1, Candidate: 0}}},
 			{ID: "crash", Inputs: []string{"The app crashes"}, Reference: "baseline", Pass: true,
-				Baseline:  &eval.RunResult{Turns: []evalset.Outcome{{FirstAgent: "triage", Status: "completed", Answer: "Log-in is degraded."}}, Checks: []metric.Check{pass(metric.Routing, 1)}, Live: 3, Pass: true},
+				Baseline: &eval.RunResult{Turns: []evalset.Outcome{{FirstAgent: "triage", Status: "completed", Answer: "Log-in is degraded."}}, Checks: []metric.Check{pass(metric.Routing, 1)}, Live: 3, Pass: true},
 				Candidate: &eval.RunResult{Turns: []evalset.Outcome{{FirstAgent: "triage", Status: "completed", Answer: "Log-in is degraded."}}, Checks: []metric.Check{pass(metric.Routing, 1)}, Replayed: 3, Pass: true,
 					Unmatched: []evalset.ToolCall{{Agent: "tech", Name: "check_status_page", Arguments: json.RawMessage(`{}`)}}}},
 		},
