@@ -37,6 +37,7 @@ func commands() []command {
 	return []command{
 		{"run", "run one conversation turn: baton run NETWORK.yaml \"message\"", cmdRun},
 		{"validate", "check a network file: baton validate NETWORK.yaml", cmdValidate},
+		{"eval", "score a network on an eval set: baton eval SET --network NETWORK.yaml [--baseline OLD.yaml]; baton eval export --thread ID", cmdEval},
 		{"chat", "chat in the terminal, with /handoff: baton chat --network NETWORK.yaml", cmdChat},
 		{"resume", "continue a stopped run: baton resume NETWORK.yaml --run ID [--decision approve|reject|edit]", cmdResume},
 		{"migrate", "create or update the database schema: baton migrate [--database URL]", cmdMigrate},
