@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,6 +113,7 @@ func threadsToExport(ctx context.Context, st store.Store, o *ExportOptions) ([]s
 	if o.Since.IsZero() {
 		return ids, nil
 	}
+	var found []*store.Thread
 	cursor := ""
 	for {
 		page, err := st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: o.Owner, Limit: 1000, Cursor: cursor})
@@ -123,13 +125,19 @@ func threadsToExport(ctx context.Context, st store.Store, o *ExportOptions) ([]s
 				continue
 			}
 			seen[th.ID] = true
-			ids = append(ids, th.ID)
+			found = append(found, th)
 		}
 		if page.NextCursor == "" {
-			return ids, nil
+			break
 		}
 		cursor = page.NextCursor
 	}
+	// Oldest first, as the conversations happened.
+	slices.SortStableFunc(found, func(a, b *store.Thread) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	for _, th := range found {
+		ids = append(ids, th.ID)
+	}
+	return ids, nil
 }
 
 type exporter struct {
@@ -308,6 +316,7 @@ func (x *exporter) status(ctx context.Context, o *evalset.Outcome, runID string,
 	if s := cp.State; s != nil {
 		if len(s.Trail) > 0 {
 			o.FirstAgent = s.Trail[0]
+			o.Transfers = alongTrail(s.Trail, o.Transfers)
 		}
 		if s.Status == runstate.StatusCompleted && s.FinalOutput != "" {
 			o.Answer = s.FinalOutput
@@ -317,6 +326,28 @@ func (x *exporter) status(ctx context.Context, o *evalset.Outcome, runID string,
 		}
 	}
 	return nil
+}
+
+// alongTrail returns the transfers of a run whose agents held control in
+// the order of trail: the transfers its messages show (made by a transfer
+// tool, with their context) where they are, and those a policy made (a
+// sequential pipeline, a rule), which no message shows, between.
+func alongTrail(trail []string, byTool []evalset.Transfer) []evalset.Transfer {
+	var out []evalset.Transfer
+	next := 0
+	for i := 1; i < len(trail); i++ {
+		from, to := trail[i-1], trail[i]
+		if next < len(byTool) && byTool[next].From == from && byTool[next].To == to {
+			out = append(out, byTool[next])
+			next++
+			continue
+		}
+		out = append(out, evalset.Transfer{From: from, To: to})
+	}
+	if next < len(byTool) {
+		return byTool // the trail does not explain them: keep what the messages say
+	}
+	return out
 }
 
 // decisions returns the decisions of the thread's decided run interrupts,

@@ -66,6 +66,12 @@ for f in examples/*/network.yaml; do
   [ -f "$f" ] || continue
   go run ./cmd/baton validate "$f"
 done
+# Each example network's eval set, offline: the scripted model, the tools
+# answered from the recordings (exit 1 on a score under its threshold).
+for f in examples/*/eval.yaml; do
+  [ -f "$f" ] || continue
+  go run ./cmd/baton eval "$f"
+done
 
 # The official OpenAI Node client and the Vercel AI SDK against a real baton serve.
 if [ -x e2e/openai/run.sh ]; then

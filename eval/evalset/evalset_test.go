@@ -76,6 +76,30 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestNoArgs: args: {} (a call expected without arguments) is not args
+// left out (arguments not compared), and stays so when written.
+func TestNoArgs(t *testing.T) {
+	t.Parallel()
+	s, err := evalset.Parse([]byte("version: 1\nname: x\ncases:\n  - id: a\n    turns: [{user: hi, expect: {tools: {calls: [{name: t, args: {}}, {name: u}]}}}]\n"), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []evalset.Format{evalset.FormatYAML, evalset.FormatJSONL} {
+		var b bytes.Buffer
+		if err := evalset.Write(&b, s, f, ""); err != nil {
+			t.Fatal(err)
+		}
+		back, err := evalset.Parse(b.Bytes(), "s."+string(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := back.Cases[0].Turns[0].Expect.Tools.Calls
+		if calls[0].Args == nil || len(calls[0].Args) != 0 || calls[1].Args != nil {
+			t.Errorf("%s: args %#v, %#v; want {} and none\n%s", f, calls[0].Args, calls[1].Args, b.String())
+		}
+	}
+}
+
 func TestParseJSONL(t *testing.T) {
 	t.Parallel()
 	src := `{"set": {"version": 1, "name": "big"}}

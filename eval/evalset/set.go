@@ -129,8 +129,8 @@ type ToolCallExpect struct {
 	Agent string `json:"agent,omitempty"`
 	// Args are the expected arguments: compared exactly (as JSON values)
 	// unless Fields lists the fields to compare. Without Args the
-	// arguments are not compared.
-	Args map[string]any `json:"args,omitempty"`
+	// arguments are not compared; args: {} expects none.
+	Args map[string]any `json:"args,omitzero"`
 	// Fields, if set, compares only these fields of the arguments, with
 	// their values in Args (a field missing from Args must be missing from
 	// the call).
