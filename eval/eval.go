@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -54,8 +52,9 @@ type Config struct {
 	// judge or Judge.
 	Judges metric.Judges
 	// Database, if set, is the database of the candidate's runs (a URL as
-	// service.Config takes it); by default each network runs on a
-	// temporary SQLite database, removed at the end.
+	// service.Config takes it); by default each network runs on a private
+	// in-memory SQLite database: what an eval's runs store is read back
+	// only by the eval, and needs no disk.
 	Database string
 	// Progress, if set, is called after each case with the number of cases
 	// done and the total; calls do not overlap.
@@ -82,20 +81,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	tmp, err := os.MkdirTemp("", "baton-eval-*")
-	if err != nil {
-		return nil, fmt.Errorf("eval: %w", err)
-	}
-	defer os.RemoveAll(tmp)
 	start := time.Now()
-	cand, err := open(ctx, cfg.Network, cfg.Database, filepath.Join(tmp, "candidate.db"), log)
+	cand, err := open(ctx, cfg.Network, cfg.Database, log)
 	if err != nil {
 		return nil, err
 	}
 	defer cand.close()
 	var base *network
 	if cfg.Baseline != nil {
-		if base, err = open(ctx, *cfg.Baseline, "", filepath.Join(tmp, "baseline.db"), log); err != nil {
+		if base, err = open(ctx, *cfg.Baseline, "", log); err != nil {
 			return nil, err
 		}
 		defer base.close()
@@ -125,9 +119,12 @@ type network struct {
 	transfers map[string]map[string]bool
 }
 
+// memoryDatabase is the default database of an eval's runs.
+const memoryDatabase = "sqlite::memory:"
+
 // open loads t with replay at its seams and opens its service on database
-// (default: an SQLite file at path).
-func open(ctx context.Context, t Target, database, path string, log *slog.Logger) (*network, error) {
+// (default: a private in-memory SQLite database).
+func open(ctx context.Context, t Target, database string, log *slog.Logger) (*network, error) {
 	opts := t.Load
 	wrapModel, wrapTool := opts.WrapModel, opts.WrapTool
 	opts.WrapModel = func(name string, m model.Model) model.Model {
@@ -152,7 +149,7 @@ func open(ctx context.Context, t Target, database, path string, log *slog.Logger
 		n.agents[name] = true
 	}
 	if database == "" {
-		database = "sqlite:" + path
+		database = memoryDatabase
 	}
 	n.svc, err = service.Open(ctx, service.Config{Networks: []service.Definition{service.DefinitionOf(spec)}, Database: database, Logger: log})
 	if err != nil {
