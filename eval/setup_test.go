@@ -39,8 +39,15 @@ var conversations = []conversation{
 // returns their threads.
 func record(t *testing.T, st store.Store, convs ...conversation) []string {
 	t.Helper()
+	return recordOn(t, st, supportFile, convs...)
+}
+
+// recordOn runs conversations on a network, stored in st, and returns
+// their threads.
+func recordOn(t *testing.T, st store.Store, file string, convs ...conversation) []string {
+	t.Helper()
 	ctx := t.Context()
-	svc, err := service.Open(ctx, service.Config{Files: []string{supportFile}, Store: st})
+	svc, err := service.Open(ctx, service.Config{Files: []string{file}, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,12 +39,17 @@ func TestADK(t *testing.T) {
 	if tc := rec.Turns[0].Tools[0]; tc.Name != "lookup_order" || string(tc.Arguments) != `{"order_id": "1234"}` || !strings.Contains(tc.Output, `"charges": 2`) {
 		t.Errorf("recorded tool = %+v", tc)
 	}
+	checkADKEvents(t, &s.Cases[1])
+}
 
-	ev := s.Cases[1]
+// checkADKEvents checks the case written with invocation events, camel
+// case and rubrics.
+func checkADKEvents(t *testing.T, ev *evalset.Case) {
+	t.Helper()
 	if ev.ID != "status_events" || len(ev.Turns) != 2 {
 		t.Fatalf("case = %+v", ev)
 	}
-	e = ev.Turns[0].Expect
+	e := ev.Turns[0].Expect
 	// The transfer call is one of ADK's tool uses, as ADK records it.
 	if names := callNames(e.Tools); names != "transfer_to_tech,check_status_page" {
 		t.Errorf("tool uses = %s", names)

@@ -212,6 +212,11 @@ func validateSet(s *Set, ps *problems, casePath func(i int) string) {
 			seen[c.ID] = i
 		}
 		validateCase(c, p, ps)
+		// YAML makes JSON of the values held as JSON (arguments, contexts)
+		// as it reads them, and may make what is not JSON.
+		if _, err := marshal(c); err != nil {
+			ps.add(p, "case %d holds a value that is not JSON: %v", i+1, strings.TrimPrefix(err.Error(), "evalset: write: "))
+		}
 	}
 }
 
