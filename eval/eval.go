@@ -126,6 +126,9 @@ const memoryDatabase = "sqlite::memory:"
 // (default: a private in-memory SQLite database).
 func open(ctx context.Context, t Target, database string, log *slog.Logger) (*network, error) {
 	opts := t.Load
+	if opts.Logger == nil {
+		opts.Logger = log
+	}
 	wrapModel, wrapTool := opts.WrapModel, opts.WrapTool
 	opts.WrapModel = func(name string, m model.Model) model.Model {
 		if wrapModel != nil {

@@ -1,6 +1,7 @@
 package eval_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/eval"
+	"github.com/batonhq/baton/eval/evalset"
 	"github.com/batonhq/baton/eval/metric"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/service"
@@ -260,4 +262,43 @@ func failures(r *eval.Report) string {
 		}
 	}
 	return b.String()
+}
+
+// TestADKSet runs an evalset written from ADK's schema on the support
+// network: its tool responses answer the tools, its final responses are
+// scored by ROUGE-1 at its test_config.json's threshold, its transfer as a
+// transfer, its rubrics by the judge.
+func TestADKSet(t *testing.T) {
+	t.Parallel()
+	set, err := evalset.Load("evalset/testdata/adk/support.evalset.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	judge := &verdicts{score: 1}
+	r, err := eval.Run(t.Context(), eval.Config{Set: set, Network: eval.Target{File: supportFile, Load: service.LoadOptions{Tools: counting(&runs)}},
+		Judges: func(string) (metric.Judge, error) { return judge, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Failed() || r.Summary.Unmatched != 0 || runs.Load() != 0 {
+		t.Fatalf("%s, %d unmatched, %d tool runs:\n%s", r.Summary, r.Summary.Unmatched, runs.Load(), failures(r))
+	}
+	var metrics []string
+	for _, m := range r.Summary.Metrics {
+		metrics = append(metrics, fmt.Sprintf("%s %d", m.Metric, m.Checks))
+	}
+	if got := strings.Join(metrics, ", "); got != "transfers 1, tools 2, rouge1 2, rubric 3" {
+		t.Errorf("checks: %s", got)
+	}
+	if out := r.Cases[0].Candidate.Turns[0].Tools[0].Output; !strings.Contains(out, `"charges": 2`) {
+		t.Errorf("lookup_order answered %q, not by the ADK recording", out)
+	}
+}
+
+// verdicts is a judge that gives every rubric the same score.
+type verdicts struct{ score float64 }
+
+func (v *verdicts) Judge(context.Context, *metric.JudgeInput) (*metric.Verdict, error) {
+	return &metric.Verdict{Score: v.score, Reason: "fixed"}, nil
 }

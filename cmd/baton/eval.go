@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,7 +56,8 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return usageError{err}
 	}
-	cfg := eval.Config{Set: set, Network: eval.Target{File: *network, Load: sf.load()}, Concurrency: *jobs, LiveTools: *liveTools, Judge: *judge}
+	cfg := eval.Config{Set: set, Network: eval.Target{File: *network, Load: sf.load()}, Concurrency: *jobs, LiveTools: *liveTools, Judge: *judge,
+		Logger: slog.Default()}
 	if cfg.Network.File == "" {
 		if set.Network == "" {
 			return usagef("want --network NETWORK.yaml (the set names none)")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -31,7 +32,8 @@ import (
 
 // ParseADK reads an ADK evalset: each eval case becomes a case, each
 // invocation a turn whose expectations are ADK's: the tool trajectory
-// (tool_uses, matched exactly with their arguments, ADK's default),
+// (tool_uses, matched exactly with their arguments, ADK's default; calls
+// of ADK's transfer_to_agent are the transfer trajectory instead),
 // the final response (ROUGE-1 at [DefaultROUGE1Threshold], ADK's default
 // response_match_score) and the rubrics (judged, with the run's default
 // judge). Recorded tool responses become the case's recording, so that
@@ -184,7 +186,19 @@ func adkInvocation(o adkObject, p string, ps *problems) (Turn, Outcome) {
 	var inter adkObject
 	if o.field(ps, p, "intermediate_data", &inter, false) {
 		calls, results := adkIntermediate(inter, p+".intermediate_data", ps)
+		var transfers []TransferExpect
+		calls = slices.DeleteFunc(calls, func(c ToolCallExpect) bool {
+			to, ok := c.Args["agent_name"].(string)
+			if c.Name != adkTransfer || !ok {
+				return false
+			}
+			transfers = append(transfers, TransferExpect{To: to})
+			return true
+		})
 		e.Tools = &ToolsExpect{Match: MatchExact, Calls: calls}
+		if len(transfers) > 0 {
+			e.Transfers = &transfers
+		}
 		out.Tools = results
 	}
 	var rs []adkObject
@@ -199,6 +213,10 @@ func adkInvocation(o adkObject, p string, ps *problems) (Turn, Outcome) {
 	}
 	return t, out
 }
+
+// adkTransfer is ADK's agent transfer function: its calls are transfers
+// (to args.agent_name), which baton does not count as tool calls.
+const adkTransfer = "transfer_to_agent"
 
 // adkText returns the text parts of a genai Content, thoughts excepted.
 func adkText(content adkObject, p string, ps *problems) string {
