@@ -1048,7 +1048,7 @@ func load(t *testing.T, path string, opts netspec.Options) *netspec.Spec {
 
 func TestExamplesLoad(t *testing.T) {
 	t.Parallel()
-	paths, err := filepath.Glob("../examples/*/*.yaml")
+	paths, err := filepath.Glob("../examples/*/network.yaml")
 	if err != nil || len(paths) < 2 {
 		t.Fatalf("examples: %v %v", paths, err)
 	}
