@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/eval/evalset"
 	"github.com/batonhq/baton/eval/replay"
 	"github.com/batonhq/baton/message"
@@ -228,7 +229,9 @@ func (x *exporter) outcome(msgs []*store.Message) evalset.Outcome {
 		}
 	}
 	for i, m := range msgs {
-		if m.Role != message.RoleAssistant {
+		if m.Role != message.RoleAssistant || continuation.IsPlaceholder(m) {
+			// A background run's placeholder repeats its answer: no
+			// model gave it.
 			continue
 		}
 		if o.FirstAgent == "" {

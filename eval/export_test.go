@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/eval"
 	"github.com/batonhq/baton/eval/evalset"
 	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/store"
 )
 
@@ -24,6 +26,7 @@ func TestExport(t *testing.T) {
 		t.Run("WithoutNetwork", func(t *testing.T) { exportWithoutNetwork(t, st, ids[2]) })
 		t.Run("OtherVersion", func(t *testing.T) { exportOtherVersion(t, st, ids[2]) })
 		t.Run("PolicyTransfers", func(t *testing.T) { exportPipeline(t, st) })
+		t.Run("Placeholder", func(t *testing.T) { exportPlaceholder(t, st) })
 	})
 }
 
@@ -145,5 +148,25 @@ func exportPipeline(t *testing.T, st store.Store) {
 	}
 	if got := strings.Join(hops, ", "); got != "research→analysis, analysis→report" || o.FirstAgent != "research" {
 		t.Errorf("transfers %s, first agent %s", got, o.FirstAgent)
+	}
+}
+
+// exportPlaceholder: a background run's placeholder message, which repeats
+// its answer, is no model call of the recording.
+func exportPlaceholder(t *testing.T, st store.Store) {
+	ctx := store.ContextWithOwner(t.Context(), "acme")
+	placeholder := message.Assistant("", "The report is ready.")
+	placeholder.Metadata = map[string]any{continuation.MetaContinuationID: "run_x-c1", continuation.MetaContinuation: map[string]any{"status": "completed"}}
+	th, err := st.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "acme", Network: "research", Messages: []store.NewMessage{
+		{Message: message.User("How did EV sales develop?")},
+		{Message: message.Assistant("analyst", "The report is ready.")},
+		{Message: placeholder},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := export(t, st, eval.ExportOptions{Threads: []string{th.ID}}).Set.Cases[0].Recording.Turns[0]
+	if len(o.ModelCalls) != 1 || o.ModelCalls[0].Agent != "analyst" || o.Answer != "The report is ready." {
+		t.Errorf("recorded turn = %+v", o)
 	}
 }
