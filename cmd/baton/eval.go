@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +33,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	synopsis(fs, "baton eval SET --network NETWORK.yaml [--baseline OLD.yaml] [-j N] [--live-tools] [--json] [--junit FILE] [--html FILE] [flags]\n       baton eval export --thread ID [--since 24h] [--network NETWORK.yaml] [-o FILE]\n\nRuns every case of SET (YAML, JSON Lines, or ADK's evalset JSON) on the network and scores it;\nexits 1 when a score is under its threshold or a case regresses against the baseline")
-	sf := commonFlags(fs, "model", "tool", "v")
+	sf := commonFlags(fs, "model", "tool")
 	network := fs.String("network", "", "the network to evaluate (default: the set's network:)")
 	baseline := fs.String("baseline", "", "a baseline network: every case runs on it too, and a check it passes that the network fails is a regression")
 	jobs := fs.Int("j", eval.DefaultConcurrency, "cases run at once")
@@ -45,6 +44,10 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	html := fs.String("html", "", "write the report as one self-contained HTML page to FILE")
 	if err := fs.Parse(reorder(args, map[string]bool{"json": true, "live-tools": true})); err != nil {
 		return usageError{err}
+	}
+	log, err := sf.logger(ctx, stderr)
+	if err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("want one eval set: baton eval SET --network NETWORK.yaml")
@@ -57,7 +60,7 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{err}
 	}
 	cfg := eval.Config{Set: set, Network: eval.Target{File: *network, Load: sf.load()}, Concurrency: *jobs, LiveTools: *liveTools, Judge: *judge,
-		Logger: slog.Default()}
+		Logger: log}
 	if cfg.Network.File == "" {
 		if set.Network == "" {
 			return usagef("want --network NETWORK.yaml (the set names none)")
@@ -92,12 +95,14 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// commonFlags adds to fs the flags names of the commands that run a
-// network (serviceFlags), as they define them, and returns their values.
+// commonFlags adds to fs the logging flags of every command and the flags
+// names of the commands that run a network (serviceFlags), as they define
+// them, and returns their values.
 func commonFlags(fs *flag.FlagSet, names ...string) *serviceFlags {
 	sf := &serviceFlags{}
 	all := flag.NewFlagSet("", flag.ContinueOnError)
 	sf.register(all, false)
+	sf.log.register(fs, false)
 	for _, n := range names {
 		if f := all.Lookup(n); f != nil {
 			fs.Var(f.Value, f.Name, f.Usage)
@@ -154,7 +159,7 @@ func cmdEvalExport(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("eval export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	synopsis(fs, "baton eval export --thread ID [--thread ID …] [--since 24h|2006-01-02|RFC3339] [--network NETWORK.yaml] [-o FILE] [flags]\n\nWrites stored threads as an eval set: one case per thread, its user turns, what each turn's\nrun did as its recording (model answers, tool results, transfers, status) and as its expectations")
-	sf := commonFlags(fs, "database", "model", "v")
+	sf := commonFlags(fs, "database", "model")
 	owner := ownerFlag(fs)
 	var ids threadIDs
 	fs.Var(&ids, "thread", "a thread to export (repeatable)")
@@ -164,6 +169,9 @@ func cmdEvalExport(ctx context.Context, args []string, stdout, stderr io.Writer)
 	name := fs.String("name", "", "the set's name (default: export)")
 	if err := fs.Parse(reorder(args, nil)); err != nil {
 		return usageError{err}
+	}
+	if _, err := sf.logger(ctx, stderr); err != nil {
+		return err
 	}
 	if fs.NArg() != 0 {
 		return usagef("unexpected arguments %q", fs.Args())
@@ -180,7 +188,7 @@ func cmdEvalExport(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return usagef("want --thread ID or --since")
 	}
 	if *network != "" {
-		spec, err := loadNetwork(*network, service.LoadOptions{Offline: true})
+		spec, err := loadNetwork(*network, service.LoadOptions{Offline: true, Logger: sf.logTo})
 		if err != nil {
 			return err
 		}
