@@ -115,6 +115,7 @@ type Problem struct {
 	Message string
 }
 
+// String is the problem as a line: "line N: $.path: message".
 func (p Problem) String() string {
 	var b strings.Builder
 	if p.Line > 0 {
@@ -133,6 +134,7 @@ type Error struct {
 	Problems []Problem
 }
 
+// Error lists the problems, one a line after the first.
 func (e *Error) Error() string {
 	var b strings.Builder
 	name := e.File

@@ -108,6 +108,7 @@ func parent(p string) string {
 // visit adapts a function to ast.Visitor: it descends while fn says so.
 type visit func(ast.Node) bool
 
+// Visit implements ast.Visitor.
 func (v visit) Visit(n ast.Node) ast.Visitor {
 	if n == nil || !v(n) {
 		return nil

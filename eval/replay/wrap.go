@@ -103,6 +103,7 @@ type UnmatchedError struct {
 	Tool string
 }
 
+// Error is what the model sees as the call's result.
 func (e *UnmatchedError) Error() string {
 	return fmt.Sprintf("baton eval: the recording has no result for this call of %s (its arguments differ, or it was not made); it was not run (--live-tools runs such calls)", e.Tool)
 }
