@@ -13,6 +13,24 @@ import (
 	"github.com/batonhq/baton/transfer"
 )
 
+// ToolFunc is a tool's function: it gets the call's JSON arguments and
+// returns the result the model sees (see agent.Tool.Func).
+type ToolFunc = func(ctx context.Context, args json.RawMessage) (string, error)
+
+// wrapTools wraps the function of each tool of agents with wrap, once per
+// tool however many agents share it.
+func wrapTools(agents []*agent.Agent, wrap func(string, ToolFunc) ToolFunc) {
+	done := map[*agent.Tool]bool{}
+	for _, a := range agents {
+		for _, t := range a.Tools {
+			if !done[t] && t.Func != nil {
+				done[t] = true
+				t.Func = wrap(t.Name, t.Func)
+			}
+		}
+	}
+}
+
 func (l *loader) tools(f *File) map[string]*agent.Tool {
 	out := map[string]*agent.Tool{}
 	for i, t := range f.Tools {

@@ -408,24 +408,6 @@ func (l *loader) build(f *File) *Spec {
 	return spec
 }
 
-// ToolFunc is a tool's function: it gets the call's JSON arguments and
-// returns the result the model sees (see agent.Tool.Func).
-type ToolFunc = func(ctx context.Context, args json.RawMessage) (string, error)
-
-// wrapTools wraps the function of each tool of agents with wrap, once per
-// tool however many agents share it.
-func wrapTools(agents []*agent.Agent, wrap func(string, ToolFunc) ToolFunc) {
-	done := map[*agent.Tool]bool{}
-	for _, a := range agents {
-		for _, t := range a.Tools {
-			if !done[t] && t.Func != nil {
-				done[t] = true
-				t.Func = wrap(t.Name, t.Func)
-			}
-		}
-	}
-}
-
 // declared lists what a file declares: "tools: a, b" or "no tools are declared".
 func declared(what string, names []string) string {
 	if len(names) == 0 {
