@@ -63,6 +63,14 @@ func (s *Server) ordinaryRun(w http.ResponseWriter, r *http.Request, owner, thre
 		return s.streamTurn(w, r, owner, threadID, runID, nw, req.Input, opts)
 	}
 	run, err := s.startTurn(r.Context(), owner, threadID, runID, nw, req.Input, opts)
+	if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil {
+		// The run's start outlasted the request timeout (its first
+		// checkpoint is slow to commit): it goes on, and the answer is
+		// 202 with its state so far, as for a run that outlasts it later.
+		if run = s.reg.run(owner, runID); run != nil {
+			return s.waitRun(w, r, run)
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -289,7 +289,9 @@ func (s *Server) Handle(pattern string, rt Route, h Handler) {
 			r = r.WithContext(ctx)
 		}
 		if err := h(w, r, c); err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The request's timeout, or the one a streaming route set
+				// itself once it knew it would not stream (WithTimeout).
 				err = Errorf(http.StatusGatewayTimeout, wire.ErrTimeout, "the request took longer than %s", s.cfg.RequestTimeout)
 			}
 			writeError(w, r, err)
