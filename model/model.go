@@ -84,6 +84,27 @@ type Settings struct {
 	// Anthropic adapter sets by default (cache_control on the system prompt,
 	// the tools and the conversation). OpenAI caches on its own and ignores it.
 	PromptCaching *bool `json:"prompt_caching,omitempty" yaml:"prompt_caching"`
+
+	// The best-effort knobs below reach the providers that take them and
+	// are left out by the others (the Anthropic API has no seed, penalties
+	// or logit bias; the OpenAI Responses API has no seed, penalties or
+	// logit bias either).
+
+	// Seed asks for reproducible sampling, best effort (OpenAI Chat).
+	Seed *int64 `json:"seed,omitempty" yaml:"seed"`
+	// PresencePenalty and FrequencyPenalty, between -2 and 2, penalise
+	// tokens already present, or frequent, in the text (OpenAI Chat).
+	PresencePenalty  *float64 `json:"presence_penalty,omitempty" yaml:"presence_penalty"`
+	FrequencyPenalty *float64 `json:"frequency_penalty,omitempty" yaml:"frequency_penalty"`
+	// LogitBias maps token ids (decimal strings) to a bias between -100 and
+	// 100 (OpenAI Chat).
+	LogitBias map[string]int `json:"logit_bias,omitempty" yaml:"logit_bias"`
+	// User is an opaque id of the end user, for the provider's abuse
+	// detection: OpenAI's safety_identifier, Anthropic's metadata.user_id.
+	User string `json:"user,omitempty" yaml:"user"`
+	// PromptCacheKey groups requests that share a prompt prefix for the
+	// provider's cache (OpenAI).
+	PromptCacheKey string `json:"prompt_cache_key,omitempty" yaml:"prompt_cache_key"`
 }
 
 // CodeRefusal is the [Error] Code of a model's refusal where a refusal

@@ -68,5 +68,23 @@ func runSettings(s model.Settings, values map[string]json.RawMessage) model.Sett
 	if o.ReasoningEffort != "" {
 		s.ReasoningEffort = o.ReasoningEffort
 	}
+	if o.Seed != nil {
+		s.Seed = o.Seed
+	}
+	if o.PresencePenalty != nil {
+		s.PresencePenalty = o.PresencePenalty
+	}
+	if o.FrequencyPenalty != nil {
+		s.FrequencyPenalty = o.FrequencyPenalty
+	}
+	if len(o.LogitBias) > 0 {
+		s.LogitBias = o.LogitBias
+	}
+	if o.User != "" {
+		s.User = o.User
+	}
+	if o.PromptCacheKey != "" {
+		s.PromptCacheKey = o.PromptCacheKey
+	}
 	return s
 }

@@ -69,6 +69,22 @@ test("openai: responses, streamed and not", async () => {
   assert.equal(final.output[0].content[0].text, text);
 });
 
+test("openai: best-effort parameters (seed, penalties, logit_bias, store, user, metadata) are accepted", async () => {
+  const c = await client.chat.completions.create({
+    model: "support", messages: [{ role: "user", content: charged }],
+    seed: 7, presence_penalty: 0.5, frequency_penalty: 0.2, logit_bias: { "50256": -100 },
+    parallel_tool_calls: false, store: false, user: "user-1", metadata: { app: "e2e" }, prompt_cache_key: "support",
+  });
+  assert.equal(c.baton.status, "completed");
+  assert.match(c.choices[0].message.content, /duplicate/);
+  const r = await client.responses.create({
+    model: "support", input: charged, store: true, parallel_tool_calls: true, safety_identifier: "user-1",
+    metadata: { app: "e2e" }, prompt_cache_key: "support",
+  });
+  assert.equal(r.status, "completed");
+  assert.deepEqual(r.metadata, { app: "e2e" });
+});
+
 test("openai: models", async () => {
   const ids = [];
   for await (const m of client.models.list()) ids.push(m.id);

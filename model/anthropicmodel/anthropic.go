@@ -236,6 +236,11 @@ func (m *Model) params(req *model.Request) (p anthropic.MessageNewParams, outToo
 	if s.TopP != nil && (budget == 0 || *s.TopP >= 0.95) {
 		p.TopP = param.NewOpt(*s.TopP)
 	}
+	if s.User != "" {
+		p.Metadata.UserID = param.NewOpt(s.User)
+	}
+	// The Messages API has no seed, penalties or logit bias: best effort,
+	// they are left out.
 	if s.PromptCaching == nil || *s.PromptCaching {
 		cacheBreakpoints(&p)
 	}

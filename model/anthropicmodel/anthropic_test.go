@@ -385,6 +385,10 @@ func TestSettings(t *testing.T) {
 		{"ThinkingForcedTool", anthropicmodel.Config{}, model.Settings{ReasoningEffort: "low", ToolChoice: "required"}, nil, anthropicmodel.ErrUnsupported},
 		{"BadEffort", anthropicmodel.Config{}, model.Settings{ReasoningEffort: "extreme"}, nil, anthropicmodel.ErrUnsupported},
 		{"UnknownToolChoice", anthropicmodel.Config{}, model.Settings{ToolChoice: "nope"}, nil, anthropicmodel.ErrUnsupported},
+		// The end user is metadata.user_id; seed, penalties and logit bias
+		// (OpenAI's best effort) have no Messages API field and are left out.
+		{"BestEffort", anthropicmodel.Config{}, model.Settings{User: "user-1", Seed: new(int64(7)), PresencePenalty: new(0.5), LogitBias: map[string]int{"1": 5}},
+			map[string]any{"max_tokens": 4096.0, "metadata": map[string]any{"user_id": "user-1"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -405,7 +409,7 @@ func TestSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			providertest.CompareFields(t, srv.Last(t).JSON(t), tc.want, "max_tokens", "thinking", "temperature", "top_p")
+			providertest.CompareFields(t, srv.Last(t).JSON(t), tc.want, "max_tokens", "thinking", "temperature", "top_p", "metadata", "seed", "presence_penalty", "logit_bias")
 		})
 	}
 }

@@ -72,6 +72,27 @@ func (m *Model) chatParams(req *model.Request) (openai.ChatCompletionNewParams, 
 	if s.ReasoningEffort != "" {
 		p.ReasoningEffort = shared.ReasoningEffort(s.ReasoningEffort)
 	}
+	p.Seed = optional(s.Seed)
+	p.PresencePenalty = optional(s.PresencePenalty)
+	p.FrequencyPenalty = optional(s.FrequencyPenalty)
+	if len(s.LogitBias) > 0 {
+		p.LogitBias = make(map[string]int64, len(s.LogitBias))
+		for tok, b := range s.LogitBias {
+			p.LogitBias[tok] = int64(b)
+		}
+	}
+	if s.User != "" {
+		// OpenAI replaced user with safety_identifier; the compatible
+		// servers know user.
+		if m.compat {
+			p.User = param.NewOpt(s.User)
+		} else {
+			p.SafetyIdentifier = param.NewOpt(s.User)
+		}
+	}
+	if s.PromptCacheKey != "" && !m.compat {
+		p.PromptCacheKey = param.NewOpt(s.PromptCacheKey)
+	}
 	if o := req.Output; o != nil {
 		if len(bytes.TrimSpace(o.Schema)) == 0 || !json.Valid(o.Schema) {
 			return p, fmt.Errorf("%w: output schema is not JSON", ErrUnsupported)

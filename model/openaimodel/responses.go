@@ -90,6 +90,14 @@ func (m *Model) responsesParams(req *model.Request) (responses.ResponseNewParams
 	if s.ReasoningEffort != "" {
 		p.Reasoning.Effort = shared.ReasoningEffort(s.ReasoningEffort)
 	}
+	// The Responses API has no seed, penalties or logit bias: best effort,
+	// they are left out.
+	if s.User != "" {
+		p.SafetyIdentifier = param.NewOpt(s.User)
+	}
+	if s.PromptCacheKey != "" {
+		p.PromptCacheKey = param.NewOpt(s.PromptCacheKey)
+	}
 	if m.cfg.ReasoningSummary != "" {
 		p.Reasoning.Summary = shared.ReasoningSummary(m.cfg.ReasoningSummary)
 	}

@@ -73,16 +73,8 @@ func (s *api) chatRequest(req *oai.ChatRequest) (*server.Network, []runner.RunOp
 		return nil, nil, unsupported("n", "n must be 1: a network gives one answer per request")
 	case req.ResponseFormat != nil && req.ResponseFormat.Type != "text":
 		return nil, nil, unsupported("response_format", "response_format %q is not supported: a network answers text (an agent's output schema is declared in the network file)", req.ResponseFormat.Type)
-	case req.Seed != nil:
-		return nil, nil, unsupported("seed", "seed is not supported: a network's answers cannot be made reproducible per request")
-	case req.FrequencyPenalty != nil && *req.FrequencyPenalty != 0:
-		return nil, nil, unsupported("frequency_penalty", "frequency_penalty is not supported: leave it out")
-	case req.PresencePenalty != nil && *req.PresencePenalty != 0:
-		return nil, nil, unsupported("presence_penalty", "presence_penalty is not supported: leave it out")
 	case req.Logprobs != nil && *req.Logprobs:
 		return nil, nil, unsupported("logprobs", "log probabilities are not available from a network")
-	case len(req.LogitBias) > 0:
-		return nil, nil, unsupported("logit_bias", "logit_bias is not supported: leave it out")
 	case len(req.Modalities) > 0 && (len(req.Modalities) != 1 || req.Modalities[0] != "text"):
 		return nil, nil, unsupported("modalities", "a network answers text only: modalities must be [\"text\"]")
 	case req.MaxTokens != nil && req.MaxCompletionTokens != nil:
@@ -92,7 +84,8 @@ func (s *api) chatRequest(req *oai.ChatRequest) (*server.Network, []runner.RunOp
 	if limit == nil {
 		limit = req.MaxTokens
 	}
-	opts, err := runOptions(&req.OpenAIRequest, limit, req.Stop, req.ReasoningEffort)
+	opts, err := runOptions(&req.OpenAIRequest, knobs{maxTokens: limit, stop: req.Stop, effort: req.ReasoningEffort,
+		seed: req.Seed, presence: req.PresencePenalty, frequency: req.FrequencyPenalty, logitBias: req.LogitBias})
 	return nw, opts, err
 }
 

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -9,7 +10,6 @@ import (
 
 	"github.com/batonhq/baton/internal/sse"
 	"github.com/batonhq/baton/message"
-	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server"
@@ -128,87 +128,6 @@ func unsupported(param, format string, args ...any) *server.Error {
 	return e
 }
 
-// runOptions checks the fields both APIs share and returns the run
-// options that honour them: temperature, top_p and the output limit
-// (maxTokens) and stop sequences reach every model of the network
-// (runner.WithSettings). A field baton cannot honour is refused.
-func runOptions(q *oai.OpenAIRequest, maxTokens *int, stop []string, effort string) ([]runner.RunOption, error) {
-	if err := refuseUnsupported(q); err != nil {
-		return nil, err
-	}
-	st, err := settings(q, maxTokens, stop, effort)
-	if err != nil {
-		return nil, err
-	}
-	if st.Temperature == nil && st.TopP == nil && st.MaxTokens == 0 && len(st.Stop) == 0 && st.ReasoningEffort == "" {
-		return nil, nil
-	}
-	return []runner.RunOption{runner.WithSettings(st)}, nil
-}
-
-// refuseUnsupported refuses the shared fields that baton cannot honour.
-func refuseUnsupported(q *oai.OpenAIRequest) error {
-	if len(q.Tools) > 0 {
-		return unsupported("tools", "client-side tools are not supported: a network's agents call the tools declared in its file; send the request without tools")
-	}
-	if len(q.ToolChoice) > 0 {
-		var tc string
-		if json.Unmarshal(q.ToolChoice, &tc) != nil || (tc != "none" && tc != "auto") {
-			return unsupported("tool_choice", "tool_choice must be \"auto\" or \"none\": a network's agents call the tools declared in its file")
-		}
-	}
-	if q.Store != nil && !*q.Store {
-		return unsupported("store", "store: false is not supported: baton keeps every conversation as a thread (delete it with the threads API)")
-	}
-	if q.ServiceTier != "" && q.ServiceTier != "auto" && q.ServiceTier != "default" {
-		return unsupported("service_tier", "service_tier %q is not supported: leave it out or send \"auto\"", q.ServiceTier)
-	}
-	if q.TopLogprobs != nil && *q.TopLogprobs > 0 {
-		return unsupported("top_logprobs", "log probabilities are not available from a network")
-	}
-	return nil
-}
-
-// settings are the model settings of the request's sampling fields,
-// checked.
-func settings(q *oai.OpenAIRequest, maxTokens *int, stop []string, effort string) (model.Settings, error) {
-	var st model.Settings
-	if q.Temperature != nil {
-		if *q.Temperature < 0 || *q.Temperature > 2 {
-			return st, server.BadParam("temperature", "temperature must be between 0 and 2")
-		}
-		st.Temperature = q.Temperature
-	}
-	if q.TopP != nil {
-		if *q.TopP < 0 || *q.TopP > 1 {
-			return st, server.BadParam("top_p", "top_p must be between 0 and 1")
-		}
-		st.TopP = q.TopP
-	}
-	if maxTokens != nil {
-		if *maxTokens < 1 {
-			return st, server.BadParam("max_tokens", "the output token limit must be at least 1")
-		}
-		st.MaxTokens = *maxTokens
-	}
-	if len(stop) > 4 {
-		return st, server.BadParam("stop", "at most 4 stop sequences")
-	}
-	for _, s := range stop {
-		if s == "" {
-			return st, server.BadParam("stop", "a stop sequence must not be empty")
-		}
-	}
-	st.Stop = stop
-	switch effort {
-	case "", "minimal", "low", "medium", "high":
-		st.ReasoningEffort = effort
-	default:
-		return st, server.BadParam("reasoning_effort", "reasoning effort %q: want minimal, low, medium or high", effort)
-	}
-	return st, nil
-}
-
 // openAIRun is what an OpenAI request runs: a turn of nw on the thread of
 // req (see openAIThread) with input after hist, and opts.
 type openAIRun struct {
@@ -271,11 +190,8 @@ func (s *api) openAIThread(ctx context.Context, r *http.Request, c *server.Calle
 		return th.ID, nil
 	}
 	md := map[string]json.RawMessage{"source": json.RawMessage(`"` + source + `"`)}
-	if q.User != "" {
-		if len(q.User) > 256 {
-			return "", server.BadParam("user", "user must be at most 256 characters")
-		}
-		md["user"], _ = json.Marshal(q.User)
+	if user := cmp.Or(q.User, q.SafetyIdentifier); user != "" {
+		md["user"], _ = json.Marshal(user)
 	}
 	if len(q.Metadata) > 0 {
 		if len(q.Metadata) > 16 {

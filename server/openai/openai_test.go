@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,10 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
+	"github.com/batonhq/baton/model"
+	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/store"
 )
 
 // pythonEvents splits a raw event stream as OpenAI's Python client does
@@ -145,11 +149,12 @@ func TestOpenAIRequestFields(t *testing.T) {
 				map[string]any{"role": "assistant", "tool_calls": []any{map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": "{}"}}}},
 				map[string]any{"role": "tool", "tool_call_id": "c1", "content": "sunny"},
 				map[string]any{"role": "user", "content": "thanks"}}}), "messages", "unsupported_parameter"},
-			{"seed", "/v1/chat/completions", chat(map[string]any{"seed": 7}), "seed", "unsupported_parameter"},
+			{"bad penalty", "/v1/chat/completions", chat(map[string]any{"presence_penalty": 2.5}), "presence_penalty", "invalid_value"},
+			{"bad logit bias token", "/v1/chat/completions", chat(map[string]any{"logit_bias": map[string]any{"the": 5}}), "logit_bias", "invalid_value"},
+			{"bad logit bias", "/v1/chat/completions", chat(map[string]any{"logit_bias": map[string]any{"50256": 101}}), "logit_bias", "invalid_value"},
 			{"logprobs", "/v1/chat/completions", chat(map[string]any{"logprobs": true}), "logprobs", "unsupported_parameter"},
 			{"unknown field", "/v1/chat/completions", chat(map[string]any{"frobnicate": true}), "frobnicate", "invalid_value"},
 			{"bad temperature", "/v1/chat/completions", chat(map[string]any{"temperature": 3}), "temperature", "invalid_value"},
-			{"store false", "/v1/chat/completions", chat(map[string]any{"store": false}), "store", "unsupported_parameter"},
 			{"previous response", "/v1/responses", resp(map[string]any{"previous_response_id": "resp_x"}), "previous_response_id", "unsupported_parameter"},
 			{"function output", "/v1/responses", resp(map[string]any{"input": []any{map[string]any{"type": "function_call_output", "call_id": "c1", "output": "sunny"}}}), "input", "unsupported_parameter"},
 			{"text format", "/v1/responses", resp(map[string]any{"text": map[string]any{"format": map[string]any{"type": "json_object"}}}), "text.format", "unsupported_parameter"},
@@ -211,6 +216,42 @@ func TestOpenAIRequestFields(t *testing.T) {
 			"response_format": map[string]any{"type": "text"}, "tool_choice": "auto", "max_completion_tokens": 500, "metadata": map[string]any{"app": "x"}}))
 		if r.Status != 200 {
 			t.Errorf("%d %s", r.Status, r.Body)
+		}
+	})
+	// OpenAI's best-effort parameters are accepted on both APIs and reach
+	// the run's models (its settings, kept with its state); store is
+	// accepted either way.
+	t.Run("BestEffort", func(t *testing.T) {
+		t.Parallel()
+		for _, tc := range []struct {
+			path string
+			body map[string]any
+			want model.Settings
+		}{
+			{"/v1/chat/completions", chat(map[string]any{"seed": 7, "presence_penalty": 0.5, "frequency_penalty": -0.5, "logit_bias": map[string]any{"50256": -100},
+				"parallel_tool_calls": false, "store": false, "user": "u1", "metadata": map[string]any{"app": "x"}, "prompt_cache_key": "pk"}),
+				model.Settings{Seed: new(int64(7)), PresencePenalty: new(0.5), FrequencyPenalty: new(-0.5), LogitBias: map[string]int{"50256": -100},
+					ParallelToolCalls: new(false), User: "u1", PromptCacheKey: "pk"}},
+			{"/v1/responses", resp(map[string]any{"parallel_tool_calls": true, "store": true, "safety_identifier": "s1", "user": "u1", "prompt_cache_key": "pk",
+				"metadata": map[string]any{"app": "x"}}),
+				model.Settings{ParallelToolCalls: new(true), User: "s1", PromptCacheKey: "pk"}},
+		} {
+			r := b.Do(t, b.KeyA, "POST", tc.path, tc.body)
+			if r.Status != 200 {
+				t.Errorf("%s: %d %s", tc.path, r.Status, r.Body)
+				continue
+			}
+			cp, err := b.St.LatestCheckpoint(t.Context(), &store.LatestCheckpointParams{OwnerID: "alice", RunID: r.Header.Get("Baton-Run-Id")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got model.Settings
+			if err := json.Unmarshal(cp.State.Values[runner.SettingsValue], &got); err != nil {
+				t.Fatalf("%s: settings %s: %v", tc.path, cp.State.Values[runner.SettingsValue], err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("%s: the run's settings are %+v, want %+v", tc.path, got, tc.want)
+			}
 		}
 	})
 }

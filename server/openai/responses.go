@@ -33,9 +33,6 @@ func (s *api) responses(w http.ResponseWriter, r *http.Request, c *server.Caller
 	if err != nil {
 		return err
 	}
-	if req.SafetyIdentifier != "" && req.User == "" {
-		req.User = req.SafetyIdentifier
-	}
 	r, cancel := s.c.WithTimeout(r, req.Stream)
 	defer cancel()
 	a, err := s.openAITurn(w, r, c, openAIRun{nw: nw, req: &req.OpenAIRequest, source: "responses", hist: hist, input: input, opts: opts})
@@ -89,8 +86,6 @@ func (s *api) responsesRequest(req *oai.ResponsesRequest) (*server.Network, []ru
 		return nil, nil, unsupported("include", "include is not supported: a response holds its output message only")
 	case req.MaxToolCalls != nil:
 		return nil, nil, unsupported("max_tool_calls", "max_tool_calls is not supported: a network's limits are declared in its file")
-	case req.PromptCacheKey != "":
-		return nil, nil, unsupported("prompt_cache_key", "prompt_cache_key is not supported: leave it out")
 	case req.Background != nil && *req.Background:
 		return nil, nil, unsupported("background", "background responses are not supported: runs that reach slow tools continue in baton's workers by themselves; stream the response to follow them")
 	}
@@ -98,7 +93,7 @@ func (s *api) responsesRequest(req *oai.ResponsesRequest) (*server.Network, []ru
 	if req.Reasoning != nil {
 		effort = req.Reasoning.Effort
 	}
-	opts, err := runOptions(&req.OpenAIRequest, req.MaxOutputTokens, nil, effort)
+	opts, err := runOptions(&req.OpenAIRequest, knobs{maxTokens: req.MaxOutputTokens, effort: effort})
 	if ae, ok := err.(*server.Error); ok && ae.Param == "max_tokens" {
 		ae.Param = "max_output_tokens"
 	}

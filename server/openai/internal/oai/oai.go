@@ -31,6 +31,8 @@ type OpenAIRequest struct {
 	Store             *bool             `json:"store,omitempty"`
 	ServiceTier       string            `json:"service_tier,omitempty"`
 	TopLogprobs       *int              `json:"top_logprobs,omitempty"`
+	SafetyIdentifier  string            `json:"safety_identifier,omitempty"`
+	PromptCacheKey    string            `json:"prompt_cache_key,omitempty"`
 }
 
 // ChatRequest is the body of POST /v1/chat/completions. Every field is
@@ -178,14 +180,12 @@ type ResponsesRequest struct {
 		Effort  string `json:"effort,omitempty"`
 		Summary string `json:"summary,omitempty"`
 	} `json:"reasoning,omitempty"`
-	Truncation       string          `json:"truncation,omitempty"`
-	Include          []string        `json:"include,omitempty"`
-	MaxToolCalls     *int            `json:"max_tool_calls,omitempty"`
-	PromptCacheKey   string          `json:"prompt_cache_key,omitempty"`
-	SafetyIdentifier string          `json:"safety_identifier,omitempty"`
-	Background       *bool           `json:"background,omitempty"`
-	Conversation     json.RawMessage `json:"conversation,omitempty"`
-	StreamOptions    *StreamOptions  `json:"stream_options,omitempty"`
+	Truncation    string          `json:"truncation,omitempty"`
+	Include       []string        `json:"include,omitempty"`
+	MaxToolCalls  *int            `json:"max_tool_calls,omitempty"`
+	Background    *bool           `json:"background,omitempty"`
+	Conversation  json.RawMessage `json:"conversation,omitempty"`
+	StreamOptions *StreamOptions  `json:"stream_options,omitempty"`
 }
 
 // ResponseText is a responses request's text options.
