@@ -223,7 +223,7 @@ func (s *Service) adopt(ctx context.Context, owner, runID string, expired bool) 
 		st.Status, st.Failure = runstate.StatusSuspended, nil
 		st.Step++
 		st.Seq += 2
-		sus, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: cp.ID})
+		sus, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: cp.ID, Rows: cp.Rows})
 		if err != nil {
 			return err
 		}

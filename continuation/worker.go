@@ -281,7 +281,7 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 		// others get a *store.StaleWriteError.
 		st.Status, st.Failure = runstate.StatusRunning, nil
 		st.Step++
-		if c.cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID}); err != nil {
+		if c.cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID, Rows: cp.Rows}); err != nil {
 			return err
 		}
 		// A claim that committed after the first read of the job run (its
@@ -435,7 +435,7 @@ func (s *Service) retryLater(ctx context.Context, a Args, attempt int, unclaimed
 		if st := cp.State; st.Status == runstate.StatusFailed {
 			st.Status, st.Failure = runstate.StatusSuspended, nil
 			st.Step++
-			if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID}); err != nil {
+			if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID, Rows: cp.Rows}); err != nil {
 				return err
 			}
 		}
@@ -472,7 +472,7 @@ func (s *Service) fail(ctx context.Context, a Args, attempt int, kind runner.Kin
 			st.Status = runstate.StatusFailed
 			st.Failure = &runstate.Failure{Kind: string(kind), Message: cause.Error()}
 			st.Step++
-			if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID}); err != nil {
+			if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: a.OwnerID, State: st, ParentID: cp.ID, Rows: cp.Rows}); err != nil {
 				return err
 			}
 		}

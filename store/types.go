@@ -286,7 +286,13 @@ type Checkpoint struct {
 	Fingerprint string
 	Status      runstate.Status
 	State       *runstate.State
-	CreatedAt   time.Time
+	// Rows names the messages of State that are rows of its thread, read
+	// with it when the checkpoint was stored referring to them (nil when
+	// it holds the whole state): give them back as
+	// [SaveCheckpointParams.Rows] to write the run's next checkpoints the
+	// same way.
+	Rows      *runstate.Rows
+	CreatedAt time.Time
 }
 
 // SaveCheckpointParams are the params of [Ops.SaveCheckpoint].
@@ -297,6 +303,12 @@ type SaveCheckpointParams struct {
 	// State is required, with RunID, Fingerprint and a valid Status; the
 	// checkpoint's run, thread, step and fingerprint are taken from it.
 	State *runstate.State
+	// Rows, when not nil, names the messages of State that are rows of
+	// State.ThreadID's messages (Messages and NewThread.Messages included:
+	// they are written with it): the checkpoint refers to them by position
+	// instead of copying them (runstate.EncodeStored), and is rebuilt from
+	// them when read. Nil stores the whole state.
+	Rows *runstate.Rows
 	// ParentID, when set, fences the write: it must be the run's newest
 	// checkpoint. When empty, the newest checkpoint, if any, becomes the
 	// parent and only the step fences the write.

@@ -338,7 +338,7 @@ func settle(ctx context.Context, tx store.Tx, owner, runID, reason, by string) e
 	if rollback || !st.Status.Terminal() {
 		st.Status = runstate.StatusCancelled
 	}
-	if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: cp.ID}); err != nil {
+	if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: cp.ID, Rows: cp.Rows}); err != nil {
 		return err
 	}
 	stoppedBy := map[string]any{"stopped_by": by}

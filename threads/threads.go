@@ -136,15 +136,16 @@ func (s *Service) Turn(ctx context.Context, owner, input string, o TurnOptions) 
 
 // runOptions are the options of a new run on th: its thread, history,
 // checkpointer, id and stopper, then o's.
-func (s *Service) runOptions(owner string, th *store.Thread, hist []message.Message, o *TurnOptions) ([]runner.RunOption, *checkpointer, *runner.Stopper) {
+func (s *Service) runOptions(owner string, th *store.Thread, hist *history, o *TurnOptions) ([]runner.RunOption, *checkpointer, *runner.Stopper) {
 	if o.RunID == "" {
 		o.RunID = runstate.NewRunID()
 	}
 	ck := s.checkpointer(owner, th)
+	ck.rows = hist.rows
 	ck.gate, ck.dequeue = ck.create == nil, o.dequeue
 	stop := runner.NewStopper()
 	opts := append(make([]runner.RunOption, 0, 7+len(o.RunOptions)),
-		runner.WithThread(th.ID), runner.WithHistory(hist), runner.WithLastAgent(th.ActiveAgent),
+		runner.WithThread(th.ID), runner.WithHistory(hist.msgs), runner.WithLastAgent(th.ActiveAgent),
 		runner.WithCheckpointer(ck), runner.WithRunID(o.RunID), runner.WithStopper(stop))
 	if o.Agent != "" {
 		opts = append(opts, runner.WithAgent(o.Agent))
@@ -178,7 +179,14 @@ func runEndEvent(res *runner.Result) runner.Event {
 	return &runner.RunEndEvent{Status: res.Status}
 }
 
-func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*store.Thread, []message.Message, error) {
+// history is a turn's history: its messages, and the rows they are
+// (their positions in the thread), for the run's checkpoints to refer to.
+type history struct {
+	msgs []message.Message
+	rows *runstate.Rows
+}
+
+func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*store.Thread, *history, error) {
 	net := s.r.Network()
 	if o.ThreadID == "" {
 		// A new thread is created by the run's first checkpoint, in its
@@ -188,7 +196,7 @@ func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*st
 		if err != nil {
 			return nil, nil, fmt.Errorf("threads: new thread id: %w", err)
 		}
-		return &store.Thread{ID: id.String(), OwnerID: owner, Name: o.Name, Network: net.Name()}, nil, nil
+		return &store.Thread{ID: id.String(), OwnerID: owner, Name: o.Name, Network: net.Name()}, &history{}, nil
 	}
 	th, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: o.ThreadID})
 	if err != nil {
@@ -212,6 +220,7 @@ func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*st
 		return nil, nil, fmt.Errorf("threads: messages of %s: %w", th.ID, err)
 	}
 	hist := make([]message.Message, 0, len(msgs))
+	rows := make([]runstate.Row, 0, len(msgs))
 	rolledBack := ""
 	if o.stops != "" && o.Strategy == Rollback {
 		rolledBack = o.stops + "-" // its messages leave the thread with this run's first checkpoint
@@ -222,9 +231,10 @@ func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*st
 		}
 		if (m.Status == "" || m.Status == message.StatusCompleted) && (s.Exclude == nil || !s.Exclude(m)) {
 			hist = append(hist, m.Message)
+			rows = append(rows, runstate.Row{Seq: m.Seq, Message: m.Message})
 		}
 	}
-	return th, hist, nil
+	return th, &history{msgs: hist, rows: runstate.NewRows(0, rows)}, nil
 }
 
 // BusyError refuses a new turn on a thread whose last run has not finished:
@@ -286,7 +296,7 @@ func (s *Service) ResumeCheckpoint(ctx context.Context, owner string, cp *store.
 			yield(nil, fmt.Errorf("threads: resume: no checkpoint state: %w", store.ErrInvalid))
 			return
 		}
-		ck := &checkpointer{s: s, owner: owner, threadID: cp.ThreadID, parent: cp.ID, persisted: len(cp.State.Transcript), agent: cp.State.Agent}
+		ck := &checkpointer{s: s, owner: owner, threadID: cp.ThreadID, parent: cp.ID, persisted: len(cp.State.Transcript), agent: cp.State.Agent, rows: cp.Rows}
 		stop := runner.NewStopper()
 		opts = append([]runner.RunOption{runner.WithCheckpointer(ck), runner.WithStopper(stop)}, opts...)
 		ctx = store.ContextWithOwner(ctx, owner)
@@ -322,7 +332,11 @@ type checkpointer struct {
 	parent string
 	// persisted counts the transcript messages already stored.
 	persisted int
-	agent     string
+	// rows are the run's history rows (or those its resumed checkpoint
+	// referred to): its checkpoints refer to them, and to the transcript's
+	// rows, instead of copying them (see stored).
+	rows  *runstate.Rows
+	agent string
 	// gate: the next write is the first of a new run on an existing
 	// thread, which must be free (see Service.gate); dequeue: the run is
 	// the next of the thread's queue.
@@ -384,6 +398,17 @@ func (c *checkpointer) newMessages(st *runstate.State) []store.NewMessage {
 	return nm
 }
 
+// stored returns the rows of st's thread that its checkpoint refers to:
+// its history's, and its whole transcript, every message of which is a row
+// once the checkpoint is written (the new ones are written with it). None
+// when st has no thread, or another than the run's.
+func (c *checkpointer) stored(st *runstate.State) *runstate.Rows {
+	if c.threadID == "" || st.ThreadID != c.threadID {
+		return nil
+	}
+	return c.rows.WithTranscript(len(st.Transcript))
+}
+
 // write writes one checkpoint's transaction. th is the thread as the
 // transaction left it, when it read the thread's row back (a run's end, a
 // change of active agent; nil otherwise).
@@ -399,7 +424,7 @@ func (c *checkpointer) write(ctx context.Context, st *runstate.State, at func(tx
 		// from there — a stale write's *store.StaleWriteError, mapped by
 		// the store whatever statement reports it.
 		end := st.Status.Terminal()
-		save := &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent, Deferred: !end}
+		save := &store.SaveCheckpointParams{OwnerID: c.owner, State: st, ParentID: c.parent, Deferred: !end, Rows: c.stored(st)}
 		if c.create != nil {
 			// A new thread, created with the agent that runs first and the
 			// run's messages so far: by the checkpoint's write (one

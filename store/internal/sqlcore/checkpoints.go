@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 )
@@ -34,39 +35,117 @@ func scanCheckpointRow(r Row) (*checkpointRow, error) {
 	return &c, nil
 }
 
-// decode decodes the stored state of the row: a fingerprint
-// other than fingerprint (when set) is a *runstate.IncompatibleError, bytes
-// that do not decode, or decode to the state of another run or step, a
-// *store.CorruptError.
-func (c *checkpointRow) decode(fingerprint string) (*store.Checkpoint, error) {
+// decode decodes the stored state of the row, reading in q the rows of
+// its thread that it refers to: a fingerprint other than fingerprint (when
+// set) is a *runstate.IncompatibleError, bytes that do not decode, or
+// decode to the state of another run or step, or name rows the thread
+// does not have, a *store.CorruptError.
+func (c *checkpointRow) decode(ctx context.Context, q Querier, fingerprint string) (*store.Checkpoint, error) {
 	if fingerprint != "" && c.cp.Fingerprint != fingerprint {
 		return nil, &runstate.IncompatibleError{Network: c.network, Checkpoint: c.cp.Fingerprint, Current: fingerprint}
 	}
-	s, err := DecodeState(&c.cp, c.state)
+	cp := c.cp
+	var err error
+	cp.State, cp.Rows, err = decodeStored(ctx, q, &c.cp, c.state)
 	if err != nil {
 		return nil, err
 	}
-	cp := c.cp
-	cp.State = s
 	return &cp, nil
 }
 
 // DecodeState decodes the state stored for checkpoint cp (whose State is
-// ignored) and checks it is the state of cp's run and step. Its errors are
-// *store.CorruptError.
+// ignored), a whole state (runstate.Encode's), and checks it is the state
+// of cp's run and step. Its errors are *store.CorruptError.
 func DecodeState(cp *store.Checkpoint, b []byte) (*runstate.State, error) {
+	s, _, err := decodeStored(context.Background(), nil, cp, b)
+	return s, err
+}
+
+// decodeStored decodes the state stored for checkpoint cp, whole or in
+// the stored form (runstate.EncodeStored: its rows read in q), and checks
+// it is the state of cp's run and step. Its errors are *store.CorruptError.
+func decodeStored(ctx context.Context, q Querier, cp *store.Checkpoint, b []byte) (*runstate.State, *runstate.Rows, error) {
 	corrupt := func(err error) error {
 		return &store.CorruptError{Table: "checkpoints", ID: cp.ID, Column: "state", Err: err}
 	}
-	s, err := runstate.Decode(b)
+	sd, err := runstate.DecodeStored(b)
 	if err != nil {
-		return nil, corrupt(err)
+		return nil, nil, corrupt(err)
+	}
+	var tr []message.Message
+	var bySeq func(int64) (*message.Message, bool)
+	if sd.RunID() != cp.RunID {
+		return nil, nil, corrupt(fmt.Errorf("%w: state of run %s in the row of run %s", runstate.ErrCorrupt, sd.RunID(), cp.RunID))
+	}
+	if n := sd.TranscriptRows(); n > 0 || sd.RefersToRows() {
+		if q == nil || cp.ThreadID == "" {
+			return nil, nil, corrupt(fmt.Errorf("%w: a state that refers to rows of no thread", runstate.ErrCorrupt))
+		}
+		if tr, bySeq, err = readStateRows(ctx, q, cp, sd); err != nil {
+			return nil, nil, err
+		}
+	}
+	s, rows, err := sd.State(tr, bySeq)
+	if err != nil {
+		return nil, nil, corrupt(err)
 	}
 	if s.RunID != cp.RunID || s.Step != cp.Step || s.Fingerprint != cp.Fingerprint {
-		return nil, corrupt(fmt.Errorf("%w: state of run %s step %d (fingerprint %s) in the row of run %s step %d (fingerprint %s)",
+		return nil, nil, corrupt(fmt.Errorf("%w: state of run %s step %d (fingerprint %s) in the row of run %s step %d (fingerprint %s)",
 			runstate.ErrCorrupt, s.RunID, s.Step, s.Fingerprint, cp.RunID, cp.Step, cp.Fingerprint))
 	}
-	return s, nil
+	return s, rows, nil
+}
+
+// readStateRows reads the rows of cp's thread that its stored state sd
+// refers to: the run's first transcript rows, in order (a row missing
+// leaves the list short, which sd.State refuses), and the rows in
+// sd.SeqRange by position.
+func readStateRows(ctx context.Context, q Querier, cp *store.Checkpoint, sd *runstate.Stored) ([]message.Message, func(int64) (*message.Message, bool), error) {
+	var tr []message.Message
+	if n := sd.TranscriptRows(); n > 0 {
+		// The run's rows are those between its first and its n-th message
+		// (placeholders and other runs' rows may lie between), read in one
+		// range of the thread's (thread_id, seq) index.
+		rows, err := queryAll(ctx, q, nil, scanMessage, `SELECT `+messageCols+` FROM messages
+			WHERE owner_id = $1 AND thread_id = $2
+			AND seq >= (SELECT seq FROM messages WHERE id = $3 AND owner_id = $1)
+			AND seq <= (SELECT seq FROM messages WHERE id = $4 AND owner_id = $1) ORDER BY seq`,
+			cp.OwnerID, cp.ThreadID, runstate.MessageID(cp.RunID, 1), runstate.MessageID(cp.RunID, n))
+		if err != nil {
+			return nil, nil, err
+		}
+		tr = make([]message.Message, 0, n)
+		for _, m := range rows {
+			if len(tr) < n && m.ID == runstate.MessageID(cp.RunID, len(tr)+1) {
+				tr = append(tr, m.Message)
+			}
+		}
+	}
+	byseq := map[int64]*message.Message{}
+	if from, to, ok := sd.SeqRange(); ok {
+		rows, err := queryAll(ctx, q, nil, scanMessage, `SELECT `+messageCols+` FROM messages
+			WHERE owner_id = $1 AND thread_id = $2 AND seq >= $3 AND seq <= $4 ORDER BY seq`, cp.OwnerID, cp.ThreadID, from, to)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range rows {
+			byseq[m.Seq] = &m.Message
+		}
+	}
+	return tr, func(seq int64) (*message.Message, bool) { m, ok := byseq[seq]; return m, ok }, nil
+}
+
+// readCheckpoint reads the checkpoint of query's row as owner and its
+// state, with the rows of its thread the state refers to, in one
+// transaction; its errors are wrapped with what.
+func (e *Engine) readCheckpoint(ctx context.Context, owner, what, fingerprint, query string, args ...any) (*store.Checkpoint, error) {
+	return inTx(ctx, e, Scope{Owner: owner}, false, what, func(q Querier) (*store.Checkpoint, error) {
+		row, err := scanCheckpointRow(q.QueryRow(ctx, query, args...))
+		if err != nil {
+			return nil, err
+		}
+		return row.decode(ctx, q, fingerprint)
+	})
 }
 
 // LockRun implements [store.Ops].
@@ -102,7 +181,11 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 	s := new(runstate.State)
 	*s = *p.State
 	s.SchemaVersion = runstate.SchemaVersion
-	b, err := runstate.Encode(s) // of the current version: not copied again
+	rows := p.Rows
+	if s.ThreadID == "" {
+		rows = nil // no thread, no rows
+	}
+	b, err := runstate.EncodeStored(s, rows) // of the current version: not copied again
 	if err != nil {
 		return nil, e.wrap(op, invalid("%v", err))
 	}
@@ -121,7 +204,7 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 	}
 	cp := &store.Checkpoint{
 		ID: p.ID, OwnerID: p.OwnerID, ThreadID: s.ThreadID, RunID: s.RunID, Step: s.Step,
-		Fingerprint: s.Fingerprint, Status: s.Status, State: s,
+		Fingerprint: s.Fingerprint, Status: s.Status, State: s, Rows: rows,
 	}
 	if cp.ID == "" {
 		cp.ID = newID()
@@ -209,13 +292,8 @@ func (e *Engine) GetCheckpoint(ctx context.Context, p *store.GetCheckpointParams
 	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	row, err := readRow(ctx, e, p.OwnerID, op+" "+p.ID, scanCheckpointRow,
+	return e.readCheckpoint(ctx, p.OwnerID, op+" "+p.ID, p.Fingerprint,
 		`SELECT `+checkpointCols+` FROM checkpoints WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID)
-	if err != nil {
-		return nil, err
-	}
-	cp, err := row.decode(p.Fingerprint)
-	return result(cp, e.wrap(op+" "+p.ID, err))
 }
 
 // LatestCheckpoint implements [store.Ops].
@@ -237,12 +315,7 @@ func (e *Engine) LatestCheckpoint(ctx context.Context, p *store.LatestCheckpoint
 	default:
 		return nil, e.wrap(op, invalid("RunID or ThreadID is required"))
 	}
-	row, err := readRow(ctx, e, p.OwnerID, op+" of "+what+key, scanCheckpointRow, query, p.OwnerID, key)
-	if err != nil {
-		return nil, err
-	}
-	cp, err := row.decode(p.Fingerprint)
-	return result(cp, e.wrap(op+" of "+what+key, err))
+	return e.readCheckpoint(ctx, p.OwnerID, op+" of "+what+key, p.Fingerprint, query, p.OwnerID, key)
 }
 
 // insertCheckpoint inserts a checkpoint, fenced (see SaveCheckpoint):

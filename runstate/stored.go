@@ -1,0 +1,496 @@
+package runstate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/batonhq/baton/message"
+)
+
+// StoredVersion is the schema version of the stored form written by
+// [EncodeStored]: a state whose messages that are rows of its thread's
+// messages are referred to, not copied. [Decode] does not read it (its
+// messages are elsewhere); [DecodeStored] reads it and versions 1 and 2.
+const StoredVersion = 3
+
+// The stored form's bounds: a reference to more rows than this is refused
+// as corrupt, before anything is allocated for it.
+const (
+	maxStoredRows  = 1 << 20
+	maxStoredRange = 1 << 20
+)
+
+// Row is a message of a thread as stored, with its position in the thread.
+type Row struct {
+	// Seq is the row's position in its thread (store.Message.Seq).
+	Seq     int64
+	Message message.Message
+}
+
+// Rows names the messages of a run's state that are rows of its thread,
+// so that [EncodeStored] refers to them instead of copying them. A Rows is
+// not modified once made and may be shared.
+type Rows struct {
+	// Transcript is how many of the state's first transcript messages are
+	// rows of the thread, with ids MessageID(run, 1) … MessageID(run, n).
+	Transcript int
+	// History are rows of the thread the run was given as its history (or
+	// that a stored form referred to), by their position.
+	History []Row
+	// byID indexes History by message id.
+	byID map[string]int
+}
+
+// NewRows returns the Rows of a run whose first transcript messages are
+// rows, and whose history holds the rows history.
+func NewRows(transcript int, history []Row) *Rows {
+	r := &Rows{Transcript: transcript, History: history}
+	if len(history) > 0 {
+		r.byID = make(map[string]int, len(history))
+		for i := range history {
+			if id := history[i].Message.ID; id != "" {
+				r.byID[id] = i
+			}
+		}
+	}
+	return r
+}
+
+// WithTranscript returns r with n transcript rows, sharing r's history.
+// A nil r has no history.
+func (r *Rows) WithTranscript(n int) *Rows {
+	if r == nil {
+		return &Rows{Transcript: n}
+	}
+	c := *r
+	c.Transcript = n
+	return &c
+}
+
+// seqOf returns the position of the history row m is a copy of.
+func (r *Rows) seqOf(m *message.Message) (int64, bool) {
+	if m.ID == "" {
+		return 0, false
+	}
+	i, ok := r.byID[m.ID]
+	if !ok || !same(m, &r.History[i].Message) {
+		return 0, false
+	}
+	return r.History[i].Seq, true
+}
+
+// Segment is a stretch of a message list in the stored form: exactly one
+// of its fields is set.
+type Segment struct {
+	// Seq are the thread's rows from Seq[0] to Seq[1], both included.
+	Seq *[2]int64 `json:"seq,omitempty"`
+	// Run are the state's transcript messages from Run[0] to Run[1]
+	// (excluded), counting from 0.
+	Run *[2]int `json:"run,omitempty"`
+	// Inline are messages written out.
+	Inline []message.Message `json:"m,omitempty"`
+}
+
+// Mark is what a transcript row does not hold of its message: its
+// status, finish reason, request id and metadata as the run had them (a
+// row's own may have changed since: a rollback marks it), and a nil Parts.
+type Mark struct {
+	// N is the message's index in the transcript, from 0.
+	N            int            `json:"n"`
+	Status       message.Status `json:"status,omitempty"`
+	FinishReason string         `json:"finish_reason,omitempty"`
+	RequestID    string         `json:"request_id,omitempty"`
+	Metadata     map[string]any `json:"metadata,omitempty"`
+	NilParts     bool           `json:"nil_parts,omitempty"`
+}
+
+// storedState is the JSON of the stored form. Its own fields shadow
+// State's of the same names.
+type storedState struct {
+	State
+	Messages []Segment `json:"messages"`
+	// Transcript are the transcript's messages after its first
+	// TranscriptRows, which are rows.
+	Transcript     []message.Message `json:"transcript"`
+	TranscriptRows int               `json:"transcript_rows"`
+	Marks          []Mark            `json:"marks,omitempty"`
+	Stack          []storedFrame     `json:"stack,omitempty"`
+}
+
+// storedFrame is a Frame of the stored form.
+type storedFrame struct {
+	Frame
+	Messages []Segment `json:"messages"`
+}
+
+// EncodeStored returns the stored form of s: the encoding of [Encode],
+// of version [StoredVersion], in which the first rows.Transcript
+// transcript messages (those with the ids [MessageID] gives them) are
+// referred to by their count, and the messages of the working history and
+// of the stack that are transcript messages or rows.History are referred
+// to by position. A message that differs from the row it names is written
+// out. With rows nil it returns Encode(s).
+func EncodeStored(s *State, rows *Rows) ([]byte, error) {
+	if rows == nil {
+		return Encode(s)
+	}
+	if s == nil {
+		return nil, errors.New("runstate: encode nil state")
+	}
+	v := storedState{State: *s}
+	v.SchemaVersion = StoredVersion
+	v.State.Messages, v.State.Transcript, v.State.Stack = nil, nil, nil
+	n := min(rows.Transcript, len(s.Transcript))
+	for i := range n {
+		if !isMessageID(s.Transcript[i].ID, s.RunID, i+1) {
+			n = i
+			break
+		}
+	}
+	v.TranscriptRows = n
+	v.Transcript = s.Transcript[n:]
+	if v.Transcript == nil {
+		v.Transcript = []message.Message{}
+	}
+	for i := range n {
+		m := &s.Transcript[i]
+		if m.Status != "" || m.FinishReason != "" || m.RequestID != "" || len(m.Metadata) > 0 || m.Parts == nil {
+			v.Marks = append(v.Marks, Mark{N: i, Status: m.Status, FinishReason: m.FinishReason, RequestID: m.RequestID,
+				Metadata: m.Metadata, NilParts: m.Parts == nil})
+		}
+	}
+	e := encoder{s: s, rows: rows}
+	v.Messages = e.segments(s.Messages)
+	if s.Stack != nil {
+		v.Stack = make([]storedFrame, len(s.Stack))
+		for i := range s.Stack {
+			v.Stack[i] = storedFrame{Frame: s.Stack[i], Messages: e.segments(s.Stack[i].Messages)}
+			v.Stack[i].Frame.Messages = nil
+		}
+	}
+	b, err := json.Marshal(&v)
+	if err != nil {
+		return nil, fmt.Errorf("runstate: encode: %w", err)
+	}
+	return b, nil
+}
+
+// encoder writes message lists of s as segments.
+type encoder struct {
+	s    *State
+	rows *Rows
+}
+
+// segments returns msgs as segments: transcript messages and history
+// rows by position, anything else inline. nil stays nil.
+func (e *encoder) segments(msgs []message.Message) []Segment {
+	if msgs == nil {
+		return nil
+	}
+	out := []Segment{}
+	for i := range msgs {
+		m := &msgs[i]
+		var last *Segment
+		if len(out) > 0 {
+			last = &out[len(out)-1]
+		}
+		if j, ok := e.transcriptIndex(m); ok {
+			if last != nil && last.Run != nil && last.Run[1] == j {
+				last.Run[1]++
+			} else {
+				out = append(out, Segment{Run: &[2]int{j, j + 1}})
+			}
+			continue
+		}
+		if seq, ok := e.rows.seqOf(m); ok {
+			if last != nil && last.Seq != nil && last.Seq[1] == seq-1 {
+				last.Seq[1] = seq
+			} else {
+				out = append(out, Segment{Seq: &[2]int64{seq, seq}})
+			}
+			continue
+		}
+		if last != nil && last.Inline != nil {
+			last.Inline = append(last.Inline, *m)
+		} else {
+			out = append(out, Segment{Inline: []message.Message{*m}})
+		}
+	}
+	return out
+}
+
+// transcriptIndex returns the index of the transcript message m is a copy
+// of, found by its id.
+func (e *encoder) transcriptIndex(m *message.Message) (int, bool) {
+	p := e.s.RunID + "-m"
+	if !strings.HasPrefix(m.ID, p) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m.ID[len(p):])
+	if err != nil || n < 1 || n > len(e.s.Transcript) || !same(m, &e.s.Transcript[n-1]) {
+		return 0, false
+	}
+	return n - 1, true
+}
+
+// isMessageID reports whether id is MessageID(run, n), without building it.
+func isMessageID(id, run string, n int) bool {
+	return len(id) > len(run)+2 && strings.HasPrefix(id, run) && id[len(run):len(run)+2] == "-m" &&
+		id[len(run)+2:] == strconv.Itoa(n)
+}
+
+// same reports whether a and b are the same message: most often copies of
+// one message, whose parts share their array.
+func same(a, b *message.Message) bool {
+	if a.ID != b.ID || a.Role != b.Role || a.Agent != b.Agent || a.Status != b.Status ||
+		a.FinishReason != b.FinishReason || a.RequestID != b.RequestID || len(a.Parts) != len(b.Parts) ||
+		(a.Parts == nil) != (b.Parts == nil) || (a.Usage == nil) != (b.Usage == nil) ||
+		(a.Usage != nil && *a.Usage != *b.Usage) || len(a.Metadata) != len(b.Metadata) {
+		return false
+	}
+	if len(a.Parts) > 0 && &a.Parts[0] != &b.Parts[0] && !reflect.DeepEqual(a.Parts, b.Parts) {
+		return false
+	}
+	return len(a.Metadata) == 0 || reflect.ValueOf(a.Metadata).UnsafePointer() == reflect.ValueOf(b.Metadata).UnsafePointer() ||
+		reflect.DeepEqual(a.Metadata, b.Metadata)
+}
+
+// Stored is a state read in its stored form, before the rows it refers to
+// are read: see [Stored.State].
+type Stored struct {
+	full *State       // a state of version 1 or 2: complete
+	v    *storedState // a state of the stored form
+}
+
+// DecodeStored parses b as written by [EncodeStored] or [Encode] (any
+// version [Decode] reads). Its errors are those of Decode: wrapping
+// [ErrCorrupt], or a *[VersionError].
+func DecodeStored(b []byte) (*Stored, error) {
+	if s, ok := decodeFast(b); ok {
+		return &Stored{full: s}, nil
+	}
+	var head struct {
+		SchemaVersion *int `json:"schema_version"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil || head.SchemaVersion == nil || *head.SchemaVersion != StoredVersion {
+		s, err := decodeStd(b)
+		if err != nil {
+			return nil, err
+		}
+		return &Stored{full: s}, nil
+	}
+	v := new(storedState)
+	if err := decodeStrict(b, v); err != nil {
+		return nil, err
+	}
+	if err := v.check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return &Stored{v: v}, nil
+}
+
+// check reports what makes v a stored form that cannot name a state.
+func (v *storedState) check() error {
+	v.State.Messages, v.State.Transcript, v.State.Stack = nil, nil, nil
+	if v.TranscriptRows < 0 || v.TranscriptRows > maxStoredRows {
+		return fmt.Errorf("transcript_rows %d out of range", v.TranscriptRows)
+	}
+	if v.Transcript == nil {
+		return errors.New("no transcript")
+	}
+	prev := -1
+	for _, m := range v.Marks {
+		if m.N <= prev || m.N >= v.TranscriptRows {
+			return fmt.Errorf("mark of message %d out of order or range", m.N)
+		}
+		prev = m.N
+	}
+	total := v.TranscriptRows + len(v.Transcript)
+	if err := checkSegments(v.Messages, total); err != nil {
+		return fmt.Errorf("messages: %w", err)
+	}
+	for i := range v.Stack {
+		if err := checkSegments(v.Stack[i].Messages, total); err != nil {
+			return fmt.Errorf("stack frame %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// checkSegments checks segs against a transcript of n messages.
+func checkSegments(segs []Segment, n int) error {
+	for i, s := range segs {
+		set := 0
+		if s.Seq != nil {
+			set++
+			if s.Seq[0] < 1 || s.Seq[1] < s.Seq[0] || s.Seq[1]-s.Seq[0] >= maxStoredRange {
+				return fmt.Errorf("segment %d: rows %d to %d", i, s.Seq[0], s.Seq[1])
+			}
+		}
+		if s.Run != nil {
+			set++
+			if s.Run[0] < 0 || s.Run[1] <= s.Run[0] || s.Run[1] > n {
+				return fmt.Errorf("segment %d: transcript %d to %d of %d", i, s.Run[0], s.Run[1], n)
+			}
+		}
+		if s.Inline != nil {
+			set++
+		}
+		if set != 1 {
+			return fmt.Errorf("segment %d names %d kinds of messages", i, set)
+		}
+	}
+	return nil
+}
+
+// TranscriptRows is how many of the state's first transcript messages are
+// rows of its thread, with ids MessageID(run, 1) … MessageID(run, n): the
+// rows [Stored.State] needs as transcript. 0 for a complete state.
+func (s *Stored) TranscriptRows() int {
+	if s.v == nil {
+		return 0
+	}
+	return s.v.TranscriptRows
+}
+
+// RunID is the run the state is of.
+func (s *Stored) RunID() string {
+	if s.v == nil {
+		return s.full.RunID
+	}
+	return s.v.RunID
+}
+
+// SeqRange returns the smallest range of thread rows, by position, that
+// holds every row the state refers to; ok is false when it refers to none.
+func (s *Stored) SeqRange() (from, to int64, ok bool) {
+	if s.v == nil {
+		return 0, 0, false
+	}
+	each := func(segs []Segment) {
+		for _, g := range segs {
+			if g.Seq == nil {
+				continue
+			}
+			if !ok || g.Seq[0] < from {
+				from = g.Seq[0]
+			}
+			if !ok || g.Seq[1] > to {
+				to = g.Seq[1]
+			}
+			ok = true
+		}
+	}
+	each(s.v.Messages)
+	for i := range s.v.Stack {
+		each(s.v.Stack[i].Messages)
+	}
+	return from, to, ok
+}
+
+// State returns the state, its messages read from rows: transcript are the
+// run's first [Stored.TranscriptRows] messages in order, and bySeq returns
+// the thread's row at a position within [Stored.SeqRange]. It returns the
+// Rows to write the run's next checkpoints with (nil for a complete
+// state). A row missing, or of another id, is an error wrapping
+// [ErrCorrupt]. The state is new at every call.
+func (s *Stored) State(transcript []message.Message, bySeq func(seq int64) (*message.Message, bool)) (*State, *Rows, error) {
+	if s.v == nil {
+		if len(transcript) > 0 {
+			return nil, nil, fmt.Errorf("%w: rows given for a complete state", ErrCorrupt)
+		}
+		return s.full, nil, nil
+	}
+	v := s.v
+	if len(transcript) != v.TranscriptRows {
+		return nil, nil, fmt.Errorf("%w: %d transcript rows of run %s found, the state has %d", ErrCorrupt, len(transcript), v.RunID, v.TranscriptRows)
+	}
+	st := new(State)
+	*st = v.State
+	st.SchemaVersion = SchemaVersion
+	st.Transcript = make([]message.Message, 0, v.TranscriptRows+len(v.Transcript))
+	marks := v.Marks
+	for i := range transcript {
+		m := transcript[i]
+		if !isMessageID(m.ID, v.RunID, i+1) {
+			return nil, nil, fmt.Errorf("%w: transcript row %d is message %q", ErrCorrupt, i+1, m.ID)
+		}
+		m.Status, m.FinishReason, m.RequestID, m.Metadata = "", "", "", nil
+		if len(marks) > 0 && marks[0].N == i {
+			k := marks[0]
+			m.Status, m.FinishReason, m.RequestID, m.Metadata = k.Status, k.FinishReason, k.RequestID, maps.Clone(k.Metadata)
+			if k.NilParts && len(m.Parts) == 0 {
+				m.Parts = nil
+			}
+			marks = marks[1:]
+		}
+		st.Transcript = append(st.Transcript, m)
+	}
+	st.Transcript = append(st.Transcript, v.Transcript...)
+	d := decoder{st: st, bySeq: bySeq, seen: map[int64]bool{}}
+	var err error
+	if st.Messages, err = d.messages(v.Messages); err != nil {
+		return nil, nil, err
+	}
+	if v.Stack != nil {
+		st.Stack = make([]Frame, len(v.Stack))
+		for i := range v.Stack {
+			st.Stack[i] = v.Stack[i].Frame
+			if st.Stack[i].Messages, err = d.messages(v.Stack[i].Messages); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if err := st.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return st, NewRows(v.TranscriptRows, d.history), nil
+}
+
+// decoder resolves segments for State.
+type decoder struct {
+	st      *State
+	bySeq   func(int64) (*message.Message, bool)
+	seen    map[int64]bool
+	history []Row
+}
+
+func (d *decoder) messages(segs []Segment) ([]message.Message, error) {
+	if segs == nil {
+		return nil, nil
+	}
+	out := []message.Message{}
+	for _, g := range segs {
+		switch {
+		case g.Run != nil:
+			out = append(out, d.st.Transcript[g.Run[0]:g.Run[1]]...)
+		case g.Seq != nil:
+			for seq := g.Seq[0]; seq <= g.Seq[1]; seq++ {
+				m, ok := d.bySeq(seq)
+				if !ok || m == nil {
+					return nil, fmt.Errorf("%w: row %d of thread %s is missing", ErrCorrupt, seq, d.st.ThreadID)
+				}
+				if !d.seen[seq] {
+					d.seen[seq] = true
+					d.history = append(d.history, Row{Seq: seq, Message: *m})
+				}
+				out = append(out, *m)
+			}
+		default:
+			out = append(out, g.Inline...)
+		}
+	}
+	return out, nil
+}
+
+// RefersToRows reports whether the state refers to rows of its thread by
+// position (see [Stored.SeqRange]).
+func (s *Stored) RefersToRows() bool {
+	_, _, ok := s.SeqRange()
+	return ok
+}

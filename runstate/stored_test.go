@@ -1,0 +1,310 @@
+package runstate_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/transfer"
+)
+
+// thread is a thread's rows for the stored form's tests: by position, and
+// the run's transcript rows by id.
+type thread struct {
+	bySeq map[int64]message.Message
+	byID  map[string]message.Message
+}
+
+func newThread() *thread {
+	return &thread{bySeq: map[int64]message.Message{}, byID: map[string]message.Message{}}
+}
+
+// add stores m as the row at seq, as a store would read it back: status
+// completed, no finish reason or request id.
+func (th *thread) add(seq int64, m message.Message) {
+	m.Status, m.FinishReason, m.RequestID = message.StatusCompleted, "", ""
+	if m.Parts == nil {
+		m.Parts = []message.Part{}
+	}
+	th.bySeq[seq] = m
+	th.byID[m.ID] = m
+}
+
+// load rebuilds a stored form from th, as a store does.
+func (th *thread) load(t *testing.T, b []byte) (*runstate.State, *runstate.Rows) {
+	t.Helper()
+	sd, err := runstate.DecodeStored(b)
+	if err != nil {
+		t.Fatalf("DecodeStored: %v\n%s", err, b)
+	}
+	var tr []message.Message
+	for i := range sd.TranscriptRows() {
+		m, ok := th.byID[runstate.MessageID(sd.RunID(), i+1)]
+		if !ok {
+			t.Fatalf("transcript row %d missing", i+1)
+		}
+		tr = append(tr, m)
+	}
+	st, rows, err := sd.State(tr, func(seq int64) (*message.Message, bool) {
+		m, ok := th.bySeq[seq]
+		return &m, ok
+	})
+	if err != nil {
+		t.Fatalf("State: %v", err)
+	}
+	return st, rows
+}
+
+// storedFixture is a run on a thread of 3 rows (seq 1, 2, 4; 3 is a
+// placeholder the history leaves out), whose transcript's first 3
+// messages are rows (5, 6, 7) and its 4th is not yet.
+func storedFixture() (*runstate.State, *runstate.Rows, *thread) {
+	th := newThread()
+	hist := []message.Message{
+		{ID: "run_a-m1", Role: message.RoleUser, Parts: []message.Part{{Type: message.PartText, Text: "first question"}}},
+		{ID: "run_a-m2", Role: message.RoleAssistant, Agent: "triage", Parts: []message.Part{{Type: message.PartText, Text: "first answer"}}},
+		{ID: "run_b-m1", Role: message.RoleUser, Parts: []message.Part{{Type: message.PartText, Text: "second question"}}},
+	}
+	var rows []runstate.Row
+	for i, seq := range []int64{1, 2, 4} {
+		th.add(seq, hist[i])
+		hist[i] = th.bySeq[seq]
+		rows = append(rows, runstate.Row{Seq: seq, Message: hist[i]})
+	}
+	th.add(3, message.Message{ID: "ph", Role: message.RoleAssistant, Parts: []message.Part{{Type: message.PartText, Text: "placeholder"}}})
+	run := "run_c"
+	tr := []message.Message{
+		{ID: runstate.MessageID(run, 1), Role: message.RoleUser, Parts: []message.Part{{Type: message.PartText, Text: "third question"}}},
+		{ID: runstate.MessageID(run, 2), Role: message.RoleAssistant, Agent: "triage", FinishReason: "tool_calls", RequestID: "req_1",
+			Usage: &message.Usage{InputTokens: 10, OutputTokens: 2},
+			Parts: []message.Part{{Type: message.PartToolCall, CallID: "c1", Name: "lookup", Arguments: []byte(`{"q":1}`)}}},
+		{ID: runstate.MessageID(run, 3), Role: message.RoleTool, Agent: "triage", Metadata: map[string]any{"k": "v"},
+			Parts: []message.Part{{Type: message.PartToolResult, CallID: "c1", Name: "lookup", Text: "found"}}},
+		{ID: runstate.MessageID(run, 4), Role: message.RoleAssistant, Agent: "billing", FinishReason: "stop",
+			Parts: []message.Part{{Type: message.PartText, Text: "not a row yet"}}},
+	}
+	for i := range 3 {
+		th.add(int64(5+i), tr[i])
+	}
+	// The working history: the thread's history, a message of its own (a
+	// transfer's note), then the transcript.
+	msgs := append(append(append([]message.Message{}, hist...), message.System("note")), tr...)
+	st := &runstate.State{SchemaVersion: runstate.SchemaVersion, RunID: run, ThreadID: "t", Network: "n", Fingerprint: "fp",
+		Agent: "billing", Messages: msgs, Transcript: tr, Trail: []string{"triage", "billing"}, Turns: 2, Transfers: 1, Step: 4,
+		Status: runstate.StatusRunning, StartedAt: time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC),
+		Transfer: &transfer.Context{ID: runstate.TransferID(run, 1), From: "triage", To: "billing"},
+		Stack: []runstate.Frame{{Agent: "triage", Messages: append(append([]message.Message{}, hist[1:]...), tr[:3]...),
+			TransferID: runstate.TransferID(run, 1)}},
+	}
+	return st, runstate.NewRows(3, rows), th
+}
+
+// TestStoredRoundTrip: the stored form refers to the rows it names, writes
+// out the rest, and rebuilds the same state from the rows.
+func TestStoredRoundTrip(t *testing.T) {
+	t.Parallel()
+	st, rows, th := storedFixture()
+	b, err := runstate.EncodeStored(st, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{"first question", "first answer", "second question", "third question", "found", `"q"`} {
+		if bytes.Contains(b, []byte(row)) {
+			t.Errorf("the stored form copies the row %q:\n%s", row, b)
+		}
+	}
+	for _, own := range []string{"not a row yet", "note", "req_1", "tool_calls"} {
+		if !bytes.Contains(b, []byte(own)) {
+			t.Errorf("the stored form lacks %q:\n%s", own, b)
+		}
+	}
+	full, _ := runstate.Encode(st)
+	if len(b)*2 > len(full) {
+		t.Errorf("stored form %d bytes, the whole state %d", len(b), len(full))
+	}
+	got, next := th.load(t, b)
+	wantB, _ := runstate.Encode(st)
+	gotB, _ := runstate.Encode(got)
+	if !bytes.Equal(wantB, gotB) {
+		t.Fatalf("rebuilt state differs:\nwant %s\ngot  %s", wantB, gotB)
+	}
+	if !reflect.DeepEqual(got.Transcript[2].Metadata, st.Transcript[2].Metadata) || got.Transcript[0].Status != "" {
+		t.Fatalf("marks not applied: %+v", got.Transcript)
+	}
+	// The rebuilt state's rows serve its next checkpoint: the same stored
+	// form.
+	b2, err := runstate.EncodeStored(got, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, b2) {
+		t.Fatalf("stored form of the rebuilt state differs:\n%s\n%s", b, b2)
+	}
+}
+
+// TestStoredChangedMessage: a message that is no longer what its row
+// holds (a transform rewrote it) is written out.
+func TestStoredChangedMessage(t *testing.T) {
+	t.Parallel()
+	st, rows, th := storedFixture()
+	st.Messages[1].Parts = []message.Part{{Type: message.PartText, Text: "rewritten answer"}}
+	st.Messages[4].Agent = "other"
+	b, err := runstate.EncodeStored(st, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("rewritten answer")) || !bytes.Contains(b, []byte("third question")) {
+		t.Fatalf("changed messages not written out:\n%s", b)
+	}
+	got, _ := th.load(t, b)
+	if w, g := must(runstate.Encode(st)), must(runstate.Encode(got)); !bytes.Equal(w, g) {
+		t.Fatalf("rebuilt state differs:\nwant %s\ngot  %s", w, g)
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// TestStoredOldForms: states of versions 1 and 2 read as complete states,
+// and rows nil writes version 2.
+func TestStoredOldForms(t *testing.T) {
+	t.Parallel()
+	st, _, th := storedFixture()
+	v2, err := runstate.EncodeStored(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(v2), `"schema_version":2`) {
+		t.Fatalf("rows nil: %s", v2)
+	}
+	got, rows := th.load(t, v2)
+	if rows != nil {
+		t.Fatalf("rows of a complete state: %+v", rows)
+	}
+	if g := must(runstate.Encode(got)); !bytes.Equal(g, v2) {
+		t.Fatalf("version 2 state differs:\n%s\n%s", v2, g)
+	}
+	v1 := must(os.ReadFile("testdata/state_v1.json"))
+	if _, err := runstate.DecodeStored(v1); err != nil {
+		t.Fatalf("version 1: %v", err)
+	}
+}
+
+// TestStoredMissingRows: rows the stored form names that the thread no
+// longer has are corruption, never a silently shorter history.
+func TestStoredMissingRows(t *testing.T) {
+	t.Parallel()
+	st, rows, th := storedFixture()
+	b := must(runstate.EncodeStored(st, rows))
+	sd, err := runstate.DecodeStored(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := []message.Message{th.byID["run_c-m1"], th.byID["run_c-m2"], th.byID["run_c-m3"]}
+	if _, _, err := sd.State(tr[:2], func(int64) (*message.Message, bool) { return nil, false }); !errors.Is(err, runstate.ErrCorrupt) {
+		t.Fatalf("short transcript: %v", err)
+	}
+	if _, _, err := sd.State(tr, func(int64) (*message.Message, bool) { return nil, false }); !errors.Is(err, runstate.ErrCorrupt) {
+		t.Fatalf("missing history rows: %v", err)
+	}
+	tr[1] = th.byID["run_a-m1"]
+	if _, _, err := sd.State(tr, func(seq int64) (*message.Message, bool) { m, ok := th.bySeq[seq]; return &m, ok }); !errors.Is(err, runstate.ErrCorrupt) {
+		t.Fatalf("another message as transcript row: %v", err)
+	}
+	for _, bad := range []string{
+		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"transcript_rows":-1}`,
+		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"messages":[{"run":[0,1]}]}`,
+		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"messages":[{"seq":[0,1]}]}`,
+		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"messages":[{"seq":[1,1],"m":[]}]}`,
+		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"transcript_rows":1,"marks":[{"n":1}]}`,
+		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running"}`,
+		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"bogus":1}`,
+	} {
+		if _, err := runstate.DecodeStored([]byte(bad)); !errors.Is(err, runstate.ErrCorrupt) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	if _, err := runstate.DecodeStored([]byte(`{"schema_version":4}`)); !errors.Is(err, runstate.ErrUnknownVersion) {
+		t.Errorf("version 4: %v", err)
+	}
+}
+
+// FuzzDecodeStored: whatever DecodeStored accepts rebuilds, from any rows
+// of the right ids, into a valid state that is written and rebuilt again
+// as the same state; what it refuses is ErrCorrupt or a *VersionError.
+// Never a panic.
+func FuzzDecodeStored(f *testing.F) {
+	st, rows, _ := storedFixture()
+	f.Add(must(runstate.EncodeStored(st, rows)))
+	f.Add(must(runstate.EncodeStored(st, nil)))
+	f.Add([]byte(`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"transcript_rows":2,"marks":[{"n":1,"nil_parts":true,"status":"error"}],"messages":[{"run":[0,2]},{"seq":[3,5]},{"m":[{"role":"user","parts":[]}]}],"stack":[{"agent":"b","transfer_id":"x","messages":[{"seq":[4,4]}]}]}`))
+	f.Add([]byte(`{"schema_version":3}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sd, err := runstate.DecodeStored(b)
+		if err != nil {
+			var ve *runstate.VersionError
+			if !errors.Is(err, runstate.ErrCorrupt) && !errors.As(err, &ve) {
+				t.Fatalf("error %v (%T) is neither ErrCorrupt nor a *VersionError", err, err)
+			}
+			return
+		}
+		if sd.TranscriptRows() > 1000 {
+			return
+		}
+		if from, to, ok := sd.SeqRange(); ok && to-from > 1000 {
+			return
+		}
+		var tr []message.Message
+		for i := range sd.TranscriptRows() {
+			id := runstate.MessageID(sd.RunID(), i+1)
+			tr = append(tr, message.Message{ID: id, Role: message.RoleAssistant, Parts: []message.Part{{Type: message.PartText, Text: id}}})
+		}
+		bySeq := func(seq int64) (*message.Message, bool) {
+			id := "s" + strconv.FormatInt(seq, 10)
+			return &message.Message{ID: id, Role: message.RoleUser, Parts: []message.Part{{Type: message.PartText, Text: id}}}, true
+		}
+		got, next, err := sd.State(tr, bySeq)
+		if err != nil {
+			if !errors.Is(err, runstate.ErrCorrupt) {
+				t.Fatalf("State: %v", err)
+			}
+			return
+		}
+		if err := got.Validate(); err != nil {
+			t.Fatalf("State returned an invalid state: %v", err)
+		}
+		enc, err := runstate.Encode(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := runstate.EncodeStored(got, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sd2, err := runstate.DecodeStored(again)
+		if err != nil {
+			t.Fatalf("DecodeStored of EncodeStored's output: %v\n%s", err, again)
+		}
+		if sd2.TranscriptRows() > len(tr) {
+			t.Fatalf("re-encoded with %d transcript rows, had %d", sd2.TranscriptRows(), len(tr))
+		}
+		got2, _, err := sd2.State(tr[:sd2.TranscriptRows()], bySeq)
+		if err != nil {
+			t.Fatalf("State of the re-encoded form: %v\n%s", err, again)
+		}
+		if enc2 := must(runstate.Encode(got2)); !bytes.Equal(enc, enc2) {
+			t.Fatalf("rebuilt differently:\n%s\n%s\nstored %s", enc, enc2, again)
+		}
+	})
+}
