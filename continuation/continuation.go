@@ -94,8 +94,9 @@ type Config struct {
 	FetchCooldown     time.Duration
 	FetchPollInterval time.Duration
 
-	// LeaseTTL is how long the lease of a run executed inline in this
-	// process holds without a renewal; the process renews its leases every
+	// LeaseTTL is how long the lease of a run executed in this process
+	// (inline, or a continuation its workers deliver) holds without a
+	// renewal; the process renews its leases every
 	// LeaseTTL/3. A run whose lease expired is adopted. Defaults to
 	// [DefaultLeaseTTL].
 	LeaseTTL time.Duration
@@ -103,7 +104,7 @@ type Config struct {
 	// host name, the pid and a random part.
 	Holder string
 	// AdoptEvery is how often Start's adopter looks for expired leases.
-	// Defaults to LeaseTTL/2.
+	// Defaults to LeaseTTL/6.
 	AdoptEvery time.Duration
 	// NoAdopt turns the adopter off: the process adopts no other process's
 	// runs (the CLI's inline runs; `baton serve` and `baton worker` adopt).
@@ -135,7 +136,7 @@ type Config struct {
 }
 
 // DefaultLeaseTTL is the default [Config].LeaseTTL. With it, a run whose
-// process died is adopted within LeaseTTL + AdoptEvery (45 seconds) and
+// process died is adopted within LeaseTTL + AdoptEvery (35 seconds) and
 // resumed by the next free worker.
 const DefaultLeaseTTL = 30 * time.Second
 
@@ -180,7 +181,7 @@ func (c *Config) validate() error {
 		c.LeaseTTL = DefaultLeaseTTL
 	}
 	if c.AdoptEvery == 0 {
-		c.AdoptEvery = c.LeaseTTL / 2
+		c.AdoptEvery = c.LeaseTTL / 6
 	}
 	if c.Holder == "" {
 		c.Holder = newHolder()
@@ -209,6 +210,9 @@ type Service struct {
 	broker  draft.Broker
 	log     *slog.Logger
 	leases  *leases
+	// jobLeases are the runs of the continuations this process's
+	// workers are working (holdJob), renewed with leases.
+	jobLeases *leases
 	// wakes holds the runs whose hand-over, made by the runner's
 	// extension, owes this process's workers a wake once committed
 	// (Handover.wake): AfterRun takes it.
@@ -229,7 +233,7 @@ func New(cfg Config) (*Service, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, st: cfg.Store, broker: cfg.Broker, log: cfg.Logger, leases: newLeases()}
+	s := &Service{cfg: cfg, st: cfg.Store, broker: cfg.Broker, log: cfg.Logger, leases: newLeases(), jobLeases: newLeases()}
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &worker{s: s}); err != nil {
 		return nil, fmt.Errorf("continuation: %w", err)

@@ -68,9 +68,16 @@
 // with a suspended checkpoint after its last one; the worker resumes it
 // from there with the same exactly-once guarantees. A thread is thus
 // never blocked by a dead run for longer than LeaseTTL + AdoptEvery plus
-// River's fetch (45 seconds and a poll with the defaults). If the former
+// River's fetch (35 seconds and a poll with the defaults). If the former
 // process is still alive after all, its next checkpoint is refused as
 // stale and it stops.
+//
+// A continuation's delivery takes the run's lease too, before its claim,
+// renewed the same way: when its worker dies, an adopter moves the job run
+// from processing to error and makes River's job, still running for the
+// dead worker, available again, so that the continuation resumes within
+// LeaseTTL × 1.5 rather than after River's rescue (RescueStuckJobsAfter,
+// the last resort).
 //
 // River's own tables are created by River's migrator, run by [Service.Start]
 // (or [Service.Migrate]) under a lock, after the store's migrations.

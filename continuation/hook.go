@@ -164,6 +164,9 @@ type Handover struct {
 	// wake: the hand-over inserted a job River sent no notification for
 	// (see notifySpy); once committed, this process's workers are woken.
 	wake bool
+	// redelivered: an adopter found the continuation's worker dead; its
+	// River job is to be delivered again (see Service.orphanedJob).
+	redelivered bool
 }
 
 // enqueueTx writes in tx the hand-over of the suspension st, stored as
@@ -508,6 +511,11 @@ func (s *Service) finishTx(ctx context.Context, tx store.Tx, jc *jobCtx, st *run
 		if jr != nil {
 			jc.attempt = jr.Attempt
 		}
+	}
+	// The delivery's lease (holdJob) goes with the run's end: no adopter
+	// finds it after the commit.
+	if _, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: a.OwnerID, RunID: a.RunID, Holder: s.cfg.Holder, Deferred: true}); err != nil {
+		return fmt.Errorf("continuation: release lease of run %s: %w", a.RunID, err)
 	}
 	if jc.job != nil {
 		// Completing the River job here closes the window in which the

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"sync"
@@ -103,7 +104,7 @@ func (s *Service) renewLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		ids := s.leases.ids()
+		ids := append(s.leases.ids(), s.jobLeases.ids()...)
 		if len(ids) == 0 {
 			continue
 		}
@@ -113,6 +114,36 @@ func (s *Service) renewLoop(ctx context.Context) {
 			s.log.WarnContext(ctx, "renewing run leases failed: runs of this process may be adopted by another", "runs", len(ids), "error", err)
 		case err == nil && n < len(ids):
 			s.log.DebugContext(ctx, "some run leases were not renewed (released, or adopted meanwhile)", "runs", len(ids), "renewed", n)
+		}
+	}
+}
+
+// holdJob takes the lease of the run a continuation's delivery works,
+// renewed with this process's other leases until the returned release: if
+// the process dies, the lease expires and an adopter delivers the
+// continuation again (see [Service.Adopt]) instead of River's rescuer, much
+// later. A live lease of another holder (the run delivered twice at once)
+// is left alone: the fenced claims decide which delivery works the run. A
+// failure to take it is logged, not fatal: River's rescue stays.
+func (s *Service) holdJob(ctx context.Context, a Args, log *slog.Logger) (release func()) {
+	_, err := s.st.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: a.OwnerID, RunID: a.RunID, ThreadID: a.ThreadID,
+		Holder: s.cfg.Holder, TTL: s.cfg.LeaseTTL, Free: true})
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		log.DebugContext(ctx, "another delivery holds the continuation's lease")
+		return func() {}
+	case err != nil:
+		log.WarnContext(ctx, "taking the continuation's lease failed: if this process dies, River's rescuer retries it", "error", err)
+		return func() {}
+	}
+	key := &runstate.State{}
+	s.jobLeases.hold(a.RunID, key)
+	return func() {
+		s.jobLeases.drop(a.RunID, key)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := s.st.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: a.OwnerID, RunID: a.RunID, Holder: s.cfg.Holder}); err != nil {
+			log.WarnContext(ctx, "releasing the continuation's lease failed: it expires", "error", err)
 		}
 	}
 }
@@ -154,7 +185,11 @@ func (s *Service) AdoptExpired(ctx context.Context) (int, error) {
 				return n, err
 			}
 			adopted++
-			if h != nil {
+			if h != nil && h.redelivered {
+				n++
+				s.log.InfoContext(ctx, "a continuation whose worker died is delivered again; a worker resumes it from its last checkpoint",
+					"run_id", l.RunID, "thread_id", l.ThreadID, "holder", l.Holder, "expired_at", l.ExpiresAt, "continuation_id", h.EventID)
+			} else if h != nil {
 				n++
 				s.log.InfoContext(ctx, "adopted a run whose process died; a worker resumes it from its last checkpoint",
 					"run_id", l.RunID, "thread_id", l.ThreadID, "holder", l.Holder, "expired_at", l.ExpiresAt, "continuation_id", h.EventID)
@@ -215,6 +250,12 @@ func (s *Service) adopt(ctx context.Context, owner, runID string, expired bool) 
 			return nil
 		}
 		st := cp.State
+		if expired {
+			// A continuation's lease (holdJob): its worker died.
+			if h, err = s.orphanedJob(ctx, tx, owner, runID, cp); h != nil || err != nil {
+				return err
+			}
+		}
 		if st.Status != runstate.StatusRunning {
 			return nil
 		}
@@ -233,8 +274,57 @@ func (s *Service) adopt(ctx context.Context, owner, runID string, expired bool) 
 	if err != nil {
 		return nil, fmt.Errorf("continuation: adopt run %s: %w", runID, err)
 	}
+	if h != nil && h.redelivered {
+		// The job run is free (error, or queued): River's job, still
+		// running for its dead worker, is made available now rather than
+		// by River's rescuer (RescueStuckJobsAfter).
+		cause := fmt.Sprintf("continuation: the worker of run %s died (its lease expired); delivered again", runID)
+		found, err := s.q.redeliver(ctx, h.JobRun.ID, cause)
+		if err != nil {
+			return nil, fmt.Errorf("continuation: adopt run %s: %w", runID, err)
+		}
+		if !found {
+			s.log.DebugContext(ctx, "the dead worker's River job is not running (rescued, or retried already)", "run_id", runID, "job_run_id", h.JobRun.ID)
+		}
+		s.q.wake()
+	}
 	if h != nil && h.wake {
 		s.q.wake()
 	}
 	return h, nil
+}
+
+// orphanedJob returns the hand-over of run runID (latest checkpoint cp) if
+// a continuation of it is unfinished — its job run queued, processing or
+// in error: the lease that expired was its worker's. A processing job run
+// moves to error in tx (fenced on its attempt), so that the next delivery
+// claims it at once (see Service.taken); the caller then delivers River's
+// job again. It returns nil for a run executed inline.
+func (s *Service) orphanedJob(ctx context.Context, tx store.Tx, owner, runID string, cp *store.Checkpoint) (*Handover, error) {
+	if st := cp.State.Status; st != runstate.StatusRunning && st != runstate.StatusSuspended {
+		return nil, nil
+	}
+	sus, _, err := lastSuspension(ctx, tx, owner, runID)
+	if errors.Is(err, ErrNotSuspended) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ev := EventID(runID, sus.Step)
+	jr, err := tx.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, IdempotencyKey: ev})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case jr.Status == store.JobCompleted || jr.Status == store.JobCanceled:
+		return nil, nil
+	case jr.Status == store.JobProcessing:
+		if jr, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: owner, ID: jr.ID, To: store.JobError,
+			Error: "continuation: its worker died (lease expired)", ExpectedAttempt: jr.Attempt, Fence: true}); err != nil {
+			return nil, err
+		}
+	}
+	return &Handover{EventID: ev, MessageID: ev, JobRun: jr, Duplicate: true, redelivered: true}, nil
 }

@@ -3,6 +3,8 @@ package continuation
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -35,6 +37,11 @@ type queue interface {
 	// wake tells this process's workers, if any, that a job was
 	// committed (see waker); call it after the commit.
 	wake()
+	// redeliver makes the running River job of continuation job run
+	// jobRunID available again at once, as River's rescuer does for a job
+	// whose worker died (River's own statement, JobRescueMany), with cause
+	// among the job's errors. It reports whether it found the job running.
+	redeliver(ctx context.Context, jobRunID, cause string) (bool, error)
 	start(ctx context.Context) error
 	stop(ctx context.Context) error
 }
@@ -71,6 +78,33 @@ func (q *riverQueue[TTx, D]) insertTx(ctx context.Context, tx store.Tx, args riv
 	var notified bool
 	ir, err := q.client.InsertTx(context.WithValue(ctx, notifiedKey{}, &notified), t, args, opts)
 	return ir, !notified || q.testQuiet, err
+}
+
+func (q *riverQueue[TTx, D]) redeliver(ctx context.Context, jobRunID, cause string) (bool, error) {
+	if q.client == nil {
+		return false, errors.New("continuation: no River client")
+	}
+	// The running jobs are at most the workers of every process: one page.
+	res, err := q.client.JobList(ctx, river.NewJobListParams().Kinds(Kind).States(rivertype.JobStateRunning).First(10000))
+	if err != nil {
+		return false, fmt.Errorf("continuation: list running jobs: %w", err)
+	}
+	for _, j := range res.Jobs {
+		var a Args
+		if json.Unmarshal(j.EncodedArgs, &a) != nil || a.JobRunID != jobRunID {
+			continue
+		}
+		now := time.Now().UTC()
+		e, _ := json.Marshal(rivertype.AttemptError{At: now, Attempt: j.Attempt, Error: cause})
+		if _, err := q.driver.GetExecutor().JobRescueMany(ctx, &riverdriver.JobRescueManyParams{
+			ID: []int64{j.ID}, Error: [][]byte{e}, FinalizedAt: []*time.Time{nil}, ScheduledAt: []time.Time{now},
+			State: []string{string(rivertype.JobStateAvailable)}, StuckHorizon: now.Add(time.Second),
+		}); err != nil {
+			return false, fmt.Errorf("continuation: deliver job %d again: %w", j.ID, err)
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 func (q *riverQueue[TTx, D]) completeTx(ctx context.Context, tx store.Tx, job *river.Job[Args]) error {

@@ -67,6 +67,10 @@ func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
 		}
 		return river.JobCancel(cause)
 	}
+	// The run's lease, before the claim: from the claim on, a death of
+	// this process leaves a lease that expires (see Service.orphanedJob).
+	release := s.holdJob(ctx, a, log)
+	defer release()
 	c, err := s.claim(ctx, job)
 	var ie *runstate.IncompatibleError
 	switch {
@@ -489,6 +493,9 @@ func (s *Service) fail(ctx context.Context, a Args, attempt int, kind runner.Kin
 			}
 		}
 		if err := tx.DeleteDraft(ctx, &store.DeleteDraftParams{OwnerID: a.OwnerID, MessageID: a.EventID}); err != nil {
+			return err
+		}
+		if _, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: a.OwnerID, RunID: a.RunID, Holder: s.cfg.Holder, Deferred: true}); err != nil {
 			return err
 		}
 		if jr.Status != store.JobProcessing {

@@ -92,6 +92,12 @@ type AcquireLeaseParams struct {
 	Holder   string
 	// TTL is how long the lease holds without a renewal; required.
 	TTL time.Duration
+	// Free takes the lease only if no other holder's lease of the run is
+	// alive: none, expired, or Holder's own. A lease another holder still
+	// holds is left as it is and AcquireLease returns [ErrConflict] (a
+	// continuation delivered twice at once: the second does not take the
+	// first's lease). Not with Deferred.
+	Free bool
 	// Deferred, in a Store.Tx, lets the backend send the write with the
 	// transaction's next statement or its COMMIT (PostgreSQL: no round trip of
 	// its own; the lease is the one written, which AcquireLease returns as the

@@ -119,13 +119,13 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	fs.BoolVar(&f.noMigrate, "no-migrate", false, "refuse to migrate the database (baton's tables and River's); fail if it is out of date")
 	fs.StringVar(&f.memoryDir, "memory-dir", "", "keep the agents' memory documents in DIR/<owner>/<agent>.md (default: in the database; every process serving the same threads must agree)")
 	fs.Var(f.tools, "tool", "implement tool NAME by an HTTP POST of its arguments to URL, with an Idempotency-Key header (repeatable; every process running the network must give the same): NAME=URL")
-	fs.DurationVar(&f.leaseTTL, "lease-ttl", continuation.DefaultLeaseTTL, "how long a run this process executes inline survives the process unrenewed; then a baton serve or baton worker process adopts it (within lease-ttl × 1.5)")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", continuation.DefaultLeaseTTL, "how long a run this process executes (inline, or a continuation in its workers) survives the process unrenewed; then a baton serve or baton worker process adopts it (within lease-ttl × 1.5)")
 	if !background {
 		return
 	}
 	fs.IntVar(&f.workers, "workers", continuation.DefaultWorkers, "background continuations worked at once by this process, per network; 0 leaves them to baton worker processes")
 	fs.DurationVar(&f.jobTimeout, "job-timeout", continuation.DefaultJobTimeout, "longest attempt of one continuation")
-	fs.DurationVar(&f.rescueAfter, "rescue-after", 0, "retry a continuation whose worker died after this long (default: job-timeout + 1m)")
+	fs.DurationVar(&f.rescueAfter, "rescue-after", 0, "last resort, after the lease: River retries a continuation whose worker died after this long (default: job-timeout + 1m)")
 	fs.IntVar(&f.maxAttempts, "max-attempts", continuation.DefaultMaxAttempts, "attempts of a continuation before its message goes to error")
 }
 

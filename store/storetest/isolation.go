@@ -201,6 +201,21 @@ func testLeases(t *testing.T, s store.Store, b *bundle) {
 	if got.Holder != "p2" {
 		t.Fatalf("holder %s, want p2", got.Holder)
 	}
+	// Free: p2's live lease is not taken from it; its own is renewed, an
+	// expired one taken.
+	_, err = s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID, Holder: "p3", TTL: time.Minute, Free: true})
+	wantErr(t, err, store.ErrConflict)
+	if got := Must(s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.owner, RunID: run}))(t); got.Holder != "p2" {
+		t.Fatalf("holder %s after a refused free acquire, want p2", got.Holder)
+	}
+	Must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: run, ThreadID: th.ID, Holder: "p2", TTL: time.Minute, Free: true}))(t)
+	freeRun := "run-" + uuid.NewString()
+	Must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: freeRun, ThreadID: th.ID, Holder: "p1", TTL: time.Millisecond}))(t)
+	time.Sleep(5 * time.Millisecond)
+	if l := Must(s.AcquireLease(b.ctx, &store.AcquireLeaseParams{OwnerID: b.owner, RunID: freeRun, ThreadID: th.ID, Holder: "p3", TTL: time.Minute, Free: true}))(t); l.Holder != "p3" {
+		t.Fatalf("free acquire of an expired lease: holder %s, want p3", l.Holder)
+	}
+	Must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: freeRun}))(t)
 	// Another owner sees nothing and releases nothing.
 	_, err = s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.other, RunID: run})
 	wantErr(t, err, store.ErrNotFound)

@@ -2,6 +2,9 @@ package sqlcore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -30,17 +33,30 @@ func (e *Engine) AcquireLease(ctx context.Context, p *store.AcquireLeaseParams) 
 	if p.TTL <= 0 {
 		return nil, e.wrap(op, invalid("TTL must be positive"))
 	}
-	const upsert = `INSERT INTO run_leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
+	if p.Free && p.Deferred {
+		return nil, e.wrap(op, invalid("Free cannot be Deferred"))
+	}
+	upsert := `INSERT INTO run_leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (owner_id, run_id) DO UPDATE SET thread_id = excluded.thread_id, holder = excluded.holder, expires_at = excluded.expires_at`
-	expires := e.now().Add(p.TTL)
+	now := e.now()
+	expires := now.Add(p.TTL)
 	args := []any{p.OwnerID, p.RunID, nullString(p.ThreadID), p.Holder, e.Dialect.Time(expires)}
+	if p.Free {
+		upsert += ` WHERE run_leases.holder = excluded.holder OR run_leases.expires_at < $6`
+		args = append(args, e.Dialect.Time(now))
+	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" of run "+strconv.Quote(p.RunID), func(q Querier) (*store.Lease, error) {
 		if deferWrite(q, p.Deferred, upsert, args...) {
 			// The upsert writes the row as given, whatever was there.
 			return &store.Lease{OwnerID: p.OwnerID, RunID: p.RunID, ThreadID: p.ThreadID, Holder: p.Holder, ExpiresAt: expires}, nil
 		}
 		last(q)
-		return scanLease(q.QueryRow(ctx, upsert+` RETURNING `+leaseCols, args...))
+		l, err := scanLease(q.QueryRow(ctx, upsert+` RETURNING `+leaseCols, args...))
+		if p.Free && errors.Is(err, sql.ErrNoRows) {
+			// The conflicting row was kept: another holder's live lease.
+			return nil, fmt.Errorf("%w: another holder's lease of the run is alive", store.ErrConflict)
+		}
+		return l, err
 	})
 }
 
