@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/bench/continuationbench"
+	"github.com/batonhq/baton/inspect"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
@@ -41,9 +42,13 @@ func BenchmarkContinuation(b *testing.B) {
 
 func benchInline(b *testing.B, st store.Store) {
 	ctx := context.Background()
-	r, err := runner.New(runner.Config{Network: continuationbench.Network(b, func(context.Context, json.RawMessage) (string, error) {
+	rc := runner.Config{Network: continuationbench.Network(b, func(context.Context, json.RawMessage) (string, error) {
 		return `{"status":"shipped"}`, nil
-	}), Logger: continuationbench.Logger()})
+	}), Logger: continuationbench.Logger()}
+	if continuationbench.RecordCalls() {
+		rc.RecordCalls, rc.Extensions = true, []runner.Extension{inspect.Extension(inspect.Config{})}
+	}
+	r, err := runner.New(rc)
 	if err != nil {
 		b.Fatal(err)
 	}

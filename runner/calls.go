@@ -186,8 +186,15 @@ func (x *run) execOne(ctx context.Context, p *plan, i int) error {
 	x.mu.Unlock()
 	e := p.byName[pc.Call.Name]
 	tctx, end := x.r.cfg.Observer.StartTool(ctx, ToolInfo{RunID: st.RunID, Agent: st.Agent, Tool: pc.Call.Name, CallID: pc.Call.ID, Kind: string(pc.Kind)})
+	var start time.Time
+	if x.rec != nil {
+		start = time.Now()
+	}
 	out, isErr, err := x.callTool(tctx, p, e, pc.Call)
 	end(out, isErr, err)
+	if x.rec != nil {
+		x.recordTool(string(pc.Kind), pc.Call.Name, pc.Call.ID, pc.Call.Arguments, start, out, isErr, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -382,7 +389,7 @@ func (x *run) callAgentTool(ctx context.Context, at *agent.AgentTool, call messa
 	child := &runstate.State{SchemaVersion: runstate.SchemaVersion, RunID: runstate.SubRunID(parent.RunID, call.ID), ThreadID: parent.ThreadID,
 		Network: parent.Network, Fingerprint: parent.Fingerprint, Agent: at.Agent,
 		Messages: []message.Message{message.User(in.Input)}, Trail: []string{at.Agent}, Status: runstate.StatusRunning, Values: parent.Values}
-	sub := &run{r: x.r, st: child, sub: true, parent: x, input: in.Input, began: time.Now()}
+	sub := &run{r: x.r, st: child, sub: true, parent: x, input: in.Input, began: time.Now(), rec: x.rec}
 	err := sub.loop(agent.WithMemoScope(ctx, sub))
 	x.mu.Lock()
 	parent.Usage.Add(child.Usage)

@@ -89,6 +89,11 @@ type Boundary struct {
 	// interrupt. "" and nil at every other boundary.
 	Answered  string
 	Decisions []Decision
+	// Calls are the calls the run made since its previous boundary, in
+	// the order they ended, when the runner records them
+	// ([Config].RecordCalls); nil otherwise. See [CallRecord] for what an
+	// extension may keep of them.
+	Calls []CallRecord
 }
 
 // Outcome is how a run stopped, as [Extension].AfterRun sees it.
@@ -175,8 +180,9 @@ func (x *run) write(ctx context.Context) error {
 	if len(exts) == 0 {
 		return x.ck.Checkpoint(ctx, x.st)
 	}
+	calls := x.rec.take()
 	at := func(tx any, id string) error {
-		b := &Boundary{State: x.st, CheckpointID: id, Tx: tx, First: first}
+		b := &Boundary{State: x.st, CheckpointID: id, Tx: tx, First: first, Calls: calls}
 		if first && x.decided != "" {
 			b.Answered, b.Decisions = x.decided, x.o.decisions
 		}

@@ -79,6 +79,8 @@ type run struct {
 
 	// mu guards st while the calls of a turn run concurrently.
 	mu sync.Mutex
+	// rec records the run's calls (Config.RecordCalls); nil otherwise.
+	rec *recorder
 }
 
 // turnState is what the model turns of a run keep from one call to the next.
@@ -137,6 +139,9 @@ func (r *Runner) initRun(x *run, st *runstate.State, o runOpts, sink func(Event)
 	x.r, x.st, x.o, x.ck, x.sink, x.began = r, st, o, r.cfg.Checkpointer, sink, now
 	if o.checkpointer != nil {
 		x.ck = o.checkpointer
+	}
+	if r.cfg.RecordCalls {
+		x.rec = new(recorder)
 	}
 }
 

@@ -72,6 +72,12 @@ type Config struct {
 	// Extensions run around every run's turns, in order (see [Extension]):
 	// agent memory, hand-over to background workers, leases, clean-up.
 	Extensions []Extension
+	// RecordCalls makes every run record its model calls (request as
+	// sent, answer, usage, timing, retries), tool calls and transfers and
+	// hand them to the extensions at the next step boundary
+	// ([Boundary].Calls), to be written with the checkpoint. Off by
+	// default: a run then records nothing.
+	RecordCalls bool
 }
 
 // Runner runs a network. It is safe for concurrent use; each run has its own state.

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -195,6 +197,9 @@ func (x *run) move(ctx context.Context, tc *transfer.Context, msgs []message.Mes
 			slog.Int64("tokens_used", st.Usage.Total()))
 	}
 	x.r.cfg.Observer.Transfer(ctx, tc, "ok")
+	if x.rec != nil {
+		x.rec.add(CallRecord{Kind: CallTransfer, Agent: tc.From, Sub: x.sub, Name: tc.To, CallID: tc.ID, Output: string(tc.Type), Start: time.Now()})
+	}
 	if x.streaming() {
 		var buf [2]Event
 		for _, e := range appendMoveEvents(buf[:0], tc) {

@@ -138,10 +138,20 @@ func (x *run) call(ctx context.Context, a *agent.Agent, req *model.Request) (*mo
 	var resp *model.Response
 	// A failed begin (see streamBeginning) is not the model's: no retry.
 	transient := func(err error) bool { return x.beginErr == nil && retry.Transient(err) }
+	var mc *modelCall
+	if x.rec != nil {
+		mc = &modelCall{start: time.Now()}
+	}
 	err := retry.Do(ctx, x.r.retry, x.r.sleep, transient, func(attempt int, err error, d time.Duration) {
 		x.r.log.WarnContext(ctx, "model call failed; retrying", "run_id", st.RunID, "agent", a.Name, "attempt", attempt, "delay", d, "error", err)
+		if mc != nil {
+			mc.attempts = append(mc.attempts, Attempt{Attempt: attempt, Err: err.Error(), Start: mc.attempt, Duration: time.Since(mc.attempt)})
+		}
 	}, func(attempt int) error {
 		mctx, end := x.r.cfg.Observer.StartModel(ctx, ModelInfo{RunID: st.RunID, Agent: a.Name, Model: a.ModelName, Attempt: attempt})
+		if mc != nil {
+			mc.attempt = time.Now()
+		}
 		var err error
 		resp, err = x.stream(mctx, a, req)
 		end(resp, err)
@@ -151,7 +161,14 @@ func (x *run) call(ctx context.Context, a *agent.Agent, req *model.Request) (*mo
 		return nil, x.beginErr
 	}
 	if err != nil {
-		return nil, modelError(a.Name, err)
+		err = modelError(a.Name, err)
+		if mc != nil {
+			x.recordModel(a.Name, a.ModelName, mc, req, nil, err)
+		}
+		return nil, err
+	}
+	if mc != nil {
+		x.recordModel(a.Name, a.ModelName, mc, req, resp, nil)
 	}
 	return resp, nil
 }
@@ -224,7 +241,7 @@ func (x *run) stream(ctx context.Context, a *agent.Agent, req *model.Request) (*
 	if x.turn.onChunk == nil {
 		x.turn.onChunk = x.chunk // one closure per run, reused by every model call
 	}
-	x.turn.cs = chunkState{a: a}
+	x.turn.cs = chunkState{a: a, timed: x.rec != nil}
 	if x.lazy {
 		if err := x.streamBeginning(ctx, a, req); err != nil {
 			return nil, err
@@ -313,6 +330,9 @@ type chunkState struct {
 	resp    model.Response
 	done    bool
 	err     error
+	// timed: first is set to when the first chunk came (a recording run).
+	timed bool
+	first time.Time
 }
 
 // chunk takes one chunk of the model stream being drained: a text delta is
@@ -322,6 +342,9 @@ func (x *run) chunk(c model.Chunk, err error) bool {
 	if err != nil {
 		cs.err = err
 		return false
+	}
+	if cs.timed && cs.first.IsZero() {
+		cs.first = time.Now()
 	}
 	switch c.Type {
 	case model.ChunkText:

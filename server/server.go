@@ -239,6 +239,8 @@ func (s *Server) routes() {
 	s.Handle("GET /v1/threads/{id}/runs/{run_id}", Route{}, s.getRun)
 	s.Handle("GET /v1/threads/{id}/runs/{run_id}/events", stream, s.runEvents)
 	s.Handle("POST /v1/threads/{id}/runs/{run_id}/cancel", Route{}, s.cancelRun)
+	s.Handle("GET /v1/threads/{id}/runs/{run_id}/steps", Route{}, s.listSteps)
+	s.Handle("GET /v1/threads/{id}/runs/{run_id}/steps/{step_id}", Route{}, s.getStep)
 	s.Handle("GET /v1/threads/{id}/events", stream, s.threadEvents)
 	s.Handle("POST /v1/threads/{id}/handoff", Route{}, s.threadHandoff)
 	s.Handle("GET /v1/interrupts/{id}", Route{}, s.getInterrupt)

@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/draft"
+	"github.com/batonhq/baton/inspect"
 	"github.com/batonhq/baton/memory"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/netspec"
@@ -75,6 +76,16 @@ type Config struct {
 	// Telemetry, if set, observes runs (traces, metrics) and links a
 	// continuation's spans to the request that handed it over.
 	Telemetry *telemetry.Telemetry
+	// InspectRetention is how long the calls of runs recorded for the
+	// inspector (package inspect: model calls with their requests and
+	// answers, tool calls, transfers) are kept: a sweeper started by Start
+	// deletes older ones. 0 means [inspect.DefaultRetention] (7 days); a
+	// negative value keeps none, and runs record nothing.
+	InspectRetention time.Duration
+	// InspectMaxCallBytes caps one recorded call's detail
+	// (inspect.Config.MaxCallBytes; 0: inspect.DefaultMaxCallBytes).
+	InspectMaxCallBytes int
+
 	// Logger defaults to a logger that discards: the library is quiet
 	// unless given one. Given one, every runner of the service logs each
 	// run's start and end on it at Info (a failed run's end at Error), with
@@ -134,8 +145,13 @@ type Service struct {
 	// Config.Logger is set.
 	obs runner.Observer
 
+	// retention is Config.InspectRetention with its default; <0: none.
+	retention time.Duration
+
 	mu      sync.Mutex
 	started bool
+	// sweep stops the sweeper of call records and waits for it.
+	sweep func()
 }
 
 // Open loads the networks, opens the database and assembles the service.
@@ -173,7 +189,10 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		closeDefinitions(defs)
 		return nil, err
 	}
-	s := &Service{be: be, log: log, obs: cfg.Telemetry.Observer()}
+	s := &Service{be: be, log: log, obs: cfg.Telemetry.Observer(), retention: cfg.InspectRetention}
+	if s.retention == 0 {
+		s.retention = inspect.DefaultRetention
+	}
 	if cfg.Logger != nil && cfg.Logger.Enabled(ctx, slog.LevelError) {
 		// A logger that writes nothing (slog.DiscardHandler) gets no
 		// run log.
@@ -228,6 +247,12 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 	rc := runner.Config{Network: d.Network, Policy: d.Policy, Picker: n.ThreadHandoff.Picker(d.Picker), Logger: s.log,
 		Extensions: []runner.Extension{n.Continuation.Extension(), n.ThreadHandoff.Extension(), threads.InterruptExtension()},
 		Observer:   s.obs}
+	if s.retention > 0 {
+		// Every run's calls are recorded, for the inspector, with its
+		// checkpoints.
+		rc.RecordCalls = true
+		rc.Extensions = append(rc.Extensions, inspect.Extension(inspect.Config{MaxCallBytes: cfg.InspectMaxCallBytes}))
+	}
 	if n.Runner, err = runner.New(rc); err != nil {
 		return nil, fmt.Errorf("service: network %s: %w", name, err)
 	}
@@ -317,6 +342,15 @@ func (s *Service) Start(ctx context.Context) error {
 			return fmt.Errorf("service: network %s: %w", n.Name(), err)
 		}
 	}
+	if s.retention > 0 {
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			inspect.Sweep(sctx, s.be.store, s.retention, inspect.SweepEvery(s.retention), s.log)
+		}()
+		s.sweep = func() { cancel(); <-done }
+	}
 	s.started = true
 	return nil
 }
@@ -337,6 +371,10 @@ func (s *Service) Stop(ctx context.Context) error {
 		return nil
 	}
 	s.started = false
+	if s.sweep != nil {
+		s.sweep()
+		s.sweep = nil
+	}
 	var errs []error
 	for _, n := range s.nets {
 		errs = append(errs, n.Continuation.Stop(ctx))

@@ -52,6 +52,11 @@ type Store interface {
 	// expiry first: runs whose process is gone, to be adopted.
 	ExpiredLeases(ctx context.Context, params *ExpiredLeasesParams) ([]*Lease, error)
 
+	// SweepCallRecords deletes, across owners, the call records created
+	// before params.Before (the inspector's retention) and returns how
+	// many it deleted.
+	SweepCallRecords(ctx context.Context, params *SweepCallRecordsParams) (int, error)
+
 	// Ping reports whether the database can be reached, wrapping
 	// [ErrUnavailable] if not.
 	Ping(ctx context.Context) error
@@ -208,6 +213,15 @@ type Ops interface {
 	// *[NotPendingError] carrying the interrupt with the winner's decision
 	// and outcome. That error does not abort a surrounding transaction.
 	DecideInterrupt(ctx context.Context, params *DecideInterruptParams) (*Interrupt, error)
+
+	// RecordCalls writes call records (a run's calls, for the
+	// inspector), all or none.
+	RecordCalls(ctx context.Context, params *RecordCallsParams) error
+	// ListCallRecords returns a run's call records without their Detail,
+	// oldest start first.
+	ListCallRecords(ctx context.Context, params *ListCallRecordsParams) ([]*CallRecord, error)
+	// GetCallRecord returns a call record with its Detail.
+	GetCallRecord(ctx context.Context, params *GetCallRecordParams) (*CallRecord, error)
 
 	// GetMemoryDocument returns an agent's memory document.
 	GetMemoryDocument(ctx context.Context, params *GetMemoryDocumentParams) (*MemoryDocument, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/draft/pgbroker"
+	"github.com/batonhq/baton/inspect"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -43,7 +45,13 @@ func wire(tb testing.TB, st store.Store, net *agent.Network, cfg continuation.Co
 		tb.Fatal(err)
 	}
 	exts := append([]runner.Extension{cont.Extension()}, extra...)
-	r, err := runner.New(runner.Config{Network: net, Logger: Logger(), Extensions: exts})
+	rc := runner.Config{Network: net, Logger: Logger(), Extensions: exts}
+	if RecordCalls() {
+		// The inspector's recording, as package service assembles it.
+		rc.RecordCalls = true
+		rc.Extensions = append(rc.Extensions, inspect.Extension(inspect.Config{}))
+	}
+	r, err := runner.New(rc)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -184,3 +192,9 @@ func Network(tb testing.TB, tool func(context.Context, json.RawMessage) (string,
 	}
 	return net
 }
+
+// RecordCalls reports whether BENCH_RECORD_CALLS=1: the Baton scenarios
+// then record every call for the inspector (issue 35), as every network
+// package service assembles does by default, to measure its cost (before:
+// unset; after: 1, alternating in one run: bench/inspect-ab.sh).
+func RecordCalls() bool { return os.Getenv("BENCH_RECORD_CALLS") == "1" }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/continuation"
+	"github.com/batonhq/baton/inspect"
 	"github.com/batonhq/baton/netspec"
 	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
@@ -106,6 +107,9 @@ type serviceFlags struct {
 	rescueAfter time.Duration
 	maxAttempts int
 	leaseTTL    time.Duration
+	// inspectRetention keeps the calls recorded for the inspector; 0
+	// records none.
+	inspectRetention time.Duration
 }
 
 // register adds the flags to fs; background adds those of the commands
@@ -120,6 +124,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	fs.StringVar(&f.memoryDir, "memory-dir", "", "keep the agents' memory documents in DIR/<owner>/<agent>.md (default: in the database; every process serving the same threads must agree)")
 	fs.Var(f.tools, "tool", "implement tool NAME by an HTTP POST of its arguments to URL, with an Idempotency-Key header (repeatable; every process running the network must give the same): NAME=URL")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", continuation.DefaultLeaseTTL, "how long a run this process executes (inline, or a continuation in its workers) survives the process unrenewed; then a baton serve or baton worker process adopts it (within lease-ttl × 1.5)")
+	fs.DurationVar(&f.inspectRetention, "inspect-retention", inspect.DefaultRetention, "keep the calls of runs recorded for the inspector (model requests and answers, tool calls, transfers: baton inspect, the steps API) this long; 0 records none")
 	if !background {
 		return
 	}
@@ -149,6 +154,14 @@ func (f *serviceFlags) config(files []string, log *slog.Logger, tel *telemetry.T
 	cfg := service.Config{Files: files, Load: f.load(), Database: url, NoMigrate: f.noMigrate,
 		MemoryDir: f.memoryDir, Logger: log, Telemetry: tel}
 	cfg.Continuation.LeaseTTL = f.leaseTTL
+	switch {
+	case f.inspectRetention < 0:
+		return service.Config{}, usagef("--inspect-retention must be 0 or more")
+	case f.inspectRetention == 0:
+		cfg.InspectRetention = -1 // none kept, none recorded
+	default:
+		cfg.InspectRetention = f.inspectRetention
+	}
 	if f.background {
 		cfg.Workers, cfg.Adopt = f.workers, true
 		cfg.Continuation.JobTimeout, cfg.Continuation.RescueStuckJobsAfter, cfg.Continuation.MaxAttempts = f.jobTimeout, f.rescueAfter, f.maxAttempts

@@ -40,6 +40,7 @@ func commands() []command {
 		{"eval", "score a network on an eval set: baton eval SET --network NETWORK.yaml [--baseline OLD.yaml]; baton eval export --thread ID", cmdEval},
 		{"chat", "chat in the terminal, with /handoff: baton chat --network NETWORK.yaml", cmdChat},
 		{"resume", "continue a stopped run: baton resume NETWORK.yaml --run ID [--decision approve|reject|edit]", cmdResume},
+		{"inspect", "show a run's steps (model calls, tools, transfers, waits): baton inspect RUN_ID [STEP_ID] [--json]", cmdInspect},
 		{"migrate", "create or update the database schema: baton migrate [--database URL]", cmdMigrate},
 		{"serve", "serve the HTTP API, web UI and workers: baton serve --network NETWORK.yaml [--addr 127.0.0.1:8080]", cmdServe},
 		{"keys", "manage API keys: baton keys create|list|revoke --owner NAME", cmdKeys},

@@ -32,6 +32,8 @@ func routes(thread, run, interrupt string) []route {
 		{"POST", "/v1/threads/" + thread + "/runs", map[string]any{"input": "hello"}},
 		{"GET", "/v1/threads/" + thread + "/runs/" + run, nil},
 		{"GET", "/v1/threads/" + thread + "/runs/" + run + "/events", nil},
+		{"GET", "/v1/threads/" + thread + "/runs/" + run + "/steps", nil},
+		{"GET", "/v1/threads/" + thread + "/runs/" + run + "/steps/wait_x", nil},
 		{"GET", "/v1/threads/" + thread + "/events", nil},
 		{"POST", "/v1/threads/" + thread + "/handoff", map[string]any{}},
 		{"GET", "/v1/interrupts/" + interrupt, nil},

@@ -435,12 +435,19 @@ func scopeStmt(role string, sc sqlcore.Scope, reset bool) queued {
 		args = append(args, leases)
 		which |= 4
 	}
+	if sc.Sweep {
+		// Only the sweep sets it: no other transaction reads it, and a
+		// reset needs not clear it (the sweep's transaction is its own).
+		args = append(args, "on")
+		which |= 8
+	}
 	return queued{sql: scopeTexts[which], args: args}
 }
 
 // scopeTexts are the texts of scopeStmt, by which settings it makes
-// besides baton.owner: 1 role, 2 baton.api_key_hash, 4 baton.leases.
-var scopeTexts = func() (texts [8]string) {
+// besides baton.owner: 1 role, 2 baton.api_key_hash, 4 baton.leases, 8
+// baton.sweep.
+var scopeTexts = func() (texts [16]string) {
 	for which := range texts {
 		var b strings.Builder
 		n := 0
@@ -462,6 +469,9 @@ var scopeTexts = func() (texts [8]string) {
 		}
 		if which&4 != 0 {
 			set("baton.leases")
+		}
+		if which&8 != 0 {
+			set("baton.sweep")
 		}
 		texts[which] = b.String()
 	}

@@ -85,6 +85,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"MemoryDocumentConcurrentCAS", testMemoryDocumentConcurrentCAS},
 		{"Leases", testLeases},
 		{"Interrupts", testInterrupts},
+		{"CallRecords", testCallRecords},
 		{"InterruptConflictsInTx", testInterruptConflictsInTx},
 		{"InterruptConcurrent", testInterruptConcurrent},
 		{"LeaseSweep", testLeaseSweep},

@@ -51,6 +51,9 @@ type Scope struct {
 	APIKeyHash string
 	// Leases is set only to renew and sweep run leases, across owners.
 	Leases bool
+	// Sweep is set only to delete call records past their retention,
+	// across owners.
+	Sweep bool
 }
 
 // Executor runs a function in a transaction.

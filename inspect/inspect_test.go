@@ -1,0 +1,231 @@
+package inspect_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/inspect"
+	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/service"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/store/pgstore"
+	"github.com/batonhq/baton/store/sqlitestore"
+	"github.com/batonhq/baton/threads"
+)
+
+func support() string { return filepath.Join("..", "examples", "support", "network.yaml") }
+
+// open assembles the support network on st, started, stopped and closed
+// with the test.
+func open(t *testing.T, st store.Store, cfg service.Config) *service.Network {
+	t.Helper()
+	cfg.Store, cfg.Files = st, []string{support()}
+	svc, err := service.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = svc.Stop(ctx)
+		_ = svc.Close()
+	})
+	n, _ := svc.Network("support")
+	return n
+}
+
+// ended is a run's end and its id.
+type ended struct {
+	*runner.RunEndEvent
+	RunID string
+}
+
+// turn runs one turn and returns its run_end.
+func turn(t *testing.T, events func(func(runner.Event, error) bool)) ended {
+	t.Helper()
+	var end ended
+	for ev, err := range events {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e := ev.(type) {
+		case *runner.RunStartEvent:
+			end.RunID = e.RunID
+		case *runner.RunEndEvent:
+			end.RunEndEvent = e
+		}
+	}
+	if end.RunEndEvent == nil {
+		t.Fatal("no run_end")
+	}
+	return end
+}
+
+func types(r *inspect.Run) string {
+	var out []string
+	for _, s := range r.Steps {
+		out = append(out, s.Type+":"+s.Agent+":"+s.Name)
+	}
+	return strings.Join(out, " ")
+}
+
+// TestSteps: a run's model calls are recorded with the run (the request as
+// sent with the tools offered, the answer, usage, timing) in the
+// checkpoints' transactions, and with its tool calls, its transfer and
+// its wait for an approval they are its steps in order; the wait ends
+// when the decision resumes it. Another owner sees none of it, and the
+// records go with their thread.
+func TestSteps(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, openStore func(testing.TB) store.Store) {
+		ctx := t.Context()
+		st := openStore(t)
+		n := open(t, st, service.Config{})
+		end := turn(t, n.Threads.Turn(ctx, "ann", "I want a refund for order 1234", threads.TurnOptions{}))
+		if end.Status != runstate.StatusInterrupted {
+			t.Fatalf("run ended %s, want interrupted for the refund's approval", end.Status)
+		}
+		r, err := inspect.Steps(ctx, st, "ann", "", end.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "model_call:triage: transfer:triage:refunds model_call:refunds: tool_call:refunds:lookup_order model_call:refunds: approval:refunds:issue_refund"
+		if got := types(r); got != want {
+			t.Fatalf("steps\n  %s\nwant\n  %s", got, want)
+		}
+		if r.Status != "interrupted" || r.Agent != "refunds" || r.ThreadID == "" || r.Tokens.Input == 0 {
+			t.Errorf("run %+v", r)
+		}
+		last := r.Steps[len(r.Steps)-1]
+		if !last.Ongoing || last.CheckpointID != r.CheckpointID {
+			t.Errorf("approval step %+v: want ongoing, at the run's checkpoint", last)
+		}
+		m := r.Steps[2]
+		if m.Model != "scripted" || m.Tokens == nil || m.CheckpointID == "" || m.DurationMS <= 0 || m.FirstTokenMS == nil || m.Detail != nil {
+			t.Errorf("listed model call %+v", m)
+		}
+		full, err := inspect.GetStep(ctx, st, "ann", r.ThreadID, end.RunID, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d inspect.Detail
+		if err := json.Unmarshal(full.Detail, &d); err != nil {
+			t.Fatal(err)
+		}
+		var tools []string
+		for _, tl := range d.Request.Tools {
+			tools = append(tools, tl.Name)
+		}
+		if d.Request == nil || !strings.Contains(d.Request.System, "You issue refunds.") || strings.Join(tools, ",") != "lookup_order,issue_refund" ||
+			len(d.Request.Messages) == 0 || d.Answer == nil || len(d.Answer.Message.Parts) == 0 {
+			t.Fatalf("model call detail %s", full.Detail)
+		}
+		tool, err := inspect.GetStep(ctx, st, "ann", r.ThreadID, end.RunID, r.Steps[3].ID)
+		if err != nil || !strings.Contains(string(tool.Detail), `"arguments":{"order_id":"1234"}`) || !strings.Contains(string(tool.Detail), "delivered") {
+			t.Fatalf("tool step %s, %v", tool.Detail, err)
+		}
+		wait, err := inspect.GetStep(ctx, st, "ann", r.ThreadID, end.RunID, last.ID)
+		if err != nil || !strings.Contains(string(wait.Detail), "issue_refund") {
+			t.Fatalf("approval step %s, %v", wait.Detail, err)
+		}
+
+		// Another owner, another thread: not found.
+		if _, err := inspect.Steps(ctx, st, "bob", "", end.RunID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("another owner's steps: %v", err)
+		}
+		if _, err := inspect.GetStep(ctx, st, "bob", "", end.RunID, m.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("another owner's step: %v", err)
+		}
+		if _, err := inspect.Steps(ctx, st, "ann", "other-thread", end.RunID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("steps under another thread: %v", err)
+		}
+
+		// The decision: the wait ends, the run goes on.
+		end2 := turn(t, n.Threads.Resume(ctx, "ann", end.RunID, runner.WithDecisions(runner.Decision{Type: runner.DecisionApprove})))
+		if end2.Status != runstate.StatusCompleted {
+			t.Fatalf("resumed run %s", end2.Status)
+		}
+		r, err = inspect.Steps(ctx, st, "ann", "", end.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want += " tool_call:refunds:issue_refund model_call:refunds:"
+		if got := types(r); got != want {
+			t.Fatalf("steps after the decision\n  %s\nwant\n  %s", got, want)
+		}
+		if a := r.Steps[5]; a.Ongoing || a.DurationMS <= 0 || a.CheckpointStep <= last.CheckpointStep {
+			t.Errorf("decided approval step %+v", a)
+		}
+
+		// Deleting the thread deletes its records.
+		deleteThread(t, st, "ann", r.ThreadID)
+		recs, err := st.ListCallRecords(ctx, &store.ListCallRecordsParams{OwnerID: "ann", RunID: end.RunID})
+		if err != nil || len(recs) != 0 {
+			t.Fatalf("records after the thread's deletion: %d, %v", len(recs), err)
+		}
+	})
+}
+
+// deleteThread deletes a thread behind the store's back (the store has no
+// call for it).
+func deleteThread(t *testing.T, st store.Store, owner, id string) {
+	t.Helper()
+	var err error
+	switch s := st.(type) {
+	case *sqlitestore.Store:
+		_, err = s.DB().ExecContext(t.Context(), `DELETE FROM threads WHERE owner_id = $1 AND id = $2`, owner, id)
+	case *pgstore.Store:
+		_, err = s.Pool().Exec(t.Context(), `DELETE FROM threads WHERE owner_id = $1 AND id = $2`, owner, id)
+	default:
+		t.Fatalf("store %T", st)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRetention: the service's sweeper deletes records past the
+// retention; a negative retention (--inspect-retention 0) records
+// nothing.
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, openStore func(testing.TB) store.Store) {
+		ctx := t.Context()
+		st := openStore(t)
+		none := open(t, st, service.Config{InspectRetention: -1})
+		end := turn(t, none.Threads.Turn(ctx, "ann", "I was charged twice", threads.TurnOptions{}))
+		if recs, err := st.ListCallRecords(ctx, &store.ListCallRecordsParams{OwnerID: "ann", RunID: end.RunID}); err != nil || len(recs) != 0 {
+			t.Fatalf("records kept with retention 0: %d, %v", len(recs), err)
+		}
+		n := open(t, st, service.Config{InspectRetention: 2 * time.Second})
+		end = turn(t, n.Threads.Turn(ctx, "ann", "I was charged twice", threads.TurnOptions{}))
+		recs, err := st.ListCallRecords(ctx, &store.ListCallRecordsParams{OwnerID: "ann", RunID: end.RunID})
+		if err != nil || len(recs) == 0 {
+			t.Fatalf("records of a run: %d, %v", len(recs), err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			recs, err := st.ListCallRecords(ctx, &store.ListCallRecordsParams{OwnerID: "ann", RunID: end.RunID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d records left 30 s after a retention of 2 s", len(recs))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+}
