@@ -45,6 +45,7 @@ func commands() []command {
 		{"serve", "serve the HTTP API, web UI and workers: baton serve --network NETWORK.yaml [--addr 127.0.0.1:8080]", cmdServe},
 		{"keys", "manage API keys: baton keys create|list|revoke --owner NAME", cmdKeys},
 		{"worker", "work background continuations: baton worker --network NETWORK.yaml --database URL [--workers N] [--tool NAME=URL]", cmdWorker},
+		{"mcp", "serve a network as an MCP server over stdio, for desktop apps: baton mcp --network NETWORK.yaml", cmdMCP},
 	}
 }
 

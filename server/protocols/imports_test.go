@@ -12,7 +12,7 @@ import (
 // adapter, so that each can be read, tested and removed on its own.
 func TestAdaptersStandAlone(t *testing.T) {
 	const mod = "github.com/batonhq/baton/server"
-	adapters := []string{mod + "/openai", mod + "/agui", mod + "/a2a"}
+	adapters := []string{mod + "/openai", mod + "/agui", mod + "/a2a", mod + "/mcp"}
 	deps := func(pkg string) []string {
 		out, err := exec.Command("go", "list", "-deps", pkg).Output()
 		if err != nil {

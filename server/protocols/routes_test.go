@@ -40,6 +40,10 @@ func routes(thread, run, interrupt string) []route {
 		{"POST", "/v1/interrupts/" + interrupt + "/decision", map[string]any{"type": "approve"}},
 		{"POST", "/v1/chat/completions", map[string]any{"model": "support", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}},
 		{"POST", "/v1/responses", map[string]any{"model": "support", "input": "hi"}},
+		{"POST", "/mcp/support", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+			"params": map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}}},
+		{"GET", "/mcp/support", nil},
+		{"DELETE", "/mcp/support", nil},
 	}
 }
 

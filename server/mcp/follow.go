@@ -1,0 +1,111 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/server"
+)
+
+// fold folds a run's events into its answer: the text of every assistant
+// message of the run, in order, separated by blank lines (as
+// /v1/chat/completions answers).
+type fold struct {
+	run  *server.Run
+	text strings.Builder
+	// deltas is set when the current message's text came as deltas.
+	deltas    bool
+	end       *runner.RunEndEvent
+	interrupt *runstate.Interrupt
+	failure   string
+	lastAgent string
+}
+
+// add folds an event and returns the text it adds to the answer.
+func (f *fold) add(e server.Entry) string {
+	sep := func() string {
+		if f.text.Len() > 0 {
+			return "\n\n"
+		}
+		return ""
+	}
+	var out string
+	switch runner.EventType(e.Type) {
+	case runner.TypeRunStart:
+		f.end, f.interrupt, f.failure = nil, nil, ""
+	case runner.TypeAgentStart:
+		var ev runner.AgentStartEvent
+		if json.Unmarshal(e.Data, &ev) == nil {
+			f.lastAgent = ev.Agent
+		}
+	case runner.TypeTextDelta:
+		var ev runner.TextDeltaEvent
+		if json.Unmarshal(e.Data, &ev) == nil && ev.Delta != "" {
+			if !f.deltas {
+				out = sep()
+				f.deltas = true
+			}
+			out += ev.Delta
+		}
+	case runner.TypeMessage:
+		if !f.deltas {
+			var ev runner.MessageEvent
+			if json.Unmarshal(e.Data, &ev) == nil && ev.Text != "" {
+				out = sep() + ev.Text
+			}
+		}
+		f.deltas = false
+	case runner.TypeInterrupt:
+		var ev runner.InterruptEvent
+		if json.Unmarshal(e.Data, &ev) == nil {
+			f.interrupt = ev.Interrupt
+		}
+	case runner.TypeError:
+		var ev runner.ErrorEvent
+		if json.Unmarshal(e.Data, &ev) == nil {
+			f.failure = ev.Message
+		}
+	case runner.TypeRunEnd:
+		var ev runner.RunEndEvent
+		if json.Unmarshal(e.Data, &ev) == nil && ev.Status != runstate.StatusSuspended {
+			f.end = &ev
+			if ev.LastAgent != "" {
+				f.lastAgent = ev.LastAgent
+			}
+		}
+	}
+	f.text.WriteString(out)
+	return out
+}
+
+// follow folds the run's events — those of its earlier executions too, so
+// that the answer of a resumed run is whole — until the execution that
+// started with this call ends or waits for a decision. Each piece of the
+// answer of this execution is a progress notification, when the call has
+// a progress token: its message the piece, its progress the answer's
+// length so far.
+func (t *tool) follow(ctx context.Context, req *mcp.CallToolRequest, run *server.Run) (*fold, error) {
+	defer run.Reader()()
+	f := &fold{run: run}
+	from := run.StartedAt()
+	token := req.Params.GetProgressToken()
+	sent := 0
+	err := t.c.Events(ctx, run, server.Cursor{}, func(e server.Entry) bool {
+		piece := f.add(e)
+		mine := from.Less(e.At)
+		if piece != "" && mine && token != nil {
+			sent += len(piece)
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(sent), Message: piece})
+		}
+		return f.end == nil || !mine
+	})
+	if err != nil {
+		return nil, err
+	}
+	return f, ctx.Err()
+}
