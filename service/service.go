@@ -72,6 +72,14 @@ type Config struct {
 	// store (threads.Service.StopWait). Defaults to
 	// [threads.DefaultStopWait].
 	StopWait time.Duration
+	// CheckpointRetention is how long a run's checkpoints are kept: older
+	// ones are deleted in the background (Start: a sweep at once, then
+	// every CheckpointRetention/30, between a minute and an hour; in
+	// batches), except the latest of every run, which resume and a run's
+	// status need; every checkpoint written within the period stays, for a
+	// fork from any step (docs/store.md, "Retention"). Defaults to
+	// [DefaultCheckpointRetention] (30 days); negative keeps everything.
+	CheckpointRetention time.Duration
 
 	// Telemetry, if set, observes runs (traces, metrics) and links a
 	// continuation's spans to the request that handed it over.
@@ -147,6 +155,9 @@ type Service struct {
 
 	// retention is Config.InspectRetention with its default; <0: none.
 	retention time.Duration
+	// checkpoints deletes old checkpoints between Start and Stop (nil:
+	// none).
+	checkpoints *checkpointSweeper
 
 	mu      sync.Mutex
 	started bool
@@ -193,6 +204,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if s.retention == 0 {
 		s.retention = inspect.DefaultRetention
 	}
+	s.checkpoints = newCheckpointSweeper(be.store, cfg.CheckpointRetention, log)
 	if cfg.Logger != nil && cfg.Logger.Enabled(ctx, slog.LevelError) {
 		// A logger that writes nothing (slog.DiscardHandler) gets no
 		// run log.
@@ -323,7 +335,8 @@ func (s *Service) Network(name string) (*Network, bool) {
 // Start starts what runs in the background: the draft broker's listener
 // (PostgreSQL), and for every network River's migrations (unless
 // NoMigrate), its workers (Config.Workers), the renewal of this process's
-// run leases and (Config.Adopt) the adoption of dead processes' runs. They
+// run leases and (Config.Adopt) the adoption of dead processes' runs; and
+// the deletion of checkpoints older than Config.CheckpointRetention. They
 // run until Stop, or until ctx ends.
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
@@ -351,6 +364,7 @@ func (s *Service) Start(ctx context.Context) error {
 		}()
 		s.sweep = func() { cancel(); <-done }
 	}
+	s.checkpoints.start(ctx)
 	s.started = true
 	return nil
 }
@@ -375,6 +389,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		s.sweep()
 		s.sweep = nil
 	}
+	s.checkpoints.stop()
 	var errs []error
 	for _, n := range s.nets {
 		errs = append(errs, n.Continuation.Stop(ctx))

@@ -57,6 +57,17 @@ type Store interface {
 	// many it deleted.
 	SweepCallRecords(ctx context.Context, params *SweepCallRecordsParams) (int, error)
 
+	// PruneCheckpoints deletes, across owners, the checkpoints of one batch
+	// that retention no longer keeps: those written before params.Before
+	// that are not the latest of their run. A run's latest checkpoint is
+	// always kept (it is what resumes the run and what its status is read
+	// from), and so is every checkpoint written since Before (what a fork
+	// from an earlier step needs). A batch is the params.Limit checkpoints
+	// after params.After in id order (ids are time-ordered UUIDv7s);
+	// Result.Next continues the walk, "" once it has reached the end or
+	// checkpoints written since Before. Each call is one short transaction.
+	PruneCheckpoints(ctx context.Context, params *PruneCheckpointsParams) (*PruneCheckpointsResult, error)
+
 	// Ping reports whether the database can be reached, wrapping
 	// [ErrUnavailable] if not.
 	Ping(ctx context.Context) error

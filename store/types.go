@@ -362,4 +362,33 @@ type LatestCheckpointParams struct {
 	ThreadID string
 	// Fingerprint is as in [GetCheckpointParams].
 	Fingerprint string
+	// NoState leaves the checkpoint's State (and Rows) nil: its columns
+	// alone — run, step, status — without decoding its state or reading
+	// the rows it refers to, for a caller that asks only whether the run
+	// is still going (a turn's start on a thread).
+	NoState bool
+}
+
+// PruneCheckpointsParams are the params of [Store.PruneCheckpoints].
+type PruneCheckpointsParams struct {
+	// Before is the retention's horizon: checkpoints written before it are
+	// deleted unless they are the latest of their run. Required.
+	Before time.Time
+	// After continues a walk: only checkpoints whose id sorts after it are
+	// looked at. "" starts from the first.
+	After string
+	// Limit is how many checkpoints the call looks at. Defaults to
+	// [DefaultPruneLimit].
+	Limit int
+}
+
+// DefaultPruneLimit is the batch of [Store.PruneCheckpoints] by default.
+const DefaultPruneLimit = 500
+
+// PruneCheckpointsResult is what [Store.PruneCheckpoints] did.
+type PruneCheckpointsResult struct {
+	// Deleted is how many checkpoints it deleted.
+	Deleted int
+	// Next is the After of the walk's next call; "" when the walk is done.
+	Next string
 }

@@ -121,7 +121,16 @@ func setQueue(ctx context.Context, tx store.Tx, th *store.Thread, q []Queued) er
 // busyRun returns the thread's latest checkpoint when its run is not
 // finished, else nil.
 func busyRun(ctx context.Context, ops store.Ops, owner, threadID string) (*store.Checkpoint, error) {
-	cp, err := ops.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: threadID})
+	// The latest checkpoint's status first: its state (and the rows it
+	// refers to) only when the run is still going.
+	head, err := ops.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: threadID, NoState: true})
+	if err == nil && head.Status.Terminal() {
+		return nil, nil
+	}
+	var cp *store.Checkpoint
+	if err == nil {
+		cp, err = ops.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: head.ID})
+	}
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrIncompatible):
 		return nil, nil
@@ -435,7 +444,7 @@ func (s *Service) KickWait(ctx context.Context, owner, threadID string) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if _, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: q.RunID}); err == nil {
+		if _, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: q.RunID, NoState: true}); err == nil {
 			return nil
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("threads: queued run %s: %w", q.RunID, err)

@@ -208,8 +208,8 @@ func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*st
 	if _, ok := net.Agent(th.ActiveAgent); !ok {
 		th.ActiveAgent = "" // an agent the network no longer has: let the picker choose
 	}
-	if cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID}); err == nil && cp.State != nil && !cp.State.Status.Terminal() && (o.stops == "" || cp.RunID != o.stops) {
-		return nil, nil, &BusyError{ThreadID: th.ID, RunID: cp.RunID, Status: cp.State.Status, Queued: len(QueueOf(th))}
+	if cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID, NoState: true}); err == nil && !cp.Status.Terminal() && (o.stops == "" || cp.RunID != o.stops) {
+		return nil, nil, &BusyError{ThreadID: th.ID, RunID: cp.RunID, Status: cp.Status, Queued: len(QueueOf(th))}
 	} else if q := QueueOf(th); err == nil && len(q) > 0 && !o.dequeue {
 		return nil, nil, &BusyError{ThreadID: th.ID, RunID: q[0].RunID, Status: StatusQueued, Queued: len(q)}
 	} else if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrIncompatible) {

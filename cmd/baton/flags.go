@@ -110,6 +110,8 @@ type serviceFlags struct {
 	// inspectRetention keeps the calls recorded for the inspector; 0
 	// records none.
 	inspectRetention time.Duration
+	// retention keeps checkpoints (service.Config.CheckpointRetention).
+	retention time.Duration
 }
 
 // register adds the flags to fs; background adds those of the commands
@@ -125,6 +127,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	fs.Var(f.tools, "tool", "implement tool NAME by an HTTP POST of its arguments to URL, with an Idempotency-Key header (repeatable; every process running the network must give the same): NAME=URL")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", continuation.DefaultLeaseTTL, "how long a run this process executes (inline, or a continuation in its workers) survives the process unrenewed; then a baton serve or baton worker process adopts it (within lease-ttl × 1.5)")
 	fs.DurationVar(&f.inspectRetention, "inspect-retention", inspect.DefaultRetention, "keep the calls of runs recorded for the inspector (model requests and answers, tool calls, transfers: baton inspect, the steps API) this long; 0 records none")
+	fs.DurationVar(&f.retention, "checkpoint-retention", service.DefaultCheckpointRetention, "delete, in the background, the checkpoints older than this, except the latest of every run (what resume needs); those within it stay, for a fork from any step; 0 or less keeps them all")
 	if !background {
 		return
 	}
@@ -161,6 +164,10 @@ func (f *serviceFlags) config(files []string, log *slog.Logger, tel *telemetry.T
 		cfg.InspectRetention = -1 // none kept, none recorded
 	default:
 		cfg.InspectRetention = f.inspectRetention
+	}
+	cfg.CheckpointRetention = f.retention
+	if f.retention <= 0 {
+		cfg.CheckpointRetention = -1 // keep every checkpoint
 	}
 	if f.background {
 		cfg.Workers, cfg.Adopt = f.workers, true

@@ -447,3 +447,10 @@ func TestLZ4Compression(t *testing.T) {
 		t.Fatalf("read back: %v", err)
 	}
 }
+
+// TestRetention checks the checkpoint sweep, across owners, in the
+// application role (row-level security: the sweep's own policy).
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	storetest.Retention(t, open(t, testdb.URL(t), &store.Options{Schema: freshSchema(t)}))
+}

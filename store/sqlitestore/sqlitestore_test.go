@@ -255,3 +255,8 @@ func TestOpenOddPath(t *testing.T) {
 		t.Fatalf("database not at the path given: %v", err)
 	}
 }
+
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	storetest.Retention(t, openFile(t, filepath.Join(t.TempDir(), "baton.db"), nil))
+}

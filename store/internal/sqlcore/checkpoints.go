@@ -137,12 +137,18 @@ func readStateRows(ctx context.Context, q Querier, cp *store.Checkpoint, sd *run
 
 // readCheckpoint reads the checkpoint of query's row as owner and its
 // state, with the rows of its thread the state refers to, in one
-// transaction; its errors are wrapped with what.
-func (e *Engine) readCheckpoint(ctx context.Context, owner, what, fingerprint, query string, args ...any) (*store.Checkpoint, error) {
+// transaction (noState: neither); its errors are wrapped with what.
+func (e *Engine) readCheckpoint(ctx context.Context, owner, what, fingerprint string, noState bool, query string, args ...any) (*store.Checkpoint, error) {
 	return inTx(ctx, e, Scope{Owner: owner}, false, what, func(q Querier) (*store.Checkpoint, error) {
 		row, err := scanCheckpointRow(q.QueryRow(ctx, query, args...))
 		if err != nil {
 			return nil, err
+		}
+		if noState {
+			if fingerprint != "" && row.cp.Fingerprint != fingerprint {
+				return nil, &runstate.IncompatibleError{Network: row.network, Checkpoint: row.cp.Fingerprint, Current: fingerprint}
+			}
+			return &row.cp, nil
 		}
 		return row.decode(ctx, q, fingerprint)
 	})
@@ -292,7 +298,7 @@ func (e *Engine) GetCheckpoint(ctx context.Context, p *store.GetCheckpointParams
 	if err := need(p, "OwnerID", p.OwnerID, "ID", p.ID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	return e.readCheckpoint(ctx, p.OwnerID, op+" "+p.ID, p.Fingerprint,
+	return e.readCheckpoint(ctx, p.OwnerID, op+" "+p.ID, p.Fingerprint, false,
 		`SELECT `+checkpointCols+` FROM checkpoints WHERE owner_id = $1 AND id = $2`, p.OwnerID, p.ID)
 }
 
@@ -315,7 +321,7 @@ func (e *Engine) LatestCheckpoint(ctx context.Context, p *store.LatestCheckpoint
 	default:
 		return nil, e.wrap(op, invalid("RunID or ThreadID is required"))
 	}
-	return e.readCheckpoint(ctx, p.OwnerID, op+" of "+what+key, p.Fingerprint, query, p.OwnerID, key)
+	return e.readCheckpoint(ctx, p.OwnerID, op+" of "+what+key, p.Fingerprint, p.NoState, query, p.OwnerID, key)
 }
 
 // insertCheckpoint inserts a checkpoint, fenced (see SaveCheckpoint):

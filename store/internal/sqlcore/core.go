@@ -51,8 +51,9 @@ type Scope struct {
 	APIKeyHash string
 	// Leases is set only to renew and sweep run leases, across owners.
 	Leases bool
-	// Sweep is set only to delete call records past their retention,
-	// across owners.
+	// Sweep is set only to delete, across owners, call records past their
+	// retention (SweepCallRecords) and the checkpoints retention no longer
+	// keeps (PruneCheckpoints).
 	Sweep bool
 }
 

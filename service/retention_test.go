@@ -1,0 +1,86 @@
+package service
+
+import (
+	"errors"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+)
+
+// TestRetention: the service's sweeper deletes, in batches, the
+// checkpoints older than its period except every run's latest, on both
+// backends; a negative period sweeps nothing.
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	if newCheckpointSweeper(nil, -1, nil) != nil {
+		t.Fatal("a negative period has a sweeper")
+	}
+	if r := newCheckpointSweeper(nil, 0, nil); r.period != DefaultCheckpointRetention || r.every != time.Hour {
+		t.Fatalf("default sweeper: period %v every %v", r.period, r.every)
+	}
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		ctx := t.Context()
+		st := open(t)
+		if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
+			t.Fatal(err)
+		}
+		// 3 runs of 400 steps: more than two batches of 500.
+		const runs, steps = 3, 400
+		var ids []string
+		latest := map[string]bool{}
+		for i := range runs {
+			run := "run_" + strconv.Itoa(i)
+			parent := ""
+			for step := 1; step <= steps; step++ {
+				cp, err := st.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: "o", ParentID: parent, State: &runstate.State{
+					RunID: run, Network: "n", Fingerprint: "fp", Agent: "a", Status: runstate.StatusRunning, Step: step}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				parent = cp.ID
+				ids = append(ids, cp.ID)
+			}
+			latest[parent] = true
+		}
+		exists := func(id string) bool {
+			_, err := st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: "o", ID: id})
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				t.Fatal(err)
+			}
+			return err == nil
+		}
+		r := newCheckpointSweeper(st, time.Hour, slog.New(slog.DiscardHandler))
+		if n, err := r.sweep(ctx); err != nil || n != 0 {
+			t.Fatalf("sweep within the period: %d, %v", n, err)
+		}
+		// Two hours on, every checkpoint is older than the period: the
+		// sweep at start deletes the superseded steps, the last of them
+		// (in write order) last.
+		r.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+		r.start(ctx)
+		deadline := time.Now().Add(time.Minute)
+		for exists(ids[len(ids)-2]) {
+			if time.Now().After(deadline) {
+				t.Fatal("the sweep did not reach the last superseded checkpoint in a minute")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		r.stop()
+		for i, id := range ids {
+			if got := exists(id); got != latest[id] {
+				t.Fatalf("checkpoint %d: exists %v, latest %v", i, got, latest[id])
+			}
+		}
+		for i := range runs {
+			cp, err := st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: "o", RunID: "run_" + strconv.Itoa(i)})
+			if err != nil || !latest[cp.ID] || cp.Step != steps {
+				t.Fatalf("latest of run %d: %+v, %v", i, cp, err)
+			}
+		}
+	})
+}
