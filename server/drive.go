@@ -262,7 +262,10 @@ func (s *Server) drive(run *Run, te *threadEntry, nw *Network, events iter.Seq2[
 			started = true
 			close(run.started)
 		}
-		if s.runCtx.Err() != nil && endsInFailure(ev) {
+		if endsInFailure(ev) {
+			// Published once the run's error is known (below): the
+			// shutdown's cancellation and the database's loss are not
+			// the run's failure.
 			held = append(held, ev)
 			continue
 		}
@@ -275,6 +278,16 @@ func (s *Server) drive(run *Run, te *threadEntry, nw *Network, events iter.Seq2[
 	if started && s.runCtx.Err() != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)) {
 		s.log.Info("run cut by the shutdown at its last checkpoint; its streams end with a shutdown event", "run_id", run.id, "thread_id", run.threadID)
 		release(run, te)
+		return
+	}
+	if started && errors.Is(runErr, store.ErrUnavailable) && s.runCtx.Err() == nil {
+		// The database went away mid-run: the run could not record its
+		// step, nor its failure. Its lease expires and an adopter resumes
+		// it from its last checkpoint once the database is back; its
+		// streams stay open and follow it through the store meanwhile
+		// (docs/deploy.md, "The database goes away").
+		s.log.Warn("run cut by the database's loss; its streams follow it through the store until it resumes elsewhere", "run_id", run.id, "thread_id", run.threadID, "error", runErr)
+		s.continueRun(run, te)
 		return
 	}
 	for _, h := range held {

@@ -95,6 +95,10 @@ func Classify(err error) *Error {
 		return Errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "%s", err.Error())
 	case errors.Is(err, store.ErrConflict):
 		return Errorf(http.StatusConflict, wire.ErrConflict, "%s", err.Error())
+	case errors.Is(err, store.ErrDiskFull):
+		e := Errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the database's disk is full; retry once space is freed")
+		e.RetryAfter = 5
+		return e
 	case errors.Is(err, store.ErrUnavailable):
 		e := Errorf(http.StatusServiceUnavailable, wire.ErrUnavailable, "the database is unavailable; retry later")
 		e.RetryAfter = 1
@@ -132,6 +136,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 func (s *Server) writeBody(w http.ResponseWriter, r *http.Request, err error, ae *Error, body any) {
 	if ae.Status >= 500 && ae.Type == wire.ErrInternal {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	} else if errors.Is(err, store.ErrDiskFull) {
+		// The operator must act: say it in the log, not only to clients.
+		s.log.ErrorContext(r.Context(), "request refused: the database's disk is full; free space", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
 	if ae.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(ae.RetryAfter))

@@ -346,7 +346,17 @@ func (p *statusProbe) Header() http.Header         { return p.header }
 func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
 func (p *statusProbe) WriteHeader(code int)        { p.status = code }
 
+// healthz is the liveness check: 200 while the process serves, also when
+// the database is away (restarting the process would not bring it back),
+// saying so: status "unavailable" and checks.database "unreachable" (the
+// readiness check, /readyz, is then 503).
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.st.Ping(ctx); err != nil {
+		WriteJSON(w, http.StatusOK, wire.Health{Status: "unavailable", Checks: map[string]string{"database": "unreachable"}})
+		return
+	}
 	WriteJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 }
 

@@ -32,6 +32,12 @@ var (
 	// retried later; nothing is known to have been written.
 	ErrUnavailable = errors.New("store: database unavailable")
 
+	// ErrDiskFull: the database's disk is full (SQLite's SQLITE_FULL,
+	// PostgreSQL's SQLSTATE 53100). It is an [ErrUnavailable]: nothing of
+	// the failed write was committed, and the same write succeeds once
+	// space is freed.
+	ErrDiskFull = fmt.Errorf("store: the database's disk is full: %w", ErrUnavailable)
+
 	// ErrCorrupt: a stored row could not be decoded. See [CorruptError].
 	ErrCorrupt = errors.New("store: corrupt row")
 

@@ -578,6 +578,8 @@ func (dialect) Classify(err error) sqlcore.ErrClass {
 		switch {
 		case pe.Code == "23505":
 			return sqlcore.ClassUnique
+		case pe.Code == "53100": // disk full
+			return sqlcore.ClassDiskFull
 		case pe.Code == "23503":
 			return sqlcore.ClassForeignKey
 		case strings.HasPrefix(pe.Code, "08"), // connection exception

@@ -545,8 +545,10 @@ func (dialect) Classify(err error) sqlcore.ErrClass {
 		return sqlcore.ClassInvalid
 	}
 	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL:
+		return sqlcore.ClassDiskFull
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR,
-		sqlite3.SQLITE_FULL, sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_READONLY:
+		sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_READONLY:
 		return sqlcore.ClassUnavailable
 	}
 	return sqlcore.ClassOther

@@ -96,6 +96,8 @@ const (
 	// SQLITE_TOOBIG). The checks of holdable.go refuse such values first,
 	// alike on both backends; this class is what escapes them.
 	ClassInvalid
+	// ClassDiskFull: the database's disk is full (a kind of unavailable).
+	ClassDiskFull
 )
 
 // Dialect is what differs between the backends' SQL.
@@ -271,6 +273,8 @@ func Wrap(d Dialect, op string, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, store.ErrNotFound, err)
 	case ClassUnavailable:
 		return fmt.Errorf("%s: %w: %w", op, store.ErrUnavailable, err)
+	case ClassDiskFull:
+		return fmt.Errorf("%s: %w: %w", op, store.ErrDiskFull, err)
 	case ClassInvalid:
 		return fmt.Errorf("%s: %w: %w", op, store.ErrInvalid, err)
 	}
