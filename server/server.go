@@ -243,6 +243,7 @@ func (s *Server) routes() {
 	s.Handle("GET /v1/threads/{id}/runs/{run_id}/steps/{step_id}", Route{}, s.getStep)
 	s.Handle("GET /v1/threads/{id}/events", stream, s.threadEvents)
 	s.Handle("POST /v1/threads/{id}/handoff", Route{}, s.threadHandoff)
+	s.Handle("POST /v1/threads/{id}/fork", Route{}, s.fork)
 	s.Handle("GET /v1/interrupts/{id}", Route{}, s.getInterrupt)
 	s.Handle("POST /v1/interrupts/{id}/decision", stream, s.decide)
 	for _, p := range s.cfg.Protocols {

@@ -128,14 +128,30 @@ func (f *eventFlags) parse(ctx context.Context, args []string) error {
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newEventFlags("run", stderr)
-	synopsis(fs.FlagSet, `baton run NETWORK.yaml "message" [--thread ID] [--agent NAME] [--json] [flags]`)
+	synopsis(fs.FlagSet, `baton run NETWORK.yaml "message" [--thread ID | --fork THREAD@POINT [--edit TEXT]] [--agent NAME] [--json] [flags]`)
 	agentName := fs.String("agent", "", "start with this agent instead of the picker's choice")
 	thread := fs.String("thread", "", "continue this stored thread (default: a new thread)")
+	fork := fs.String("fork", "", "fork stored thread THREAD at POINT (a checkpoint or message id; baton inspect shows them) and run on the fork: THREAD@POINT; without a message, only fork")
+	forkEdit := fs.String("edit", "", "with --fork: the new text of the last message at the point (a user message, or a tool result)")
 	record := fs.String("record", "", "write what each agent's model answered to this file, as a scripted network")
 	if err := fs.parse(ctx, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 2 {
+	var forkThread, forkPoint string
+	switch {
+	case *fork != "" && *thread != "":
+		return usagef("--fork and --thread: give one")
+	case *fork != "":
+		var err error
+		if forkThread, forkPoint, err = parseForkPoint(*fork); err != nil {
+			return usageError{err}
+		}
+		if fs.NArg() != 1 && fs.NArg() != 2 {
+			return usagef("want a network file and, to run on the fork, a message: baton run NETWORK.yaml --fork THREAD@POINT [\"message\"]")
+		}
+	case *forkEdit != "":
+		return usagef("--edit goes with --fork")
+	case fs.NArg() != 2:
 		return usagef("want a network file and a message: baton run NETWORK.yaml \"message\"")
 	}
 	lopts := fs.service.load()
@@ -159,6 +175,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usagef("unknown agent %q", *agentName)
 		}
 		opts = append(opts, runner.WithAgent(*agentName))
+	}
+	if forkThread != "" {
+		var stop bool
+		if *thread, stop, err = forkFor(ctx, n.Threads, *fs.owner, forkThread, forkPoint, *forkEdit, fs.NArg() == 1, stdout, stderr, fs.Arg(0), fs.service.database); stop || err != nil {
+			return err
+		}
 	}
 	events := n.Threads.Turn(ctx, *fs.owner, fs.Arg(1), threads.TurnOptions{ThreadID: *thread, RunOptions: opts})
 	runErr := printRun(events, *fs.json, stdout, fs.Arg(0), fs.service.database)

@@ -20,8 +20,10 @@ func FuzzRequestBodies(f *testing.F) {
 		"/v1/threads/{research}/handoff",
 		"/v1/interrupts/run_x-i1/decision",
 		"/v1/chat/completions",
+		"/v1/threads/{support}/fork",
 	}
 	for _, seed := range []string{
+		`{"at":"x"}`, `{"at":"run_x-m1","edit":{"text":"hi"}}`, `{"at":"x","edit":{"text":"\u0000","is_error":true},"name":"n"}`,
 		`{"network":"support"}`, `{"network":"support","metadata":{"a":1},"name":"x"}`,
 		`{"input":"I was charged twice","stream":false}`, `{"input":"hi","agent":"billing"}`,
 		`{"type":"approve"}`, `{"decisions":[{"type":"edit","args":{"a":1}}]}`,
@@ -59,6 +61,8 @@ func FuzzPathIDs(f *testing.F) {
 		{"GET", "/v1/threads/{id}/runs/{id}", ""},
 		{"GET", "/v1/threads/{support}/runs/{id}", ""},
 		{"POST", "/v1/threads/{id}/handoff", `{}`},
+		{"POST", "/v1/threads/{support}/fork", `{"at":"{id}"}`},
+		{"GET", "/v1/threads/{support}/runs/{id}/steps", ""},
 		{"GET", "/v1/interrupts/{id}", ""},
 		{"POST", "/v1/interrupts/{id}/decision", `{"type":"approve"}`},
 		{"GET", "/v1/threads?parent_id={id}&cursor={id}", ""},

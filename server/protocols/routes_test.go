@@ -36,6 +36,7 @@ func routes(thread, run, interrupt string) []route {
 		{"GET", "/v1/threads/" + thread + "/runs/" + run + "/steps/wait_x", nil},
 		{"GET", "/v1/threads/" + thread + "/events", nil},
 		{"POST", "/v1/threads/" + thread + "/handoff", map[string]any{}},
+		{"POST", "/v1/threads/" + thread + "/fork", map[string]any{"at": "x"}},
 		{"GET", "/v1/interrupts/" + interrupt, nil},
 		{"POST", "/v1/interrupts/" + interrupt + "/decision", map[string]any{"type": "approve"}},
 		{"POST", "/v1/chat/completions", map[string]any{"model": "support", "messages": []any{map[string]any{"role": "user", "content": "hi"}}}},

@@ -324,3 +324,19 @@ type Health struct {
 	Status string            `json:"status"`
 	Checks map[string]string `json:"checks,omitempty"`
 }
+
+// ForkRequest is the body of POST /v1/threads/{id}/fork.
+type ForkRequest struct {
+	// At is a checkpoint id or a message id of the thread.
+	At string `json:"at"`
+	// Edit replaces the last message at the point.
+	Edit *ForkEdit `json:"edit,omitempty"`
+	Name string    `json:"name,omitempty"`
+}
+
+// ForkEdit is the new text of the last message at a fork's point (a tool
+// result's output, with is_error).
+type ForkEdit struct {
+	Text    string `json:"text"`
+	IsError bool   `json:"is_error,omitempty"`
+}
