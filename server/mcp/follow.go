@@ -85,7 +85,7 @@ func (f *fold) add(e server.Entry) string {
 
 // follow folds the run's events — those of its earlier executions too, so
 // that the answer of a resumed run is whole — until the execution that
-// started with this call ends or waits for a decision. Each piece of the
+// started with this call ends or waits for a decision, and its log closes. Each piece of the
 // answer of this execution is a progress notification, when the call has
 // a progress token: its message the piece, its progress the answer's
 // length so far.
@@ -102,7 +102,9 @@ func (t *tool) follow(ctx context.Context, req *mcp.CallToolRequest, run *server
 			sent += len(piece)
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(sent), Message: piece})
 		}
-		return f.end == nil || !mine
+		// On to the log's close, after the run's end: the thread is free
+		// then, for the next call on it.
+		return true
 	})
 	if err != nil {
 		return nil, err
