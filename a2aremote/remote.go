@@ -1,6 +1,7 @@
 package a2aremote
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 
+	"github.com/batonhq/baton/internal/a2av1"
 	"github.com/batonhq/baton/internal/httpheader"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
@@ -145,6 +147,21 @@ func (a *Agent) client(ctx context.Context) (*a2a.AgentCard, a2aclient.Transport
 		}
 		return nil, nil, a.permanent(err)
 	}
+	// A 1.0 card declares its endpoints in supportedInterfaces: the agent
+	// is called with protocol 1.0 (a2av1).
+	if in, ok := a2av1.CardInterface(body); ok {
+		var c1 struct {
+			Name, Description, Version string
+			Capabilities               struct{ Streaming bool }
+		}
+		if err := json.Unmarshal(body, &c1); err != nil {
+			return nil, nil, a.permanent(fmt.Errorf("agent card %s: %w", a.cardURL, err))
+		}
+		card := a2a.AgentCard{Name: c1.Name, Description: c1.Description, Version: c1.Version, URL: in.URL, ProtocolVersion: cmp.Or(in.ProtocolVersion, a2av1.Version),
+			PreferredTransport: a2a.TransportProtocolJSONRPC, Capabilities: a2a.AgentCapabilities{Streaming: c1.Capabilities.Streaming}}
+		a.card, a.tr = &card, a2av1.NewTransport(in.URL, a.hc)
+		return a.card, a.tr, nil
+	}
 	var card a2a.AgentCard
 	if err := json.Unmarshal(body, &card); err != nil {
 		return nil, nil, a.permanent(fmt.Errorf("agent card %s: %w", a.cardURL, err))
@@ -159,7 +176,7 @@ func (a *Agent) client(ctx context.Context) (*a2a.AgentCard, a2aclient.Transport
 		}
 	}
 	if endpoint == "" {
-		return nil, nil, a.permanent(fmt.Errorf("agent card %s: no JSON-RPC endpoint (this client speaks A2A over JSON-RPC)", a.cardURL))
+		return nil, nil, a.permanent(fmt.Errorf("agent card %s: no JSON-RPC endpoint (this client speaks A2A 1.0 and 0.3 over JSON-RPC)", a.cardURL))
 	}
 	a.card, a.tr = &card, a2aclient.NewJSONRPCTransport(endpoint, a.hc)
 	return a.card, a.tr, nil

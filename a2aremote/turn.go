@@ -53,6 +53,7 @@ func (t *turn) run(ctx context.Context, req *model.Request) (*message.Message, e
 	if err != nil {
 		return nil, err
 	}
+	defer t.cancelRemote(ctx, tr)
 	if r := t.loadRef(); r != nil {
 		t.taskID, t.contextID, t.saved = r.TaskID, r.ContextID, true
 		a.log.InfoContext(ctx, "picking up the remote agent's task", "agent", a.name, "a2a_task_id", r.TaskID)
@@ -95,6 +96,27 @@ func (t *turn) run(ctx context.Context, req *model.Request) (*message.Message, e
 	}
 	return t.answer()
 }
+
+// cancelRemote cancels the remote task when the run was asked to stop
+// (cancelled, or stopped by a newer turn) before the task settled: the
+// remote stops working for a run that will not use its answer. A call cut
+// for another reason (a shutdown handing the run to another process, which
+// picks the task up) leaves it going.
+func (t *turn) cancelRemote(ctx context.Context, tr a2aclient.Transport) {
+	if t.taskID == "" || t.settled() || !errors.Is(context.Cause(ctx), model.ErrStopRequested) {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+	defer cancel()
+	if _, err := tr.CancelTask(cctx, &a2a.TaskIDParams{ID: t.taskID}); err != nil {
+		t.a.log.WarnContext(ctx, "cancelling the remote agent's task", "agent", t.a.name, "a2a_task_id", t.taskID, "error", err)
+		return
+	}
+	t.a.log.InfoContext(ctx, "cancelled the remote agent's task: the run was stopped", "agent", t.a.name, "a2a_task_id", t.taskID)
+}
+
+// cancelTimeout bounds the cancel of a remote task.
+const cancelTimeout = 10 * time.Second
 
 func (t *turn) loadRef() *ref {
 	if t.memo == nil {

@@ -18,7 +18,15 @@ import (
 // what names the client in the messages.
 func runNodeClient(t *testing.T, dir, what string, env ...string) {
 	t.Helper()
-	bin := batonBin(t)
+	nodeInstall(t, dir, what)
+	runNodeTests(t, dir, nil, env...)
+}
+
+// nodeInstall checks that node and npm are there (skipping the test
+// without them, failing it with CI=true) and installs dir's packages with
+// npm ci.
+func nodeInstall(t *testing.T, dir, what string) {
+	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
@@ -36,7 +44,18 @@ func runNodeClient(t *testing.T, dir, what string, env ...string) {
 	if out, err := npm.CombinedOutput(); err != nil {
 		t.Fatalf("npm ci in %s: %v\n%s", abs, err, out)
 	}
+}
 
+// runNodeTests runs dir/test.mjs (installed by nodeInstall) against a
+// real baton serve of the support and research example networks and
+// networks.
+func runNodeTests(t *testing.T, dir string, networks []string, env ...string) {
+	t.Helper()
+	bin := batonBin(t)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	db := openSQLite(t)
 	keys := map[string]string{}
 	for _, o := range []string{owner, "someone-else"} {
@@ -46,9 +65,13 @@ func runNodeClient(t *testing.T, dir, what string, env ...string) {
 		}
 		keys[o] = strings.TrimSpace(string(out))
 	}
-	serve := newServe(t.TempDir(), bin, "--database", db.url, "--shutdown-timeout", "5s",
+	args := []string{"--database", db.url, "--shutdown-timeout", "5s",
 		"--network", filepath.Join("..", "examples", "support", "network.yaml"),
-		"--network", filepath.Join("..", "examples", "research", "network.yaml"))
+		"--network", filepath.Join("..", "examples", "research", "network.yaml")}
+	for _, n := range networks {
+		args = append(args, "--network", n)
+	}
+	serve := newServe(t.TempDir(), bin, args...)
 	if err := serve.start(); err != nil {
 		t.Fatal(err)
 	}

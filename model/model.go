@@ -172,6 +172,13 @@ type Response struct {
 // ErrNoDone is returned by [Collect] when a stream ends without a ChunkDone.
 var ErrNoDone = errors.New("model: stream ended without a final chunk")
 
+// ErrStopRequested is the cause (context.Cause) of the context of a model
+// call cut because its run was asked to stop (cancelled, or stopped by a
+// newer turn): a model whose call started work elsewhere (a remote agent's
+// task) stops that work too. A call cut for another reason (a shutdown
+// that hands the run to another process) leaves it going.
+var ErrStopRequested = errors.New("model: the run was asked to stop")
+
 // Collect drains seq and returns the final response.
 func Collect(seq iter.Seq2[Chunk, error]) (*Response, error) {
 	for c, err := range seq {

@@ -3,11 +3,11 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 
 	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/runstate"
 )
 
@@ -82,8 +82,10 @@ func (s *Stopper) why() (reason, by string) {
 // WithStopper lets s stop the run (see [Stopper]).
 func WithStopper(s *Stopper) RunOption { return func(o *runOpts) { o.stopper = s } }
 
-// errStopRequested is the cause of a model call cut by a Stopper.
-var errStopRequested = errors.New("runner: stop requested")
+// errStopRequested is the cause of a model call cut by a Stopper
+// (model.ErrStopRequested: a model that started work elsewhere, a remote
+// agent's task, stops it too).
+var errStopRequested = model.ErrStopRequested
 
 // stopRequested reports whether the run's Stopper asks it to stop.
 func (x *run) stopRequested() bool { return !x.sub && x.o.stopper.Stopped() }

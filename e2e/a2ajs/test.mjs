@@ -246,3 +246,4 @@ test("errors: no key, another owner's task, unknown task, cancel, a file part", 
   });
   assert.equal(res.status, 404);
 });
+import "./v1.mjs";

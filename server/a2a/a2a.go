@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
 
+	"github.com/batonhq/baton/internal/a2av1"
 	"github.com/batonhq/baton/server"
 )
 
@@ -52,7 +54,23 @@ func (s *api) a2aCard(w http.ResponseWriter, r *http.Request, _ *server.Caller) 
 		return server.NotFound("network", name)
 	}
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	server.WriteJSON(w, http.StatusOK, s.agentCard(r, nw))
+	card := s.agentCard(r, nw)
+	b, err := json.Marshal(card)
+	if err != nil {
+		return err
+	}
+	// One card for both protocols: 0.3's url, preferredTransport and
+	// additionalInterfaces, and 1.0's supportedInterfaces (the same
+	// endpoint answers both method sets; a 1.0 client picks 1.0).
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	m["supportedInterfaces"] = []a2av1.Interface{
+		{URL: card.URL, ProtocolBinding: "JSONRPC", ProtocolVersion: a2av1.Version},
+		{URL: card.URL, ProtocolBinding: "JSONRPC", ProtocolVersion: a2aProtocolVersion},
+	}
+	server.WriteJSON(w, http.StatusOK, m)
 	return nil
 }
 
@@ -92,7 +110,16 @@ func (s *api) a2aRPC(w http.ResponseWriter, r *http.Request, c *server.Caller) e
 	if !ok {
 		return server.NotFound("network", r.PathValue("network"))
 	}
-	a2asrv.NewJSONRPCHandler(&a2aHandler{s: s, nw: nw, c: c}).ServeHTTP(w, r)
+	h := &a2aHandler{s: s, nw: nw, c: c}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if m := method1(body); m != "" {
+		h.serve1(w, r, body)
+		return nil
+	}
+	a2asrv.NewJSONRPCHandler(h).ServeHTTP(w, r)
 	return nil
 }
 

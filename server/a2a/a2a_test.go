@@ -13,13 +13,23 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
 
+	"github.com/batonhq/baton/internal/a2av1"
 	"github.com/batonhq/baton/internal/httpheader"
 )
 
-// a2aTransport is an A2A client of a served network with an API key.
+// a2aTransport is an A2A client of a served network with an API key: the
+// Go SDK's (protocol 0.3).
 func a2aTransport(b *servertest.Bundle, network, key string) a2aclient.Transport {
 	hc := &http.Client{Transport: httpheader.Transport(nil, map[string]string{"Authorization": "Bearer " + key})}
 	return a2aclient.NewJSONRPCTransport(b.URL+"/a2a/"+network, hc)
+}
+
+// a2aTransport1 is an A2A client of a served network that speaks protocol
+// 1.0 (a2av1: SendMessage, SendStreamingMessage, GetTask, CancelTask,
+// SubscribeToTask, and 1.0's shapes).
+func a2aTransport1(b *servertest.Bundle, network, key string) a2aclient.Transport {
+	hc := &http.Client{Transport: httpheader.Transport(nil, map[string]string{"Authorization": "Bearer " + key})}
+	return a2av1.NewTransport(b.URL+"/a2a/"+network, hc)
 }
 
 // a2aStream is what a message/stream or tasks/resubscribe gave: the
@@ -87,6 +97,19 @@ func userA2A(text string) *a2a.Message {
 // another owner does not see the task.
 func TestA2A(t *testing.T) {
 	t.Parallel()
+	for _, v := range []struct {
+		name string
+		tr   func(b *servertest.Bundle, network, key string) a2aclient.Transport
+	}{{"0.3", a2aTransport}, {"1.0", a2aTransport1}} {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			testA2A(t, v.tr)
+		})
+	}
+}
+
+// testA2A is TestA2A with the clients of a protocol version.
+func testA2A(t *testing.T, a2aTransport func(b *servertest.Bundle, network, key string) a2aclient.Transport) {
 	b := servertest.Setup(t)
 	ctx := t.Context()
 	support := a2aTransport(b, "support", b.KeyA)
@@ -191,4 +214,28 @@ func TestA2A(t *testing.T) {
 			t.Fatalf("tasks/get after the cancel: %v %+v", err, got)
 		}
 	})
+}
+
+// The card serves both protocols: 0.3's url and preferredTransport, and
+// 1.0's supportedInterfaces (1.0 first), all at the one endpoint.
+func TestCardBothVersions(t *testing.T) {
+	t.Parallel()
+	b := servertest.Setup(t)
+	var card struct {
+		URL                 string
+		PreferredTransport  string
+		ProtocolVersion     string
+		SupportedInterfaces []a2av1.Interface
+	}
+	r := b.Do(t, "", "GET", "/a2a/support/.well-known/agent-card.json", nil)
+	r.JSON(t, &card)
+	want := b.URL + "/a2a/support"
+	if r.Status != 200 || card.URL != want || card.PreferredTransport != "JSONRPC" || card.ProtocolVersion != "0.3.0" ||
+		len(card.SupportedInterfaces) != 2 || card.SupportedInterfaces[0] != (a2av1.Interface{URL: want, ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"}) ||
+		card.SupportedInterfaces[1].ProtocolVersion != "0.3.0" {
+		t.Fatalf("card: %d %s", r.Status, r.Body)
+	}
+	if in, ok := a2av1.CardInterface(r.Body); !ok || in.URL != want {
+		t.Errorf("the 1.0 interface of the card: %+v %v", in, ok)
+	}
 }
