@@ -217,6 +217,7 @@
     if (reset) { state.cursor = ""; $("threads").textContent = ""; }
     const page = await api("GET", "/v1/threads?limit=30" + (state.cursor ? "&cursor=" + encodeURIComponent(state.cursor) : ""));
     for (const th of page.data) $("threads").appendChild(threadItem(th));
+    nestForks();
     state.cursor = page.next_cursor || "";
     $("more-threads").hidden = !page.has_more;
   }
@@ -231,8 +232,26 @@
     a.append(make("span", "name", th.name || "Thread " + th.id.slice(-6)),
       make("span", "meta", th.network + " · " + new Date(th.created_at).toLocaleString()));
     li.appendChild(a);
+    if (th.metadata && th.metadata.fork && th.parent_id) {
+      li.classList.add("fork");
+      li.dataset.parent = th.parent_id;
+      li.setAttribute("data-testid", "fork-item");
+    }
     if (state.thread && state.thread.id === th.id) li.classList.add("active");
     return li;
+  }
+
+  // nestForks moves each fork in the list right under its source (and
+  // the source's other forks).
+  function nestForks() {
+    const list = $("threads");
+    for (const li of [...list.querySelectorAll("li.fork")]) {
+      const parent = list.querySelector('li[data-id="' + cssEscape(li.dataset.parent) + '"]');
+      if (!parent) continue;
+      let after = parent;
+      while (after.nextElementSibling && after.nextElementSibling.dataset.parent === parent.dataset.id && after.nextElementSibling !== li) after = after.nextElementSibling;
+      after.after(li);
+    }
   }
 
   function markActive() {
@@ -256,6 +275,7 @@
     $("thread-handoff").hidden = true;
     $("thread-handoff-done").hidden = true;
     $("seed").hidden = true;
+    $("steps").hidden = true;
     $("send-error").textContent = "";
     let th;
     try {
@@ -280,6 +300,7 @@
     $("thread-id").textContent = th.id;
     const parent = th.parent_id;
     $("thread-parent").hidden = !parent;
+    $("parent-how").textContent = th.metadata && th.metadata.fork ? "forked from" : "handed off from";
     if (parent) {
       $("parent-link").textContent = parent.slice(-8);
       $("parent-link").href = "#/threads/" + parent;
@@ -377,11 +398,13 @@
       }
       if (m.role === "user") {
         userBubble(m.text);
+        forkButton($("messages").lastElementChild, m);
       } else if (m.role === "assistant") {
         timelineAgent(run, m.agent);
         const b = bubble(m.agent);
         if (m.text) setBubbleText(b, m.text, true);
         for (const p of m.parts) if (p.type === "tool_call") toolChip(b, p.name, p.arguments, results.get(p.call_id));
+        forkButton(b.el, m);
       }
     }
     box.scrollTop = box.scrollHeight;
@@ -624,6 +647,13 @@
     const label = make("span", "run-label mono", run ? run.slice(-6) : "run");
     label.title = run;
     row.append(label, make("div", "chain"), make("span", "run-end"));
+    if (run) {
+      const btn = make("button", "ghost run-steps", "Steps", "run-steps");
+      btn.type = "button";
+      btn.title = "The run's steps: model calls, tools, transfers, waits";
+      btn.addEventListener("click", () => showSteps(run));
+      row.appendChild(btn);
+    }
     $("timeline").appendChild(row);
     state.runs.set(run, row);
     row.lastAgent = "";
@@ -687,6 +717,150 @@
     end.textContent = { completed: "✓ completed", failed: "✗ failed", cancelled: "⊘ cancelled", interrupted: "waiting for approval", suspended: "in the background" }[status] || status;
     end.dataset.status = status;
   }
+
+  // ---- inspector: steps and forks -------------------------------------
+
+  const stepNames = {
+    model_call: "model", tool_call: "tool", agent_tool_call: "agent tool", transfer: "transfer",
+    approval: "approval", background: "background",
+  };
+
+  function fmtMS(ms) {
+    if (ms >= 1000) return (ms / 1000).toFixed(ms >= 10000 ? 0 : 1) + " s";
+    if (ms >= 1) return ms.toFixed(ms >= 100 ? 0 : 1) + " ms";
+    return Math.round(ms * 1000) + " µs";
+  }
+
+  // showSteps shows a run's steps as a waterfall: each step a bar placed
+  // by its start and sized by its duration on the run's span.
+  async function showSteps(run) {
+    const th = state.thread;
+    if (!th) return;
+    const box = $("waterfall");
+    box.textContent = "";
+    $("step-detail").hidden = true;
+    $("steps-run").textContent = run.slice(-8);
+    $("steps-run").title = run;
+    $("steps").hidden = false;
+    let data;
+    try {
+      data = await api("GET", "/v1/threads/" + encodeURIComponent(th.id) + "/runs/" + encodeURIComponent(run) + "/steps");
+    } catch (e) {
+      $("steps-summary").textContent = e.message;
+      return;
+    }
+    const t0 = Date.parse(data.started_at);
+    let end = t0;
+    for (const st of data.data) end = Math.max(end, Date.parse(st.started_at) + st.duration_ms);
+    const span = Math.max(end - t0, 1);
+    $("steps-summary").textContent = data.data.length + (data.data.length === 1 ? " step · " : " steps · ") + fmtMS(span) + " · " + data.tokens.input + " in / " + data.tokens.output + " out tokens · " + data.status;
+    for (const st of data.data) {
+      const row = make("div", "step" + (st.sub ? " sub" : ""), undefined, "step-row");
+      row.dataset.type = st.type;
+      row.dataset.id = st.id;
+      row.tabIndex = 0;
+      const what = st.type === "model_call" ? st.model : st.type === "transfer" ? "→ " + st.name : st.name || "";
+      const label = make("span", "label", stepNames[st.type] + " · " + st.agent + (what ? " · " + what : ""));
+      label.title = label.textContent;
+      const track = make("span", "track");
+      const bar = make("span", "bar");
+      const left = Math.max(0, Date.parse(st.started_at) - t0) / span * 100;
+      bar.style.left = Math.min(left, 99.5) + "%";
+      bar.style.width = Math.min(st.duration_ms / span * 100, 100 - Math.min(left, 99.5)) + "%";
+      track.appendChild(bar);
+      let figs = fmtMS(st.duration_ms) + (st.ongoing ? " …" : "");
+      if (st.tokens) figs += " · " + st.tokens.input + "/" + st.tokens.output + " tok";
+      if (st.first_token_ms) figs += " · ttft " + fmtMS(st.first_token_ms);
+      if (st.error) figs += " · error";
+      row.append(label, track, make("span", "figs", figs));
+      const open = () => showStep(run, st.id, row);
+      row.addEventListener("click", open);
+      row.addEventListener("keydown", (e) => { if (e.key === "Enter") open(); });
+      box.appendChild(row);
+    }
+  }
+
+  // showStep opens one step in full: a model call's request and answer, a
+  // tool call's arguments and output, a wait's interrupt.
+  async function showStep(run, id, row) {
+    for (const r of $("waterfall").children) r.classList.toggle("selected", r === row);
+    const box = $("step-detail");
+    box.textContent = "";
+    box.hidden = false;
+    let st;
+    try {
+      st = await api("GET", "/v1/threads/" + encodeURIComponent(state.thread.id) + "/runs/" + encodeURIComponent(run) + "/steps/" + encodeURIComponent(id));
+    } catch (e) {
+      box.appendChild(make("p", "error", e.message));
+      return;
+    }
+    const d = st.detail || {};
+    const section = (title, text, testid) => {
+      box.append(make("h4", "", title), make("pre", "", text, testid));
+    };
+    box.appendChild(make("div", "meta", [stepNames[st.type], st.agent, st.model || st.name, fmtMS(st.duration_ms), st.request_id].filter(Boolean).join(" · ")));
+    if (d.request) {
+      const req = d.request;
+      let text = "";
+      if (req.system) text += "system:\n" + req.system + "\n\n";
+      for (const m of req.messages || []) {
+        text += m.role + (m.agent ? " (" + m.agent + ")" : "") + ":\n";
+        for (const p of m.parts || []) {
+          if (p.type === "text" || p.type === "reasoning") text += p.text + "\n";
+          else if (p.type === "tool_call") text += "→ " + p.name + " " + JSON.stringify(p.arguments) + "\n";
+          else if (p.type === "tool_result") text += "← " + p.name + ": " + p.text + "\n";
+        }
+        text += "\n";
+      }
+      if (d.dropped_messages) text = "(" + d.dropped_messages + " older messages left out)\n\n" + text;
+      if (req.tools && req.tools.length) text += "tools: " + req.tools.map((t) => t.name).join(", ");
+      section("Request", text.trim(), "step-request");
+    }
+    if (d.answer) {
+      let text = "";
+      for (const p of d.answer.message.parts || []) {
+        if (p.type === "text") text += p.text + "\n";
+        else if (p.type === "reasoning") text += "(reasoning) " + p.text + "\n";
+        else if (p.type === "tool_call") text += "→ " + p.name + " " + JSON.stringify(p.arguments) + "\n";
+      }
+      text += "\nfinish: " + (d.answer.finish_reason || "") + " · usage " + JSON.stringify(d.answer.usage);
+      section("Answer", text.trim(), "step-answer");
+    }
+    if (d.arguments !== undefined) section("Arguments", pretty(d.arguments), "step-arguments");
+    if (d.output !== undefined) section(d.is_error ? "Error" : "Output", pretty(d.output), "step-output");
+    if (d.interrupt) section("Waiting for", pretty(d.interrupt), "step-interrupt");
+    for (const a of d.attempts || []) section("Attempt " + a.attempt + " failed", a.error + " (" + fmtMS(a.duration_ms) + ")");
+    if (st.error) section("Error", st.error);
+  }
+
+  // forkButton adds "Fork from here" to the bubble of a stored message.
+  function forkButton(el, m) {
+    if (!el || !m.id) return;
+    const btn = make("button", "ghost fork-here", "Fork from here", "fork-here");
+    btn.type = "button";
+    btn.title = "A new thread with the history up to this message (edit it if you like)";
+    btn.addEventListener("click", () => forkAt(m));
+    el.insertBefore(btn, el.firstChild);
+  }
+
+  async function forkAt(m) {
+    const th = state.thread;
+    const body = { at: m.id };
+    if (m.role === "user") {
+      const text = window.prompt("Fork from here. Edit the message, or keep it:", m.text);
+      if (text === null) return;
+      if (text !== m.text && text.trim()) body.edit = { text };
+    }
+    try {
+      const fork = await api("POST", "/v1/threads/" + encodeURIComponent(th.id) + "/fork", body);
+      await loadThreads(true);
+      location.hash = "#/threads/" + fork.id;
+    } catch (e) {
+      $("send-error").textContent = e.message;
+    }
+  }
+
+  $("steps-close").addEventListener("click", () => { $("steps").hidden = true; });
 
   // ---- interrupts ----------------------------------------------------
 

@@ -4,7 +4,8 @@
 # creates an API key with `baton keys create`, and drives Debian's Chromium
 # with playwright-core (installed with npm ci from package-lock.json) through
 # test.mjs and, on a 390 px phone screen, mobile.mjs; eval.mjs opens the HTML
-# report of `baton eval` (the same binary). Screenshots, the report and the
+# report of `baton eval` (the same binary); inspect.mjs the inspector (a run's steps,
+# a step's request and answer, a fork). Screenshots, the report and the
 # server log go to webui/e2e/artifacts/.
 # The last line says PASS or FAIL; the exit code is non-zero on failure.
 set -euo pipefail
@@ -31,7 +32,7 @@ npm ci --no-audit --no-fund --loglevel=error >/dev/null || fail "npm ci"
 serve_start browser "$ART/serve.log"
 
 status=0
-BATON_URL="$URL" BATON_KEY="$KEY" BATON_BIN="$TMP/baton" ROOT="$ROOT" ARTIFACTS="$ART" node --test --test-concurrency=1 test.mjs mobile.mjs eval.mjs || status=$?
+BATON_URL="$URL" BATON_KEY="$KEY" BATON_BIN="$TMP/baton" ROOT="$ROOT" ARTIFACTS="$ART" node --test --test-concurrency=1 test.mjs mobile.mjs eval.mjs inspect.mjs || status=$?
 ls "$ART"
 if [ "$status" -ne 0 ]; then
   tail -n 30 "$ART/serve.log"
