@@ -109,11 +109,30 @@ type Mark struct {
 	NilParts     bool           `json:"nil_parts,omitempty"`
 }
 
+// Key is what a checkpoint's row holds of its state, in columns of its
+// own: the stored form leaves it out, and [Stored.State] takes it back.
+type Key struct {
+	RunID, ThreadID, Network, Fingerprint string
+	Step                                  int
+	Status                                Status
+}
+
+// Key returns s's key.
+func (s *State) Key() Key {
+	return Key{RunID: s.RunID, ThreadID: s.ThreadID, Network: s.Network, Fingerprint: s.Fingerprint, Step: s.Step, Status: s.Status}
+}
+
 // storedState is the JSON of the stored form. Its own fields shadow
-// State's of the same names.
+// State's of the same names; those of the key are never written.
 type storedState struct {
 	State
-	Messages []Segment `json:"messages"`
+	RunID       string    `json:"run_id,omitempty"`
+	ThreadID    string    `json:"thread_id,omitempty"`
+	Network     string    `json:"network,omitempty"`
+	Fingerprint string    `json:"fingerprint,omitempty"`
+	Step        int       `json:"step,omitempty"`
+	Status      Status    `json:"status,omitempty"`
+	Messages    []Segment `json:"messages"`
 	// Transcript are the transcript's messages after its first
 	// TranscriptRows, which are rows.
 	Transcript     []message.Message `json:"transcript"`
@@ -129,7 +148,8 @@ type storedFrame struct {
 }
 
 // EncodeStored returns the stored form of s: the encoding of [Encode],
-// of version [StoredVersion], in which the first rows.Transcript
+// of version [StoredVersion], without s's [Key] (its checkpoint's row
+// holds it), in which the first rows.Transcript
 // transcript messages (those with the ids [MessageID] gives them) are
 // referred to by their count, and the messages of the working history and
 // of the stack that are transcript messages or rows.History are referred
@@ -145,6 +165,7 @@ func EncodeStored(s *State, rows *Rows) ([]byte, error) {
 	v := storedState{State: *s}
 	v.SchemaVersion = StoredVersion
 	v.State.Messages, v.State.Transcript, v.State.Stack = nil, nil, nil
+	v.State.RunID, v.State.ThreadID, v.State.Network, v.State.Fingerprint, v.State.Step, v.State.Status = "", "", "", "", 0, ""
 	n := min(rows.Transcript, len(s.Transcript))
 	for i := range n {
 		if !isMessageID(s.Transcript[i].ID, s.RunID, i+1) {
@@ -297,6 +318,9 @@ func DecodeStored(b []byte) (*Stored, error) {
 // check reports what makes v a stored form that cannot name a state.
 func (v *storedState) check() error {
 	v.State.Messages, v.State.Transcript, v.State.Stack = nil, nil, nil
+	if v.RunID != "" || v.ThreadID != "" || v.Network != "" || v.Fingerprint != "" || v.Step != 0 || v.Status != "" {
+		return errors.New("the stored form has a key: its row holds it")
+	}
 	if v.TranscriptRows < 0 || v.TranscriptRows > maxStoredRows {
 		return fmt.Errorf("transcript_rows %d out of range", v.TranscriptRows)
 	}
@@ -358,14 +382,6 @@ func (s *Stored) TranscriptRows() int {
 	return s.v.TranscriptRows
 }
 
-// RunID is the run the state is of.
-func (s *Stored) RunID() string {
-	if s.v == nil {
-		return s.full.RunID
-	}
-	return s.v.RunID
-}
-
 // SeqRange returns the smallest range of thread rows, by position, that
 // holds every row the state refers to; ok is false when it refers to none.
 func (s *Stored) SeqRange() (from, to int64, ok bool) {
@@ -393,13 +409,15 @@ func (s *Stored) SeqRange() (from, to int64, ok bool) {
 	return from, to, ok
 }
 
-// State returns the state, its messages read from rows: transcript are the
-// run's first [Stored.TranscriptRows] messages in order, and bySeq returns
+// State returns the state of key k (a complete state has its own: the
+// caller checks it is k), its messages read from rows: transcript are the
+// run's first [Stored.TranscriptRows] messages in order (ids
+// MessageID(k.RunID, 1…n)), and bySeq returns
 // the thread's row at a position within [Stored.SeqRange]. It returns the
 // Rows to write the run's next checkpoints with (nil for a complete
 // state). A row missing, or of another id, is an error wrapping
 // [ErrCorrupt]. The state is new at every call.
-func (s *Stored) State(transcript []message.Message, bySeq func(seq int64) (*message.Message, bool)) (*State, *Rows, error) {
+func (s *Stored) State(k Key, transcript []message.Message, bySeq func(seq int64) (*message.Message, bool)) (*State, *Rows, error) {
 	if s.v == nil {
 		if len(transcript) > 0 {
 			return nil, nil, fmt.Errorf("%w: rows given for a complete state", ErrCorrupt)
@@ -408,16 +426,17 @@ func (s *Stored) State(transcript []message.Message, bySeq func(seq int64) (*mes
 	}
 	v := s.v
 	if len(transcript) != v.TranscriptRows {
-		return nil, nil, fmt.Errorf("%w: %d transcript rows of run %s found, the state has %d", ErrCorrupt, len(transcript), v.RunID, v.TranscriptRows)
+		return nil, nil, fmt.Errorf("%w: %d transcript rows of run %s found, the state has %d", ErrCorrupt, len(transcript), k.RunID, v.TranscriptRows)
 	}
 	st := new(State)
 	*st = v.State
 	st.SchemaVersion = SchemaVersion
+	st.RunID, st.ThreadID, st.Network, st.Fingerprint, st.Step, st.Status = k.RunID, k.ThreadID, k.Network, k.Fingerprint, k.Step, k.Status
 	st.Transcript = make([]message.Message, 0, v.TranscriptRows+len(v.Transcript))
 	marks := v.Marks
 	for i := range transcript {
 		m := transcript[i]
-		if !isMessageID(m.ID, v.RunID, i+1) {
+		if !isMessageID(m.ID, k.RunID, i+1) {
 			return nil, nil, fmt.Errorf("%w: transcript row %d is message %q", ErrCorrupt, i+1, m.ID)
 		}
 		m.Status, m.FinishReason, m.RequestID, m.Metadata = "", "", "", nil

@@ -38,7 +38,7 @@ func (th *thread) add(seq int64, m message.Message) {
 }
 
 // load rebuilds a stored form from th, as a store does.
-func (th *thread) load(t *testing.T, b []byte) (*runstate.State, *runstate.Rows) {
+func (th *thread) load(t *testing.T, k runstate.Key, b []byte) (*runstate.State, *runstate.Rows) {
 	t.Helper()
 	sd, err := runstate.DecodeStored(b)
 	if err != nil {
@@ -46,13 +46,13 @@ func (th *thread) load(t *testing.T, b []byte) (*runstate.State, *runstate.Rows)
 	}
 	var tr []message.Message
 	for i := range sd.TranscriptRows() {
-		m, ok := th.byID[runstate.MessageID(sd.RunID(), i+1)]
+		m, ok := th.byID[runstate.MessageID(k.RunID, i+1)]
 		if !ok {
 			t.Fatalf("transcript row %d missing", i+1)
 		}
 		tr = append(tr, m)
 	}
-	st, rows, err := sd.State(tr, func(seq int64) (*message.Message, bool) {
+	st, rows, err := sd.State(k, tr, func(seq int64) (*message.Message, bool) {
 		m, ok := th.bySeq[seq]
 		return &m, ok
 	})
@@ -129,7 +129,7 @@ func TestStoredRoundTrip(t *testing.T) {
 	if len(b)*2 > len(full) {
 		t.Errorf("stored form %d bytes, the whole state %d", len(b), len(full))
 	}
-	got, next := th.load(t, b)
+	got, next := th.load(t, st.Key(), b)
 	wantB, _ := runstate.Encode(st)
 	gotB, _ := runstate.Encode(got)
 	if !bytes.Equal(wantB, gotB) {
@@ -163,7 +163,7 @@ func TestStoredChangedMessage(t *testing.T) {
 	if !bytes.Contains(b, []byte("rewritten answer")) || !bytes.Contains(b, []byte("third question")) {
 		t.Fatalf("changed messages not written out:\n%s", b)
 	}
-	got, _ := th.load(t, b)
+	got, _ := th.load(t, st.Key(), b)
 	if w, g := must(runstate.Encode(st)), must(runstate.Encode(got)); !bytes.Equal(w, g) {
 		t.Fatalf("rebuilt state differs:\nwant %s\ngot  %s", w, g)
 	}
@@ -188,7 +188,7 @@ func TestStoredOldForms(t *testing.T) {
 	if !strings.Contains(string(v2), `"schema_version":2`) {
 		t.Fatalf("rows nil: %s", v2)
 	}
-	got, rows := th.load(t, v2)
+	got, rows := th.load(t, st.Key(), v2)
 	if rows != nil {
 		t.Fatalf("rows of a complete state: %+v", rows)
 	}
@@ -212,24 +212,25 @@ func TestStoredMissingRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := []message.Message{th.byID["run_c-m1"], th.byID["run_c-m2"], th.byID["run_c-m3"]}
-	if _, _, err := sd.State(tr[:2], func(int64) (*message.Message, bool) { return nil, false }); !errors.Is(err, runstate.ErrCorrupt) {
+	if _, _, err := sd.State(st.Key(), tr[:2], func(int64) (*message.Message, bool) { return nil, false }); !errors.Is(err, runstate.ErrCorrupt) {
 		t.Fatalf("short transcript: %v", err)
 	}
-	if _, _, err := sd.State(tr, func(int64) (*message.Message, bool) { return nil, false }); !errors.Is(err, runstate.ErrCorrupt) {
+	if _, _, err := sd.State(st.Key(), tr, func(int64) (*message.Message, bool) { return nil, false }); !errors.Is(err, runstate.ErrCorrupt) {
 		t.Fatalf("missing history rows: %v", err)
 	}
 	tr[1] = th.byID["run_a-m1"]
-	if _, _, err := sd.State(tr, func(seq int64) (*message.Message, bool) { m, ok := th.bySeq[seq]; return &m, ok }); !errors.Is(err, runstate.ErrCorrupt) {
+	if _, _, err := sd.State(st.Key(), tr, func(seq int64) (*message.Message, bool) { m, ok := th.bySeq[seq]; return &m, ok }); !errors.Is(err, runstate.ErrCorrupt) {
 		t.Fatalf("another message as transcript row: %v", err)
 	}
 	for _, bad := range []string{
-		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"transcript_rows":-1}`,
-		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"messages":[{"run":[0,1]}]}`,
-		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"messages":[{"seq":[0,1]}]}`,
-		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"messages":[{"seq":[1,1],"m":[]}]}`,
-		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"transcript_rows":1,"marks":[{"n":1}]}`,
-		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running"}`,
-		`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"bogus":1}`,
+		`{"schema_version":3,"agent":"a","transcript":[],"transcript_rows":-1}`,
+		`{"schema_version":3,"agent":"a","transcript":[],"messages":[{"run":[0,1]}]}`,
+		`{"schema_version":3,"agent":"a","transcript":[],"messages":[{"seq":[0,1]}]}`,
+		`{"schema_version":3,"agent":"a","transcript":[],"messages":[{"seq":[1,1],"m":[]}]}`,
+		`{"schema_version":3,"agent":"a","transcript":[],"transcript_rows":1,"marks":[{"n":1}]}`,
+		`{"schema_version":3,"agent":"a"}`,
+		`{"schema_version":3,"agent":"a","transcript":[],"bogus":1}`,
+		`{"schema_version":3,"agent":"a","transcript":[],"step":2}`,
 	} {
 		if _, err := runstate.DecodeStored([]byte(bad)); !errors.Is(err, runstate.ErrCorrupt) {
 			t.Errorf("%s: %v", bad, err)
@@ -248,7 +249,7 @@ func FuzzDecodeStored(f *testing.F) {
 	st, rows, _ := storedFixture()
 	f.Add(must(runstate.EncodeStored(st, rows)))
 	f.Add(must(runstate.EncodeStored(st, nil)))
-	f.Add([]byte(`{"schema_version":3,"run_id":"r","agent":"a","fingerprint":"fp","status":"running","transcript":[],"transcript_rows":2,"marks":[{"n":1,"nil_parts":true,"status":"error"}],"messages":[{"run":[0,2]},{"seq":[3,5]},{"m":[{"role":"user","parts":[]}]}],"stack":[{"agent":"b","transfer_id":"x","messages":[{"seq":[4,4]}]}]}`))
+	f.Add([]byte(`{"schema_version":3,"agent":"a","transcript":[],"transcript_rows":2,"marks":[{"n":1,"nil_parts":true,"status":"error"}],"messages":[{"run":[0,2]},{"seq":[3,5]},{"m":[{"role":"user","parts":[]}]}],"stack":[{"agent":"b","transfer_id":"x","messages":[{"seq":[4,4]}]}]}`))
 	f.Add([]byte(`{"schema_version":3}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sd, err := runstate.DecodeStored(b)
@@ -259,6 +260,7 @@ func FuzzDecodeStored(f *testing.F) {
 			}
 			return
 		}
+		key := runstate.Key{RunID: "r", Network: "n", Fingerprint: "fp", Step: 3, Status: runstate.StatusRunning}
 		if sd.TranscriptRows() > 1000 {
 			return
 		}
@@ -267,14 +269,14 @@ func FuzzDecodeStored(f *testing.F) {
 		}
 		var tr []message.Message
 		for i := range sd.TranscriptRows() {
-			id := runstate.MessageID(sd.RunID(), i+1)
+			id := runstate.MessageID(key.RunID, i+1)
 			tr = append(tr, message.Message{ID: id, Role: message.RoleAssistant, Parts: []message.Part{{Type: message.PartText, Text: id}}})
 		}
 		bySeq := func(seq int64) (*message.Message, bool) {
 			id := "s" + strconv.FormatInt(seq, 10)
 			return &message.Message{ID: id, Role: message.RoleUser, Parts: []message.Part{{Type: message.PartText, Text: id}}}, true
 		}
-		got, next, err := sd.State(tr, bySeq)
+		got, next, err := sd.State(key, tr, bySeq)
 		if err != nil {
 			if !errors.Is(err, runstate.ErrCorrupt) {
 				t.Fatalf("State: %v", err)
@@ -299,7 +301,7 @@ func FuzzDecodeStored(f *testing.F) {
 		if sd2.TranscriptRows() > len(tr) {
 			t.Fatalf("re-encoded with %d transcript rows, had %d", sd2.TranscriptRows(), len(tr))
 		}
-		got2, _, err := sd2.State(tr[:sd2.TranscriptRows()], bySeq)
+		got2, _, err := sd2.State(key, tr[:sd2.TranscriptRows()], bySeq)
 		if err != nil {
 			t.Fatalf("State of the re-encoded form: %v\n%s", err, again)
 		}

@@ -46,7 +46,7 @@ func (c *checkpointRow) decode(ctx context.Context, q Querier, fingerprint strin
 	}
 	cp := c.cp
 	var err error
-	cp.State, cp.Rows, err = decodeStored(ctx, q, &c.cp, c.state)
+	cp.State, cp.Rows, err = decodeStored(ctx, q, &c.cp, c.network, c.state)
 	if err != nil {
 		return nil, err
 	}
@@ -57,14 +57,15 @@ func (c *checkpointRow) decode(ctx context.Context, q Querier, fingerprint strin
 // ignored), a whole state (runstate.Encode's), and checks it is the state
 // of cp's run and step. Its errors are *store.CorruptError.
 func DecodeState(cp *store.Checkpoint, b []byte) (*runstate.State, error) {
-	s, _, err := decodeStored(context.Background(), nil, cp, b)
+	s, _, err := decodeStored(context.Background(), nil, cp, "", b)
 	return s, err
 }
 
 // decodeStored decodes the state stored for checkpoint cp, whole or in
 // the stored form (runstate.EncodeStored: its rows read in q), and checks
-// it is the state of cp's run and step. Its errors are *store.CorruptError.
-func decodeStored(ctx context.Context, q Querier, cp *store.Checkpoint, b []byte) (*runstate.State, *runstate.Rows, error) {
+// it is the state of cp's run and step (network is the row's). Its errors
+// are *store.CorruptError.
+func decodeStored(ctx context.Context, q Querier, cp *store.Checkpoint, network string, b []byte) (*runstate.State, *runstate.Rows, error) {
 	corrupt := func(err error) error {
 		return &store.CorruptError{Table: "checkpoints", ID: cp.ID, Column: "state", Err: err}
 	}
@@ -74,9 +75,6 @@ func decodeStored(ctx context.Context, q Querier, cp *store.Checkpoint, b []byte
 	}
 	var tr []message.Message
 	var bySeq func(int64) (*message.Message, bool)
-	if sd.RunID() != cp.RunID {
-		return nil, nil, corrupt(fmt.Errorf("%w: state of run %s in the row of run %s", runstate.ErrCorrupt, sd.RunID(), cp.RunID))
-	}
 	if n := sd.TranscriptRows(); n > 0 || sd.RefersToRows() {
 		if q == nil || cp.ThreadID == "" {
 			return nil, nil, corrupt(fmt.Errorf("%w: a state that refers to rows of no thread", runstate.ErrCorrupt))
@@ -85,7 +83,8 @@ func decodeStored(ctx context.Context, q Querier, cp *store.Checkpoint, b []byte
 			return nil, nil, err
 		}
 	}
-	s, rows, err := sd.State(tr, bySeq)
+	key := runstate.Key{RunID: cp.RunID, ThreadID: cp.ThreadID, Network: network, Fingerprint: cp.Fingerprint, Step: cp.Step, Status: cp.Status}
+	s, rows, err := sd.State(key, tr, bySeq)
 	if err != nil {
 		return nil, nil, corrupt(err)
 	}
