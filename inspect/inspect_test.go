@@ -229,3 +229,66 @@ func TestRetention(t *testing.T) {
 		}
 	})
 }
+
+// TestStepsBackground: a run handed to a background worker lists the
+// hand-over as a step, from the suspension to the worker's end of the run,
+// and the calls the worker made (the slow tool, the analyst's answer)
+// recorded with the worker's checkpoints.
+func TestStepsBackground(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, openStore func(testing.TB) store.Store) {
+		ctx := t.Context()
+		st := openStore(t)
+		svc, err := service.Open(ctx, service.Config{Store: st, Files: []string{filepath.Join("..", "examples", "research", "network.yaml")}, Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = svc.Stop(sctx)
+			_ = svc.Close()
+		})
+		n, _ := svc.Network("research")
+		end := turn(t, n.Threads.Turn(ctx, "ann", "How did EV sales develop in 2025?", threads.TurnOptions{RunOptions: n.Continuation.RunOptions()}))
+		if end.Status != runstate.StatusSuspended {
+			t.Fatalf("run ended %s, want suspended for the worker", end.Status)
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			cp, err := st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: "ann", RunID: end.RunID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp.Status == runstate.StatusCompleted {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the worker did not complete the run: %s", cp.Status)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		r, err := inspect.Steps(ctx, st, "ann", "", end.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bg *inspect.Step
+		var after []string
+		for _, s := range r.Steps {
+			if s.Type == inspect.StepBackground {
+				bg = s
+			} else if bg != nil {
+				after = append(after, s.Type+":"+s.Name)
+			}
+		}
+		if bg == nil || bg.Ongoing || bg.DurationMS <= 0 || bg.CheckpointID != r.CheckpointID {
+			t.Fatalf("background step %+v in %s", bg, types(r))
+		}
+		if strings.Join(after, " ") != "tool_call:compile_report model_call:" {
+			t.Fatalf("steps after the hand-over %q (all: %s)", after, types(r))
+		}
+	})
+}
