@@ -106,6 +106,11 @@ type Config struct {
 	// AdoptEvery is how often Start's adopter looks for expired leases.
 	// Defaults to LeaseTTL/6.
 	AdoptEvery time.Duration
+	// InterestTTL is how long a process's announcement that it streams a
+	// thread lasts (service.ThreadInterestTTL): while one does, the
+	// workers send it the text deltas of the thread's continuations.
+	// Defaults to 30 seconds.
+	InterestTTL time.Duration
 	// NoAdopt turns the adopter off: the process adopts no other process's
 	// runs (the CLI's inline runs; `baton serve` and `baton worker` adopt).
 	NoAdopt bool
@@ -183,6 +188,9 @@ func (c *Config) validate() error {
 	if c.AdoptEvery == 0 {
 		c.AdoptEvery = c.LeaseTTL / 6
 	}
+	if c.InterestTTL <= 0 {
+		c.InterestTTL = 30 * time.Second
+	}
 	if c.Holder == "" {
 		c.Holder = newHolder()
 	}
@@ -210,6 +218,10 @@ type Service struct {
 	broker  draft.Broker
 	log     *slog.Logger
 	leases  *leases
+	// deltaSender sends the deltas of the runs this process's workers
+	// resume to the processes that stream their threads (deltas.go); nil
+	// when the broker reaches no other process. Set by Start.
+	deltaSender *draft.DeltaSender
 	// jobLeases are the runs of the continuations this process's
 	// workers are working (holdJob), renewed with leases.
 	jobLeases *leases
@@ -329,6 +341,11 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
+	if sg, ok := s.broker.(draft.Signaller); ok && !s.cfg.NoWorkers {
+		if s.deltaSender = draft.NewDeltaSender(lctx, sg, s.cfg.Holder, s.cfg.InterestTTL); s.deltaSender != nil {
+			s.deltaSender.Follow = true
+		}
+	}
 	s.loops.Add(1)
 	go func() {
 		defer s.loops.Done()

@@ -133,6 +133,8 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 			p.tool(pc.Call.Name)
 		}
 	}
+	ds := s.deltas(a)
+	defer ds.end()
 	var runErr error
 	var end runstate.Status
 	// The results of idempotent tools are written with the next checkpoint
@@ -143,6 +145,7 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 			runErr = err
 			break
 		}
+		ds.event(ctx, ev)
 		switch e := ev.(type) {
 		case *runner.TextDeltaEvent:
 			p.delta(e.Delta)

@@ -405,10 +405,10 @@ func (s *Server) publishThread(run *Run, te *threadEntry, at, prev runlog.Cursor
 		run.deltas++
 		ver := run.deltas
 		run.mu.Unlock()
-		s.deltas.add(run, pos, prev, at, ver, typ, data)
+		s.deltas.Add(run.owner, run.threadID, run.id, pos, prev.String(), at.String(), ver, typ, data)
 		at = runlog.Cursor{Seq: prev.Seq, Sub: prev.Sub, Ver: ver}
 	} else {
-		s.deltas.flush(run)
+		s.deltas.Flush(run.owner, run.id)
 	}
 	te.addRun(pos, run.id, at, prev, typ, data)
 }

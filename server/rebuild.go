@@ -267,7 +267,11 @@ func (s *Server) follow(run *Run) {
 					}
 					run.mu.Unlock()
 					at := runlog.Cursor{Seq: after.Seq, Sub: after.Sub, Ver: int(u.Version) + 1}
-					run.log.Append(runlog.Entry{At: at, Type: "draft", Data: data})
+					if run.log.Append(runlog.Entry{At: at, Type: "draft", Data: data}) {
+						run.mu.Lock()
+						run.draftAt = at
+						run.mu.Unlock()
+					}
 					if pos := s.runPos(ctx, run); pos > 0 && strings.HasPrefix(u.MessageID, run.id+"-") {
 						te.addDraft(pos, at, data)
 					}

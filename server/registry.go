@@ -56,8 +56,13 @@ type Run struct {
 	// durable is the cursor of its last event that is not a delta, and
 	// deltas counts the deltas since: a delta's thread id is durable's
 	// followed by its count.
-	durable   runlog.Cursor
-	deltas    int
+	durable runlog.Cursor
+	deltas  int
+	// draftAt is the cursor of the last draft placed in its log, and
+	// followed counts the deltas of a worker's run placed after it
+	// (placeFollowing).
+	draftAt   runlog.Cursor
+	followed  int
 	res       wire.Run
 	producing bool // a goroutine of this process executes the run
 	queued    bool // the run waits in its thread's queue (or did): its readers wait for it to start
@@ -216,6 +221,23 @@ func (t *threadEntry) addRun(pos int, runID string, at, prev runlog.Cursor, typ 
 		t.changed()
 	}
 	if !t.log.Append(runlog.Entry{At: c, Type: typ, Data: data}) {
+		return false
+	}
+	t.changed()
+	return true
+}
+
+// addFollowing adds a delta of a worker's run at pos at its cursor at (the
+// run's last stored event, its last draft's Ver, the delta's count Ext),
+// if it comes after the log's last event.
+func (t *threadEntry) addFollowing(pos int, runID string, at runlog.Cursor, typ string, data []byte) bool {
+	data = withRunID(runID, data)
+	c := at
+	c.Pos = pos
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.touched = time.Now()
+	if !t.log.Last().Less(c) || !t.log.Append(runlog.Entry{At: c, Type: typ, Data: data}) {
 		return false
 	}
 	t.changed()

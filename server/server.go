@@ -120,7 +120,7 @@ type Server struct {
 	id string
 	// deltas sends the deltas of the runs this process executes to the
 	// processes that stream their threads (nil without such processes).
-	deltas *deltaSender
+	deltas *draft.DeltaSender
 	// early holds the deltas of other processes' runs that came before
 	// this process read the step they follow.
 	early earlyDeltas
@@ -165,7 +165,7 @@ func New(cfg Config) (*Server, error) {
 	s.runCtx, s.stopRuns = context.WithCancel(context.WithoutCancel(context.Background()))
 	s.id = newRequestID()
 	if sg, ok := cfg.Service.Broker().(draft.Signaller); ok {
-		s.deltas = newDeltaSender(s.runCtx, sg, s.id)
+		s.deltas = draft.NewDeltaSender(s.runCtx, sg, s.id, service.ThreadInterestTTL)
 		s.signaller() // hear the deltas (and signals) of other processes from the start
 	}
 	s.routes()

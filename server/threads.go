@@ -525,7 +525,7 @@ func (s *Server) signaller() draft.Signaller {
 				s.poke(te)
 			}
 		})
-		cancelDeltas := sg.OnSignal(deltaKind, s.onDeltas)
+		cancelDeltas := sg.OnSignal(draft.DeltaKind, s.onDeltas)
 		go func() {
 			<-s.runCtx.Done()
 			cancel()

@@ -290,6 +290,7 @@ func (s *Service) continuationConfig(cfg Config, name string, networks int) cont
 	c.Store, c.Driver, c.Broker, c.Logger = s.be.store, s.be.driver, s.be.broker, s.log
 	c.Workers, c.NoWorkers = cfg.Workers, cfg.Workers <= 0
 	c.NoAdopt, c.NoMigrate = !cfg.Adopt, cfg.NoMigrate
+	c.InterestTTL = ThreadInterestTTL
 	if c.Queue == "" || networks > 1 {
 		c.Queue = continuation.QueueName(name)
 	}
