@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -13,10 +14,66 @@ import (
 )
 
 // Caller is the authenticated client of a request: the owner of its API
-// key, the tenant of everything it reads and writes.
+// key, the tenant of everything it reads and writes, and what the key may
+// do.
 type Caller struct {
 	Owner string
 	KeyID string
+	// Scopes are the key's scopes (store.ScopeRead … store.ScopeAdmin). A
+	// Caller made in code (baton mcp's stdio one) gives its own; without
+	// any it may do nothing.
+	Scopes []Scope
+	// Networks, when not empty, are the only networks whose threads the
+	// key sees.
+	Networks []string
+	// ExpiresAt is when the key stops working; zero never.
+	ExpiresAt time.Time
+	// RequestID is the request's id (the X-Request-Id answered).
+	RequestID string
+}
+
+// Scope is what a key may do; see store.Scope. Each scope includes the ones
+// before it.
+type Scope = store.Scope
+
+// The scopes a [Route] requires.
+const (
+	ScopeRead   = store.ScopeRead
+	ScopeRun    = store.ScopeRun
+	ScopeDecide = store.ScopeDecide
+	ScopeAdmin  = store.ScopeAdmin
+)
+
+// Require returns nil when the caller's key has scope need, else a 403
+// [*Error] naming the scope it lacks.
+func (c *Caller) Require(need Scope) error {
+	if c != nil && store.ScopesInclude(c.Scopes, need) {
+		return nil
+	}
+	var have []string
+	if c != nil {
+		for _, s := range c.Scopes {
+			have = append(have, string(s))
+		}
+	}
+	e := Errorf(http.StatusForbidden, wire.ErrForbidden, "this API key lacks the %s scope (it has: %s)", need, strings.Join(have, ", "))
+	e.extra = &wire.ErrorExtra{Scope: string(need)}
+	return e
+}
+
+// SeesNetwork reports whether the caller's key may use the network of a
+// name: a key without networks sees every network.
+func (c *Caller) SeesNetwork(name string) bool {
+	return c == nil || len(c.Networks) == 0 || slices.Contains(c.Networks, name)
+}
+
+// RequireNetwork returns nil when the caller's key may use the network of
+// a name, else a 403 [*Error] naming the key's networks.
+func (c *Caller) RequireNetwork(name string) error {
+	if c.SeesNetwork(name) {
+		return nil
+	}
+	return Errorf(http.StatusForbidden, wire.ErrForbidden, "this API key is limited to the networks %s, not %q", strings.Join(c.Networks, ", "), name)
 }
 
 type callerKey struct{}
@@ -85,6 +142,9 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 	hash := store.HashAPIKey(secret)
 	now := time.Now()
 	if c := s.keys.get(hash, now); c != nil {
+		if !c.ExpiresAt.IsZero() && !now.Before(c.ExpiresAt) {
+			return nil, s.expiredKey(c)
+		}
 		return c, nil
 	}
 	k, err := s.st.LookupAPIKey(r.Context(), &store.LookupAPIKeyParams{Hash: hash})
@@ -94,9 +154,18 @@ func (s *Server) authenticate(r *http.Request) (*Caller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Caller{Owner: k.OwnerID, KeyID: k.ID}
+	c := &Caller{Owner: k.OwnerID, KeyID: k.ID, Scopes: k.Scopes, Networks: k.Networks, ExpiresAt: k.ExpiresAt}
 	s.keys.put(hash, c, now)
+	if !c.ExpiresAt.IsZero() && !now.Before(c.ExpiresAt) {
+		return nil, s.expiredKey(c)
+	}
 	return c, nil
+}
+
+func (s *Server) expiredKey(c *Caller) error {
+	e := Errorf(http.StatusUnauthorized, wire.ErrUnauthorized, "API key %s expired at %s", c.KeyID, c.ExpiresAt.UTC().Format(time.RFC3339))
+	e.headers = map[string]string{"WWW-Authenticate": `Bearer realm="baton", error="invalid_token", error_description="the key expired"`}
+	return e
 }
 
 func (s *Server) badKey() error {

@@ -31,7 +31,9 @@ import (
 type Core interface {
 	// Handle registers a route: pattern is an [http.ServeMux] pattern
 	// ("POST /v1/agui/{network}"), h its handler. The core authenticates
-	// the request (unless rt.Public), applies the caller's rate limit and
+	// the request (unless rt.Public: 401 for a missing, unknown, revoked or
+	// expired key), checks the key's scope (rt.Scope: 403 naming the scope
+	// it lacks), applies the caller's rate limit and
 	// the body limit, bounds it by the request timeout (unless
 	// rt.Streaming), and answers the error h returns.
 	Handle(pattern string, rt Route, h Handler)
@@ -113,6 +115,12 @@ type Handler func(w http.ResponseWriter, r *http.Request, c *Caller) error
 type Route struct {
 	// Public routes take no API key (an agent card).
 	Public bool
+	// Scope is the scope the route's key needs (ScopeRead … ScopeAdmin):
+	// a key without it gets 403 naming it. Every route that is not Public
+	// declares one; [Core.Handle] panics otherwise. A route whose requests
+	// need more in some cases (a JSON-RPC method that starts a run) checks
+	// that itself with [Caller.Require].
+	Scope Scope
 	// Streaming routes are not bounded by the request timeout: the handler
 	// bounds itself ([Core.WithTimeout]).
 	Streaming bool
@@ -216,6 +224,12 @@ func (s *Server) Thread(ctx context.Context, c *Caller, id string) (*store.Threa
 
 // CreateThread creates a thread of the caller.
 func (s *Server) CreateThread(ctx context.Context, c *Caller, p *store.CreateThreadParams) (*store.Thread, error) {
+	if err := c.Require(ScopeRun); err != nil {
+		return nil, err
+	}
+	if err := c.RequireNetwork(p.Network); err != nil {
+		return nil, err
+	}
 	if _, err := s.st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: c.Owner}); err != nil {
 		return nil, err
 	}
@@ -229,6 +243,12 @@ func (s *Server) CheckInput(input string) error { return s.checkInput(input) }
 
 // StartTurn starts a user turn.
 func (s *Server) StartTurn(ctx context.Context, c *Caller, nw *Network, t Turn) (*Run, error) {
+	if err := c.Require(ScopeRun); err != nil {
+		return nil, err
+	}
+	if err := c.RequireNetwork(nw.name); err != nil {
+		return nil, err
+	}
 	if t.RunID == "" {
 		t.RunID = runstate.NewRunID()
 	}
@@ -237,6 +257,12 @@ func (s *Server) StartTurn(ctx context.Context, c *Caller, nw *Network, t Turn) 
 
 // Resume resumes a run that waits for a decision.
 func (s *Server) Resume(ctx context.Context, c *Caller, nw *Network, cp *store.Checkpoint, decisions []runner.Decision) (*Run, error) {
+	if err := c.Require(ScopeDecide); err != nil {
+		return nil, err
+	}
+	if err := c.RequireNetwork(nw.name); err != nil {
+		return nil, err
+	}
 	opts := append([]runner.RunOption{runner.WithDecisions(decisions...)}, nw.inlineOptions()...)
 	return s.launch(ctx, c.Owner, cp.ThreadID, cp.RunID, nw, &runlog.Cursor{Seq: cp.State.Seq}, func(rctx context.Context) iter.Seq2[runner.Event, error] {
 		return nw.svc.Resume(rctx, c.Owner, cp.RunID, opts...)
@@ -246,12 +272,15 @@ func (s *Server) Resume(ctx context.Context, c *Caller, nw *Network, cp *store.C
 // Run returns a run of the caller.
 func (s *Server) Run(ctx context.Context, c *Caller, runID string) (*Run, error) {
 	if run := s.reg.run(c.Owner, runID); run != nil {
+		if !c.SeesNetwork(run.network) {
+			return nil, store.ErrNotFound
+		}
 		return s.current(ctx, run), nil
 	}
 	if runID == "" || len(runID) > 128 {
 		return nil, store.ErrNotFound
 	}
-	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.Owner, RunID: runID})
+	cp, err := s.LatestCheckpoint(ctx, c, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +289,11 @@ func (s *Server) Run(ctx context.Context, c *Caller, runID string) (*Run, error)
 
 // LatestCheckpoint returns a run's latest checkpoint.
 func (s *Server) LatestCheckpoint(ctx context.Context, c *Caller, runID string) (*store.Checkpoint, error) {
-	return s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.Owner, RunID: runID})
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: c.Owner, RunID: runID})
+	if err == nil && !c.SeesNetwork(cp.State.Network) {
+		return nil, store.ErrNotFound
+	}
+	return cp, err
 }
 
 // Interrupted returns the state in which a run raised an interrupt.
@@ -268,14 +301,20 @@ func (s *Server) Interrupted(ctx context.Context, c *Caller, runID, interruptID 
 	_, raised, _, err := s.chain(ctx, c.Owner, runID, func(cp *store.Checkpoint) bool {
 		return cp.State.Status == runstate.StatusInterrupted && cp.State.Interrupt != nil && cp.State.Interrupt.ID == interruptID
 	})
-	if err == nil && raised == nil {
-		err = store.ErrNotFound
+	if err == nil && (raised == nil || !c.SeesNetwork(raised.Network)) {
+		raised, err = nil, store.ErrNotFound
 	}
 	return raised, err
 }
 
 // Cancel cancels a run.
 func (s *Server) Cancel(ctx context.Context, c *Caller, nw *Network, threadID, runID string) (*Run, error) {
+	if err := c.Require(ScopeRun); err != nil {
+		return nil, err
+	}
+	if err := c.RequireNetwork(nw.name); err != nil {
+		return nil, err
+	}
 	cp, err := nw.svc.Cancel(ctx, c.Owner, threadID, runID)
 	if err != nil {
 		return nil, err

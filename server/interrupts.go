@@ -28,7 +28,7 @@ func (s *Server) interrupt(ctx context.Context, c *Caller, id string) (*store.In
 		return nil, NotFound("interrupt", id)
 	}
 	in, err := s.st.GetInterrupt(ctx, &store.GetInterruptParams{OwnerID: c.Owner, ID: id})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && !c.SeesNetwork(in.Network) {
 		return nil, NotFound("interrupt", id)
 	}
 	return in, err

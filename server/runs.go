@@ -77,7 +77,8 @@ func (s *Server) thread(ctx context.Context, c *Caller, id string) (*store.Threa
 		return nil, NotFound("thread", id)
 	}
 	th, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: c.Owner, ID: id})
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || err == nil && !c.SeesNetwork(th.Network) {
+		// A key limited to networks does not see the others' threads.
 		return nil, NotFound("thread", id)
 	}
 	return th, err
@@ -88,6 +89,9 @@ func (s *Server) thread(ctx context.Context, c *Caller, id string) (*store.Threa
 // changes and threads are not deleted), else from the store.
 func (s *Server) threadForRun(ctx context.Context, c *Caller, id string) (*store.Thread, *Network, error) {
 	if netName := s.reg.network(c.Owner, id); netName != "" {
+		if !c.SeesNetwork(netName) {
+			return nil, nil, NotFound("thread", id)
+		}
 		if nw, ok := s.nets[netName]; ok {
 			return &store.Thread{ID: id, OwnerID: c.Owner, Network: netName}, nw, nil
 		}

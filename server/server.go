@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -125,6 +126,9 @@ type Server struct {
 	// this process read the step they follow.
 	early earlyDeltas
 
+	// routeList is every route registered with Handle, in order.
+	routeList []RouteInfo
+
 	streams  atomic.Int64
 	draining atomic.Bool
 	drain    chan struct{} // closed when Shutdown starts
@@ -229,23 +233,24 @@ func (s *Server) routes() {
 	if s.tel != nil {
 		mux.Handle("GET /metrics", s.tel.MetricsHandler())
 	}
-	stream := Route{Streaming: true}
-	s.Handle("GET /v1/networks", Route{}, s.listNetworks)
-	s.Handle("POST /v1/threads", Route{}, s.createThread)
-	s.Handle("GET /v1/threads", Route{}, s.listThreads)
-	s.Handle("GET /v1/threads/{id}", Route{}, s.getThread)
-	s.Handle("GET /v1/threads/{id}/messages", Route{}, s.listMessages)
-	s.Handle("POST /v1/threads/{id}/runs", stream, s.createRun)
-	s.Handle("GET /v1/threads/{id}/runs/{run_id}", Route{}, s.getRun)
-	s.Handle("GET /v1/threads/{id}/runs/{run_id}/events", stream, s.runEvents)
-	s.Handle("POST /v1/threads/{id}/runs/{run_id}/cancel", Route{}, s.cancelRun)
-	s.Handle("GET /v1/threads/{id}/runs/{run_id}/steps", Route{}, s.listSteps)
-	s.Handle("GET /v1/threads/{id}/runs/{run_id}/steps/{step_id}", Route{}, s.getStep)
-	s.Handle("GET /v1/threads/{id}/events", stream, s.threadEvents)
-	s.Handle("POST /v1/threads/{id}/handoff", Route{}, s.threadHandoff)
-	s.Handle("POST /v1/threads/{id}/fork", Route{}, s.fork)
-	s.Handle("GET /v1/interrupts/{id}", Route{}, s.getInterrupt)
-	s.Handle("POST /v1/interrupts/{id}/decision", stream, s.decide)
+	read, run := Route{Scope: ScopeRead}, Route{Scope: ScopeRun}
+	readStream, runStream := Route{Scope: ScopeRead, Streaming: true}, Route{Scope: ScopeRun, Streaming: true}
+	s.Handle("GET /v1/networks", read, s.listNetworks)
+	s.Handle("POST /v1/threads", run, s.createThread)
+	s.Handle("GET /v1/threads", read, s.listThreads)
+	s.Handle("GET /v1/threads/{id}", read, s.getThread)
+	s.Handle("GET /v1/threads/{id}/messages", read, s.listMessages)
+	s.Handle("POST /v1/threads/{id}/runs", runStream, s.createRun)
+	s.Handle("GET /v1/threads/{id}/runs/{run_id}", read, s.getRun)
+	s.Handle("GET /v1/threads/{id}/runs/{run_id}/events", readStream, s.runEvents)
+	s.Handle("POST /v1/threads/{id}/runs/{run_id}/cancel", run, s.cancelRun)
+	s.Handle("GET /v1/threads/{id}/runs/{run_id}/steps", read, s.listSteps)
+	s.Handle("GET /v1/threads/{id}/runs/{run_id}/steps/{step_id}", read, s.getStep)
+	s.Handle("GET /v1/threads/{id}/events", readStream, s.threadEvents)
+	s.Handle("POST /v1/threads/{id}/handoff", run, s.threadHandoff)
+	s.Handle("POST /v1/threads/{id}/fork", run, s.fork)
+	s.Handle("GET /v1/interrupts/{id}", read, s.getInterrupt)
+	s.Handle("POST /v1/interrupts/{id}/decision", Route{Scope: ScopeDecide, Streaming: true}, s.decide)
 	for _, p := range s.cfg.Protocols {
 		p.Mount(s)
 	}
@@ -267,6 +272,10 @@ func (s *Server) Handle(pattern string, rt Route, h Handler) {
 			s.writeBody(w, r, err, ae, rt.ErrorBody(ae))
 		}
 	}
+	if !rt.Public && !rt.Scope.Valid() {
+		panic(fmt.Sprintf("server: route %q declares no scope (Route.Scope): want read, run, decide or admin", pattern))
+	}
+	s.routeList = append(s.routeList, RouteInfo{Pattern: pattern, Public: rt.Public, Scope: rt.Scope})
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		var c *Caller
 		if !rt.Public {
@@ -275,6 +284,13 @@ func (s *Server) Handle(pattern string, rt Route, h Handler) {
 				writeError(w, r, err)
 				return
 			}
+			if err := c.Require(rt.Scope); err != nil {
+				writeError(w, r, err)
+				return
+			}
+			rc := *c // the cached Caller is shared: the request's own copy
+			rc.RequestID = w.Header().Get(RequestIDHeader)
+			c = &rc
 			if ok, wait := s.limiter.allow(c.KeyID, time.Now()); !ok {
 				e := Errorf(http.StatusTooManyRequests, wire.ErrRateLimited, "rate limit of %g requests per second exceeded; retry in %s", s.cfg.RateLimit, wait.Round(time.Millisecond))
 				e.RetryAfter = int(math.Ceil(wait.Seconds()))
@@ -386,7 +402,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listNetworks(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	out := wire.List[wire.Network]{Object: "list", Data: make([]wire.Network, 0, len(s.netList))}
 	for _, n := range s.netList {
-		out.Data = append(out.Data, n.wire)
+		if c.SeesNetwork(n.name) {
+			out.Data = append(out.Data, n.wire)
+		}
 	}
 	WriteJSON(w, http.StatusOK, out)
 	return nil
@@ -448,3 +466,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	_ = s.inflight.wait(wctx)
 	return fmt.Errorf("server: shutdown: runs still in flight were canceled at their last checkpoint: %w", ctx.Err())
 }
+
+// RouteInfo is a route registered with [Server.Handle]: its pattern and
+// what it requires.
+type RouteInfo struct {
+	Pattern string
+	Public  bool
+	Scope   Scope
+}
+
+// Routes returns every route registered with Handle — baton's and every
+// protocol's — in the order registered.
+func (s *Server) Routes() []RouteInfo { return slices.Clone(s.routeList) }

@@ -48,6 +48,9 @@ func (s *Server) createThread(w http.ResponseWriter, r *http.Request, c *Caller)
 	if err != nil {
 		return err
 	}
+	if err := c.RequireNetwork(nw.name); err != nil {
+		return err
+	}
 	if len(req.Name) > maxNameLen || strings.ContainsAny(req.Name, "\r\n") {
 		return BadParam("name", "name must be one line of at most %d bytes", maxNameLen)
 	}
@@ -122,7 +125,7 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, c *Caller) 
 			return err
 		}
 	}
-	p := &store.ListThreadsParams{OwnerID: c.Owner, Limit: limit, Cursor: cursor, ParentID: parent}
+	p := &store.ListThreadsParams{OwnerID: c.Owner, Limit: limit, Cursor: cursor, ParentID: parent, Networks: c.Networks}
 	page, err := s.st.ListThreads(r.Context(), p)
 	if errors.Is(err, store.ErrInvalid) {
 		return BadParam("cursor", "cursor is not one this server returned")

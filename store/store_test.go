@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,6 +100,48 @@ func TestJobStatusMoves(t *testing.T) {
 		}
 		if store.JobStatus("running").CanMoveTo(from) || from.CanMoveTo("running") {
 			t.Errorf("unknown status moves with %s", from)
+		}
+	}
+}
+
+// FuzzParseScopes checks that parsed scopes are valid, sorted least first,
+// without duplicates, and that their stored form reads back the same.
+func FuzzParseScopes(f *testing.F) {
+	for _, s := range []string{"read", "run,decide", "admin read", "READ", "", "root", "read,,run", " decide\t"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sc, err := store.ParseScopes([]string{s})
+		if err != nil {
+			return
+		}
+		for i, x := range sc {
+			if !x.Valid() || i > 0 && !x.Includes(sc[i-1]) || i > 0 && x == sc[i-1] {
+				t.Fatalf("ParseScopes(%q) = %v: not valid, sorted and distinct", s, sc)
+			}
+		}
+		if back := store.SplitScopes(store.JoinScopes(sc)); !slices.Equal(back, sc) {
+			t.Fatalf("ParseScopes(%q) = %v; stored and read back: %v", s, sc, back)
+		}
+	})
+}
+
+func TestScopeIncludes(t *testing.T) {
+	for _, tc := range []struct {
+		have, need store.Scope
+		want       bool
+	}{
+		{store.ScopeRead, store.ScopeRead, true},
+		{store.ScopeRead, store.ScopeRun, false},
+		{store.ScopeRun, store.ScopeRead, true},
+		{store.ScopeDecide, store.ScopeRun, true},
+		{store.ScopeDecide, store.ScopeAdmin, false},
+		{store.ScopeAdmin, store.ScopeDecide, true},
+		{"root", store.ScopeRead, false},
+		{store.ScopeAdmin, "root", false},
+	} {
+		if got := tc.have.Includes(tc.need); got != tc.want {
+			t.Errorf("%q.Includes(%q) = %v, want %v", tc.have, tc.need, got, tc.want)
 		}
 	}
 }

@@ -40,10 +40,17 @@ type APIKey struct {
 	// Prefix is the start of the secret, to tell keys apart in listings.
 	Prefix string
 	// Hash is the hex SHA-256 of the secret; see [HashAPIKey].
-	Hash      string
+	Hash string
+	// Scopes are what the key may do ([ScopeRead] … [ScopeAdmin]); a key
+	// made before scopes existed has [ScopeAdmin].
+	Scopes []Scope
+	// Networks, when not empty, limits the key to those networks' threads.
+	Networks  []string
 	CreatedAt time.Time
 	// RevokedAt is when the key was revoked; zero while it is valid.
 	RevokedAt time.Time
+	// ExpiresAt is when the key stops working; zero never.
+	ExpiresAt time.Time
 }
 
 // CreateAPIKeyParams are the params of [Ops.CreateAPIKey].
@@ -53,6 +60,13 @@ type CreateAPIKeyParams struct {
 	// Secret is the key's secret. Defaults to a new random secret (see
 	// [NewAPIKeySecret]).
 	Secret string
+	// Scopes are the key's scopes. Defaults to [ScopeAdmin], every right.
+	Scopes []Scope
+	// Networks, when set, limits the key to those networks (names without
+	// spaces).
+	Networks []string
+	// ExpiresAt, when set, is when the key stops working.
+	ExpiresAt time.Time
 }
 
 // CreatedAPIKey is a new key with its secret, which is not stored.
@@ -126,6 +140,8 @@ type ListThreadsParams struct {
 	OwnerID string
 	// ParentID, when set, lists only the children of that thread.
 	ParentID string
+	// Networks, when set, lists only the threads of those networks.
+	Networks []string
 	// Limit is the page size. Defaults to 50; at most 1000.
 	Limit int
 	// Cursor is the NextCursor of the previous page; "" is the first page.

@@ -51,7 +51,7 @@ func cmdMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	name := svc.Networks()[0].Name()
 	log.Info("baton mcp: serving over stdio", "network", name, "owner", *owner)
-	err = mcpserver.ServeStdio(ctx, srv, name, &server.Caller{Owner: *owner}, os.Stdin, os.Stdout)
+	err = mcpserver.ServeStdio(ctx, srv, name, &server.Caller{Owner: *owner, Scopes: []server.Scope{server.ScopeAdmin}}, os.Stdin, os.Stdout)
 	if err != nil && ctx.Err() == nil {
 		err = fmt.Errorf("mcp: %w", err)
 	} else {

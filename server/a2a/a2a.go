@@ -25,7 +25,10 @@ type Protocol struct{}
 func (Protocol) Mount(c server.Core) {
 	s := &api{c: c}
 	c.Handle("GET /a2a/{network}/.well-known/agent-card.json", server.Route{Public: true}, s.a2aCard)
-	c.Handle("POST /a2a/{network}", server.Route{Streaming: true}, s.a2aRPC)
+	// Reading a task needs the read scope; a method that starts, answers
+	// or cancels one checks for more (the core's StartTurn, Resume and
+	// Cancel do).
+	c.Handle("POST /a2a/{network}", server.Route{Scope: server.ScopeRead, Streaming: true}, s.a2aRPC)
 	if len(c.Networks()) == 1 {
 		c.Handle("GET /.well-known/agent-card.json", server.Route{Public: true}, s.a2aCard)
 	}
@@ -109,6 +112,9 @@ func (s *api) a2aRPC(w http.ResponseWriter, r *http.Request, c *server.Caller) e
 	nw, ok := s.c.Network(r.PathValue("network"))
 	if !ok {
 		return server.NotFound("network", r.PathValue("network"))
+	}
+	if err := c.RequireNetwork(nw.Name()); err != nil {
+		return err
 	}
 	h := &a2aHandler{s: s, nw: nw, c: c}
 	body, err := readBody(r)

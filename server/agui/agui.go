@@ -23,7 +23,7 @@ type Protocol struct{}
 // Mount registers the route.
 func (Protocol) Mount(c server.Core) {
 	s := &api{c: c}
-	c.Handle("POST /v1/agui/{network}", server.Route{Streaming: true}, s.aguiRun)
+	c.Handle("POST /v1/agui/{network}", server.Route{Scope: server.ScopeRun, Streaming: true}, s.aguiRun)
 }
 
 // api is the route's handler on a core.

@@ -35,8 +35,11 @@ func (Protocol) Mount(c server.Core) {
 			DisableLocalhostProtection: true,
 		})
 	}
+	// A session and its tool list need the read scope; a tool call starts
+	// a run (the run scope) and an approval decides (decide), which the
+	// core's StartTurn and Resume check.
 	for _, m := range []string{"POST", "GET", "DELETE"} {
-		c.Handle(m+" /mcp/{network}", server.Route{Streaming: true}, s.serve)
+		c.Handle(m+" /mcp/{network}", server.Route{Scope: server.ScopeRead, Streaming: true}, s.serve)
 	}
 }
 
@@ -58,6 +61,9 @@ func (s *api) serve(w http.ResponseWriter, r *http.Request, c *server.Caller) er
 	h, ok := s.handlers[r.PathValue("network")]
 	if !ok {
 		return server.NotFound("network", r.PathValue("network"))
+	}
+	if err := c.RequireNetwork(r.PathValue("network")); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

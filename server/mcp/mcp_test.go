@@ -289,7 +289,7 @@ func TestStdio(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
-		done <- mcp.ServeStdio(ctx, b.Srv, "support", &server.Caller{Owner: "alice"}, serverIn, serverOut)
+		done <- mcp.ServeStdio(ctx, b.Srv, "support", &server.Caller{Owner: "alice", Scopes: []server.Scope{server.ScopeAdmin}}, serverIn, serverOut)
 	}()
 	c := sdk.NewClient(&sdk.Implementation{Name: "baton-test", Version: "1"}, nil)
 	cs, err := c.Connect(t.Context(), &sdk.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
@@ -307,7 +307,7 @@ func TestStdio(t *testing.T) {
 	_ = cs.Close()
 	cancel()
 	<-done
-	if err := mcp.ServeStdio(t.Context(), b.Srv, "nope", &server.Caller{Owner: "alice"}, io.NopCloser(strings.NewReader("")), nopWriter{}); err == nil {
+	if err := mcp.ServeStdio(t.Context(), b.Srv, "nope", &server.Caller{Owner: "alice", Scopes: []server.Scope{server.ScopeAdmin}}, io.NopCloser(strings.NewReader("")), nopWriter{}); err == nil {
 		t.Error("an unknown network is served")
 	}
 }

@@ -28,8 +28,8 @@ type Protocol struct{}
 // Mount registers the routes.
 func (Protocol) Mount(c server.Core) {
 	s := &api{c: c}
-	rt := server.Route{ErrorBody: errorBody}
-	stream := server.Route{Streaming: true, ErrorBody: errorBody}
+	rt := server.Route{Scope: server.ScopeRead, ErrorBody: errorBody}
+	stream := server.Route{Scope: server.ScopeRun, Streaming: true, ErrorBody: errorBody}
 	c.Handle("GET /v1/models", rt, s.listModels)
 	c.Handle("GET /v1/models/{id}", rt, s.getModel)
 	c.Handle("POST /v1/chat/completions", stream, s.chatCompletions)
@@ -52,6 +52,9 @@ var startedAt = time.Now().Unix()
 func (s *api) listModels(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
 	out := wire.List[oai.Model]{Object: "list", Data: []oai.Model{}}
 	for _, n := range s.c.Networks() {
+		if !c.SeesNetwork(n.Name()) {
+			continue
+		}
 		out.Data = append(out.Data, oai.Model{ID: n.Name(), Object: "model", Created: startedAt, OwnedBy: "baton"})
 	}
 	server.WriteJSON(w, http.StatusOK, out)
@@ -61,7 +64,7 @@ func (s *api) listModels(w http.ResponseWriter, r *http.Request, c *server.Calle
 // getModel is OpenAI's GET /v1/models/{id}: a network, as a model.
 func (s *api) getModel(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
 	id := r.PathValue("id")
-	if _, ok := s.c.Network(id); !ok {
+	if _, ok := s.c.Network(id); !ok || !c.SeesNetwork(id) {
 		return unknownModel(id)
 	}
 	server.WriteJSON(w, http.StatusOK, oai.Model{ID: id, Object: "model", Created: startedAt, OwnedBy: "baton"})

@@ -46,6 +46,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 	}{
 		{"Owners", testOwners},
 		{"APIKeys", testAPIKeys},
+		{"APIKeyScopes", testAPIKeyScopes},
+		{"ThreadListNetworks", testThreadListNetworks},
 		{"ThreadCreateGet", testThreadCreateGet},
 		{"ThreadParent", testThreadParent},
 		{"ThreadWithMessages", testThreadWithMessages},

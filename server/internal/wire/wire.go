@@ -15,8 +15,11 @@ import (
 const (
 	ErrInvalidRequest = "invalid_request"
 	ErrUnauthorized   = "unauthorized"
-	ErrNotFound       = "not_found"
-	ErrConflict       = "conflict"
+	// ErrForbidden refuses a request its key's scopes or networks do not
+	// allow (403); the error's scope names the scope it lacks.
+	ErrForbidden = "forbidden"
+	ErrNotFound  = "not_found"
+	ErrConflict  = "conflict"
 	// ErrThreadBusy refuses a run on a thread with a run in progress, one
 	// waiting for a decision or a worker, or runs in its queue.
 	ErrThreadBusy = "thread_busy"
@@ -57,6 +60,8 @@ type ErrorExtra struct {
 	// what the first decision did (a [ThreadHandoffOutcome] for a thread
 	// handoff: the same child thread).
 	Outcome any `json:"outcome,omitempty"`
+	// Scope, on a 403, is the scope the request's key lacks.
+	Scope string `json:"scope,omitempty"`
 	// ThroughSeq and LastSeq, on a 409 stale_proposal, are the last message
 	// the summary covers and the thread's last message now.
 	ThroughSeq int64 `json:"through_seq,omitempty"`

@@ -4,6 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
+	"time"
+	"unicode"
 
 	"github.com/batonhq/baton/store"
 )
@@ -45,15 +48,17 @@ func (e *Engine) GetOwner(ctx context.Context, p *store.GetOwnerParams) (*store.
 	return readRow(ctx, e, p.ID, op+" "+p.ID, scanOwner, `SELECT `+ownerCols+` FROM owners WHERE id = $1`, p.ID)
 }
 
-const apiKeyCols = `id, owner_id, name, prefix, key_hash, created_at, revoked_at`
+const apiKeyCols = `id, owner_id, name, prefix, key_hash, created_at, revoked_at, scopes, networks, expires_at`
 
 func scanAPIKey(r Row) (*store.APIKey, error) {
 	var k store.APIKey
-	var created, revoked nullTime
-	if err := r.Scan(&k.ID, &k.OwnerID, &k.Name, &k.Prefix, &k.Hash, &created, &revoked); err != nil {
+	var created, revoked, expires nullTime
+	var scopes, networks string
+	if err := r.Scan(&k.ID, &k.OwnerID, &k.Name, &k.Prefix, &k.Hash, &created, &revoked, &scopes, &networks, &expires); err != nil {
 		return nil, err
 	}
-	k.CreatedAt, k.RevokedAt = created.T, revoked.T
+	k.CreatedAt, k.RevokedAt, k.ExpiresAt = created.T, revoked.T, expires.T
+	k.Scopes, k.Networks = store.SplitScopes(scopes), strings.Fields(networks)
 	return &k, nil
 }
 
@@ -67,15 +72,33 @@ func (e *Engine) CreateAPIKey(ctx context.Context, p *store.CreateAPIKeyParams) 
 	if secret == "" {
 		secret = store.NewAPIKeySecret()
 	}
+	scopes := p.Scopes
+	if len(scopes) == 0 {
+		scopes = []store.Scope{store.ScopeAdmin}
+	}
+	for _, sc := range scopes {
+		if !sc.Valid() {
+			return nil, e.wrap(op, invalid("Scopes: unknown scope %q", sc))
+		}
+	}
+	for _, n := range p.Networks {
+		if err := checkText("Networks", n, true); err != nil {
+			return nil, e.wrap(op, err)
+		}
+		if n == "" || strings.ContainsFunc(n, unicode.IsSpace) {
+			return nil, e.wrap(op, invalid("Networks: network name %q is empty or has spaces", n))
+		}
+	}
 	k, err := inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op, func(q Querier) (*store.APIKey, error) {
 		// The owner must exist; its row is invisible to other owners.
 		if err := exists(ctx, q, `SELECT 1 FROM owners WHERE id = $1`, p.OwnerID); err != nil {
 			return nil, err
 		}
 		last(q)
-		return scanAPIKey(q.QueryRow(ctx, `INSERT INTO api_keys (id, owner_id, name, prefix, key_hash, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+apiKeyCols,
-			newID(), p.OwnerID, p.Name, store.APIKeyPrefix(secret), store.HashAPIKey(secret), e.Dialect.Time(e.now())))
+		return scanAPIKey(q.QueryRow(ctx, `INSERT INTO api_keys (id, owner_id, name, prefix, key_hash, created_at, scopes, networks, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+apiKeyCols,
+			newID(), p.OwnerID, p.Name, store.APIKeyPrefix(secret), store.HashAPIKey(secret), e.Dialect.Time(e.now()),
+			store.JoinScopes(scopes), strings.Join(p.Networks, " "), e.Dialect.Time(p.ExpiresAt.UTC().Truncate(time.Microsecond))))
 	})
 	if err != nil {
 		return nil, err

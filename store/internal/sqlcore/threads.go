@@ -184,6 +184,22 @@ func (e *Engine) ListThreads(ctx context.Context, p *store.ListThreadsParams) (*
 		args = append(args, p.ParentID)
 		sb.WriteString(` AND parent_id = $` + strconv.Itoa(len(args)))
 	}
+	for _, n := range p.Networks {
+		if err := checkText("Networks", n, true); err != nil {
+			return nil, e.wrap(op, err)
+		}
+	}
+	if len(p.Networks) > 0 {
+		sb.WriteString(` AND network IN (`)
+		for i, n := range p.Networks {
+			if i > 0 {
+				sb.WriteString(`, `)
+			}
+			args = append(args, n)
+			sb.WriteString(`$` + strconv.Itoa(len(args)))
+		}
+		sb.WriteString(`)`)
+	}
 	if after {
 		args = append(args, e.Dialect.Time(afterAt), afterID)
 		n := len(args)
