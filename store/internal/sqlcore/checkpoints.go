@@ -167,128 +167,161 @@ func (e *Engine) LockRun(ctx context.Context, p *store.LockRunParams) error {
 // SaveCheckpoint implements [store.Ops].
 func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointParams) (*store.Checkpoint, error) {
 	const op = "save checkpoint"
-	if err := need(p, "OwnerID", p.OwnerID); err != nil {
+	w, err := newCheckpointWrite(p)
+	if err != nil {
 		return nil, e.wrap(op, err)
+	}
+	if err := e.write(ctx, p.OwnerID, func(q Querier) error { return w.insert(ctx, e, q) }); err != nil {
+		return nil, e.wrap(op+" of run "+w.s.RunID, err)
+	}
+	return w.cp, nil
+}
+
+// checkpointWrite is a SaveCheckpoint checked and encoded, before its
+// statements.
+type checkpointWrite struct {
+	p   *store.SaveCheckpointParams
+	s   *runstate.State // p.State, of the current version
+	b   []byte          // its stored form
+	nms []newMessage    // p.Messages
+	nt  *newThread      // p.NewThread
+	cp  *store.Checkpoint
+}
+
+// newCheckpointWrite checks p and encodes its state (in the stored form
+// when p.Rows names rows of its thread), its messages and its new thread.
+// Its errors are ErrInvalid, never a state that cannot be read back.
+func newCheckpointWrite(p *store.SaveCheckpointParams) (*checkpointWrite, error) {
+	if err := need(p, "OwnerID", p.OwnerID); err != nil {
+		return nil, err
 	}
 	if p.State == nil {
-		return nil, e.wrap(op, invalid("State is required"))
+		return nil, invalid("State is required")
 	}
 	if p.State.Step < 0 {
-		return nil, e.wrap(op, invalid("State.Step %d is negative", p.State.Step))
+		return nil, invalid("State.Step %d is negative", p.State.Step)
 	}
 	if err := checkTexts("State.", "RunID", p.State.RunID, "ThreadID", p.State.ThreadID, "Fingerprint", p.State.Fingerprint); err != nil {
-		return nil, e.wrap(op, err)
+		return nil, err
 	}
-	// Never write a state that cannot be read back.
 	if err := p.State.Validate(); err != nil {
-		return nil, e.wrap(op, invalid("state: %v", err))
+		return nil, invalid("state: %v", err)
 	}
-	s := new(runstate.State)
+	w := &checkpointWrite{p: p, s: new(runstate.State)}
+	s := w.s
 	*s = *p.State
 	s.SchemaVersion = runstate.SchemaVersion
 	rows := p.Rows
 	if s.ThreadID == "" {
 		rows = nil // no thread, no rows
 	}
-	b, err := runstate.EncodeStored(s, rows) // of the current version: not copied again
-	if err != nil {
-		return nil, e.wrap(op, invalid("%v", err))
+	var err error
+	if w.b, err = runstate.EncodeStored(s, rows); err != nil { // of the current version: not copied again
+		return nil, invalid("%v", err)
 	}
-	var nms []newMessage
 	if len(p.Messages) > 0 {
 		if s.ThreadID == "" {
-			return nil, e.wrap(op, invalid("Messages need State.ThreadID"))
+			return nil, invalid("Messages need State.ThreadID")
 		}
-		if nms, err = encodeNew(p.Messages); err != nil {
-			return nil, e.wrap(op, err)
+		if w.nms, err = encodeNew(p.Messages); err != nil {
+			return nil, err
 		}
 	}
-	nt, err := newThreadOf(p, s.ThreadID)
-	if err != nil {
-		return nil, e.wrap(op, err)
+	if w.nt, err = newThreadOf(p, s.ThreadID); err != nil {
+		return nil, err
 	}
-	cp := &store.Checkpoint{
+	w.cp = &store.Checkpoint{
 		ID: p.ID, OwnerID: p.OwnerID, ThreadID: s.ThreadID, RunID: s.RunID, Step: s.Step,
 		Fingerprint: s.Fingerprint, Status: s.Status, State: s, Rows: rows,
 	}
-	if cp.ID == "" {
-		cp.ID = newID()
+	if w.cp.ID == "" {
+		w.cp.ID = newID()
 	}
-	err = e.write(ctx, p.OwnerID, func(q Querier) error {
-		if err := e.Dialect.LockRun(ctx, q, p.OwnerID, s.RunID); err != nil {
+	return w, nil
+}
+
+// insert writes the checkpoint in q, with the run's lock, fenced: with its
+// new thread or its messages in one statement where the dialect can
+// (WritingCTE), deferred when p asks and q can (checkpointDeferred), else
+// one statement after another. It sets w.cp's time and parent.
+func (w *checkpointWrite) insert(ctx context.Context, e *Engine, q Querier) error {
+	p, s, cp, nt, nms := w.p, w.s, w.cp, w.nt, w.nms
+	if err := e.Dialect.LockRun(ctx, q, p.OwnerID, s.RunID); err != nil {
+		return err
+	}
+	// One statement reads the run's newest checkpoint and inserts only
+	// if the fence holds; the run's writers are serialised (LockRun, or
+	// SQLite's single writer), so nothing can slip in between. The
+	// newest checkpoint is one probe of the (owner_id, run_id, step)
+	// index, joined to a one-row relation so that a run without
+	// checkpoints still yields a row (latest.step NULL); on PostgreSQL
+	// this costs about 40 µs less than two scalar subqueries. The
+	// composite foreign key (thread_id, owner_id) rejects a thread that
+	// is missing or another owner's, as ErrNotFound.
+	at := e.now()
+	now := e.Dialect.Time(at)
+	args := []any{cp.ID, p.OwnerID, nullString(s.ThreadID), s.RunID, s.Step, string(s.Status),
+		s.Fingerprint, s.Network, now, w.b, p.ParentID}
+	var created nullTime
+	var parent nullStr
+	_, cte := e.Dialect.(WritingCTE)
+	var th *store.Thread // the new thread
+	var err error
+	if nt != nil && !cte {
+		// The thread first, then the checkpoint (below, with no
+		// messages: NewThread has them).
+		if th, err = createThread(ctx, q, nt.p, s.ThreadID, nt.md, nt.nms, now, false); err != nil {
 			return err
 		}
-		// One statement reads the run's newest checkpoint and inserts only
-		// if the fence holds; the run's writers are serialised (LockRun, or
-		// SQLite's single writer), so nothing can slip in between. The
-		// newest checkpoint is one probe of the (owner_id, run_id, step)
-		// index, joined to a one-row relation so that a run without
-		// checkpoints still yields a row (latest.step NULL); on PostgreSQL
-		// this costs about 40 µs less than two scalar subqueries. The
-		// composite foreign key (thread_id, owner_id) rejects a thread that
-		// is missing or another owner's, as ErrNotFound.
-		at := e.now()
-		now := e.Dialect.Time(at)
-		args := []any{cp.ID, p.OwnerID, nullString(s.ThreadID), s.RunID, s.Step, string(s.Status),
-			s.Fingerprint, s.Network, now, b, p.ParentID}
-		var created nullTime
-		var parent nullStr
-		_, cte := e.Dialect.(WritingCTE)
-		var th *store.Thread // the new thread
-		var err error
-		if nt != nil && !cte {
-			// The thread first, then the checkpoint (below, with no
-			// messages: NewThread has them).
-			if th, err = createThread(ctx, q, nt.p, s.ThreadID, nt.md, nt.nms, now, false); err != nil {
-				return err
-			}
-		}
-		if p.Deferred && p.Thread == nil && cte && checkpointDeferred(q, args, nt, nms, s) {
-			cp.CreatedAt, cp.ParentID = at, p.ParentID
-			return nil
-		}
-		switch {
-		case nt != nil && cte:
-			last(q)
-			th, err = checkpointCreateInOne(ctx, q, args, nt, &created, &parent)
-		case len(nms) > 0 && cte:
-			last(q)
-			err = checkpointAppendInOne(ctx, q, args, nms, p.Thread, &created, &parent)
-		default:
-			if len(nms) == 0 {
-				last(q)
-			}
-			err = q.QueryRow(ctx, insertCheckpoint, args...).Scan(&created, &parent)
-		}
-		if errors.Is(err, sql.ErrNoRows) {
-			stale := &store.StaleWriteError{RunID: s.RunID, Step: s.Step, ParentID: p.ParentID}
-			err = q.QueryRow(ctx, `SELECT id, step FROM checkpoints WHERE owner_id = $1 AND run_id = $2 ORDER BY step DESC LIMIT 1`,
-				p.OwnerID, s.RunID).Scan(&stale.LatestID, &stale.LatestStep)
-			if err != nil && !errors.Is(err, sql.ErrNoRows) {
-				return err
-			}
-			if stale.LatestID == cp.ID {
-				// Written, but the messages' thread was not found.
-				return sql.ErrNoRows
-			}
-			return stale
-		}
-		if err != nil {
-			return err
-		}
-		if th != nil && p.Thread != nil {
-			*p.Thread = *th
-		}
-		cp.CreatedAt, cp.ParentID = created.T, parent.S
-		if len(nms) > 0 && !cte {
-			return appendRows(ctx, q, p.OwnerID, s.ThreadID, p.Thread, nms, now)
-		}
+	}
+	if p.Deferred && p.Thread == nil && cte && checkpointDeferred(q, args, nt, nms, s) {
+		cp.CreatedAt, cp.ParentID = at, p.ParentID
 		return nil
-	})
-	if err != nil {
-		return nil, e.wrap(op+" of run "+s.RunID, err)
 	}
-	return cp, nil
+	switch {
+	case nt != nil && cte:
+		last(q)
+		th, err = checkpointCreateInOne(ctx, q, args, nt, &created, &parent)
+	case len(nms) > 0 && cte:
+		last(q)
+		err = checkpointAppendInOne(ctx, q, args, nms, p.Thread, &created, &parent)
+	default:
+		if len(nms) == 0 {
+			last(q)
+		}
+		err = q.QueryRow(ctx, insertCheckpoint, args...).Scan(&created, &parent)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return w.refused(ctx, q)
+	}
+	if err != nil {
+		return err
+	}
+	if th != nil && p.Thread != nil {
+		*p.Thread = *th
+	}
+	cp.CreatedAt, cp.ParentID = created.T, parent.S
+	if len(nms) > 0 && !cte {
+		return appendRows(ctx, q, p.OwnerID, s.ThreadID, p.Thread, nms, now)
+	}
+	return nil
+}
+
+// refused says why the fenced insert wrote nothing: a *StaleWriteError
+// naming the run's newest checkpoint, or sql.ErrNoRows when the checkpoint
+// was written but its messages' thread was not found.
+func (w *checkpointWrite) refused(ctx context.Context, q Querier) error {
+	p, s := w.p, w.s
+	stale := &store.StaleWriteError{RunID: s.RunID, Step: s.Step, ParentID: p.ParentID}
+	err := q.QueryRow(ctx, `SELECT id, step FROM checkpoints WHERE owner_id = $1 AND run_id = $2 ORDER BY step DESC LIMIT 1`,
+		p.OwnerID, s.RunID).Scan(&stale.LatestID, &stale.LatestStep)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	if stale.LatestID == w.cp.ID {
+		return sql.ErrNoRows
+	}
+	return stale
 }
 
 // GetCheckpoint implements [store.Ops].
