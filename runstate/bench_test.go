@@ -2,6 +2,7 @@ package runstate
 
 import (
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -52,5 +53,41 @@ func BenchmarkDecode(b *testing.B) {
 		if _, err := Decode(enc); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkEncodeStored: a step's stored form after a history of n rows
+// (the run's transcript: 4 messages), as the threads checkpointer writes
+// it. Its cost is the walk of the working history, one map probe and a
+// pointer compare per message; its bytes do not grow with n.
+func BenchmarkEncodeStored(b *testing.B) {
+	for _, n := range []int{10, 500} {
+		b.Run("history="+strconv.Itoa(n), func(b *testing.B) {
+			s := benchState()
+			tr := make([]message.Message, len(s.Transcript))
+			for i := range tr {
+				tr[i] = s.Transcript[i]
+				tr[i].ID = MessageID(s.RunID, i+1)
+			}
+			var hist []message.Message
+			var rows []Row
+			for i := range n {
+				m := message.User("history message " + strconv.Itoa(i))
+				m.ID = "m" + strconv.Itoa(i)
+				hist = append(hist, m)
+				rows = append(rows, Row{Seq: int64(i + 1), Message: m})
+			}
+			s.Transcript, s.Messages = tr, append(hist, tr...)
+			r := NewRows(len(tr), rows)
+			var size int
+			for b.Loop() {
+				out, err := EncodeStored(s, r)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(out)
+			}
+			b.ReportMetric(float64(size), "bytes")
+		})
 	}
 }
