@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -126,7 +127,8 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	fs.StringVar(&f.memoryDir, "memory-dir", "", "keep the agents' memory documents in DIR/<owner>/<agent>.md (default: in the database; every process serving the same threads must agree)")
 	fs.Var(f.tools, "tool", "implement tool NAME by an HTTP POST of its arguments to URL, with an Idempotency-Key header (repeatable; every process running the network must give the same): NAME=URL")
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", continuation.DefaultLeaseTTL, "how long a run this process executes (inline, or a continuation in its workers) survives the process unrenewed; then a baton serve or baton worker process adopts it (within lease-ttl × 1.5)")
-	fs.DurationVar(&f.inspectRetention, "inspect-retention", inspect.DefaultRetention, "keep the calls of runs recorded for the inspector (model requests and answers, tool calls, transfers: baton inspect, the steps API) this long; 0 records none")
+	f.inspectRetention = inspect.DefaultRetention
+	fs.Var((*retention)(&f.inspectRetention), "inspect-retention", "keep the calls of runs recorded for the inspector (model requests and answers, tool calls, transfers: baton inspect, the steps API) this long: days (7d) or a Go duration (36h, 90m); 0 records none")
 	fs.DurationVar(&f.retention, "checkpoint-retention", service.DefaultCheckpointRetention, "delete, in the background, the checkpoints older than this, except the latest of every run (what resume needs); those within it stay, for a fork from any step; 0 or less keeps them all")
 	if !background {
 		return
@@ -243,4 +245,48 @@ func telemetryFromEnv(metrics bool) (*telemetry.Telemetry, error) {
 	}
 	tcfg.Metrics = tcfg.Metrics && metrics
 	return telemetry.New(tcfg)
+}
+
+// retention is --inspect-retention: a number of days ("7d") or a Go
+// duration ("36h"); "0" keeps none.
+type retention time.Duration
+
+func (r *retention) String() string {
+	d := time.Duration(*r)
+	if d > 0 && d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
+}
+
+func (r *retention) Set(v string) error {
+	d, err := parseRetention(v)
+	if err != nil {
+		return err
+	}
+	*r = retention(d)
+	return nil
+}
+
+// maxRetentionDays bounds a retention in days (about 100 years).
+const maxRetentionDays = 36500
+
+// parseRetention parses a retention: "Nd" (whole days, at most 36 500), a
+// Go duration, or "0"; never negative.
+func parseRetention(v string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(v, "d"); ok && days != "" && strings.Trim(days, "0123456789") == "" {
+		n, err := strconv.Atoi(days)
+		if err != nil || n > maxRetentionDays {
+			return 0, fmt.Errorf("%q: at most %d days", v, maxRetentionDays)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want days (7d) or a duration (36h, 90m), 0 for none", v)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q: a retention cannot be negative", v)
+	}
+	return d, nil
 }

@@ -204,3 +204,26 @@ func threadText(t *testing.T, db, thread string) string {
 	}
 	return b.String()
 }
+
+// FuzzParseRetention: --inspect-retention accepts whole days or a Go
+// duration, never a negative one, and a value it accepts reads back the
+// same through the flag's String.
+func FuzzParseRetention(f *testing.F) {
+	for _, s := range []string{"7d", "0", "0d", "36h", "90m", "1h30m", "-1h", "d", "7dd", "1.5d", "99999999999999999999d", "36500d", "36501d", "", " 7d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseRetention(s)
+		if err != nil {
+			return
+		}
+		if d < 0 {
+			t.Fatalf("parseRetention(%q) = %v", s, d)
+		}
+		r := retention(d)
+		again, err := parseRetention(r.String())
+		if err != nil || again != d {
+			t.Fatalf("parseRetention(%q) = %v, String %q reads %v, %v", s, d, r.String(), again, err)
+		}
+	})
+}
