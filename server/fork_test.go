@@ -116,6 +116,23 @@ func testFork(t *testing.T, b *servertest.Bundle) {
 		t.Fatalf("fork mid-run messages %+v", got)
 	}
 
+	// At a tool result, edited: the fork's tool message holds the new output.
+	tool := messagesOf(t, b, mid.ID).Data[2]
+	r, edited := forkOf(t, b, b.KeyA, mid.ID, map[string]any{"at": tool.ID, "edit": map[string]any{"text": `{"status":"lost"}`}})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("fork at a tool result: %d %s", r.Status, r.Body)
+	}
+	var raw struct {
+		Data []struct {
+			Role  string
+			Parts []struct{ Type, Text string }
+		}
+	}
+	b.Do(t, b.KeyA, "GET", "/v1/threads/"+edited.ID+"/messages", nil).JSON(t, &raw)
+	if n := len(raw.Data); n != 3 || raw.Data[2].Role != "tool" || raw.Data[2].Parts[0].Type != "tool_result" || raw.Data[2].Parts[0].Text != `{"status":"lost"}` {
+		t.Fatalf("the edited tool result: %+v", raw)
+	}
+
 	// Refused: another owner, a point of another thread, bad bodies.
 	for _, c := range []struct {
 		key, thread string
