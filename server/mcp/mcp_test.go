@@ -316,3 +316,19 @@ type nopWriter struct{}
 
 func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (nopWriter) Close() error                { return nil }
+
+// A run handed to a background worker at a slow tool is followed to its
+// end: the result is the whole answer.
+func TestBackgroundRun(t *testing.T) {
+	t.Parallel()
+	b := servertest.Setup(t)
+	var cl client
+	cs := cl.connect(t, b, b.KeyA, "research", "")
+	res, o := call(t, cs, "research", map[string]any{"message": "How did EV sales develop in 2025?"})
+	if res.IsError || o.Status != "completed" || !strings.Contains(o.Answer, "RPT-42") {
+		t.Fatalf("result %s: %+v", text(res), o)
+	}
+	if streamed := cl.streamed(t, o.Answer); streamed != o.Answer {
+		t.Errorf("progress notifications carried %q, the answer is %q", streamed, o.Answer)
+	}
+}
