@@ -18,6 +18,10 @@ import (
 // messages are elsewhere); [DecodeStored] reads it and versions 1 and 2.
 const StoredVersion = 3
 
+// inlineTranscript is the longest transcript the stored form writes out
+// whole when the state names no history rows (see EncodeStored).
+const inlineTranscript = 8
+
 // The stored form's bounds: a reference to more rows than this is refused
 // as corrupt, before anything is allocated for it.
 const (
@@ -154,7 +158,8 @@ type storedFrame struct {
 // referred to by their count, and the messages of the working history and
 // of the stack that are transcript messages or rows.History are referred
 // to by position. A message that differs from the row it names is written
-// out. With rows nil it returns Encode(s).
+// out, and so is a transcript of at most 8 messages when no history row
+// is named (nothing to read back). With rows nil it returns Encode(s).
 func EncodeStored(s *State, rows *Rows) ([]byte, error) {
 	if rows == nil {
 		return Encode(s)
@@ -173,6 +178,22 @@ func EncodeStored(s *State, rows *Rows) ([]byte, error) {
 			break
 		}
 	}
+	e := encoder{s: s, rows: rows}
+	v.Messages = e.segments(s.Messages)
+	if s.Stack != nil {
+		v.Stack = make([]storedFrame, len(s.Stack))
+		for i := range s.Stack {
+			v.Stack[i] = storedFrame{Frame: s.Stack[i], Messages: e.segments(s.Stack[i].Messages)}
+			v.Stack[i].Frame.Messages = nil
+		}
+	}
+	if n <= inlineTranscript && !v.refersToRows() {
+		// A short run that names no history rows is written out whole:
+		// reading it back costs no query of its rows (a continuation's
+		// hand-over and claim, a first turn), and what it writes does
+		// not grow with a thread.
+		n = 0
+	}
 	v.TranscriptRows = n
 	v.Transcript = s.Transcript[n:]
 	if v.Transcript == nil {
@@ -183,15 +204,6 @@ func EncodeStored(s *State, rows *Rows) ([]byte, error) {
 		if m.Status != "" || m.FinishReason != "" || m.RequestID != "" || len(m.Metadata) > 0 || m.Parts == nil {
 			v.Marks = append(v.Marks, Mark{N: i, Status: m.Status, FinishReason: m.FinishReason, RequestID: m.RequestID,
 				Metadata: m.Metadata, NilParts: m.Parts == nil})
-		}
-	}
-	e := encoder{s: s, rows: rows}
-	v.Messages = e.segments(s.Messages)
-	if s.Stack != nil {
-		v.Stack = make([]storedFrame, len(s.Stack))
-		for i := range s.Stack {
-			v.Stack[i] = storedFrame{Frame: s.Stack[i], Messages: e.segments(s.Stack[i].Messages)}
-			v.Stack[i].Frame.Messages = nil
 		}
 	}
 	b, err := json.Marshal(&v)
@@ -505,6 +517,12 @@ func (d *decoder) messages(segs []Segment) ([]message.Message, error) {
 		}
 	}
 	return out, nil
+}
+
+// refersToRows reports whether v names thread rows by position.
+func (v *storedState) refersToRows() bool {
+	_, _, ok := (&Stored{v: v}).SeqRange()
+	return ok
 }
 
 // RefersToRows reports whether the state refers to rows of its thread by

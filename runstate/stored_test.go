@@ -310,3 +310,24 @@ func FuzzDecodeStored(f *testing.F) {
 		}
 	})
 }
+
+// TestStoredShortRun: a short run that names no history rows (a first
+// turn, a continuation) is written out whole: reading it back needs no
+// rows.
+func TestStoredShortRun(t *testing.T) {
+	t.Parallel()
+	st, _, th := storedFixture()
+	st.Messages, st.Stack, st.Transfer = append([]message.Message{}, st.Transcript...), nil, nil
+	b := must(runstate.EncodeStored(st, runstate.NewRows(3, nil)))
+	sd, err := runstate.DecodeStored(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sd.TranscriptRows() != 0 || sd.RefersToRows() {
+		t.Fatalf("a short run refers to rows: %s", b)
+	}
+	got, _ := th.load(t, st.Key(), b)
+	if w, g := must(runstate.Encode(st)), must(runstate.Encode(got)); !bytes.Equal(w, g) {
+		t.Fatalf("rebuilt state differs:\nwant %s\ngot  %s", w, g)
+	}
+}

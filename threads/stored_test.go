@@ -76,7 +76,7 @@ func TestStoredForms(t *testing.T) {
 					t.Fatalf("resume: %+v, %v, %d refunds", end, err, refunds.Load())
 				}
 				last, err := st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: cp.RunID})
-				if err != nil || last.Rows == nil || last.Rows.Transcript != len(last.State.Transcript) {
+				if err != nil || last.Rows == nil || (!old && last.Rows.Transcript != len(last.State.Transcript)) {
 					t.Fatalf("the resumed run's last checkpoint: %+v, %v", last, err)
 				}
 				msgs, err := st.ListMessages(ctx, &store.ListMessagesParams{OwnerID: owner, ThreadID: id})
