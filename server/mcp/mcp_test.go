@@ -40,7 +40,7 @@ type client struct {
 	answer   func(*sdk.ElicitRequest) *sdk.ElicitResult
 }
 
-func (cl *client) connect(t *testing.T, b *servertest.Bundle, key, network, version string) *sdk.ClientSession {
+func (cl *client) connect(t testing.TB, b *servertest.Bundle, key, network, version string) *sdk.ClientSession {
 	t.Helper()
 	cl.more = make(chan struct{}, 1)
 	opts := &sdk.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *sdk.ProgressNotificationClientRequest) {
