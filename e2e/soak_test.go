@@ -25,8 +25,9 @@ const soakBound = 2 * time.Minute
 // TestSoak is the chaos soak (bench/soak: 5 minutes; here
 // BATON_SOAK_DURATION, 60 s by default): three `baton serve` replicas
 // behind HAProxy and two `baton worker`s on a private PostgreSQL server
-// (testdb.Cluster), clients holding two-turn conversations (inline, tool
-// calls handed to the background, transfers) without pause through
+// (testdb.Cluster), clients holding conversations (two turns: inline,
+// tool calls handed to the background, transfers; one turn: a refund the
+// client approves) without pause through
 // HAProxy, a SIGKILL of a random replica or worker every 2–5 s (restarted
 // at once), and one PostgreSQL restart (fast) halfway. It reports the
 // turns accepted, answered, lost, duplicated and stuck, the longest stall
@@ -94,6 +95,12 @@ func TestSoak(t *testing.T) {
 	sk.report(kills, restarted, d)
 }
 
+// soakPaths are the soak's conversations: paths' two turns, and one turn
+// that waits for an approval.
+var soakPaths = []string{"inline", "background", "transfer", "approve"}
+
+const approveInput = "[approve] Please refund order 1234."
+
 // soakTurn is one turn a client asked for.
 type soakTurn struct {
 	thread, input string
@@ -125,7 +132,7 @@ func (sk *soak) fault(format string, args ...any) {
 // checks, as an idempotent client does).
 func (sk *soak) client(ctx context.Context, i int) {
 	for n := 0; ctx.Err() == nil; n++ {
-		path := pathNames[(i+n)%len(pathNames)]
+		path := soakPaths[(i+n)%len(soakPaths)]
 		var thread string
 		for ctx.Err() == nil {
 			th, err := sk.c.api.createThread(ctx)
@@ -141,6 +148,12 @@ func (sk *soak) client(ctx context.Context, i int) {
 		sk.mu.Lock()
 		sk.threads = append(sk.threads, thread)
 		sk.mu.Unlock()
+		if path == "approve" {
+			// One turn: a refund that waits for a person's approval, which
+			// the client gives.
+			sk.turn(ctx, thread, approveInput)
+			continue
+		}
 		for round := range 2 {
 			if !sk.turn(ctx, thread, paths[path][round]) {
 				break
@@ -223,6 +236,9 @@ func (sk *soak) holds(ctx context.Context, thread, input string) bool {
 func (sk *soak) await(ctx context.Context, thread, input string) bool {
 	for ctx.Err() == nil {
 		if r, err := sk.c.api.latestRun(ctx, thread); err == nil && r != nil {
+			if r.Status == "interrupted" {
+				sk.approve(ctx, thread, r.ID)
+			}
 			switch r.Status {
 			case "completed", "failed", "cancelled":
 				sk.mu.Lock()
@@ -236,6 +252,24 @@ func (sk *soak) await(ctx context.Context, thread, input string) bool {
 		sleepCtx(ctx, 100*time.Millisecond)
 	}
 	return false
+}
+
+// approve approves the interrupt of run (an answer lost is retried: a
+// second decision is refused as a conflict).
+func (sk *soak) approve(ctx context.Context, thread, run string) {
+	var r struct {
+		Interrupt *struct {
+			ID string `json:"interrupt_id"`
+		} `json:"interrupt"`
+	}
+	if err := sk.c.api.do(ctx, http.MethodGet, "/v1/threads/"+thread+"/runs/"+run, nil, &r); err != nil || r.Interrupt == nil {
+		return
+	}
+	err := sk.c.api.do(ctx, http.MethodPost, "/v1/interrupts/"+r.Interrupt.ID+"/decision", map[string]any{"type": "approve"}, nil)
+	var he *httpError
+	if err != nil && errors.As(err, &he) && he.status != http.StatusConflict && he.status != http.StatusServiceUnavailable && he.status != http.StatusBadGateway && he.status != http.StatusGatewayTimeout {
+		sk.fault("approving run %s: %v", run, err)
+	}
 }
 
 // settle waits, within soakBound of the chaos's end, for every accepted

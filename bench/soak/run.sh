@@ -4,7 +4,8 @@
 # PostgreSQL server (started by the test with the Debian binaries under
 # /usr/lib/postgresql/*/bin, on a free port: the shared database is never
 # restarted), clients holding two-turn conversations (inline, background
-# continuations, transfers) through HAProxy, a SIGKILL of a random replica
+# continuations, transfers; a refund the client approves) through HAProxy,
+# a SIGKILL of a random replica
 # or worker every 2–5 s, one PostgreSQL restart halfway. It prints and
 # appends to bench/results/soak.txt: turns accepted, answered, lost,
 # duplicated and stuck, the longest stall and the p99 turn latency; it
