@@ -292,3 +292,38 @@ func TestStepsBackground(t *testing.T) {
 		}
 	})
 }
+
+// TestStepsAfterPrune: a run whose older checkpoints the checkpoints'
+// retention pruned still lists its steps: every recorded call, and the
+// waits of the checkpoints left.
+func TestStepsAfterPrune(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, openStore func(testing.TB) store.Store) {
+		ctx := t.Context()
+		st := openStore(t)
+		n := open(t, st, service.Config{})
+		end := turn(t, n.Threads.Turn(ctx, "ann", "I want a refund for order 1234", threads.TurnOptions{}))
+		deleted := 0
+		for p := (&store.PruneCheckpointsParams{Before: time.Now().Add(time.Minute)}); ; {
+			res, err := st.PruneCheckpoints(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			deleted += res.Deleted
+			if p.After = res.Next; p.After == "" {
+				break
+			}
+		}
+		if deleted == 0 {
+			t.Fatal("the prune deleted no checkpoint; the test proves nothing")
+		}
+		r, err := inspect.Steps(ctx, st, "ann", "", end.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "model_call:triage: transfer:triage:refunds model_call:refunds: tool_call:refunds:lookup_order model_call:refunds: approval:refunds:issue_refund"
+		if got := types(r); got != want {
+			t.Fatalf("steps after the prune\n  %s\nwant\n  %s", got, want)
+		}
+	})
+}

@@ -118,7 +118,13 @@ func steps(ctx context.Context, st store.Ops, owner, threadID, runID string) (*R
 	}
 	cps := []*store.Checkpoint{latest}
 	for cp := latest; cp.ParentID != "" && len(cps) < maxChain; {
-		if cp, err = st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ParentID}); err != nil {
+		cp, err = st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ParentID})
+		if errors.Is(err, store.ErrNotFound) {
+			// Pruned by the checkpoints' retention: the waits before it
+			// are not listed (the calls still are).
+			break
+		}
+		if err != nil {
 			return nil, nil, fmt.Errorf("inspect: run %s: %w", runID, err)
 		}
 		cps = append(cps, cp)
