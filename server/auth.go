@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -231,4 +232,16 @@ func (rl *rateLimiter) allow(key string, now time.Time) (bool, time.Duration) {
 	}
 	wait := time.Duration((1 - b.tokens) / rl.rate * float64(time.Second))
 	return false, wait
+}
+
+// actor is the caller as the audit log names it.
+func (c *Caller) actor() store.Actor { return store.Actor{KeyID: c.KeyID, RequestID: c.RequestID} }
+
+// withActor returns ctx carrying the caller as the actor (a run resumed by
+// a decision executes in the server's context, not the request's).
+func withActor(ctx context.Context, c *Caller) context.Context {
+	if c == nil {
+		return ctx
+	}
+	return store.ContextWithActor(ctx, c.actor())
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -36,6 +37,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request, c *Caller) er
 		return err
 	}
 	s.refresh(c.Owner, cp)
+	s.auditCancel(r.Context(), c, nw, cp)
 	WriteJSON(w, http.StatusOK, runView(cp, nw.name))
 	return nil
 }
@@ -120,4 +122,15 @@ func (s *Server) resultNow(ctx context.Context, run *Run) wire.Run {
 		return out
 	}
 	return runView(cp, out.Network)
+}
+
+// auditCancel records a cancel in the owner's audit log. A failure to
+// record it is logged: the run is cancelled either way.
+func (s *Server) auditCancel(ctx context.Context, c *Caller, nw *Network, cp *store.Checkpoint) {
+	detail, _ := json.Marshal(map[string]string{"status": string(cp.State.Status)})
+	_, err := s.st.AppendAudit(context.WithoutCancel(ctx), &store.AppendAuditParams{OwnerID: c.Owner, Kind: store.AuditRunCancel, KeyID: c.KeyID,
+		Actor: store.ActorAPIKey, RequestID: c.RequestID, ThreadID: cp.ThreadID, RunID: cp.RunID, Network: nw.name, Detail: detail})
+	if err != nil {
+		s.log.ErrorContext(ctx, "audit of a cancel failed", "run_id", cp.RunID, "error", err)
+	}
 }

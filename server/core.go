@@ -265,7 +265,7 @@ func (s *Server) Resume(ctx context.Context, c *Caller, nw *Network, cp *store.C
 	}
 	opts := append([]runner.RunOption{runner.WithDecisions(decisions...)}, nw.inlineOptions()...)
 	return s.launch(ctx, c.Owner, cp.ThreadID, cp.RunID, nw, &runlog.Cursor{Seq: cp.State.Seq}, func(rctx context.Context) iter.Seq2[runner.Event, error] {
-		return nw.svc.Resume(rctx, c.Owner, cp.RunID, opts...)
+		return nw.svc.Resume(withActor(rctx, c), c.Owner, cp.RunID, opts...)
 	})
 }
 
@@ -319,6 +319,7 @@ func (s *Server) Cancel(ctx context.Context, c *Caller, nw *Network, threadID, r
 	if err != nil {
 		return nil, err
 	}
+	s.auditCancel(ctx, c, nw, cp)
 	return s.refresh(c.Owner, cp), nil
 }
 

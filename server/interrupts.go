@@ -179,7 +179,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c *Caller) error
 	}
 	opts := append([]runner.RunOption{runner.WithDecisions(decisions...)}, nw.inlineOptions()...)
 	run, err := s.launch(ctx, c.Owner, cp.ThreadID, cp.RunID, nw, &runlog.Cursor{Seq: cp.State.Seq}, func(rctx context.Context) iter.Seq2[runner.Event, error] {
-		return nw.svc.Resume(rctx, c.Owner, cp.RunID, opts...)
+		return nw.svc.Resume(withActor(rctx, c), c.Owner, cp.RunID, opts...)
 	})
 	if err != nil {
 		return err

@@ -250,6 +250,7 @@ func (s *Server) routes() {
 	s.Handle("POST /v1/threads/{id}/handoff", run, s.threadHandoff)
 	s.Handle("POST /v1/threads/{id}/fork", run, s.fork)
 	s.Handle("GET /v1/interrupts/{id}", read, s.getInterrupt)
+	s.Handle("GET /v1/audit", Route{Scope: ScopeAdmin}, s.listAudit)
 	s.Handle("POST /v1/interrupts/{id}/decision", Route{Scope: ScopeDecide, Streaming: true}, s.decide)
 	for _, p := range s.cfg.Protocols {
 		p.Mount(s)
@@ -291,13 +292,15 @@ func (s *Server) Handle(pattern string, rt Route, h Handler) {
 			rc := *c // the cached Caller is shared: the request's own copy
 			rc.RequestID = w.Header().Get(RequestIDHeader)
 			c = &rc
+			// What the request decides is recorded as the key's doing.
+			ctx := store.ContextWithActor(context.WithValue(r.Context(), callerKey{}, c), c.actor())
 			if ok, wait := s.limiter.allow(c.KeyID, time.Now()); !ok {
 				e := Errorf(http.StatusTooManyRequests, wire.ErrRateLimited, "rate limit of %g requests per second exceeded; retry in %s", s.cfg.RateLimit, wait.Round(time.Millisecond))
 				e.RetryAfter = int(math.Ceil(wait.Seconds()))
 				writeError(w, r, e)
 				return
 			}
-			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+			r = r.WithContext(ctx)
 		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)

@@ -112,6 +112,14 @@ type DecideInterruptParams struct {
 	// required.
 	Decision json.RawMessage
 	Outcome  json.RawMessage
+	// DecidedBy, when set on a decision (Status [InterruptDecided]), is who
+	// decided: the outcome, a JSON object, gains "decided_by" ({"key_id",
+	// "request_id"}), and an [AuditEvent] of AuditKind is appended in the
+	// same transaction, its detail the decision.
+	DecidedBy *Actor
+	// AuditKind is the kind of that event: [AuditRunDecision] or
+	// [AuditThreadHandoffDecision].
+	AuditKind string
 }
 
 // NotPendingError is returned by [Ops.DecideInterrupt] for an interrupt that

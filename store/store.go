@@ -107,6 +107,11 @@ type Ops interface {
 	// RevokeAPIKey revokes a key. Revoking a revoked key changes nothing.
 	RevokeAPIKey(ctx context.Context, params *RevokeAPIKeyParams) (*APIKey, error)
 
+	// AppendAudit appends an event to the owner's audit log.
+	AppendAudit(ctx context.Context, params *AppendAuditParams) (*AuditEvent, error)
+	// ListAudit lists the owner's audit events, newest first.
+	ListAudit(ctx context.Context, params *ListAuditParams) (*AuditPage, error)
+
 	// CreateThread creates a thread for an existing owner, with its first
 	// messages when params has some. A parent thread must exist and belong
 	// to the same owner. An ID that is taken is [ErrConflict].

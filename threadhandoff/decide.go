@@ -208,8 +208,13 @@ func (s *Service) Decide(ctx context.Context, p *DecideParams) (*Outcome, error)
 // markDecided records d and out on the proposal, compare-and-swap on its
 // status, in tx.
 func (s *Service) markDecided(ctx context.Context, tx store.Tx, prop *Proposal, d Decision, out *Outcome) error {
-	_, err := tx.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: prop.Owner, ID: prop.HandoffID, Status: store.InterruptDecided,
-		Decision: mustJSON(d), Outcome: mustJSON(out)})
+	dp := &store.DecideInterruptParams{OwnerID: prop.Owner, ID: prop.HandoffID, Status: store.InterruptDecided,
+		Decision: mustJSON(d), Outcome: mustJSON(out)}
+	if a, ok := store.ActorFromContext(ctx); ok {
+		// Who decided: named in the outcome, and audited with it.
+		dp.DecidedBy, dp.AuditKind = &a, store.AuditThreadHandoffDecision
+	}
+	_, err := tx.DecideInterrupt(ctx, dp)
 	return err
 }
 

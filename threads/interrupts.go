@@ -63,8 +63,13 @@ func (interruptExtension) AtBoundary(ctx context.Context, b *runner.Boundary) er
 	if b.Answered != "" {
 		decision, _ := json.Marshal(RunInterruptDecision{Decisions: b.Decisions})
 		outcome, _ := json.Marshal(RunInterruptOutcome{RunID: st.RunID, CheckpointID: b.CheckpointID})
-		_, err := tx.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: owner, ID: b.Answered, Status: store.InterruptDecided,
-			Decision: decision, Outcome: outcome})
+		dp := &store.DecideInterruptParams{OwnerID: owner, ID: b.Answered, Status: store.InterruptDecided,
+			Decision: decision, Outcome: outcome}
+		if a, ok := store.ActorFromContext(ctx); ok {
+			// Who decided: named in the outcome, and audited with it.
+			dp.DecidedBy, dp.AuditKind = &a, store.AuditRunDecision
+		}
+		_, err := tx.DecideInterrupt(ctx, dp)
 		// An interrupt that was never stored (a run stopped by a runner
 		// without this extension) has nothing to decide.
 		if err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -89,7 +90,14 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: *owner, Name: *owner}); err != nil {
 			return err
 		}
-		k, err := st.CreateAPIKey(ctx, &params)
+		var k *store.CreatedAPIKey
+		err := st.Tx(ctx, func(tx store.Tx) error {
+			var err error
+			if k, err = tx.CreateAPIKey(ctx, &params); err != nil {
+				return err
+			}
+			return auditKey(ctx, tx, store.AuditKeyCreate, k.Key)
+		})
 		if err != nil {
 			return err
 		}
@@ -115,7 +123,14 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		return tw.Flush()
 	default:
-		k, err := st.RevokeAPIKey(ctx, &store.RevokeAPIKeyParams{OwnerID: *owner, ID: fs.Arg(0)})
+		var k *store.APIKey
+		err := st.Tx(ctx, func(tx store.Tx) error {
+			var err error
+			if k, err = tx.RevokeAPIKey(ctx, &store.RevokeAPIKeyParams{OwnerID: *owner, ID: fs.Arg(0)}); err != nil {
+				return err
+			}
+			return auditKey(ctx, tx, store.AuditKeyRevoke, k)
+		})
 		if errors.Is(err, store.ErrNotFound) {
 			return usagef("owner %s has no key %s", *owner, fs.Arg(0))
 		}
@@ -211,4 +226,22 @@ func expiryText(t time.Time) string {
 		return "never"
 	}
 	return t.Format(time.RFC3339)
+}
+
+// auditKey records a key created or revoked on the command line in the
+// owner's audit log, in the transaction that does it.
+func auditKey(ctx context.Context, tx store.Tx, kind string, k *store.APIKey) error {
+	detail := map[string]any{"name": k.Name, "prefix": k.Prefix, "scopes": k.Scopes, "networks": k.Networks}
+	if !k.ExpiresAt.IsZero() {
+		detail["expires_at"] = k.ExpiresAt
+	}
+	if !k.RevokedAt.IsZero() {
+		detail["revoked_at"] = k.RevokedAt
+	}
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return err
+	}
+	_, err = tx.AppendAudit(ctx, &store.AppendAuditParams{OwnerID: k.OwnerID, Kind: kind, KeyID: k.ID, Actor: store.ActorCLI, Detail: b})
+	return err
 }

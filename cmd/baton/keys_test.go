@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/store"
 )
 
 // TestKeysScopes creates a scoped, network-limited, expiring key and an
@@ -46,6 +48,28 @@ func TestKeysScopes(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "keys", "list", "--database", db, "--owner", "acme", "--scope", "read"); code != 2 {
 		t.Errorf("keys list --scope = %d, %q: want a usage error", code, stderr)
+	}
+
+	// Each key created or revoked is in the owner's audit log.
+	id := strings.Fields(lines[1])[0]
+	if code, _, stderr := runCLI(t, "keys", "revoke", "--database", db, "--owner", "acme", id); code != 0 {
+		t.Fatalf("keys revoke = %d, %q", code, stderr)
+	}
+	st, err := openStore(t.Context(), db, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	page, err := st.ListAudit(t.Context(), &store.ListAuditParams{OwnerID: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != 3 || page.Events[0].Kind != store.AuditKeyRevoke || page.Events[0].KeyID != id || page.Events[0].Actor != store.ActorCLI ||
+		page.Events[2].Kind != store.AuditKeyCreate || page.Events[2].KeyID != id || !strings.Contains(string(page.Events[2].Detail), `"scopes":["read","decide"]`) {
+		for _, ev := range page.Events {
+			t.Logf("%+v %s", ev, ev.Detail)
+		}
+		t.Fatalf("audit log of the keys: %d events", len(page.Events))
 	}
 }
 

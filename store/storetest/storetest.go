@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"Owners", testOwners},
 		{"APIKeys", testAPIKeys},
 		{"APIKeyScopes", testAPIKeyScopes},
+		{"Audit", testAudit},
 		{"ThreadListNetworks", testThreadListNetworks},
 		{"ThreadCreateGet", testThreadCreateGet},
 		{"ThreadParent", testThreadParent},

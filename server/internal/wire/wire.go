@@ -345,3 +345,21 @@ type ForkEdit struct {
 	Text    string `json:"text"`
 	IsError bool   `json:"is_error,omitempty"`
 }
+
+// AuditEvent is an event of GET /v1/audit: a decision, a cancel, an API key
+// created or revoked.
+type AuditEvent struct {
+	ID          string          `json:"id"`
+	Object      string          `json:"object"` // "audit_event"
+	Kind        string          `json:"kind"`
+	KeyID       string          `json:"key_id"`
+	Actor       string          `json:"actor"`
+	Owner       string          `json:"owner"`
+	RequestID   string          `json:"request_id,omitempty"`
+	ThreadID    string          `json:"thread_id,omitempty"`
+	RunID       string          `json:"run_id,omitempty"`
+	InterruptID string          `json:"interrupt_id,omitempty"`
+	Network     string          `json:"network,omitempty"`
+	Detail      json.RawMessage `json:"detail,omitempty"`
+	CreatedAt   time.Time       `json:"created_at"`
+}

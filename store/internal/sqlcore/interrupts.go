@@ -158,6 +158,22 @@ func (e *Engine) DecideInterrupt(ctx context.Context, p *store.DecideInterruptPa
 	if len(p.Outcome) == 0 {
 		return nil, e.wrap(op, invalid("Outcome is required"))
 	}
+	audit := p.DecidedBy != nil && p.Status == store.InterruptDecided
+	if audit {
+		if err := checkTexts("DecidedBy.", "KeyID", p.DecidedBy.KeyID, "RequestID", p.DecidedBy.RequestID, "AuditKind", p.AuditKind); err != nil {
+			return nil, e.wrap(op, err)
+		}
+		if p.AuditKind == "" {
+			return nil, e.wrap(op, invalid("AuditKind is required with DecidedBy"))
+		}
+		o, err := decidedBy(p.Outcome, p.DecidedBy)
+		if err != nil {
+			return nil, e.wrap(op, err)
+		}
+		p2 := *p
+		p2.Outcome = o
+		p = &p2
+	}
 	outcome, err := nullJSON("Outcome", p.Outcome)
 	if err != nil {
 		return nil, e.wrap(op, err)
@@ -166,10 +182,20 @@ func (e *Engine) DecideInterrupt(ctx context.Context, p *store.DecideInterruptPa
 		// The status condition is checked again after waiting for a
 		// concurrent decider's lock: of two deciders one updates the row
 		// and the other nothing.
-		last(q)
+		if !audit {
+			last(q)
+		}
 		in, err := scanInterrupt(q.QueryRow(ctx, `UPDATE interrupts SET status = $3, decision = $4, outcome = $5, decided_at = $6
 			WHERE owner_id = $1 AND id = $2 AND status = 'pending' RETURNING `+interruptCols,
 			p.OwnerID, p.ID, p.Status, decision, outcome, e.Dialect.Time(e.now())))
+		if err == nil && audit {
+			// The decision's record, in its transaction.
+			last(q)
+			_, err = e.appendAudit(ctx, q, &store.AppendAuditParams{OwnerID: p.OwnerID, Kind: p.AuditKind, KeyID: p.DecidedBy.KeyID,
+				Actor: store.ActorAPIKey, RequestID: p.DecidedBy.RequestID, ThreadID: in.ThreadID, RunID: in.RunID, InterruptID: in.ID,
+				Network: in.Network}, decision)
+			return in, err
+		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return in, err
 		}
