@@ -87,59 +87,74 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer st.Close()
 	switch sub {
 	case "create":
-		if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: *owner, Name: *owner}); err != nil {
-			return err
-		}
-		var k *store.CreatedAPIKey
-		err := st.Tx(ctx, func(tx store.Tx) error {
-			var err error
-			if k, err = tx.CreateAPIKey(ctx, &params); err != nil {
-				return err
-			}
-			return auditKey(ctx, tx, store.AuditKeyCreate, k.Key)
-		})
-		if err != nil {
-			return err
-		}
-		// The secret alone on stdout, for scripts; the rest on stderr.
-		fmt.Fprintln(stdout, k.Secret)
-		fmt.Fprintf(stderr, "created key %s (prefix %s) for owner %s, scopes %s, networks %s, expires %s: this is the only time the key is shown\n",
-			k.Key.ID, k.Key.Prefix, *owner, scopeText(k.Key.Scopes), networksText(k.Key.Networks), expiryText(k.Key.ExpiresAt))
-		return nil
+		return keysCreate(ctx, st, &params, stdout, stderr)
 	case "list":
-		keys, err := st.ListAPIKeys(ctx, &store.ListAPIKeysParams{OwnerID: *owner})
-		if err != nil {
-			return err
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tPREFIX\tNAME\tSCOPES\tNETWORKS\tCREATED\tEXPIRES\tREVOKED")
-		for _, k := range keys {
-			revoked := "-"
-			if !k.RevokedAt.IsZero() {
-				revoked = k.RevokedAt.Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Name, scopeText(k.Scopes), networksText(k.Networks),
-				k.CreatedAt.Format(time.RFC3339), expiryText(k.ExpiresAt), revoked)
-		}
-		return tw.Flush()
+		return keysList(ctx, st, *owner, stdout)
 	default:
-		var k *store.APIKey
-		err := st.Tx(ctx, func(tx store.Tx) error {
-			var err error
-			if k, err = tx.RevokeAPIKey(ctx, &store.RevokeAPIKeyParams{OwnerID: *owner, ID: fs.Arg(0)}); err != nil {
-				return err
-			}
-			return auditKey(ctx, tx, store.AuditKeyRevoke, k)
-		})
-		if errors.Is(err, store.ErrNotFound) {
-			return usagef("owner %s has no key %s", *owner, fs.Arg(0))
-		}
-		if err != nil {
+		return keysRevoke(ctx, st, *owner, fs.Arg(0), stdout)
+	}
+}
+
+// keysCreate creates the key of params, with its audit event, and prints
+// its secret alone on stdout (for scripts), the rest on stderr.
+func keysCreate(ctx context.Context, st store.Store, params *store.CreateAPIKeyParams, stdout, stderr io.Writer) error {
+	if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: params.OwnerID, Name: params.OwnerID}); err != nil {
+		return err
+	}
+	var k *store.CreatedAPIKey
+	err := st.Tx(ctx, func(tx store.Tx) error {
+		var err error
+		if k, err = tx.CreateAPIKey(ctx, params); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "revoked key %s (prefix %s) of owner %s at %s\n", k.ID, k.Prefix, *owner, k.RevokedAt.Format(time.RFC3339))
-		return nil
+		return auditKey(ctx, tx, store.AuditKeyCreate, k.Key)
+	})
+	if err != nil {
+		return err
 	}
+	fmt.Fprintln(stdout, k.Secret)
+	fmt.Fprintf(stderr, "created key %s (prefix %s) for owner %s, scopes %s, networks %s, expires %s: this is the only time the key is shown\n",
+		k.Key.ID, k.Key.Prefix, params.OwnerID, scopeText(k.Key.Scopes), networksText(k.Key.Networks), expiryText(k.Key.ExpiresAt))
+	return nil
+}
+
+// keysList prints the keys of owner as a table.
+func keysList(ctx context.Context, st store.Store, owner string, stdout io.Writer) error {
+	keys, err := st.ListAPIKeys(ctx, &store.ListAPIKeysParams{OwnerID: owner})
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPREFIX\tNAME\tSCOPES\tNETWORKS\tCREATED\tEXPIRES\tREVOKED")
+	for _, k := range keys {
+		revoked := "-"
+		if !k.RevokedAt.IsZero() {
+			revoked = k.RevokedAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Name, scopeText(k.Scopes), networksText(k.Networks),
+			k.CreatedAt.Format(time.RFC3339), expiryText(k.ExpiresAt), revoked)
+	}
+	return tw.Flush()
+}
+
+// keysRevoke revokes owner's key id, with its audit event.
+func keysRevoke(ctx context.Context, st store.Store, owner, id string, stdout io.Writer) error {
+	var k *store.APIKey
+	err := st.Tx(ctx, func(tx store.Tx) error {
+		var err error
+		if k, err = tx.RevokeAPIKey(ctx, &store.RevokeAPIKeyParams{OwnerID: owner, ID: id}); err != nil {
+			return err
+		}
+		return auditKey(ctx, tx, store.AuditKeyRevoke, k)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return usagef("owner %s has no key %s", owner, id)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "revoked key %s (prefix %s) of owner %s at %s\n", k.ID, k.Prefix, owner, k.RevokedAt.Format(time.RFC3339))
+	return nil
 }
 
 // keyParams are the params of baton keys create: scopes parsed

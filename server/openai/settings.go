@@ -70,30 +70,42 @@ func refuseUnsupported(q *oai.OpenAIRequest) error {
 // settings are the model settings of the request's fields, checked.
 func settings(q *oai.OpenAIRequest, k knobs) (model.Settings, error) {
 	var st model.Settings
+	if err := sampling(q, k, &st); err != nil {
+		return st, err
+	}
+	if err := bestEffort(q, k, &st); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// sampling sets st's sampling and output settings: temperature, top_p,
+// the output token limit, stop sequences and reasoning effort.
+func sampling(q *oai.OpenAIRequest, k knobs, st *model.Settings) error {
 	if q.Temperature != nil {
 		if *q.Temperature < 0 || *q.Temperature > 2 {
-			return st, server.BadParam("temperature", "temperature must be between 0 and 2")
+			return server.BadParam("temperature", "temperature must be between 0 and 2")
 		}
 		st.Temperature = q.Temperature
 	}
 	if q.TopP != nil {
 		if *q.TopP < 0 || *q.TopP > 1 {
-			return st, server.BadParam("top_p", "top_p must be between 0 and 1")
+			return server.BadParam("top_p", "top_p must be between 0 and 1")
 		}
 		st.TopP = q.TopP
 	}
 	if k.maxTokens != nil {
 		if *k.maxTokens < 1 {
-			return st, server.BadParam("max_tokens", "the output token limit must be at least 1")
+			return server.BadParam("max_tokens", "the output token limit must be at least 1")
 		}
 		st.MaxTokens = *k.maxTokens
 	}
 	if len(k.stop) > 4 {
-		return st, server.BadParam("stop", "at most 4 stop sequences")
+		return server.BadParam("stop", "at most 4 stop sequences")
 	}
 	for _, s := range k.stop {
 		if s == "" {
-			return st, server.BadParam("stop", "a stop sequence must not be empty")
+			return server.BadParam("stop", "a stop sequence must not be empty")
 		}
 	}
 	st.Stop = k.stop
@@ -101,8 +113,15 @@ func settings(q *oai.OpenAIRequest, k knobs) (model.Settings, error) {
 	case "", "minimal", "low", "medium", "high":
 		st.ReasoningEffort = k.effort
 	default:
-		return st, server.BadParam("reasoning_effort", "reasoning effort %q: want minimal, low, medium or high", k.effort)
+		return server.BadParam("reasoning_effort", "reasoning effort %q: want minimal, low, medium or high", k.effort)
 	}
+	return nil
+}
+
+// bestEffort sets the settings OpenAI takes as best effort (parallel tool
+// calls, seed, penalties, logit bias, the end user, the prompt cache key),
+// which each provider passes on where it has them.
+func bestEffort(q *oai.OpenAIRequest, k knobs, st *model.Settings) error {
 	// A network's agents may call tools at once unless the request says
 	// they may not.
 	st.ParallelToolCalls = q.ParallelToolCalls
@@ -112,7 +131,7 @@ func settings(q *oai.OpenAIRequest, k knobs) (model.Settings, error) {
 		v    *float64
 	}{{"presence_penalty", k.presence}, {"frequency_penalty", k.frequency}} {
 		if p.v != nil && (*p.v < -2 || *p.v > 2) {
-			return st, server.BadParam(p.name, "%s must be between -2 and 2", p.name)
+			return server.BadParam(p.name, "%s must be between -2 and 2", p.name)
 		}
 	}
 	if k.presence != nil && *k.presence != 0 {
@@ -122,14 +141,14 @@ func settings(q *oai.OpenAIRequest, k knobs) (model.Settings, error) {
 		st.FrequencyPenalty = k.frequency
 	}
 	if len(k.logitBias) > 300 {
-		return st, server.BadParam("logit_bias", "at most 300 tokens in logit_bias")
+		return server.BadParam("logit_bias", "at most 300 tokens in logit_bias")
 	}
 	for tok, b := range k.logitBias {
 		if _, err := strconv.ParseUint(tok, 10, 32); err != nil {
-			return st, server.BadParam("logit_bias", "logit_bias keys are token ids: %q is not one", tok)
+			return server.BadParam("logit_bias", "logit_bias keys are token ids: %q is not one", tok)
 		}
 		if b < -100 || b > 100 || b != math.Trunc(b) {
-			return st, server.BadParam("logit_bias", "logit_bias of token %s must be an integer between -100 and 100", tok)
+			return server.BadParam("logit_bias", "logit_bias of token %s must be an integer between -100 and 100", tok)
 		}
 		if st.LogitBias == nil {
 			st.LogitBias = make(map[string]int, len(k.logitBias))
@@ -141,12 +160,12 @@ func settings(q *oai.OpenAIRequest, k knobs) (model.Settings, error) {
 		user = q.User
 	}
 	if len(user) > 256 {
-		return st, server.BadParam("user", "user must be at most 256 characters")
+		return server.BadParam("user", "user must be at most 256 characters")
 	}
 	st.User = user
 	if len(q.PromptCacheKey) > 256 {
-		return st, server.BadParam("prompt_cache_key", "prompt_cache_key must be at most 256 characters")
+		return server.BadParam("prompt_cache_key", "prompt_cache_key must be at most 256 characters")
 	}
 	st.PromptCacheKey = q.PromptCacheKey
-	return st, nil
+	return nil
 }
