@@ -95,44 +95,49 @@ func decodeStored(ctx context.Context, q Querier, cp *store.Checkpoint, network 
 	return s, rows, nil
 }
 
-// readStateRows reads the rows of cp's thread that its stored state sd
-// refers to: the run's first transcript rows, in order (a row missing
-// leaves the list short, which sd.State refuses), and the rows in
-// sd.SeqRange by position.
+// readStateRows reads, in one statement, the rows of cp's thread that its
+// stored state sd refers to: the run's first transcript rows, in order (a
+// row missing leaves the list short, which sd.State refuses), and the rows
+// in sd.SeqRange by position. The run's rows are those between its first
+// and its n-th message (placeholders and other runs' rows may lie
+// between); both are ranges of the thread's (thread_id, seq) index.
 func readStateRows(ctx context.Context, q Querier, cp *store.Checkpoint, sd *runstate.Stored) ([]message.Message, func(int64) (*message.Message, bool), error) {
-	var tr []message.Message
-	if n := sd.TranscriptRows(); n > 0 {
-		// The run's rows are those between its first and its n-th message
-		// (placeholders and other runs' rows may lie between), read in one
-		// range of the thread's (thread_id, seq) index.
-		rows, err := queryAll(ctx, q, nil, scanMessage, `SELECT `+messageCols+` FROM messages
-			WHERE owner_id = $1 AND thread_id = $2
-			AND seq >= (SELECT seq FROM messages WHERE id = $3 AND owner_id = $1)
-			AND seq <= (SELECT seq FROM messages WHERE id = $4 AND owner_id = $1) ORDER BY seq`,
-			cp.OwnerID, cp.ThreadID, runstate.MessageID(cp.RunID, 1), runstate.MessageID(cp.RunID, n))
-		if err != nil {
-			return nil, nil, err
-		}
-		tr = make([]message.Message, 0, n)
-		for _, m := range rows {
-			if len(tr) < n && m.ID == runstate.MessageID(cp.RunID, len(tr)+1) {
-				tr = append(tr, m.Message)
-			}
-		}
+	n := sd.TranscriptRows()
+	first, last := "", "" // no transcript rows: the subqueries find none
+	if n > 0 {
+		first, last = runstate.MessageID(cp.RunID, 1), runstate.MessageID(cp.RunID, n)
 	}
-	byseq := map[int64]*message.Message{}
-	if from, to, ok := sd.SeqRange(); ok {
-		rows, err := queryAll(ctx, q, nil, scanMessage, `SELECT `+messageCols+` FROM messages
-			WHERE owner_id = $1 AND thread_id = $2 AND seq >= $3 AND seq <= $4 ORDER BY seq`, cp.OwnerID, cp.ThreadID, from, to)
-		if err != nil {
-			return nil, nil, err
+	from, to, ok := sd.SeqRange()
+	if !ok {
+		from, to = 1, 0 // no history rows: an empty range
+	}
+	rows, err := queryAll(ctx, q, nil, scanMessage, readStateRowsQuery, cp.OwnerID, cp.ThreadID, from, to, first, last)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr := make([]message.Message, 0, n)
+	byseq := make(map[int64]*message.Message, len(rows))
+	for _, m := range rows {
+		if len(tr) < n && m.ID == runstate.MessageID(cp.RunID, len(tr)+1) {
+			tr = append(tr, m.Message)
 		}
-		for _, m := range rows {
+		if m.Seq >= from && m.Seq <= to {
 			byseq[m.Seq] = &m.Message
 		}
 	}
 	return tr, func(seq int64) (*message.Message, bool) { m, ok := byseq[seq]; return m, ok }, nil
 }
+
+// readStateRowsQuery is readStateRows' statement: $1 the owner, $2 the
+// thread, $3 and $4 the history's positions, $5 and $6 the ids of the
+// run's first and last transcript rows. A UNION ALL of the two ranges,
+// each searched on the (thread_id, seq) index (SQLite searches an OR of
+// them on thread_id alone, the whole thread; PostgreSQL's UNION cannot
+// compare json): a row in both comes twice, and counts once.
+const readStateRowsQuery = `SELECT ` + messageCols + ` FROM messages WHERE owner_id = $1 AND thread_id = $2 AND seq BETWEEN $3 AND $4
+	UNION ALL SELECT ` + messageCols + ` FROM messages WHERE owner_id = $1 AND thread_id = $2 AND seq BETWEEN
+		(SELECT seq FROM messages WHERE id = $5 AND owner_id = $1) AND (SELECT seq FROM messages WHERE id = $6 AND owner_id = $1)
+	ORDER BY seq`
 
 // readCheckpoint reads the checkpoint of query's row as owner and its
 // state, with the rows of its thread the state refers to, in one
