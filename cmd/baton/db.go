@@ -41,5 +41,20 @@ func openStore(ctx context.Context, url string, noMigrate bool) (store.Store, er
 	return st, nil
 }
 
+// openDatabase opens the database of a --database flag's value (or the
+// default: resolveDatabase) for a command that reads or writes the store
+// itself, without running a network (keys, inspect).
+func openDatabase(ctx context.Context, flagValue string, noMigrate bool) (store.Store, error) {
+	url, err := resolveDatabase(flagValue)
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStore(ctx, url, noMigrate)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", redactURL(url), err)
+	}
+	return st, nil
+}
+
 // redactURL hides the password of a database URL for messages.
 func redactURL(u string) string { return open.Redact(u) }

@@ -37,13 +37,9 @@ func cmdInspect(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		return usagef("want a run id: baton inspect RUN_ID [STEP_ID]")
 	}
-	url, err := resolveDatabase(*database)
+	st, err := openDatabase(ctx, *database, *noMigrate)
 	if err != nil {
 		return err
-	}
-	st, err := openStore(ctx, url, *noMigrate)
-	if err != nil {
-		return fmt.Errorf("open database %s: %w", redactURL(url), err)
 	}
 	defer st.Close()
 	runID := fs.Arg(0)

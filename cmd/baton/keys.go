@@ -76,13 +76,9 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	default:
 		return usagef("unknown subcommand %q: want create, list or revoke", sub)
 	}
-	url, err := resolveDatabase(*database)
+	st, err := openDatabase(ctx, *database, *noMigrate)
 	if err != nil {
 		return err
-	}
-	st, err := openStore(ctx, url, *noMigrate)
-	if err != nil {
-		return fmt.Errorf("open database %s: %w", redactURL(url), err)
 	}
 	defer st.Close()
 	switch sub {

@@ -31,19 +31,11 @@ func cmdMCP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if fs.NArg() > 0 || *network == "" {
 		return usagef("want one network: baton mcp --network NETWORK.yaml")
 	}
-	log, err := sf.logger(ctx, stderr)
-	if err != nil {
-		return err
-	}
-	tel, err := telemetryFromEnv(false)
+	log, tel, svc, err := openProcess(ctx, &sf, []string{*network}, stderr, false)
 	if err != nil {
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
-	svc, err := openServed(ctx, &sf, []string{*network}, log, tel)
-	if err != nil {
-		return err
-	}
 	srv, err := server.New(server.Config{Service: svc, Logger: log, Telemetry: tel, NoUI: true})
 	if err != nil {
 		_ = closeService(ctx, svc, grace)

@@ -59,20 +59,11 @@ func cmdServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return usagef("--replicas must be at least 1")
 	}
 	rate, burst := shareRate(rate, *replicas)
-	log, err := sf.logger(ctx, stderr)
-	if err != nil {
-		return err
-	}
-
-	tel, err := telemetryFromEnv(true)
+	log, tel, svc, err := openProcess(ctx, &sf, files, stderr, true)
 	if err != nil {
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
-	svc, err := openServed(ctx, &sf, files, log, tel)
-	if err != nil {
-		return err
-	}
 	srv, err := server.New(server.Config{
 		Service: svc, Logger: log, Telemetry: tel,
 		MaxStreams: *maxStreams, RateLimit: rate, RateBurst: burst, RequestTimeout: *requestTimeout, NoUI: *noUI,

@@ -34,19 +34,11 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if sf.workers < 1 {
 		return usagef("--workers must be at least 1 for a worker")
 	}
-	log, err := sf.logger(ctx, stderr)
-	if err != nil {
-		return err
-	}
-	tel, err := telemetryFromEnv(false)
+	log, tel, svc, err := openProcess(ctx, &sf, files, stderr, false)
 	if err != nil {
 		return err
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
-	svc, err := openServed(ctx, &sf, files, log, tel)
-	if err != nil {
-		return err
-	}
 	names := make([]string, 0, len(files))
 	for _, n := range svc.Networks() {
 		names = append(names, n.Name()+" ("+n.Network.Fingerprint()+")")
@@ -57,6 +49,27 @@ func cmdWorker(ctx context.Context, args []string, _, stderr io.Writer) error {
 	<-ctx.Done()
 	// The workers outlive ctx (the signal) by the grace period.
 	return closeService(ctx, svc, *grace)
+}
+
+// openProcess opens what a long-running process (serve, worker, mcp) runs
+// on: its logger from the flags, the telemetry of the OTEL_* environment
+// (metrics too, for serve) and the service of its network files. The caller
+// shuts the telemetry down; on an error nothing stays open.
+func openProcess(ctx context.Context, sf *serviceFlags, files []string, stderr io.Writer, metrics bool) (*slog.Logger, *telemetry.Telemetry, *service.Service, error) {
+	log, err := sf.logger(ctx, stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tel, err := telemetryFromEnv(metrics)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	svc, err := openServed(ctx, sf, files, log, tel)
+	if err != nil {
+		_ = tel.Shutdown(context.WithoutCancel(ctx))
+		return nil, nil, nil, err
+	}
+	return log, tel, svc, nil
 }
 
 // openServed loads the network files of a long-running command (serve,
