@@ -128,6 +128,11 @@ type Config struct {
 	// Logger defaults to slog.Default(). River logs to it too.
 	Logger *slog.Logger
 
+	// AddWorkers, if set, adds the workers of other job kinds to the
+	// queue's River client (package webhook's deliveries): jobs inserted
+	// with [Service.InsertTx] run on this queue's workers.
+	AddWorkers func(*river.Workers) error
+
 	// testHook, in tests, runs between the writes of a hand-over, in a
 	// claim after its read of the job run ("claim read"), in a draft
 	// flush's transaction after it claimed a lazily claimed run ("flush
@@ -252,6 +257,11 @@ func New(cfg Config) (*Service, error) {
 	}
 	if err := river.AddWorkerSafely(workers, &kickWorker{s: s}); err != nil {
 		return nil, fmt.Errorf("continuation: %w", err)
+	}
+	if cfg.AddWorkers != nil {
+		if err := cfg.AddWorkers(workers); err != nil {
+			return nil, fmt.Errorf("continuation: %w", err)
+		}
 	}
 	rc := &river.Config{
 		Logger:               cfg.Logger,

@@ -72,3 +72,24 @@ func (w *kickWorker) Work(ctx context.Context, job *river.Job[KickArgs]) error {
 	a := job.Args
 	return w.s.threads.KickWait(ctx, a.OwnerID, a.ThreadID)
 }
+
+// InsertTx inserts a River job of another kind (one [Config].AddWorkers
+// added a worker for) in the store transaction tx, on this service's
+// queue unless opts names one. A service never started inserts nothing
+// and reports false (see kickTx).
+func (s *Service) InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (bool, error) {
+	if !s.begun.Load() {
+		return false, nil
+	}
+	o := river.InsertOpts{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Queue == "" {
+		o.Queue = s.cfg.Queue
+	}
+	if _, _, err := s.q.insertTx(ctx, tx, args, &o); err != nil {
+		return false, fmt.Errorf("continuation: insert %s job: %w", args.Kind(), err)
+	}
+	return true, nil
+}

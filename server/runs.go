@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
+	"github.com/batonhq/baton/webhook"
 )
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *Caller) error {
@@ -41,6 +42,17 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *Caller) er
 	var opts []runner.RunOption
 	if req.Agent != "" {
 		opts = append(opts, runner.WithAgent(req.Agent))
+	}
+	if req.Webhook != "" {
+		if strat != threads.Reject {
+			// A queued run starts from the thread's queue, which keeps
+			// its input only.
+			return BadParam("webhook", "webhook is not supported with multitask_strategy %s", req.MultitaskStrategy)
+		}
+		if err := s.cfg.Service.Webhooks().CheckURL(r.Context(), req.Webhook); err != nil {
+			return BadParam("webhook", "%v", err)
+		}
+		opts = append(opts, runner.WithValues(webhook.RunValues(req.Webhook)))
 	}
 	if strat != threads.Reject {
 		return s.multitaskRun(w, r, c, th.ID, runstate.NewRunID(), nw, &req, strat, opts)

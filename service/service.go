@@ -24,6 +24,7 @@ import (
 	"github.com/batonhq/baton/telemetry"
 	"github.com/batonhq/baton/threadhandoff"
 	"github.com/batonhq/baton/threads"
+	"github.com/batonhq/baton/webhook"
 )
 
 // Config configures [Open]. Files or Networks (or both) name the networks
@@ -80,6 +81,15 @@ type Config struct {
 	// fork from any step (docs/store.md, "Retention"). Defaults to
 	// [DefaultCheckpointRetention] (30 days); negative keeps everything.
 	CheckpointRetention time.Duration
+
+	// Webhooks, if set (URLs or a secret), signs and delivers every
+	// run's events (run.completed, run.failed, run.cancelled,
+	// run.interrupted) to its URLs and to a run's own (package webhook): a
+	// River job per event and URL, inserted in the transaction of the
+	// checkpoint that caused it, worked by the network's continuation
+	// workers (in this process or a `baton worker`, which needs the same
+	// secret).
+	Webhooks webhook.Config
 
 	// Telemetry, if set, observes runs (traces, metrics) and links a
 	// continuation's spans to the request that handed it over.
@@ -153,6 +163,9 @@ type Service struct {
 	// Config.Logger is set.
 	obs runner.Observer
 
+	// webhooks delivers run events (nil: none configured).
+	webhooks *webhook.Service
+
 	// retention is Config.InspectRetention with its default; <0: none.
 	retention time.Duration
 	// checkpoints deletes old checkpoints between Start and Stop (nil:
@@ -205,6 +218,15 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		s.retention = inspect.DefaultRetention
 	}
 	s.checkpoints = newCheckpointSweeper(be.store, cfg.CheckpointRetention, log)
+	wcfg := cfg.Webhooks
+	if wcfg.Logger == nil {
+		wcfg.Logger = log
+	}
+	if s.webhooks, err = webhook.New(ctx, wcfg); err != nil {
+		be.close()
+		closeDefinitions(defs)
+		return nil, fmt.Errorf("service: %w", err)
+	}
 	if cfg.Logger != nil && cfg.Logger.Enabled(ctx, slog.LevelError) {
 		// A logger that writes nothing (slog.DiscardHandler) gets no
 		// run log.
@@ -259,6 +281,9 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 	rc := runner.Config{Network: d.Network, Policy: d.Policy, Picker: n.ThreadHandoff.Picker(d.Picker), Logger: s.log,
 		Extensions: []runner.Extension{n.Continuation.Extension(), n.ThreadHandoff.Extension(), threads.InterruptExtension()},
 		Observer:   s.obs}
+	if s.webhooks != nil {
+		rc.Extensions = append(rc.Extensions, s.webhooks.Extension(n.Continuation, webhook.RunURLs))
+	}
 	if s.retention > 0 {
 		// Every run's calls are recorded, for the inspector, with its
 		// checkpoints.
@@ -291,6 +316,9 @@ func (s *Service) continuationConfig(cfg Config, name string, networks int) cont
 	c.Workers, c.NoWorkers = cfg.Workers, cfg.Workers <= 0
 	c.NoAdopt, c.NoMigrate = !cfg.Adopt, cfg.NoMigrate
 	c.InterestTTL = ThreadInterestTTL
+	if s.webhooks != nil {
+		c.AddWorkers = s.webhooks.AddWorkers
+	}
 	if c.Queue == "" || networks > 1 {
 		c.Queue = continuation.QueueName(name)
 	}
@@ -312,6 +340,10 @@ func (s *Service) continuationConfig(cfg Config, name string, networks int) cont
 	}
 	return c
 }
+
+// Webhooks returns the webhook service, nil when none is configured;
+// routes check a run's webhook URL with its CheckURL.
+func (s *Service) Webhooks() *webhook.Service { return s.webhooks }
 
 // Store returns the service's store.
 func (s *Service) Store() store.Store { return s.be.store }

@@ -20,6 +20,7 @@ import (
 	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/telemetry"
+	"github.com/batonhq/baton/webhook"
 )
 
 // logFlags are the logging flags of every command: --log-format,
@@ -113,6 +114,11 @@ type serviceFlags struct {
 	inspectRetention time.Duration
 	// retention keeps checkpoints (service.Config.CheckpointRetention).
 	retention time.Duration
+	// webhooks, webhookSecret and webhookAllow are
+	// service.Config.Webhooks.
+	webhooks      stringList
+	webhookSecret string
+	webhookAllow  stringList
 }
 
 // register adds the flags to fs; background adds those of the commands
@@ -130,6 +136,9 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	f.inspectRetention = inspect.DefaultRetention
 	fs.Var((*retention)(&f.inspectRetention), "inspect-retention", "keep the calls of runs recorded for the inspector (model requests and answers, tool calls, transfers: baton inspect, the steps API) this long: days (7d) or a Go duration (36h, 90m); 0 records none")
 	fs.DurationVar(&f.retention, "checkpoint-retention", service.DefaultCheckpointRetention, "delete, in the background, the checkpoints older than this, except the latest of every run (what resume needs); those within it stay, for a fork from any step; 0 or less keeps them all")
+	fs.Var(&f.webhooks, "webhook", "send every run's events (run.completed, run.failed, run.cancelled, run.interrupted) to this URL, signed per Standard Webhooks (repeatable; needs --webhook-secret)")
+	fs.StringVar(&f.webhookSecret, "webhook-secret", os.Getenv("BATON_WEBHOOK_SECRET"), "the secret that signs webhooks: whsec_ and the base64 of at least 16 random bytes (default $BATON_WEBHOOK_SECRET; every process of the deployment, workers included, needs the same); it enables a run's own webhook (POST …/runs \"webhook\")")
+	fs.Var(&f.webhookAllow, "webhook-allow", "a host name, address or CIDR that webhooks may call although it is loopback, private or link-local (repeatable; every other such URL is refused, at the request and again when dialled)")
 	if !background {
 		return
 	}
@@ -159,6 +168,7 @@ func (f *serviceFlags) config(files []string, log *slog.Logger, tel *telemetry.T
 	cfg := service.Config{Files: files, Load: f.load(), Database: url, NoMigrate: f.noMigrate,
 		MemoryDir: f.memoryDir, Logger: log, Telemetry: tel}
 	cfg.Continuation.LeaseTTL = f.leaseTTL
+	cfg.Webhooks = webhook.Config{URLs: f.webhooks, Secret: f.webhookSecret, Allow: f.webhookAllow}
 	switch {
 	case f.inspectRetention < 0:
 		return service.Config{}, usagef("--inspect-retention must be 0 or more")
@@ -189,7 +199,7 @@ func openService(ctx context.Context, cfg service.Config) (*service.Service, err
 	svc, err := service.Open(ctx, cfg)
 	if err != nil {
 		var ne *netspec.Error
-		if errors.As(err, &ne) || errors.Is(err, store.ErrInvalid) || errors.Is(err, errUnknownTool) {
+		if errors.As(err, &ne) || errors.Is(err, store.ErrInvalid) || errors.Is(err, errUnknownTool) || errors.Is(err, webhook.ErrRefused) {
 			return nil, usageError{err}
 		}
 		return nil, fmt.Errorf("open %s: %w", redactURL(cfg.Database), err)

@@ -170,6 +170,10 @@ type CreateRun struct {
 	// MultitaskStrategy is what to do when the thread is busy: reject (the
 	// default), enqueue, interrupt or rollback.
 	MultitaskStrategy string `json:"multitask_strategy,omitempty"`
+	// Webhook is a URL that gets this run's events (run.completed,
+	// run.failed, run.cancelled, run.interrupted), signed like the
+	// server-wide webhooks' (docs/api.md, "Webhooks").
+	Webhook string `json:"webhook,omitempty"`
 }
 
 // Run is the outcome of a run, or its state while it waits.

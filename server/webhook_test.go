@@ -1,0 +1,105 @@
+package server_test
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/webhook"
+)
+
+// TestRunWebhook: POST …/runs with "webhook" sends the run's events there,
+// signed (verified by the Standard Webhooks reference library): a run that
+// waits for an approval is run.interrupted with its interrupt. A bad or
+// disallowed URL is 400 naming the param, on SQLite and PostgreSQL.
+func TestRunWebhook(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		k := make([]byte, 24)
+		_, _ = rand.Read(k)
+		secret := webhook.SecretPrefix + base64.StdEncoding.EncodeToString(k)
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type delivery struct {
+			id string
+			ev webhook.Event
+		}
+		got := make(chan delivery, 10)
+		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if err := wh.Verify(body, r.Header); err != nil {
+				t.Errorf("verify: %v", err)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			var ev webhook.Event
+			if err := json.Unmarshal(body, &ev); err != nil {
+				t.Error(err)
+			}
+			got <- delivery{r.Header.Get("webhook-id"), ev}
+		}))
+		defer rcv.Close()
+		b := servertest.SetupStore(t, open(t), func(o *servertest.Options) {
+			o.Service.Webhooks = webhook.Config{Secret: secret, Allow: []string{"127.0.0.1"}}
+		})
+		thread := b.Thread(t, b.KeyA, "support")
+		for url, want := range map[string]int{
+			"ftp://127.0.0.1/x":      http.StatusBadRequest,
+			"http://10.0.0.1/x":      http.StatusBadRequest,
+			"http://169.254.169.254": http.StatusBadRequest,
+			"not a url":              http.StatusBadRequest,
+		} {
+			r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "hi", "webhook": url})
+			var e struct{ Error struct{ Param string } }
+			r.JSON(t, &e)
+			if r.Status != want || e.Error.Param != "webhook" {
+				t.Errorf("webhook %q: %d %s, want %d naming webhook", url, r.Status, r.Body, want)
+			}
+		}
+		r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I want a refund for order 1234", "webhook": rcv.URL + "/hook"})
+		var run struct {
+			ID        string
+			Status    string
+			Interrupt struct {
+				ID string `json:"interrupt_id"`
+			}
+		}
+		r.JSON(t, &run)
+		if r.Status != http.StatusOK || run.Status != "interrupted" {
+			t.Fatalf("run: %d %s", r.Status, r.Body)
+		}
+		select {
+		case d := <-got:
+			if d.ev.Type != webhook.RunInterrupted || d.ev.Data.RunID != run.ID || d.ev.Data.ThreadID != thread ||
+				d.ev.Data.Interrupt == nil || d.ev.Data.Interrupt.ID != run.Interrupt.ID || d.id == "" {
+				t.Errorf("delivery %s %+v, want run.interrupted of run %s", d.id, d.ev, run.ID)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("no delivery in 60 s")
+		}
+	})
+}
+
+// TestRunWebhookOff: a server without a webhook secret refuses a run's
+// webhook (400).
+func TestRunWebhookOff(t *testing.T) {
+	t.Parallel()
+	b := servertest.Setup(t)
+	thread := b.Thread(t, b.KeyA, "support")
+	r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "hi", "webhook": "https://example.com/hook"})
+	if r.Status != http.StatusBadRequest {
+		t.Errorf("%d %s, want 400", r.Status, r.Body)
+	}
+}

@@ -1,0 +1,192 @@
+package service_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/service"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/threads"
+	"github.com/batonhq/baton/webhook"
+)
+
+// receiver is a webhook receiver on loopback: it verifies every delivery
+// with the Standard Webhooks reference library and answers 500 to the
+// first attempt of every message when failFirst is set.
+type receiver struct {
+	*httptest.Server
+	mu        sync.Mutex
+	failFirst bool
+	attempts  map[string]int           // webhook-id → attempts seen
+	accepted  map[string]int           // webhook-id → 2xx answers given
+	events    map[string]webhook.Event // webhook-id → body
+	bad       []error
+	got       chan string // an accepted webhook-id
+}
+
+func newReceiver(t *testing.T, secret string, failFirst bool) *receiver {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &receiver{failFirst: failFirst, attempts: map[string]int{}, accepted: map[string]int{},
+		events: map[string]webhook.Event{}, got: make(chan string, 100)}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		id := req.Header.Get("webhook-id")
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err := wh.Verify(body, req.Header); err != nil {
+			r.bad = append(r.bad, err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		r.attempts[id]++
+		if r.failFirst && r.attempts[id] == 1 {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		var ev webhook.Event
+		if err := json.Unmarshal(body, &ev); err != nil {
+			r.bad = append(r.bad, err)
+		}
+		r.events[id] = ev
+		r.accepted[id]++
+		w.WriteHeader(http.StatusNoContent)
+		r.got <- id
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func newSecret(t *testing.T) string {
+	k := make([]byte, 24)
+	if _, err := rand.Read(k); err != nil {
+		t.Fatal(err)
+	}
+	return webhook.SecretPrefix + base64.StdEncoding.EncodeToString(k)
+}
+
+// TestWebhooks: a run's end reaches the server-wide webhook and the run's
+// own, signed (verified by the Standard Webhooks reference library), after
+// the receiver failed the first attempt (River retries with the same
+// webhook-id), once per event and URL, on SQLite and PostgreSQL.
+func TestWebhooks(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		ctx := t.Context()
+		secret := newSecret(t)
+		all := newReceiver(t, secret, true)
+		own := newReceiver(t, secret, false)
+		svc, err := service.Open(ctx, service.Config{Store: open(t), Files: []string{example("support")}, Workers: 2,
+			Webhooks: webhook.Config{URLs: []string{all.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = svc.Stop(sctx)
+			_ = svc.Close()
+		}()
+		if err := svc.Webhooks().CheckURL(ctx, own.URL); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := svc.Network("support")
+		var end *runner.RunEndEvent
+		var start *runner.RunStartEvent
+		for ev, err := range n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234",
+			threads.TurnOptions{RunOptions: []runner.RunOption{runner.WithValues(webhook.RunValues(own.URL + "/own"))}}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch e := ev.(type) {
+			case *runner.RunEndEvent:
+				end = e
+			case *runner.RunStartEvent:
+				start = e
+			}
+		}
+		if end == nil || start == nil {
+			t.Fatal("no run end")
+		}
+		wait := func(r *receiver) string {
+			select {
+			case id := <-r.got:
+				return id
+			case <-time.After(60 * time.Second):
+				t.Fatal("no delivery in 60 s")
+				return ""
+			}
+		}
+		idAll, idOwn := wait(all), wait(own)
+		if idAll != idOwn {
+			t.Errorf("webhook-id %s to one URL, %s to the other: one event has one id", idAll, idOwn)
+		}
+		all.mu.Lock()
+		defer all.mu.Unlock()
+		if len(all.bad) > 0 {
+			t.Fatalf("deliveries failed verification: %v", all.bad)
+		}
+		if all.attempts[idAll] != 2 || all.accepted[idAll] != 1 {
+			t.Errorf("attempts %d, accepted %d: want a retry after the 500 and one acceptance", all.attempts[idAll], all.accepted[idAll])
+		}
+		ev := all.events[idAll]
+		if ev.Type != webhook.RunCompleted || ev.Data.RunID != start.RunID || ev.Data.ThreadID == "" ||
+			ev.Data.Network != "support" || ev.Data.Status != "completed" || ev.Data.Output == "" {
+			t.Errorf("event %+v, want run.completed of run %s", ev, start.RunID)
+		}
+		// No other event, no second delivery of this one.
+		select {
+		case id := <-all.got:
+			t.Errorf("a second delivery %s", id)
+		case <-time.After(500 * time.Millisecond):
+		}
+	})
+}
+
+// TestWebhooksRefused: a webhook URL on a loopback or private address is
+// refused unless the allow list names it; a secret is required and must be
+// whsec_ and base64.
+func TestWebhooksRefused(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := testdb.SQLite(t)
+	secret := newSecret(t)
+	for name, cfg := range map[string]webhook.Config{
+		"Loopback":   {URLs: []string{"http://127.0.0.1:9/x"}, Secret: secret},
+		"Private":    {URLs: []string{"http://10.1.2.3/x"}, Secret: secret},
+		"LinkLocal":  {URLs: []string{"http://169.254.169.254/latest/meta-data"}, Secret: secret},
+		"IPv6":       {URLs: []string{"http://[::1]:9/x"}, Secret: secret},
+		"Localhost":  {URLs: []string{"http://localhost:9/x"}, Secret: secret},
+		"Scheme":     {URLs: []string{"file:///etc/passwd"}, Secret: secret},
+		"NoSecret":   {URLs: []string{"http://127.0.0.1:9/x"}, Allow: []string{"127.0.0.0/8"}},
+		"BadSecret":  {URLs: []string{"http://127.0.0.1:9/x"}, Allow: []string{"127.0.0.0/8"}, Secret: "nope"},
+		"OtherAllow": {URLs: []string{"http://127.0.0.1:9/x"}, Allow: []string{"10.0.0.0/8"}, Secret: secret},
+	} {
+		_, err := service.Open(ctx, service.Config{Store: st, Files: []string{example("support")}, Webhooks: cfg})
+		if err == nil {
+			t.Errorf("%s: opened", name)
+			continue
+		}
+		if name != "NoSecret" && name != "BadSecret" && !errors.Is(err, webhook.ErrRefused) {
+			t.Errorf("%s: %v, want ErrRefused", name, err)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
+	"github.com/batonhq/baton/store"
+)
+
+// Event types: a run's end, or its stop to wait for a decision.
+const (
+	RunCompleted   = "run.completed"
+	RunFailed      = "run.failed"
+	RunCancelled   = "run.cancelled"
+	RunInterrupted = "run.interrupted"
+)
+
+// Event is a webhook's body (Standard Webhooks: type, timestamp, data).
+type Event struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      Data      `json:"data"`
+}
+
+// Data is what an event is about.
+type Data struct {
+	ThreadID string `json:"thread_id"`
+	RunID    string `json:"run_id"`
+	Network  string `json:"network"`
+	Status   string `json:"status"`
+	// Output is a completed run's answer (a cancelled run's, if it said
+	// anything before it stopped).
+	Output string `json:"output,omitempty"`
+	// Interrupt is what an interrupted run waits for.
+	Interrupt *runstate.Interrupt `json:"interrupt,omitempty"`
+	// Failure is why a failed run failed.
+	Failure *runstate.Failure `json:"failure,omitempty"`
+}
+
+// eventType returns the event of a checkpoint's status, "" for none.
+func eventType(s runstate.Status) string {
+	switch s {
+	case runstate.StatusCompleted:
+		return RunCompleted
+	case runstate.StatusFailed:
+		return RunFailed
+	case runstate.StatusCancelled:
+		return RunCancelled
+	case runstate.StatusInterrupted:
+		return RunInterrupted
+	}
+	return ""
+}
+
+// Kind is the River job kind of a delivery. It is persisted.
+const Kind = "baton.webhook"
+
+// Args are a delivery's River job args, persisted as JSON: one event to
+// one URL. The secret is not in them: the worker signs with its own.
+type Args struct {
+	OwnerID string `json:"owner_id"`
+	// ID is the event's webhook-id, the same on every attempt and for
+	// every URL: "msg_" and the id of the checkpoint that caused it.
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	URL     string          `json:"url"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// Kind implements river.JobArgs.
+func (Args) Kind() string { return Kind }
+
+// unique: one delivery per event and URL, however often the checkpoint's
+// transaction is retried.
+var unique = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+	rivertype.JobStateRunning, rivertype.JobStateScheduled, rivertype.JobStateCompleted,
+}}
+
+// Inserter inserts a River job in a store transaction: the network's
+// continuation service ([continuation.Service.InsertTx]), whose River
+// client has this service's worker ([Service.AddWorkers]). inserted is
+// false when it has no River (a service never started).
+type Inserter interface {
+	InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (inserted bool, err error)
+}
+
+// URLsFunc returns the URLs a run names for itself (a run's webhook), in
+// addition to the server-wide ones.
+type URLsFunc func(st *runstate.State) []string
+
+// Extension returns the runner extension that records a run's events: at
+// a checkpoint whose status ends the run (completed, failed, cancelled) or
+// waits for a decision (interrupted), one River job per URL, inserted in
+// the checkpoint's transaction through ins, so that the event commits with
+// the checkpoint or not at all. perRun, if set, adds a run's own URLs.
+func (s *Service) Extension(ins Inserter, perRun URLsFunc) runner.Extension {
+	return runner.ExtensionFuncs{Boundary: func(ctx context.Context, b *runner.Boundary) error {
+		return s.atBoundary(ctx, ins, perRun, b)
+	}}
+}
+
+func (s *Service) atBoundary(ctx context.Context, ins Inserter, perRun URLsFunc, b *runner.Boundary) error {
+	st := b.State
+	typ := eventType(st.Status)
+	if s == nil || typ == "" || b.CheckpointID == "" {
+		return nil
+	}
+	urls := s.cfg.URLs
+	if perRun != nil {
+		urls = append(append([]string(nil), urls...), perRun(st)...)
+	}
+	if len(urls) == 0 {
+		return nil
+	}
+	tx, ok := b.Tx.(store.Tx)
+	if !ok {
+		return errors.New("webhook: the checkpointer gives no store transaction (use package threads)")
+	}
+	owner, ok := store.OwnerFromContext(ctx)
+	if !ok {
+		return errors.New("webhook: the run's context carries no owner (use package threads)")
+	}
+	ev := Event{Type: typ, Timestamp: time.Now().UTC(), Data: Data{ThreadID: st.ThreadID, RunID: st.RunID,
+		Network: st.Network, Status: string(st.Status), Output: st.FinalOutput, Interrupt: st.Interrupt, Failure: st.Failure}}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	for _, u := range urls {
+		a := Args{OwnerID: owner, ID: "msg_" + b.CheckpointID, Type: typ, URL: u, Payload: body}
+		if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
+			return fmt.Errorf("webhook: %s of run %s: %w", typ, st.RunID, err)
+		}
+	}
+	return nil
+}
+
+// AddWorkers adds the delivery worker to a River client's workers.
+func (s *Service) AddWorkers(w *river.Workers) error {
+	return river.AddWorkerSafely(w, &worker{s: s})
+}
+
+// worker is the River worker of deliveries.
+type worker struct {
+	river.WorkerDefaults[Args]
+	s *Service
+}
+
+// Work implements river.Worker: one attempt; an error (a refused address,
+// no answer, a non-2xx status) makes River retry with its backoff.
+func (w *worker) Work(ctx context.Context, job *river.Job[Args]) error {
+	a := job.Args
+	err := w.s.post(ctx, a.URL, a.ID, a.Payload)
+	if err != nil {
+		w.s.log.WarnContext(ctx, "webhook delivery failed", "webhook_id", a.ID, "type", a.Type, "attempt", job.Attempt, "error", err)
+	}
+	return err
+}
+
+// Timeout implements river.Worker: an attempt's bound, a little over the
+// HTTP client's.
+func (w *worker) Timeout(*river.Job[Args]) time.Duration { return w.s.cfg.Timeout + time.Second }
+
+// NextRetry implements river.Worker: River's default backoff (attempt⁴
+// seconds, with jitter), not the continuation queue's policy.
+func (w *worker) NextRetry(job *river.Job[Args]) time.Time {
+	return (&river.DefaultClientRetryPolicy{}).NextRetry(job.JobRow)
+}
+
+// RunValue is the key of a run's own webhook URL in its values
+// (runstate.State.Values; runner.WithValues): a JSON string.
+const RunValue = "baton.webhook"
+
+// RunURLs is the [URLsFunc] of a run's own webhook, [RunValue].
+func RunURLs(st *runstate.State) []string {
+	raw, ok := st.Values[RunValue]
+	if !ok {
+		return nil
+	}
+	var u string
+	if json.Unmarshal(raw, &u) != nil || u == "" {
+		return nil
+	}
+	return []string{u}
+}
+
+// RunValues returns the run values that name url as the run's own
+// webhook (see [RunValue]).
+func RunValues(url string) map[string]json.RawMessage {
+	b, _ := json.Marshal(url)
+	return map[string]json.RawMessage{RunValue: b}
+}

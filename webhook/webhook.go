@@ -1,0 +1,168 @@
+package webhook
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of [Config].
+const (
+	DefaultTimeout     = 10 * time.Second
+	DefaultMaxAttempts = 10
+)
+
+// SecretPrefix starts a secret in the Standard Webhooks format:
+// whsec_<base64 of the key>.
+const SecretPrefix = "whsec_"
+
+// Config configures [New]. A zero Config (no URLs, no secret) means no
+// webhooks: New returns nil.
+type Config struct {
+	// URLs take every run's events (`baton serve --webhook URL`).
+	URLs []string
+	// Secret signs every delivery: whsec_ and the base64 of the key
+	// (Standard Webhooks). Required when webhooks are on.
+	Secret string
+	// Allow names the hosts and networks (CIDRs or addresses) that may be
+	// called although they resolve to a loopback, private or link-local
+	// address; every other such URL is refused.
+	Allow []string
+	// Timeout bounds one delivery attempt. Defaults to DefaultTimeout.
+	Timeout time.Duration
+	// MaxAttempts is how often an event is tried before River discards
+	// it. Defaults to DefaultMaxAttempts.
+	MaxAttempts int
+	// Logger defaults to a logger that discards.
+	Logger *slog.Logger
+}
+
+// Service signs and delivers webhooks. Its methods are safe for
+// concurrent use; a nil *Service delivers nothing.
+type Service struct {
+	cfg    Config
+	key    []byte
+	guard  *guard
+	client *http.Client
+	log    *slog.Logger
+}
+
+// New returns the webhook service of cfg, or nil when cfg names no URL
+// and no secret (webhooks off). URLs and a secret without the other, a
+// bad secret, a bad allow entry or a refused URL are errors.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if len(cfg.URLs) == 0 && cfg.Secret == "" {
+		return nil, nil
+	}
+	if cfg.Secret == "" {
+		return nil, errors.New("webhook: a secret is required (--webhook-secret or BATON_WEBHOOK_SECRET: whsec_<base64>)")
+	}
+	key, err := parseSecret(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Timeout < 0 || cfg.MaxAttempts < 0 {
+		return nil, errors.New("webhook: Config has a negative timeout or attempt count")
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	g, err := newGuard(cfg.Allow)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, key: key, guard: g, log: cfg.Logger}
+	for _, u := range cfg.URLs {
+		if _, err := g.parse(ctx, u); err != nil {
+			return nil, err
+		}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // a proxy would dial for us, past the guard
+	tr.DialContext = g.dialer(&net.Dialer{Timeout: cfg.Timeout})
+	s.client = &http.Client{Transport: tr, Timeout: cfg.Timeout,
+		// A redirect could lead anywhere; the guard checks it too, but a
+		// webhook's answer is its status.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return s, nil
+}
+
+// CheckURL checks a webhook URL named by a request: its form and the
+// addresses its host resolves to now. A refusal wraps [ErrRefused].
+func (s *Service) CheckURL(ctx context.Context, raw string) error {
+	if s == nil {
+		return errors.New("webhook: webhooks are not configured on this server (--webhook-secret)")
+	}
+	_, err := s.guard.parse(ctx, raw)
+	return err
+}
+
+func parseSecret(secret string) ([]byte, error) {
+	b64, ok := strings.CutPrefix(secret, SecretPrefix)
+	if !ok {
+		return nil, fmt.Errorf("webhook: the secret must start with %s", SecretPrefix)
+	}
+	key, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || len(key) < 16 {
+		return nil, fmt.Errorf("webhook: the secret must be %s and the base64 of at least 16 bytes", SecretPrefix)
+	}
+	return key, nil
+}
+
+// Sign returns the webhook-signature header of a message: v1, and the
+// base64 of HMAC-SHA256(key, id.timestamp.body) (Standard Webhooks).
+func Sign(key []byte, id string, ts time.Time, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id + "." + strconv.FormatInt(ts.Unix(), 10) + "."))
+	m.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// post delivers body to url once, signed; a non-2xx answer is an error.
+func (s *Service) post(ctx context.Context, url, id string, body []byte) error {
+	now := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "baton-webhooks")
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set("webhook-signature", Sign(s.key, id, now, body))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("webhook: deliver %s: %w", id, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return &StatusError{ID: id, Status: resp.StatusCode}
+	}
+	return nil
+}
+
+// StatusError is a delivery the receiver answered with a status other
+// than 2xx.
+type StatusError struct {
+	ID     string
+	Status int
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("webhook: delivery %s answered %d", e.ID, e.Status)
+}

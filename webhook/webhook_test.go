@@ -1,0 +1,116 @@
+package webhook
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// TestSign: a signature the reference library verifies, and its own
+// signature for the same message.
+func TestSign(t *testing.T) {
+	t.Parallel()
+	wh, err := standardwebhooks.NewWebhook(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := parseSecret(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, body := time.Now(), []byte(`{"type":"run.completed"}`)
+	want, err := wh.Sign("msg_1", now, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Sign(key, "msg_1", now, body); got != want {
+		t.Errorf("Sign = %s, the reference library %s", got, want)
+	}
+	h := http.Header{}
+	h.Set("webhook-id", "msg_1")
+	h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	h.Set("webhook-signature", Sign(key, "msg_1", now, body))
+	if err := wh.Verify(body, h); err != nil {
+		t.Error(err)
+	}
+	if _, err := parseSecret("whsec_" + base64.StdEncoding.EncodeToString([]byte("short"))); err == nil {
+		t.Error("a 5-byte key accepted")
+	}
+}
+
+// TestDialRefused: the guard refuses at connect time an internal address
+// the allow list does not name, whatever the URL's check said: a name
+// that resolved elsewhere then (DNS rebinding) is refused when dialled.
+func TestDialRefused(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer srv.Close()
+	ctx := context.Background()
+	open, err := New(ctx, Config{Secret: testSecret, Allow: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := open.post(ctx, srv.URL, "msg_a", []byte("{}")); err != nil {
+		t.Fatalf("allowed loopback: %v", err)
+	}
+	closed, err := New(ctx, Config{Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The URL check is skipped (as if the name had resolved to a public
+	// address then): the dialer refuses.
+	if err := closed.post(ctx, srv.URL, "msg_b", []byte("{}")); !errors.Is(err, ErrRefused) {
+		t.Errorf("dial of loopback without allow: %v, want ErrRefused", err)
+	}
+	if err := closed.CheckURL(ctx, srv.URL); !errors.Is(err, ErrRefused) {
+		t.Errorf("CheckURL of loopback: %v, want ErrRefused", err)
+	}
+	byName, err := New(ctx, Config{Secret: testSecret, Allow: []string{"localhost"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	if err := byName.post(ctx, "http://localhost:"+port, "msg_c", []byte("{}")); err != nil {
+		t.Errorf("allowed by name: %v", err)
+	}
+	if err := byName.post(ctx, srv.URL, "msg_d", []byte("{}")); !errors.Is(err, ErrRefused) {
+		t.Errorf("the same address by another name: %v, want ErrRefused", err)
+	}
+}
+
+// FuzzCheckURL: no URL or allow entry panics the check; an accepted URL is
+// http or https with a host, and never a literal internal address outside
+// the allow list.
+func FuzzCheckURL(f *testing.F) {
+	for _, s := range []string{"http://127.0.0.1/x", "https://example.com/hook", "http://[::1]:80", "http://10.0.0.1", "file:///etc", "http://user@h/", "http://0x7f.1/", "http://169.254.169.254/"} {
+		f.Add(s, "10.0.0.0/8")
+	}
+	f.Fuzz(func(t *testing.T, raw, allow string) {
+		g, err := newGuard([]string{allow})
+		if err != nil {
+			return
+		}
+		// No resolver: only literal addresses, so that the fuzzer does
+		// not query DNS.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		u, err := g.parse(ctx, raw)
+		if err != nil {
+			return
+		}
+		if u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" {
+			t.Fatalf("accepted %q", raw)
+		}
+	})
+}
