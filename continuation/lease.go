@@ -119,27 +119,32 @@ func (s *Service) renewLoop(ctx context.Context) {
 }
 
 // holdJob takes the lease of the run a continuation's delivery works,
-// renewed with this process's other leases until the returned release: if
+// renewed with this process's other leases until the returned release
+// (gone: a transaction of the delivery released it already, so that no
+// write of its own is needed): if
 // the process dies, the lease expires and an adopter delivers the
 // continuation again (see [Service.Adopt]) instead of River's rescuer, much
 // later. A live lease of another holder (the run delivered twice at once)
 // is left alone: the fenced claims decide which delivery works the run. A
 // failure to take it is logged, not fatal: River's rescue stays.
-func (s *Service) holdJob(ctx context.Context, a Args, log *slog.Logger) (release func()) {
+func (s *Service) holdJob(ctx context.Context, a Args, log *slog.Logger) (release func(gone bool)) {
 	_, err := s.st.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: a.OwnerID, RunID: a.RunID, ThreadID: a.ThreadID,
 		Holder: s.cfg.Holder, TTL: s.cfg.LeaseTTL, Free: true})
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		log.DebugContext(ctx, "another delivery holds the continuation's lease")
-		return func() {}
+		return func(bool) {}
 	case err != nil:
 		log.WarnContext(ctx, "taking the continuation's lease failed: if this process dies, River's rescuer retries it", "error", err)
-		return func() {}
+		return func(bool) {}
 	}
 	key := &runstate.State{}
 	s.jobLeases.hold(a.RunID, key)
-	return func() {
+	return func(gone bool) {
 		s.jobLeases.drop(a.RunID, key)
+		if gone {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		if _, err := s.st.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: a.OwnerID, RunID: a.RunID, Holder: s.cfg.Holder}); err != nil {

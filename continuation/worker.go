@@ -37,8 +37,9 @@ type claim struct {
 	// lazy: the claim is not written yet; it goes with the run's first
 	// write (see Service.lazyClaim), and attempt is the one read.
 	lazy bool
-	// done: the continuation is finished (or finished now, by the claim).
-	done bool
+	// done: the continuation is finished (or finished now, by the claim:
+	// finalised, its lease released in the claim's transaction).
+	done, finalised bool
 	// failure: the run failed for good before this delivery.
 	failure *runstate.Failure
 	// lease: another delivery is working the run; come back after it.
@@ -69,9 +70,21 @@ func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
 	}
 	// The run's lease, before the claim: from the claim on, a death of
 	// this process leaves a lease that expires (see Service.orphanedJob).
+	// A delivery that returns nil finished the run: its final transaction
+	// released the lease.
 	release := s.holdJob(ctx, a, log)
-	defer release()
 	c, err := s.claim(ctx, job)
+	err = s.deliver(ctx, job, c, err, log)
+	// Gone: a transaction of the delivery released the lease (the run
+	// finished, or the claim finalised it).
+	release(err == nil && (!c.done || c.finalised))
+	return err
+}
+
+// deliver resumes the run of job as claimed (c, or the claim's error
+// err), or finalises it.
+func (s *Service) deliver(ctx context.Context, job *river.Job[Args], c *claim, err error, log *slog.Logger) error {
+	a := job.Args
 	var ie *runstate.IncompatibleError
 	switch {
 	case errors.As(err, &ie):
@@ -280,7 +293,7 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 			if err := start(); err != nil {
 				return err
 			}
-			c.done = true
+			c.done, c.finalised = true, true
 			return s.finishTx(ctx, tx, &jobCtx{args: a, job: job, attempt: c.attempt}, st)
 		}
 		// The claim: a checkpoint fenced on the latest one. Of concurrent
