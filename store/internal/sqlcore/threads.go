@@ -149,20 +149,29 @@ const (
 	maxPage     = 1000
 )
 
+// pageLimit is the rows of a page a list's Limit asks for: defaultPage for
+// 0, at most maxPage; a negative Limit is invalid.
+func pageLimit(limit int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, invalid("Limit %d is negative", limit)
+	case limit == 0:
+		return defaultPage, nil
+	case limit > maxPage:
+		return maxPage, nil
+	}
+	return limit, nil
+}
+
 // ListThreads implements [store.Ops].
 func (e *Engine) ListThreads(ctx context.Context, p *store.ListThreadsParams) (*store.ThreadPage, error) {
 	const op = "list threads"
 	if err := need(p, "OwnerID", p.OwnerID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	limit := p.Limit
-	switch {
-	case limit < 0:
-		return nil, e.wrap(op, invalid("Limit %d is negative", limit))
-	case limit == 0:
-		limit = defaultPage
-	case limit > maxPage:
-		limit = maxPage
+	limit, err := pageLimit(p.Limit)
+	if err != nil {
+		return nil, e.wrap(op, err)
 	}
 	var (
 		after   bool
@@ -208,7 +217,6 @@ func (e *Engine) ListThreads(ctx context.Context, p *store.ListThreadsParams) (*
 	args = append(args, limit+1)
 	sb.WriteString(` ORDER BY created_at DESC, id DESC LIMIT $` + strconv.Itoa(len(args)))
 	var page store.ThreadPage
-	var err error
 	page.Threads, err = inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op, func(q Querier) ([]*store.Thread, error) {
 		return queryAll(ctx, q, nil, scanThread, sb.String(), args...)
 	})
