@@ -251,6 +251,7 @@ func (s *Server) routes() {
 	s.Handle("POST /v1/threads/{id}/fork", run, s.fork)
 	s.Handle("GET /v1/interrupts/{id}", read, s.getInterrupt)
 	s.Handle("GET /v1/audit", Route{Scope: ScopeAdmin}, s.listAudit)
+	s.Handle("GET /v1/webhooks/deliveries", Route{Scope: ScopeRead}, s.listWebhookDeliveries)
 	s.Handle("POST /v1/interrupts/{id}/decision", Route{Scope: ScopeDecide, Streaming: true}, s.decide)
 	for _, p := range s.cfg.Protocols {
 		p.Mount(s)

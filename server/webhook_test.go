@@ -89,6 +89,39 @@ func TestRunWebhook(t *testing.T) {
 		case <-time.After(60 * time.Second):
 			t.Fatal("no delivery in 60 s")
 		}
+		// The delivery log: the attempt, once the worker recorded it; the
+		// owner's only.
+		type list struct {
+			Data []struct {
+				WebhookID  string `json:"webhook_id"`
+				Type       string
+				URL        string
+				RunID      string `json:"run_id"`
+				Network    string
+				Attempt    int
+				StatusCode int `json:"status_code"`
+			}
+		}
+		var l list
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			r := b.Do(t, b.KeyA, "GET", "/v1/webhooks/deliveries?run_id="+run.ID, nil)
+			if r.Status != http.StatusOK {
+				t.Fatalf("deliveries: %d %s", r.Status, r.Body)
+			}
+			r.JSON(t, &l)
+			if len(l.Data) > 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(l.Data) != 1 || l.Data[0].Type != webhook.RunInterrupted || l.Data[0].URL != rcv.URL+"/hook" || l.Data[0].Attempt != 1 ||
+			l.Data[0].StatusCode != http.StatusOK || l.Data[0].Network != "support" || l.Data[0].WebhookID == "" {
+			t.Errorf("delivery log %+v", l.Data)
+		}
+		var other list
+		b.Do(t, b.KeyB, "GET", "/v1/webhooks/deliveries", nil).JSON(t, &other)
+		if len(other.Data) != 0 {
+			t.Errorf("another owner sees %d deliveries", len(other.Data))
+		}
 	})
 }
 

@@ -222,6 +222,9 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if wcfg.Logger == nil {
 		wcfg.Logger = log
 	}
+	if wcfg.Log == nil {
+		wcfg.Log = be.store
+	}
 	if s.webhooks, err = webhook.New(ctx, wcfg); err != nil {
 		be.close()
 		closeDefinitions(defs)

@@ -139,6 +139,24 @@ func TestWebhooks(t *testing.T) {
 		if idAll != idOwn {
 			t.Errorf("webhook-id %s to one URL, %s to the other: one event has one id", idAll, idOwn)
 		}
+		// The delivery log: the 500 and the retry to one URL, the
+		// delivery to the other, once the workers recorded them.
+		var log []*store.WebhookDelivery
+		for deadline := time.Now().Add(30 * time.Second); len(log) < 3 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			page, err := svc.Store().ListWebhookDeliveries(ctx, &store.ListWebhookDeliveriesParams{OwnerID: "ann", RunID: start.RunID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			log = page.Deliveries
+		}
+		codes := map[string][]int{}
+		for i := len(log) - 1; i >= 0; i-- {
+			codes[log[i].URL] = append(codes[log[i].URL], log[i].StatusCode)
+		}
+		if len(log) != 3 || len(codes[all.URL+"/all"]) != 2 || codes[all.URL+"/all"][0] != 500 || codes[all.URL+"/all"][1] != 204 ||
+			len(codes[own.URL+"/own"]) != 1 || codes[own.URL+"/own"][0] != 204 {
+			t.Errorf("delivery log %v", codes)
+		}
 		all.mu.Lock()
 		defer all.mu.Unlock()
 		if len(all.bad) > 0 {

@@ -112,6 +112,12 @@ type Ops interface {
 	// ListAudit lists the owner's audit events, newest first.
 	ListAudit(ctx context.Context, params *ListAuditParams) (*AuditPage, error)
 
+	// AppendWebhookDelivery records an attempt to deliver a webhook.
+	AppendWebhookDelivery(ctx context.Context, params *AppendWebhookDeliveryParams) (*WebhookDelivery, error)
+	// ListWebhookDeliveries lists the owner's delivery attempts, newest
+	// first.
+	ListWebhookDeliveries(ctx context.Context, params *ListWebhookDeliveriesParams) (*WebhookDeliveryPage, error)
+
 	// CreateThread creates a thread for an existing owner, with its first
 	// messages when params has some. A parent thread must exist and belong
 	// to the same owner. An ID that is taken is [ErrConflict].

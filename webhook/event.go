@@ -159,9 +159,22 @@ type worker struct {
 // no answer, a non-2xx status) makes River retry with its backoff.
 func (w *worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	a := job.Args
-	err := w.s.post(ctx, a.URL, a.ID, a.Payload)
+	start := time.Now()
+	status, err := w.s.send(ctx, a.URL, a.ID, a.Payload)
 	if err != nil {
 		w.s.log.WarnContext(ctx, "webhook delivery failed", "webhook_id", a.ID, "type", a.Type, "attempt", job.Attempt, "error", err)
+	}
+	if l := w.s.cfg.Log; l != nil {
+		var ev Event
+		_ = json.Unmarshal(a.Payload, &ev)
+		p := &store.AppendWebhookDeliveryParams{OwnerID: a.OwnerID, WebhookID: a.ID, EventType: a.Type, URL: a.URL,
+			ThreadID: ev.Data.ThreadID, RunID: ev.Data.RunID, Network: ev.Data.Network, Attempt: job.Attempt, StatusCode: status, Duration: time.Since(start)}
+		if err != nil {
+			p.Error = err.Error()
+		}
+		if _, lerr := l.AppendWebhookDelivery(context.WithoutCancel(ctx), p); lerr != nil {
+			w.s.log.WarnContext(ctx, "webhook delivery log", "webhook_id", a.ID, "error", lerr)
+		}
 	}
 	return err
 }

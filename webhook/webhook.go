@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/batonhq/baton/store"
 )
 
 // Defaults of [Config].
@@ -44,6 +46,14 @@ type Config struct {
 	MaxAttempts int
 	// Logger defaults to a logger that discards.
 	Logger *slog.Logger
+	// Log, if set, records every delivery attempt (the delivery log,
+	// GET /v1/webhooks/deliveries): package service gives its store.
+	Log DeliveryLog
+}
+
+// DeliveryLog records delivery attempts: a store.Store.
+type DeliveryLog interface {
+	AppendWebhookDelivery(ctx context.Context, p *store.AppendWebhookDeliveryParams) (*store.WebhookDelivery, error)
 }
 
 // Service signs and delivers webhooks. Its methods are safe for
@@ -135,10 +145,16 @@ func Sign(key []byte, id string, ts time.Time, body []byte) string {
 
 // post delivers body to url once, signed; a non-2xx answer is an error.
 func (s *Service) post(ctx context.Context, url, id string, body []byte) error {
+	_, err := s.send(ctx, url, id, body)
+	return err
+}
+
+// send is post that also returns the receiver's status (0: none).
+func (s *Service) send(ctx context.Context, url, id string, body []byte) (int, error) {
 	now := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
 	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
+		return 0, fmt.Errorf("webhook: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "baton-webhooks")
@@ -147,13 +163,13 @@ func (s *Service) post(ctx context.Context, url, id string, body []byte) error {
 	req.Header.Set("webhook-signature", Sign(s.key, id, now, body))
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("webhook: deliver %s: %w", id, err)
+		return 0, fmt.Errorf("webhook: deliver %s: %w", id, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return &StatusError{ID: id, Status: resp.StatusCode}
+		return resp.StatusCode, &StatusError{ID: id, Status: resp.StatusCode}
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // StatusError is a delivery the receiver answered with a status other

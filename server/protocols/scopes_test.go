@@ -46,6 +46,7 @@ func scopedRoutes(thread, run, intr string) []scopedRoute {
 		{"POST /v1/threads/{id}/fork", "POST", "/v1/threads/" + thread + "/fork", map[string]any{"at": "1"}, store.ScopeRun},
 		{"POST /v1/threads/{id}/handoff", "POST", "/v1/threads/" + thread + "/handoff", map[string]any{}, store.ScopeRun},
 		{"GET /v1/audit", "GET", "/v1/audit", nil, store.ScopeAdmin},
+		{"GET /v1/webhooks/deliveries", "GET", "/v1/webhooks/deliveries", nil, store.ScopeRead},
 		{"GET /v1/interrupts/{id}", "GET", "/v1/interrupts/" + intr, nil, store.ScopeRead},
 		{"POST /v1/interrupts/{id}/decision", "POST", "/v1/interrupts/" + intr + "/decision", map[string]any{"type": "reject"}, store.ScopeDecide},
 		{"GET /v1/models", "GET", "/v1/models", nil, store.ScopeRead},

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"APIKeys", testAPIKeys},
 		{"APIKeyScopes", testAPIKeyScopes},
 		{"Audit", testAudit},
+		{"WebhookDeliveries", testWebhookDeliveries},
 		{"ThreadListNetworks", testThreadListNetworks},
 		{"ThreadCreateGet", testThreadCreateGet},
 		{"ThreadParent", testThreadParent},

@@ -350,6 +350,24 @@ type ForkEdit struct {
 	IsError bool   `json:"is_error,omitempty"`
 }
 
+// WebhookDelivery is an attempt of GET /v1/webhooks/deliveries.
+type WebhookDelivery struct {
+	ID        string `json:"id"`
+	Object    string `json:"object"` // "webhook_delivery"
+	WebhookID string `json:"webhook_id"`
+	Type      string `json:"type"`
+	URL       string `json:"url"`
+	ThreadID  string `json:"thread_id,omitempty"`
+	RunID     string `json:"run_id,omitempty"`
+	Network   string `json:"network,omitempty"`
+	Attempt   int    `json:"attempt"`
+	// StatusCode is the receiver's HTTP status, 0 when none answered.
+	StatusCode int       `json:"status_code"`
+	Error      string    `json:"error,omitempty"`
+	DurationMS int64     `json:"duration_ms"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
 // AuditEvent is an event of GET /v1/audit: a decision, a cancel, an API key
 // created or revoked.
 type AuditEvent struct {

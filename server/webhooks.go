@@ -1,0 +1,37 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/batonhq/baton/server/internal/wire"
+	"github.com/batonhq/baton/store"
+)
+
+// listWebhookDeliveries is GET /v1/webhooks/deliveries?webhook_id=&run_id=&limit=&cursor=:
+// the caller's webhook delivery attempts, newest first (a key limited to
+// networks sees those of its networks' runs).
+func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request, c *Caller) error {
+	q := r.URL.Query()
+	limit, err := queryInt(q.Get("limit"), "limit", 20, 1, 100)
+	if err != nil {
+		return err
+	}
+	page, err := s.st.ListWebhookDeliveries(r.Context(), &store.ListWebhookDeliveriesParams{OwnerID: c.Owner, WebhookID: q.Get("webhook_id"),
+		RunID: q.Get("run_id"), Networks: c.Networks, Limit: limit, Cursor: q.Get("cursor")})
+	if errors.Is(err, store.ErrInvalid) {
+		return BadRequest("a filter or the cursor is malformed")
+	}
+	if err != nil {
+		return err
+	}
+	out := wire.List[wire.WebhookDelivery]{Object: "list", Data: make([]wire.WebhookDelivery, 0, len(page.Deliveries)),
+		NextCursor: page.NextCursor, HasMore: page.NextCursor != ""}
+	for _, d := range page.Deliveries {
+		out.Data = append(out.Data, wire.WebhookDelivery{ID: d.ID, Object: "webhook_delivery", WebhookID: d.WebhookID, Type: d.EventType,
+			URL: d.URL, ThreadID: d.ThreadID, RunID: d.RunID, Network: d.Network, Attempt: d.Attempt, StatusCode: d.StatusCode,
+			Error: d.Error, DurationMS: d.Duration.Milliseconds(), CreatedAt: d.CreatedAt})
+	}
+	WriteJSON(w, http.StatusOK, out)
+	return nil
+}

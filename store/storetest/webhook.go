@@ -1,0 +1,51 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/batonhq/baton/store"
+)
+
+// testWebhookDeliveries checks the webhook delivery log: attempts list
+// newest first, filtered by webhook id and run, paged; another owner sees
+// none; a missing field is invalid.
+func testWebhookDeliveries(t *testing.T, s store.Store, b *bundle) {
+	add := func(id, run string, attempt, status int, errText string) {
+		Must(s.AppendWebhookDelivery(b.ctx, &store.AppendWebhookDeliveryParams{OwnerID: b.owner, WebhookID: id, EventType: "run.completed",
+			URL: "https://example.com/hook", ThreadID: "t1", RunID: run, Network: "net-" + run, Attempt: attempt, StatusCode: status, Error: errText,
+			Duration: 1500 * time.Microsecond}))(t)
+	}
+	add("msg_1", "r1", 1, 500, "answered 500")
+	add("msg_1", "r1", 2, 204, "")
+	add("msg_2", "r2", 1, 0, "connection refused")
+	all := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: b.owner}))(t)
+	if len(all.Deliveries) != 3 || all.Deliveries[0].WebhookID != "msg_2" || all.Deliveries[2].Attempt != 1 || all.Deliveries[2].StatusCode != 500 {
+		t.Fatalf("ListWebhookDeliveries = %+v", all.Deliveries)
+	}
+	d := all.Deliveries[1]
+	if d.OwnerID != b.owner || d.EventType != "run.completed" || d.URL != "https://example.com/hook" || d.ThreadID != "t1" || d.RunID != "r1" ||
+		d.Attempt != 2 || d.StatusCode != 204 || d.Error != "" || d.Duration != 1500*time.Microsecond || d.ID == "" {
+		t.Fatalf("delivery = %+v", d)
+	}
+	checkTime(t, "CreatedAt", d.CreatedAt)
+	if page := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: b.owner, WebhookID: "msg_1"}))(t); len(page.Deliveries) != 2 {
+		t.Errorf("by webhook id: %d deliveries, want 2", len(page.Deliveries))
+	}
+	if page := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: b.owner, RunID: "r2"}))(t); len(page.Deliveries) != 1 {
+		t.Errorf("by run: %d deliveries, want 1", len(page.Deliveries))
+	}
+	if page := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: b.owner, Networks: []string{"net-r1"}}))(t); len(page.Deliveries) != 2 || page.Deliveries[0].Network != "net-r1" {
+		t.Errorf("by network: %+v, want 2 of net-r1", page.Deliveries)
+	}
+	p1 := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: b.owner, Limit: 2}))(t)
+	p2 := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: b.owner, Limit: 2, Cursor: p1.NextCursor}))(t)
+	if len(p1.Deliveries) != 2 || p1.NextCursor == "" || len(p2.Deliveries) != 1 || p2.NextCursor != "" || p2.Deliveries[0].ID != all.Deliveries[2].ID {
+		t.Fatalf("pages of %d (%q) and %d (%q)", len(p1.Deliveries), p1.NextCursor, len(p2.Deliveries), p2.NextCursor)
+	}
+	if page := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: b.other}))(t); len(page.Deliveries) != 0 {
+		t.Fatalf("another owner lists %d deliveries", len(page.Deliveries))
+	}
+	_, err := s.AppendWebhookDelivery(b.ctx, &store.AppendWebhookDeliveryParams{OwnerID: b.owner, EventType: "run.completed", URL: "u"})
+	wantErr(t, err, store.ErrInvalid)
+}

@@ -1,0 +1,64 @@
+package store
+
+import "time"
+
+// WebhookDelivery is one attempt to deliver a webhook: its event, where it
+// went and how the receiver answered.
+type WebhookDelivery struct {
+	// ID is time-ordered (UUIDv7).
+	ID      string
+	OwnerID string
+	// WebhookID is the event's webhook-id, the same on every attempt.
+	WebhookID string
+	EventType string
+	URL       string
+	ThreadID  string
+	RunID     string
+	Network   string
+	// Attempt counts from 1.
+	Attempt int
+	// StatusCode is the receiver's HTTP status, 0 when none answered.
+	StatusCode int
+	// Error is why the attempt failed; "" for a 2xx answer.
+	Error     string
+	Duration  time.Duration
+	CreatedAt time.Time
+}
+
+// AppendWebhookDeliveryParams are the params of [Ops.AppendWebhookDelivery].
+type AppendWebhookDeliveryParams struct {
+	OwnerID string
+	// WebhookID, EventType and URL are required.
+	WebhookID  string
+	EventType  string
+	URL        string
+	ThreadID   string
+	RunID      string
+	Network    string
+	Attempt    int
+	StatusCode int
+	Error      string
+	Duration   time.Duration
+}
+
+// ListWebhookDeliveriesParams are the params of [Ops.ListWebhookDeliveries].
+type ListWebhookDeliveriesParams struct {
+	OwnerID string
+	// WebhookID and RunID, when set, filter.
+	WebhookID string
+	RunID     string
+	// Networks, when set, lists only the deliveries of those networks'
+	// runs.
+	Networks []string
+	// Limit is the page size. Defaults to 50; at most 1000.
+	Limit int
+	// Cursor is the NextCursor of the previous page; "" is the first page.
+	Cursor string
+}
+
+// WebhookDeliveryPage is a page of deliveries, newest first.
+type WebhookDeliveryPage struct {
+	Deliveries []*WebhookDelivery
+	// NextCursor continues the listing; "" when this is the last page.
+	NextCursor string
+}
