@@ -49,14 +49,9 @@ func (e *Engine) ListWebhookDeliveries(ctx context.Context, p *store.ListWebhook
 	if err := need(p, "OwnerID", p.OwnerID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	limit := p.Limit
-	switch {
-	case limit < 0:
-		return nil, e.wrap(op, invalid("Limit %d is negative", limit))
-	case limit == 0:
-		limit = defaultPage
-	case limit > maxPage:
-		limit = maxPage
+	limit, err := pageLimit(p.Limit)
+	if err != nil {
+		return nil, e.wrap(op, err)
 	}
 	var sb strings.Builder
 	args := []any{p.OwnerID}
