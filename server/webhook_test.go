@@ -20,7 +20,8 @@ import (
 
 // TestRunWebhook: POST …/runs with "webhook" sends the run's events there,
 // signed (verified by the Standard Webhooks reference library): a run that
-// waits for an approval is run.interrupted with its interrupt. A bad or
+// waits for an approval is run.interrupted with its interrupt, and its
+// cancel run.cancelled; the delivery log lists the attempt. A bad or
 // disallowed URL is 400 naming the param, on SQLite and PostgreSQL.
 func TestRunWebhook(t *testing.T) {
 	t.Parallel()
@@ -116,6 +117,19 @@ func TestRunWebhook(t *testing.T) {
 		if len(l.Data) != 1 || l.Data[0].Type != webhook.RunInterrupted || l.Data[0].URL != rcv.URL+"/hook" || l.Data[0].Attempt != 1 ||
 			l.Data[0].StatusCode != http.StatusOK || l.Data[0].Network != "support" || l.Data[0].WebhookID == "" {
 			t.Errorf("delivery log %+v", l.Data)
+		}
+		// A cancel of the waiting run (executed nowhere: ended outside
+		// the runner) sends run.cancelled, with another webhook-id.
+		if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs/"+run.ID+"/cancel", nil); r.Status != http.StatusOK {
+			t.Fatalf("cancel: %d %s", r.Status, r.Body)
+		}
+		select {
+		case d := <-got:
+			if d.ev.Type != webhook.RunCancelled || d.ev.Data.RunID != run.ID || d.ev.Data.Status != "cancelled" || d.id == l.Data[0].WebhookID {
+				t.Errorf("delivery %s %+v, want run.cancelled of run %s with a new id", d.id, d.ev, run.ID)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("no run.cancelled in 60 s")
 		}
 		var other list
 		b.Do(t, b.KeyB, "GET", "/v1/webhooks/deliveries", nil).JSON(t, &other)

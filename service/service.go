@@ -298,6 +298,10 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 	}
 	n.Threads = threads.New(s.be.store, n.Runner, s.log)
 	n.Threads.StopWait = cfg.StopWait
+	if s.webhooks != nil {
+		// A run ended outside the runner (a cancel) has its event too.
+		n.Threads.EndTx = s.webhooks.EndTx(n.Continuation, webhook.RunURLs)
+	}
 	if sg, ok := s.be.broker.(draft.Signaller); ok {
 		// Cancels and double-texting's stops reach the run in whichever
 		// process executes it.

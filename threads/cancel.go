@@ -109,7 +109,7 @@ func (s *Service) Cancel(ctx context.Context, owner, threadID, runID string) (*s
 			continue
 		}
 		err = s.st.Tx(ctx, func(tx store.Tx) error {
-			if err := settle(ctx, tx, owner, runID, runner.StopCancel, ""); err != nil {
+			if err := s.settle(ctx, tx, owner, runID, runner.StopCancel, ""); err != nil {
 				return err
 			}
 			return s.kickTx(ctx, tx, owner, threadID, runID)
@@ -174,9 +174,11 @@ func (s *Service) cancelQueued(ctx context.Context, owner, threadID, runID strin
 			stopped := json.RawMessage(`"` + runner.StopCancel + `"`)
 			st := &runstate.State{RunID: runID, ThreadID: threadID, Network: net.Name(), Fingerprint: net.Fingerprint(),
 				Agent: agent, Status: runstate.StatusCancelled, Values: map[string]json.RawMessage{runner.StoppedValue: stopped}}
-			cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st})
-			created = err == nil
-			return err
+			if cp, err = tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st}); err != nil {
+				return err
+			}
+			created = true
+			return s.endTx(ctx, tx, owner, st, cp.ID)
 		})
 	})
 	if err == nil && created {
@@ -251,6 +253,15 @@ func (s *Service) kickTx(ctx context.Context, tx store.Tx, owner, threadID, runI
 		return nil
 	}
 	return s.KickTx(ctx, tx, owner, threadID, runID)
+}
+
+// endTx calls EndTx, if set, in tx, a transaction that ended a run outside
+// the runner with checkpoint checkpointID of state st.
+func (s *Service) endTx(ctx context.Context, tx store.Tx, owner string, st *runstate.State, checkpointID string) error {
+	if s.EndTx == nil {
+		return nil
+	}
+	return s.EndTx(ctx, tx, owner, st, checkpointID)
 }
 
 // stopData is a stop signal's data: the reason, then the stopping run's id

@@ -319,7 +319,7 @@ func (s *Service) stopRun(ctx context.Context, owner string, busy *store.Checkpo
 // interrupt is superseded; a rollback also removes every message of the run
 // from its thread (and records the rolled_back failure). by is the run that stops it, if any. The run's lease is
 // released: whoever still executes it loses its next checkpoint.
-func settle(ctx context.Context, tx store.Tx, owner, runID, reason, by string) error {
+func (s *Service) settle(ctx context.Context, tx store.Tx, owner, runID, reason, by string) error {
 	cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: runID})
 	if err != nil {
 		return fmt.Errorf("threads: stop run %s: %w", runID, err)
@@ -347,7 +347,11 @@ func settle(ctx context.Context, tx store.Tx, owner, runID, reason, by string) e
 	if rollback || !st.Status.Terminal() {
 		st.Status = runstate.StatusCancelled
 	}
-	if _, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: cp.ID, Rows: cp.Rows}); err != nil {
+	saved, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: cp.ID, Rows: cp.Rows})
+	if err != nil {
+		return err
+	}
+	if err := s.endTx(ctx, tx, owner, st, saved.ID); err != nil {
 		return err
 	}
 	stoppedBy := map[string]any{"stopped_by": by}
@@ -562,7 +566,7 @@ func (s *Service) gateOnce(ctx context.Context, tx store.Tx, owner, threadID, ru
 		// The run this one interrupts or rolls back ends here, in the
 		// transaction that starts this one. Its run lock comes before the
 		// thread's, as in its own checkpoints.
-		if err := settle(ctx, tx, owner, head.Stops, string(head.Strategy), runID); err != nil {
+		if err := s.settle(ctx, tx, owner, head.Stops, string(head.Strategy), runID); err != nil {
 			return err
 		}
 	}

@@ -49,6 +49,12 @@ type Service struct {
 	// sets it to a River job that calls [Service.KickWait]), so that the
 	// next run starts even if this process dies before its own kick.
 	KickTx func(ctx context.Context, tx store.Tx, owner, threadID, runID string) error
+	// EndTx, if set, is called in the transaction of a checkpoint that ends
+	// a run outside the runner (a cancel of a run executed nowhere or
+	// queued, double-texting's interrupt or rollback), with the state
+	// written and its checkpoint's id: the runner's extensions do not see
+	// it (package webhook's run.cancelled).
+	EndTx func(ctx context.Context, tx store.Tx, owner string, st *runstate.State, checkpointID string) error
 	// Committed, if set, is called after each checkpoint of a run on a
 	// thread has committed, from the run's goroutine (it must not block):
 	// package service signals the processes that stream the thread.

@@ -109,16 +109,7 @@ func (s *Service) Extension(ins Inserter, perRun URLsFunc) runner.Extension {
 }
 
 func (s *Service) atBoundary(ctx context.Context, ins Inserter, perRun URLsFunc, b *runner.Boundary) error {
-	st := b.State
-	typ := eventType(st.Status)
-	if s == nil || typ == "" || b.CheckpointID == "" {
-		return nil
-	}
-	urls := s.cfg.URLs
-	if perRun != nil {
-		urls = append(append([]string(nil), urls...), perRun(st)...)
-	}
-	if len(urls) == 0 {
+	if s == nil || eventType(b.State.Status) == "" || b.CheckpointID == "" {
 		return nil
 	}
 	tx, ok := b.Tx.(store.Tx)
@@ -129,6 +120,32 @@ func (s *Service) atBoundary(ctx context.Context, ins Inserter, perRun URLsFunc,
 	if !ok {
 		return errors.New("webhook: the run's context carries no owner (use package threads)")
 	}
+	return s.record(ctx, ins, perRun, tx, owner, b.State, b.CheckpointID)
+}
+
+// EndTx returns the threads.Service.EndTx that records the event of a run
+// ended outside the runner (run.cancelled of a cancel or double-texting's
+// stop), in the transaction of its checkpoint, like [Service.Extension].
+func (s *Service) EndTx(ins Inserter, perRun URLsFunc) func(ctx context.Context, tx store.Tx, owner string, st *runstate.State, checkpointID string) error {
+	return func(ctx context.Context, tx store.Tx, owner string, st *runstate.State, checkpointID string) error {
+		return s.record(ctx, ins, perRun, tx, owner, st, checkpointID)
+	}
+}
+
+// record inserts the deliveries of the event of checkpoint checkpointID
+// (state st) in tx.
+func (s *Service) record(ctx context.Context, ins Inserter, perRun URLsFunc, tx store.Tx, owner string, st *runstate.State, checkpointID string) error {
+	typ := eventType(st.Status)
+	if s == nil || typ == "" || checkpointID == "" {
+		return nil
+	}
+	urls := s.cfg.URLs
+	if perRun != nil {
+		urls = append(append([]string(nil), urls...), perRun(st)...)
+	}
+	if len(urls) == 0 {
+		return nil
+	}
 	ev := Event{Type: typ, Timestamp: time.Now().UTC(), Data: Data{ThreadID: st.ThreadID, RunID: st.RunID,
 		Network: st.Network, Status: string(st.Status), Output: st.FinalOutput, Interrupt: st.Interrupt, Failure: st.Failure}}
 	body, err := json.Marshal(ev)
@@ -136,7 +153,7 @@ func (s *Service) atBoundary(ctx context.Context, ins Inserter, perRun URLsFunc,
 		return fmt.Errorf("webhook: %w", err)
 	}
 	for _, u := range urls {
-		a := Args{OwnerID: owner, ID: "msg_" + b.CheckpointID, Type: typ, URL: u, Payload: body}
+		a := Args{OwnerID: owner, ID: "msg_" + checkpointID, Type: typ, URL: u, Payload: body}
 		if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
 			return fmt.Errorf("webhook: %s of run %s: %w", typ, st.RunID, err)
 		}
