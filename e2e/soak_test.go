@@ -27,10 +27,12 @@ const soakBound = 2 * time.Minute
 // behind HAProxy and two `baton worker`s on a private PostgreSQL server
 // (testdb.Cluster), clients holding conversations (two turns: inline,
 // tool calls handed to the background, transfers; one turn: a refund the
-// client approves) without pause through
+// client approves; a thread handoff: a turn, the handoff to shipping
+// proposed and approved, a turn on the child thread) without pause through
 // HAProxy, a SIGKILL of a random replica or worker every 2–5 s (restarted
 // at once), and one PostgreSQL restart (fast) halfway. It reports the
-// turns accepted, answered, lost, duplicated and stuck, the longest stall
+// turns and thread handoffs accepted, answered, lost, duplicated and
+// stuck (a handoff: see checkHandoffs), the longest stall
 // (the longest time no turn was answered) and the p99 turn latency, and
 // fails on any loss, duplicate or stuck turn. BATON_SOAK_REPORT, if set,
 // names a file the report is appended to.
@@ -95,9 +97,9 @@ func TestSoak(t *testing.T) {
 	sk.report(kills, restarted, d)
 }
 
-// soakPaths are the soak's conversations: paths' two turns, and one turn
-// that waits for an approval.
-var soakPaths = []string{"inline", "background", "transfer", "approve"}
+// soakPaths are the soak's conversations: paths' two turns, one turn
+// that waits for an approval, and a thread handoff (soak_handoff_test.go).
+var soakPaths = []string{"inline", "background", "transfer", "approve", "handoff"}
 
 const approveInput = "[approve] Please refund order 1234."
 
@@ -115,9 +117,13 @@ type soak struct {
 
 	mu      sync.Mutex
 	turns   map[string]*soakTurn // by thread + "\x00" + input
-	threads []string
-	refused int
-	faults  []string
+	threads []string             // the conversations' threads, handoffs' children too
+	// conversations counts the conversations begun.
+	conversations int
+	refused       int
+	faults        []string
+	// handoffs are the thread handoffs asked for, by parent thread.
+	handoffs []*soakHandoff
 }
 
 func (sk *soak) fault(format string, args ...any) {
@@ -147,11 +153,20 @@ func (sk *soak) client(ctx context.Context, i int) {
 		}
 		sk.mu.Lock()
 		sk.threads = append(sk.threads, thread)
+		sk.conversations++
 		sk.mu.Unlock()
 		if path == "approve" {
 			// One turn: a refund that waits for a person's approval, which
 			// the client gives.
 			sk.turn(ctx, thread, approveInput)
+			continue
+		}
+		if path == "handoff" {
+			// A turn, then a thread handoff to shipping, approved, and a
+			// turn on the child thread.
+			if sk.turn(ctx, thread, paths["inline"][0]) {
+				sk.handoff(ctx, thread)
+			}
 			continue
 		}
 		for round := range 2 {
@@ -288,6 +303,7 @@ func (sk *soak) settle(ctx context.Context, end time.Time) {
 		sk.await(sctx, tr.thread, tr.input)
 		cancel()
 	}
+	sk.settleHandoffs(ctx, end)
 }
 
 // report counts and checks the turns against the threads' messages.
@@ -342,6 +358,10 @@ func (sk *soak) report(kills int, restarted bool, d time.Duration) {
 			}
 		}
 	}
+	// The thread handoffs count as items of their own: accepted when their
+	// proposal is stored, answered when their child thread is given.
+	ha := sk.checkHandoffs(&done)
+	accepted, answered, lost, duplicated, stuck = accepted+ha.accepted, answered+ha.answered, lost+ha.lost, duplicated+ha.duplicated, stuck+ha.stuck
 	perRun := map[string]int{}
 	for _, dl := range sk.c.fx.all() {
 		if !dl.repeat {
@@ -365,8 +385,8 @@ func (sk *soak) report(kills int, restarted bool, d time.Duration) {
 		}
 		return lat[min(len(lat)-1, int(float64(len(lat))*q))]
 	}
-	line := fmt.Sprintf("soak %s: %d conversations, %d SIGKILLs, PostgreSQL restarted: %v; turns accepted %d, answered %d (completed %d), lost %d, duplicated %d, stuck %d; refused requests %d; longest stall %s; turn latency p50 %s, p99 %s",
-		d, len(sk.threads), kills, restarted, accepted, answered, completed, lost, duplicated, stuck, sk.refused, stall.Round(time.Millisecond), p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond))
+	line := fmt.Sprintf("soak %s: %d conversations (%d threads), %d SIGKILLs, PostgreSQL restarted: %v; turns and thread handoffs accepted %d, answered %d (turns completed %d), lost %d, duplicated %d, stuck %d; of them thread handoffs %s; refused requests %d; longest stall %s; turn latency p50 %s, p99 %s",
+		d, sk.conversations, len(sk.threads), kills, restarted, accepted, answered, completed, lost, duplicated, stuck, ha, sk.refused, stall.Round(time.Millisecond), p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond))
 	t.Log(line)
 	if f := os.Getenv("BATON_SOAK_REPORT"); f != "" {
 		if fh, err := os.OpenFile(f, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {

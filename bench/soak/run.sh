@@ -4,11 +4,12 @@
 # PostgreSQL server (started by the test with the Debian binaries under
 # /usr/lib/postgresql/*/bin, on a free port: the shared database is never
 # restarted), clients holding two-turn conversations (inline, background
-# continuations, transfers; a refund the client approves) through HAProxy,
+# continuations, transfers; a refund the client approves; a thread handoff
+# proposed, approved and followed by a turn on the child) through HAProxy,
 # a SIGKILL of a random replica
 # or worker every 2–5 s, one PostgreSQL restart halfway. It prints and
-# appends to bench/results/soak.txt: turns accepted, answered, lost,
-# duplicated and stuck, the longest stall and the p99 turn latency; it
+# appends to bench/results/soak.txt: turns and thread handoffs accepted,
+# answered, lost, duplicated and stuck, the longest stall and the p99 turn latency; it
 # fails on any loss, duplicate or stuck turn.
 #
 #   bench/soak/run.sh [DURATION]     (default 5m; CI runs the test for 60 s)
