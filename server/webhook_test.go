@@ -150,3 +150,62 @@ func TestRunWebhookOff(t *testing.T) {
 		t.Errorf("%d %s, want 400", r.Status, r.Body)
 	}
 }
+
+// TestHandoffWebhooks: a thread handoff's proposal and its approval reach
+// the server-wide webhook, signed, as thread_handoff.proposed and
+// thread_handoff.decided (with the child thread), on SQLite and
+// PostgreSQL.
+func TestHandoffWebhooks(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		k := make([]byte, 24)
+		_, _ = rand.Read(k)
+		secret := webhook.SecretPrefix + base64.StdEncoding.EncodeToString(k)
+		wh, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type event struct {
+			Type string
+			Data webhook.HandoffData
+		}
+		got := make(chan event, 20)
+		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if err := wh.Verify(body, r.Header); err != nil {
+				t.Errorf("verify: %v", err)
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			var ev event
+			if err := json.Unmarshal(body, &ev); err != nil {
+				t.Error(err)
+			}
+			if ev.Type != webhook.RunCompleted {
+				got <- ev
+			}
+		}))
+		defer rcv.Close()
+		b := servertest.SetupStore(t, open(t), func(o *servertest.Options) {
+			o.Service.Webhooks = webhook.Config{URLs: []string{rcv.URL}, Secret: secret, Allow: []string{"127.0.0.1"}}
+		})
+		thread := b.Thread(t, b.KeyA, "support")
+		child, assistant := b.HandOff(t, thread, "I was charged twice for order 1234")
+		seen := map[string]event{}
+		for len(seen) < 2 {
+			select {
+			case ev := <-got:
+				seen[ev.Type] = ev
+			case <-time.After(60 * time.Second):
+				t.Fatalf("events %v in 60 s, want proposed and decided", seen)
+			}
+		}
+		p, d := seen["thread_handoff.proposed"], seen["thread_handoff.decided"]
+		if p.Data.ThreadID != thread || p.Data.HandoffID == "" || p.Data.Status != "pending" || p.Data.AssistantID != assistant {
+			t.Errorf("proposed %+v", p)
+		}
+		if d.Data.HandoffID != p.Data.HandoffID || d.Data.Decision != "approve" || d.Data.ChildThreadID != child || d.Data.Status != "decided" {
+			t.Errorf("decided %+v", d)
+		}
+	})
+}

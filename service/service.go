@@ -271,6 +271,13 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 	name := d.Network.Name()
 	n := &Network{Definition: d}
 	hcfg := threadhandoff.Config{Store: s.be.store, Model: d.Summary, Network: d.Network, Logger: s.log}
+	if s.webhooks != nil {
+		// Proposals and decisions are sent to the server-wide webhooks,
+		// through the network's queue (n.Continuation, made below).
+		hcfg.EventTx = func(ctx context.Context, tx store.Tx, owner string, ev *threadhandoff.Event) error {
+			return s.webhooks.HandoffEventTx(n.Continuation)(ctx, tx, owner, ev)
+		}
+	}
 	if cfg.MemoryDir != "" {
 		hcfg.Memory = &memory.Dir{Path: cfg.MemoryDir}
 	}

@@ -214,8 +214,44 @@ func (s *Service) markDecided(ctx context.Context, tx store.Tx, prop *Proposal, 
 		// Who decided: named in the outcome, and audited with it.
 		dp.DecidedBy, dp.AuditKind = &a, store.AuditThreadHandoffDecision
 	}
-	_, err := tx.DecideInterrupt(ctx, dp)
-	return err
+	if _, err := tx.DecideInterrupt(ctx, dp); err != nil {
+		return err
+	}
+	return s.eventTx(ctx, tx, prop.Owner, &Event{Type: EventDecided, HandoffID: prop.HandoffID, ThreadID: prop.ParentThreadID,
+		Network: s.networkName(), AssistantID: prop.AssistantID, Status: store.InterruptDecided, Decision: string(d.Type), ChildThreadID: out.ChildThreadID})
+}
+
+// Event types of [Event].
+const (
+	EventProposed = "thread_handoff.proposed"
+	EventDecided  = "thread_handoff.decided"
+)
+
+// Event is a thread handoff proposed or decided, as [Config].EventTx gets
+// it (JSON: a webhook's data).
+type Event struct {
+	Type          string `json:"-"`
+	HandoffID     string `json:"handoff_id"`
+	ThreadID      string `json:"thread_id"`
+	Network       string `json:"network,omitempty"`
+	AssistantID   string `json:"assistant_id,omitempty"`
+	Status        string `json:"status"`
+	Decision      string `json:"decision,omitempty"`
+	ChildThreadID string `json:"child_thread_id,omitempty"`
+}
+
+func (s *Service) networkName() string {
+	if s.cfg.Network == nil {
+		return ""
+	}
+	return s.cfg.Network.Name()
+}
+
+func (s *Service) eventTx(ctx context.Context, tx store.Tx, owner string, ev *Event) error {
+	if s.cfg.EventTx == nil {
+		return nil
+	}
+	return s.cfg.EventTx(ctx, tx, owner, ev)
 }
 
 // failed turns the error of a decision's transaction into Decide's: a

@@ -71,6 +71,8 @@ func (s *Service) Propose(ctx context.Context, p *ProposeParams) (*Pending, erro
 	create := &store.CreateInterruptParams{OwnerID: p.Owner, ID: prop.HandoffID, Kind: store.InterruptThreadHandoff, ThreadID: th.ID,
 		Network: th.Network, Agent: prop.AssistantID, Payload: mustJSON(payload)}
 	out := &Pending{Payload: payload, Proposal: prop}
+	proposed := &Event{Type: EventProposed, HandoffID: prop.HandoffID, ThreadID: th.ID, Network: th.Network, AssistantID: prop.AssistantID,
+		Status: store.InterruptPending}
 	for attempt := 0; ; attempt++ {
 		if p.Replace {
 			err = s.withTx(ctx, func(tx store.Tx) error {
@@ -79,12 +81,26 @@ func (s *Service) Propose(ctx context.Context, p *ProposeParams) (*Pending, erro
 				if err != nil {
 					return err
 				}
-				out.Interrupt, err = tx.CreateInterrupt(ctx, create)
-				return err
+				if out.Interrupt, err = tx.CreateInterrupt(ctx, create); err != nil {
+					return err
+				}
+				return s.eventTx(ctx, tx, p.Owner, proposed)
 			})
 			break
 		}
-		out.Interrupt, err = s.cfg.Store.CreateInterrupt(ctx, create)
+		if s.cfg.EventTx == nil {
+			out.Interrupt, err = s.cfg.Store.CreateInterrupt(ctx, create)
+		} else {
+			// Not withTx: a conflict here is another pending proposal,
+			// not a write to retry.
+			err = s.cfg.Store.Tx(ctx, func(tx store.Tx) error {
+				var err error
+				if out.Interrupt, err = tx.CreateInterrupt(ctx, create); err != nil {
+					return err
+				}
+				return s.eventTx(ctx, tx, p.Owner, proposed)
+			})
+		}
 		if !errors.Is(err, store.ErrConflict) || attempt > 0 {
 			break
 		}

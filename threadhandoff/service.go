@@ -52,6 +52,10 @@ type Config struct {
 	Mirror MirrorTarget
 	// NoMirror disables the mirror.
 	NoMirror bool
+	// EventTx, if set, is called in the transaction that stores a
+	// proposal (TypeProposed) or decides it (TypeDecided), with the event's
+	// data: package webhook's thread_handoff events.
+	EventTx func(ctx context.Context, tx store.Tx, owner string, ev *Event) error
 	// MirrorRetry bounds the tries of one mirror upsert. Defaults to 3
 	// attempts, 100ms base delay, 2s cap.
 	MirrorRetry RetryPolicy

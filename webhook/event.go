@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -13,6 +14,7 @@ import (
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/threadhandoff"
 )
 
 // Event types: a run's end, or its stop to wait for a decision.
@@ -159,6 +161,37 @@ func (s *Service) record(ctx context.Context, ins Inserter, perRun URLsFunc, tx 
 		}
 	}
 	return nil
+}
+
+// HandoffData is the data of a thread_handoff.proposed or
+// thread_handoff.decided event.
+type HandoffData = threadhandoff.Event
+
+// HandoffEventTx returns the threadhandoff.Config.EventTx that records a
+// thread handoff's proposal or decision for the server-wide URLs, in the
+// transaction that stores it. Its webhook-id is the handoff's id and the
+// event's type.
+func (s *Service) HandoffEventTx(ins Inserter) func(ctx context.Context, tx store.Tx, owner string, ev *threadhandoff.Event) error {
+	return func(ctx context.Context, tx store.Tx, owner string, ev *threadhandoff.Event) error {
+		if s == nil || len(s.cfg.URLs) == 0 {
+			return nil
+		}
+		body, err := json.Marshal(struct {
+			Type      string               `json:"type"`
+			Timestamp time.Time            `json:"timestamp"`
+			Data      *threadhandoff.Event `json:"data"`
+		}{ev.Type, time.Now().UTC(), ev})
+		if err != nil {
+			return fmt.Errorf("webhook: %w", err)
+		}
+		for _, u := range s.cfg.URLs {
+			a := Args{OwnerID: owner, ID: "msg_" + ev.HandoffID + "_" + strings.TrimPrefix(ev.Type, "thread_handoff."), Type: ev.Type, URL: u, Payload: body}
+			if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
+				return fmt.Errorf("webhook: %s of thread handoff %s: %w", ev.Type, ev.HandoffID, err)
+			}
+		}
+		return nil
+	}
 }
 
 // AddWorkers adds the delivery worker to a River client's workers.
