@@ -386,6 +386,8 @@ func TestUsageErrors(t *testing.T) {
 		{"RunUnknownAgentFlag", []string{"run", "--agent", "sales", supportNet, "hi"}, []string{`baton run: unknown agent "sales"`}},
 		{"RunUnknownFlag", []string{"run", "--jsn", supportNet, "hi"}, []string{"flag provided but not defined: -jsn"}},
 		{"RunEmptyMessage", []string{"run", supportNet, ""}, []string{"baton run: runner: user_input"}},
+		{"RunWebhookRefused", []string{"run", "--webhook", "http://169.254.169.254/latest", "--webhook-secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", supportNet, "hi"},
+			[]string{"webhook: URL refused", "169.254.169.254"}},
 		{"ValidateNoFile", []string{"validate"}, []string{"baton validate: want one network file: baton validate NETWORK.yaml"}},
 		{"ValidateTwoFiles", []string{"validate", supportNet, pipelineNet}, []string{"baton validate: want one network file"}},
 		{"ValidateMissingFile", []string{"validate", "testdata/nope.yaml"}, []string{"baton validate: netspec: open testdata/nope.yaml: no such file or directory"}},
