@@ -86,10 +86,12 @@ func (s *Server) placeDeltas(run *Run, te *threadEntry, b *draft.DeltaBatch, bas
 }
 
 // placeFollowing puts the deltas of b, of a run a worker executes (they
-// have no ids of their own), in the thread's log after what this process
-// has of the run: its last stored event, then its last draft, then (Ext)
-// their count. They are dropped unless the run is followed here, and when
-// they no longer fit (a draft or an event came in between).
+// have no ids of their own), in the run's and the thread's logs after what
+// this process has of the run: its last stored event, then its last draft,
+// then (Ext) their count — "Seq.Sub.Ver.Ext" in the run's stream, the
+// same with Pos before it in the thread's. They are dropped unless the run
+// is followed here, and when they no longer fit (a draft or an event came
+// in between).
 func (s *Server) placeFollowing(run *Run, te *threadEntry, b *draft.DeltaBatch) {
 	run.mu.Lock()
 	after := run.durable
@@ -110,6 +112,7 @@ func (s *Server) placeFollowing(run *Run, te *threadEntry, b *draft.DeltaBatch) 
 	for i, w := range b.Deltas {
 		c := at
 		c.Ext = n + i + 1
+		run.log.Append(runlog.Entry{At: c, Type: w.Type, Data: w.Data})
 		te.addFollowing(b.Pos, b.Run, c, w.Type, w.Data)
 	}
 }

@@ -79,3 +79,22 @@ func TestSecondStartKeepsTheLogClosed(t *testing.T) {
 		t.Fatal("a resumed run's log stays closed")
 	}
 }
+
+// TestPrev: the cursor prev gives a reader that lost the log's events
+// before c is before c and not before the stored event c follows (Seq.Sub):
+// that event is rebuilt from the store, a worker's delta (Ext) included.
+func TestPrev(t *testing.T) {
+	t.Parallel()
+	for _, c := range []runlog.Cursor{
+		{Seq: 5}, {Seq: 5, Sub: 2}, {Seq: 5, Ver: 3}, {Seq: 5, Sub: 2, Ver: 3},
+		{Seq: 5, Ext: 1}, {Seq: 5, Sub: 2, Ext: 4}, {Seq: 5, Sub: 2, Ver: 3, Ext: 4},
+	} {
+		p := prev(c)
+		if !p.Less(c) {
+			t.Errorf("prev(%v) = %v, not before it", c, p)
+		}
+		if d := c.Durable(); d != c && p.Less(d) {
+			t.Errorf("prev(%v) = %v, before its stored event %v", c, p, d)
+		}
+	}
+}

@@ -231,7 +231,7 @@ func stopView(s *runner.Stop) *wire.RunStop {
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request, c *Caller) error {
 	from, err := runlog.ParseCursor(lastEventID(r))
 	if err != nil {
-		return BadParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want N, N.M or N.M.V)", lastEventID(r))
+		return BadParam("Last-Event-ID", "Last-Event-ID %q is not an event id of this stream (want N, N.M, N.M.V or N.M.V.K)", lastEventID(r))
 	}
 	run, err := s.runOf(r, c)
 	if err != nil {

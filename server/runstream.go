@@ -77,6 +77,8 @@ func (s *Server) followLog(r *http.Request, sw *sse.Writer, run *Run, cur runlog
 // prev returns a cursor just before c.
 func prev(c runlog.Cursor) runlog.Cursor {
 	switch {
+	case c.Ext > 0:
+		return runlog.Cursor{Seq: c.Seq, Sub: c.Sub, Ver: c.Ver, Ext: c.Ext - 1}
 	case c.Ver > 0:
 		return runlog.Cursor{Seq: c.Seq, Sub: c.Sub, Ver: c.Ver - 1}
 	case c.Sub > 0:

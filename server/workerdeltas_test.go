@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
+	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/service"
 )
@@ -74,28 +75,100 @@ func withBackground(t testing.TB, st *stamps, workers int) servertest.Option {
 // continuations (a `baton worker`: here a second service, with its own
 // connections and LISTEN) on one PostgreSQL database. A run handed to the
 // background on the replica is resumed by the worker; a client of its
-// thread on the replica gets the text deltas the worker's run streams,
-// live, in order, before its message, and the whole text.
+// thread on the replica, and a client of the run on the replica, get the
+// text deltas the worker's run streams, live, in order, before its
+// message, and the whole text, with strictly increasing ids. A client of
+// the run that reconnects at a delta's id (Last-Event-ID) gets the rest of
+// the run, the deltas after it included.
 func TestWorkerDeltas(t *testing.T) {
 	t.Parallel()
 	url := testdb.URL(t)
 	schema := testdb.Schema(t, url)
 	a := servertest.SetupStore(t, testdb.Postgres(t, url, schema), withBackground(t, nil, 0))
-	servertest.SetupStore(t, testdb.Postgres(t, url, schema), withBackground(t, nil, 4))
+	w := servertest.SetupStore(t, testdb.Postgres(t, url, schema), withBackground(t, nil, 4))
 	thread := a.Thread(t, a.KeyA, "bg")
 	_, onA := a.Stream(t, a.KeyA, "GET", "/v1/threads/"+thread+"/events", nil)
 	servertest.Collect(t, onA, func(e servertest.Event) bool { return e.Type == "thread" })
 	time.Sleep(300 * time.Millisecond) // the stream's interest announced
-	if r := a.Do(t, a.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "go"}); r.Status/100 != 2 {
-		t.Fatalf("run: %d %s", r.Status, r.Body)
+	posted := make(chan *servertest.Response, 1)
+	go func() {
+		posted <- a.Do(t, a.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "go"})
+	}()
+	// The run's stream on the replica, opened as soon as the thread's
+	// stream names the run (before the worker resumes it).
+	evs := servertest.Collect(t, onA, func(e servertest.Event) bool { return e.Type == "run_start" })
+	runID, _ := evs[len(evs)-1].Data["run_id"].(string)
+	if runID == "" {
+		t.Fatalf("no run_start with a run_id: %v", servertest.Types(evs))
 	}
-	var evs []servertest.Event
+	runEvents := "/v1/threads/" + thread + "/runs/" + runID + "/events"
+	_, onRun := a.Stream(t, a.KeyA, "GET", runEvents, nil)
 	for {
 		evs = append(evs, servertest.Collect(t, onA, func(e servertest.Event) bool { return e.Type == "run_end" })...)
 		if evs[len(evs)-1].Data["status"] == "completed" {
 			break
 		}
 	}
+	if r := <-posted; r.Status/100 != 2 {
+		t.Fatalf("run: %d %s", r.Status, r.Body)
+	}
+	deltas := checkWorkerDeltas(t, "the replica's thread stream", evs)
+	checkThreadIDs(t, "the replica", evs)
+	t.Logf("the replica's thread stream got %d of the worker's 16 deltas", deltas)
+
+	// The run's stream: it ends with the inline part's run_end
+	// (suspended) or goes on across the resume; a client reconnects after
+	// its last event until the run is completed.
+	var runEvs []servertest.Event
+	for {
+		runEvs = append(runEvs, servertest.Collect(t, onRun, func(e servertest.Event) bool { return e.Type == "run_end" })...)
+		if n := len(runEvs); n > 0 && runEvs[n-1].Data["status"] == "completed" {
+			break
+		}
+		if n := len(runEvs); n == 0 || runEvs[n-1].Type != "run_end" {
+			t.Fatalf("the run's stream ended before its run_end: %v", servertest.Types(runEvs))
+		}
+		_, onRun = a.Stream(t, a.KeyA, "GET", runEvents, nil, "Last-Event-ID", runEvs[len(runEvs)-1].ID)
+	}
+	deltas = checkWorkerDeltas(t, "the replica's run stream", runEvs)
+	for i := 1; i < len(runEvs); i++ {
+		if !runStreamLess(t, runEvs[i-1].ID, runEvs[i].ID) {
+			t.Fatalf("the replica's run stream: ids not increasing at %d: %s %s then %s %s\n%s", i, runEvs[i-1].ID, runEvs[i-1].Type, runEvs[i].ID, runEvs[i].Type, dump(runEvs))
+		}
+	}
+	t.Logf("the replica's run stream got %d of the worker's 16 deltas", deltas)
+
+	// Reconnecting at a worker's delta: on the replica, the rest of the
+	// run, the deltas after it in its log included, no event twice; on a
+	// process that has not the delta in its log (here the worker's), the
+	// run's stored events after the one the delta follows (its durable
+	// base), rebuilt from the store.
+	for i, e := range runEvs {
+		if e.Type != "text_delta" {
+			continue
+		}
+		if c, err := runlog.ParseCursor(e.ID); err != nil || c.Ext == 0 {
+			t.Fatalf("a worker's delta in the run's stream with id %q (%v): want Seq.Sub.Ver.Ext", e.ID, err)
+		}
+		_, ch := a.Stream(t, a.KeyA, "GET", runEvents, nil, "Last-Event-ID", e.ID)
+		rest := servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+		if want := runEvs[i+1:]; !slices.Equal(ids(rest), ids(want)) {
+			t.Fatalf("reconnected at %s: got\n%s\nwant\n%s", e.ID, dump(rest), dump(want))
+		}
+		_, ch = w.Stream(t, w.KeyA, "GET", runEvents, nil, "Last-Event-ID", e.ID)
+		rest = servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "run_end" && e.Data["status"] == "completed" })
+		if want := folded(runEvs[i+1:]); !slices.Equal(ids(rest), ids(want)) {
+			t.Fatalf("reconnected at %s on another process: got\n%s\nwant\n%s", e.ID, dump(rest), dump(want))
+		}
+		break
+	}
+}
+
+// checkWorkerDeltas fails unless evs, a stream's events, hold most of the
+// text deltas of slowAnswer, in order, before its message; it returns how
+// many.
+func checkWorkerDeltas(t *testing.T, name string, evs []servertest.Event) int {
+	t.Helper()
 	var sb strings.Builder
 	deltas, afterMessage := 0, false
 	for _, e := range evs {
@@ -104,7 +177,7 @@ func TestWorkerDeltas(t *testing.T) {
 			deltas++
 			sb.WriteString(e.Data["delta"].(string))
 			if afterMessage {
-				t.Errorf("a delta after the answer's message: %s", e.Raw)
+				t.Errorf("%s: a delta after the answer's message: %s", name, e.Raw)
 			}
 		case "message":
 			if e.Data["text"] == slowAnswer {
@@ -116,10 +189,18 @@ func TestWorkerDeltas(t *testing.T) {
 		for _, e := range evs {
 			t.Logf("%s %s %.120s", e.ID, e.Type, e.Raw)
 		}
-		t.Fatalf("the replica's thread stream got %d deltas %q of the worker's run (want most of %q, then its message):\n%v", deltas, sb.String(), slowAnswer, servertest.Types(evs))
+		t.Fatalf("%s got %d deltas %q of the worker's run (want most of %q, then its message):\n%v", name, deltas, sb.String(), slowAnswer, servertest.Types(evs))
 	}
-	checkThreadIDs(t, "the replica", evs)
-	t.Logf("the replica's thread stream got %d of the worker's 16 deltas", deltas)
+	return deltas
+}
+
+// ids returns the ids of evs.
+func ids(evs []servertest.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.ID
+	}
+	return out
 }
 
 // BenchmarkWorkerDeltas measures what the text deltas of a continuation

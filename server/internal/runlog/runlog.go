@@ -30,7 +30,10 @@ import (
 // The events of a thread's stream add Pos, the position of their run on
 // the thread (the seq of the run's first message), before Seq, and Ext,
 // which numbers the thread's own events (thread handoffs) after Ver: see
-// [ThreadCursor]. A run's cursors have Pos and Ext 0.
+// [ThreadCursor]. A run's cursors have Pos 0, and Ext 0 but for the text
+// and reasoning deltas of a run a worker executes, as a replica that
+// follows it places them (their count after the stored event and draft
+// they follow): "Seq.Sub.Ver.Ext" in a run's stream.
 type Cursor struct {
 	Pos int
 	Seq int
@@ -39,14 +42,14 @@ type Cursor struct {
 	Ext int
 }
 
-// String returns the SSE id form of a run's cursor ("Seq", "Seq.Sub" or
-// "Seq.Sub.Ver"), or, when Pos or Ext is set, of a thread's
-// ([Cursor.Thread]).
+// String returns the SSE id form of a run's cursor ("Seq", "Seq.Sub",
+// "Seq.Sub.Ver" or, with Ext, "Seq.Sub.Ver.Ext"), or, when Pos is set, of
+// a thread's ([Cursor.Thread]).
 func (c Cursor) String() string {
-	if c.Pos != 0 || c.Ext != 0 {
+	if c.Pos != 0 {
 		return c.Thread()
 	}
-	return join([]int{c.Seq, c.Sub, c.Ver}, 1)
+	return join([]int{c.Seq, c.Sub, c.Ver, c.Ext}, 1)
 }
 
 // Thread returns the SSE id form of a thread's cursor: "Pos.Seq",
@@ -95,17 +98,17 @@ func (c Cursor) Durable() Cursor {
 	return c
 }
 
-// ParseCursor parses the SSE id of a run's stream ("12", "12.3" or
-// "12.3.4"); "" is the zero Cursor (before every event).
+// ParseCursor parses the SSE id of a run's stream ("12", "12.3", "12.3.4"
+// or "12.3.4.5"); "" is the zero Cursor (before every event).
 func ParseCursor(s string) (Cursor, error) {
 	if s == "" {
 		return Cursor{}, nil
 	}
 	parts := strings.Split(s, ".")
-	if len(parts) > 3 {
+	if len(parts) > 4 {
 		return Cursor{}, fmt.Errorf("runlog: bad event id %q", s)
 	}
-	var n [3]int
+	var n [4]int
 	for i, p := range parts {
 		v, err := number(p)
 		if err != nil {
@@ -113,7 +116,7 @@ func ParseCursor(s string) (Cursor, error) {
 		}
 		n[i] = v
 	}
-	return Cursor{Seq: n[0], Sub: n[1], Ver: n[2]}, nil
+	return Cursor{Seq: n[0], Sub: n[1], Ver: n[2], Ext: n[3]}, nil
 }
 
 func number(s string) (int, error) {

@@ -24,7 +24,9 @@ func TestCursor(t *testing.T) {
 		{"12.3", runlog.Cursor{Seq: 12, Sub: 3}, false},
 		{"12.3.4", runlog.Cursor{Seq: 12, Sub: 3, Ver: 4}, false},
 		{"12.0.4", runlog.Cursor{Seq: 12, Ver: 4}, false},
-		{"12.3.4.5", runlog.Cursor{}, true},
+		{"12.3.4.5", runlog.Cursor{Seq: 12, Sub: 3, Ver: 4, Ext: 5}, false},
+		{"12.0.0.5", runlog.Cursor{Seq: 12, Ext: 5}, false},
+		{"12.3.4.5.6", runlog.Cursor{}, true},
 		{"-1", runlog.Cursor{}, true},
 		{"1.x", runlog.Cursor{}, true},
 		{"abc", runlog.Cursor{}, true},
@@ -40,6 +42,19 @@ func TestCursor(t *testing.T) {
 	}
 	if !(runlog.Cursor{Seq: 3, Sub: 9}).Less(runlog.Cursor{Seq: 4}) || (runlog.Cursor{Seq: 4}).Less(runlog.Cursor{Seq: 3, Sub: 1}) {
 		t.Error("Less")
+	}
+	// A worker's delta comes after the stored event and the draft it
+	// follows, before the next draft and the next stored event.
+	delta := runlog.Cursor{Seq: 3, Sub: 1, Ver: 2, Ext: 7}
+	for _, before := range []runlog.Cursor{{Seq: 3, Sub: 1}, {Seq: 3, Sub: 1, Ver: 2}, {Seq: 3, Sub: 1, Ver: 2, Ext: 6}} {
+		if !before.Less(delta) {
+			t.Errorf("%v is not before %v", before, delta)
+		}
+	}
+	for _, after := range []runlog.Cursor{{Seq: 3, Sub: 1, Ver: 3}, {Seq: 3, Sub: 2}, {Seq: 4}, {Seq: 3, Sub: 1, Ver: 2, Ext: 8}} {
+		if !delta.Less(after) {
+			t.Errorf("%v is not after %v", after, delta)
+		}
 	}
 }
 
@@ -153,7 +168,7 @@ func TestReadersFollowWriter(t *testing.T) {
 }
 
 func FuzzParseCursor(f *testing.F) {
-	for _, s := range []string{"", "0", "12", "12.3", "-1", "1.", ".1", "1.2.3", "99999999999", " 1"} {
+	for _, s := range []string{"", "0", "12", "12.3", "-1", "1.", ".1", "1.2.3", "1.2.3.4", "1.0.0.4", "1.2.3.4.5", "99999999999", " 1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -161,7 +176,7 @@ func FuzzParseCursor(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if c.Seq < 0 || c.Sub < 0 || c.Ver < 0 {
+		if c.Pos != 0 || c.Seq < 0 || c.Sub < 0 || c.Ver < 0 || c.Ext < 0 {
 			t.Fatalf("%q: negative cursor %v", s, c)
 		}
 		back, err := runlog.ParseCursor(c.String())
