@@ -9,6 +9,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -207,4 +210,67 @@ func TestWebhooksRefused(t *testing.T) {
 			t.Errorf("%s: %v, want ErrRefused", name, err)
 		}
 	}
+}
+
+// TestWebhookFailed: a run that fails (the support network with max_turns
+// 1: triage's transfer to billing takes a second turn) sends run.failed,
+// signed, with its status and failure, on SQLite and PostgreSQL.
+func TestWebhookFailed(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(example("support"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "network.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(string(src), "max_turns: 12", "max_turns: 1", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		ctx := t.Context()
+		secret := newSecret(t)
+		rcv := newReceiver(t, secret, false)
+		svc, err := service.Open(ctx, service.Config{Store: open(t), Files: []string{file}, Workers: 2,
+			Webhooks: webhook.Config{URLs: []string{rcv.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = svc.Stop(sctx)
+			_ = svc.Close()
+		}()
+		n, _ := svc.Network("support")
+		var start *runner.RunStartEvent
+		for ev, err := range n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}) {
+			if err != nil {
+				break // the run's failure
+			}
+			if e, ok := ev.(*runner.RunStartEvent); ok {
+				start = e
+			}
+		}
+		if start == nil {
+			t.Fatal("no run start")
+		}
+		var id string
+		select {
+		case id = <-rcv.got:
+		case <-time.After(60 * time.Second):
+			t.Fatal("no delivery in 60 s")
+		}
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		if len(rcv.bad) > 0 {
+			t.Fatalf("deliveries failed verification: %v", rcv.bad)
+		}
+		ev := rcv.events[id]
+		if ev.Type != webhook.RunFailed || ev.Data.RunID != start.RunID || ev.Data.ThreadID == "" || ev.Data.Network != "support" ||
+			ev.Data.Status != "failed" || ev.Data.Failure == nil || ev.Data.Failure.Limit != "max_turns" || ev.Data.Failure.Message == "" {
+			t.Errorf("event %+v (failure %+v), want run.failed of run %s with the max_turns limit", ev, ev.Data.Failure, start.RunID)
+		}
+	})
 }
