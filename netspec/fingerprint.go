@@ -35,6 +35,10 @@ type fingerprintFile struct {
 	// MCPServers hash as declared (variables unexpanded); the tools they
 	// resolved to hash with the agents that have them (agent.Network).
 	MCPServers []MCPServerSpec `json:"mcp_servers,omitempty"`
+	// Webhooks is never set: where a network's events go is not what its
+	// runs do, so editing webhooks: keeps the fingerprint (and the runs it
+	// stopped resumable).
+	Webhooks []WebhookSpec `json:"webhooks,omitempty"`
 }
 
 // fingerprintLimits is LimitsSpec with max_transfers named max_handoffs.

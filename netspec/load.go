@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"reflect"
 	"regexp"
@@ -78,6 +79,9 @@ type Spec struct {
 	// ToolSources says, by agent and tool name, where the tools that do not
 	// come from tools: come from ("mcp SERVER").
 	ToolSources map[string]map[string]string
+	// Webhooks are the URLs of the file's webhooks: (package service
+	// sends the network's run events to them).
+	Webhooks []string
 	// Close, when set, releases what the program that loaded the network
 	// opened for it (package service: the sessions with its MCP servers);
 	// whoever loaded it calls it once done with the network
@@ -391,6 +395,7 @@ func (l *loader) build(f *File) *Spec {
 			}
 		}
 	}
+	spec.Webhooks = l.webhooks("$.webhooks", f.Webhooks)
 	spec.Policy = l.policy(f, known)
 	spec.Picker, spec.Sticky = l.picker(f, known)
 	if f.Summary != nil {
@@ -439,4 +444,29 @@ func (l *loader) declare(path, what, name string, dup bool, first string) bool {
 		l.bad(field(path, "name"), "%s name %q must be 1-64 letters, digits, '_' or '-'", what, name)
 	}
 	return true
+}
+
+// webhooks checks the file's webhooks and returns their URLs: each an
+// absolute http or https URL with a host, none twice. Whether its host
+// may be called is the server's to check (its allow list).
+func (l *loader) webhooks(path string, specs []WebhookSpec) []string {
+	var urls []string
+	seen := map[string]bool{}
+	for i := range specs {
+		sp := at(path, i) + ".url"
+		raw := specs[i].URL
+		u, err := url.Parse(raw)
+		switch {
+		case raw == "":
+			l.bad(at(path, i), "a webhook needs a url")
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil:
+			l.bad(sp, "webhook url %q must be an http or https URL with a host and no user info", raw)
+		case seen[raw]:
+			l.bad(sp, "webhook url %q is given twice", raw)
+		default:
+			seen[raw] = true
+			urls = append(urls, raw)
+		}
+	}
+	return urls
 }

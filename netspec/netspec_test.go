@@ -817,6 +817,28 @@ agents:
 		},
 	},
 	{
+		name: "Webhooks",
+		yaml: `version: 1
+name: n
+webhooks:
+  - url: https://hooks.example.com/baton
+  - url: ftp://hooks.example.com/x
+  - {}
+  - url: https://hooks.example.com/baton
+  - url: https://user:pw@hooks.example.com/
+agents:
+  - name: a
+    model: scripted
+    script: [{text: hi}]
+`,
+		want: []problem{
+			{5, `webhook url "ftp://hooks.example.com/x" must be an http or https URL with a host and no user info`},
+			{6, `a webhook needs a url`},
+			{7, `webhook url "https://hooks.example.com/baton" is given twice`},
+			{8, `webhook url "https://user:pw@hooks.example.com/" must be an http or https URL with a host and no user info`},
+		},
+	},
+	{
 		name: "Picker",
 		yaml: `version: 1
 name: n
@@ -1517,5 +1539,30 @@ func TestDocsFullExample(t *testing.T) {
 	}
 	if spec.Picker == nil || spec.Summary == nil {
 		t.Errorf("picker %v, summary %v", spec.Picker, spec.Summary)
+	}
+}
+
+// TestWebhooksKeepFingerprint: a file's webhooks: reach Spec.Webhooks and
+// do not change the network's fingerprint.
+func TestWebhooksKeepFingerprint(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("../examples/support/network.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := strings.Replace(string(src), "\ntools:\n", "\nwebhooks:\n  - url: https://hooks.example.com/a\n  - url: http://10.0.0.1/b\n\ntools:\n", 1)
+	a, err := netspec.Parse(src, "support", netspec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := netspec.Parse([]byte(with), "support", netspec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(b.Webhooks, []string{"https://hooks.example.com/a", "http://10.0.0.1/b"}) || a.Webhooks != nil {
+		t.Errorf("webhooks %q, %q", b.Webhooks, a.Webhooks)
+	}
+	if a.Network.Fingerprint() != b.Network.Fingerprint() {
+		t.Errorf("fingerprint %s with webhooks, %s without", b.Network.Fingerprint(), a.Network.Fingerprint())
 	}
 }

@@ -24,6 +24,17 @@ type File struct {
 	// MCPServers are MCP servers whose tools the agents that name them in
 	// mcp: (or name a tool of theirs in tools:) can call.
 	MCPServers []MCPServerSpec `yaml:"mcp_servers" json:"mcp_servers,omitempty"`
+	// Webhooks take the events of this network's runs, besides the
+	// server's own (baton serve --webhook), signed with the server's
+	// secret.
+	Webhooks []WebhookSpec `yaml:"webhooks" json:"webhooks,omitempty"`
+}
+
+// WebhookSpec is a webhook endpoint of a network.
+type WebhookSpec struct {
+	// URL is http:// or https:// and a host; the server checks it against
+	// its allow list (--webhook-allow) when it opens the network.
+	URL string `yaml:"url" json:"url"`
 }
 
 // SummarySpec configures the thread → thread summary model.

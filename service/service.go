@@ -124,6 +124,10 @@ type Definition struct {
 	// the network's threads cannot be handed off (their memory and seeds
 	// still work).
 	Summary model.Model
+	// Webhooks take the events of the network's runs and thread handoffs,
+	// besides Config.Webhooks.URLs (the file's webhooks:); they need
+	// Config.Webhooks.Secret and pass its allow list.
+	Webhooks []string
 	// Close, if set, releases what loading the network opened (the sessions
 	// with its MCP servers, see [Load]): Service.Close calls it, and so
 	// does Open when it fails.
@@ -133,7 +137,7 @@ type Definition struct {
 // DefinitionOf returns the Definition of a loaded network file; the
 // service takes over its Close.
 func DefinitionOf(spec *netspec.Spec) Definition {
-	return Definition{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Summary: spec.Summary, Close: spec.Close}
+	return Definition{Network: spec.Network, Policy: spec.Policy, Picker: spec.Picker, Summary: spec.Summary, Webhooks: spec.Webhooks, Close: spec.Close}
 }
 
 // Network is a served network: its runner, with the extensions every
@@ -230,6 +234,11 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		closeDefinitions(defs)
 		return nil, fmt.Errorf("service: %w", err)
 	}
+	if err := s.checkNetworkWebhooks(ctx, defs); err != nil {
+		be.close()
+		closeDefinitions(defs)
+		return nil, err
+	}
 	if cfg.Logger != nil && cfg.Logger.Enabled(ctx, slog.LevelError) {
 		// A logger that writes nothing (slog.DiscardHandler) gets no
 		// run log.
@@ -246,6 +255,22 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	slices.SortFunc(s.nets, func(a, b *Network) int { return cmp.Compare(a.Name(), b.Name()) })
 	return s, nil
+}
+
+// checkNetworkWebhooks checks the networks' own webhooks: they need the
+// server's secret, and each URL passes its allow list.
+func (s *Service) checkNetworkWebhooks(ctx context.Context, defs []Definition) error {
+	for _, d := range defs {
+		for _, u := range d.Webhooks {
+			if s.webhooks == nil {
+				return fmt.Errorf("service: network %s names webhooks: a webhook secret is required (--webhook-secret or BATON_WEBHOOK_SECRET)", d.Network.Name())
+			}
+			if err := s.webhooks.CheckURL(ctx, u); err != nil {
+				return fmt.Errorf("service: network %s: webhook %s: %w", d.Network.Name(), u, err)
+			}
+		}
+	}
+	return nil
 }
 
 func checkDefinitions(defs []Definition) error {
@@ -275,7 +300,7 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 		// Proposals and decisions are sent to the server-wide webhooks,
 		// through the network's queue (n.Continuation, made below).
 		hcfg.EventTx = func(ctx context.Context, tx store.Tx, owner string, ev *threadhandoff.Event) error {
-			return s.webhooks.HandoffEventTx(n.Continuation)(ctx, tx, owner, ev)
+			return s.webhooks.HandoffEventTx(n.Continuation, d.Webhooks...)(ctx, tx, owner, ev)
 		}
 	}
 	if cfg.MemoryDir != "" {
@@ -292,7 +317,7 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 		Extensions: []runner.Extension{n.Continuation.Extension(), n.ThreadHandoff.Extension(), threads.InterruptExtension()},
 		Observer:   s.obs}
 	if s.webhooks != nil {
-		rc.Extensions = append(rc.Extensions, s.webhooks.Extension(n.Continuation, webhook.RunURLs))
+		rc.Extensions = append(rc.Extensions, s.webhooks.Extension(n.Continuation, webhook.With(webhook.RunURLs, d.Webhooks)))
 	}
 	if s.retention > 0 {
 		// Every run's calls are recorded, for the inspector, with its
@@ -307,7 +332,7 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 	n.Threads.StopWait = cfg.StopWait
 	if s.webhooks != nil {
 		// A run ended outside the runner (a cancel) has its event too.
-		n.Threads.EndTx = s.webhooks.EndTx(n.Continuation, webhook.RunURLs)
+		n.Threads.EndTx = s.webhooks.EndTx(n.Continuation, webhook.With(webhook.RunURLs, d.Webhooks))
 	}
 	if sg, ok := s.be.broker.(draft.Signaller); ok {
 		// Cancels and double-texting's stops reach the run in whichever

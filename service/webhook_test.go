@@ -274,3 +274,90 @@ func TestWebhookFailed(t *testing.T) {
 		}
 	})
 }
+
+// TestNetworkWebhooks: a network file's webhooks: take its runs' events
+// (here run.completed of the support network) besides the server-wide
+// URL, signed with the server's secret (reference-library verification),
+// with one webhook-id; a network webhook without a secret or on a refused
+// address fails Open. SQLite and PostgreSQL.
+func TestNetworkWebhooks(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile(example("support"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withHook := func(t *testing.T, url string) string {
+		file := filepath.Join(t.TempDir(), "network.yaml")
+		yaml := strings.Replace(string(src), "\ntools:\n", "\nwebhooks:\n  - url: "+url+"\n\ntools:\n", 1)
+		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		ctx := t.Context()
+		secret := newSecret(t)
+		all := newReceiver(t, secret, false)
+		net := newReceiver(t, secret, false)
+		st := open(t)
+		for name, cfg := range map[string]webhook.Config{
+			"NoSecret": {},
+			"Refused":  {Secret: secret},
+		} {
+			if _, err := service.Open(ctx, service.Config{Store: st, Files: []string{withHook(t, net.URL+"/net")}, Webhooks: cfg}); err == nil {
+				t.Errorf("%s: opened", name)
+			} else if name == "Refused" && !errors.Is(err, webhook.ErrRefused) {
+				t.Errorf("%s: %v, want ErrRefused", name, err)
+			}
+		}
+		svc, err := service.Open(ctx, service.Config{Store: st, Files: []string{withHook(t, net.URL+"/net")}, Workers: 2,
+			Webhooks: webhook.Config{URLs: []string{all.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = svc.Stop(sctx)
+			_ = svc.Close()
+		}()
+		n, _ := svc.Network("support")
+		var start *runner.RunStartEvent
+		for ev, err := range n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e, ok := ev.(*runner.RunStartEvent); ok {
+				start = e
+			}
+		}
+		if start == nil {
+			t.Fatal("no run start")
+		}
+		wait := func(r *receiver) string {
+			select {
+			case id := <-r.got:
+				return id
+			case <-time.After(60 * time.Second):
+				t.Fatal("no delivery in 60 s")
+				return ""
+			}
+		}
+		idAll, idNet := wait(all), wait(net)
+		if idAll != idNet {
+			t.Errorf("webhook-id %s to the server's URL, %s to the network's: one event has one id", idAll, idNet)
+		}
+		net.mu.Lock()
+		defer net.mu.Unlock()
+		if len(net.bad) > 0 {
+			t.Fatalf("deliveries failed verification: %v", net.bad)
+		}
+		ev := net.events[idNet]
+		if ev.Type != webhook.RunCompleted || ev.Data.RunID != start.RunID || ev.Data.Network != "support" || ev.Data.Status != "completed" {
+			t.Errorf("event %+v, want run.completed of run %s", ev, start.RunID)
+		}
+	})
+}

@@ -168,12 +168,16 @@ func (s *Service) record(ctx context.Context, ins Inserter, perRun URLsFunc, tx 
 type HandoffData = threadhandoff.Event
 
 // HandoffEventTx returns the threadhandoff.Config.EventTx that records a
-// thread handoff's proposal or decision for the server-wide URLs, in the
-// transaction that stores it. Its webhook-id is the handoff's id and the
-// event's type.
-func (s *Service) HandoffEventTx(ins Inserter) func(ctx context.Context, tx store.Tx, owner string, ev *threadhandoff.Event) error {
+// thread handoff's proposal or decision for the server-wide URLs and
+// extra (a network's own), in the transaction that stores it. Its
+// webhook-id is the handoff's id and the event's type.
+func (s *Service) HandoffEventTx(ins Inserter, extra ...string) func(ctx context.Context, tx store.Tx, owner string, ev *threadhandoff.Event) error {
 	return func(ctx context.Context, tx store.Tx, owner string, ev *threadhandoff.Event) error {
-		if s == nil || len(s.cfg.URLs) == 0 {
+		if s == nil {
+			return nil
+		}
+		urls := append(append([]string(nil), s.cfg.URLs...), extra...)
+		if len(urls) == 0 {
 			return nil
 		}
 		body, err := json.Marshal(struct {
@@ -184,7 +188,7 @@ func (s *Service) HandoffEventTx(ins Inserter) func(ctx context.Context, tx stor
 		if err != nil {
 			return fmt.Errorf("webhook: %w", err)
 		}
-		for _, u := range s.cfg.URLs {
+		for _, u := range urls {
 			a := Args{OwnerID: owner, ID: "msg_" + ev.HandoffID + "_" + strings.TrimPrefix(ev.Type, "thread_handoff."), Type: ev.Type, URL: u, Payload: body}
 			if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
 				return fmt.Errorf("webhook: %s of thread handoff %s: %w", ev.Type, ev.HandoffID, err)
@@ -242,6 +246,17 @@ func (w *worker) NextRetry(job *river.Job[Args]) time.Time {
 // RunValue is the key of a run's own webhook URL in its values
 // (runstate.State.Values; runner.WithValues): a JSON string.
 const RunValue = "baton.webhook"
+
+// With returns the [URLsFunc] of f and the fixed URLs urls (a network's
+// own webhooks).
+func With(f URLsFunc, urls []string) URLsFunc {
+	if len(urls) == 0 {
+		return f
+	}
+	return func(st *runstate.State) []string {
+		return append(append([]string(nil), urls...), f(st)...)
+	}
+}
 
 // RunURLs is the [URLsFunc] of a run's own webhook, [RunValue].
 func RunURLs(st *runstate.State) []string {
