@@ -354,10 +354,6 @@ func (s *Service) settle(ctx context.Context, tx store.Tx, owner, runID, reason,
 	if err := s.endTx(ctx, tx, owner, st, saved.ID); err != nil {
 		return err
 	}
-	stoppedBy := map[string]any{"stopped_by": by}
-	if by == "" {
-		stoppedBy = map[string]any{"stopped_by": reason}
-	}
 	if interruptID != "" {
 		outcome, _ := json.Marshal(map[string]string{"stopped_by": by, "reason": reason})
 		_, err := tx.DecideInterrupt(ctx, &store.DecideInterruptParams{OwnerID: owner, ID: interruptID, Status: store.InterruptSuperseded, Outcome: outcome})
@@ -368,12 +364,25 @@ func (s *Service) settle(ctx context.Context, tx store.Tx, owner, runID, reason,
 	if _, err := tx.ReleaseLease(ctx, &store.ReleaseLeaseParams{OwnerID: owner, RunID: runID}); err != nil {
 		return fmt.Errorf("threads: release lease of %s: %w", runID, err)
 	}
-	if st.ThreadID == "" {
+	return settleMessages(ctx, tx, owner, st.ThreadID, runID, reason, by)
+}
+
+// settleMessages ends the messages of a run that settle stopped: on a
+// rollback every one of them leaves the thread (status error, marked rolled
+// back by by); otherwise those not final (a worker's placeholder) end in
+// error, marked with what stopped them.
+func settleMessages(ctx context.Context, tx store.Tx, owner, threadID, runID, reason, by string) error {
+	if threadID == "" {
 		return nil
 	}
-	msgs, err := tx.ListMessages(ctx, &store.ListMessagesParams{OwnerID: owner, ThreadID: st.ThreadID, Limit: HistoryLimit, Last: true})
+	rollback := reason == string(Rollback)
+	stoppedBy := map[string]any{"stopped_by": by}
+	if by == "" {
+		stoppedBy = map[string]any{"stopped_by": reason}
+	}
+	msgs, err := tx.ListMessages(ctx, &store.ListMessagesParams{OwnerID: owner, ThreadID: threadID, Limit: HistoryLimit, Last: true})
 	if err != nil {
-		return fmt.Errorf("threads: messages of %s: %w", st.ThreadID, err)
+		return fmt.Errorf("threads: messages of %s: %w", threadID, err)
 	}
 	prefix := runID + "-"
 	for _, m := range msgs {

@@ -214,16 +214,36 @@ func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*st
 	if _, ok := net.Agent(th.ActiveAgent); !ok {
 		th.ActiveAgent = "" // an agent the network no longer has: let the picker choose
 	}
-	if cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID, NoState: true}); err == nil && !cp.Status.Terminal() && (o.stops == "" || cp.RunID != o.stops) {
-		return nil, nil, &BusyError{ThreadID: th.ID, RunID: cp.RunID, Status: cp.Status, Queued: len(QueueOf(th))}
-	} else if q := QueueOf(th); err == nil && len(q) > 0 && !o.dequeue {
-		return nil, nil, &BusyError{ThreadID: th.ID, RunID: q[0].RunID, Status: StatusQueued, Queued: len(q)}
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrIncompatible) {
-		return nil, nil, fmt.Errorf("threads: thread %s: %w", th.ID, err)
+	if err := s.checkFree(ctx, owner, th, o); err != nil {
+		return nil, nil, err
 	}
-	msgs, err := s.st.ListMessages(ctx, &store.ListMessagesParams{OwnerID: owner, ThreadID: th.ID, Limit: HistoryLimit, Last: true})
+	h, err := s.readHistory(ctx, owner, th.ID, o)
 	if err != nil {
-		return nil, nil, fmt.Errorf("threads: messages of %s: %w", th.ID, err)
+		return nil, nil, err
+	}
+	return th, h, nil
+}
+
+// checkFree returns a *BusyError when th has a run in progress (other than
+// the one o stops) or, unless o dequeues, queued runs.
+func (s *Service) checkFree(ctx context.Context, owner string, th *store.Thread, o TurnOptions) error {
+	if cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID, NoState: true}); err == nil && !cp.Status.Terminal() && (o.stops == "" || cp.RunID != o.stops) {
+		return &BusyError{ThreadID: th.ID, RunID: cp.RunID, Status: cp.Status, Queued: len(QueueOf(th))}
+	} else if q := QueueOf(th); err == nil && len(q) > 0 && !o.dequeue {
+		return &BusyError{ThreadID: th.ID, RunID: q[0].RunID, Status: StatusQueued, Queued: len(q)}
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrIncompatible) {
+		return fmt.Errorf("threads: thread %s: %w", th.ID, err)
+	}
+	return nil
+}
+
+// readHistory reads the thread's history for a turn: its last HistoryLimit
+// messages that are complete and not excluded, without those of the run a
+// rollback removes, with the rows they are.
+func (s *Service) readHistory(ctx context.Context, owner, threadID string, o TurnOptions) (*history, error) {
+	msgs, err := s.st.ListMessages(ctx, &store.ListMessagesParams{OwnerID: owner, ThreadID: threadID, Limit: HistoryLimit, Last: true})
+	if err != nil {
+		return nil, fmt.Errorf("threads: messages of %s: %w", threadID, err)
 	}
 	hist := make([]message.Message, 0, len(msgs))
 	rows := make([]runstate.Row, 0, len(msgs))
@@ -240,7 +260,7 @@ func (s *Service) prepare(ctx context.Context, owner string, o TurnOptions) (*st
 			rows = append(rows, runstate.Row{Seq: m.Seq, Message: m.Message})
 		}
 	}
-	return th, &history{msgs: hist, rows: runstate.NewRows(0, rows)}, nil
+	return &history{msgs: hist, rows: runstate.NewRows(0, rows)}, nil
 }
 
 // BusyError refuses a new turn on a thread whose last run has not finished:
