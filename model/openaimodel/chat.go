@@ -57,6 +57,25 @@ func (m *Model) chatParams(req *model.Request) (openai.ChatCompletionNewParams, 
 		}
 		p.ParallelToolCalls = optional(s.ParallelToolCalls)
 	}
+	m.chatSettings(&p, &s)
+	if o := req.Output; o != nil {
+		if len(bytes.TrimSpace(o.Schema)) == 0 || !json.Valid(o.Schema) {
+			return p, fmt.Errorf("%w: output schema is not JSON", ErrUnsupported)
+		}
+		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: schemaName(o.Name), Schema: o.Schema}
+		if o.Strict {
+			js.Strict = param.NewOpt(true)
+		}
+		p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}
+	}
+	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
+	return p, nil
+}
+
+// chatSettings sets p's sampling, output and best-effort fields from s,
+// each only where s has it (the compatible servers know max_tokens and
+// user, OpenAI max_completion_tokens and safety_identifier).
+func (m *Model) chatSettings(p *openai.ChatCompletionNewParams, s *model.Settings) {
 	p.Temperature = optional(s.Temperature)
 	p.TopP = optional(s.TopP)
 	if s.MaxTokens > 0 {
@@ -93,18 +112,6 @@ func (m *Model) chatParams(req *model.Request) (openai.ChatCompletionNewParams, 
 	if s.PromptCacheKey != "" && !m.compat {
 		p.PromptCacheKey = param.NewOpt(s.PromptCacheKey)
 	}
-	if o := req.Output; o != nil {
-		if len(bytes.TrimSpace(o.Schema)) == 0 || !json.Valid(o.Schema) {
-			return p, fmt.Errorf("%w: output schema is not JSON", ErrUnsupported)
-		}
-		js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: schemaName(o.Name), Schema: o.Schema}
-		if o.Strict {
-			js.Strict = param.NewOpt(true)
-		}
-		p.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}
-	}
-	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: param.NewOpt(true)}
-	return p, nil
 }
 
 func hasTool(tools []model.Tool, name string) bool {
