@@ -324,6 +324,9 @@ func (sk *soak) report(kills int, restarted bool, d time.Duration) {
 		answered++
 		if tr.status == "completed" {
 			completed++
+		} else {
+			// Answered, not a fault, but worth a look.
+			t.Logf("turn %q on thread %s ended %s", tr.input, tr.thread, tr.status)
 		}
 		lat = append(lat, tr.answered.Sub(tr.accepted))
 		done = append(done, tr.answered)
