@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/webhook"
 )
 
 // Core is the runs API of the server: what every protocol adapter (package
@@ -53,6 +54,11 @@ type Core interface {
 	// CheckInput refuses a turn's input that is empty, too large or not
 	// UTF-8 (a 400 [*Error] with param "input").
 	CheckInput(input string) error
+	// Webhook checks a run's own webhook URL named by a request (a 400
+	// [*Error] with param param when the server has no webhooks or
+	// refuses the URL) and returns the run option that sends the run's
+	// events there too.
+	Webhook(ctx context.Context, param, url string) (runner.RunOption, error)
 	// StartTurn starts a user turn on a thread of nw and returns once its
 	// first event (or the error that kept it from starting) is known. The
 	// run goes on after the request that started it ends.
@@ -240,6 +246,14 @@ func (s *Server) CreateThread(ctx context.Context, c *Caller, p *store.CreateThr
 
 // CheckInput refuses a bad input.
 func (s *Server) CheckInput(input string) error { return s.checkInput(input) }
+
+// Webhook checks a run's own webhook URL.
+func (s *Server) Webhook(ctx context.Context, param, url string) (runner.RunOption, error) {
+	if err := s.cfg.Service.Webhooks().CheckURL(ctx, url); err != nil {
+		return nil, BadParam(param, "%v", err)
+	}
+	return runner.WithValues(webhook.RunValues(url)), nil
+}
 
 // StartTurn starts a user turn.
 func (s *Server) StartTurn(ctx context.Context, c *Caller, nw *Network, t Turn) (*Run, error) {

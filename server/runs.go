@@ -13,7 +13,6 @@ import (
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
-	"github.com/batonhq/baton/webhook"
 )
 
 func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *Caller) error {
@@ -49,10 +48,11 @@ func (s *Server) createRun(w http.ResponseWriter, r *http.Request, c *Caller) er
 			// its input only.
 			return BadParam("webhook", "webhook is not supported with multitask_strategy %s", req.MultitaskStrategy)
 		}
-		if err := s.cfg.Service.Webhooks().CheckURL(r.Context(), req.Webhook); err != nil {
-			return BadParam("webhook", "%v", err)
+		o, err := s.Webhook(r.Context(), "webhook", req.Webhook)
+		if err != nil {
+			return err
 		}
-		opts = append(opts, runner.WithValues(webhook.RunValues(req.Webhook)))
+		opts = append(opts, o)
 	}
 	if strat != threads.Reject {
 		return s.multitaskRun(w, r, c, th.ID, runstate.NewRunID(), nw, &req, strat, opts)

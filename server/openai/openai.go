@@ -131,6 +131,10 @@ func unsupported(param, format string, args ...any) *server.Error {
 	return e
 }
 
+// WebhookKey is the metadata key of a request that names its run's own
+// webhook URL (POST /v1/chat/completions and /v1/responses).
+const WebhookKey = "webhook"
+
 // openAIRun is what an OpenAI request runs: a turn of nw on the thread of
 // req (see openAIThread) with input after hist, and opts.
 type openAIRun struct {
@@ -149,6 +153,14 @@ func (s *api) openAITurn(w http.ResponseWriter, r *http.Request, c *server.Calle
 		return nil, err
 	}
 	ctx := r.Context()
+	if u, ok := o.req.Metadata[WebhookKey]; ok {
+		// The run's own webhook, as POST …/runs' "webhook".
+		opt, err := s.c.Webhook(ctx, "metadata."+WebhookKey, u)
+		if err != nil {
+			return nil, err
+		}
+		o.opts = append(o.opts, opt)
+	}
 	threadID, err := s.openAIThread(ctx, r, c, o.nw, o.req, o.source, o.hist, o.input)
 	if err != nil {
 		return nil, err
