@@ -1,8 +1,6 @@
 package e2e_test
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/webhook"
+	"github.com/batonhq/baton/webhook/webhooktest"
 )
 
 // TestWebhookKill: a run's event survives a SIGKILL of the process that
@@ -34,9 +33,7 @@ func TestWebhookKill(t *testing.T) {
 			db := be.open(t)
 			dir := t.TempDir()
 			fx := newEffects(t, nil)
-			k := make([]byte, 24)
-			_, _ = rand.Read(k)
-			secret := webhook.SecretPrefix + base64.StdEncoding.EncodeToString(k)
+			secret := webhooktest.NewSecret(t)
 			wh, err := standardwebhooks.NewWebhook(secret)
 			if err != nil {
 				t.Fatal(err)

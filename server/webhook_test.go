@@ -1,8 +1,6 @@
 package server_test
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -16,6 +14,7 @@ import (
 	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/webhook"
+	"github.com/batonhq/baton/webhook/webhooktest"
 )
 
 // TestRunWebhook: POST …/runs with "webhook" sends the run's events there,
@@ -26,32 +25,9 @@ import (
 func TestRunWebhook(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		k := make([]byte, 24)
-		_, _ = rand.Read(k)
-		secret := webhook.SecretPrefix + base64.StdEncoding.EncodeToString(k)
-		wh, err := standardwebhooks.NewWebhook(secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		type delivery struct {
-			id string
-			ev webhook.Event
-		}
-		got := make(chan delivery, 10)
-		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			if err := wh.Verify(body, r.Header); err != nil {
-				t.Errorf("verify: %v", err)
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			var ev webhook.Event
-			if err := json.Unmarshal(body, &ev); err != nil {
-				t.Error(err)
-			}
-			got <- delivery{r.Header.Get("webhook-id"), ev}
-		}))
-		defer rcv.Close()
+		secret := webhooktest.NewSecret(t)
+		rcv := webhooktest.NewReceiver(t, secret, false)
+		got := rcv.Got
 		b := servertest.SetupStore(t, open(t), func(o *servertest.Options) {
 			o.Service.Webhooks = webhook.Config{Secret: secret, Allow: []string{"127.0.0.1"}}
 		})
@@ -83,9 +59,9 @@ func TestRunWebhook(t *testing.T) {
 		}
 		select {
 		case d := <-got:
-			if d.ev.Type != webhook.RunInterrupted || d.ev.Data.RunID != run.ID || d.ev.Data.ThreadID != thread ||
-				d.ev.Data.Interrupt == nil || d.ev.Data.Interrupt.ID != run.Interrupt.ID || d.id == "" {
-				t.Errorf("delivery %s %+v, want run.interrupted of run %s", d.id, d.ev, run.ID)
+			if d.Event.Type != webhook.RunInterrupted || d.Event.Data.RunID != run.ID || d.Event.Data.ThreadID != thread ||
+				d.Event.Data.Interrupt == nil || d.Event.Data.Interrupt.ID != run.Interrupt.ID || d.ID == "" {
+				t.Errorf("delivery %s %+v, want run.interrupted of run %s", d.ID, d.Event, run.ID)
 			}
 		case <-time.After(60 * time.Second):
 			t.Fatal("no delivery in 60 s")
@@ -115,7 +91,7 @@ func TestRunWebhook(t *testing.T) {
 			}
 		}
 		if len(l.Data) != 1 || l.Data[0].Type != webhook.RunInterrupted || l.Data[0].URL != rcv.URL+"/hook" || l.Data[0].Attempt != 1 ||
-			l.Data[0].StatusCode != http.StatusOK || l.Data[0].Network != "support" || l.Data[0].WebhookID == "" {
+			l.Data[0].StatusCode != http.StatusNoContent || l.Data[0].Network != "support" || l.Data[0].WebhookID == "" {
 			t.Errorf("delivery log %+v", l.Data)
 		}
 		// A cancel of the waiting run (executed nowhere: ended outside
@@ -125,8 +101,8 @@ func TestRunWebhook(t *testing.T) {
 		}
 		select {
 		case d := <-got:
-			if d.ev.Type != webhook.RunCancelled || d.ev.Data.RunID != run.ID || d.ev.Data.Status != "cancelled" || d.id == l.Data[0].WebhookID {
-				t.Errorf("delivery %s %+v, want run.cancelled of run %s with a new id", d.id, d.ev, run.ID)
+			if d.Event.Type != webhook.RunCancelled || d.Event.Data.RunID != run.ID || d.Event.Data.Status != "cancelled" || d.ID == l.Data[0].WebhookID {
+				t.Errorf("delivery %s %+v, want run.cancelled of run %s with a new id", d.ID, d.Event, run.ID)
 			}
 		case <-time.After(60 * time.Second):
 			t.Fatal("no run.cancelled in 60 s")
@@ -158,9 +134,7 @@ func TestRunWebhookOff(t *testing.T) {
 func TestHandoffWebhooks(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		k := make([]byte, 24)
-		_, _ = rand.Read(k)
-		secret := webhook.SecretPrefix + base64.StdEncoding.EncodeToString(k)
+		secret := webhooktest.NewSecret(t)
 		wh, err := standardwebhooks.NewWebhook(secret)
 		if err != nil {
 			t.Fatal(err)

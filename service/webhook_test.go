@@ -2,21 +2,12 @@ package service_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/runner"
@@ -24,64 +15,8 @@ import (
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
 	"github.com/batonhq/baton/webhook"
+	"github.com/batonhq/baton/webhook/webhooktest"
 )
-
-// receiver is a webhook receiver on loopback: it verifies every delivery
-// with the Standard Webhooks reference library and answers 500 to the
-// first attempt of every message when failFirst is set.
-type receiver struct {
-	*httptest.Server
-	mu        sync.Mutex
-	failFirst bool
-	attempts  map[string]int           // webhook-id → attempts seen
-	accepted  map[string]int           // webhook-id → 2xx answers given
-	events    map[string]webhook.Event // webhook-id → body
-	bad       []error
-	got       chan string // an accepted webhook-id
-}
-
-func newReceiver(t *testing.T, secret string, failFirst bool) *receiver {
-	wh, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &receiver{failFirst: failFirst, attempts: map[string]int{}, accepted: map[string]int{},
-		events: map[string]webhook.Event{}, got: make(chan string, 100)}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		id := req.Header.Get("webhook-id")
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if err := wh.Verify(body, req.Header); err != nil {
-			r.bad = append(r.bad, err)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		r.attempts[id]++
-		if r.failFirst && r.attempts[id] == 1 {
-			w.WriteHeader(http.StatusInternalServerError)
-			return
-		}
-		var ev webhook.Event
-		if err := json.Unmarshal(body, &ev); err != nil {
-			r.bad = append(r.bad, err)
-		}
-		r.events[id] = ev
-		r.accepted[id]++
-		w.WriteHeader(http.StatusNoContent)
-		r.got <- id
-	}))
-	t.Cleanup(r.Close)
-	return r
-}
-
-func newSecret(t *testing.T) string {
-	k := make([]byte, 24)
-	if _, err := rand.Read(k); err != nil {
-		t.Fatal(err)
-	}
-	return webhook.SecretPrefix + base64.StdEncoding.EncodeToString(k)
-}
 
 // TestWebhooks: a run's end reaches the server-wide webhook and the run's
 // own, signed (verified by the Standard Webhooks reference library), after
@@ -91,9 +26,9 @@ func TestWebhooks(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
 		ctx := t.Context()
-		secret := newSecret(t)
-		all := newReceiver(t, secret, true)
-		own := newReceiver(t, secret, false)
+		secret := webhooktest.NewSecret(t)
+		all := webhooktest.NewReceiver(t, secret, true)
+		own := webhooktest.NewReceiver(t, secret, false)
 		svc, err := service.Open(ctx, service.Config{Store: open(t), Files: []string{example("support")}, Workers: 2,
 			Webhooks: webhook.Config{URLs: []string{all.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
 		if err != nil {
@@ -129,10 +64,10 @@ func TestWebhooks(t *testing.T) {
 		if end == nil || start == nil {
 			t.Fatal("no run end")
 		}
-		wait := func(r *receiver) string {
+		wait := func(r *webhooktest.Receiver) string {
 			select {
-			case id := <-r.got:
-				return id
+			case d := <-r.Got:
+				return d.ID
 			case <-time.After(60 * time.Second):
 				t.Fatal("no delivery in 60 s")
 				return ""
@@ -160,23 +95,21 @@ func TestWebhooks(t *testing.T) {
 			len(codes[own.URL+"/own"]) != 1 || codes[own.URL+"/own"][0] != 204 {
 			t.Errorf("delivery log %v", codes)
 		}
-		all.mu.Lock()
-		defer all.mu.Unlock()
-		if len(all.bad) > 0 {
-			t.Fatalf("deliveries failed verification: %v", all.bad)
+		if len(all.Bad()) > 0 {
+			t.Fatalf("deliveries failed verification: %v", all.Bad())
 		}
-		if all.attempts[idAll] != 2 || all.accepted[idAll] != 1 {
-			t.Errorf("attempts %d, accepted %d: want a retry after the 500 and one acceptance", all.attempts[idAll], all.accepted[idAll])
+		if all.Attempts(idAll) != 2 || all.Accepted(idAll) != 1 {
+			t.Errorf("attempts %d, accepted %d: want a retry after the 500 and one acceptance", all.Attempts(idAll), all.Accepted(idAll))
 		}
-		ev := all.events[idAll]
+		ev := all.Event(idAll)
 		if ev.Type != webhook.RunCompleted || ev.Data.RunID != start.RunID || ev.Data.ThreadID == "" ||
 			ev.Data.Network != "support" || ev.Data.Status != "completed" || ev.Data.Output == "" {
 			t.Errorf("event %+v, want run.completed of run %s", ev, start.RunID)
 		}
 		// No other event, no second delivery of this one.
 		select {
-		case id := <-all.got:
-			t.Errorf("a second delivery %s", id)
+		case d := <-all.Got:
+			t.Errorf("a second delivery %s", d.ID)
 		case <-time.After(500 * time.Millisecond):
 		}
 	})
@@ -189,7 +122,7 @@ func TestWebhooksRefused(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	st := testdb.SQLite(t)
-	secret := newSecret(t)
+	secret := webhooktest.NewSecret(t)
 	for name, cfg := range map[string]webhook.Config{
 		"Loopback":   {URLs: []string{"http://127.0.0.1:9/x"}, Secret: secret},
 		"Private":    {URLs: []string{"http://10.1.2.3/x"}, Secret: secret},
@@ -227,8 +160,8 @@ func TestWebhookFailed(t *testing.T) {
 	}
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
 		ctx := t.Context()
-		secret := newSecret(t)
-		rcv := newReceiver(t, secret, false)
+		secret := webhooktest.NewSecret(t)
+		rcv := webhooktest.NewReceiver(t, secret, false)
 		svc, err := service.Open(ctx, service.Config{Store: open(t), Files: []string{file}, Workers: 2,
 			Webhooks: webhook.Config{URLs: []string{rcv.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
 		if err != nil {
@@ -258,16 +191,15 @@ func TestWebhookFailed(t *testing.T) {
 		}
 		var id string
 		select {
-		case id = <-rcv.got:
+		case d := <-rcv.Got:
+			id = d.ID
 		case <-time.After(60 * time.Second):
 			t.Fatal("no delivery in 60 s")
 		}
-		rcv.mu.Lock()
-		defer rcv.mu.Unlock()
-		if len(rcv.bad) > 0 {
-			t.Fatalf("deliveries failed verification: %v", rcv.bad)
+		if len(rcv.Bad()) > 0 {
+			t.Fatalf("deliveries failed verification: %v", rcv.Bad())
 		}
-		ev := rcv.events[id]
+		ev := rcv.Event(id)
 		if ev.Type != webhook.RunFailed || ev.Data.RunID != start.RunID || ev.Data.ThreadID == "" || ev.Data.Network != "support" ||
 			ev.Data.Status != "failed" || ev.Data.Failure == nil || ev.Data.Failure.Limit != "max_turns" || ev.Data.Failure.Message == "" {
 			t.Errorf("event %+v (failure %+v), want run.failed of run %s with the max_turns limit", ev, ev.Data.Failure, start.RunID)
@@ -296,9 +228,9 @@ func TestNetworkWebhooks(t *testing.T) {
 	}
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
 		ctx := t.Context()
-		secret := newSecret(t)
-		all := newReceiver(t, secret, false)
-		net := newReceiver(t, secret, false)
+		secret := webhooktest.NewSecret(t)
+		all := webhooktest.NewReceiver(t, secret, false)
+		net := webhooktest.NewReceiver(t, secret, false)
 		st := open(t)
 		for name, cfg := range map[string]webhook.Config{
 			"NoSecret": {},
@@ -337,10 +269,10 @@ func TestNetworkWebhooks(t *testing.T) {
 		if start == nil {
 			t.Fatal("no run start")
 		}
-		wait := func(r *receiver) string {
+		wait := func(r *webhooktest.Receiver) string {
 			select {
-			case id := <-r.got:
-				return id
+			case d := <-r.Got:
+				return d.ID
 			case <-time.After(60 * time.Second):
 				t.Fatal("no delivery in 60 s")
 				return ""
@@ -350,12 +282,10 @@ func TestNetworkWebhooks(t *testing.T) {
 		if idAll != idNet {
 			t.Errorf("webhook-id %s to the server's URL, %s to the network's: one event has one id", idAll, idNet)
 		}
-		net.mu.Lock()
-		defer net.mu.Unlock()
-		if len(net.bad) > 0 {
-			t.Fatalf("deliveries failed verification: %v", net.bad)
+		if len(net.Bad()) > 0 {
+			t.Fatalf("deliveries failed verification: %v", net.Bad())
 		}
-		ev := net.events[idNet]
+		ev := net.Event(idNet)
 		if ev.Type != webhook.RunCompleted || ev.Data.RunID != start.RunID || ev.Data.Network != "support" || ev.Data.Status != "completed" {
 			t.Errorf("event %+v, want run.completed of run %s", ev, start.RunID)
 		}

@@ -1,21 +1,15 @@
 package openai_test
 
 import (
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
-
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/webhook"
+	"github.com/batonhq/baton/webhook/webhooktest"
 )
 
 // TestOpenAIWebhook: metadata.webhook of a chat completion or a response
@@ -26,32 +20,9 @@ import (
 func TestOpenAIWebhook(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		k := make([]byte, 24)
-		_, _ = rand.Read(k)
-		secret := webhook.SecretPrefix + base64.StdEncoding.EncodeToString(k)
-		wh, err := standardwebhooks.NewWebhook(secret)
-		if err != nil {
-			t.Fatal(err)
-		}
-		type delivery struct {
-			path string
-			ev   webhook.Event
-		}
-		got := make(chan delivery, 10)
-		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			if err := wh.Verify(body, r.Header); err != nil {
-				t.Errorf("verify: %v", err)
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			var ev webhook.Event
-			if err := json.Unmarshal(body, &ev); err != nil {
-				t.Error(err)
-			}
-			got <- delivery{r.URL.Path, ev}
-		}))
-		defer rcv.Close()
+		secret := webhooktest.NewSecret(t)
+		rcv := webhooktest.NewReceiver(t, secret, false)
+		got := rcv.Got
 		b := servertest.SetupStore(t, open(t), func(o *servertest.Options) {
 			o.Service.Webhooks = webhook.Config{Secret: secret, Allow: []string{"127.0.0.1"}}
 		})
@@ -78,9 +49,9 @@ func TestOpenAIWebhook(t *testing.T) {
 			}
 			select {
 			case d := <-got:
-				if d.ev.Type != webhook.RunCompleted || d.ev.Data.RunID != runID || d.ev.Data.Network != "support" || d.ev.Data.Output == "" ||
-					d.path != map[string]string{"/v1/chat/completions": "/chat", "/v1/responses": "/responses"}[path] {
-					t.Errorf("%s: delivery to %s %+v, want run.completed of run %s", path, d.path, d.ev, runID)
+				if d.Event.Type != webhook.RunCompleted || d.Event.Data.RunID != runID || d.Event.Data.Network != "support" || d.Event.Data.Output == "" ||
+					d.Path != map[string]string{"/v1/chat/completions": "/chat", "/v1/responses": "/responses"}[path] {
+					t.Errorf("%s: delivery to %s %+v, want run.completed of run %s", path, d.Path, d.Event, runID)
 				}
 			case <-time.After(60 * time.Second):
 				t.Fatalf("%s: no delivery in 60 s", path)

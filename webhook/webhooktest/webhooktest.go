@@ -1,0 +1,119 @@
+// Package webhooktest is a webhook receiver for tests: an HTTP server on
+// loopback that verifies every delivery with the Standard Webhooks
+// reference library, as a receiver of baton's webhooks would.
+package webhooktest
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/batonhq/baton/webhook"
+)
+
+// NewSecret returns a new random endpoint secret (whsec_…).
+func NewSecret(t testing.TB) string {
+	t.Helper()
+	k := make([]byte, 24)
+	if _, err := rand.Read(k); err != nil {
+		t.Fatal(err)
+	}
+	return webhook.SecretPrefix + base64.StdEncoding.EncodeToString(k)
+}
+
+// Delivery is a delivery the receiver accepted.
+type Delivery struct {
+	// ID is its webhook-id header, Path its URL's path.
+	ID, Path string
+	Event    webhook.Event
+}
+
+// Receiver is a webhook endpoint on loopback, closed when the test ends. A
+// delivery whose signature does not verify is answered 401 and recorded
+// (Bad); with FailFirst, the first attempt of every message is answered
+// 500; every other delivery is answered 204 and sent on Got.
+type Receiver struct {
+	*httptest.Server
+	// Got receives each accepted delivery (buffered: 100).
+	Got chan Delivery
+
+	failFirst bool
+	mu        sync.Mutex
+	attempts  map[string]int // webhook-id → attempts verified
+	accepted  map[string]int // webhook-id → 2xx answers given
+	events    map[string]webhook.Event
+	bad       []error
+}
+
+// NewReceiver starts a receiver of deliveries signed with secret.
+func NewReceiver(t testing.TB, secret string, failFirst bool) *Receiver {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Receiver{Got: make(chan Delivery, 100), failFirst: failFirst,
+		attempts: map[string]int{}, accepted: map[string]int{}, events: map[string]webhook.Event{}}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		id := req.Header.Get("webhook-id")
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err := wh.Verify(body, req.Header); err != nil {
+			r.bad = append(r.bad, err)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		r.attempts[id]++
+		if r.failFirst && r.attempts[id] == 1 {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		var ev webhook.Event
+		if err := json.Unmarshal(body, &ev); err != nil {
+			r.bad = append(r.bad, err)
+		}
+		r.events[id] = ev
+		r.accepted[id]++
+		w.WriteHeader(http.StatusNoContent)
+		r.Got <- Delivery{ID: id, Path: req.URL.Path, Event: ev}
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// Attempts returns how many verified attempts of message id came.
+func (r *Receiver) Attempts(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.attempts[id]
+}
+
+// Accepted returns how many times message id was accepted.
+func (r *Receiver) Accepted(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.accepted[id]
+}
+
+// Event returns the event of message id.
+func (r *Receiver) Event(id string) webhook.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.events[id]
+}
+
+// Bad returns the errors of the deliveries that did not verify or decode.
+func (r *Receiver) Bad() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.bad)
+}
