@@ -79,9 +79,9 @@ type Spec struct {
 	// ToolSources says, by agent and tool name, where the tools that do not
 	// come from tools: come from ("mcp SERVER").
 	ToolSources map[string]map[string]string
-	// Webhooks are the URLs of the file's webhooks: (package service
-	// sends the network's run events to them).
-	Webhooks []string
+	// Webhooks are the file's webhooks: (package service sends the
+	// network's run events to them).
+	Webhooks []WebhookSpec
 	// Close, when set, releases what the program that loaded the network
 	// opened for it (package service: the sessions with its MCP servers);
 	// whoever loaded it calls it once done with the network
@@ -449,8 +449,8 @@ func (l *loader) declare(path, what, name string, dup bool, first string) bool {
 // webhooks checks the file's webhooks and returns their URLs: each an
 // absolute http or https URL with a host, none twice. Whether its host
 // may be called is the server's to check (its allow list).
-func (l *loader) webhooks(path string, specs []WebhookSpec) []string {
-	var urls []string
+func (l *loader) webhooks(path string, specs []WebhookSpec) []WebhookSpec {
+	var out []WebhookSpec
 	seen := map[string]bool{}
 	for i := range specs {
 		sp := at(path, i) + ".url"
@@ -463,10 +463,12 @@ func (l *loader) webhooks(path string, specs []WebhookSpec) []string {
 			l.bad(sp, "webhook url %q must be an http or https URL with a host and no user info", raw)
 		case seen[raw]:
 			l.bad(sp, "webhook url %q is given twice", raw)
+		case specs[i].SecretEnv != "" && !envName.MatchString(specs[i].SecretEnv):
+			l.bad(at(path, i)+".secret_env", "secret_env %q is not an environment variable name", specs[i].SecretEnv)
 		default:
 			seen[raw] = true
-			urls = append(urls, raw)
+			out = append(out, specs[i])
 		}
 	}
-	return urls
+	return out
 }

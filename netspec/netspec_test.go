@@ -826,6 +826,8 @@ webhooks:
   - {}
   - url: https://hooks.example.com/baton
   - url: https://user:pw@hooks.example.com/
+  - url: https://hooks.example.com/c
+    secret_env: "not a name"
 agents:
   - name: a
     model: scripted
@@ -836,6 +838,7 @@ agents:
 			{6, `a webhook needs a url`},
 			{7, `webhook url "https://hooks.example.com/baton" is given twice`},
 			{8, `webhook url "https://user:pw@hooks.example.com/" must be an http or https URL with a host and no user info`},
+			{10, `secret_env "not a name" is not an environment variable name`},
 		},
 	},
 	{
@@ -1550,7 +1553,7 @@ func TestWebhooksKeepFingerprint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := strings.Replace(string(src), "\ntools:\n", "\nwebhooks:\n  - url: https://hooks.example.com/a\n  - url: http://10.0.0.1/b\n\ntools:\n", 1)
+	with := strings.Replace(string(src), "\ntools:\n", "\nwebhooks:\n  - url: https://hooks.example.com/a\n  - url: http://10.0.0.1/b\n    secret_env: HOOK_SECRET\n\ntools:\n", 1)
 	a, err := netspec.Parse(src, "support", netspec.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -1559,7 +1562,7 @@ func TestWebhooksKeepFingerprint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(b.Webhooks, []string{"https://hooks.example.com/a", "http://10.0.0.1/b"}) || a.Webhooks != nil {
+	if !slices.Equal(b.Webhooks, []netspec.WebhookSpec{{URL: "https://hooks.example.com/a"}, {URL: "http://10.0.0.1/b", SecretEnv: "HOOK_SECRET"}}) || a.Webhooks != nil {
 		t.Errorf("webhooks %q, %q", b.Webhooks, a.Webhooks)
 	}
 	if a.Network.Fingerprint() != b.Network.Fingerprint() {

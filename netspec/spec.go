@@ -26,7 +26,7 @@ type File struct {
 	MCPServers []MCPServerSpec `yaml:"mcp_servers" json:"mcp_servers,omitempty"`
 	// Webhooks take the events of this network's runs, besides the
 	// server's own (baton serve --webhook), signed with the server's
-	// secret.
+	// secret or their own (secret_env).
 	Webhooks []WebhookSpec `yaml:"webhooks" json:"webhooks,omitempty"`
 }
 
@@ -35,6 +35,9 @@ type WebhookSpec struct {
 	// URL is http:// or https:// and a host; the server checks it against
 	// its allow list (--webhook-allow) when it opens the network.
 	URL string `yaml:"url" json:"url"`
+	// SecretEnv, if set, names the environment variable holding this
+	// endpoint's own secret (whsec_…), instead of the server's.
+	SecretEnv string `yaml:"secret_env" json:"secret_env,omitempty"`
 }
 
 // SummarySpec configures the thread → thread summary model.

@@ -127,7 +127,7 @@ type Definition struct {
 	// Webhooks take the events of the network's runs and thread handoffs,
 	// besides Config.Webhooks.URLs (the file's webhooks:); they need
 	// Config.Webhooks.Secret and pass its allow list.
-	Webhooks []string
+	Webhooks []netspec.WebhookSpec
 	// Close, if set, releases what loading the network opened (the sessions
 	// with its MCP servers, see [Load]): Service.Close calls it, and so
 	// does Open when it fails.
@@ -261,16 +261,30 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 // server's secret, and each URL passes its allow list.
 func (s *Service) checkNetworkWebhooks(ctx context.Context, defs []Definition) error {
 	for _, d := range defs {
-		for _, u := range d.Webhooks {
+		for _, w := range d.Webhooks {
 			if s.webhooks == nil {
 				return fmt.Errorf("service: network %s names webhooks: a webhook secret is required (--webhook-secret or BATON_WEBHOOK_SECRET)", d.Network.Name())
 			}
-			if err := s.webhooks.CheckURL(ctx, u); err != nil {
-				return fmt.Errorf("service: network %s: webhook %s: %w", d.Network.Name(), u, err)
+			if err := s.webhooks.CheckURL(ctx, w.URL); err != nil {
+				return fmt.Errorf("service: network %s: webhook %s: %w", d.Network.Name(), w.URL, err)
+			}
+			if w.SecretEnv != "" {
+				if err := s.webhooks.SetSecretEnv(w.URL, w.SecretEnv); err != nil {
+					return fmt.Errorf("service: network %s: webhook %s: %w", d.Network.Name(), w.URL, err)
+				}
 			}
 		}
 	}
 	return nil
+}
+
+// webhookURLs returns the URLs of a network's own webhooks.
+func webhookURLs(d Definition) []string {
+	urls := make([]string, len(d.Webhooks))
+	for i, w := range d.Webhooks {
+		urls[i] = w.URL
+	}
+	return urls
 }
 
 func checkDefinitions(defs []Definition) error {
@@ -300,7 +314,7 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 		// Proposals and decisions are sent to the server-wide webhooks,
 		// through the network's queue (n.Continuation, made below).
 		hcfg.EventTx = func(ctx context.Context, tx store.Tx, owner string, ev *threadhandoff.Event) error {
-			return s.webhooks.HandoffEventTx(n.Continuation, d.Webhooks...)(ctx, tx, owner, ev)
+			return s.webhooks.HandoffEventTx(n.Continuation, webhookURLs(d)...)(ctx, tx, owner, ev)
 		}
 	}
 	if cfg.MemoryDir != "" {
@@ -317,7 +331,7 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 		Extensions: []runner.Extension{n.Continuation.Extension(), n.ThreadHandoff.Extension(), threads.InterruptExtension()},
 		Observer:   s.obs}
 	if s.webhooks != nil {
-		rc.Extensions = append(rc.Extensions, s.webhooks.Extension(n.Continuation, webhook.With(webhook.RunURLs, d.Webhooks)))
+		rc.Extensions = append(rc.Extensions, s.webhooks.Extension(n.Continuation, webhook.With(webhook.RunURLs, webhookURLs(d))))
 	}
 	if s.retention > 0 {
 		// Every run's calls are recorded, for the inspector, with its
@@ -332,7 +346,7 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 	n.Threads.StopWait = cfg.StopWait
 	if s.webhooks != nil {
 		// A run ended outside the runner (a cancel) has its event too.
-		n.Threads.EndTx = s.webhooks.EndTx(n.Continuation, webhook.With(webhook.RunURLs, d.Webhooks))
+		n.Threads.EndTx = s.webhooks.EndTx(n.Continuation, webhook.With(webhook.RunURLs, webhookURLs(d)))
 	}
 	if sg, ok := s.be.broker.(draft.Signaller); ok {
 		// Cancels and double-texting's stops reach the run in whichever

@@ -209,18 +209,19 @@ func TestWebhookFailed(t *testing.T) {
 
 // TestNetworkWebhooks: a network file's webhooks: take its runs' events
 // (here run.completed of the support network) besides the server-wide
-// URL, signed with the server's secret (reference-library verification),
-// with one webhook-id; a network webhook without a secret or on a refused
-// address fails Open. SQLite and PostgreSQL.
+// URL, signed with the server's secret or the one its secret_env names
+// (reference-library verification with each), with one webhook-id; a
+// network webhook without a secret, on a refused address or naming an
+// unset variable fails Open. SQLite and PostgreSQL.
 func TestNetworkWebhooks(t *testing.T) {
 	t.Parallel()
 	src, err := os.ReadFile(example("support"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	withHook := func(t *testing.T, url string) string {
+	withHook := func(t *testing.T, hooks string) string {
 		file := filepath.Join(t.TempDir(), "network.yaml")
-		yaml := strings.Replace(string(src), "\ntools:\n", "\nwebhooks:\n  - url: "+url+"\n\ntools:\n", 1)
+		yaml := strings.Replace(string(src), "\ntools:\n", "\nwebhooks:\n"+hooks+"\ntools:\n", 1)
 		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -231,18 +232,32 @@ func TestNetworkWebhooks(t *testing.T) {
 		secret := webhooktest.NewSecret(t)
 		all := webhooktest.NewReceiver(t, secret, false)
 		net := webhooktest.NewReceiver(t, secret, false)
+		// A webhook with its own secret (secret_env), in a variable of
+		// this subtest's.
+		ownSecret := webhooktest.NewSecret(t)
+		own := webhooktest.NewReceiver(t, ownSecret, false)
+		env := "BATON_TEST_HOOK_" + strings.ToUpper(filepath.Base(t.Name()))
+		if err := os.Setenv(env, ownSecret); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Unsetenv(env) })
+		hooks := "  - url: " + net.URL + "/net\n  - url: " + own.URL + "/own\n    secret_env: " + env + "\n"
 		st := open(t)
-		for name, cfg := range map[string]webhook.Config{
-			"NoSecret": {},
-			"Refused":  {Secret: secret},
+		for name, c := range map[string]struct {
+			cfg   webhook.Config
+			hooks string
+		}{
+			"NoSecret": {webhook.Config{}, hooks},
+			"Refused":  {webhook.Config{Secret: secret}, hooks},
+			"NoEnv":    {webhook.Config{Secret: secret, Allow: []string{"127.0.0.1"}}, "  - url: " + own.URL + "\n    secret_env: " + env + "_UNSET\n"},
 		} {
-			if _, err := service.Open(ctx, service.Config{Store: st, Files: []string{withHook(t, net.URL+"/net")}, Webhooks: cfg}); err == nil {
+			if _, err := service.Open(ctx, service.Config{Store: st, Files: []string{withHook(t, c.hooks)}, Webhooks: c.cfg}); err == nil {
 				t.Errorf("%s: opened", name)
 			} else if name == "Refused" && !errors.Is(err, webhook.ErrRefused) {
 				t.Errorf("%s: %v, want ErrRefused", name, err)
 			}
 		}
-		svc, err := service.Open(ctx, service.Config{Store: st, Files: []string{withHook(t, net.URL+"/net")}, Workers: 2,
+		svc, err := service.Open(ctx, service.Config{Store: st, Files: []string{withHook(t, hooks)}, Workers: 2,
 			Webhooks: webhook.Config{URLs: []string{all.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
 		if err != nil {
 			t.Fatal(err)
@@ -278,9 +293,12 @@ func TestNetworkWebhooks(t *testing.T) {
 				return ""
 			}
 		}
-		idAll, idNet := wait(all), wait(net)
-		if idAll != idNet {
-			t.Errorf("webhook-id %s to the server's URL, %s to the network's: one event has one id", idAll, idNet)
+		idAll, idNet, idOwn := wait(all), wait(net), wait(own)
+		if idAll != idNet || idAll != idOwn {
+			t.Errorf("webhook-id %s to the server's URL, %s and %s to the network's: one event has one id", idAll, idNet, idOwn)
+		}
+		if len(own.Bad()) > 0 || own.Accepted(idOwn) != 1 {
+			t.Errorf("the secret_env webhook: %d accepted, verification failures %v", own.Accepted(idOwn), own.Bad())
 		}
 		if len(net.Bad()) > 0 {
 			t.Fatalf("deliveries failed verification: %v", net.Bad())

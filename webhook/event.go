@@ -75,6 +75,9 @@ type Args struct {
 	Type    string          `json:"type"`
 	URL     string          `json:"url"`
 	Payload json.RawMessage `json:"payload"`
+	// SecretEnv names the environment variable of the URL's own secret
+	// ([Service.SetSecretEnv]); empty: the service's secret.
+	SecretEnv string `json:"secret_env,omitempty"`
 }
 
 // Kind implements river.JobArgs.
@@ -155,7 +158,7 @@ func (s *Service) record(ctx context.Context, ins Inserter, perRun URLsFunc, tx 
 		return fmt.Errorf("webhook: %w", err)
 	}
 	for _, u := range urls {
-		a := Args{OwnerID: owner, ID: "msg_" + checkpointID, Type: typ, URL: u, Payload: body}
+		a := Args{OwnerID: owner, ID: "msg_" + checkpointID, Type: typ, URL: u, Payload: body, SecretEnv: s.envs[u]}
 		if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
 			return fmt.Errorf("webhook: %s of run %s: %w", typ, st.RunID, err)
 		}
@@ -189,7 +192,7 @@ func (s *Service) HandoffEventTx(ins Inserter, extra ...string) func(ctx context
 			return fmt.Errorf("webhook: %w", err)
 		}
 		for _, u := range urls {
-			a := Args{OwnerID: owner, ID: "msg_" + ev.HandoffID + "_" + strings.TrimPrefix(ev.Type, "thread_handoff."), Type: ev.Type, URL: u, Payload: body}
+			a := Args{OwnerID: owner, ID: "msg_" + ev.HandoffID + "_" + strings.TrimPrefix(ev.Type, "thread_handoff."), Type: ev.Type, URL: u, Payload: body, SecretEnv: s.envs[u]}
 			if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
 				return fmt.Errorf("webhook: %s of thread handoff %s: %w", ev.Type, ev.HandoffID, err)
 			}
@@ -214,7 +217,11 @@ type worker struct {
 func (w *worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	a := job.Args
 	start := time.Now()
-	status, err := w.s.send(ctx, a.URL, a.ID, a.Payload)
+	key, err := w.s.keyOf(a.SecretEnv)
+	status := 0
+	if err == nil {
+		status, err = w.s.send(ctx, key, a.URL, a.ID, a.Payload)
+	}
 	if err != nil {
 		w.s.log.WarnContext(ctx, "webhook delivery failed", "webhook_id", a.ID, "type", a.Type, "attempt", job.Attempt, "error", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -64,6 +65,10 @@ type Service struct {
 	guard  *guard
 	client *http.Client
 	log    *slog.Logger
+	// envs names, by URL, the environment variable holding the URL's own
+	// secret ([Service.SetSecretEnv]); other URLs are signed with
+	// Config.Secret.
+	envs map[string]string
 }
 
 // New returns the webhook service of cfg, or nil when cfg names no URL
@@ -112,6 +117,41 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	return s, nil
 }
 
+// SetSecretEnv makes deliveries to url signed with the secret in the
+// environment variable env (a network file's secret_env) instead of
+// Config.Secret; the variable must hold a whsec_ secret now, and whichever
+// process delivers reads it at each attempt. Call it before the service
+// is used; a URL given two different variables is an error.
+func (s *Service) SetSecretEnv(url, env string) error {
+	if s == nil {
+		return errors.New("webhook: webhooks are not configured on this server (--webhook-secret)")
+	}
+	if _, err := parseSecret(os.Getenv(env)); err != nil {
+		return fmt.Errorf("webhook: %s: %w", env, err)
+	}
+	if old, ok := s.envs[url]; ok && old != env {
+		return fmt.Errorf("webhook: %s is given the secrets of both %s and %s", url, old, env)
+	}
+	if s.envs == nil {
+		s.envs = map[string]string{}
+	}
+	s.envs[url] = env
+	return nil
+}
+
+// keyOf returns the signing key of a delivery whose args name env ("":
+// the service's secret).
+func (s *Service) keyOf(env string) ([]byte, error) {
+	if env == "" {
+		return s.key, nil
+	}
+	key, err := parseSecret(os.Getenv(env))
+	if err != nil {
+		return nil, fmt.Errorf("webhook: %s: %w", env, err)
+	}
+	return key, nil
+}
+
 // CheckURL checks a webhook URL named by a request: its form and the
 // addresses its host resolves to now. A refusal wraps [ErrRefused].
 func (s *Service) CheckURL(ctx context.Context, raw string) error {
@@ -145,12 +185,12 @@ func Sign(key []byte, id string, ts time.Time, body []byte) string {
 
 // post delivers body to url once, signed; a non-2xx answer is an error.
 func (s *Service) post(ctx context.Context, url, id string, body []byte) error {
-	_, err := s.send(ctx, url, id, body)
+	_, err := s.send(ctx, s.key, url, id, body)
 	return err
 }
 
 // send is post that also returns the receiver's status (0: none).
-func (s *Service) send(ctx context.Context, url, id string, body []byte) (int, error) {
+func (s *Service) send(ctx context.Context, key []byte, url, id string, body []byte) (int, error) {
 	now := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
 	if err != nil {
@@ -160,7 +200,7 @@ func (s *Service) send(ctx context.Context, url, id string, body []byte) (int, e
 	req.Header.Set("User-Agent", "baton-webhooks")
 	req.Header.Set("webhook-id", id)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set("webhook-signature", Sign(s.key, id, now, body))
+	req.Header.Set("webhook-signature", Sign(key, id, now, body))
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("webhook: deliver %s: %w", id, err)
