@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -97,34 +95,19 @@ func (t *tool) follow(ctx context.Context, req *mcp.CallToolRequest, run *server
 	from := run.StartedAt()
 	token := req.Params.GetProgressToken()
 	sent := 0
-	// The log's close follows the run's end; it is waited for at most
-	// logCloseWait past the end, so that a log that does not close (a
-	// follower that missed its last signal) cannot hold the call.
-	ectx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var closing sync.Once
-	err := t.c.Events(ectx, run, server.Cursor{}, func(e server.Entry) bool {
+	err := t.c.Events(ctx, run, server.Cursor{}, func(e server.Entry) bool {
 		piece := f.add(e)
 		mine := from.Less(e.At)
 		if piece != "" && mine && token != nil {
 			sent += len(piece)
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(sent), Message: piece})
 		}
-		if f.end != nil && mine {
-			closing.Do(func() { time.AfterFunc(logCloseWait, cancel) })
-		}
 		// On to the log's close, after the run's end: the thread is free
 		// then, for the next call on it.
 		return true
 	})
-	if ctx.Err() == nil && ectx.Err() != nil && f.end != nil {
-		return f, nil // the end came; its log did not close in time
-	}
 	if err != nil {
 		return nil, err
 	}
 	return f, ctx.Err()
 }
-
-// logCloseWait bounds the wait for a run's log to close after its end.
-const logCloseWait = 5 * time.Second
