@@ -35,7 +35,7 @@ func newGuard(allow []string) (*guard, error) {
 		case strings.Contains(a, "/"):
 			p, err := netip.ParsePrefix(a)
 			if err != nil {
-				return nil, fmt.Errorf("webhook: allow %q: %w", a, err)
+				return nil, fmt.Errorf("%w: allow %q: %w", ErrConfig, a, err)
 			}
 			g.prefixes = append(g.prefixes, p.Masked())
 		default:

@@ -71,6 +71,11 @@ type Service struct {
 	envs map[string]string
 }
 
+// ErrConfig is the error of a webhook configuration that cannot work: URLs
+// without a secret, a malformed secret, a bad allow entry. Commands answer
+// it as a usage error.
+var ErrConfig = errors.New("webhook: configuration")
+
 // New returns the webhook service of cfg, or nil when cfg names no URL
 // and no secret (webhooks off). URLs and a secret without the other, a
 // bad secret, a bad allow entry or a refused URL are errors.
@@ -79,7 +84,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, nil
 	}
 	if cfg.Secret == "" {
-		return nil, errors.New("webhook: a secret is required (--webhook-secret or BATON_WEBHOOK_SECRET: whsec_<base64>)")
+		return nil, fmt.Errorf("%w: a secret is required (--webhook-secret or BATON_WEBHOOK_SECRET: whsec_<base64>)", ErrConfig)
 	}
 	key, err := parseSecret(cfg.Secret)
 	if err != nil {
@@ -165,11 +170,11 @@ func (s *Service) CheckURL(ctx context.Context, raw string) error {
 func parseSecret(secret string) ([]byte, error) {
 	b64, ok := strings.CutPrefix(secret, SecretPrefix)
 	if !ok {
-		return nil, fmt.Errorf("webhook: the secret must start with %s", SecretPrefix)
+		return nil, fmt.Errorf("%w: the secret must start with %s", ErrConfig, SecretPrefix)
 	}
 	key, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil || len(key) < 16 {
-		return nil, fmt.Errorf("webhook: the secret must be %s and the base64 of at least 16 bytes", SecretPrefix)
+		return nil, fmt.Errorf("%w: the secret must be %s and the base64 of at least 16 bytes", ErrConfig, SecretPrefix)
 	}
 	return key, nil
 }

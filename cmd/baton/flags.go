@@ -199,7 +199,7 @@ func openService(ctx context.Context, cfg service.Config) (*service.Service, err
 	svc, err := service.Open(ctx, cfg)
 	if err != nil {
 		var ne *netspec.Error
-		if errors.As(err, &ne) || errors.Is(err, store.ErrInvalid) || errors.Is(err, errUnknownTool) || errors.Is(err, webhook.ErrRefused) {
+		if errors.As(err, &ne) || errors.Is(err, store.ErrInvalid) || errors.Is(err, errUnknownTool) || errors.Is(err, webhook.ErrRefused) || errors.Is(err, webhook.ErrConfig) {
 			return nil, usageError{err}
 		}
 		return nil, fmt.Errorf("open %s: %w", redactURL(cfg.Database), err)
