@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
-	"strings"
 
 	"github.com/batonhq/baton/store"
 )
@@ -60,57 +58,25 @@ func (e *Engine) ListAudit(ctx context.Context, p *store.ListAuditParams) (*stor
 	if err := need(p, "OwnerID", p.OwnerID); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	for _, n := range p.Networks {
-		if err := checkText("Networks", n, true); err != nil {
-			return nil, e.wrap(op, err)
-		}
+	if err := checkNetworks(p.Networks); err != nil {
+		return nil, e.wrap(op, err)
 	}
 	limit, err := pageLimit(p.Limit)
 	if err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var sb strings.Builder
-	args := []any{p.OwnerID}
-	arg := func(v any) string {
-		args = append(args, v)
-		return `$` + strconv.Itoa(len(args))
+	k := newKeyset(auditCols, "audit_events", p.OwnerID)
+	k.eq("thread_id", p.ThreadID)
+	k.eq("kind", p.Kind)
+	k.in("network", p.Networks)
+	if err := k.cursor(p.Cursor); err != nil {
+		return nil, e.wrap(op, err)
 	}
-	sb.WriteString(`SELECT ` + auditCols + ` FROM audit_events WHERE owner_id = $1`)
-	if p.ThreadID != "" {
-		sb.WriteString(` AND thread_id = ` + arg(p.ThreadID))
-	}
-	if p.Kind != "" {
-		sb.WriteString(` AND kind = ` + arg(p.Kind))
-	}
-	if len(p.Networks) > 0 {
-		sb.WriteString(` AND network IN (`)
-		for i, n := range p.Networks {
-			if i > 0 {
-				sb.WriteString(`, `)
-			}
-			sb.WriteString(arg(n))
-		}
-		sb.WriteString(`)`)
-	}
-	if p.Cursor != "" {
-		if len(p.Cursor) > 200 || checkText("Cursor", p.Cursor, true) != nil {
-			return nil, e.wrap(op, invalid("malformed cursor"))
-		}
-		sb.WriteString(` AND id < ` + arg(p.Cursor))
-	}
-	sb.WriteString(` ORDER BY id DESC LIMIT ` + arg(limit+1))
-	events, err := inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op, func(q Querier) ([]*store.AuditEvent, error) {
-		return queryAll(ctx, q, nil, scanAudit, sb.String(), args...)
-	})
+	events, next, err := listPage(ctx, e, Scope{Owner: p.OwnerID}, op, k, limit, scanAudit, func(ev *store.AuditEvent) string { return ev.ID })
 	if err != nil {
 		return nil, err
 	}
-	page := &store.AuditPage{Events: events}
-	if len(events) > limit {
-		page.Events = events[:limit]
-		page.NextCursor = events[limit-1].ID
-	}
-	return page, nil
+	return &store.AuditPage{Events: events, NextCursor: next}, nil
 }
 
 // decidedBy returns outcome, a JSON object, with "decided_by" set to a.

@@ -186,39 +186,20 @@ func (e *Engine) ListThreads(ctx context.Context, p *store.ListThreadsParams) (*
 		}
 		after = true
 	}
-	var sb strings.Builder
-	args := []any{p.OwnerID}
-	sb.WriteString(`SELECT ` + threadCols + ` FROM threads WHERE owner_id = $1`)
-	if p.ParentID != "" {
-		args = append(args, p.ParentID)
-		sb.WriteString(` AND parent_id = $` + strconv.Itoa(len(args)))
+	if err := checkNetworks(p.Networks); err != nil {
+		return nil, e.wrap(op, err)
 	}
-	for _, n := range p.Networks {
-		if err := checkText("Networks", n, true); err != nil {
-			return nil, e.wrap(op, err)
-		}
-	}
-	if len(p.Networks) > 0 {
-		sb.WriteString(` AND network IN (`)
-		for i, n := range p.Networks {
-			if i > 0 {
-				sb.WriteString(`, `)
-			}
-			args = append(args, n)
-			sb.WriteString(`$` + strconv.Itoa(len(args)))
-		}
-		sb.WriteString(`)`)
-	}
+	k := newKeyset(threadCols, "threads", p.OwnerID)
+	k.eq("parent_id", p.ParentID)
+	k.in("network", p.Networks)
 	if after {
-		args = append(args, e.Dialect.Time(afterAt), afterID)
-		n := len(args)
-		sb.WriteString(` AND (created_at < $` + strconv.Itoa(n-1) + ` OR (created_at = $` + strconv.Itoa(n-1) + ` AND id < $` + strconv.Itoa(n) + `))`)
+		at, id := k.arg(e.Dialect.Time(afterAt)), k.arg(afterID)
+		k.sb.WriteString(` AND (created_at < ` + at + ` OR (created_at = ` + at + ` AND id < ` + id + `))`)
 	}
-	args = append(args, limit+1)
-	sb.WriteString(` ORDER BY created_at DESC, id DESC LIMIT $` + strconv.Itoa(len(args)))
+	k.sb.WriteString(` ORDER BY created_at DESC, id DESC LIMIT ` + k.arg(limit+1))
 	var page store.ThreadPage
 	page.Threads, err = inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op, func(q Querier) ([]*store.Thread, error) {
-		return queryAll(ctx, q, nil, scanThread, sb.String(), args...)
+		return queryAll(ctx, q, nil, scanThread, k.sb.String(), k.args...)
 	})
 	if err != nil {
 		return nil, err

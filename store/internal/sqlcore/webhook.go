@@ -2,8 +2,6 @@ package sqlcore
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/batonhq/baton/store"
@@ -53,49 +51,19 @@ func (e *Engine) ListWebhookDeliveries(ctx context.Context, p *store.ListWebhook
 	if err != nil {
 		return nil, e.wrap(op, err)
 	}
-	var sb strings.Builder
-	args := []any{p.OwnerID}
-	arg := func(v any) string {
-		args = append(args, v)
-		return `$` + strconv.Itoa(len(args))
+	if err := checkNetworks(p.Networks); err != nil {
+		return nil, e.wrap(op, err)
 	}
-	sb.WriteString(`SELECT ` + deliveryCols + ` FROM webhook_deliveries WHERE owner_id = $1`)
-	if p.WebhookID != "" {
-		sb.WriteString(` AND webhook_id = ` + arg(p.WebhookID))
+	k := newKeyset(deliveryCols, "webhook_deliveries", p.OwnerID)
+	k.eq("webhook_id", p.WebhookID)
+	k.eq("run_id", p.RunID)
+	k.in("network", p.Networks)
+	if err := k.cursor(p.Cursor); err != nil {
+		return nil, e.wrap(op, err)
 	}
-	if p.RunID != "" {
-		sb.WriteString(` AND run_id = ` + arg(p.RunID))
-	}
-	if len(p.Networks) > 0 {
-		sb.WriteString(` AND network IN (`)
-		for i, n := range p.Networks {
-			if err := checkText("Networks", n, true); err != nil {
-				return nil, e.wrap(op, err)
-			}
-			if i > 0 {
-				sb.WriteString(`, `)
-			}
-			sb.WriteString(arg(n))
-		}
-		sb.WriteString(`)`)
-	}
-	if p.Cursor != "" {
-		if len(p.Cursor) > 200 || checkText("Cursor", p.Cursor, true) != nil {
-			return nil, e.wrap(op, invalid("malformed cursor"))
-		}
-		sb.WriteString(` AND id < ` + arg(p.Cursor))
-	}
-	sb.WriteString(` ORDER BY id DESC LIMIT ` + arg(limit+1))
-	ds, err := inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op, func(q Querier) ([]*store.WebhookDelivery, error) {
-		return queryAll(ctx, q, nil, scanDelivery, sb.String(), args...)
-	})
+	ds, next, err := listPage(ctx, e, Scope{Owner: p.OwnerID}, op, k, limit, scanDelivery, func(d *store.WebhookDelivery) string { return d.ID })
 	if err != nil {
 		return nil, err
 	}
-	page := &store.WebhookDeliveryPage{Deliveries: ds}
-	if len(ds) > limit {
-		page.Deliveries = ds[:limit]
-		page.NextCursor = ds[limit-1].ID
-	}
-	return page, nil
+	return &store.WebhookDeliveryPage{Deliveries: ds, NextCursor: next}, nil
 }
