@@ -64,20 +64,8 @@ func TestRunLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		svc, err := service.Open(ctx, service.Config{Store: open(t), Networks: []service.Definition{slowNetwork(t)}, Workers: 1,
+		svc := started(t, service.Config{Store: open(t), Networks: []service.Definition{slowNetwork(t)}, Workers: 1,
 			Telemetry: tel, Logger: log})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := svc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = svc.Stop(sctx)
-			_ = svc.Close()
-		}()
 		n, _ := svc.Network("shop")
 		var runID string
 		for ev, err := range n.Threads.Turn(ctx, "ann", "Ship order 1234", threads.TurnOptions{RunOptions: n.Continuation.RunOptions()}) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"iter"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -27,6 +28,49 @@ import (
 )
 
 func example(name string) string { return filepath.Join("..", "examples", name, "network.yaml") }
+
+// started opens the service of cfg and starts its workers; it stops and
+// closes when t ends.
+func started(t *testing.T, cfg service.Config) *service.Service {
+	t.Helper()
+	svc, err := service.Open(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = svc.Stop(sctx)
+		_ = svc.Close()
+	})
+	return svc
+}
+
+// runStart returns the start event of the run a turn's events hold;
+// events fails t with the first error unless failing is set, where an
+// error (the run's failure) ends the turn.
+func runStart(t *testing.T, events iter.Seq2[runner.Event, error], failing bool) *runner.RunStartEvent {
+	t.Helper()
+	var start *runner.RunStartEvent
+	for ev, err := range events {
+		if err != nil {
+			if failing {
+				break
+			}
+			t.Fatal(err)
+		}
+		if e, ok := ev.(*runner.RunStartEvent); ok {
+			start = e
+		}
+	}
+	if start == nil {
+		t.Fatal("no run start")
+	}
+	return start
+}
 
 // TestOpen: one database gives the store, its broker (in-process on SQLite,
 // LISTEN/NOTIFY on PostgreSQL) and River; every network gets its queue,

@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -29,20 +28,8 @@ func TestWebhooks(t *testing.T) {
 		secret := webhooktest.NewSecret(t)
 		all := webhooktest.NewReceiver(t, secret, true)
 		own := webhooktest.NewReceiver(t, secret, false)
-		svc, err := service.Open(ctx, service.Config{Store: open(t), Files: []string{example("support")}, Workers: 2,
+		svc := started(t, service.Config{Store: open(t), Files: []string{example("support")}, Workers: 2,
 			Webhooks: webhook.Config{URLs: []string{all.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := svc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = svc.Stop(sctx)
-			_ = svc.Close()
-		}()
 		if err := svc.Webhooks().CheckURL(ctx, own.URL); err != nil {
 			t.Fatal(err)
 		}
@@ -64,16 +51,7 @@ func TestWebhooks(t *testing.T) {
 		if end == nil || start == nil {
 			t.Fatal("no run end")
 		}
-		wait := func(r *webhooktest.Receiver) string {
-			select {
-			case d := <-r.Got:
-				return d.ID
-			case <-time.After(60 * time.Second):
-				t.Fatal("no delivery in 60 s")
-				return ""
-			}
-		}
-		idAll, idOwn := wait(all), wait(own)
+		idAll, idOwn := all.Next(t).ID, own.Next(t).ID
 		if idAll != idOwn {
 			t.Errorf("webhook-id %s to one URL, %s to the other: one event has one id", idAll, idOwn)
 		}
@@ -162,40 +140,11 @@ func TestWebhookFailed(t *testing.T) {
 		ctx := t.Context()
 		secret := webhooktest.NewSecret(t)
 		rcv := webhooktest.NewReceiver(t, secret, false)
-		svc, err := service.Open(ctx, service.Config{Store: open(t), Files: []string{file}, Workers: 2,
+		svc := started(t, service.Config{Store: open(t), Files: []string{file}, Workers: 2,
 			Webhooks: webhook.Config{URLs: []string{rcv.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := svc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = svc.Stop(sctx)
-			_ = svc.Close()
-		}()
 		n, _ := svc.Network("support")
-		var start *runner.RunStartEvent
-		for ev, err := range n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}) {
-			if err != nil {
-				break // the run's failure
-			}
-			if e, ok := ev.(*runner.RunStartEvent); ok {
-				start = e
-			}
-		}
-		if start == nil {
-			t.Fatal("no run start")
-		}
-		var id string
-		select {
-		case d := <-rcv.Got:
-			id = d.ID
-		case <-time.After(60 * time.Second):
-			t.Fatal("no delivery in 60 s")
-		}
+		start := runStart(t, n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}), true)
+		id := rcv.Next(t).ID
 		if len(rcv.Bad()) > 0 {
 			t.Fatalf("deliveries failed verification: %v", rcv.Bad())
 		}
@@ -257,43 +206,11 @@ func TestNetworkWebhooks(t *testing.T) {
 				t.Errorf("%s: %v, want ErrRefused", name, err)
 			}
 		}
-		svc, err := service.Open(ctx, service.Config{Store: st, Files: []string{withHook(t, hooks)}, Workers: 2,
+		svc := started(t, service.Config{Store: st, Files: []string{withHook(t, hooks)}, Workers: 2,
 			Webhooks: webhook.Config{URLs: []string{all.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := svc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = svc.Stop(sctx)
-			_ = svc.Close()
-		}()
 		n, _ := svc.Network("support")
-		var start *runner.RunStartEvent
-		for ev, err := range n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			if e, ok := ev.(*runner.RunStartEvent); ok {
-				start = e
-			}
-		}
-		if start == nil {
-			t.Fatal("no run start")
-		}
-		wait := func(r *webhooktest.Receiver) string {
-			select {
-			case d := <-r.Got:
-				return d.ID
-			case <-time.After(60 * time.Second):
-				t.Fatal("no delivery in 60 s")
-				return ""
-			}
-		}
-		idAll, idNet, idOwn := wait(all), wait(net), wait(own)
+		start := runStart(t, n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}), false)
+		idAll, idNet, idOwn := all.Next(t).ID, net.Next(t).ID, own.Next(t).ID
 		if idAll != idNet || idAll != idOwn {
 			t.Errorf("webhook-id %s to the server's URL, %s and %s to the network's: one event has one id", idAll, idNet, idOwn)
 		}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -116,4 +117,17 @@ func (r *Receiver) Bad() []error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.bad)
+}
+
+// Next returns the next accepted delivery, failing t when none comes in
+// 60 s.
+func (r *Receiver) Next(t testing.TB) Delivery {
+	t.Helper()
+	select {
+	case d := <-r.Got:
+		return d
+	case <-time.After(60 * time.Second):
+		t.Fatal("no delivery in 60 s")
+		return Delivery{}
+	}
 }
