@@ -19,6 +19,7 @@ import (
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/service"
+	"github.com/batonhq/baton/service/servicetest"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
 )
@@ -47,14 +48,7 @@ func record(t *testing.T, st store.Store, convs ...conversation) []string {
 func recordOn(t *testing.T, st store.Store, file string, convs ...conversation) []string {
 	t.Helper()
 	ctx := t.Context()
-	svc, err := service.Open(ctx, service.Config{Files: []string{file}, Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop(context.Background()); _ = svc.Close() })
+	svc := servicetest.Started(t, service.Config{Files: []string{file}, Store: st})
 	n := svc.Networks()[0]
 	var ids []string
 	for _, conv := range convs {

@@ -1,7 +1,6 @@
 package inspect_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/service"
+	"github.com/batonhq/baton/service/servicetest"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
 	"github.com/batonhq/baton/store/sqlitestore"
@@ -27,19 +27,7 @@ func support() string { return filepath.Join("..", "examples", "support", "netwo
 func open(t *testing.T, st store.Store, cfg service.Config) *service.Network {
 	t.Helper()
 	cfg.Store, cfg.Files = st, []string{support()}
-	svc, err := service.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = svc.Stop(ctx)
-		_ = svc.Close()
-	})
+	svc := servicetest.Started(t, cfg)
 	n, _ := svc.Network("support")
 	return n
 }
@@ -239,19 +227,7 @@ func TestStepsBackground(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, openStore func(testing.TB) store.Store) {
 		ctx := t.Context()
 		st := openStore(t)
-		svc, err := service.Open(ctx, service.Config{Store: st, Files: []string{filepath.Join("..", "examples", "research", "network.yaml")}, Workers: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := svc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_ = svc.Stop(sctx)
-			_ = svc.Close()
-		})
+		svc := servicetest.Started(t, service.Config{Store: st, Files: []string{filepath.Join("..", "examples", "research", "network.yaml")}, Workers: 1})
 		n, _ := svc.Network("research")
 		end := turn(t, n.Threads.Turn(ctx, "ann", "How did EV sales develop in 2025?", threads.TurnOptions{RunOptions: n.Continuation.RunOptions()}))
 		if end.Status != runstate.StatusSuspended {

@@ -17,6 +17,7 @@ import (
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/service"
+	"github.com/batonhq/baton/service/servicetest"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/telemetry"
 	"github.com/batonhq/baton/threads"
@@ -64,7 +65,7 @@ func TestRunLog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		svc := started(t, service.Config{Store: open(t), Networks: []service.Definition{slowNetwork(t)}, Workers: 1,
+		svc := servicetest.Started(t, service.Config{Store: open(t), Networks: []service.Definition{slowNetwork(t)}, Workers: 1,
 			Telemetry: tel, Logger: log})
 		n, _ := svc.Network("shop")
 		var runID string

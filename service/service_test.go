@@ -29,26 +29,6 @@ import (
 
 func example(name string) string { return filepath.Join("..", "examples", name, "network.yaml") }
 
-// started opens the service of cfg and starts its workers; it stops and
-// closes when t ends.
-func started(t *testing.T, cfg service.Config) *service.Service {
-	t.Helper()
-	svc, err := service.Open(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = svc.Stop(sctx)
-		_ = svc.Close()
-	})
-	return svc
-}
-
 // runStart returns the start event of the run a turn's events hold;
 // events fails t with the first error unless failing is set, where an
 // error (the run's failure) ends the turn.

@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/service"
+	"github.com/batonhq/baton/service/servicetest"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
 	"github.com/batonhq/baton/webhook"
@@ -28,7 +29,7 @@ func TestWebhooks(t *testing.T) {
 		secret := webhooktest.NewSecret(t)
 		all := webhooktest.NewReceiver(t, secret, true)
 		own := webhooktest.NewReceiver(t, secret, false)
-		svc := started(t, service.Config{Store: open(t), Files: []string{example("support")}, Workers: 2,
+		svc := servicetest.Started(t, service.Config{Store: open(t), Files: []string{example("support")}, Workers: 2,
 			Webhooks: webhook.Config{URLs: []string{all.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
 		if err := svc.Webhooks().CheckURL(ctx, own.URL); err != nil {
 			t.Fatal(err)
@@ -140,7 +141,7 @@ func TestWebhookFailed(t *testing.T) {
 		ctx := t.Context()
 		secret := webhooktest.NewSecret(t)
 		rcv := webhooktest.NewReceiver(t, secret, false)
-		svc := started(t, service.Config{Store: open(t), Files: []string{file}, Workers: 2,
+		svc := servicetest.Started(t, service.Config{Store: open(t), Files: []string{file}, Workers: 2,
 			Webhooks: webhook.Config{URLs: []string{rcv.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
 		n, _ := svc.Network("support")
 		start := runStart(t, n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}), true)
@@ -206,7 +207,7 @@ func TestNetworkWebhooks(t *testing.T) {
 				t.Errorf("%s: %v, want ErrRefused", name, err)
 			}
 		}
-		svc := started(t, service.Config{Store: st, Files: []string{withHook(t, hooks)}, Workers: 2,
+		svc := servicetest.Started(t, service.Config{Store: st, Files: []string{withHook(t, hooks)}, Workers: 2,
 			Webhooks: webhook.Config{URLs: []string{all.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
 		n, _ := svc.Network("support")
 		start := runStart(t, n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}), false)
