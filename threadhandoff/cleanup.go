@@ -13,9 +13,10 @@ import (
 // Cleanup ends the seed of a handoff once its child thread has had its
 // first complete assistant turn. [Service.Extension] calls it after every
 // completed run on a thread (it is cheap and does nothing unless the
-// thread is a child whose cleanup is due). It resets the memory block to
-// its placeholder if the block still holds this handoff's summary (a newer
-// handoff's summary is left alone), and clears pending and
+// thread is a child whose cleanup is due). It removes this handoff's seed
+// from the memory block (the seeds of other handoffs to the same agent are
+// left alone; the block returns to its placeholder when none is left), and
+// clears pending and
 // cleanup_required and sets last_cleanup_at in the "handoff" metadata of
 // the child and of the parent.
 //
@@ -110,8 +111,9 @@ func (s *Service) cleanupTx(ctx context.Context, tx store.Tx, mem memory.Store, 
 	return true, h, nil
 }
 
-// clearBlock resets the memory block of h's assistant to the placeholder if
-// it holds h's summary. It is idempotent.
+// clearBlock removes h's seed from the memory block of h's assistant, if it
+// is there, leaving the seeds of other handoffs as they are; the block
+// returns to the placeholder when it was the last. It is idempotent.
 func (s *Service) clearBlock(ctx context.Context, mem memory.Store, owner string, h *Handoff) error {
 	_, _, err := memory.Update(ctx, mem, owner, h.AssistantID, 0, func(doc string) (string, bool, error) {
 		b, err := memory.Parse(doc)
@@ -130,10 +132,12 @@ func (s *Service) clearBlock(ctx context.Context, mem memory.Store, owner string
 		if b == nil {
 			return "", false, nil
 		}
-		if hdr, _ := splitHeader(b.Content); hdr.HandoffID != h.HandoffID {
+		seeds := parseSeeds(b.Content)
+		rest := withoutHandoff(seeds, h.HandoffID, "")
+		if len(rest) == len(seeds) {
 			return "", false, nil
 		}
-		next, err := memory.Clear(doc)
+		next, err := memory.Set(doc, renderSeeds(rest))
 		return next, err == nil, err
 	})
 	if err != nil {

@@ -90,8 +90,10 @@ func (e *StaleError) Unwrap() error { return ErrStale }
 //     with the first outcome) and, unless Decision.Force, that its thread
 //     has no message after the ones summarised (else a *[StaleError]);
 //   - writes the Markdown into the <current_thread_summary> block of the
-//     memory document of the assistant, creating the document or the block
-//     when missing and keeping everything outside the block byte for byte;
+//     memory document of the assistant, as the seed of the child thread
+//     beside the seeds of other pending handoffs to the same assistant,
+//     creating the document or the block when missing and keeping
+//     everything outside the block byte for byte;
 //   - creates the child thread, with ParentID, the parent's network and the
 //     assistant as its active agent;
 //   - sets the "handoff" metadata ([Handoff]) of both threads, with pending
@@ -198,7 +200,7 @@ func (s *Service) Decide(ctx context.Context, p *DecideParams) (*Outcome, error)
 			"model_run_id", prop.ModelRunID, "tokens_used", prop.TokensUsed)
 	}
 	log.InfoContext(ctx, "thread handoff approved", "child_thread_id", out.ChildThreadID, "assistant_id", out.AssistantID, "edited", out.Edited,
-		"truncated", out.Truncated, "replaced_handoff_id", out.ReplacedHandoffID, "handoff_store_status", out.MirrorStatus, "forced", d.Force)
+		"truncated", out.Truncated, "handoff_store_status", out.MirrorStatus, "forced", d.Force)
 	if out.MirrorStatus == MirrorDegraded {
 		out.Message += " (The summary could not be mirrored to the summary store; it will be retried.)"
 	}

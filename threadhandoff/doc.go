@@ -20,7 +20,9 @@
 //     edits (title and/or Markdown) or rejects it.
 //  3. [Service.Decide] on approval only, in one transaction when the memory
 //     is in the store: the Markdown goes into the <current_thread_summary>
-//     block of the assistant's memory (package memory), the child thread is
+//     block of the assistant's memory (package memory) as the seed of the
+//     child thread, beside the seeds of other pending handoffs to the same
+//     assistant, the child thread is
 //     created with its parent id, "handoff" metadata ([Handoff]) is set on
 //     both threads, [MetadataLastHandoff] on the parent, and the proposal is
 //     marked decided (compare-and-swap: one decision wins, the others get a
@@ -29,9 +31,10 @@
 //     writes nothing but the decision.
 //  4. Runs: [Service.Extension], in the runner of every process (request
 //     handlers and background workers alike), injects the running agent's
-//     memory into every model call, showing the summary on the child thread
-//     only ([Service.SystemText]), and after each completed run calls
-//     [Service.Cleanup], which resets the block and clears the flags after
+//     memory into every model call, showing each child thread its own
+//     summary only ([Service.SystemText]), and after each completed run
+//     calls [Service.Cleanup], which removes the child's seed and clears the
+//     flags after
 //     the child's first complete turn — exactly once, compare-and-swap,
 //     across processes. [Service.Picker] starts that first turn at the
 //     agent whose memory holds the summary. Both take the owner from the

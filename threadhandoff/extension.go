@@ -21,10 +21,10 @@ var ErrNoOwner = errors.New("threadhandoff: the run's context has no owner (stor
 
 // SystemText returns the memory document of agent for owner as it is to be
 // injected into the system prompt of a call on thread threadID: "" when
-// there is none. A block seeded by a handoff shows its summary only on the
-// handoff's child thread and the placeholder everywhere else, so that other
-// threads of the same agent never see it; its bookkeeping header line is
-// not shown. A malformed document is injected as it is (and logged). It
+// there is none. The block holds one seed per pending handoff to the agent,
+// keyed by its child thread: on a child thread it shows that thread's
+// summary alone, everywhere else the placeholder, so that no thread sees
+// another's summary; the seeds' bookkeeping header lines are not shown. A malformed document is injected as it is (and logged). It
 // reads the memory store once and writes nothing.
 func (s *Service) SystemText(ctx context.Context, owner, agentName, threadID string) (string, error) {
 	doc, err := s.mem.Get(ctx, owner, agentName)
@@ -39,12 +39,13 @@ func (s *Service) SystemText(ctx context.Context, owner, agentName, threadID str
 	if b == nil {
 		return doc.Content, nil
 	}
-	h, body := splitHeader(b.Content)
-	switch {
-	case h.ChildThreadID == "":
+	seeds := parseSeeds(b.Content)
+	if len(seeds) == 0 {
 		return doc.Content, nil
-	case h.ChildThreadID != threadID:
-		body = memory.Placeholder
+	}
+	body := memory.Placeholder
+	if sd, ok := seedOf(seeds, threadID); ok {
+		body = sd.markdown
 	}
 	return doc.Content[:b.Start] + memory.Render(body) + doc.Content[b.End:], nil
 }

@@ -2,8 +2,6 @@ package threadhandoff
 
 import (
 	"encoding/json"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/batonhq/baton/store"
@@ -93,37 +91,4 @@ func handoffPatch(h *Handoff) json.RawMessage {
 func cleanedPatch(at time.Time) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"pending": false, "cleanup_required": false, "last_cleanup_at": at.UTC()})
 	return b
-}
-
-// The first line of a seeded block says which handoff wrote it, so that
-// injection shows the summary to the child thread only and cleanup clears
-// only its own summary:
-//
-//	<!-- baton:handoff child_thread_id=…&handoff_id=…&parent_thread_id=… -->
-const headerPrefix, headerSuffix = "<!-- baton:handoff ", " -->"
-
-type header struct{ HandoffID, ChildThreadID, ParentThreadID string }
-
-func (h header) render() string {
-	v := url.Values{"handoff_id": {h.HandoffID}, "child_thread_id": {h.ChildThreadID}, "parent_thread_id": {h.ParentThreadID}}
-	return headerPrefix + v.Encode() + headerSuffix
-}
-
-// splitHeader returns the header of block content, if its first line is
-// one, and the rest.
-func splitHeader(content string) (header, string) {
-	line, rest, _ := strings.Cut(content, "\n")
-	q, ok := strings.CutPrefix(strings.TrimRight(line, "\r"), headerPrefix)
-	if !ok {
-		return header{}, content
-	}
-	q, ok = strings.CutSuffix(q, headerSuffix)
-	if !ok {
-		return header{}, content
-	}
-	v, err := url.ParseQuery(q)
-	if err != nil {
-		return header{}, content
-	}
-	return header{HandoffID: v.Get("handoff_id"), ChildThreadID: v.Get("child_thread_id"), ParentThreadID: v.Get("parent_thread_id")}, rest
 }

@@ -234,9 +234,6 @@ type Outcome struct {
 	Markdown  string          `json:"summary_md"`
 	Edited    bool            `json:"edited,omitempty"`
 	Truncated bool            `json:"truncated,omitempty"`
-	// ReplacedHandoffID is another handoff whose summary was still pending
-	// in the same agent memory and has been replaced by this one.
-	ReplacedHandoffID string `json:"replaced_handoff_id,omitempty"`
 	// MemoryRepairs are the markers escaped in a malformed memory document.
 	MemoryRepairs []memory.Fix `json:"-"`
 	// MirrorStatus is MirrorOK, MirrorDegraded, MirrorSkipped or
@@ -303,7 +300,7 @@ func (s *Service) approveTx(ctx context.Context, tx store.Tx, mem memory.Store, 
 	out := &Outcome{owner: p.Owner, HandoffID: p.HandoffID, Applied: true, ParentThreadID: parent.ID, ChildThreadID: childID,
 		AssistantID: p.AssistantID, Summary: a.summary, Markdown: a.md, Edited: a.edited}
 	if mem != nil {
-		if err := s.seed(ctx, mem, p.Owner, out, false); err != nil {
+		if err := s.seed(ctx, mem, p.Owner, out); err != nil {
 			return nil, err
 		}
 	}
@@ -315,7 +312,6 @@ func (s *Service) approveTx(ctx context.Context, tx store.Tx, mem memory.Store, 
 // before, it writes only while the child still waits for its cleanup, so
 // that a repeated Decide never seeds a summary that was already cleared.
 func (s *Service) seedSeparateMemory(ctx context.Context, out *Outcome) error {
-	onlyIfFree := false
 	if out.AlreadyApplied {
 		child, err := s.cfg.Store.GetThread(ctx, &store.GetThreadParams{OwnerID: out.owner, ID: out.ChildThreadID})
 		if err != nil {
@@ -324,31 +320,26 @@ func (s *Service) seedSeparateMemory(ctx context.Context, out *Outcome) error {
 		if h := HandoffOf(child); h == nil || h.HandoffID != out.HandoffID || !h.CleanupRequired {
 			return nil
 		}
-		onlyIfFree = true
 	}
-	return s.seed(ctx, s.mem, out.owner, out, onlyIfFree)
+	return s.seed(ctx, s.mem, out.owner, out)
 }
 
-// seed writes out's summary into the memory block of out.AssistantID. With
-// onlyIfFree it leaves a block that holds another handoff's summary alone.
-func (s *Service) seed(ctx context.Context, mem memory.Store, owner string, out *Outcome, onlyIfFree bool) error {
-	content := header{HandoffID: out.HandoffID, ChildThreadID: out.ChildThreadID, ParentThreadID: out.ParentThreadID}.render() + "\n" + out.Markdown
+// seed writes out's summary into the memory block of out.AssistantID, as
+// the seed of its child thread: the seeds of other handoffs stay, and a
+// block that holds no seed (the placeholder) is replaced.
+func (s *Service) seed(ctx context.Context, mem memory.Store, owner string, out *Outcome) error {
+	sd := seed{header: header{HandoffID: out.HandoffID, ChildThreadID: out.ChildThreadID, ParentThreadID: out.ParentThreadID}, markdown: out.Markdown}
 	_, _, err := memory.Update(ctx, mem, owner, out.AssistantID, 0, func(doc string) (string, bool, error) {
-		out.ReplacedHandoffID, out.MemoryRepairs = "", nil
 		doc, fixes, err := s.wellFormed(doc)
 		if err != nil {
 			return "", false, err
 		}
 		out.MemoryRepairs = fixes
+		var seeds []seed
 		if b, _ := memory.Parse(doc); b != nil {
-			if h, _ := splitHeader(b.Content); h.HandoffID != "" && h.HandoffID != out.HandoffID {
-				if onlyIfFree {
-					return "", false, nil
-				}
-				out.ReplacedHandoffID = h.HandoffID
-			}
+			seeds = parseSeeds(b.Content)
 		}
-		next, err := memory.Set(doc, content)
+		next, err := memory.Set(doc, renderSeeds(append(withoutHandoff(seeds, sd.HandoffID, sd.ChildThreadID), sd)))
 		return next, err == nil, err
 	})
 	if err != nil {
