@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"iter"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,8 +24,16 @@ import (
 	"github.com/batonhq/baton/threads"
 )
 
-// longTurns is how many turns BenchmarkLongThread runs on its thread.
-const longTurns = 1000
+// longTurns is how many turns BenchmarkLongThread runs on its thread:
+// 1 000, or BATON_LONG_TURNS for a shorter trial (at least 10; the marks
+// past it are not reported).
+var longTurns = 1000
+
+func init() {
+	if n, err := strconv.Atoi(os.Getenv("BATON_LONG_TURNS")); err == nil && n >= 10 {
+		longTurns = n
+	}
+}
 
 // longMarks are the turns whose figures BenchmarkLongThread reports: each
 // the median of the turns of its window (the turn itself for turn 1).
@@ -150,6 +159,9 @@ func BenchmarkLongThread(b *testing.B) {
 				figs, cpBytes, msgBytes := longThread(b, ctx, st, ts, svc)
 				b.StopTimer()
 				for _, m := range longMarks {
+					if m.turn > longTurns {
+						continue
+					}
 					var steps, turns, bytes []float64
 					for _, f := range figs[m.from-1 : m.turn] {
 						steps = append(steps, float64(f.steptime.Microseconds())/float64(f.steps))

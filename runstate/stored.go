@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/batonhq/baton/message"
 )
@@ -15,8 +16,21 @@ import (
 // StoredVersion is the schema version of the stored form written by
 // [EncodeStored]: a state whose messages that are rows of its thread's
 // messages are referred to, not copied. [Decode] does not read it (its
-// messages are elsewhere); [DecodeStored] reads it and versions 1 and 2.
-const StoredVersion = 3
+// messages are elsewhere); [DecodeStored] reads it and versions 1 to 3.
+//
+// Version 4 leaves out what the rebuilt transcript gives back: the usage
+// when it is the sum of the transcript's, the final output when it is the
+// text of the last transcript message (final_last), a transcript row's
+// finish reason when it is the one its message implies ("tool_calls" for
+// an assistant message with tool calls, "stop" for another; a mark's
+// no_finish says it had none); it writes the start time as Unix
+// nanoseconds when its offset is 0, and leaves out zero turns and
+// transfers and an empty transcript. Version 3 wrote them all.
+const StoredVersion = 4
+
+// storedV3 is the first version of the stored form, which [DecodeStored]
+// reads and [EncodeStoredVersion] writes for readers that know no other.
+const storedV3 = 3
 
 // inlineTranscript is the longest transcript the stored form writes out
 // whole when the state names no history rows (see EncodeStored).
@@ -111,6 +125,22 @@ type Mark struct {
 	RequestID    string         `json:"request_id,omitempty"`
 	Metadata     map[string]any `json:"metadata,omitempty"`
 	NilParts     bool           `json:"nil_parts,omitempty"`
+	// NoFinish is a message without a finish reason where its message
+	// implies one (version 4: see [StoredVersion]).
+	NoFinish bool `json:"no_finish,omitempty"`
+}
+
+// impliedFinish is the finish reason version 4 gives a transcript row
+// without a mark of one: "tool_calls" for an assistant message with tool
+// calls, "stop" for another assistant message, none for the rest.
+func impliedFinish(m *message.Message) string {
+	switch {
+	case m.Role != message.RoleAssistant:
+		return ""
+	case m.HasToolCalls():
+		return "tool_calls"
+	}
+	return "stop"
 }
 
 // Key is what a checkpoint's row holds of its state, in columns of its
@@ -138,11 +168,48 @@ type storedState struct {
 	Status      Status    `json:"status,omitempty"`
 	Messages    []Segment `json:"messages"`
 	// Transcript are the transcript's messages after its first
-	// TranscriptRows, which are rows.
-	Transcript     []message.Message `json:"transcript"`
-	TranscriptRows int               `json:"transcript_rows"`
-	Marks          []Mark            `json:"marks,omitempty"`
-	Stack          []storedFrame     `json:"stack,omitempty"`
+	// TranscriptRows, which are rows (version 4 leaves out none).
+	Transcript     *[]message.Message `json:"transcript,omitempty"`
+	TranscriptRows int                `json:"transcript_rows,omitempty"`
+	Marks          []Mark             `json:"marks,omitempty"`
+	Stack          []storedFrame      `json:"stack,omitempty"`
+	Turns          int                `json:"turns,omitempty"`
+	Transfers      int                `json:"transfers,omitempty"`
+	// Usage is nil in version 4 when it is the sum of the transcript's.
+	Usage     *message.Usage `json:"usage,omitempty"`
+	StartedAt storedTime     `json:"started_at"`
+	// FinalLast: the final output is the last transcript message's text.
+	FinalLast bool `json:"final_last,omitempty"`
+}
+
+// storedTime is a start time: RFC 3339 (as [Encode] writes it, and
+// version 3 always), or, in version 4, Unix nanoseconds when its offset is
+// 0 (it reads back as the same UTC time).
+type storedTime struct {
+	t    time.Time
+	nano bool
+}
+
+// MarshalJSON writes t as Unix nanoseconds if nano and t is of offset 0 and
+// within their range, else as RFC 3339.
+func (t storedTime) MarshalJSON() ([]byte, error) {
+	if _, off := t.t.Zone(); t.nano && off == 0 && t.t.Year() > 1678 && t.t.Year() < 2262 {
+		return strconv.AppendInt(nil, t.t.UnixNano(), 10), nil
+	}
+	return t.t.MarshalJSON()
+}
+
+// UnmarshalJSON reads either form.
+func (t *storedTime) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] != '"' && string(b) != "null" {
+		n, err := strconv.ParseInt(string(b), 10, 64)
+		if err != nil {
+			return fmt.Errorf("started_at %s: %w", b, err)
+		}
+		t.t, t.nano = time.Unix(0, n).UTC(), true
+		return nil
+	}
+	return t.t.UnmarshalJSON(b)
 }
 
 // storedFrame is a Frame of the stored form.
@@ -152,7 +219,7 @@ type storedFrame struct {
 }
 
 // EncodeStored returns the stored form of s: the encoding of [Encode],
-// of version [StoredVersion], without s's [Key] (its checkpoint's row
+// of version [StoredVersion] (see there what it leaves out), without s's [Key] (its checkpoint's row
 // holds it), in which the first rows.Transcript
 // transcript messages (those with the ids [MessageID] gives them) are
 // referred to by their count, and the messages of the working history and
@@ -161,16 +228,35 @@ type storedFrame struct {
 // out, and so is a transcript of at most 8 messages when no history row
 // is named (nothing to read back). With rows nil it returns Encode(s).
 func EncodeStored(s *State, rows *Rows) ([]byte, error) {
+	return EncodeStoredVersion(s, rows, StoredVersion)
+}
+
+// EncodeStoredVersion is [EncodeStored] writing the stored form of
+// version 3 or 4 (what the readers of a deployment know).
+func EncodeStoredVersion(s *State, rows *Rows, version int) ([]byte, error) {
 	if rows == nil {
 		return Encode(s)
 	}
 	if s == nil {
 		return nil, errors.New("runstate: encode nil state")
 	}
+	if version != storedV3 && version != StoredVersion {
+		return nil, &VersionError{Version: version}
+	}
 	v := storedState{State: *s}
-	v.SchemaVersion = StoredVersion
+	v.SchemaVersion = version
 	v.State.Messages, v.State.Transcript, v.State.Stack = nil, nil, nil
 	v.State.RunID, v.State.ThreadID, v.State.Network, v.State.Fingerprint, v.State.Step, v.State.Status = "", "", "", "", 0, ""
+	v.State.Turns, v.State.Transfers, v.State.Usage, v.State.StartedAt = 0, 0, message.Usage{}, time.Time{}
+	v.Turns, v.Transfers, v.StartedAt = s.Turns, s.Transfers, storedTime{t: s.StartedAt, nano: version > storedV3}
+	v4 := version > storedV3
+	if !v4 || s.Usage != transcriptUsage(s.Transcript) {
+		u := s.Usage
+		v.Usage = &u
+	}
+	if v4 && s.FinalOutput != "" && len(s.Transcript) > 0 && s.Transcript[len(s.Transcript)-1].Text() == s.FinalOutput {
+		v.State.FinalOutput, v.FinalLast = "", true
+	}
 	n := min(rows.Transcript, len(s.Transcript))
 	for i := range n {
 		if !isMessageID(s.Transcript[i].ID, s.RunID, i+1) {
@@ -195,15 +281,21 @@ func EncodeStored(s *State, rows *Rows) ([]byte, error) {
 		n = 0
 	}
 	v.TranscriptRows = n
-	v.Transcript = s.Transcript[n:]
-	if v.Transcript == nil {
-		v.Transcript = []message.Message{}
+	if rest := s.Transcript[n:]; len(rest) > 0 || !v4 {
+		if rest == nil {
+			rest = []message.Message{}
+		}
+		v.Transcript = &rest
 	}
 	for i := range n {
 		m := &s.Transcript[i]
-		if m.Status != "" || m.FinishReason != "" || m.RequestID != "" || len(m.Metadata) > 0 || m.Parts == nil {
+		finish := ""
+		if v4 {
+			finish = impliedFinish(m)
+		}
+		if m.Status != "" || m.FinishReason != finish || m.RequestID != "" || len(m.Metadata) > 0 || m.Parts == nil {
 			v.Marks = append(v.Marks, Mark{N: i, Status: m.Status, FinishReason: m.FinishReason, RequestID: m.RequestID,
-				Metadata: m.Metadata, NilParts: m.Parts == nil})
+				Metadata: m.Metadata, NilParts: m.Parts == nil, NoFinish: m.FinishReason == "" && finish != ""})
 		}
 	}
 	b, err := json.Marshal(&v)
@@ -310,7 +402,7 @@ func DecodeStored(b []byte) (*Stored, error) {
 	var head struct {
 		SchemaVersion *int `json:"schema_version"`
 	}
-	if err := json.Unmarshal(b, &head); err != nil || head.SchemaVersion == nil || *head.SchemaVersion != StoredVersion {
+	if err := json.Unmarshal(b, &head); err != nil || head.SchemaVersion == nil || (*head.SchemaVersion != StoredVersion && *head.SchemaVersion != storedV3) {
 		s, err := decodeStd(b)
 		if err != nil {
 			return nil, err
@@ -333,20 +425,33 @@ func (v *storedState) check() error {
 	if v.RunID != "" || v.ThreadID != "" || v.Network != "" || v.Fingerprint != "" || v.Step != 0 || v.Status != "" {
 		return errors.New("the stored form has a key: its row holds it")
 	}
+	v4 := v.SchemaVersion > storedV3
 	if v.TranscriptRows < 0 || v.TranscriptRows > maxStoredRows {
 		return fmt.Errorf("transcript_rows %d out of range", v.TranscriptRows)
 	}
 	if v.Transcript == nil {
-		return errors.New("no transcript")
+		if !v4 {
+			return errors.New("no transcript")
+		}
+		v.Transcript = &[]message.Message{}
+	}
+	if !v4 && (v.FinalLast || v.StartedAt.nano) {
+		return errors.New("a version 4 field in a state of version 3")
 	}
 	prev := -1
 	for _, m := range v.Marks {
 		if m.N <= prev || m.N >= v.TranscriptRows {
 			return fmt.Errorf("mark of message %d out of order or range", m.N)
 		}
+		if m.NoFinish && (!v4 || m.FinishReason != "") {
+			return fmt.Errorf("mark of message %d: no_finish with a finish reason, or in version 3", m.N)
+		}
 		prev = m.N
 	}
-	total := v.TranscriptRows + len(v.Transcript)
+	total := v.TranscriptRows + len(*v.Transcript)
+	if v.FinalLast && (total == 0 || v.State.FinalOutput != "") {
+		return errors.New("final_last with no transcript or with a final output")
+	}
 	if err := checkSegments(v.Messages, total); err != nil {
 		return fmt.Errorf("messages: %w", err)
 	}
@@ -440,11 +545,13 @@ func (s *Stored) State(k Key, transcript []message.Message, bySeq func(seq int64
 	if len(transcript) != v.TranscriptRows {
 		return nil, nil, fmt.Errorf("%w: %d transcript rows of run %s found, the state has %d", ErrCorrupt, len(transcript), k.RunID, v.TranscriptRows)
 	}
+	v4 := v.SchemaVersion > storedV3
 	st := new(State)
 	*st = v.State
 	st.SchemaVersion = SchemaVersion
 	st.RunID, st.ThreadID, st.Network, st.Fingerprint, st.Step, st.Status = k.RunID, k.ThreadID, k.Network, k.Fingerprint, k.Step, k.Status
-	st.Transcript = make([]message.Message, 0, v.TranscriptRows+len(v.Transcript))
+	st.Turns, st.Transfers, st.StartedAt = v.Turns, v.Transfers, v.StartedAt.t
+	st.Transcript = make([]message.Message, 0, v.TranscriptRows+len(*v.Transcript))
 	marks := v.Marks
 	for i := range transcript {
 		m := transcript[i]
@@ -452,9 +559,15 @@ func (s *Stored) State(k Key, transcript []message.Message, bySeq func(seq int64
 			return nil, nil, fmt.Errorf("%w: transcript row %d is message %q", ErrCorrupt, i+1, m.ID)
 		}
 		m.Status, m.FinishReason, m.RequestID, m.Metadata = "", "", "", nil
+		if v4 {
+			m.FinishReason = impliedFinish(&m)
+		}
 		if len(marks) > 0 && marks[0].N == i {
 			k := marks[0]
-			m.Status, m.FinishReason, m.RequestID, m.Metadata = k.Status, k.FinishReason, k.RequestID, maps.Clone(k.Metadata)
+			m.Status, m.RequestID, m.Metadata = k.Status, k.RequestID, maps.Clone(k.Metadata)
+			if k.FinishReason != "" || k.NoFinish || !v4 {
+				m.FinishReason = k.FinishReason
+			}
 			if k.NilParts && len(m.Parts) == 0 {
 				m.Parts = nil
 			}
@@ -462,7 +575,16 @@ func (s *Stored) State(k Key, transcript []message.Message, bySeq func(seq int64
 		}
 		st.Transcript = append(st.Transcript, m)
 	}
-	st.Transcript = append(st.Transcript, v.Transcript...)
+	st.Transcript = append(st.Transcript, *v.Transcript...)
+	switch {
+	case v.Usage != nil:
+		st.Usage = *v.Usage
+	case v4:
+		st.Usage = transcriptUsage(st.Transcript)
+	}
+	if v.FinalLast {
+		st.FinalOutput = st.Transcript[len(st.Transcript)-1].Text()
+	}
 	d := decoder{st: st, bySeq: bySeq, seen: map[int64]bool{}}
 	var err error
 	if st.Messages, err = d.messages(v.Messages); err != nil {
@@ -517,6 +639,17 @@ func (d *decoder) messages(segs []Segment) ([]message.Message, error) {
 		}
 	}
 	return out, nil
+}
+
+// transcriptUsage is the sum of the usage of the messages of tr.
+func transcriptUsage(tr []message.Message) message.Usage {
+	var u message.Usage
+	for i := range tr {
+		if tr[i].Usage != nil {
+			u.Add(*tr[i].Usage)
+		}
+	}
+	return u
 }
 
 // refersToRows reports whether v names thread rows by position.

@@ -169,6 +169,8 @@ func TestStoredChangedMessage(t *testing.T) {
 	}
 }
 
+func must2[T, U any](v T, _ U) T { return v }
+
 func must(b []byte, err error) []byte {
 	if err != nil {
 		panic(err)
@@ -198,6 +200,81 @@ func TestStoredOldForms(t *testing.T) {
 	v1 := must(os.ReadFile("testdata/state_v1.json"))
 	if _, err := runstate.DecodeStored(v1); err != nil {
 		t.Fatalf("version 1: %v", err)
+	}
+	// Version 3, as the build before version 4 wrote the fixture (with a
+	// usage and a final output): the same state, from the same rows.
+	st.Usage, st.FinalOutput = message.Usage{InputTokens: 10, OutputTokens: 2}, "not a row yet"
+	v3 := bytes.TrimSpace(must(os.ReadFile("testdata/state_v3.json")))
+	got, rows = th.load(t, st.Key(), v3)
+	if w, g := must(runstate.Encode(st)), must(runstate.Encode(got)); !bytes.Equal(w, g) {
+		t.Fatalf("version 3 state differs:\nwant %s\ngot  %s", w, g)
+	}
+	// Written again in version 3 (for readers that know no other): the
+	// fields of version 3 only, the same state.
+	again := must(runstate.EncodeStoredVersion(got, rows, 3))
+	if !bytes.Contains(again, []byte(`"schema_version":3`)) || bytes.Contains(again, []byte("final_last")) ||
+		!bytes.Contains(again, []byte(`"started_at":"2026-12-02T03:00:00Z"`)) || !bytes.Contains(again, []byte(`"transcript":[`)) {
+		t.Fatalf("version 3 written again: %s", again)
+	}
+	if g := must(runstate.Encode(must2(th.load(t, st.Key(), again)))); !bytes.Equal(g, must(runstate.Encode(st))) {
+		t.Fatalf("version 3 written again reads differently:\n%s", again)
+	}
+	// Its next checkpoint is of version 4, and smaller.
+	if v4 := must(runstate.EncodeStored(got, rows)); !bytes.Contains(v4, []byte(`"schema_version":4`)) || len(v4) >= len(v3) {
+		t.Fatalf("version 4 after version 3 (%d bytes against %d): %s", len(v4), len(v3), v4)
+	}
+}
+
+// TestStoredDerived: version 4 leaves out what the rebuilt transcript
+// gives back (the usage that is its sum, the final output that is its
+// last message's text, the finish reasons its messages imply, a zero
+// count, an empty rest of transcript, a start time's RFC 3339 form), and
+// writes what differs from it.
+func TestStoredDerived(t *testing.T) {
+	t.Parallel()
+	st, rows, th := storedFixture()
+	// All four transcript messages are rows, with nothing a row does not
+	// hold but the finish reasons they imply.
+	st.Stack, st.Transfer, st.Transfers = nil, nil, 0
+	st.Transcript[1].RequestID, st.Transcript[2].Metadata = "", nil
+	th.add(8, st.Transcript[3])
+	rows = rows.WithTranscript(4)
+	st.Messages = append(st.Messages[:4], st.Transcript...)
+	st.Usage = *st.Transcript[1].Usage
+	st.FinalOutput = "not a row yet"
+	b := must(runstate.EncodeStored(st, rows))
+	for _, left := range []string{"usage", "final_output", "finish_reason", "marks", "transfers", `"transcript"`, "T03:00"} {
+		if bytes.Contains(b, []byte(left)) {
+			t.Errorf("the stored form holds %s:\n%s", left, b)
+		}
+	}
+	if !bytes.Contains(b, []byte(`"final_last":true`)) || !bytes.Contains(b, []byte(`"started_at":1796180400000000000`)) {
+		t.Errorf("no final_last or a start time in nanoseconds:\n%s", b)
+	}
+	got, _ := th.load(t, st.Key(), b)
+	if w, g := must(runstate.Encode(st)), must(runstate.Encode(got)); !bytes.Equal(w, g) {
+		t.Fatalf("rebuilt state differs:\nwant %s\ngot  %s", w, g)
+	}
+	// What differs from what the transcript gives is written out: another
+	// usage, another final output, no finish reason or another one, a
+	// start time of another offset.
+	st.Usage.InputTokens++
+	st.FinalOutput = "something else"
+	st.Transcript[1].FinishReason = ""
+	st.Transcript[0].FinishReason = "length"
+	st.StartedAt = time.Date(2026, 12, 2, 4, 0, 0, 0, time.FixedZone("CET", 3600))
+	b = must(runstate.EncodeStored(st, rows))
+	for _, own := range []string{`"usage"`, "something else", `"no_finish":true`, `"finish_reason":"length"`, `"started_at":"2026-12-02T04:00:00+01:00"`} {
+		if !bytes.Contains(b, []byte(own)) {
+			t.Errorf("the stored form lacks %s:\n%s", own, b)
+		}
+	}
+	got, _ = th.load(t, st.Key(), b)
+	if w, g := must(runstate.Encode(st)), must(runstate.Encode(got)); !bytes.Equal(w, g) {
+		t.Fatalf("rebuilt state differs:\nwant %s\ngot  %s", w, g)
+	}
+	if _, err := runstate.EncodeStoredVersion(st, rows, 2); err == nil {
+		t.Fatal("EncodeStoredVersion wrote version 2's stored form")
 	}
 }
 
@@ -236,8 +313,22 @@ func TestStoredMissingRows(t *testing.T) {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
-	if _, err := runstate.DecodeStored([]byte(`{"schema_version":4}`)); !errors.Is(err, runstate.ErrUnknownVersion) {
-		t.Errorf("version 4: %v", err)
+	for _, bad := range []string{
+		`{"schema_version":3,"agent":"a","transcript":[],"final_last":true}`,
+		`{"schema_version":3,"agent":"a","transcript":[],"started_at":0}`,
+		`{"schema_version":3,"agent":"a","transcript":[],"transcript_rows":1,"marks":[{"n":0,"no_finish":true}]}`,
+		`{"schema_version":4,"agent":"a","transcript_rows":1,"marks":[{"n":0,"no_finish":true,"finish_reason":"stop"}]}`,
+		`{"schema_version":4,"agent":"a","final_last":true}`,
+		`{"schema_version":4,"agent":"a","transcript_rows":1,"final_last":true,"final_output":"x"}`,
+		`{"schema_version":4,"agent":"a","started_at":"x"}`,
+		`{"schema_version":4,"agent":"a","started_at":1.5}`,
+	} {
+		if _, err := runstate.DecodeStored([]byte(bad)); !errors.Is(err, runstate.ErrCorrupt) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	if _, err := runstate.DecodeStored([]byte(`{"schema_version":5}`)); !errors.Is(err, runstate.ErrUnknownVersion) {
+		t.Errorf("version 5: %v", err)
 	}
 }
 
@@ -251,6 +342,9 @@ func FuzzDecodeStored(f *testing.F) {
 	f.Add(must(runstate.EncodeStored(st, nil)))
 	f.Add([]byte(`{"schema_version":3,"agent":"a","transcript":[],"transcript_rows":2,"marks":[{"n":1,"nil_parts":true,"status":"error"}],"messages":[{"run":[0,2]},{"seq":[3,5]},{"m":[{"role":"user","parts":[]}]}],"stack":[{"agent":"b","transfer_id":"x","messages":[{"seq":[4,4]}]}]}`))
 	f.Add([]byte(`{"schema_version":3}`))
+	f.Add(bytes.TrimSpace(must(os.ReadFile("testdata/state_v3.json"))))
+	f.Add(must(runstate.EncodeStoredVersion(st, rows, 3)))
+	f.Add([]byte(`{"schema_version":4,"agent":"a","transcript_rows":2,"marks":[{"n":0,"no_finish":true},{"n":1,"finish_reason":"length"}],"final_last":true,"started_at":1764644400000000001,"usage":{"input_tokens":3},"messages":[{"run":[0,2]}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sd, err := runstate.DecodeStored(b)
 		if err != nil {

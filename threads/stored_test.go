@@ -2,8 +2,11 @@ package threads_test
 
 import (
 	"bytes"
+	"database/sql"
 	"sync/atomic"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/runner"
@@ -19,11 +22,8 @@ import (
 func TestStoredForms(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		for _, old := range []bool{false, true} {
-			name := "New"
-			if old {
-				name = "Old"
-			}
+		for _, name := range []string{"New", "Old", "V3"} {
+			old := name == "Old"
 			t.Run(name, func(t *testing.T) {
 				ctx := t.Context()
 				st := open(t)
@@ -51,6 +51,19 @@ func TestStoredForms(t *testing.T) {
 				if got, err := st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: cp.ID}); err != nil ||
 					!bytes.Equal(encode(t, got.State), encode(t, cp.State)) {
 					t.Fatalf("GetCheckpoint: %v", err)
+				}
+				if name == "V3" {
+					// The stored form's first version, as the build before
+					// version 4 wrote it: the run resumes from it.
+					b, err := runstate.EncodeStoredVersion(cp.State, cp.Rows, 3)
+					if err != nil {
+						t.Fatal(err)
+					}
+					setState(t, st, cp.ID, b)
+					back, err := st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: cp.RunID})
+					if err != nil || back.ID != cp.ID || back.Rows == nil || !bytes.Equal(encode(t, back.State), encode(t, cp.State)) {
+						t.Fatalf("version 3 read back: %+v, %v", back, err)
+					}
 				}
 				if old {
 					// The form written before: the whole state, as a step
@@ -99,6 +112,23 @@ func TestStoredForms(t *testing.T) {
 			})
 		}
 	})
+}
+
+// setState overwrites the stored state of checkpoint id with b.
+func setState(t *testing.T, st store.Store, id string, b []byte) {
+	t.Helper()
+	var err error
+	switch s := st.(type) {
+	case interface{ DB() *sql.DB }:
+		_, err = s.DB().ExecContext(t.Context(), `UPDATE checkpoints SET state = $1 WHERE id = $2`, b, id)
+	case interface{ Pool() *pgxpool.Pool }:
+		_, err = s.Pool().Exec(t.Context(), `UPDATE checkpoints SET state = $1 WHERE id = $2`, b, id)
+	default:
+		t.Fatalf("store %T: no database", st)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func encode(t *testing.T, s *runstate.State) []byte {
