@@ -99,10 +99,13 @@ func (e *StaleError) Unwrap() error { return ErrStale }
 //   - sets the "handoff" metadata ([Handoff]) of both threads, with pending
 //     and cleanup_required true, and the [MetadataLastHandoff] metadata of
 //     the parent;
+//   - with the default mirror (the Store itself), upserts the summary
+//     into thread_summaries;
 //   - marks the proposal decided, compare-and-swap on its status, with the
 //     decision and the outcome.
 //
-// then mirrors the summary (see [Config].Mirror) and logs handoff_id,
+// then, with a separate [Config].Mirror, mirrors the summary there, and
+// logs handoff_id,
 // thread_id, child_thread_id, model_run_id, tokens_used and
 // handoff_store_status. The caller switches to Outcome.ChildThreadID.
 //
@@ -175,6 +178,14 @@ func (s *Service) Decide(ctx context.Context, p *DecideParams) (*Outcome, error)
 		out.LastSeq = last
 		out.InterruptID, out.Decision, out.Truncated = prop.HandoffID, d.Type, a.truncated || out.Truncated
 		out.Message = "Thread handoff approved: continue in thread " + out.ChildThreadID + "."
+		if s.mirrorInTx {
+			// The mirror row commits with the decision: no crash can
+			// leave an approved summary unmirrored.
+			if _, err := tx.UpsertThreadSummary(ctx, summaryParams(p.Owner, prop, out)); err != nil {
+				return fmt.Errorf("thread summary: %w", err)
+			}
+			out.MirrorStatus = MirrorOK
+		}
 		return s.markDecided(ctx, tx, prop, d, out)
 	})
 	if err == nil && !s.memInStore {
@@ -191,13 +202,14 @@ func (s *Service) Decide(ctx context.Context, p *DecideParams) (*Outcome, error)
 	for _, f := range out.MemoryRepairs {
 		log.WarnContext(ctx, "agent memory was malformed and has been repaired", "assistant_id", prop.AssistantID, "repair", f.String())
 	}
-	out.MirrorStatus = MirrorDisabled
-	if s.mirror != nil {
-		out.MirrorStatus = s.mirror.upsert(ctx, &store.UpsertThreadSummaryParams{
-			OwnerID: p.Owner, HandoffID: prop.HandoffID, AgentID: out.AssistantID, ThreadID: out.ParentThreadID,
-			ChildThreadID: out.ChildThreadID, Summary: mustJSON(out.Summary), Markdown: out.Markdown,
-		}, "handoff_id", prop.HandoffID, "thread_id", out.ParentThreadID, "child_thread_id", out.ChildThreadID,
-			"model_run_id", prop.ModelRunID, "tokens_used", prop.TokensUsed)
+	switch {
+	case s.mirrorInTx:
+		// Written in the decision's transaction.
+	case s.mirror != nil:
+		out.MirrorStatus = s.mirror.upsert(ctx, summaryParams(p.Owner, prop, out), "handoff_id", prop.HandoffID, "thread_id", out.ParentThreadID,
+			"child_thread_id", out.ChildThreadID, "model_run_id", prop.ModelRunID, "tokens_used", prop.TokensUsed)
+	default:
+		out.MirrorStatus = MirrorDisabled
 	}
 	log.InfoContext(ctx, "thread handoff approved", "child_thread_id", out.ChildThreadID, "assistant_id", out.AssistantID, "edited", out.Edited,
 		"truncated", out.Truncated, "handoff_store_status", out.MirrorStatus, "forced", d.Force)
@@ -205,6 +217,12 @@ func (s *Service) Decide(ctx context.Context, p *DecideParams) (*Outcome, error)
 		out.Message += " (The summary could not be mirrored to the summary store; it will be retried.)"
 	}
 	return out, nil
+}
+
+// summaryParams is the thread_summaries row of an approval.
+func summaryParams(owner string, prop *Proposal, out *Outcome) *store.UpsertThreadSummaryParams {
+	return &store.UpsertThreadSummaryParams{OwnerID: owner, HandoffID: prop.HandoffID, AgentID: out.AssistantID, ThreadID: out.ParentThreadID,
+		ChildThreadID: out.ChildThreadID, Summary: mustJSON(out.Summary), Markdown: out.Markdown}
 }
 
 // markDecided records d and out on the proposal, compare-and-swap on its

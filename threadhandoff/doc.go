@@ -39,9 +39,11 @@
 //     across processes. [Service.Picker] starts that first turn at the
 //     agent whose memory holds the summary. Both take the owner from the
 //     run's context (store.OwnerFromContext), which package threads sets.
-//  5. Accepted summaries are mirrored (upsert into thread_summaries) with
-//     retries, backoff and a storm guard; when the mirror is down the
-//     handoff completes and handoff_store_status=degraded is logged.
+//  5. Accepted summaries are mirrored (upsert into thread_summaries): by
+//     default into the Store in the decision's transaction; into a
+//     separate [Config].Mirror after it, with retries, backoff and a storm
+//     guard; when that mirror is down the handoff completes and
+//     handoff_store_status=degraded is logged.
 //
 // Logs use the fields handoff_id, thread_id, child_thread_id, run_id,
 // model_run_id, tokens_used and handoff_store_status. See

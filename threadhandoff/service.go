@@ -45,10 +45,15 @@ type Config struct {
 	Network *agent.Network
 
 	// Mirror receives every accepted summary (an upsert into
-	// thread_summaries, unique by owner and handoff id). Defaults to Store;
-	// set it to another store (the PostgreSQL one) to mirror there. When it
-	// fails, the handoff completes anyway and "handoff_store_status" is
-	// logged as "degraded"; a later handoff retries it.
+	// thread_summaries, unique by owner and handoff id). By default (nil)
+	// the summary is written into the Store's thread_summaries in the
+	// decision's transaction, so that it commits, or not, with the
+	// approval, whatever happens to the process after. Set it to another
+	// store (the PostgreSQL one) to mirror there after the approval has
+	// committed, with retries: when that fails, the handoff completes
+	// anyway and "handoff_store_status" is logged as "degraded"; a later
+	// handoff of the same process retries it (a crash loses the retry; the
+	// summary stays in the parent's last_handoff metadata).
 	Mirror MirrorTarget
 	// NoMirror disables the mirror.
 	NoMirror bool
@@ -56,7 +61,8 @@ type Config struct {
 	// proposal (TypeProposed) or decides it (TypeDecided), with the event's
 	// data: package webhook's thread_handoff events.
 	EventTx func(ctx context.Context, tx store.Tx, owner string, ev *Event) error
-	// MirrorRetry bounds the tries of one mirror upsert. Defaults to 3
+	// MirrorRetry bounds the tries of one upsert into a separate Mirror.
+	// Defaults to 3
 	// attempts, 100ms base delay, 2s cap.
 	MirrorRetry RetryPolicy
 	// MirrorTimeout bounds one mirror attempt. Defaults to 2 seconds.
@@ -102,6 +108,9 @@ type Service struct {
 	log        *slog.Logger
 	now        func() time.Time
 	mirror     *mirror
+	// mirrorInTx: the summary is mirrored into the Store in the
+	// decision's transaction (Config.Mirror nil, NoMirror false).
+	mirrorInTx bool
 }
 
 // New returns a service for cfg. It fails when cfg.Store is nil.
@@ -119,12 +128,12 @@ func New(cfg Config) (*Service, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if !cfg.NoMirror {
-		target := cfg.Mirror
-		if target == nil {
-			target = cfg.Store
-		}
-		s.mirror = newMirror(target, cfg, s.log, s.now)
+	switch {
+	case cfg.NoMirror:
+	case cfg.Mirror == nil:
+		s.mirrorInTx = true
+	default:
+		s.mirror = newMirror(cfg.Mirror, cfg, s.log, s.now)
 	}
 	return s, nil
 }

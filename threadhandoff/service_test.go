@@ -877,13 +877,7 @@ func runHelpers(t *testing.T, b *bundle, role string, env ...string) []string {
 	var cmds []*exec.Cmd
 	var outs []*bytes.Buffer
 	for range 2 {
-		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "THREADHANDOFF_HELPER="+role, "THREADHANDOFF_HELPER_BACKEND="+b.target.Backend,
-			"THREADHANDOFF_HELPER_PATH="+b.target.Path, "THREADHANDOFF_HELPER_SCHEMA="+b.target.Schema,
-			"THREADHANDOFF_HELPER_START="+start)
-		cmd.Env = append(cmd.Env, env...)
-		out := &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = out, os.Stderr
+		cmd, out := helperCmd(t, b, role, append(env, "THREADHANDOFF_HELPER_START="+start)...)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -899,9 +893,30 @@ func runHelpers(t *testing.T, b *bundle, role string, env ...string) []string {
 	return got
 }
 
-// TestHelperProcess is the other process of TestCleanupTwoProcesses and
-// TestDecideTwoProcesses.
+// extraHelpers are the roles of TestHelperProcess that files built on some
+// systems only add.
+var extraHelpers = map[string]func(t *testing.T){}
+
+// helperCmd is the command of a helper process (TestHelperProcess) of role
+// on b's store, with env, and its output.
+func helperCmd(t *testing.T, b *bundle, role string, env ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "THREADHANDOFF_HELPER="+role, "THREADHANDOFF_HELPER_BACKEND="+b.target.Backend,
+		"THREADHANDOFF_HELPER_PATH="+b.target.Path, "THREADHANDOFF_HELPER_SCHEMA="+b.target.Schema)
+	cmd.Env = append(cmd.Env, env...)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, os.Stderr
+	return cmd, out
+}
+
+// TestHelperProcess is the other process of TestCleanupTwoProcesses,
+// TestDecideTwoProcesses and the tests that add extraHelpers.
 func TestHelperProcess(t *testing.T) {
+	if h := extraHelpers[os.Getenv("THREADHANDOFF_HELPER")]; h != nil {
+		h(t)
+		return
+	}
 	switch os.Getenv("THREADHANDOFF_HELPER") {
 	case "cleanup":
 	case "decide":
@@ -954,14 +969,18 @@ func helperDecide(t *testing.T) {
 	wg.Wait()
 }
 
-// helperService is a helper process's service on the parent's store
-// (THREADHANDOFF_HELPER_BACKEND, _PATH, _SCHEMA), with the memory
-// directory THREADHANDOFF_HELPER_MEMDIR if set, returned at the instant
+// helperService is a helper process's service, without the mirror, on the
+// parent's store (helperStore), with the memory directory
+// THREADHANDOFF_HELPER_MEMDIR if set, returned at the instant
 // THREADHANDOFF_HELPER_START.
 func helperService(t *testing.T) *threadhandoff.Service {
-	st := storetesting.Reopen(t, storetesting.Target{Backend: os.Getenv("THREADHANDOFF_HELPER_BACKEND"),
-		Path: os.Getenv("THREADHANDOFF_HELPER_PATH"), Schema: os.Getenv("THREADHANDOFF_HELPER_SCHEMA")})
-	cfg := threadhandoff.Config{Store: st, Logger: slog.New(slog.DiscardHandler), NoMirror: true}
+	st := helperStore(t)
+	return helperServiceOn(t, st, true)
+}
+
+// helperServiceOn is helperService on st, without the mirror if noMirror.
+func helperServiceOn(t *testing.T, st store.Store, noMirror bool) *threadhandoff.Service {
+	cfg := threadhandoff.Config{Store: st, Logger: slog.New(slog.DiscardHandler), NoMirror: noMirror}
 	if d := os.Getenv("THREADHANDOFF_HELPER_MEMDIR"); d != "" {
 		cfg.Memory = &memory.Dir{Path: d}
 	}
@@ -973,6 +992,13 @@ func helperService(t *testing.T) *threadhandoff.Service {
 		time.Sleep(time.Until(time.Unix(0, at)))
 	}
 	return svc
+}
+
+// helperStore opens the parent's store in a helper process
+// (THREADHANDOFF_HELPER_BACKEND, _PATH, _SCHEMA).
+func helperStore(t *testing.T) store.Store {
+	return storetesting.Reopen(t, storetesting.Target{Backend: os.Getenv("THREADHANDOFF_HELPER_BACKEND"),
+		Path: os.Getenv("THREADHANDOFF_HELPER_PATH"), Schema: os.Getenv("THREADHANDOFF_HELPER_SCHEMA")})
 }
 
 // downMirror is a summary store that cannot be reached until up is set.
