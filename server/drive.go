@@ -66,6 +66,20 @@ func (s *Server) register(owner, threadID, runID string, nw *Network, resumeAt *
 	}
 	te := s.reg.thread(owner, threadID)
 	te.mu.Lock()
+	if a := te.active; a != nil && a.isEnding() {
+		// The active run has ended (its client may have seen its
+		// run_end and sent the next request at once): its goroutine
+		// frees the thread as soon as its extensions are done.
+		freed := te.freed
+		te.mu.Unlock()
+		t := time.NewTimer(endingWait)
+		select {
+		case <-freed:
+		case <-t.C:
+		}
+		t.Stop()
+		te.mu.Lock()
+	}
 	if a := te.active; a != nil {
 		te.mu.Unlock()
 		e := Errorf(http.StatusConflict, wire.ErrThreadBusy, "thread %s has a run in progress (%s): wait for it to end, or follow it at %s", threadID, a.id, EventsURL(threadID, a.id))
@@ -94,7 +108,7 @@ func (s *Server) register(owner, threadID, runID string, nw *Network, resumeAt *
 	}
 	started := run.started
 	run.mu.Unlock()
-	te.active = run
+	te.setActive(run)
 	te.mu.Unlock()
 	if resumeAt != nil {
 		// A resumed run's log goes on. A run started afresh keeps its log
@@ -300,9 +314,7 @@ func (s *Server) drive(run *Run, te *threadEntry, nw *Network, events iter.Seq2[
 		queued := run.queued
 		run.mu.Unlock()
 		te.mu.Lock()
-		if te.active == run {
-			te.active = nil
-		}
+		te.clearActive(run)
 		te.mu.Unlock()
 		if queued {
 			// A queued run that another start took, or that waits
@@ -363,10 +375,19 @@ func release(run *Run, te *threadEntry) {
 	run.producing = false
 	run.mu.Unlock()
 	te.mu.Lock()
-	if te.active == run {
-		te.active = nil
-	}
+	te.clearActive(run)
 	te.mu.Unlock()
+}
+
+// endingWait bounds how long a new run on a thread waits for the thread's
+// run that has ended to free it.
+const endingWait = 5 * time.Second
+
+// isEnding reports whether the run's run_end is in its log.
+func (r *Run) isEnding() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ended
 }
 
 // publish appends an event to the run's log and returns its cursor there,

@@ -65,6 +65,10 @@ type Run struct {
 	followed  int
 	res       wire.Run
 	producing bool // a goroutine of this process executes the run
+	// ended: the run's run_end is in its log and its goroutine is
+	// finishing (extensions after the end); set at run_end, cleared when
+	// it starts again (a resumed run).
+	ended     bool
 	queued    bool // the run waits in its thread's queue (or did): its readers wait for it to start
 	following bool // a goroutine follows the run through the store
 	// followCP is the last checkpoint followed; until there is one,
@@ -88,6 +92,7 @@ func (r *Run) observe(ev runner.Event) {
 	defer r.mu.Unlock()
 	switch e := ev.(type) {
 	case *runner.RunStartEvent:
+		r.ended = false
 		r.res.Status = string(runstate.StatusRunning)
 		r.res.Interrupt, r.res.Error = nil, nil
 		if e.Agent != "" {
@@ -100,6 +105,7 @@ func (r *Run) observe(ev runner.Event) {
 	case *runner.ErrorEvent:
 		r.res.Error = &wire.RunError{Kind: string(e.Kind), Message: e.Message, Limit: e.Limit}
 	case *runner.RunEndEvent:
+		r.ended = true
 		r.res.Status = string(e.Status)
 		r.res.LastAgent = e.LastAgent
 		r.res.Turns, r.res.Transfers, r.res.Usage = e.Turns, e.Transfers, e.Usage
@@ -151,6 +157,8 @@ type threadEntry struct {
 	parked  []*threadStream
 	network string // the thread's network, once read
 	active  *Run   // the run this process executes on the thread
+	// freed is closed when active is cleared (see setActive).
+	freed   chan struct{}
 	subs    int
 	touched time.Time
 	// poked is closed when a signal says a checkpoint of a run on the
@@ -459,5 +467,19 @@ func (s *Server) sweep() {
 		case now := <-t.C:
 			s.reg.sweepOnce(now)
 		}
+	}
+}
+
+// setActive makes run the thread's active run; t.mu is held.
+func (t *threadEntry) setActive(run *Run) {
+	t.active = run
+	t.freed = make(chan struct{})
+}
+
+// clearActive frees the thread if run is its active run; t.mu is held.
+func (t *threadEntry) clearActive(run *Run) {
+	if t.active == run && run != nil {
+		t.active = nil
+		close(t.freed)
 	}
 }

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
 	"testing"
 	"time"
 
@@ -96,5 +98,38 @@ func TestPrev(t *testing.T) {
 		if d := c.Durable(); d != c && p.Less(d) {
 			t.Errorf("prev(%v) = %v, before its stored event %v", c, p, d)
 		}
+	}
+}
+
+// TestStartAfterRunEnd: a client that got a run's run_end (an interrupted
+// run, say) may send its next request on the thread before the run's
+// goroutine has freed it (its extensions run after the end): the new run
+// waits for the thread instead of failing with thread_busy. A run that has
+// not ended still makes it busy.
+func TestStartAfterRunEnd(t *testing.T) {
+	t.Parallel()
+	s := &Server{reg: newRegistry(runlog.Limits{}, time.Minute)}
+	nw := &Network{name: "n"}
+	first, te, _, err := s.register("o", "t", "r1", nw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := s.register("o", "t", "r2", nw, nil); err == nil {
+		t.Fatal("a second run started while the first runs")
+	}
+	first.observe(&runner.RunEndEvent{Status: runstate.StatusInterrupted})
+	freed := make(chan struct{})
+	go func() {
+		defer close(freed)
+		time.Sleep(50 * time.Millisecond) // the extensions after the end
+		release(first, te)
+	}()
+	second, _, _, err := s.register("o", "t", "r2", nw, nil)
+	if err != nil {
+		t.Fatalf("the next run after run_end: %v", err)
+	}
+	<-freed
+	if second.id != "r2" {
+		t.Fatalf("registered %s", second.id)
 	}
 }
