@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,6 +50,9 @@ func nodeInstall(t *testing.T, dir, what string) {
 // runNodeTests runs dir/test.mjs (installed by nodeInstall) against a
 // real baton serve of the support and research example networks and
 // networks.
+// nodeFileTimeout bounds a node test file's run.
+const nodeFileTimeout = 6 * time.Minute
+
 func runNodeTests(t *testing.T, dir string, networks []string, env ...string) {
 	t.Helper()
 	bin := batonBin(t)
@@ -82,12 +86,21 @@ func runNodeTests(t *testing.T, dir string, networks []string, env ...string) {
 		}
 	})
 
-	node := exec.Command("node", "--test", "--test-concurrency=1", "--test-reporter=spec", "test.mjs")
+	// Each node test has 2 minutes, the whole file 6: a client that
+	// hangs fails its test with node's report of where, instead of
+	// holding the package until go test's -timeout kills it without one.
+	ctx, cancel := context.WithTimeout(t.Context(), nodeFileTimeout)
+	defer cancel()
+	node := exec.CommandContext(ctx, "node", "--test", "--test-concurrency=1", "--test-reporter=spec", "--test-timeout=120000", "test.mjs")
 	node.Dir = abs
 	node.Env = append(append(os.Environ(), "BATON_URL="+serve.url(), "BATON_KEY="+keys[owner], "BATON_OTHER_KEY="+keys["someone-else"]), env...)
+	// Interrupted first (node prints its report), killed 10 s later; the
+	// pipes of what it started close at most 10 s after.
+	node.Cancel = func() error { return node.Process.Signal(os.Interrupt) }
+	node.WaitDelay = 10 * time.Second
 	out, err := node.CombinedOutput()
 	if err != nil {
-		t.Fatalf("node --test %s/test.mjs: %v\n%s", dir, err, out)
+		t.Fatalf("node --test %s/test.mjs: %v (after %s at most)\n%s", dir, err, nodeFileTimeout, out)
 	}
 	t.Logf("node --test %s/test.mjs:\n%s", dir, out)
 }
