@@ -1,11 +1,11 @@
 package server
 
 import (
-	"github.com/batonhq/baton/runner"
-	"github.com/batonhq/baton/runstate"
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server/internal/runlog"
 )
 
