@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/batonhq/baton/webhook/webhooktest"
 )
 
 // jsDeskNetwork transfers to a remote agent (%s: name, %s: card URL).
@@ -39,8 +41,10 @@ agents:
 // research example networks, a temporary SQLite database, and two networks
 // that transfer to remote agents built on each SDK's server side
 // (a2ajs/agents.mjs, in its own node process): their answers stream
-// through, and a cancelled run cancels the remote task. Without node and
-// npm it skips, except with CI=true, where it fails.
+// through, and a cancelled run cancels the remote task. Push notification
+// configs (given with a message, and set on a waiting task) reach a
+// receiver on loopback in node, signed. Without node and npm it skips,
+// except with CI=true, where it fails.
 func TestA2AJavaScriptClient(t *testing.T) {
 	nodeInstall(t, "a2ajs", "A2A JavaScript client")
 	abs, err := filepath.Abs("a2ajs")
@@ -91,5 +95,9 @@ func TestA2AJavaScriptClient(t *testing.T) {
 		networks = append(networks, f)
 	}
 	agentsEnv, _ := json.Marshal(map[string]string{"v03": urls.V03, "v1": urls.V1})
-	runNodeTests(t, "a2ajs", networks, "A2A_AGENTS="+string(agentsEnv))
+	// Webhooks on, so that the clients' push notification configs reach
+	// their receivers on loopback (push.mjs verifies the signatures).
+	secret := webhooktest.NewSecret(t)
+	runNodeTests(t, "a2ajs", networks, []string{"--webhook-secret", secret, "--webhook-allow", "127.0.0.1"},
+		"A2A_AGENTS="+string(agentsEnv), "BATON_WEBHOOK_SECRET="+secret)
 }

@@ -20,7 +20,7 @@ import (
 func runNodeClient(t *testing.T, dir, what string, env ...string) {
 	t.Helper()
 	nodeInstall(t, dir, what)
-	runNodeTests(t, dir, nil, env...)
+	runNodeTests(t, dir, nil, nil, env...)
 }
 
 // nodeInstall checks that node and npm are there (skipping the test
@@ -47,13 +47,13 @@ func nodeInstall(t *testing.T, dir, what string) {
 	}
 }
 
-// runNodeTests runs dir/test.mjs (installed by nodeInstall) against a
-// real baton serve of the support and research example networks and
-// networks.
 // nodeFileTimeout bounds a node test file's run.
 const nodeFileTimeout = 6 * time.Minute
 
-func runNodeTests(t *testing.T, dir string, networks []string, env ...string) {
+// runNodeTests runs dir/test.mjs (installed by nodeInstall) against a
+// real baton serve of the support and research example networks and
+// networks, started with serveArgs too.
+func runNodeTests(t *testing.T, dir string, networks, serveArgs []string, env ...string) {
 	t.Helper()
 	bin := batonBin(t)
 	abs, err := filepath.Abs(dir)
@@ -75,6 +75,7 @@ func runNodeTests(t *testing.T, dir string, networks []string, env ...string) {
 	for _, n := range networks {
 		args = append(args, "--network", n)
 	}
+	args = append(args, serveArgs...)
 	serve := newServe(t.TempDir(), bin, args...)
 	if err := serve.start(); err != nil {
 		t.Fatal(err)

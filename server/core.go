@@ -59,6 +59,25 @@ type Core interface {
 	// refuses the URL) and returns the run option that sends the run's
 	// events there too.
 	Webhook(ctx context.Context, param, url string) (runner.RunOption, error)
+
+	// PushNotifications reports whether the server sends A2A push
+	// notifications (its webhooks are on).
+	PushNotifications() bool
+	// PutPushConfig stores an A2A push notification config of a run of the
+	// caller (OwnerID set; the run need not have started yet), replacing
+	// the run's config of the same ID; it needs the run scope, and its URL
+	// is checked as a run's webhook's (a 400 [*Error] with param param).
+	// The run's events then go to it (package a2apush) until it is deleted.
+	PutPushConfig(ctx context.Context, c *Caller, param string, cfg store.PushConfig) (*store.PushConfig, error)
+	// PushConfigs returns the push notification configs of a run of the
+	// caller, oldest first.
+	PushConfigs(ctx context.Context, c *Caller, runID string) ([]*store.PushConfig, error)
+	// PushConfig returns a push notification config of a run of the
+	// caller; a missing one is store.ErrNotFound.
+	PushConfig(ctx context.Context, c *Caller, runID, id string) (*store.PushConfig, error)
+	// DeletePushConfig deletes a push notification config of a run of the
+	// caller (run scope); a missing one is store.ErrNotFound.
+	DeletePushConfig(ctx context.Context, c *Caller, runID, id string) error
 	// StartTurn starts a user turn on a thread of nw and returns once its
 	// first event (or the error that kept it from starting) is known. The
 	// run goes on after the request that started it ends.

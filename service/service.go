@@ -25,6 +25,7 @@ import (
 	"github.com/batonhq/baton/threadhandoff"
 	"github.com/batonhq/baton/threads"
 	"github.com/batonhq/baton/webhook"
+	"github.com/batonhq/baton/webhook/a2apush"
 )
 
 // Config configures [Open]. Files or Networks (or both) name the networks
@@ -234,6 +235,9 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		closeDefinitions(defs)
 		return nil, fmt.Errorf("service: %w", err)
 	}
+	// A2A push notification configs (server/a2a stores them) are targets
+	// of every run's events.
+	s.webhooks.SetTargets(a2apush.Targets)
 	if err := s.checkNetworkWebhooks(ctx, defs); err != nil {
 		be.close()
 		closeDefinitions(defs)

@@ -118,6 +118,17 @@ type Ops interface {
 	// first.
 	ListWebhookDeliveries(ctx context.Context, params *ListWebhookDeliveriesParams) (*WebhookDeliveryPage, error)
 
+	// PutPushConfig stores an A2A push notification config of a task,
+	// replacing the task's config of the same ID.
+	PutPushConfig(ctx context.Context, params *PutPushConfigParams) (*PushConfig, error)
+	// GetPushConfig returns a config of a task.
+	GetPushConfig(ctx context.Context, params *PushConfigKeyParams) (*PushConfig, error)
+	// ListPushConfigs returns a task's configs (params.ID unused), oldest
+	// first; none is an empty list.
+	ListPushConfigs(ctx context.Context, params *PushConfigKeyParams) ([]*PushConfig, error)
+	// DeletePushConfig deletes a config of a task.
+	DeletePushConfig(ctx context.Context, params *PushConfigKeyParams) error
+
 	// CreateThread creates a thread for an existing owner, with its first
 	// messages when params has some. A parent thread must exist and belong
 	// to the same owner. An ID that is taken is [ErrConflict].

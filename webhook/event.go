@@ -78,6 +78,44 @@ type Args struct {
 	// SecretEnv names the environment variable of the URL's own secret
 	// ([Service.SetSecretEnv]); empty: the service's secret.
 	SecretEnv string `json:"secret_env,omitempty"`
+	// Headers are a [Target]'s own headers (an A2A push notification's
+	// token and authentication), sent besides the signature's.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Target names a [Target] among those of the same URL (an A2A push
+	// notification config's id); ThreadID, RunID and Network are its
+	// event's, for the delivery log, when its payload is not an [Event].
+	Target   string `json:"target,omitempty"`
+	ThreadID string `json:"thread_id,omitempty"`
+	RunID    string `json:"run_id,omitempty"`
+	Network  string `json:"network,omitempty"`
+}
+
+// Target is a receiver a run names for itself with a body and headers of
+// its own: an A2A push notification config, whose receiver expects its
+// protocol's task rather than an [Event]. Its deliveries go through the
+// same jobs, retries, delivery log and address checks as the URLs', and
+// are signed too.
+type Target struct {
+	URL string
+	// Key tells the target from others of the same URL (a config's id).
+	Key string
+	// Headers are set on each request (Content-Type included, if given).
+	Headers map[string]string
+	// Payload is the body.
+	Payload json.RawMessage
+}
+
+// TargetsFunc returns the targets of a run's event: st is the state of
+// the checkpoint that causes it, read in its transaction tx.
+type TargetsFunc func(ctx context.Context, tx store.Tx, owner string, st *runstate.State) ([]Target, error)
+
+// SetTargets makes every run's events go to the targets f returns too
+// (package a2apush's push notification configs). Call it before the
+// service is used.
+func (s *Service) SetTargets(f TargetsFunc) {
+	if s != nil {
+		s.targets = f
+	}
 }
 
 // Kind implements river.JobArgs.
@@ -148,7 +186,14 @@ func (s *Service) record(ctx context.Context, ins Inserter, perRun URLsFunc, tx 
 	if perRun != nil {
 		urls = append(append([]string(nil), urls...), perRun(st)...)
 	}
-	if len(urls) == 0 {
+	var targets []Target
+	if s.targets != nil {
+		var err error
+		if targets, err = s.targets(ctx, tx, owner, st); err != nil {
+			return fmt.Errorf("webhook: %s of run %s: %w", typ, st.RunID, err)
+		}
+	}
+	if len(urls) == 0 && len(targets) == 0 {
 		return nil
 	}
 	ev := Event{Type: typ, Timestamp: time.Now().UTC(), Data: Data{ThreadID: st.ThreadID, RunID: st.RunID,
@@ -161,6 +206,13 @@ func (s *Service) record(ctx context.Context, ins Inserter, perRun URLsFunc, tx 
 		a := Args{OwnerID: owner, ID: "msg_" + checkpointID, Type: typ, URL: u, Payload: body, SecretEnv: s.envs[u]}
 		if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
 			return fmt.Errorf("webhook: %s of run %s: %w", typ, st.RunID, err)
+		}
+	}
+	for _, t := range targets {
+		a := Args{OwnerID: owner, ID: "msg_" + checkpointID, Type: typ, URL: t.URL, Payload: t.Payload, SecretEnv: s.envs[t.URL],
+			Headers: t.Headers, Target: t.Key, ThreadID: st.ThreadID, RunID: st.RunID, Network: st.Network}
+		if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
+			return fmt.Errorf("webhook: %s of run %s to %s: %w", typ, st.RunID, t.URL, err)
 		}
 	}
 	return nil
@@ -220,14 +272,16 @@ func (w *worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	key, err := w.s.keyOf(a.SecretEnv)
 	status := 0
 	if err == nil {
-		status, err = w.s.send(ctx, key, a.URL, a.ID, a.Payload)
+		status, err = w.s.send(ctx, key, a.URL, a.ID, a.Payload, a.Headers)
 	}
 	if err != nil {
 		w.s.log.WarnContext(ctx, "webhook delivery failed", "webhook_id", a.ID, "type", a.Type, "attempt", job.Attempt, "error", err)
 	}
 	if l := w.s.cfg.Log; l != nil {
-		var ev Event
-		_ = json.Unmarshal(a.Payload, &ev)
+		ev := Event{Data: Data{ThreadID: a.ThreadID, RunID: a.RunID, Network: a.Network}}
+		if a.RunID == "" {
+			_ = json.Unmarshal(a.Payload, &ev)
+		}
 		p := &store.AppendWebhookDeliveryParams{OwnerID: a.OwnerID, WebhookID: a.ID, EventType: a.Type, URL: a.URL,
 			ThreadID: ev.Data.ThreadID, RunID: ev.Data.RunID, Network: ev.Data.Network, Attempt: job.Attempt, StatusCode: status, Duration: time.Since(start)}
 		if err != nil {

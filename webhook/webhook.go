@@ -69,6 +69,8 @@ type Service struct {
 	// secret ([Service.SetSecretEnv]); other URLs are signed with
 	// Config.Secret.
 	envs map[string]string
+	// targets, if set, adds a run's own targets ([Service.SetTargets]).
+	targets TargetsFunc
 }
 
 // ErrConfig is the error of a webhook configuration that cannot work: URLs
@@ -190,12 +192,13 @@ func Sign(key []byte, id string, ts time.Time, body []byte) string {
 
 // post delivers body to url once, signed; a non-2xx answer is an error.
 func (s *Service) post(ctx context.Context, url, id string, body []byte) error {
-	_, err := s.send(ctx, s.key, url, id, body)
+	_, err := s.send(ctx, s.key, url, id, body, nil)
 	return err
 }
 
-// send is post that also returns the receiver's status (0: none).
-func (s *Service) send(ctx context.Context, key []byte, url, id string, body []byte) (int, error) {
+// send is post that also returns the receiver's status (0: none); headers
+// are added to the request's (a [Target]'s).
+func (s *Service) send(ctx context.Context, key []byte, url, id string, body []byte, headers map[string]string) (int, error) {
 	now := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
 	if err != nil {
@@ -203,6 +206,9 @@ func (s *Service) send(ctx context.Context, key []byte, url, id string, body []b
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "baton-webhooks")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	req.Header.Set("webhook-id", id)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set("webhook-signature", Sign(key, id, now, body))

@@ -15,6 +15,7 @@ import {
   TaskNotCancelableError,
   ContentTypeNotSupportedError,
 } from "@a2a-js/sdk/client";
+import { receiver, verify } from "./push.mjs";
 
 const URL = process.env.BATON_URL;
 const KEY = process.env.BATON_KEY;
@@ -246,4 +247,48 @@ test("errors: no key, another owner's task, unknown task, cancel, a file part", 
   });
   assert.equal(res.status, 404);
 });
+test("push notifications: a config given with message/send and one set on a waiting task reach a receiver on loopback", async () => {
+  const rcv = await receiver();
+  try {
+    const support = await clientFor("support", KEY);
+    const card = await support.getAgentCard();
+    assert.equal(card.capabilities.pushNotifications, true);
+    const task = await support.sendMessage({
+      message: userMessage("I was charged twice for order 1234"),
+      configuration: { blocking: true, pushNotificationConfig: { id: "on-send", url: `${rcv.url}/send03`, token: "tok-send", authentication: { schemes: ["Bearer"], credentials: "cred03" } } },
+    });
+    let n = await rcv.next("/send03");
+    assert.equal(n.headers["x-a2a-notification-token"], "tok-send");
+    assert.equal(n.headers.authorization, "Bearer cred03");
+    assert.ok(verify(n), "the Standard Webhooks signature verifies");
+    let body = JSON.parse(n.body);
+    assert.equal(body.kind, "task");
+    assert.equal(body.id, task.id);
+    assert.equal(body.status.state, "completed");
+
+    const waiting = await support.sendMessage({ message: userMessage("I want a refund for order 1234") });
+    assert.equal(waiting.status.state, "input-required");
+    const set = await support.setTaskPushNotificationConfig({ taskId: waiting.id, pushNotificationConfig: { id: "later", url: `${rcv.url}/set03`, token: "tok-set" } });
+    assert.equal(set.pushNotificationConfig.id, "later");
+    const got = await support.getTaskPushNotificationConfig({ id: waiting.id, pushNotificationConfigId: "later" });
+    assert.equal(got.pushNotificationConfig.url, `${rcv.url}/set03`);
+    assert.equal((await support.listTaskPushNotificationConfig({ id: waiting.id })).length, 1);
+    await support.sendMessage({
+      message: { kind: "message", messageId: crypto.randomUUID(), role: "user", taskId: waiting.id, parts: [{ kind: "data", data: { type: "approve" } }] },
+    });
+    n = await rcv.next("/set03");
+    assert.equal(n.headers["x-a2a-notification-token"], "tok-set");
+    assert.ok(verify(n));
+    body = JSON.parse(n.body);
+    assert.equal(body.id, waiting.id);
+    assert.equal(body.status.state, "completed");
+    assert.match(artifactText(body), /Your refund R-77/);
+    await support.deleteTaskPushNotificationConfig({ id: waiting.id, pushNotificationConfigId: "later" });
+    assert.deepEqual(await support.listTaskPushNotificationConfig({ id: waiting.id }), []);
+    await assert.rejects(support.setTaskPushNotificationConfig({ taskId: waiting.id, pushNotificationConfig: { url: "http://169.254.169.254/" } }), /refused|not allowed|internal/i);
+  } finally {
+    await rcv.close();
+  }
+});
+
 import "./v1.mjs";

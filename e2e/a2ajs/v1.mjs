@@ -8,6 +8,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, DefaultAgentCardResolver } from "a2a-js-v1/client";
 import { Role, TaskState } from "a2a-js-v1";
+import { receiver, verify } from "./push.mjs";
 
 const URL_ = process.env.BATON_URL;
 const KEY = process.env.BATON_KEY;
@@ -141,3 +142,47 @@ for (const [network, sdk] of [["desk03", "v03"], ["desk1", "v1"]]) {
     assert.equal(after.length, before.length + 1, `the ${sdk} agent's cancelled tasks: ${JSON.stringify(after)}`);
   });
 }
+
+test("1.0: push notifications: a config given with SendMessage and one created on a waiting task reach a receiver on loopback", async () => {
+  const rcv = await receiver();
+  try {
+    const card = await (await fetch(`${URL_}/a2a/support/.well-known/agent-card.json`)).json();
+    assert.equal(card.capabilities.pushNotifications, true);
+    const client = await clientV1("support", KEY);
+    const config = (id, path, token, authentication) => ({ tenant: "", id, taskId: "", url: `${rcv.url}${path}`, token, authentication });
+    const task = await client.sendMessage({ ...send("I was charged twice for order 1234"), configuration: {
+      acceptedOutputModes: [], historyLength: undefined, returnImmediately: false, metadata: undefined,
+      taskPushNotificationConfig: config("on-send", "/send1", "tok-send", { scheme: "Bearer", credentials: "cred1" }) } });
+    let n = await rcv.next("/send1");
+    assert.equal(n.headers["content-type"], "application/a2a+json");
+    assert.equal(n.headers["x-a2a-notification-token"], "tok-send");
+    assert.equal(n.headers.authorization, "Bearer cred1");
+    assert.ok(verify(n), "the Standard Webhooks signature verifies");
+    let body = JSON.parse(n.body);
+    assert.equal(body.task.id, task.id);
+    assert.equal(body.task.status.state, "TASK_STATE_COMPLETED");
+
+    const waiting = await collect(client.sendMessageStream(send("I want a refund for order 1234")));
+    assert.equal(waiting.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+    const id = waiting.task.id;
+    const created = await client.createTaskPushNotificationConfig({ ...config("later", "/set1", "tok-set", undefined), taskId: id });
+    assert.equal(created.id, "later");
+    assert.equal(created.taskId, id);
+    const got = await client.getTaskPushNotificationConfig({ tenant: "", taskId: id, id: "later" });
+    assert.equal(got.url, `${rcv.url}/set1`);
+    const list = await client.listTaskPushNotificationConfig({ tenant: "", taskId: id, pageSize: 0, pageToken: "" });
+    assert.equal(list.configs.length, 1);
+    await collect(client.sendMessageStream({ tenant: "", configuration: undefined, metadata: undefined,
+      message: message([dataPart({ type: "approve" })], { taskId: id, contextId: waiting.task.contextId }) }));
+    n = await rcv.next("/set1");
+    assert.equal(n.headers["x-a2a-notification-token"], "tok-set");
+    assert.ok(verify(n));
+    body = JSON.parse(n.body);
+    assert.equal(body.task.id, id);
+    assert.equal(body.task.status.state, "TASK_STATE_COMPLETED");
+    await client.deleteTaskPushNotificationConfig({ tenant: "", taskId: id, id: "later" });
+    assert.equal((await client.listTaskPushNotificationConfig({ tenant: "", taskId: id, pageSize: 0, pageToken: "" })).configs.length, 0);
+  } finally {
+    await rcv.close();
+  }
+});

@@ -211,24 +211,43 @@ func (t *Transport) ResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) 
 	return t.stream(ctx, "SubscribeToTask", TaskParams{ID: string(p.ID), Metadata: p.Metadata})
 }
 
-// GetTaskPushConfig: push notifications are not used.
-func (t *Transport) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigParams) (*a2a.TaskPushConfig, error) {
-	return nil, a2a.ErrPushNotificationNotSupported
+// GetTaskPushConfig calls GetTaskPushNotificationConfig.
+func (t *Transport) GetTaskPushConfig(ctx context.Context, p *a2a.GetTaskPushConfigParams) (*a2a.TaskPushConfig, error) {
+	var out PushConfig
+	if err := t.call(ctx, "GetTaskPushNotificationConfig", PushConfigParams{TaskID: string(p.TaskID), ID: p.ConfigID}, &out); err != nil {
+		return nil, err
+	}
+	return FromPushConfig(&out), nil
 }
 
-// ListTaskPushConfig: push notifications are not used.
-func (t *Transport) ListTaskPushConfig(context.Context, *a2a.ListTaskPushConfigParams) ([]*a2a.TaskPushConfig, error) {
-	return nil, a2a.ErrPushNotificationNotSupported
+// ListTaskPushConfig calls ListTaskPushNotificationConfigs.
+func (t *Transport) ListTaskPushConfig(ctx context.Context, p *a2a.ListTaskPushConfigParams) ([]*a2a.TaskPushConfig, error) {
+	var out PushConfigList
+	if err := t.call(ctx, "ListTaskPushNotificationConfigs", PushConfigParams{TaskID: string(p.TaskID)}, &out); err != nil {
+		return nil, err
+	}
+	cs := make([]*a2a.TaskPushConfig, len(out.Configs))
+	for i := range out.Configs {
+		cs[i] = FromPushConfig(&out.Configs[i])
+	}
+	return cs, nil
 }
 
-// SetTaskPushConfig: push notifications are not used.
-func (t *Transport) SetTaskPushConfig(context.Context, *a2a.TaskPushConfig) (*a2a.TaskPushConfig, error) {
-	return nil, a2a.ErrPushNotificationNotSupported
+// SetTaskPushConfig calls CreateTaskPushNotificationConfig.
+func (t *Transport) SetTaskPushConfig(ctx context.Context, p *a2a.TaskPushConfig) (*a2a.TaskPushConfig, error) {
+	in := ToPushConfig(&p.Config)
+	in.TaskID = string(p.TaskID)
+	var out PushConfig
+	if err := t.call(ctx, "CreateTaskPushNotificationConfig", in, &out); err != nil {
+		return nil, err
+	}
+	return FromPushConfig(&out), nil
 }
 
-// DeleteTaskPushConfig: push notifications are not used.
-func (t *Transport) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigParams) error {
-	return a2a.ErrPushNotificationNotSupported
+// DeleteTaskPushConfig calls DeleteTaskPushNotificationConfig.
+func (t *Transport) DeleteTaskPushConfig(ctx context.Context, p *a2a.DeleteTaskPushConfigParams) error {
+	var out struct{}
+	return t.call(ctx, "DeleteTaskPushNotificationConfig", PushConfigParams{TaskID: string(p.TaskID), ID: p.ConfigID}, &out)
 }
 
 // GetAgentCard: the card is read from its URL, not through the transport.

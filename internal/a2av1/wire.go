@@ -126,6 +126,9 @@ type SendConfig struct {
 	AcceptedOutputModes []string `json:"acceptedOutputModes,omitempty"`
 	HistoryLength       *int     `json:"historyLength,omitempty"`
 	ReturnImmediately   bool     `json:"returnImmediately,omitempty"`
+	// PushConfig is a push notification config of the task the message
+	// starts or continues.
+	PushConfig *PushConfig `json:"taskPushNotificationConfig,omitempty"`
 }
 
 // SendParams are the params of SendMessage and SendStreamingMessage.
@@ -401,6 +404,9 @@ func FromSend(p *SendParams) (*a2a.MessageSendParams, error) {
 	if c := p.Configuration; c != nil {
 		blocking := !c.ReturnImmediately
 		out.Config = &a2a.MessageSendConfig{AcceptedOutputModes: c.AcceptedOutputModes, HistoryLength: c.HistoryLength, Blocking: &blocking}
+		if pc := c.PushConfig; pc != nil {
+			out.Config.PushConfig = &FromPushConfig(pc).Config
+		}
 	}
 	return out, nil
 }
@@ -410,6 +416,67 @@ func ToSend(p *a2a.MessageSendParams) *SendParams {
 	out := &SendParams{Message: ToMessage(p.Message), Metadata: p.Metadata}
 	if c := p.Config; c != nil {
 		out.Configuration = &SendConfig{AcceptedOutputModes: c.AcceptedOutputModes, HistoryLength: c.HistoryLength, ReturnImmediately: c.Blocking != nil && !*c.Blocking}
+		if c.PushConfig != nil {
+			pc := ToPushConfig(c.PushConfig)
+			out.Configuration.PushConfig = &pc
+		}
+	}
+	return out
+}
+
+// PushConfig is a 1.0 TaskPushNotificationConfig: the params of
+// CreateTaskPushNotificationConfig, the result of it and of
+// GetTaskPushNotificationConfig, and SendMessageConfiguration's
+// taskPushNotificationConfig (without a task id).
+type PushConfig struct {
+	Tenant         string    `json:"tenant,omitempty"`
+	ID             string    `json:"id,omitempty"`
+	TaskID         string    `json:"taskId,omitempty"`
+	URL            string    `json:"url"`
+	Token          string    `json:"token,omitempty"`
+	Authentication *AuthInfo `json:"authentication,omitempty"`
+}
+
+// AuthInfo is how a push notification authenticates to its receiver: an
+// HTTP authentication scheme (Bearer …) and its credentials.
+type AuthInfo struct {
+	Scheme      string `json:"scheme"`
+	Credentials string `json:"credentials,omitempty"`
+}
+
+// PushConfigParams are the params of GetTaskPushNotificationConfig,
+// DeleteTaskPushNotificationConfig and ListTaskPushNotificationConfigs
+// (ID unused; PageSize and PageToken, list's, are accepted and a list is
+// one page).
+type PushConfigParams struct {
+	Tenant    string `json:"tenant,omitempty"`
+	TaskID    string `json:"taskId"`
+	ID        string `json:"id,omitempty"`
+	PageSize  int    `json:"pageSize,omitempty"`
+	PageToken string `json:"pageToken,omitempty"`
+}
+
+// PushConfigList is the result of ListTaskPushNotificationConfigs.
+type PushConfigList struct {
+	Configs       []PushConfig `json:"configs"`
+	NextPageToken string       `json:"nextPageToken,omitempty"`
+}
+
+// FromPushConfig converts a 1.0 push notification config.
+func FromPushConfig(p *PushConfig) *a2a.TaskPushConfig {
+	out := &a2a.TaskPushConfig{TaskID: a2a.TaskID(p.TaskID), Config: a2a.PushConfig{ID: p.ID, URL: p.URL, Token: p.Token}}
+	if a := p.Authentication; a != nil {
+		out.Config.Auth = &a2a.PushAuthInfo{Schemes: []string{a.Scheme}, Credentials: a.Credentials}
+	}
+	return out
+}
+
+// ToPushConfig converts a push notification config to 1.0 (no task id):
+// of its authentication schemes, the first.
+func ToPushConfig(p *a2a.PushConfig) PushConfig {
+	out := PushConfig{ID: p.ID, URL: p.URL, Token: p.Token}
+	if a := p.Auth; a != nil && len(a.Schemes) > 0 {
+		out.Authentication = &AuthInfo{Scheme: a.Schemes[0], Credentials: a.Credentials}
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/batonhq/baton/internal/a2av1"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/webhook/a2apush"
 )
 
 // Protocol serves each network as an A2A agent over a server's core. The
@@ -45,7 +46,7 @@ const a2aProtocolVersion = "0.3.0"
 // answerArtifact is the id of the artifact that holds a task's answer: the
 // text of every assistant message of the run, in order, separated by blank
 // lines (as /v1/chat/completions answers).
-const answerArtifact a2a.ArtifactID = "answer"
+const answerArtifact = a2apush.AnswerArtifact
 
 func (s *api) a2aCard(w http.ResponseWriter, r *http.Request, _ *server.Caller) error {
 	name := r.PathValue("network")
@@ -92,7 +93,7 @@ func (s *api) agentCard(r *http.Request, nw *server.Network) *a2a.AgentCard {
 	card := &a2a.AgentCard{
 		Name: nw.Name(), Description: desc, URL: scheme + "://" + r.Host + "/a2a/" + nw.Name(),
 		PreferredTransport: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2aProtocolVersion, Version: nw.Agents().Fingerprint(),
-		Capabilities:      a2a.AgentCapabilities{Streaming: true},
+		Capabilities:      a2a.AgentCapabilities{Streaming: true, PushNotifications: s.c.PushNotifications()},
 		DefaultInputModes: []string{"text/plain", "application/json"}, DefaultOutputModes: []string{"text/plain"},
 		Provider: &a2a.AgentProvider{Org: "baton", URL: scheme + "://" + r.Host},
 		SecuritySchemes: a2a.NamedSecuritySchemes{"baton": a2a.HTTPAuthSecurityScheme{Scheme: "Bearer",
@@ -122,7 +123,12 @@ func (s *api) a2aRPC(w http.ResponseWriter, r *http.Request, c *server.Caller) e
 		return err
 	}
 	if m := method1(body); m != "" {
+		h.v1 = true
 		h.serve1(w, r, body)
+		return nil
+	}
+	if deleteRequest(body) {
+		h.delete03(w, r, body)
 		return nil
 	}
 	a2asrv.NewJSONRPCHandler(h).ServeHTTP(w, r)
@@ -134,6 +140,9 @@ type a2aHandler struct {
 	s  *api
 	nw *server.Network
 	c  *server.Caller
+	// v1 is set for a request of protocol 1.0 (its push notification
+	// configs get 1.0's payload).
+	v1 bool
 }
 
 var _ a2asrv.RequestHandler = (*a2aHandler)(nil)

@@ -17,6 +17,7 @@ import (
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threads"
+	"github.com/batonhq/baton/webhook/a2apush"
 )
 
 // contextIDPattern is the shape of a context id a client may choose.
@@ -174,26 +175,6 @@ func (h *a2aHandler) OnCancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2
 	return t, nil
 }
 
-// OnGetTaskPushConfig: no push notifications.
-func (h *a2aHandler) OnGetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigParams) (*a2a.TaskPushConfig, error) {
-	return nil, a2a.ErrPushNotificationNotSupported
-}
-
-// OnListTaskPushConfig: no push notifications.
-func (h *a2aHandler) OnListTaskPushConfig(context.Context, *a2a.ListTaskPushConfigParams) ([]*a2a.TaskPushConfig, error) {
-	return nil, a2a.ErrPushNotificationNotSupported
-}
-
-// OnSetTaskPushConfig: no push notifications.
-func (h *a2aHandler) OnSetTaskPushConfig(context.Context, *a2a.TaskPushConfig) (*a2a.TaskPushConfig, error) {
-	return nil, a2a.ErrPushNotificationNotSupported
-}
-
-// OnDeleteTaskPushConfig: no push notifications.
-func (h *a2aHandler) OnDeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigParams) error {
-	return a2a.ErrPushNotificationNotSupported
-}
-
 // OnGetExtendedAgentCard: the public card is the whole card.
 func (h *a2aHandler) OnGetExtendedAgentCard(context.Context) (*a2a.AgentCard, error) {
 	return nil, a2a.ErrAuthenticatedExtendedCardNotConfigured
@@ -210,8 +191,12 @@ func (h *a2aHandler) begin(ctx context.Context, p *a2a.MessageSendParams) (*serv
 		return nil, err
 	}
 	s, c, nw := h.s, h.c, h.nw
+	var push *a2a.PushConfig
+	if p.Config != nil {
+		push = p.Config.PushConfig
+	}
 	if p.Message.TaskID != "" {
-		return h.answer(ctx, p.Message, in)
+		return h.answer(ctx, p.Message, in, push)
 	}
 	if len(in.decisions) > 0 {
 		return nil, fmt.Errorf("%w: a decision answers a task: give the message its taskId", a2a.ErrInvalidParams)
@@ -232,12 +217,15 @@ func (h *a2aHandler) begin(ctx context.Context, p *a2a.MessageSendParams) (*serv
 			if len(in.history) > 0 {
 				return nil, fmt.Errorf("%w: history is for a new context; context %s has its own", a2a.ErrInvalidParams, threadID)
 			}
-			return s.c.StartTurn(ctx, c, nw, server.Turn{ThreadID: threadID, Input: in.text})
+			return h.startTurn(ctx, threadID, in.text, push)
 		case server.Classify(err).Status != http.StatusNotFound:
 			return nil, err
 		}
 	}
 	// A new context: a new thread, with the history the message brings.
+	if push != nil && !s.c.PushNotifications() {
+		return nil, a2a.ErrPushNotificationNotSupported
+	}
 	md := map[string]json.RawMessage{"source": json.RawMessage(`"a2a"`)}
 	nm := make([]store.NewMessage, len(in.history))
 	for i, m := range in.history {
@@ -250,12 +238,26 @@ func (h *a2aHandler) begin(ctx context.Context, p *a2a.MessageSendParams) (*serv
 		}
 		return nil, err
 	}
-	return s.c.StartTurn(ctx, c, nw, server.Turn{ThreadID: th.ID, Input: in.text})
+	return h.startTurn(ctx, th.ID, in.text, push)
+}
+
+// startTurn starts a turn on a thread as a new task, with push, if not
+// nil, as its push notification config, stored before the turn starts.
+func (h *a2aHandler) startTurn(ctx context.Context, threadID, input string, push *a2a.PushConfig) (*server.Run, error) {
+	runID := runstate.NewRunID()
+	if err := h.putPush(ctx, runID, threadID, push); err != nil {
+		return nil, err
+	}
+	run, err := h.s.c.StartTurn(ctx, h.c, h.nw, server.Turn{ThreadID: threadID, RunID: runID, Input: input})
+	if err != nil && push != nil {
+		_ = h.s.c.DeletePushConfig(context.WithoutCancel(ctx), h.c, runID, a2apush.From03(runID, push).ID)
+	}
+	return run, err
 }
 
 // answer resumes the interrupted run of a message's task with the
 // decisions the message gives.
-func (h *a2aHandler) answer(ctx context.Context, m *a2a.Message, in *a2aInput) (*server.Run, error) {
+func (h *a2aHandler) answer(ctx context.Context, m *a2a.Message, in *a2aInput, push *a2a.PushConfig) (*server.Run, error) {
 	s, c, nw := h.s, h.c, h.nw
 	cp, err := s.c.LatestCheckpoint(ctx, c, string(m.TaskID))
 	if errors.Is(err, store.ErrNotFound) || err == nil && cp.State.Network != nw.Name() {
@@ -278,8 +280,11 @@ func (h *a2aHandler) answer(ctx context.Context, m *a2a.Message, in *a2aInput) (
 		case "reject", "rejected", "no":
 			decisions = []runner.Decision{{Type: runner.DecisionReject}}
 		default:
-			return nil, fmt.Errorf("%w: task %s waits for a decision on %s: answer approve or reject, or a data part {\"type\": \"approve\"|\"reject\"|\"edit\", ...}", a2a.ErrInvalidParams, m.TaskID, actionNames(cp.State.Interrupt))
+			return nil, fmt.Errorf("%w: task %s waits for a decision on %s: answer approve or reject, or a data part {\"type\": \"approve\"|\"reject\"|\"edit\", ...}", a2a.ErrInvalidParams, m.TaskID, a2apush.ActionNames(cp.State.Interrupt))
 		}
+	}
+	if err := h.putPush(ctx, cp.RunID, cp.ThreadID, push); err != nil {
+		return nil, err
 	}
 	return s.c.Resume(ctx, c, nw, cp, decisions)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/webhook/a2apush"
 )
 
 func historyLength(c *a2a.MessageSendConfig) *int {
@@ -20,28 +21,8 @@ func historyLength(c *a2a.MessageSendConfig) *int {
 	return c.HistoryLength
 }
 
-func actionNames(in *runstate.Interrupt) string {
-	var names []string
-	for _, ar := range in.ActionRequests {
-		names = append(names, ar.Name)
-	}
-	return strings.Join(names, ", ")
-}
-
 // taskState is the A2A state of a run's status.
-func taskState(st runstate.Status) a2a.TaskState {
-	switch st {
-	case runstate.StatusCompleted:
-		return a2a.TaskStateCompleted
-	case runstate.StatusFailed:
-		return a2a.TaskStateFailed
-	case runstate.StatusCancelled:
-		return a2a.TaskStateCanceled
-	case runstate.StatusInterrupted:
-		return a2a.TaskStateInputRequired
-	}
-	return a2a.TaskStateWorking
-}
+func taskState(st runstate.Status) a2a.TaskState { return a2apush.TaskState(st) }
 
 // taskFold folds a run's events into its A2A task and the updates that
 // stream it.
@@ -192,8 +173,7 @@ func (f *taskFold) interrupted(e server.Entry) {
 		return
 	}
 	f.state = a2a.TaskStateInputRequired
-	f.status = f.agentMessage("Waiting for a decision on " + actionNames(ev.Interrupt) + " (interrupt " + ev.Interrupt.ID +
-		`): answer this task with "approve" or "reject", or a data part {"type": "approve"|"reject"|"edit", "args": {...}}.`)
+	f.status = f.agentMessage(a2apush.WaitingText(ev.Interrupt))
 	f.status.Metadata = map[string]any{"baton": map[string]any{"interrupt": ev.Interrupt}}
 }
 

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/batonhq/baton/internal/a2av1"
+	"github.com/batonhq/baton/webhook/a2apush"
 )
 
 // rpcRequest is a JSON-RPC request of protocol 1.0.
@@ -96,8 +98,56 @@ func (h *a2aHandler) serve1(w http.ResponseWriter, r *http.Request, body []byte)
 	case "GetExtendedAgentCard":
 		writeRPC(w, req.ID, nil, a2a.ErrAuthenticatedExtendedCardNotConfigured)
 	default: // the push notification configs
-		writeRPC(w, req.ID, nil, a2a.ErrPushNotificationNotSupported)
+		out, err := h.push1(ctx, req.Method, req.Params)
+		writeRPC(w, req.ID, out, err)
 	}
+}
+
+// push1 answers the push notification config methods of protocol 1.0.
+func (h *a2aHandler) push1(ctx context.Context, method string, raw json.RawMessage) (any, error) {
+	if method == "CreateTaskPushNotificationConfig" {
+		var p a2av1.PushConfig
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, fmt.Errorf("%w: %v", a2a.ErrInvalidParams, err)
+		}
+		c, err := h.setPush(ctx, a2apush.From10(p.TaskID, &p))
+		if err != nil {
+			return nil, err
+		}
+		return a2apush.To10(c), nil
+	}
+	var p a2av1.PushConfigParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, fmt.Errorf("%w: %v", a2a.ErrInvalidParams, err)
+	}
+	task := a2a.TaskID(p.TaskID)
+	switch method {
+	case "GetTaskPushNotificationConfig":
+		if p.ID == "" {
+			return nil, fmt.Errorf("%w: the config's id is required", a2a.ErrInvalidParams)
+		}
+		c, err := h.getPush(ctx, task, p.ID)
+		if err != nil {
+			return nil, err
+		}
+		return a2apush.To10(c), nil
+	case "ListTaskPushNotificationConfigs":
+		cs, err := h.listPush(ctx, task)
+		if err != nil {
+			return nil, err
+		}
+		out := a2av1.PushConfigList{Configs: make([]a2av1.PushConfig, len(cs))}
+		for i, c := range cs {
+			out.Configs[i] = a2apush.To10(c)
+		}
+		return out, nil
+	case "DeleteTaskPushNotificationConfig":
+		if err := h.deletePush(ctx, task, p.ID); err != nil {
+			return nil, err
+		}
+		return struct{}{}, nil
+	}
+	return nil, fmt.Errorf("%w: %s", a2a.ErrMethodNotFound, method)
 }
 
 func sendParams(raw json.RawMessage) (*a2a.MessageSendParams, error) {

@@ -58,7 +58,7 @@ func TestMigrateDownUp(t *testing.T) {
 	if err := s.DB().QueryRowContext(t.Context(), `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 15 { // fourteen tables and the version table
+	if n != 16 { // fifteen tables and the version table
 		t.Fatalf("%d tables after migrating down and up", n)
 	}
 }

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"APIKeyScopes", testAPIKeyScopes},
 		{"Audit", testAudit},
 		{"WebhookDeliveries", testWebhookDeliveries},
+		{"PushConfigs", testPushConfigs},
 		{"ThreadListNetworks", testThreadListNetworks},
 		{"ThreadCreateGet", testThreadCreateGet},
 		{"ThreadParent", testThreadParent},

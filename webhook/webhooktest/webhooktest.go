@@ -35,6 +35,10 @@ type Delivery struct {
 	// ID is its webhook-id header, Path its URL's path.
 	ID, Path string
 	Event    webhook.Event
+	// Header and Body are the request's (a body that is not an Event: an
+	// A2A push notification's task).
+	Header http.Header
+	Body   []byte
 }
 
 // Receiver is a webhook endpoint on loopback, closed when the test ends. A
@@ -85,7 +89,7 @@ func NewReceiver(t testing.TB, secret string, failFirst bool) *Receiver {
 		r.events[id] = ev
 		r.accepted[id]++
 		w.WriteHeader(http.StatusNoContent)
-		r.Got <- Delivery{ID: id, Path: req.URL.Path, Event: ev}
+		r.Got <- Delivery{ID: id, Path: req.URL.Path, Event: ev, Header: req.Header.Clone(), Body: body}
 	}))
 	t.Cleanup(r.Close)
 	return r

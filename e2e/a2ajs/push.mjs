@@ -1,0 +1,48 @@
+// A receiver of A2A push notifications on loopback for test.mjs and
+// v1.mjs: each POST is answered 204 and kept with its headers and body;
+// verify checks its Standard Webhooks signature with the server's secret
+// (BATON_WEBHOOK_SECRET), as a receiver of baton's webhooks would.
+import http from "node:http";
+import crypto from "node:crypto";
+
+export const SECRET = process.env.BATON_WEBHOOK_SECRET;
+
+// receiver starts a receiver; next(path) waits for the next notification
+// to path (at most 60 s).
+export async function receiver() {
+  const got = [];
+  const waiting = [];
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const n = { path: req.url, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
+      res.writeHead(204).end();
+      const w = waiting.findIndex((w) => w.path === n.path);
+      if (w >= 0) waiting.splice(w, 1)[0].resolve(n);
+      else got.push(n);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    next(path) {
+      const i = got.findIndex((n) => n.path === path);
+      if (i >= 0) return Promise.resolve(got.splice(i, 1)[0]);
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no notification to ${path} in 60 s`)), 60_000);
+        waiting.push({ path, resolve: (n) => { clearTimeout(timer); resolve(n); } });
+      });
+    },
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+// verify reports whether a notification's webhook-signature is the
+// HMAC-SHA256 of webhook-id.webhook-timestamp.body under the secret.
+export function verify(n) {
+  const key = Buffer.from(SECRET.slice("whsec_".length), "base64");
+  const want = crypto.createHmac("sha256", key)
+    .update(`${n.headers["webhook-id"]}.${n.headers["webhook-timestamp"]}.${n.body}`).digest("base64");
+  return (n.headers["webhook-signature"] || "").split(" ").some((s) => s === `v1,${want}`);
+}

@@ -1,0 +1,194 @@
+package a2a_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
+
+	"github.com/batonhq/baton/internal/a2av1"
+	"github.com/batonhq/baton/internal/testdb"
+	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/webhook"
+	"github.com/batonhq/baton/webhook/webhooktest"
+)
+
+// TestA2APush: push notification configs on protocols 0.3 and 1.0, with
+// the Go SDK's client and a2av1's, to a receiver on loopback. The card
+// declares push notifications; a config given with message/send
+// (SendMessage) gets the completed task; a config set on a task waiting
+// for input (set / CreateTaskPushNotificationConfig) is read back by get
+// and list and gets the task once the approval completes it, then is
+// deleted; each notification is the protocol's task (0.3's Task, 1.0's
+// StreamResponse), with the config's token and authentication headers and
+// a Standard Webhooks signature the reference library verifies, and is in
+// the delivery log; a refused URL, another owner's task and a deleted
+// config are errors. SQLite and PostgreSQL.
+func TestA2APush(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		secret := webhooktest.NewSecret(t)
+		rcv := webhooktest.NewReceiver(t, secret, false)
+		b := servertest.SetupStore(t, open(t), func(o *servertest.Options) {
+			o.Service.Webhooks = webhook.Config{Secret: secret, Allow: []string{"127.0.0.1"}}
+		})
+		var card struct {
+			Capabilities struct{ PushNotifications bool }
+		}
+		b.Do(t, "", "GET", "/a2a/support/.well-known/agent-card.json", nil).JSON(t, &card)
+		if !card.Capabilities.PushNotifications {
+			t.Error("the card does not declare push notifications")
+		}
+		for _, v := range []struct {
+			name string
+			tr   func(b *servertest.Bundle, network, key string) a2aclient.Transport
+		}{{"0.3", a2aTransport}, {"1.0", a2aTransport1}} {
+			t.Run(v.name, func(t *testing.T) { testA2APush(t, b, rcv, v.name, v.tr) })
+		}
+	})
+}
+
+func testA2APush(t *testing.T, b *servertest.Bundle, rcv *webhooktest.Receiver, proto string, tr func(b *servertest.Bundle, network, key string) a2aclient.Transport) {
+	ctx := t.Context()
+	support := tr(b, "support", b.KeyA)
+	auth := &a2a.PushAuthInfo{Schemes: []string{"Bearer"}, Credentials: "cred-" + proto}
+
+	// A config with the message.
+	send := &a2a.PushConfig{ID: "on-send", URL: rcv.URL + "/send/" + proto, Token: "tok-send", Auth: auth}
+	res, err := support.SendMessage(ctx, &a2a.MessageSendParams{Message: userA2A("I was charged twice for order 1234"), Config: &a2a.MessageSendConfig{PushConfig: send}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*a2a.Task)
+	got := receive(t, rcv, "/send/"+proto)
+	checkPush(t, got, proto, "tok-send", "Bearer cred-"+proto, task.ID, a2a.TaskStateCompleted)
+
+	// A config set on a task waiting for input.
+	waiting := collectA2A(t, support.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: userA2A("I want a refund for order 1234")}))
+	task = waiting.events[0].(*a2a.Task)
+	set, err := support.SetTaskPushConfig(ctx, &a2a.TaskPushConfig{TaskID: task.ID, Config: a2a.PushConfig{ID: "later", URL: rcv.URL + "/set/" + proto, Token: "tok-set"}})
+	if err != nil || set.TaskID != task.ID || set.Config.ID != "later" || set.Config.Token != "tok-set" {
+		t.Fatalf("set: %v %+v", err, set)
+	}
+	if c, err := support.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigParams{TaskID: task.ID, ConfigID: "later"}); err != nil || c.Config.URL != rcv.URL+"/set/"+proto {
+		t.Fatalf("get: %v %+v", err, c)
+	}
+	if cs, err := support.ListTaskPushConfig(ctx, &a2a.ListTaskPushConfigParams{TaskID: task.ID}); err != nil || len(cs) != 1 || cs[0].Config.ID != "later" {
+		t.Fatalf("list: %v %+v", err, cs)
+	}
+	approve := a2a.NewMessageForTask(a2a.MessageRoleUser, task, a2a.DataPart{Data: map[string]any{"type": "approve"}})
+	if _, err := support.SendMessage(ctx, &a2a.MessageSendParams{Message: approve}); err != nil {
+		t.Fatal(err)
+	}
+	got = receive(t, rcv, "/set/"+proto)
+	checkPush(t, got, proto, "tok-set", "", task.ID, a2a.TaskStateCompleted)
+	if !strings.Contains(string(got.Body), "Your refund R-77") {
+		t.Errorf("the notification lacks the answer: %s", got.Body)
+	}
+	var log struct {
+		Data []struct {
+			URL        string `json:"url"`
+			StatusCode int    `json:"status_code"`
+			RunID      string `json:"run_id"`
+			Network    string `json:"network"`
+		}
+	}
+	// The worker logs the attempt once the receiver answered it.
+	for deadline := time.Now().Add(30 * time.Second); len(log.Data) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b.Do(t, b.KeyA, "GET", "/v1/webhooks/deliveries?run_id="+string(task.ID), nil).JSON(t, &log)
+	}
+	if len(log.Data) != 1 || log.Data[0].URL != rcv.URL+"/set/"+proto || log.Data[0].StatusCode != 204 || log.Data[0].Network != "support" {
+		t.Errorf("delivery log of the task: %+v", log.Data)
+	}
+
+	// Deleted, the config is gone.
+	if err := support.DeleteTaskPushConfig(ctx, &a2a.DeleteTaskPushConfigParams{TaskID: task.ID, ConfigID: "later"}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := support.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigParams{TaskID: task.ID, ConfigID: "later"}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Errorf("get after delete: %v, want invalid params", err)
+	}
+	if cs, err := support.ListTaskPushConfig(ctx, &a2a.ListTaskPushConfigParams{TaskID: task.ID}); err != nil || len(cs) != 0 {
+		t.Errorf("list after delete: %v %+v", err, cs)
+	}
+
+	// Refusals.
+	for _, bad := range []string{"http://10.0.0.1/x", "http://169.254.169.254/", "ftp://127.0.0.1/x"} {
+		if _, err := support.SetTaskPushConfig(ctx, &a2a.TaskPushConfig{TaskID: task.ID, Config: a2a.PushConfig{URL: bad}}); !errors.Is(err, a2a.ErrInvalidParams) {
+			t.Errorf("set %s: %v, want invalid params", bad, err)
+		}
+	}
+	if _, err := support.SendMessage(ctx, &a2a.MessageSendParams{Message: userA2A("Hi there"), Config: &a2a.MessageSendConfig{PushConfig: &a2a.PushConfig{URL: "http://10.0.0.1/x"}}}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Errorf("send with a refused URL: %v, want invalid params", err)
+	}
+	bob := tr(b, "support", b.KeyB)
+	if _, err := bob.SetTaskPushConfig(ctx, &a2a.TaskPushConfig{TaskID: task.ID, Config: a2a.PushConfig{URL: rcv.URL + "/bob"}}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("set on another owner's task: %v, want task not found", err)
+	}
+	if _, err := bob.ListTaskPushConfig(ctx, &a2a.ListTaskPushConfigParams{TaskID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("list of another owner's task: %v, want task not found", err)
+	}
+}
+
+// receive returns the next delivery, which must go to path.
+func receive(t *testing.T, rcv *webhooktest.Receiver, path string) webhooktest.Delivery {
+	t.Helper()
+	select {
+	case d := <-rcv.Got:
+		if d.Path != path {
+			t.Fatalf("a delivery to %s, want %s", d.Path, path)
+		}
+		if bad := rcv.Bad(); len(bad) > 0 {
+			t.Fatalf("deliveries that did not verify: %v", bad)
+		}
+		return d
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no delivery to %s in 60 s", path)
+	}
+	return webhooktest.Delivery{}
+}
+
+// checkPush checks a notification: the protocol's task of id in state,
+// the token and authorization headers.
+func checkPush(t *testing.T, d webhooktest.Delivery, proto, token, authz string, id a2a.TaskID, state a2a.TaskState) {
+	t.Helper()
+	if h := d.Header.Get("X-A2A-Notification-Token"); h != token {
+		t.Errorf("X-A2A-Notification-Token %q, want %q", h, token)
+	}
+	if h := d.Header.Get("Authorization"); h != authz {
+		t.Errorf("Authorization %q, want %q", h, authz)
+	}
+	if d.Header.Get("webhook-signature") == "" || !strings.HasPrefix(d.ID, "msg_") {
+		t.Errorf("no Standard Webhooks headers: %v", d.Header)
+	}
+	var task *a2a.Task
+	switch proto {
+	case "0.3":
+		if ct := d.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("Content-Type %q", ct)
+		}
+		if err := json.Unmarshal(d.Body, &task); err != nil {
+			t.Fatalf("0.3 notification: %v: %s", err, d.Body)
+		}
+	default:
+		if ct := d.Header.Get("Content-Type"); ct != "application/a2a+json" {
+			t.Errorf("Content-Type %q", ct)
+		}
+		var sr a2av1.StreamResponse
+		if err := json.Unmarshal(d.Body, &sr); err != nil || sr.Task == nil {
+			t.Fatalf("1.0 notification: %v: %s", err, d.Body)
+		}
+		var err error
+		if task, err = a2av1.FromTask(sr.Task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if task.ID != id || task.Status.State != state || answerOf(task) == "" {
+		t.Errorf("notified task %s %s (answer %q), want %s %s: %s", task.ID, task.Status.State, answerOf(task), id, state, d.Body)
+	}
+}
