@@ -13,15 +13,7 @@ import (
 // unknown or another owner's run. SQLite and PostgreSQL.
 func TestCancel(t *testing.T) {
 	t.Parallel()
-	t.Run("SQLite", func(t *testing.T) {
-		t.Parallel()
-		testCancel(t, servertest.Setup(t, withSlow(t)))
-	})
-	t.Run("Postgres", func(t *testing.T) {
-		t.Parallel()
-		pg, _ := pgStore(t)
-		testCancel(t, servertest.SetupStore(t, pg, withSlow(t)))
-	})
+	servertest.Each(t, testCancel, withSlow)
 }
 
 type cancelled struct {

@@ -17,15 +17,7 @@ import (
 // PostgreSQL.
 func TestFork(t *testing.T) {
 	t.Parallel()
-	t.Run("SQLite", func(t *testing.T) {
-		t.Parallel()
-		testFork(t, servertest.Setup(t))
-	})
-	t.Run("Postgres", func(t *testing.T) {
-		t.Parallel()
-		pg, _ := pgStore(t)
-		testFork(t, servertest.SetupStore(t, pg))
-	})
+	servertest.Each(t, testFork)
 }
 
 type forkThread struct {

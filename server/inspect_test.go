@@ -15,15 +15,7 @@ import (
 // SQLite and PostgreSQL.
 func TestSteps(t *testing.T) {
 	t.Parallel()
-	t.Run("SQLite", func(t *testing.T) {
-		t.Parallel()
-		testSteps(t, servertest.Setup(t))
-	})
-	t.Run("Postgres", func(t *testing.T) {
-		t.Parallel()
-		pg, _ := pgStore(t)
-		testSteps(t, servertest.SetupStore(t, pg))
-	})
+	servertest.Each(t, testSteps)
 }
 
 type stepList struct {

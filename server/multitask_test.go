@@ -36,15 +36,7 @@ func withSlow(t testing.TB) servertest.Option {
 // on a busy thread, on SQLite and PostgreSQL.
 func TestMultitask(t *testing.T) {
 	t.Parallel()
-	t.Run("SQLite", func(t *testing.T) {
-		t.Parallel()
-		testMultitask(t, servertest.Setup(t, withSlow(t)))
-	})
-	t.Run("Postgres", func(t *testing.T) {
-		t.Parallel()
-		pg, _ := pgStore(t)
-		testMultitask(t, servertest.SetupStore(t, pg, withSlow(t)))
-	})
+	servertest.Each(t, testMultitask, withSlow)
 }
 
 // message is a stored message as GET …/messages lists it.
