@@ -25,12 +25,9 @@ import (
 func TestRunWebhook(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		secret := webhooktest.NewSecret(t)
-		rcv := webhooktest.NewReceiver(t, secret, false)
+		rcv, hooks := servertest.WithWebhookReceiver(t)
 		got := rcv.Got
-		b := servertest.SetupStore(t, open(t), func(o *servertest.Options) {
-			o.Service.Webhooks = webhook.Config{Secret: secret, Allow: []string{"127.0.0.1"}}
-		})
+		b := servertest.SetupStore(t, open(t), hooks)
 		thread := b.Thread(t, b.KeyA, "support")
 		for url, want := range map[string]int{
 			"ftp://127.0.0.1/x":      http.StatusBadRequest,

@@ -9,7 +9,6 @@ import (
 	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/webhook"
-	"github.com/batonhq/baton/webhook/webhooktest"
 )
 
 // TestOpenAIWebhook: metadata.webhook of a chat completion or a response
@@ -20,12 +19,9 @@ import (
 func TestOpenAIWebhook(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		secret := webhooktest.NewSecret(t)
-		rcv := webhooktest.NewReceiver(t, secret, false)
+		rcv, hooks := servertest.WithWebhookReceiver(t)
 		got := rcv.Got
-		b := servertest.SetupStore(t, open(t), func(o *servertest.Options) {
-			o.Service.Webhooks = webhook.Config{Secret: secret, Allow: []string{"127.0.0.1"}}
-		})
+		b := servertest.SetupStore(t, open(t), hooks)
 		chat := func(hook string) map[string]any {
 			return map[string]any{"model": "support", "metadata": map[string]string{"webhook": hook},
 				"messages": []any{map[string]any{"role": "user", "content": "I was charged twice for order 1234"}}}

@@ -91,28 +91,6 @@ func Setup(t testing.TB, opts ...Option) *Bundle {
 	return SetupStore(t, testdb.SQLite(t), opts...)
 }
 
-// Each runs test in parallel subtests "SQLite" and "Postgres" (a new
-// schema of the test database; skipped without one, see [testdb.URL]),
-// each on a [SetupStore] bundle with the options opts give for it.
-func Each(t *testing.T, test func(t *testing.T, b *Bundle), opts ...func(testing.TB) Option) {
-	t.Helper()
-	with := func(t testing.TB) []Option {
-		var o []Option
-		for _, f := range opts {
-			o = append(o, f(t))
-		}
-		return o
-	}
-	t.Run("SQLite", func(t *testing.T) {
-		t.Parallel()
-		test(t, Setup(t, with(t)...))
-	})
-	t.Run("Postgres", func(t *testing.T) {
-		t.Parallel()
-		test(t, SetupStore(t, testdb.PostgresWith(t, testdb.URL(t), store.Options{}), with(t)...))
-	})
-}
-
 // SetupStore serves the support and research networks on st, with River's
 // workers in the process (short timings), like `baton serve`.
 func SetupStore(t testing.TB, st store.Store, opts ...Option) *Bundle {
