@@ -308,28 +308,7 @@ func (s *Server) drive(run *Run, te *threadEntry, nw *Network, events iter.Seq2[
 		emit(h)
 	}
 	if !started {
-		// The run did not start: the request answers with the error.
-		run.mu.Lock()
-		run.startErr, run.producing = runErr, false
-		queued := run.queued
-		run.mu.Unlock()
-		te.mu.Lock()
-		te.clearActive(run)
-		te.mu.Unlock()
-		if queued {
-			// A queued run that another start took, or that waits
-			// again: its readers wait on.
-			threads.QueuedStartError(s.runCtx, s.log, run.id, run.threadID, runErr)
-			return
-		}
-		if run.log.Last() == (runlog.Cursor{}) && run.base == (runlog.Cursor{}) {
-			s.reg.forget(run)
-		}
-		run.log.Close(string(runstate.StatusFailed))
-		close(run.started)
-		if runErr != nil {
-			s.recoverBusy(runErr, run.owner, nw)
-		}
+		s.notStarted(run, te, nw, runErr)
 		return
 	}
 	if status == "" {
@@ -343,6 +322,32 @@ func (s *Server) drive(run *Run, te *threadEntry, nw *Network, events iter.Seq2[
 		return
 	}
 	s.finish(run, te, status)
+}
+
+// notStarted ends a run that failed before its first event: the request
+// answers with runErr; a queued run's readers wait on.
+func (s *Server) notStarted(run *Run, te *threadEntry, nw *Network, runErr error) {
+	run.mu.Lock()
+	run.startErr, run.producing = runErr, false
+	queued := run.queued
+	run.mu.Unlock()
+	te.mu.Lock()
+	te.clearActive(run)
+	te.mu.Unlock()
+	if queued {
+		// A queued run that another start took, or that waits
+		// again: its readers wait on.
+		threads.QueuedStartError(s.runCtx, s.log, run.id, run.threadID, runErr)
+		return
+	}
+	if run.log.Last() == (runlog.Cursor{}) && run.base == (runlog.Cursor{}) {
+		s.reg.forget(run)
+	}
+	run.log.Close(string(runstate.StatusFailed))
+	close(run.started)
+	if runErr != nil {
+		s.recoverBusy(runErr, run.owner, nw)
+	}
 }
 
 // shutdownEvent ends a stream when the server shuts down: the client

@@ -236,15 +236,7 @@ func (s *Server) follow(run *Run) {
 			if done {
 				return
 			}
-			run.mu.Lock()
-			idle := run.readers == 0 && time.Since(run.lastRead) > time.Minute
-			run.mu.Unlock()
-			if idle {
-				te.mu.Lock()
-				idle = te.subs == 0
-				te.mu.Unlock()
-			}
-			if idle {
+			if unread(run, te) {
 				return
 			}
 			select {
@@ -254,31 +246,49 @@ func (s *Server) follow(run *Run) {
 			case <-poked:
 			case u := <-wake:
 				if !u.Final {
-					// A draft's id is the run's last event's with its
-					// version plus one (Ver; version 0 is a message
-					// streaming without a draft yet): the same in the
-					// run's and the thread's streams, never an id a
-					// stored event takes.
-					data, _ := json.Marshal(u)
-					run.mu.Lock()
-					after := run.durable
-					if after.Less(run.base) {
-						after = run.base
-					}
-					run.mu.Unlock()
-					at := runlog.Cursor{Seq: after.Seq, Sub: after.Sub, Ver: int(u.Version) + 1}
-					if run.log.Append(runlog.Entry{At: at, Type: "draft", Data: data}) {
-						run.mu.Lock()
-						run.draftAt = at
-						run.mu.Unlock()
-					}
-					if pos := s.runPos(ctx, run); pos > 0 && strings.HasPrefix(u.MessageID, run.id+"-") {
-						te.addDraft(pos, at, data)
-					}
+					s.followDraft(ctx, run, te, u)
 				}
 			}
 		}
 	}()
+}
+
+// unread reports whether nobody has read the run for a minute and nobody
+// follows its thread: its follower may stop.
+func unread(run *Run, te *threadEntry) bool {
+	run.mu.Lock()
+	idle := run.readers == 0 && time.Since(run.lastRead) > time.Minute
+	run.mu.Unlock()
+	if !idle {
+		return false
+	}
+	te.mu.Lock()
+	defer te.mu.Unlock()
+	return te.subs == 0
+}
+
+// followDraft appends draft update u of a followed run to the run's log
+// and, when u is a message of the run, to its thread's stream. A draft's id
+// is the run's last event's with its version plus one (Ver; version 0 is a
+// message streaming without a draft yet): the same in the run's and the
+// thread's streams, never an id a stored event takes.
+func (s *Server) followDraft(ctx context.Context, run *Run, te *threadEntry, u DraftUpdate) {
+	data, _ := json.Marshal(u)
+	run.mu.Lock()
+	after := run.durable
+	if after.Less(run.base) {
+		after = run.base
+	}
+	run.mu.Unlock()
+	at := runlog.Cursor{Seq: after.Seq, Sub: after.Sub, Ver: int(u.Version) + 1}
+	if run.log.Append(runlog.Entry{At: at, Type: "draft", Data: data}) {
+		run.mu.Lock()
+		run.draftAt = at
+		run.mu.Unlock()
+	}
+	if pos := s.runPos(ctx, run); pos > 0 && strings.HasPrefix(u.MessageID, run.id+"-") {
+		te.addDraft(pos, at, data)
+	}
 }
 
 // followOnce appends the events of the run's checkpoints written since the
