@@ -13,28 +13,7 @@ import (
 // its transaction, one without is not, and a lost decision adds nothing.
 func testAudit(t *testing.T, s store.Store, b *bundle) {
 	th := newThread(t, s, b)
-	in := Must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptRun, "audit-i1")))(t)
-	decision := json.RawMessage(`{"decisions":[{"type":"edit","call_id":"c1","args":{"amount":5}}]}`)
-	by := &store.Actor{KeyID: "key-1", RequestID: "req_1"}
-	got := Must(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: in.ID, Status: store.InterruptDecided,
-		Decision: decision, Outcome: json.RawMessage(`{"run_id":"r"}`), DecidedBy: by, AuditKind: store.AuditRunDecision}))(t)
-	var out struct {
-		RunID     string `json:"run_id"`
-		DecidedBy struct {
-			KeyID     string `json:"key_id"`
-			RequestID string `json:"request_id"`
-		} `json:"decided_by"`
-	}
-	if err := json.Unmarshal(got.Outcome, &out); err != nil || out.RunID != "r" || out.DecidedBy.KeyID != "key-1" || out.DecidedBy.RequestID != "req_1" {
-		t.Fatalf("outcome %s (%v): want run_id and decided_by", got.Outcome, err)
-	}
-	// A second decision loses and records nothing.
-	_, err := s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: in.ID, Status: store.InterruptDecided,
-		Decision: decision, Outcome: json.RawMessage(`{}`), DecidedBy: &store.Actor{KeyID: "key-2"}, AuditKind: store.AuditRunDecision})
-	wantErr(t, err, store.ErrConflict)
-	// Without DecidedBy nothing is audited.
-	in2 := Must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptRun, "audit-i2")))(t)
-	Must(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: in2.ID, Status: store.InterruptDecided, Outcome: json.RawMessage(`{}`)}))(t)
+	in, decision := decideAudited(t, s, b, th)
 
 	other := newThread(t, s, b)
 	Must(s.AppendAudit(b.ctx, &store.AppendAuditParams{OwnerID: b.owner, Kind: store.AuditRunCancel, KeyID: "key-1", Actor: store.ActorAPIKey,
@@ -75,8 +54,39 @@ func testAudit(t *testing.T, s store.Store, b *bundle) {
 	if page := Must(s.ListAudit(b.ctx, &store.ListAuditParams{OwnerID: b.other}))(t); len(page.Events) != 0 {
 		t.Fatalf("another owner lists %d events", len(page.Events))
 	}
-	_, err = s.AppendAudit(b.ctx, &store.AppendAuditParams{OwnerID: b.owner, Kind: store.AuditRunCancel, Detail: json.RawMessage(`{`)})
+	_, err := s.AppendAudit(b.ctx, &store.AppendAuditParams{OwnerID: b.owner, Kind: store.AuditRunCancel, Detail: json.RawMessage(`{`)})
 	wantErr(t, err, store.ErrInvalid)
+}
+
+// decideAudited decides an interrupt of th with DecidedBy, checks that the
+// outcome names the key and that a second decision loses, and decides
+// another without DecidedBy (audited: no). It returns the audited
+// interrupt and its decision.
+func decideAudited(t *testing.T, s store.Store, b *bundle, th *store.Thread) (*store.Interrupt, json.RawMessage) {
+	in := Must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptRun, "audit-i1")))(t)
+	decision := json.RawMessage(`{"decisions":[{"type":"edit","call_id":"c1","args":{"amount":5}}]}`)
+	by := &store.Actor{KeyID: "key-1", RequestID: "req_1"}
+	got := Must(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: in.ID, Status: store.InterruptDecided,
+		Decision: decision, Outcome: json.RawMessage(`{"run_id":"r"}`), DecidedBy: by, AuditKind: store.AuditRunDecision}))(t)
+	var out struct {
+		RunID     string `json:"run_id"`
+		DecidedBy struct {
+			KeyID     string `json:"key_id"`
+			RequestID string `json:"request_id"`
+		} `json:"decided_by"`
+	}
+	if err := json.Unmarshal(got.Outcome, &out); err != nil || out.RunID != "r" || out.DecidedBy.KeyID != "key-1" || out.DecidedBy.RequestID != "req_1" {
+		t.Fatalf("outcome %s (%v): want run_id and decided_by", got.Outcome, err)
+	}
+	// A second decision loses and records nothing.
+	_, err := s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: in.ID, Status: store.InterruptDecided,
+		Decision: decision, Outcome: json.RawMessage(`{}`), DecidedBy: &store.Actor{KeyID: "key-2"}, AuditKind: store.AuditRunDecision})
+	wantErr(t, err, store.ErrConflict)
+	// Without DecidedBy nothing is audited.
+	in2 := Must(s.CreateInterrupt(b.ctx, newInterrupt(b, th, store.InterruptRun, "audit-i2")))(t)
+	Must(s.DecideInterrupt(b.ctx, &store.DecideInterruptParams{OwnerID: b.owner, ID: in2.ID, Status: store.InterruptDecided, Outcome: json.RawMessage(`{}`)}))(t)
+
+	return in, decision
 }
 
 func kinds(evs []*store.AuditEvent) []string {

@@ -33,17 +33,7 @@ func testCallRecords(t *testing.T, s store.Store, b *bundle) {
 	if len(list) != 2 || list[0].Kind != "model" || list[1].Kind != "tool" {
 		t.Fatalf("ListCallRecords = %+v, want the model call then the tool call", list)
 	}
-	m := list[0]
-	if m.ID == "" || m.OwnerID != b.owner || m.ThreadID != th.ID || m.CheckpointID != "cp-2" || m.Step != 2 || m.Agent != "triage" ||
-		m.Model != "openai:gpt-4.1" || m.FinishReason != "tool_calls" || m.RequestID != "req_1" || !m.StartedAt.Equal(start) ||
-		m.FirstToken != 120*time.Millisecond || m.Latency != 900*time.Millisecond || m.Usage != model.Usage || !m.Truncated || m.Sub ||
-		m.Detail != nil {
-		t.Fatalf("listed model call %+v", m)
-	}
-	checkTime(t, "CreatedAt", m.CreatedAt)
-	if tl := list[1]; !tl.Sub || tl.Error != "boom" || tl.Name != "lookup" || tl.CallID != "call_1" || tl.Truncated {
-		t.Fatalf("listed tool call %+v", tl)
-	}
+	m := checkListedCalls(t, b, th, list, model)
 	got := Must(s.GetCallRecord(b.ctx, &store.GetCallRecordParams{OwnerID: b.owner, ID: m.ID}))(t)
 	if !jsonEqual(got.Detail, model.Detail) || got.Usage != model.Usage {
 		t.Fatalf("GetCallRecord detail %s", got.Detail)
@@ -60,8 +50,31 @@ func testCallRecords(t *testing.T, s store.Store, b *bundle) {
 	err = s.RecordCalls(b.ctx, &store.RecordCallsParams{OwnerID: b.owner, Calls: []*store.CallRecord{{RunID: "r", Kind: "model", Detail: json.RawMessage("{\"a\":\"\x00\"}")}}})
 	wantErr(t, err, store.ErrInvalid)
 
-	// The sweep: an old cut-off keeps them, a cut-off after them deletes
-	// them, whoever's they are.
+	checkCallSweep(t, s, b, start)
+}
+
+// checkListedCalls checks the two records listed of th, the model call
+// want first, and returns the model call.
+func checkListedCalls(t *testing.T, b *bundle, th *store.Thread, list []*store.CallRecord, want *store.CallRecord) *store.CallRecord {
+	t.Helper()
+	m := list[0]
+	if m.ID == "" || m.OwnerID != b.owner || m.ThreadID != th.ID || m.CheckpointID != "cp-2" || m.Step != 2 || m.Agent != "triage" ||
+		m.Model != "openai:gpt-4.1" || m.FinishReason != "tool_calls" || m.RequestID != "req_1" || !m.StartedAt.Equal(want.StartedAt) ||
+		m.FirstToken != 120*time.Millisecond || m.Latency != 900*time.Millisecond || m.Usage != want.Usage || !m.Truncated || m.Sub ||
+		m.Detail != nil {
+		t.Fatalf("listed model call %+v", m)
+	}
+	checkTime(t, "CreatedAt", m.CreatedAt)
+	if tl := list[1]; !tl.Sub || tl.Error != "boom" || tl.Name != "lookup" || tl.CallID != "call_1" || tl.Truncated {
+		t.Fatalf("listed tool call %+v", tl)
+	}
+	return m
+}
+
+// checkCallSweep: an old cut-off keeps the call records, a cut-off after
+// them deletes them, whoever's they are.
+func checkCallSweep(t *testing.T, s store.Store, b *bundle, start time.Time) {
+	t.Helper()
 	theirs := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other}))(t)
 	noErr(t, s.RecordCalls(b.ctx, &store.RecordCallsParams{OwnerID: b.other, Calls: []*store.CallRecord{{ThreadID: theirs.ID, RunID: "run-o", Kind: "transfer", StartedAt: start}}}))
 	Must(s.SweepCallRecords(b.ctx, &store.SweepCallRecordsParams{Before: start.Add(-time.Hour)}))(t)
@@ -76,7 +89,7 @@ func testCallRecords(t *testing.T, s store.Store, b *bundle) {
 			t.Fatalf("after the sweep %s has %d records", o[0], len(l))
 		}
 	}
-	_, err = s.SweepCallRecords(b.ctx, &store.SweepCallRecordsParams{})
+	_, err := s.SweepCallRecords(b.ctx, &store.SweepCallRecordsParams{})
 	wantErr(t, err, store.ErrInvalid)
 }
 
