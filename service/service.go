@@ -459,15 +459,11 @@ func (s *Service) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the background work gracefully: the workers take no more
-// continuations, those being worked finish until ctx ends, then they are
-// cancelled and resume later from their last checkpoint, in another
-// process (or this one, restarted). The leases of the runs this process
-// executes inline are renewed until those runs stop or ctx ends; then a
-// run still executing is adopted by another process once its lease
-// expires. A server that drains calls Stop as soon as it starts to, with
-// the deadline its inline runs get (see continuation.Service.Stop): a run
-// cut at that deadline is handed to River at once.
+// Stop stops the background work gracefully: the retention sweeps (call
+// records, then checkpoints), then each network's workers and leases as
+// [continuation.Service.Stop] does, ctx bounding the drain (a server that
+// drains calls Stop as soon as it starts to, with the deadline its inline
+// runs get; a run cut at that deadline is handed to River at once).
 func (s *Service) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
