@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/transfer"
@@ -50,6 +51,14 @@ func TestCheckpointBoundaries(t *testing.T) {
 	t.Parallel()
 	tool := func(name string) *agent.Tool {
 		return &agent.Tool{Name: name, Func: func(context.Context, json.RawMessage) (string, error) { return name + " done", nil }}
+	}
+	// keyed is agent a with an idempotent lookup tool, answering steps.
+	keyed := func(steps ...scripted.Step) *agent.Agent {
+		a, _ := ag("a", steps...)
+		lookup := tool("lookup")
+		lookup.Idempotent = true
+		a.Tools = []*agent.Tool{lookup}
+		return a
 	}
 	for name, tc := range map[string]struct {
 		build func() []*agent.Agent
@@ -108,11 +117,7 @@ func TestCheckpointBoundaries(t *testing.T) {
 		},
 		"idempotent tool, results deferred": {
 			build: func() []*agent.Agent {
-				a, _ := ag("a", calls("lookup", `{}`), text("done"))
-				keyed := tool("lookup")
-				keyed.Idempotent = true
-				a.Tools = []*agent.Tool{keyed}
-				return []*agent.Agent{a}
+				return []*agent.Agent{keyed(calls("lookup", `{}`), text("done"))}
 			},
 			opts: []runner.RunOption{runner.WithDeferredResults()},
 			// The input; the turn; the result with the answer.
@@ -120,22 +125,14 @@ func TestCheckpointBoundaries(t *testing.T) {
 		},
 		"two idempotent tools, results deferred": {
 			build: func() []*agent.Agent {
-				a, _ := ag("a", calls("lookup", `{}`, "lookup", `{"again":true}`), text("done"))
-				keyed := tool("lookup")
-				keyed.Idempotent = true
-				a.Tools = []*agent.Tool{keyed}
-				return []*agent.Agent{a}
+				return []*agent.Agent{keyed(calls("lookup", `{}`, "lookup", `{"again":true}`), text("done"))}
 			},
 			opts: []runner.RunOption{runner.WithDeferredResults()},
 			want: []string{"running/0of0/user", "running/0of2/assistant", "completed/0of0/assistant"},
 		},
 		"idempotent tool, results not deferred": {
 			build: func() []*agent.Agent {
-				a, _ := ag("a", calls("lookup", `{}`), text("done"))
-				keyed := tool("lookup")
-				keyed.Idempotent = true
-				a.Tools = []*agent.Tool{keyed}
-				return []*agent.Agent{a}
+				return []*agent.Agent{keyed(calls("lookup", `{}`), text("done"))}
 			},
 			// Without WithDeferredResults, as any tool.
 			want: []string{"running/0of0/user", "running/0of1/assistant", "running/0of0/tool", "completed/0of0/assistant"},
@@ -152,10 +149,7 @@ func TestCheckpointBoundaries(t *testing.T) {
 		},
 		"idempotent tool and transfer, results deferred": {
 			build: func() []*agent.Agent {
-				a, _ := ag("a", calls("lookup", `{}`, "transfer_to_b", `{}`))
-				keyed := tool("lookup")
-				keyed.Idempotent = true
-				a.Tools = []*agent.Tool{keyed}
+				a := keyed(calls("lookup", `{}`, "transfer_to_b", `{}`))
 				a.Transfers = []*transfer.Transfer{{To: "b"}}
 				b, _ := ag("b", text("b here"))
 				return []*agent.Agent{a, b}
