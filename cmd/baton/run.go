@@ -58,6 +58,18 @@ func openNetwork(ctx context.Context, sf *serviceFlags, spec *netspec.Spec, log 
 	return svc, svc.Networks()[0], done, nil
 }
 
+// openNetworkFile loads the network file at path with lopts (see
+// loadNetwork) and opens it (see openNetwork); it returns the loaded spec
+// too.
+func openNetworkFile(ctx context.Context, sf *serviceFlags, path string, lopts service.LoadOptions, log *slog.Logger) (*netspec.Spec, *service.Network, func(), error) {
+	spec, err := loadNetwork(path, lopts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	_, n, done, err := openNetwork(ctx, sf, spec, log)
+	return spec, n, done, err
+}
+
 func cmdValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -160,11 +172,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		rec = netspec.NewRecorder()
 		lopts.WrapModel = rec.Wrap
 	}
-	spec, err := loadNetwork(fs.Arg(0), lopts)
-	if err != nil {
-		return err
-	}
-	_, n, done, err := openNetwork(ctx, &fs.service, spec, fs.log)
+	spec, n, done, err := openNetworkFile(ctx, &fs.service, fs.Arg(0), lopts, fs.log)
 	if err != nil {
 		return err
 	}
@@ -275,11 +283,7 @@ func cmdResume(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		return usagef("--decision %q: want approve, reject or edit", *decision)
 	}
-	spec, err := loadNetwork(fs.Arg(0), fs.service.load())
-	if err != nil {
-		return err
-	}
-	_, n, done, err := openNetwork(ctx, &fs.service, spec, fs.log)
+	_, n, done, err := openNetworkFile(ctx, &fs.service, fs.Arg(0), fs.service.load(), fs.log)
 	if err != nil {
 		return err
 	}
