@@ -4,43 +4,13 @@
 // and answer, "Fork from here" on a message with an edit (the fork opens,
 // listed under its source, and answers like any thread), and the waterfall
 // on a 390 px screen.
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { openPage } from "./browser.mjs";
+import { desktopSession, URL, KEY } from "./browser.mjs";
 
-const URL = process.env.BATON_URL;
-const KEY = process.env.BATON_KEY;
-const ART = process.env.ARTIFACTS || "artifacts";
-const errors = [];
-let browser;
 let page;
-
-async function shot(name) {
-  await page.screenshot({ path: `${ART}/${name}.png`, fullPage: true });
-}
-
-async function step(name, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    await shot(`FAILED-inspect-${name}`).catch(() => {});
-    throw e;
-  }
-}
-
-async function waitStatus(status, timeout = 30000) {
-  await page.waitForFunction((s) => document.getElementById("status").dataset.status === s, status, { timeout });
-}
-
-before(async () => {
-  assert.ok(URL && KEY, "BATON_URL and BATON_KEY must be set (run ./run.sh)");
-  ({ browser, page } = await openPage({ viewport: { width: 1280, height: 900 } }));
-  page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
-  page.on("console", (m) => { if (m.type() === "error") errors.push(`console: ${m.text()}`); });
-});
-
-after(async () => {
-  await browser?.close();
+const { errors, shot, step, waitStatus } = desktopSession("FAILED-inspect-", (p) => {
+  page = p;
 });
 
 let source = "";

@@ -3,40 +3,13 @@
 // continuation complete live, approve an interrupt, hand a thread off
 // (propose, edit, approve, the child's seed until its first turn; reload
 // while a proposal is pending; reject).
-import { test, before, after } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { openPage } from "./browser.mjs";
+import { desktopSession, URL, KEY } from "./browser.mjs";
 
-const URL = process.env.BATON_URL;
-const KEY = process.env.BATON_KEY;
-const ART = process.env.ARTIFACTS || "artifacts";
-const errors = [];
-let browser;
 let page;
-
-async function shot(name) {
-  await page.screenshot({ path: `${ART}/${name}.png`, fullPage: true });
-}
-
-// step runs fn and saves a screenshot named after the step if it fails.
-async function step(name, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    await shot(`FAILED-${name}`).catch(() => {});
-    throw e;
-  }
-}
-
-before(async () => {
-  assert.ok(URL && KEY, "BATON_URL and BATON_KEY must be set (run ./run.sh)");
-  ({ browser, page } = await openPage({ viewport: { width: 1280, height: 900 } }));
-  page.on("pageerror", (e) => errors.push(`page error: ${e.message}`));
-  page.on("console", (m) => { if (m.type() === "error") errors.push(`console: ${m.text()}`); });
-});
-
-after(async () => {
-  await browser?.close();
+const { errors, shot, step, waitStatus } = desktopSession("FAILED-", (p) => {
+  page = p;
 });
 
 async function newThread(network) {
@@ -49,10 +22,6 @@ async function newThread(network) {
 async function send(text) {
   await page.getByTestId("input").fill(text);
   await page.getByTestId("send").click();
-}
-
-async function waitStatus(status, timeout = 30000) {
-  await page.waitForFunction((s) => document.getElementById("status").dataset.status === s, status, { timeout });
 }
 
 test("log in with an API key", () => step("login", async () => {
