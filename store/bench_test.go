@@ -232,3 +232,72 @@ func median(ds []time.Duration) time.Duration {
 	slices.Sort(s)
 	return s[len(s)/2]
 }
+
+// BenchmarkCheckpointStepParts takes BenchmarkCheckpointStepVsBare's step
+// apart, one after the other in each round on the same database: the
+// fenced SaveCheckpoint (save-ns), the LatestCheckpoint that follows
+// (read-ns), the bare insert (bare-ns) and, on PostgreSQL, a plain INSERT
+// of a checkpoint row into a copy of the checkpoints table with its
+// indexes and foreign key (row-ns: what the save costs the server without
+// its fence, lock and scope). Medians; read÷bare is what the step's second
+// round trip costs against a whole commit.
+func BenchmarkCheckpointStepParts(b *testing.B) {
+	for _, be := range benchBackends(b) {
+		b.Run(be.name, func(b *testing.B) {
+			ctx := context.Background()
+			s := be.store
+			run, prefix := "run-"+randHex(), randHex()
+			owner, states := benchRun(b, s, run)
+			payload, _ := runstate.Encode(states[0])
+			var row func(i int) error
+			if pg, ok := s.(*pgstore.Store); ok {
+				pool := pg.Pool()
+				if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_cp (LIKE checkpoints INCLUDING ALL,
+					FOREIGN KEY (thread_id, owner_id) REFERENCES threads (id, owner_id))`); err != nil {
+					b.Fatal(err)
+				}
+				thread := states[0].ThreadID
+				row = func(i int) error {
+					_, err := pool.Exec(ctx, `INSERT INTO bench_cp (id, owner_id, thread_id, run_id, step, status, fingerprint, network, created_at, state)
+						VALUES ($1, $2, $3, $4, $5, 'running', 'fp', 'n', now(), $6)`, fmt.Sprintf("%s-%d", prefix, i), owner, thread, run, i, payload)
+					return err
+				}
+			}
+			var saves, reads, bares, rows []time.Duration
+			parent := ""
+			b.ResetTimer()
+			for i := range b.N {
+				t0 := time.Now()
+				cp, err := s.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: states[i], ParentID: parent})
+				if err != nil {
+					b.Fatal(err)
+				}
+				parent = cp.ID
+				t1 := time.Now()
+				if _, err := s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run}); err != nil {
+					b.Fatal(err)
+				}
+				t2 := time.Now()
+				if err := be.bare(ctx, fmt.Sprintf("%s-%d", prefix, i), payload); err != nil {
+					b.Fatal(err)
+				}
+				t3 := time.Now()
+				saves, reads, bares = append(saves, t1.Sub(t0)), append(reads, t2.Sub(t1)), append(bares, t3.Sub(t2))
+				if row != nil {
+					if err := row(i); err != nil {
+						b.Fatal(err)
+					}
+					rows = append(rows, time.Since(t3))
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(median(saves).Nanoseconds()), "save-ns")
+			b.ReportMetric(float64(median(reads).Nanoseconds()), "read-ns")
+			b.ReportMetric(float64(median(bares).Nanoseconds()), "bare-ns")
+			b.ReportMetric(float64(median(reads))/float64(median(bares)), "read/bare")
+			if row != nil {
+				b.ReportMetric(float64(median(rows).Nanoseconds()), "row-ns")
+			}
+		})
+	}
+}
