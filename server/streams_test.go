@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -131,14 +129,7 @@ func TestReconnectRebuildsFromStore(t *testing.T) {
 	check("bounded log", bounded)
 
 	// A new server on the same store knows nothing of the run in memory.
-	srv2, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv2)
-	defer hs.Close()
-	b2 := *b
-	b2.URL = hs.URL
+	b2 := b.Replica(t, 0)
 	_, ch = b2.Stream(t, b.KeyA, "GET", events, nil)
 	rebuilt := servertest.Collect(t, ch, nil)
 	check("rebuilt", rebuilt)

@@ -1,9 +1,7 @@
 package server_test
 
 import (
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +10,6 @@ import (
 	"github.com/batonhq/baton/server/internal/servertest"
 
 	"github.com/batonhq/baton/internal/testdb"
-	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"
 )
 
@@ -32,12 +29,7 @@ func TestThreadStreamHandoffs(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
 		b := servertest.SetupStore(t, open(t))
 		thread := b.Thread(t, b.KeyA, "support")
-		replica, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs2 := httptest.NewServer(replica)
-		defer hs2.Close()
+		hs2 := b.Replica(t, 100*time.Millisecond)
 
 		steady := &threadClient{t: t, thread: thread, key: b.KeyA}
 		dropper := &threadClient{t: t, thread: thread, key: b.KeyA}
@@ -122,12 +114,7 @@ func TestThreadStreamHandoffs(t *testing.T) {
 
 		// A new server on the same store (a restart: nothing in memory):
 		// from the first id, and from before and after each handoff event.
-		srv3, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs3 := httptest.NewServer(srv3)
-		defer hs3.Close()
+		hs3 := b.Replica(t, 100*time.Millisecond)
 		froms := []int{0}
 		for _, i := range at {
 			froms = append(froms, i, i+1)

@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"fmt"
-	"log/slog"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -260,12 +258,7 @@ func TestThreadStreamReconnects(t *testing.T) {
 
 		// A new server on the same store (a restart: nothing in memory):
 		// from the first id, and from the middle, the same events.
-		srv2, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs := httptest.NewServer(srv2)
-		defer hs.Close()
+		hs := b.Replica(t, 100*time.Millisecond)
 		for _, from := range []int{0, len(want) / 3, len(want) - 2} {
 			last := all[0].ID // the snapshot's id, before every run
 			if from > 0 {
@@ -472,14 +465,7 @@ func TestThreadStreamWorkerIDs(t *testing.T) {
 		// The run's stream: the same ids live and rebuilt (a new server
 		// on the same store has nothing in memory), from the start and
 		// from each draft.
-		srv2, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, FollowInterval: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs := httptest.NewServer(srv2)
-		defer hs.Close()
-		b2 := *b
-		b2.URL = hs.URL
+		b2 := b.Replica(t, 100*time.Millisecond)
 		runEvents := "/v1/threads/" + thread + "/runs/" + runID + "/events"
 		noDeltas := func(evs []servertest.Event) []servertest.Event {
 			var out []servertest.Event

@@ -5,9 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,7 +14,6 @@ import (
 
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/netspec"
-	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
 )
@@ -340,14 +337,7 @@ func TestAGUI(t *testing.T) {
 		// Reconnect after every event: to this server (the run's log in
 		// memory), and to a new server on the same store (a restart: the
 		// events rebuilt from the checkpoints). Each gets exactly the rest.
-		srv2, err := server.New(server.Config{Service: b.Svc, Logger: slog.New(slog.DiscardHandler), KeyCacheTTL: -1, Protocols: servertest.Protocols})
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs := httptest.NewServer(srv2)
-		defer hs.Close()
-		restarted := *b
-		restarted.URL = hs.URL
+		restarted := b.Replica(t, 0)
 		for _, tc := range []struct {
 			name string
 			in   map[string]any
@@ -357,7 +347,7 @@ func TestAGUI(t *testing.T) {
 				if isDraft(tc.evs[i]) {
 					continue // no id: the client's last id is the event before
 				}
-				for _, srv := range []*servertest.Bundle{b, &restarted} {
+				for _, srv := range []*servertest.Bundle{b, restarted} {
 					_, ch := srv.Stream(t, b.KeyA, "POST", "/v1/agui/agui", tc.in, "Last-Event-ID", tc.evs[i].ID)
 					rest := servertest.Collect(t, ch, nil)
 					got := append(append([]servertest.Event{}, tc.evs[:i+1]...), rest...)
