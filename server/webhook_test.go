@@ -74,6 +74,7 @@ func TestRunWebhook(t *testing.T) {
 				Network    string
 				Attempt    int
 				StatusCode int `json:"status_code"`
+				Final      bool
 			}
 		}
 		var l list
@@ -88,7 +89,7 @@ func TestRunWebhook(t *testing.T) {
 			}
 		}
 		if len(l.Data) != 1 || l.Data[0].Type != webhook.RunInterrupted || l.Data[0].URL != rcv.URL+"/hook" || l.Data[0].Attempt != 1 ||
-			l.Data[0].StatusCode != http.StatusNoContent || l.Data[0].Network != "support" || l.Data[0].WebhookID == "" {
+			l.Data[0].StatusCode != http.StatusNoContent || l.Data[0].Network != "support" || l.Data[0].WebhookID == "" || !l.Data[0].Final {
 			t.Errorf("delivery log %+v", l.Data)
 		}
 		// A cancel of the waiting run (executed nowhere: ended outside

@@ -84,3 +84,69 @@ func TestRetention(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookRetention: the webhook delivery log's sweeper deletes the
+// attempts of deliveries that ended before its period and keeps a pending
+// delivery's, on both backends; its default is 7 days, and a negative
+// period keeps nothing once a delivery ended.
+func TestWebhookRetention(t *testing.T) {
+	t.Parallel()
+	if r := newWebhookSweeper(nil, 0, nil); r.period != DefaultWebhookRetention || r.every != time.Hour {
+		t.Fatalf("default sweeper: period %v every %v", r.period, r.every)
+	}
+	if r := newWebhookSweeper(nil, -1, nil); r.period != 0 || r.every != time.Minute {
+		t.Fatalf("keep-none sweeper: period %v every %v", r.period, r.every)
+	}
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		ctx := t.Context()
+		st := open(t)
+		if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
+			t.Fatal(err)
+		}
+		add := func(id string, attempt, status int, final bool) {
+			if _, err := st.AppendWebhookDelivery(ctx, &store.AppendWebhookDeliveryParams{OwnerID: "o", WebhookID: id, EventType: "run.completed",
+				URL: "https://example.com/hook", Attempt: attempt, StatusCode: status, Final: final}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// More than a batch of ended deliveries, and a pending one.
+		for i := range store.DefaultPruneLimit {
+			add("msg_"+strconv.Itoa(i), 1, 204, true)
+		}
+		add("msg_pending", 1, 500, false)
+		count := func() map[string]int {
+			m := map[string]int{}
+			p := &store.ListWebhookDeliveriesParams{OwnerID: "o", Limit: 1000}
+			for {
+				page, err := st.ListWebhookDeliveries(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range page.Deliveries {
+					m[d.WebhookID]++
+				}
+				if page.NextCursor == "" {
+					return m
+				}
+				p.Cursor = page.NextCursor
+			}
+		}
+		r := newWebhookSweeper(st, time.Hour, slog.New(slog.DiscardHandler))
+		if n, err := r.sweep(ctx); err != nil || n != 0 {
+			t.Fatalf("sweep within the period: %d, %v", n, err)
+		}
+		r.now = func() time.Time { return time.Now().Add(2 * time.Hour) }
+		if n, err := r.sweep(ctx); err != nil || n != store.DefaultPruneLimit {
+			t.Fatalf("sweep past the period: %d, %v; want %d", n, err, store.DefaultPruneLimit)
+		}
+		if got := count(); len(got) != 1 || got["msg_pending"] != 1 {
+			t.Fatalf("after the sweep: %d deliveries (%v), want msg_pending's attempt", len(got), got["msg_pending"])
+		}
+		// Kept none: once it ended, the next sweep deletes it.
+		add("msg_pending", 2, 204, true)
+		none := newWebhookSweeper(st, -1, slog.New(slog.DiscardHandler))
+		if n, err := none.sweep(ctx); err != nil || n != 2 {
+			t.Fatalf("keep-none sweep: %d, %v; want the 2 attempts", n, err)
+		}
+	})
+}

@@ -101,6 +101,14 @@ type Config struct {
 	// deletes older ones. 0 means [inspect.DefaultRetention] (7 days); a
 	// negative value keeps none, and runs record nothing.
 	InspectRetention time.Duration
+	// WebhookRetention is how long the webhook delivery log keeps the
+	// attempts of a delivery that ended (answered 2xx, or tried for the
+	// last time): older ones are deleted in the background, in small
+	// batches, every WebhookRetention/30 (between a minute and an hour); a
+	// pending delivery's attempts are kept. Defaults to
+	// [DefaultWebhookRetention] (7 days); negative keeps none once the
+	// delivery ended.
+	WebhookRetention time.Duration
 	// InspectMaxCallBytes caps one recorded call's detail
 	// (inspect.Config.MaxCallBytes; 0: inspect.DefaultMaxCallBytes).
 	InspectMaxCallBytes int
@@ -175,7 +183,9 @@ type Service struct {
 	retention time.Duration
 	// checkpoints deletes old checkpoints between Start and Stop (nil:
 	// none).
-	checkpoints *checkpointSweeper
+	checkpoints *sweeper
+	// deliveries sweeps the webhook delivery log (Config.WebhookRetention).
+	deliveries *sweeper
 
 	mu      sync.Mutex
 	started bool
@@ -223,6 +233,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		s.retention = inspect.DefaultRetention
 	}
 	s.checkpoints = newCheckpointSweeper(be.store, cfg.CheckpointRetention, log)
+	s.deliveries = newWebhookSweeper(be.store, cfg.WebhookRetention, log)
 	wcfg := cfg.Webhooks
 	if wcfg.Logger == nil {
 		wcfg.Logger = log
@@ -426,7 +437,8 @@ func (s *Service) Network(name string) (*Network, bool) {
 // (PostgreSQL), and for every network River's migrations (unless
 // NoMigrate), its workers (Config.Workers), the renewal of this process's
 // run leases and (Config.Adopt) the adoption of dead processes' runs; and
-// the deletion of checkpoints older than Config.CheckpointRetention. They
+// the deletion of checkpoints older than Config.CheckpointRetention and of
+// the webhook deliveries that ended before Config.WebhookRetention. They
 // run until Stop, or until ctx ends.
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
@@ -455,6 +467,7 @@ func (s *Service) Start(ctx context.Context) error {
 		s.sweep = func() { cancel(); <-done }
 	}
 	s.checkpoints.start(ctx)
+	s.deliveries.start(ctx)
 	s.started = true
 	return nil
 }
@@ -476,6 +489,7 @@ func (s *Service) Stop(ctx context.Context) error {
 		s.sweep = nil
 	}
 	s.checkpoints.stop()
+	s.deliveries.stop()
 	var errs []error
 	for _, n := range s.nets {
 		errs = append(errs, n.Continuation.Stop(ctx))

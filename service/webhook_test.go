@@ -69,6 +69,11 @@ func TestWebhooks(t *testing.T) {
 		codes := map[string][]int{}
 		for i := len(log) - 1; i >= 0; i-- {
 			codes[log[i].URL] = append(codes[log[i].URL], log[i].StatusCode)
+			// Only an attempt answered 2xx ends the delivery here (the
+			// 500 is retried): the retention sweeps only those.
+			if log[i].Final != (log[i].StatusCode == 204) {
+				t.Errorf("attempt %d to %s answered %d: Final %v", log[i].Attempt, log[i].URL, log[i].StatusCode, log[i].Final)
+			}
 		}
 		if len(log) != 3 || len(codes[all.URL+"/all"]) != 2 || codes[all.URL+"/all"][0] != 500 || codes[all.URL+"/all"][1] != 204 ||
 			len(codes[own.URL+"/own"]) != 1 || codes[own.URL+"/own"][0] != 204 {

@@ -67,6 +67,11 @@ type Store interface {
 	// Result.Next continues the walk, "" once it has reached the end or
 	// checkpoints written since Before. Each call is one short transaction.
 	PruneCheckpoints(ctx context.Context, params *PruneCheckpointsParams) (*PruneCheckpointsResult, error)
+	// PruneWebhookDeliveries deletes, across owners, of one batch of the
+	// webhook delivery log in id order, the attempts of deliveries that
+	// ended (their Final attempt) before params.Before; a pending
+	// delivery's attempts stay. Its result is PruneCheckpoints'.
+	PruneWebhookDeliveries(ctx context.Context, params *PruneWebhookDeliveriesParams) (*PruneCheckpointsResult, error)
 
 	// Ping reports whether the database can be reached, wrapping
 	// [ErrUnavailable] if not.

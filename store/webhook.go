@@ -20,8 +20,11 @@ type WebhookDelivery struct {
 	// StatusCode is the receiver's HTTP status, 0 when none answered.
 	StatusCode int
 	// Error is why the attempt failed; "" for a 2xx answer.
-	Error     string
-	Duration  time.Duration
+	Error    string
+	Duration time.Duration
+	// Final marks the delivery's last attempt: a 2xx answer, or the
+	// attempt after which it is not tried again.
+	Final     bool
 	CreatedAt time.Time
 }
 
@@ -39,6 +42,7 @@ type AppendWebhookDeliveryParams struct {
 	StatusCode int
 	Error      string
 	Duration   time.Duration
+	Final      bool
 }
 
 // ListWebhookDeliveriesParams are the params of [Ops.ListWebhookDeliveries].
@@ -61,4 +65,18 @@ type WebhookDeliveryPage struct {
 	Deliveries []*WebhookDelivery
 	// NextCursor continues the listing; "" when this is the last page.
 	NextCursor string
+}
+
+// PruneWebhookDeliveriesParams are the params of
+// [Store.PruneWebhookDeliveries].
+type PruneWebhookDeliveriesParams struct {
+	// Before is the retention's horizon: the attempts of a delivery whose
+	// final attempt was logged before it are deleted. Required.
+	Before time.Time
+	// After continues a walk: only rows whose id sorts after it are looked
+	// at. "" starts from the first.
+	After string
+	// Limit is how many rows the call looks at. Defaults to
+	// [DefaultPruneLimit].
+	Limit int
 }

@@ -119,6 +119,9 @@ type serviceFlags struct {
 	webhooks      stringList
 	webhookSecret string
 	webhookAllow  stringList
+	// webhookRetention keeps the delivery log of deliveries that ended; 0
+	// keeps none past delivery.
+	webhookRetention time.Duration
 }
 
 // register adds the flags to fs; background adds those of the commands
@@ -138,6 +141,8 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	fs.DurationVar(&f.retention, "checkpoint-retention", service.DefaultCheckpointRetention, "delete, in the background, the checkpoints older than this, except the latest of every run (what resume needs); those within it stay, for a fork from any step; 0 or less keeps them all")
 	fs.Var(&f.webhooks, "webhook", "send every run's events (run.completed, run.failed, run.cancelled, run.interrupted) to this URL, signed per Standard Webhooks (repeatable; needs --webhook-secret)")
 	fs.StringVar(&f.webhookSecret, "webhook-secret", os.Getenv("BATON_WEBHOOK_SECRET"), "the secret that signs webhooks: whsec_ and the base64 of at least 16 random bytes (default $BATON_WEBHOOK_SECRET; every process of the deployment, workers included, needs the same); it enables a run's own webhook (POST …/runs \"webhook\")")
+	f.webhookRetention = service.DefaultWebhookRetention
+	fs.Var((*retention)(&f.webhookRetention), "webhook-retention", "keep the webhook delivery log's attempts of a delivery that ended (answered, or tried for the last time) this long, then delete them in the background: days (7d) or a Go duration (36h, 90m); 0 keeps none past delivery; a pending delivery's attempts are always kept")
 	fs.Var(&f.webhookAllow, "webhook-allow", "a host name, address or CIDR that webhooks may call although it is loopback, private or link-local (repeatable; every other such URL is refused, at the request and again when dialled)")
 	if !background {
 		return
@@ -176,6 +181,14 @@ func (f *serviceFlags) config(files []string, log *slog.Logger, tel *telemetry.T
 		cfg.InspectRetention = -1 // none kept, none recorded
 	default:
 		cfg.InspectRetention = f.inspectRetention
+	}
+	switch {
+	case f.webhookRetention < 0:
+		return service.Config{}, usagef("--webhook-retention must be 0 or more")
+	case f.webhookRetention == 0:
+		cfg.WebhookRetention = -1 // none kept past delivery
+	default:
+		cfg.WebhookRetention = f.webhookRetention
 	}
 	cfg.CheckpointRetention = f.retention
 	if f.retention <= 0 {

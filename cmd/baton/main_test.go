@@ -392,6 +392,8 @@ func TestUsageErrors(t *testing.T) {
 			[]string{"webhook: configuration: a secret is required"}},
 		{"RunWebhookBadSecret", []string{"run", "--webhook", "https://hooks.example.com/x", "--webhook-secret", "whsec_short", supportNet, "hi"},
 			[]string{"webhook: configuration: the secret must be whsec_"}},
+		{"RunWebhookRetentionNegative", []string{"run", "--webhook-retention", "-1h", supportNet, "hi"}, []string{"webhook-retention"}},
+		{"RunWebhookRetentionBad", []string{"run", "--webhook-retention", "7 days", supportNet, "hi"}, []string{"webhook-retention"}},
 		{"ValidateNoFile", []string{"validate"}, []string{"baton validate: want one network file: baton validate NETWORK.yaml"}},
 		{"ValidateTwoFiles", []string{"validate", supportNet, pipelineNet}, []string{"baton validate: want one network file"}},
 		{"ValidateMissingFile", []string{"validate", "testdata/nope.yaml"}, []string{"baton validate: netspec: open testdata/nope.yaml: no such file or directory"}},

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"Audit", testAudit},
 		{"WebhookDeliveries", testWebhookDeliveries},
 		{"PushConfigs", testPushConfigs},
+		{"WebhookRetention", testWebhookRetention},
 		{"ThreadListNetworks", testThreadListNetworks},
 		{"ThreadCreateGet", testThreadCreateGet},
 		{"ThreadParent", testThreadParent},

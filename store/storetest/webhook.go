@@ -49,3 +49,57 @@ func testWebhookDeliveries(t *testing.T, s store.Store, b *bundle) {
 	_, err := s.AppendWebhookDelivery(b.ctx, &store.AppendWebhookDeliveryParams{OwnerID: b.owner, EventType: "run.completed", URL: "u"})
 	wantErr(t, err, store.ErrInvalid)
 }
+
+// testWebhookRetention checks PruneWebhookDeliveries: walked in batches,
+// it deletes the attempts of deliveries whose final attempt is older than
+// the horizon, of every owner, and keeps a pending delivery's attempts and
+// every delivery that ended after the horizon.
+func testWebhookRetention(t *testing.T, s store.Store, b *bundle) {
+	add := func(owner, id string, attempt, status int, final bool) {
+		Must(s.AppendWebhookDelivery(b.ctx, &store.AppendWebhookDeliveryParams{OwnerID: owner, WebhookID: id, EventType: "run.completed",
+			URL: "https://example.com/hook", Attempt: attempt, StatusCode: status, Final: final}))(t)
+	}
+	add(b.owner, "msg_done", 1, 500, false)
+	add(b.owner, "msg_done", 2, 204, true)
+	add(b.owner, "msg_pending", 1, 503, false)
+	add(b.owner, "msg_pending", 2, 0, false)
+	add(b.owner, "msg_gave_up", 10, 500, true)
+	add(b.other, "msg_other", 1, 200, true)
+	ids := func(owner string) map[string]int {
+		page := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: owner, Limit: 100}))(t)
+		m := map[string]int{}
+		for _, d := range page.Deliveries {
+			m[d.WebhookID]++
+			if d.Final != (d.StatusCode == 204 || d.Attempt == 10 || d.StatusCode == 200) {
+				t.Errorf("delivery %s attempt %d: Final %v", d.WebhookID, d.Attempt, d.Final)
+			}
+		}
+		return m
+	}
+	sweep := func(before time.Time) int {
+		p := &store.PruneWebhookDeliveriesParams{Before: before, Limit: 2}
+		deleted := 0
+		for {
+			res := Must(s.PruneWebhookDeliveries(b.ctx, p))(t)
+			deleted += res.Deleted
+			if res.Next == "" {
+				return deleted
+			}
+			p.After = res.Next
+		}
+	}
+	if n := sweep(time.Now().Add(-time.Hour)); n != 0 {
+		t.Fatalf("a horizon before every delivery deleted %d rows", n)
+	}
+	if n := sweep(time.Now().Add(time.Second)); n != 4 {
+		t.Errorf("the sweep deleted %d rows, want 4 (two of msg_done, msg_gave_up, msg_other)", n)
+	}
+	if got := ids(b.owner); len(got) != 1 || got["msg_pending"] != 2 {
+		t.Errorf("after the sweep: %v, want msg_pending's 2 attempts", got)
+	}
+	if got := ids(b.other); len(got) != 0 {
+		t.Errorf("another owner's ended delivery kept: %v", got)
+	}
+	_, err := s.PruneWebhookDeliveries(b.ctx, &store.PruneWebhookDeliveriesParams{})
+	wantErr(t, err, store.ErrInvalid)
+}

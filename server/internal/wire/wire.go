@@ -362,10 +362,13 @@ type WebhookDelivery struct {
 	Network   string `json:"network,omitempty"`
 	Attempt   int    `json:"attempt"`
 	// StatusCode is the receiver's HTTP status, 0 when none answered.
-	StatusCode int       `json:"status_code"`
-	Error      string    `json:"error,omitempty"`
-	DurationMS int64     `json:"duration_ms"`
-	CreatedAt  time.Time `json:"created_at"`
+	StatusCode int    `json:"status_code"`
+	Error      string `json:"error,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	// Final is set on the delivery's last attempt: answered 2xx, or not
+	// tried again.
+	Final     bool      `json:"final"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // AuditEvent is an event of GET /v1/audit: a decision, a cancel, an API key

@@ -7,14 +7,14 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-const deliveryCols = `id, owner_id, webhook_id, event_type, url, thread_id, run_id, network, attempt, status_code, error, duration_us, created_at`
+const deliveryCols = `id, owner_id, webhook_id, event_type, url, thread_id, run_id, network, attempt, status_code, error, duration_us, final, created_at`
 
 func scanDelivery(r Row) (*store.WebhookDelivery, error) {
 	var d store.WebhookDelivery
 	var created nullTime
 	var us int64
 	if err := r.Scan(&d.ID, &d.OwnerID, &d.WebhookID, &d.EventType, &d.URL, &d.ThreadID, &d.RunID, &d.Network, &d.Attempt, &d.StatusCode,
-		&d.Error, &us, &created); err != nil {
+		&d.Error, &us, &d.Final, &created); err != nil {
 		return nil, err
 	}
 	d.Duration, d.CreatedAt = time.Duration(us)*time.Microsecond, created.T
@@ -34,10 +34,10 @@ func (e *Engine) AppendWebhookDelivery(ctx context.Context, p *store.AppendWebho
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op, func(q Querier) (*store.WebhookDelivery, error) {
 		last(q)
-		return scanDelivery(q.QueryRow(ctx, `INSERT INTO webhook_deliveries (id, owner_id, webhook_id, event_type, url, thread_id, run_id, network, attempt, status_code, error, duration_us, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING `+deliveryCols,
+		return scanDelivery(q.QueryRow(ctx, `INSERT INTO webhook_deliveries (`+deliveryCols+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING `+deliveryCols,
 			newID(), p.OwnerID, p.WebhookID, p.EventType, p.URL, p.ThreadID, p.RunID, p.Network, p.Attempt, p.StatusCode, p.Error,
-			p.Duration.Microseconds(), e.Dialect.Time(e.now())))
+			p.Duration.Microseconds(), p.Final, e.Dialect.Time(e.now())))
 	})
 }
 
