@@ -50,17 +50,23 @@ func TestNewNetworkReportsEveryProblem(t *testing.T) {
 	}
 }
 
+// mutated is the network "n" of build's agents changed by mut, with limits.
+func mutated(t *testing.T, mut func([]*agent.Agent), limits agent.Limits) *agent.Network {
+	t.Helper()
+	agents := build()
+	mut(agents)
+	n, err := agent.NewNetwork(agent.NetworkConfig{Name: "n", Agents: agents, Limits: limits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func TestFingerprint(t *testing.T) {
 	t.Parallel()
 	fp := func(mut func([]*agent.Agent), limits agent.Limits) string {
 		t.Helper()
-		agents := build()
-		mut(agents)
-		n, err := agent.NewNetwork(agent.NetworkConfig{Name: "n", Agents: agents, Limits: limits})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n.Fingerprint()
+		return mutated(t, mut, limits).Fingerprint()
 	}
 	base := fp(func([]*agent.Agent) {}, agent.Limits{})
 	if again := fp(func([]*agent.Agent) {}, agent.Limits{}); again != base {
@@ -176,12 +182,7 @@ func TestAgentFingerprint(t *testing.T) {
 	t.Parallel()
 	fps := func(mut func([]*agent.Agent), limits agent.Limits) (triage, billing string) {
 		t.Helper()
-		agents := build()
-		mut(agents)
-		n, err := agent.NewNetwork(agent.NetworkConfig{Name: "n", Agents: agents, Limits: limits})
-		if err != nil {
-			t.Fatal(err)
-		}
+		n := mutated(t, mut, limits)
 		return n.AgentFingerprint("triage"), n.AgentFingerprint("billing")
 	}
 	t0, b0 := fps(func([]*agent.Agent) {}, agent.Limits{})
