@@ -45,6 +45,7 @@ type bundle struct {
 	parent *store.Thread
 	logs   *logSink
 	cfg    threadhandoff.Config
+	memDir bool // memory in a memory.Dir (setupOpts.memDir)
 }
 
 type setupOpts struct {
@@ -57,7 +58,7 @@ func setup(t *testing.T, be storetesting.Backend, o setupOpts) *bundle {
 	t.Helper()
 	ctx := t.Context()
 	st, tg := be.Open(t)
-	b := &bundle{st: st, target: tg, logs: &logSink{}}
+	b := &bundle{st: st, target: tg, logs: &logSink{}, memDir: o.memDir}
 	if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,29 +109,34 @@ func conversation() []message.Message {
 	}
 }
 
-// variants are the store backends crossed with where memory lives.
-func variants() []struct {
+// variant is a store backend crossed with where memory lives.
+type variant struct {
 	name string
 	be   storetesting.Backend
 	dir  bool
-} {
-	var out []struct {
-		name string
-		be   storetesting.Backend
-		dir  bool
-	}
+}
+
+// variants are the store backends crossed with where memory lives.
+func variants() []variant {
+	var out []variant
 	for _, be := range storetesting.Backends() {
-		out = append(out, struct {
-			name string
-			be   storetesting.Backend
-			dir  bool
-		}{be.Name, be, false}, struct {
-			name string
-			be   storetesting.Backend
-			dir  bool
-		}{be.Name + "/MemoryDir", be, true})
+		out = append(out, variant{be.Name, be, false}, variant{be.Name + "/MemoryDir", be, true})
 	}
 	return out
+}
+
+// eachVariant runs test in a parallel subtest per variant, on the bundle
+// that setup gives with o, memory where the variant keeps it.
+func eachVariant(t *testing.T, o setupOpts, test func(t *testing.T, b *bundle)) {
+	t.Helper()
+	for _, v := range variants() {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			o := o
+			o.memDir = v.dir
+			test(t, setup(t, v.be, o))
+		})
+	}
 }
 
 // checkUntouched fails if anything of a handoff was written.
@@ -266,139 +272,135 @@ var approve = threadhandoff.Decision{Type: threadhandoff.DecisionApprove}
 // summary → cleared after that turn → the second turn does not see it.
 func TestHandoffFlow(t *testing.T) {
 	t.Parallel()
-	for _, v := range variants() {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, v.be, setupOpts{memDir: v.dir})
-			ctx := t.Context()
+	eachVariant(t, setupOpts{}, func(t *testing.T, b *bundle) {
+		ctx := t.Context()
 
-			// Propose: the proposal is stored as the thread's pending
-			// interrupt, nothing else is written.
-			pend := b.propose(t)
-			p := pend.Proposal
-			if p.AssistantID != assistant || p.Summary.Title != "Refund for order 1142" || p.TokensUsed != 480 || p.ModelRunID == "" ||
-				p.ThroughSeq != int64(len(conversation())) || pend.Existing || pend.Stale {
-				t.Fatalf("proposal = %+v", pend)
-			}
-			in := pend.Interrupt
-			if in.ID != p.HandoffID || in.Kind != store.InterruptThreadHandoff || in.Status != store.InterruptPending || in.ThreadID != b.parent.ID ||
-				in.Network != "support-net" || in.Agent != assistant {
-				t.Fatalf("stored interrupt = %+v", in)
-			}
-			payload, err := threadhandoff.ParseInterrupt(b.interrupt(t, in.ID).Payload)
-			if err != nil || payload.HandoffID != p.HandoffID || payload.Title != p.Summary.Title || payload.Markdown != p.Markdown ||
-				payload.ThroughSeq != p.ThroughSeq || payload.ActionRequests[0].Args.AssistantID != assistant {
-				t.Fatalf("stored payload = %+v, %v", payload, err)
-			}
-			b.checkUntouched(t)
-			if got, err := b.svc.PendingOf(ctx, owner, b.parent.ID); err != nil || got == nil || got.Interrupt.ID != in.ID {
-				t.Fatalf("PendingOf = %+v, %v", got, err)
-			}
+		// Propose: the proposal is stored as the thread's pending
+		// interrupt, nothing else is written.
+		pend := b.propose(t)
+		p := pend.Proposal
+		if p.AssistantID != assistant || p.Summary.Title != "Refund for order 1142" || p.TokensUsed != 480 || p.ModelRunID == "" ||
+			p.ThroughSeq != int64(len(conversation())) || pend.Existing || pend.Stale {
+			t.Fatalf("proposal = %+v", pend)
+		}
+		in := pend.Interrupt
+		if in.ID != p.HandoffID || in.Kind != store.InterruptThreadHandoff || in.Status != store.InterruptPending || in.ThreadID != b.parent.ID ||
+			in.Network != "support-net" || in.Agent != assistant {
+			t.Fatalf("stored interrupt = %+v", in)
+		}
+		payload, err := threadhandoff.ParseInterrupt(b.interrupt(t, in.ID).Payload)
+		if err != nil || payload.HandoffID != p.HandoffID || payload.Title != p.Summary.Title || payload.Markdown != p.Markdown ||
+			payload.ThroughSeq != p.ThroughSeq || payload.ActionRequests[0].Args.AssistantID != assistant {
+			t.Fatalf("stored payload = %+v, %v", payload, err)
+		}
+		b.checkUntouched(t)
+		if got, err := b.svc.PendingOf(ctx, owner, b.parent.ID); err != nil || got == nil || got.Interrupt.ID != in.ID {
+			t.Fatalf("PendingOf = %+v, %v", got, err)
+		}
 
-			out, err := b.decide(t, in.ID, approve)
-			if err != nil {
-				t.Fatal(err)
+		out, err := b.decide(t, in.ID, approve)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.Applied || out.AlreadyApplied || out.ChildThreadID == "" || out.MirrorStatus != threadhandoff.MirrorOK || out.Markdown != p.Markdown ||
+			out.InterruptID != in.ID || out.Decision != threadhandoff.DecisionApprove {
+			t.Fatalf("outcome = %+v", out)
+		}
+		decided := b.interrupt(t, in.ID)
+		var rec threadhandoff.Outcome
+		if err := json.Unmarshal(decided.Outcome, &rec); err != nil || decided.Status != store.InterruptDecided || rec.ChildThreadID != out.ChildThreadID {
+			t.Fatalf("decided interrupt = %+v (%v)", decided, err)
+		}
+		if got, err := b.svc.PendingOf(ctx, owner, b.parent.ID); err != nil || got != nil {
+			t.Fatalf("PendingOf after the decision = %+v, %v", got, err)
+		}
+		child := b.thread(t, out.ChildThreadID)
+		if child.ParentID != b.parent.ID || child.ActiveAgent != assistant || child.Network != "support-net" || child.Name != p.Summary.Title {
+			t.Fatalf("child = %+v", child)
+		}
+		for _, th := range []*store.Thread{child, b.thread(t, b.parent.ID)} {
+			h := threadhandoff.HandoffOf(th)
+			if h == nil || h.HandoffID != p.HandoffID || h.SourceThreadID != b.parent.ID || h.ChildThreadID != child.ID ||
+				!h.Pending || !h.CleanupRequired || h.LastCleanupAt != nil || h.AssistantID != assistant {
+				t.Fatalf("handoff metadata of %s = %+v (%s)", th.ID, h, th.Metadata["handoff"])
 			}
-			if !out.Applied || out.AlreadyApplied || out.ChildThreadID == "" || out.MirrorStatus != threadhandoff.MirrorOK || out.Markdown != p.Markdown ||
-				out.InterruptID != in.ID || out.Decision != threadhandoff.DecisionApprove {
-				t.Fatalf("outcome = %+v", out)
-			}
-			decided := b.interrupt(t, in.ID)
-			var rec threadhandoff.Outcome
-			if err := json.Unmarshal(decided.Outcome, &rec); err != nil || decided.Status != store.InterruptDecided || rec.ChildThreadID != out.ChildThreadID {
-				t.Fatalf("decided interrupt = %+v (%v)", decided, err)
-			}
-			if got, err := b.svc.PendingOf(ctx, owner, b.parent.ID); err != nil || got != nil {
-				t.Fatalf("PendingOf after the decision = %+v, %v", got, err)
-			}
-			child := b.thread(t, out.ChildThreadID)
-			if child.ParentID != b.parent.ID || child.ActiveAgent != assistant || child.Network != "support-net" || child.Name != p.Summary.Title {
-				t.Fatalf("child = %+v", child)
-			}
-			for _, th := range []*store.Thread{child, b.thread(t, b.parent.ID)} {
-				h := threadhandoff.HandoffOf(th)
-				if h == nil || h.HandoffID != p.HandoffID || h.SourceThreadID != b.parent.ID || h.ChildThreadID != child.ID ||
-					!h.Pending || !h.CleanupRequired || h.LastCleanupAt != nil || h.AssistantID != assistant {
-					t.Fatalf("handoff metadata of %s = %+v (%s)", th.ID, h, th.Metadata["handoff"])
-				}
-			}
-			if lh := threadhandoff.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || lh.HandoffID != p.HandoffID || lh.ChildThreadID != child.ID ||
-				lh.Markdown != p.Markdown || lh.ModelRunID != p.ModelRunID || lh.TokensUsed != 480 {
-				t.Fatalf("last_handoff = %+v", lh)
-			}
-			doc := b.doc(t)
-			if !strings.HasPrefix(doc, notes) {
-				t.Fatalf("text outside the block changed:\n%s", doc)
-			}
-			if blk := block(t, doc); !strings.Contains(blk, p.Markdown) || !strings.Contains(blk, "handoff_id="+p.HandoffID) {
-				t.Fatalf("block = %q", blk)
-			}
-			ts, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: p.HandoffID})
-			if err != nil || ts.ChildThreadID != child.ID || ts.ThreadID != b.parent.ID || ts.AgentID != assistant || ts.Markdown != p.Markdown {
-				t.Fatalf("thread summary = %+v, %v", ts, err)
-			}
-			if rec := b.logs.find("thread handoff approved"); rec == nil || rec["handoff_id"] != p.HandoffID || rec["child_thread_id"] != child.ID ||
-				rec["model_run_id"] != p.ModelRunID || rec["tokens_used"] != float64(480) || rec["handoff_store_status"] != "ok" || rec["thread_id"] != b.parent.ID {
-				t.Fatalf("approval log = %v", rec)
-			}
+		}
+		if lh := threadhandoff.LastHandoffOf(b.thread(t, b.parent.ID)); lh == nil || lh.HandoffID != p.HandoffID || lh.ChildThreadID != child.ID ||
+			lh.Markdown != p.Markdown || lh.ModelRunID != p.ModelRunID || lh.TokensUsed != 480 {
+			t.Fatalf("last_handoff = %+v", lh)
+		}
+		doc := b.doc(t)
+		if !strings.HasPrefix(doc, notes) {
+			t.Fatalf("text outside the block changed:\n%s", doc)
+		}
+		if blk := block(t, doc); !strings.Contains(blk, p.Markdown) || !strings.Contains(blk, "handoff_id="+p.HandoffID) {
+			t.Fatalf("block = %q", blk)
+		}
+		ts, err := b.st.GetThreadSummary(ctx, &store.GetThreadSummaryParams{OwnerID: owner, HandoffID: p.HandoffID})
+		if err != nil || ts.ChildThreadID != child.ID || ts.ThreadID != b.parent.ID || ts.AgentID != assistant || ts.Markdown != p.Markdown {
+			t.Fatalf("thread summary = %+v, %v", ts, err)
+		}
+		if rec := b.logs.find("thread handoff approved"); rec == nil || rec["handoff_id"] != p.HandoffID || rec["child_thread_id"] != child.ID ||
+			rec["model_run_id"] != p.ModelRunID || rec["tokens_used"] != float64(480) || rec["handoff_store_status"] != "ok" || rec["thread_id"] != b.parent.ID {
+			t.Fatalf("approval log = %v", rec)
+		}
 
-			// A second decision gets the first outcome: the same child.
-			_, err = b.decide(t, in.ID, threadhandoff.Decision{Type: threadhandoff.DecisionReject})
-			var de *threadhandoff.DecidedError
-			if !errors.As(err, &de) || !errors.Is(err, threadhandoff.ErrDecided) || de.Outcome.ChildThreadID != child.ID ||
-				de.Outcome.Decision != threadhandoff.DecisionApprove || de.Status != store.InterruptDecided {
-				t.Fatalf("second decision: %v", err)
-			}
+		// A second decision gets the first outcome: the same child.
+		_, err = b.decide(t, in.ID, threadhandoff.Decision{Type: threadhandoff.DecisionReject})
+		var de *threadhandoff.DecidedError
+		if !errors.As(err, &de) || !errors.Is(err, threadhandoff.ErrDecided) || de.Outcome.ChildThreadID != child.ID ||
+			de.Outcome.Decision != threadhandoff.DecisionApprove || de.Status != store.InterruptDecided {
+			t.Fatalf("second decision: %v", err)
+		}
 
-			// The child's first turn sees the summary; other threads do not.
-			r, seen := newRunner(t, b.svc)
-			run := func(thread string) string {
-				t.Helper()
-				res, err := r.Run(store.ContextWithOwner(ctx, owner), "hello again", runner.WithThread(thread))
-				if err != nil || res.Status != "completed" {
-					t.Fatalf("run: %v %v", res, err)
-				}
-				return seen.last()
+		// The child's first turn sees the summary; other threads do not.
+		r, seen := newRunner(t, b.svc)
+		run := func(thread string) string {
+			t.Helper()
+			res, err := r.Run(store.ContextWithOwner(ctx, owner), "hello again", runner.WithThread(thread))
+			if err != nil || res.Status != "completed" {
+				t.Fatalf("run: %v %v", res, err)
 			}
-			first := run(child.ID)
-			if !strings.Contains(first, "Refund for order 1142") || !strings.Contains(first, "The customer prefers e-mail.") ||
-				strings.Contains(first, "baton:handoff") {
-				t.Fatalf("first turn system prompt:\n%s", first)
-			}
+			return seen.last()
+		}
+		first := run(child.ID)
+		if !strings.Contains(first, "Refund for order 1142") || !strings.Contains(first, "The customer prefers e-mail.") ||
+			strings.Contains(first, "baton:handoff") {
+			t.Fatalf("first turn system prompt:\n%s", first)
+		}
 
-			// After the child's first complete turn the extension has
-			// cleaned up, once; Cleanup finds nothing left to do.
-			if recs := b.logs.all("thread handoff cleanup: summary cleared from memory"); len(recs) != 1 ||
-				recs[0]["thread_id"] != child.ID || recs[0]["handoff_id"] != p.HandoffID {
-				t.Fatalf("cleanup logs after the first turn = %v", recs)
+		// After the child's first complete turn the extension has
+		// cleaned up, once; Cleanup finds nothing left to do.
+		if recs := b.logs.all("thread handoff cleanup: summary cleared from memory"); len(recs) != 1 ||
+			recs[0]["thread_id"] != child.ID || recs[0]["handoff_id"] != p.HandoffID {
+			t.Fatalf("cleanup logs after the first turn = %v", recs)
+		}
+		doc = b.doc(t)
+		if want := notes + "\n" + memory.Render(memory.Placeholder) + "\n"; doc != want {
+			t.Fatalf("memory after cleanup =\n%q\nwant\n%q", doc, want)
+		}
+		for _, id := range []string{child.ID, b.parent.ID} {
+			h := threadhandoff.HandoffOf(b.thread(t, id))
+			if h.Pending || h.CleanupRequired || h.LastCleanupAt == nil || h.HandoffID != p.HandoffID {
+				t.Fatalf("flags of %s after cleanup = %+v", id, h)
 			}
-			doc = b.doc(t)
-			if want := notes + "\n" + memory.Render(memory.Placeholder) + "\n"; doc != want {
-				t.Fatalf("memory after cleanup =\n%q\nwant\n%q", doc, want)
-			}
-			for _, id := range []string{child.ID, b.parent.ID} {
-				h := threadhandoff.HandoffOf(b.thread(t, id))
-				if h.Pending || h.CleanupRequired || h.LastCleanupAt == nil || h.HandoffID != p.HandoffID {
-					t.Fatalf("flags of %s after cleanup = %+v", id, h)
-				}
-			}
-			if other := run(b.parent.ID); strings.Contains(other, "Refund for order 1142") || !strings.Contains(other, memory.Placeholder) {
-				t.Fatalf("another thread sees the summary:\n%s", other)
-			}
-			if done, err := b.svc.Cleanup(ctx, owner, child.ID); err != nil || done {
-				t.Fatalf("Cleanup after the extension's = %v, %v", done, err)
-			}
-			if done, err := b.svc.Cleanup(ctx, owner, b.parent.ID); err != nil || done {
-				t.Fatalf("Cleanup of the parent = %v, %v", done, err)
-			}
-			if second := run(child.ID); strings.Contains(second, "Refund for order 1142") || !strings.Contains(second, memory.Placeholder) {
-				t.Fatalf("second turn still sees the summary:\n%s", second)
-			}
-			if n := len(b.logs.all("thread handoff cleanup: summary cleared from memory")); n != 1 {
-				t.Fatalf("%d cleanups; want 1", n)
-			}
-		})
-	}
+		}
+		if other := run(b.parent.ID); strings.Contains(other, "Refund for order 1142") || !strings.Contains(other, memory.Placeholder) {
+			t.Fatalf("another thread sees the summary:\n%s", other)
+		}
+		if done, err := b.svc.Cleanup(ctx, owner, child.ID); err != nil || done {
+			t.Fatalf("Cleanup after the extension's = %v, %v", done, err)
+		}
+		if done, err := b.svc.Cleanup(ctx, owner, b.parent.ID); err != nil || done {
+			t.Fatalf("Cleanup of the parent = %v, %v", done, err)
+		}
+		if second := run(child.ID); strings.Contains(second, "Refund for order 1142") || !strings.Contains(second, memory.Placeholder) {
+			t.Fatalf("second turn still sees the summary:\n%s", second)
+		}
+		if n := len(b.logs.all("thread handoff cleanup: summary cleared from memory")); n != 1 {
+			t.Fatalf("%d cleanups; want 1", n)
+		}
+	})
 }
 
 // countingModel counts the calls of the summary model.
@@ -459,30 +461,26 @@ func TestProposePending(t *testing.T) {
 
 func TestDecideReject(t *testing.T) {
 	t.Parallel()
-	for _, v := range variants() {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, v.be, setupOpts{memDir: v.dir})
-			pend := b.propose(t)
-			out, err := b.decide(t, pend.Interrupt.ID, threadhandoff.Decision{Type: "decline", Reason: "not now"})
-			if err != nil || out.Applied || out.ChildThreadID != "" || out.Decision != threadhandoff.DecisionReject || !strings.Contains(out.Message, "nothing was written") {
-				t.Fatalf("reject = %+v, %v", out, err)
-			}
-			b.checkUntouched(t)
-			if in := b.interrupt(t, pend.Interrupt.ID); in.Status != store.InterruptDecided || !strings.Contains(string(in.Decision), `"reject"`) {
-				t.Fatalf("rejected interrupt = %+v", in)
-			}
-			if rec := b.logs.find("thread handoff rejected: nothing written"); rec == nil || rec["handoff_id"] != pend.Proposal.HandoffID || rec["reason"] != "not now" {
-				t.Fatalf("log = %v", rec)
-			}
-			_, err = b.decide(t, pend.Interrupt.ID, approve)
-			var de *threadhandoff.DecidedError
-			if !errors.As(err, &de) || de.Outcome.Decision != threadhandoff.DecisionReject || de.Outcome.ChildThreadID != "" {
-				t.Fatalf("approval after the rejection: %v", err)
-			}
-			b.checkUntouched(t)
-		})
-	}
+	eachVariant(t, setupOpts{}, func(t *testing.T, b *bundle) {
+		pend := b.propose(t)
+		out, err := b.decide(t, pend.Interrupt.ID, threadhandoff.Decision{Type: "decline", Reason: "not now"})
+		if err != nil || out.Applied || out.ChildThreadID != "" || out.Decision != threadhandoff.DecisionReject || !strings.Contains(out.Message, "nothing was written") {
+			t.Fatalf("reject = %+v, %v", out, err)
+		}
+		b.checkUntouched(t)
+		if in := b.interrupt(t, pend.Interrupt.ID); in.Status != store.InterruptDecided || !strings.Contains(string(in.Decision), `"reject"`) {
+			t.Fatalf("rejected interrupt = %+v", in)
+		}
+		if rec := b.logs.find("thread handoff rejected: nothing written"); rec == nil || rec["handoff_id"] != pend.Proposal.HandoffID || rec["reason"] != "not now" {
+			t.Fatalf("log = %v", rec)
+		}
+		_, err = b.decide(t, pend.Interrupt.ID, approve)
+		var de *threadhandoff.DecidedError
+		if !errors.As(err, &de) || de.Outcome.Decision != threadhandoff.DecisionReject || de.Outcome.ChildThreadID != "" {
+			t.Fatalf("approval after the rejection: %v", err)
+		}
+		b.checkUntouched(t)
+	})
 }
 
 func TestDecideEdit(t *testing.T) {
@@ -588,57 +586,53 @@ func TestDecideStale(t *testing.T) {
 // applied; the others get its outcome, and one child thread exists.
 func TestDecideConcurrent(t *testing.T) {
 	t.Parallel()
-	for _, v := range variants() {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, v.be, setupOpts{memDir: v.dir, mutate: func(c *threadhandoff.Config) { c.MirrorMinInterval = time.Hour }})
-			ctx := t.Context()
-			pend := b.propose(t)
-			const n = 6
-			outs := make([]*threadhandoff.Outcome, n)
-			errs := make([]error, n)
-			var wg sync.WaitGroup
-			for i := range n {
-				d := approve
-				if i%2 == 1 {
-					d = threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Title: fmt.Sprintf("Edit %d", i)}
+	eachVariant(t, setupOpts{mutate: func(c *threadhandoff.Config) { c.MirrorMinInterval = time.Hour }}, func(t *testing.T, b *bundle) {
+		ctx := t.Context()
+		pend := b.propose(t)
+		const n = 6
+		outs := make([]*threadhandoff.Outcome, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			d := approve
+			if i%2 == 1 {
+				d = threadhandoff.Decision{Type: threadhandoff.DecisionEdit, Title: fmt.Sprintf("Edit %d", i)}
+			}
+			wg.Go(func() { outs[i], errs[i] = b.decide(t, pend.Interrupt.ID, d) })
+		}
+		wg.Wait()
+		winner := -1
+		for i := range n {
+			if errs[i] == nil {
+				if winner >= 0 {
+					t.Fatalf("decisions %d and %d both applied", winner, i)
 				}
-				wg.Go(func() { outs[i], errs[i] = b.decide(t, pend.Interrupt.ID, d) })
+				winner = i
 			}
-			wg.Wait()
-			winner := -1
-			for i := range n {
-				if errs[i] == nil {
-					if winner >= 0 {
-						t.Fatalf("decisions %d and %d both applied", winner, i)
-					}
-					winner = i
-				}
+		}
+		if winner < 0 {
+			t.Fatalf("no decision applied: %v", errs)
+		}
+		for i := range n {
+			if i == winner {
+				continue
 			}
-			if winner < 0 {
-				t.Fatalf("no decision applied: %v", errs)
+			var de *threadhandoff.DecidedError
+			if !errors.As(errs[i], &de) || de.Outcome.ChildThreadID != outs[winner].ChildThreadID {
+				t.Fatalf("decision %d: %v; want the winner's outcome (child %s)", i, errs[i], outs[winner].ChildThreadID)
 			}
-			for i := range n {
-				if i == winner {
-					continue
-				}
-				var de *threadhandoff.DecidedError
-				if !errors.As(errs[i], &de) || de.Outcome.ChildThreadID != outs[winner].ChildThreadID {
-					t.Fatalf("decision %d: %v; want the winner's outcome (child %s)", i, errs[i], outs[winner].ChildThreadID)
-				}
+		}
+		page, _ := b.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: owner, ParentID: b.parent.ID})
+		if len(page.Threads) != 1 {
+			t.Fatalf("%d child threads", len(page.Threads))
+		}
+		if !b.memDir {
+			// The memory was written once: created with the notes (1), seeded (2).
+			if d, _ := b.mem.Get(ctx, owner, assistant); d.Version != "2" {
+				t.Fatalf("memory version %s; want 2", d.Version)
 			}
-			page, _ := b.st.ListThreads(ctx, &store.ListThreadsParams{OwnerID: owner, ParentID: b.parent.ID})
-			if len(page.Threads) != 1 {
-				t.Fatalf("%d child threads", len(page.Threads))
-			}
-			if !v.dir {
-				// The memory was written once: created with the notes (1), seeded (2).
-				if d, _ := b.mem.Get(ctx, owner, assistant); d.Version != "2" {
-					t.Fatalf("memory version %s; want 2", d.Version)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 func TestDecideMemoryRepairAndStrict(t *testing.T) {
@@ -746,51 +740,47 @@ func (b *bundle) approved(t *testing.T) (string, *threadhandoff.Proposal) {
 // TestCleanupConcurrent races goroutines on one cleanup: exactly one does it.
 func TestCleanupConcurrent(t *testing.T) {
 	t.Parallel()
-	for _, v := range variants() {
-		t.Run(v.name, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, v.be, setupOpts{memDir: v.dir})
-			ctx := t.Context()
-			child, _ := b.approved(t)
-			before := b.thread(t, child).Version
-			memBefore, _ := b.mem.Get(ctx, owner, assistant)
-			const n = 12
-			var won atomic.Int32
-			var wg sync.WaitGroup
-			for range n {
-				wg.Go(func() {
-					done, err := b.svc.Cleanup(ctx, owner, child)
-					if err != nil {
-						t.Error(err)
-					}
-					if done {
-						won.Add(1)
-					}
-				})
-			}
-			wg.Wait()
-			if won.Load() != 1 {
-				t.Fatalf("%d cleanups won; want exactly 1", won.Load())
-			}
-			if after := b.thread(t, child).Version; after != before+1 {
-				t.Fatalf("child version %d → %d; want one write", before, after)
-			}
-			memAfter, _ := b.mem.Get(ctx, owner, assistant)
-			if !v.dir {
-				mb, _ := strconv.Atoi(memBefore.Version)
-				ma, _ := strconv.Atoi(memAfter.Version)
-				if ma != mb+1 {
-					t.Fatalf("memory version %d → %d; want one write", mb, ma)
+	eachVariant(t, setupOpts{}, func(t *testing.T, b *bundle) {
+		ctx := t.Context()
+		child, _ := b.approved(t)
+		before := b.thread(t, child).Version
+		memBefore, _ := b.mem.Get(ctx, owner, assistant)
+		const n = 12
+		var won atomic.Int32
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				done, err := b.svc.Cleanup(ctx, owner, child)
+				if err != nil {
+					t.Error(err)
 				}
+				if done {
+					won.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if won.Load() != 1 {
+			t.Fatalf("%d cleanups won; want exactly 1", won.Load())
+		}
+		if after := b.thread(t, child).Version; after != before+1 {
+			t.Fatalf("child version %d → %d; want one write", before, after)
+		}
+		memAfter, _ := b.mem.Get(ctx, owner, assistant)
+		if !b.memDir {
+			mb, _ := strconv.Atoi(memBefore.Version)
+			ma, _ := strconv.Atoi(memAfter.Version)
+			if ma != mb+1 {
+				t.Fatalf("memory version %d → %d; want one write", mb, ma)
 			}
-			if block(t, memAfter.Content) != memory.Placeholder {
-				t.Fatal("block not cleared")
-			}
-			if n := len(b.logs.all("thread handoff cleanup: summary cleared from memory")); n != 1 {
-				t.Fatalf("%d cleanup logs", n)
-			}
-		})
-	}
+		}
+		if block(t, memAfter.Content) != memory.Placeholder {
+			t.Fatal("block not cleared")
+		}
+		if n := len(b.logs.all("thread handoff cleanup: summary cleared from memory")); n != 1 {
+			t.Fatalf("%d cleanup logs", n)
+		}
+	})
 }
 
 // TestCleanupTwoProcesses races two OS processes (each with several
