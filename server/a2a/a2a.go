@@ -153,7 +153,8 @@ func a2aError(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, e := range []error{a2a.ErrInvalidParams, a2a.ErrTaskNotFound, a2a.ErrInvalidRequest, a2a.ErrUnsupportedOperation, a2a.ErrUnsupportedContentType} {
+	for _, e := range []error{a2a.ErrInvalidParams, a2a.ErrTaskNotFound, a2a.ErrInvalidRequest, a2a.ErrUnsupportedOperation, a2a.ErrUnsupportedContentType,
+		a2a.ErrPushNotificationNotSupported} {
 		if errors.Is(err, e) {
 			return err
 		}

@@ -192,3 +192,37 @@ func checkPush(t *testing.T, d webhooktest.Delivery, proto, token, authz string,
 		t.Errorf("notified task %s %s (answer %q), want %s %s: %s", task.ID, task.Status.State, answerOf(task), id, state, d.Body)
 	}
 }
+
+// TestA2APushOff: a server without webhooks declares no push
+// notifications, and the config methods and a config with a message
+// answer PushNotificationNotSupported, on both protocols.
+func TestA2APushOff(t *testing.T) {
+	t.Parallel()
+	b := servertest.Setup(t)
+	var card struct {
+		Capabilities struct{ PushNotifications bool }
+	}
+	b.Do(t, "", "GET", "/a2a/support/.well-known/agent-card.json", nil).JSON(t, &card)
+	if card.Capabilities.PushNotifications {
+		t.Error("the card declares push notifications without webhooks")
+	}
+	for name, tr := range map[string]func(b *servertest.Bundle, network, key string) a2aclient.Transport{"0.3": a2aTransport, "1.0": a2aTransport1} {
+		ctx := t.Context()
+		support := tr(b, "support", b.KeyA)
+		res, err := support.SendMessage(ctx, &a2a.MessageSendParams{Message: userA2A("Hi there")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := res.(*a2a.Task).ID
+		if _, err := support.SetTaskPushConfig(ctx, &a2a.TaskPushConfig{TaskID: id, Config: a2a.PushConfig{URL: "https://example.com/hook"}}); !errors.Is(err, a2a.ErrPushNotificationNotSupported) {
+			t.Errorf("%s set: %v, want not supported", name, err)
+		}
+		if _, err := support.ListTaskPushConfig(ctx, &a2a.ListTaskPushConfigParams{TaskID: id}); !errors.Is(err, a2a.ErrPushNotificationNotSupported) {
+			t.Errorf("%s list: %v, want not supported", name, err)
+		}
+		_, err = support.SendMessage(ctx, &a2a.MessageSendParams{Message: userA2A("Hi there"), Config: &a2a.MessageSendConfig{PushConfig: &a2a.PushConfig{URL: "https://example.com/hook"}}})
+		if !errors.Is(err, a2a.ErrPushNotificationNotSupported) {
+			t.Errorf("%s send with a config: %v, want not supported", name, err)
+		}
+	}
+}
