@@ -85,10 +85,10 @@ func (f *fold) add(e server.Entry) string {
 
 // follow folds the run's events — those of its earlier executions too, so
 // that the answer of a resumed run is whole — until the execution that
-// started with this call ends or waits for a decision, and its log closes. Each piece of the
-// answer of this execution is a progress notification, when the call has
-// a progress token: its message the piece, its progress the answer's
-// length so far.
+// started with this call ends or waits for a decision (its run_end). Each
+// piece of the answer of this execution is a progress notification, when
+// the call has a progress token: its message the piece, its progress the
+// answer's length so far.
 func (t *tool) follow(ctx context.Context, req *mcp.CallToolRequest, run *server.Run) (*fold, error) {
 	defer run.Reader()()
 	f := &fold{run: run}
@@ -102,9 +102,11 @@ func (t *tool) follow(ctx context.Context, req *mcp.CallToolRequest, run *server
 			sent += len(piece)
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(sent), Message: piece})
 		}
-		// On to the log's close, after the run's end: the thread is free
-		// then, for the next call on it.
-		return true
+		// Done at this execution's end (or its wait for a decision): the
+		// next call on the thread waits, if it must, for the run's
+		// goroutine to free it (the server's register), so the call does
+		// not wait for the log to close.
+		return !(mine && f.end != nil && runner.EventType(e.Type) == runner.TypeRunEnd)
 	})
 	if err != nil {
 		return nil, err
