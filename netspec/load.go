@@ -23,6 +23,7 @@ import (
 
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/internal/schemas"
+	"github.com/batonhq/baton/internal/yamlpath"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/policy"
 )
@@ -240,7 +241,7 @@ func (l *loader) bad(path, format string, args ...any) {
 
 // lineOf returns the position of path, or of its nearest parent in the file.
 func (l *loader) lineOf(path string) (line, col int) {
-	for q := path; q != ""; q = parent(q) {
+	for q := path; q != ""; q = yamlpath.Parent(q) {
 		if line, col, ok := l.pos(q); ok {
 			return line, col
 		}
@@ -257,18 +258,6 @@ func (l *loader) pos(path string) (int, int, bool) {
 		return 0, 0, false
 	}
 	return tk.Position.Line, tk.Position.Column, true
-}
-
-// parent strips the last element of a YAML path.
-func parent(p string) string {
-	if p == "$" {
-		return ""
-	}
-	i := strings.LastIndexAny(p, ".[")
-	if i <= 0 {
-		return "$"
-	}
-	return p[:i]
 }
 
 func at(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }

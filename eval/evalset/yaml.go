@@ -7,6 +7,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/batonhq/baton/internal/yamlpath"
 )
 
 // maxExpandedNodes bounds the size of a set once its aliases are expanded,
@@ -77,7 +79,7 @@ func yamlProblem(err error) Problem {
 
 // lineOf returns the line of path in f, or of its nearest parent there.
 func lineOf(f *ast.File, path string) int {
-	for q := path; q != ""; q = parent(q) {
+	for q := path; q != ""; q = yamlpath.Parent(q) {
 		p, err := yaml.PathString(q)
 		if err != nil {
 			continue
@@ -91,18 +93,6 @@ func lineOf(f *ast.File, path string) int {
 		}
 	}
 	return 0
-}
-
-// parent strips the last element of a path: $.a[1].b → $.a[1] → $.a → $.
-func parent(p string) string {
-	if p == "$" {
-		return ""
-	}
-	i := strings.LastIndexAny(p, ".[")
-	if i <= 0 {
-		return "$"
-	}
-	return p[:i]
 }
 
 // visit adapts a function to ast.Visitor: it descends while fn says so.
