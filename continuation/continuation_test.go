@@ -579,13 +579,13 @@ func TestClaimRace(t *testing.T) {
 	}
 	first := make(chan result, 1)
 	go func() {
-		c, err := b.cont.claim(ctx, job(1))
+		c, err := b.cont.claim(ctx, job(1), new(bool), b.cont.log)
 		first <- result{c, err}
 	}()
 	<-read // the first delivery has read the job run at attempt 0, under the run's lock
 	second := make(chan result, 1)
 	go func() {
-		c, err := b.cont.claim(ctx, job(2))
+		c, err := b.cont.claim(ctx, job(2), new(bool), b.cont.log)
 		second <- result{c, err}
 	}()
 	select {

@@ -118,8 +118,8 @@ func (s *Service) renewLoop(ctx context.Context) {
 	}
 }
 
-// holdJob takes the lease of the run a continuation's delivery works,
-// renewed with this process's other leases until the returned release
+// holdJob holds the lease of the run a continuation's delivery works,
+// taken by its claim, renewed with this process's other leases until the returned release
 // (gone: a transaction of the delivery released it already, so that no
 // write of its own is needed): if
 // the process dies, the lease expires and an adopter delivers the
@@ -127,17 +127,13 @@ func (s *Service) renewLoop(ctx context.Context) {
 // later. A live lease of another holder (the run delivered twice at once)
 // is left alone: the fenced claims decide which delivery works the run. A
 // failure to take it is logged, not fatal: River's rescue stays.
+//
+// A first delivery takes the lease with its read of the run's checkpoint
+// (lazyClaim: store.LatestCheckpointParams.Lease, in that read's round
+// trip on PostgreSQL), and holds it then whether or not another holder's
+// live lease kept it: renewing and releasing touch only this holder's. A
+// delivery that claims in a transaction takes it first (takeJobLease).
 func (s *Service) holdJob(ctx context.Context, a Args, log *slog.Logger) (release func(gone bool)) {
-	_, err := s.st.AcquireLease(ctx, &store.AcquireLeaseParams{OwnerID: a.OwnerID, RunID: a.RunID, ThreadID: a.ThreadID,
-		Holder: s.cfg.Holder, TTL: s.cfg.LeaseTTL, Free: true})
-	switch {
-	case errors.Is(err, store.ErrConflict):
-		log.DebugContext(ctx, "another delivery holds the continuation's lease")
-		return func(bool) {}
-	case err != nil:
-		log.WarnContext(ctx, "taking the continuation's lease failed: if this process dies, River's rescuer retries it", "error", err)
-		return func(bool) {}
-	}
 	key := &runstate.State{}
 	s.jobLeases.hold(a.RunID, key)
 	return func(gone bool) {
@@ -151,6 +147,27 @@ func (s *Service) holdJob(ctx context.Context, a Args, log *slog.Logger) (releas
 			log.WarnContext(ctx, "releasing the continuation's lease failed: it expires", "error", err)
 		}
 	}
+}
+
+// jobLease is the lease a delivery of a takes on its run.
+func (s *Service) jobLease(a Args) *store.AcquireLeaseParams {
+	return &store.AcquireLeaseParams{OwnerID: a.OwnerID, RunID: a.RunID, ThreadID: a.ThreadID,
+		Holder: s.cfg.Holder, TTL: s.cfg.LeaseTTL, Free: true}
+}
+
+// takeJobLease takes the lease of a delivery that claims its run in a
+// transaction of its own, and reports whether it holds it.
+func (s *Service) takeJobLease(ctx context.Context, a Args, log *slog.Logger) bool {
+	_, err := s.st.AcquireLease(ctx, s.jobLease(a))
+	switch {
+	case errors.Is(err, store.ErrConflict):
+		log.DebugContext(ctx, "another delivery holds the continuation's lease")
+		return false
+	case err != nil:
+		log.WarnContext(ctx, "taking the continuation's lease failed: if this process dies, River's rescuer retries it", "error", err)
+		return false
+	}
+	return true
 }
 
 // adoptLoop adopts the runs whose leases expired, at start and every

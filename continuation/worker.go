@@ -72,8 +72,12 @@ func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
 	// this process leaves a lease that expires (see Service.orphanedJob).
 	// A delivery that returns nil finished the run: its final transaction
 	// released the lease.
-	release := s.holdJob(ctx, a, log)
-	c, err := s.claim(ctx, job)
+	var leased bool
+	c, err := s.claim(ctx, job, &leased, log)
+	release := func(bool) {}
+	if leased {
+		release = s.holdJob(ctx, a, log)
+	}
 	err = s.deliver(ctx, job, c, err, log)
 	// Gone: a transaction of the delivery released the lease (the run
 	// finished, or the claim finalised it).
@@ -225,11 +229,17 @@ func (p *progress) tool(name string) {
 // fenced on the run's latest one is written (so that a concurrent claimer,
 // or the previous worker if it still runs, fails), and the placeholder
 // moves to streaming. A run that already ended is finalised instead.
-func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, error) {
-	if c, err := s.lazyClaim(ctx, job); c != nil || err != nil {
+//
+// The run's lease (see holdJob) is taken first: with the lazy claim's read,
+// or before the transaction; leased says whether it was.
+func (s *Service) claim(ctx context.Context, job *river.Job[Args], leased *bool, log *slog.Logger) (*claim, error) {
+	if c, err := s.lazyClaim(ctx, job, leased); c != nil || err != nil {
 		return c, err
 	}
 	a := job.Args
+	if !*leased {
+		*leased = s.takeJobLease(ctx, a, log)
+	}
 	c := &claim{}
 	err := s.st.Tx(ctx, func(tx store.Tx) error {
 		// The run's checkpoint lock first, which the claim's checkpoint
@@ -336,7 +346,9 @@ func (s *Service) claim(ctx context.Context, job *river.Job[Args]) (*claim, erro
 // delivery of that job claims it, so it is queued at attempt 0 — unless it
 // was finished meanwhile by another path, which the fenced first write
 // refuses (the delivery then snoozes, and the next one reads it).
-func (s *Service) lazyClaim(ctx context.Context, job *river.Job[Args]) (*claim, error) {
+//
+// Its read of the run's checkpoint takes the run's lease (leased).
+func (s *Service) lazyClaim(ctx context.Context, job *river.Job[Args], leased *bool) (*claim, error) {
 	a := job.Args
 	attempt := 0 // River's first delivery: the job run is queued at attempt 0
 	if job.Attempt > 1 {
@@ -349,7 +361,9 @@ func (s *Service) lazyClaim(ctx context.Context, job *river.Job[Args]) (*claim, 
 		}
 		attempt = jr.Attempt
 	}
-	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: a.OwnerID, RunID: a.RunID, Fingerprint: s.fp})
+	// Held whatever the read returns: a failed delivery releases it.
+	*leased = true
+	cp, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: a.OwnerID, RunID: a.RunID, Fingerprint: s.fp, Lease: s.jobLease(a)})
 	if err != nil {
 		return nil, err
 	}

@@ -383,6 +383,16 @@ type LatestCheckpointParams struct {
 	// the rows it refers to, for a caller that asks only whether the run
 	// is still going (a turn's start on a thread).
 	NoState bool
+	// Lease, with RunID, takes the run's lease before the read, as
+	// [Ops.AcquireLease] with Free (a live lease of another holder is left
+	// as it is, and the read does not say so): its Holder, TTL and ThreadID
+	// are used, the read's owner and run. On PostgreSQL, outside a
+	// Store.Tx, the lease goes in the read's round trip, in its implicit
+	// transaction, whose commit does not wait for the WAL flush (a crash of
+	// the server may lose the lease, never one of its holder); elsewhere it
+	// is written just before the read. An error writing it fails the read.
+	// A continuation's delivery takes its lease so (continuation.holdJob).
+	Lease *AcquireLeaseParams
 }
 
 // PruneCheckpointsParams are the params of [Store.PruneCheckpoints].

@@ -106,6 +106,23 @@ func (q *lazyQuerier) DeferWrite(sql string, args ...any) bool {
 	return true
 }
 
+// DeferWithRead queues sql, a write whose result is not needed, to go
+// with the next statement of a read (a call of the Store that does not
+// write): the batch runs in an implicit transaction of its own, which the
+// write joins, and whose commit does not wait for its WAL to reach disk
+// (synchronous_commit off for it: the write may be lost with a crash of
+// the server, as a lease that only speeds recovery may). An error of the
+// write fails the read. It reports false, deferring nothing, in a write or
+// a Store.Tx.
+func (q *lazyQuerier) DeferWithRead(sql string, args ...any) bool {
+	if q.write || q.held {
+		return false
+	}
+	q.Defer(`SELECT set_config('synchronous_commit', 'off', true)`)
+	q.Defer(sql, args...)
+	return true
+}
+
 // DeferAsserted is DeferWrite for a write with a condition: sql fails
 // when the condition does not hold, calling baton_refused (migration 013)
 // with what it found, and refused maps that to the write's own error, which

@@ -3,10 +3,13 @@ package pgstore_test
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 )
 
@@ -147,5 +150,42 @@ func TestOneStatementWrites(t *testing.T) {
 	_, err = f.s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: "missing-" + other, Messages: []store.NewMessage{{Message: message.User("x")}}})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("CreateThread of a missing owner: %v, want ErrNotFound", err)
+	}
+}
+
+// TestLeaseWithRead: LatestCheckpoint with a Lease (a continuation's first
+// delivery) is one round trip — the lease's upsert and the read in one
+// batch, with synchronous_commit off for its implicit transaction — and no
+// BEGIN or COMMIT; the setting does not outlive it.
+func TestLeaseWithRead(t *testing.T) {
+	t.Parallel()
+	f := newTxFixture(t, 1)
+	ctx := t.Context()
+	st := &runstate.State{RunID: "run-lease", ThreadID: f.thread.ID, Network: "n", Fingerprint: "fp", Agent: "a", Step: 1,
+		Status: runstate.StatusSuspended}
+	if _, err := f.s.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: f.owner, State: st}); err != nil {
+		t.Fatal(err)
+	}
+	f.tr.Take()
+	if _, err := f.s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: f.owner, RunID: st.RunID,
+		Lease: &store.AcquireLeaseParams{Holder: "p1", TTL: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	trips := f.tr.Take()
+	if len(trips) != 1 {
+		t.Fatalf("%d round trips: %q", len(trips), trips)
+	}
+	joined := strings.Join(trips[0], "\n")
+	if !strings.Contains(joined, "INSERT INTO run_leases") || !strings.Contains(joined, "FROM checkpoints") ||
+		!strings.Contains(joined, "synchronous_commit") || slices.Contains(trips[0], "begin") || slices.Contains(trips[0], "commit") {
+		t.Fatalf("round trips: %q", trips)
+	}
+	if l, err := f.s.GetLease(ctx, &store.GetLeaseParams{OwnerID: f.owner, RunID: st.RunID}); err != nil || l.Holder != "p1" {
+		t.Fatalf("lease %+v, %v", l, err)
+	}
+	// One connection (MaxConns 1): the next statement runs on it.
+	var sync string
+	if err := f.s.Pool().QueryRow(ctx, `SHOW synchronous_commit`).Scan(&sync); err != nil || sync == "off" {
+		t.Fatalf("synchronous_commit after the read: %q, %v", sync, err)
 	}
 }

@@ -216,6 +216,50 @@ func testLeases(t *testing.T, s store.Store, b *bundle) {
 		t.Fatalf("free acquire of an expired lease: holder %s, want p3", l.Holder)
 	}
 	Must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: freeRun}))(t)
+	// LatestCheckpoint with a Lease takes the run's lease with the read
+	// (a continuation's delivery): free or expired, it is the holder's; a
+	// live lease of another holder is left as it is, and the read answers
+	// alike.
+	leaseRun := "run-" + uuid.NewString()
+	cp := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(leaseRun, th.ID, 1)}))(t)
+	lease := &store.AcquireLeaseParams{Holder: "p4", TTL: time.Minute, ThreadID: th.ID}
+	if got := Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: leaseRun, Lease: lease}))(t); got.ID != cp.ID || got.State == nil {
+		t.Fatalf("LatestCheckpoint with a lease: %+v", got)
+	}
+	if l := Must(s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.owner, RunID: leaseRun}))(t); l.Holder != "p4" || l.ThreadID != th.ID {
+		t.Fatalf("the lease taken with the read: %+v", l)
+	}
+	other := &store.AcquireLeaseParams{Holder: "p5", TTL: time.Minute}
+	if got := Must(s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: leaseRun, Lease: other, NoState: true}))(t); got.ID != cp.ID {
+		t.Fatalf("LatestCheckpoint with another holder's lease: %+v", got)
+	}
+	if l := Must(s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.owner, RunID: leaseRun}))(t); l.Holder != "p4" {
+		t.Fatalf("a read took p4's live lease for %s", l.Holder)
+	}
+	// In a Store.Tx the lease is written in the transaction.
+	Must(s.ReleaseLease(b.ctx, &store.ReleaseLeaseParams{OwnerID: b.owner, RunID: leaseRun}))(t)
+	if err := s.Tx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: leaseRun, Lease: other})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if l := Must(s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.owner, RunID: leaseRun}))(t); l.Holder != "p5" {
+		t.Fatalf("the lease taken in a transaction: holder %s", l.Holder)
+	}
+	// A read of no run but one: a Lease needs RunID, a Holder and a TTL.
+	for _, p := range []*store.LatestCheckpointParams{
+		{OwnerID: b.owner, ThreadID: th.ID, Lease: lease},
+		{OwnerID: b.owner, RunID: leaseRun, Lease: &store.AcquireLeaseParams{TTL: time.Minute}},
+		{OwnerID: b.owner, RunID: leaseRun, Lease: &store.AcquireLeaseParams{Holder: "p4"}},
+	} {
+		_, err := s.LatestCheckpoint(b.ctx, p)
+		wantErr(t, err, store.ErrInvalid)
+	}
+	// Its failed read (a missing run) writes nothing on PostgreSQL, and at
+	// worst a lease its reader releases (SQLite writes it first).
+	_, err = s.LatestCheckpoint(b.ctx, &store.LatestCheckpointParams{OwnerID: b.owner, RunID: "run-" + uuid.NewString(), Lease: lease})
+	wantErr(t, err, store.ErrNotFound)
 	// Another owner sees nothing and releases nothing.
 	_, err = s.GetLease(b.ctx, &store.GetLeaseParams{OwnerID: b.other, RunID: run})
 	wantErr(t, err, store.ErrNotFound)

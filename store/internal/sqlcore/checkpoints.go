@@ -143,7 +143,23 @@ const readStateRowsQuery = `SELECT ` + messageCols + ` FROM messages WHERE owner
 // state, with the rows of its thread the state refers to, in one
 // transaction (noState: neither); its errors are wrapped with what.
 func (e *Engine) readCheckpoint(ctx context.Context, owner, what, fingerprint string, noState bool, query string, args ...any) (*store.Checkpoint, error) {
+	return e.readCheckpointLeased(ctx, owner, what, fingerprint, noState, nil, query, args...)
+}
+
+// readCheckpointLeased is readCheckpoint that first takes lease, if not
+// nil (see store.LatestCheckpointParams.Lease): in the read's round trip
+// where q can, else as AcquireLease.
+func (e *Engine) readCheckpointLeased(ctx context.Context, owner, what, fingerprint string, noState bool, lease *store.AcquireLeaseParams,
+	query string, args ...any) (*store.Checkpoint, error) {
 	return inTx(ctx, e, Scope{Owner: owner}, false, what, func(q Querier) (*store.Checkpoint, error) {
+		if lease != nil {
+			upsert, largs, _ := e.leaseUpsert(lease)
+			if !deferWithRead(q, upsert, largs...) {
+				if _, err := e.AcquireLease(ctx, lease); err != nil && !errors.Is(err, store.ErrConflict) {
+					return nil, err
+				}
+			}
+		}
 		row, err := scanCheckpointRow(q.QueryRow(ctx, query, args...))
 		if err != nil {
 			return nil, err
@@ -352,6 +368,19 @@ func (e *Engine) LatestCheckpoint(ctx context.Context, p *store.LatestCheckpoint
 	case p.RunID != "":
 		query = `SELECT ` + checkpointCols + ` FROM checkpoints WHERE owner_id = $1 AND run_id = $2 ORDER BY step DESC LIMIT 1`
 		key, what = p.RunID, "run "
+		if p.Lease != nil {
+			l := *p.Lease
+			l.OwnerID, l.RunID, l.Free, l.Deferred = p.OwnerID, p.RunID, true, false
+			if err := need(&l, "OwnerID", l.OwnerID, "RunID", l.RunID, "Holder", l.Holder); err != nil {
+				return nil, e.wrap(op, fmt.Errorf("lease: %w", err))
+			}
+			if l.TTL <= 0 {
+				return nil, e.wrap(op, invalid("Lease needs a positive TTL"))
+			}
+			return e.readCheckpointLeased(ctx, p.OwnerID, op+" of "+what+key, p.Fingerprint, p.NoState, &l, query, p.OwnerID, key)
+		}
+	case p.Lease != nil:
+		return nil, e.wrap(op, invalid("Lease needs RunID"))
 	case p.ThreadID != "":
 		query = `SELECT ` + checkpointCols + ` FROM checkpoints WHERE owner_id = $1 AND thread_id = $2 ORDER BY seq DESC LIMIT 1`
 		key, what = p.ThreadID, "thread "

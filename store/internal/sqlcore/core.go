@@ -216,6 +216,17 @@ func last(q Querier) {
 	}
 }
 
+// deferWithRead queues query, a write whose result is not needed, to go
+// with the read that follows, in its round trip and its implicit
+// transaction, whose commit then does not wait for its WAL flush, when q
+// can (pgstore's DeferWithRead, for a call of the Store, not in a
+// Store.Tx); it reports whether it did. Otherwise the caller runs the
+// write another way.
+func deferWithRead(q Querier, query string, args ...any) bool {
+	d, ok := q.(interface{ DeferWithRead(string, ...any) bool })
+	return ok && d.DeferWithRead(query, args...)
+}
+
 // deferWrite queues query, a write whose result is not needed, to go with
 // the transaction's next statement or its COMMIT, when deferred is set and
 // q can (pgstore's DeferWrite, in a Store.Tx); it reports whether it did.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/batonhq/baton/store"
 )
@@ -36,15 +37,7 @@ func (e *Engine) AcquireLease(ctx context.Context, p *store.AcquireLeaseParams) 
 	if p.Free && p.Deferred {
 		return nil, e.wrap(op, invalid("Free cannot be Deferred"))
 	}
-	upsert := `INSERT INTO run_leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (owner_id, run_id) DO UPDATE SET thread_id = excluded.thread_id, holder = excluded.holder, expires_at = excluded.expires_at`
-	now := e.now()
-	expires := now.Add(p.TTL)
-	args := []any{p.OwnerID, p.RunID, nullString(p.ThreadID), p.Holder, e.Dialect.Time(expires)}
-	if p.Free {
-		upsert += ` WHERE run_leases.holder = excluded.holder OR run_leases.expires_at < $6`
-		args = append(args, e.Dialect.Time(now))
-	}
+	upsert, args, expires := e.leaseUpsert(p)
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" of run "+strconv.Quote(p.RunID), func(q Querier) (*store.Lease, error) {
 		if deferWrite(q, p.Deferred, upsert, args...) {
 			// The upsert writes the row as given, whatever was there.
@@ -58,6 +51,22 @@ func (e *Engine) AcquireLease(ctx context.Context, p *store.AcquireLeaseParams) 
 		}
 		return l, err
 	})
+}
+
+// leaseUpsert returns the statement that writes p's lease (only where no
+// other holder's is alive, if p.Free), its arguments and the lease's
+// expiry.
+func (e *Engine) leaseUpsert(p *store.AcquireLeaseParams) (string, []any, time.Time) {
+	upsert := `INSERT INTO run_leases (` + leaseCols + `) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (owner_id, run_id) DO UPDATE SET thread_id = excluded.thread_id, holder = excluded.holder, expires_at = excluded.expires_at`
+	now := e.now()
+	expires := now.Add(p.TTL)
+	args := []any{p.OwnerID, p.RunID, nullString(p.ThreadID), p.Holder, e.Dialect.Time(expires)}
+	if p.Free {
+		upsert += ` WHERE run_leases.holder = excluded.holder OR run_leases.expires_at < $6`
+		args = append(args, e.Dialect.Time(now))
+	}
+	return upsert, args, expires
 }
 
 // GetLease implements [store.Ops].
