@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/batonhq/baton/store"
 )
@@ -131,22 +132,7 @@ func (s *Service) Decide(ctx context.Context, p *DecideParams) (*Outcome, error)
 	prop := pend.Proposal
 	log := s.log.With("handoff_id", prop.HandoffID, "thread_id", prop.ParentThreadID, "model_run_id", prop.ModelRunID, "tokens_used", prop.TokensUsed)
 	if d.Type == DecisionReject {
-		out := &Outcome{owner: p.Owner, InterruptID: prop.HandoffID, HandoffID: prop.HandoffID, Decision: DecisionReject,
-			ParentThreadID: prop.ParentThreadID, AssistantID: prop.AssistantID, Summary: prop.Summary, Markdown: prop.Markdown,
-			Message: "Thread handoff rejected: nothing was written."}
-		err := s.withTx(ctx, func(tx store.Tx) error {
-			last, err := lastSeq(ctx, tx, p.Owner, prop.ParentThreadID)
-			if err != nil {
-				return err
-			}
-			out.LastSeq = last
-			return s.markDecided(ctx, tx, prop, d, out)
-		})
-		if err != nil {
-			return nil, s.failed(ctx, err, "reject")
-		}
-		log.InfoContext(ctx, "thread handoff rejected: nothing written", "reason", d.Reason)
-		return out, nil
+		return s.reject(ctx, p.Owner, prop, d, log)
 	}
 	summ, md, edited, truncated := d.apply(prop)
 	a := &approval{p: prop, summary: summ, md: md, edited: edited, truncated: truncated, at: s.now().UTC()}
@@ -202,21 +188,48 @@ func (s *Service) Decide(ctx context.Context, p *DecideParams) (*Outcome, error)
 	for _, f := range out.MemoryRepairs {
 		log.WarnContext(ctx, "agent memory was malformed and has been repaired", "assistant_id", prop.AssistantID, "repair", f.String())
 	}
-	switch {
-	case s.mirrorInTx:
-		// Written in the decision's transaction.
-	case s.mirror != nil:
-		out.MirrorStatus = s.mirror.upsert(ctx, summaryParams(p.Owner, prop, out), "handoff_id", prop.HandoffID, "thread_id", out.ParentThreadID,
-			"child_thread_id", out.ChildThreadID, "model_run_id", prop.ModelRunID, "tokens_used", prop.TokensUsed)
-	default:
-		out.MirrorStatus = MirrorDisabled
-	}
+	s.mirrorApproved(ctx, p.Owner, prop, out)
 	log.InfoContext(ctx, "thread handoff approved", "child_thread_id", out.ChildThreadID, "assistant_id", out.AssistantID, "edited", out.Edited,
 		"truncated", out.Truncated, "handoff_store_status", out.MirrorStatus, "forced", d.Force)
 	if out.MirrorStatus == MirrorDegraded {
 		out.Message += " (The summary could not be mirrored to the summary store; it will be retried.)"
 	}
 	return out, nil
+}
+
+// reject records the rejection d of prop: nothing else is written.
+func (s *Service) reject(ctx context.Context, owner string, prop *Proposal, d Decision, log *slog.Logger) (*Outcome, error) {
+	out := &Outcome{owner: owner, InterruptID: prop.HandoffID, HandoffID: prop.HandoffID, Decision: DecisionReject,
+		ParentThreadID: prop.ParentThreadID, AssistantID: prop.AssistantID, Summary: prop.Summary, Markdown: prop.Markdown,
+		Message: "Thread handoff rejected: nothing was written."}
+	err := s.withTx(ctx, func(tx store.Tx) error {
+		last, err := lastSeq(ctx, tx, owner, prop.ParentThreadID)
+		if err != nil {
+			return err
+		}
+		out.LastSeq = last
+		return s.markDecided(ctx, tx, prop, d, out)
+	})
+	if err != nil {
+		return nil, s.failed(ctx, err, "reject")
+	}
+	log.InfoContext(ctx, "thread handoff rejected: nothing written", "reason", d.Reason)
+	return out, nil
+}
+
+// mirrorApproved mirrors an approval's summary to the summary store after
+// its transaction, unless the transaction wrote it, and sets
+// out.MirrorStatus.
+func (s *Service) mirrorApproved(ctx context.Context, owner string, prop *Proposal, out *Outcome) {
+	switch {
+	case s.mirrorInTx:
+		// Written in the decision's transaction.
+	case s.mirror != nil:
+		out.MirrorStatus = s.mirror.upsert(ctx, summaryParams(owner, prop, out), "handoff_id", prop.HandoffID, "thread_id", out.ParentThreadID,
+			"child_thread_id", out.ChildThreadID, "model_run_id", prop.ModelRunID, "tokens_used", prop.TokensUsed)
+	default:
+		out.MirrorStatus = MirrorDisabled
+	}
 }
 
 // summaryParams is the thread_summaries row of an approval.
