@@ -148,8 +148,8 @@ func (sk *soak) settleHandoffs(ctx context.Context, end time.Time) {
 type handoffCounts struct {
 	accepted, answered, lost, duplicated, stuck int
 	// unmirrored: approved handoffs whose summary has no row in the
-	// summary mirror (thread_summaries), which is best effort (retried by
-	// the process's next handoff, lost with the process); uncleared:
+	// summary mirror (thread_summaries), which the approval's transaction
+	// writes (so each is also a loss); uncleared:
 	// children whose first turn completed but whose seed is still pending.
 	unmirrored, uncleared int
 }
@@ -230,7 +230,9 @@ func (sk *soak) checkHandoffs(done *[]time.Time) handoffCounts {
 			why = append(why, fmt.Sprintf("child %s names handoff %q, want %s", h.child, hid, h.interrupt))
 		}
 		if mirrored == 0 {
+			// Written in the approval's transaction: no kill loses it.
 			c.unmirrored++
+			why = append(why, "its summary is not in thread_summaries")
 		}
 		if tr := sk.turns[h.child+"\x00"+childInput]; tr != nil && tr.status == "completed" {
 			// The child's first turn started at shipping, the assistant.
