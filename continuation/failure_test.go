@@ -2,7 +2,9 @@ package continuation
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"iter"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
@@ -86,7 +89,9 @@ func TestPermanentFailure(t *testing.T) {
 
 // TestLateSubscriberSeesDraft: a client that subscribes while the worker
 // streams gets the current draft first, then updates, then the final
-// message.
+// message. The model's answer waits, half written, until the subscriber
+// has seen a draft of that half, so that the draft is seen growing however
+// slow a loaded machine makes the worker.
 func TestLateSubscriberSeesDraft(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := t.Context()
@@ -94,13 +99,23 @@ func TestLateSubscriberSeesDraft(t *testing.T) {
 		tools.started = make(chan string, 1)
 		tools.gate = make(chan struct{})
 		answer := "Your order 1234 left our warehouse this morning and should arrive within two days at the address on file."
-		b := setup(t, be, network(t, tools, "", scripted.Options{ChunkWords: 1, ChunkDelay: 30 * time.Millisecond}, scripted.Step{Text: answer}), tools,
-			func(c *Config) { c.Draft = draft.Options{Interval: 150 * time.Millisecond} })
+		steps := []scripted.Step{
+			{Text: "Let me look that up.", ToolCalls: []scripted.Call{{Name: "lookup", Arguments: json.RawMessage(`{"order":"1234"}`)}}},
+			{Text: answer},
+		}
+		half := make(chan struct{}) // closed when the subscriber saw the answer's first words
+		m := pausedAnswer(scripted.New("assistant", steps, scripted.Options{ChunkWords: 1, ChunkDelay: 30 * time.Millisecond}), 5, half)
+		b := setup(t, be, networkOf(t, tools, "", m), tools, func(c *Config) {
+			c.Draft = draft.Options{Interval: 150 * time.Millisecond}
+			// One attempt, however long the waits above and below take on
+			// a loaded machine: a retry would start the draft over.
+			c.JobTimeout, c.RescueStuckJobsAfter = 5*time.Minute, 6*time.Minute
+		})
 		_, _, h := b.handOver(t)
 		b.start(t)
 		<-tools.started
 		// The tool runs: the draft says so. Wait for it to be flushed.
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(time.Minute)
 		for {
 			d, err := b.st.GetDraft(ctx, &store.GetDraftParams{OwnerID: owner, MessageID: h.MessageID})
 			if err == nil && strings.Contains(d.Text, "Running lookup") {
@@ -111,7 +126,7 @@ func TestLateSubscriberSeesDraft(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 		var ups []draft.Update
 		first := true
@@ -125,6 +140,12 @@ func TestLateSubscriberSeesDraft(t *testing.T) {
 				}
 				close(tools.gate)
 				first = false
+			} else if !u.Final && strings.Contains(u.Text, "Your order") {
+				select {
+				case <-half:
+				default:
+					close(half)
+				}
 			}
 			ups = append(ups, u)
 		}
@@ -142,6 +163,32 @@ func TestLateSubscriberSeesDraft(t *testing.T) {
 		}
 		if d := ups[len(ups)-2].Text; !strings.Contains(d, "Running lookup") || !strings.Contains(d, "Your order") {
 			t.Errorf("last draft = %q", d)
+		}
+	})
+}
+
+// pausedAnswer is m whose answer after a tool result stops after its
+// first words text chunks until resume is closed (or the call's context
+// ends), then goes on.
+func pausedAnswer(m model.Model, words int, resume <-chan struct{}) model.Model {
+	return model.Func(func(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
+		afterTool := len(req.Messages) > 0 && req.Messages[len(req.Messages)-1].Role == message.RoleTool
+		return func(yield func(model.Chunk, error) bool) {
+			n := 0
+			for c, err := range m.Stream(ctx, req) {
+				if afterTool && err == nil && c.Type == model.ChunkText {
+					if n == words {
+						select {
+						case <-resume:
+						case <-ctx.Done():
+						}
+					}
+					n++
+				}
+				if !yield(c, err) {
+					return
+				}
+			}
 		}
 	})
 }

@@ -175,6 +175,11 @@ func TestLazyClaimFlushRacesFinal(t *testing.T) {
 		tools.gate = claimed // the tool returns once the flush has claimed
 		b := setup(t, be, idempotentNetwork(t, tools), tools, func(c *Config) {
 			c.Draft = draft.Options{Interval: time.Millisecond}
+			// One attempt, however slow a loaded machine makes it (the
+			// flush below holds its transaction up to 1.2 s): the
+			// attempt is not timed out and retried, which would call the
+			// tool a second time.
+			c.JobTimeout, c.RescueStuckJobsAfter = 5*time.Minute, 6*time.Minute
 			c.testHook = func(step string) error {
 				switch step {
 				case "flush claimed":

@@ -21,6 +21,7 @@ import (
 	"github.com/batonhq/baton/draft/pgbroker"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -138,8 +139,13 @@ func network(t testing.TB, tools *toolLog, instructions string, opts scripted.Op
 		next = []scripted.Step{{Text: "Your order 1234 has shipped."}}
 	}
 	steps = append(steps, next...)
-	a := &agent.Agent{Name: "assistant", Instructions: instructions, ModelName: "scripted",
-		Model: scripted.New("assistant", steps, opts),
+	return networkOf(t, tools, instructions, scripted.New("assistant", steps, opts))
+}
+
+// networkOf is the test network with the assistant's model m.
+func networkOf(t testing.TB, tools *toolLog, instructions string, m model.Model) *agent.Network {
+	t.Helper()
+	a := &agent.Agent{Name: "assistant", Instructions: instructions, ModelName: "scripted", Model: m,
 		Tools: []*agent.Tool{{Name: "lookup", Description: "Look an order up.", Slow: true, Func: tools.fn}}}
 	n, err := agent.NewNetwork(agent.NetworkConfig{Name: "shop", Agents: []*agent.Agent{a}})
 	if err != nil {
