@@ -107,11 +107,19 @@ type out struct {
 	} `json:"interrupt"`
 }
 
+// callBound bounds a tool call and the end of a stdio session: far above
+// what they take on a loaded machine.
+const callBound = 2 * time.Minute
+
 func call(t *testing.T, cs *sdk.ClientSession, tool string, args map[string]any) (*sdk.CallToolResult, out) {
 	t.Helper()
 	p := &sdk.CallToolParams{Name: tool, Arguments: args}
 	p.SetProgressToken("p1")
-	res, err := cs.CallTool(t.Context(), p)
+	// Bounded, generously: a call that never returns fails here, with
+	// its arguments, rather than at the test binary's timeout.
+	ctx, cancel := context.WithTimeout(t.Context(), callBound)
+	defer cancel()
+	res, err := cs.CallTool(ctx, p)
 	if err != nil {
 		t.Fatalf("call %s %v: %v", tool, args, err)
 	}
@@ -306,7 +314,11 @@ func TestStdio(t *testing.T) {
 	}
 	_ = cs.Close()
 	cancel()
-	<-done
+	select {
+	case <-done:
+	case <-time.After(callBound):
+		t.Fatal("ServeStdio did not return after its client closed and its context ended")
+	}
 	if err := mcp.ServeStdio(t.Context(), b.Srv, "nope", &server.Caller{Owner: "alice", Scopes: []server.Scope{server.ScopeAdmin}}, io.NopCloser(strings.NewReader("")), nopWriter{}); err == nil {
 		t.Error("an unknown network is served")
 	}
