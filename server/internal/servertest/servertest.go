@@ -323,8 +323,14 @@ func (b *Bundle) Stream(t testing.TB, key, method, path string, body any, hdr ..
 // Collect reads events until the channel closes or stop returns true.
 func Collect(t testing.TB, ch <-chan Event, stop func(Event) bool) []Event {
 	t.Helper()
+	return CollectWithin(t, ch, stop, 30*time.Second)
+}
+
+// CollectWithin is Collect that fails the test after d instead of 30 s.
+func CollectWithin(t testing.TB, ch <-chan Event, stop func(Event) bool, d time.Duration) []Event {
+	t.Helper()
 	var out []Event
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(d)
 	for {
 		select {
 		case ev, ok := <-ch:
