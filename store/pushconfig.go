@@ -4,7 +4,8 @@ import "time"
 
 // PushConfig is an A2A push notification config: where to send the updates
 // of a task (a run) of its owner, and how to authenticate to the receiver.
-// The config outlives the run's end; a run's configs are owner-scoped.
+// The config outlives the run's end and is deleted with its thread; a run's
+// configs are owner-scoped.
 type PushConfig struct {
 	OwnerID string
 	// RunID is the task's id, ID the config's (unique per task).
@@ -25,8 +26,9 @@ type PushConfig struct {
 }
 
 // PutPushConfigParams are the params of [Ops.PutPushConfig]: the config,
-// which replaces the task's config of the same ID. OwnerID, RunID, ID, URL
-// and Protocol are required.
+// which replaces the task's config of the same ID. OwnerID, RunID, ID,
+// ThreadID, URL and Protocol are required; a thread that does not exist
+// is [ErrNotFound].
 type PutPushConfigParams struct {
 	Config PushConfig
 }

@@ -20,6 +20,7 @@ const (
 	beforeFewerIndexes    = 8  // before 009_fewer_indexes
 	beforeJobRunsKeyOrder = 9  // before 010_job_runs_key_order
 	beforeMessagesTrigger = 10 // before 011_messages_thread_trigger
+	beforePushThread      = 20 // before 021_push_configs_thread
 )
 
 // describe describes the tables of schema: columns, constraints, indexes,
@@ -374,5 +375,85 @@ func TestMigrateMessagesThreadTrigger(t *testing.T) {
 	}
 	if got := count(kept); got != "0 0" {
 		t.Fatalf("a thread deleted while a message was appended: messages and drafts %s, want none", got)
+	}
+}
+
+// TestMigratePushConfigsThread checks 021_push_configs_thread: a push
+// config whose thread is gone is deleted by the migration, the others
+// kept; since, deleting a thread deletes its configs, in the application
+// role under row-level security and as the superuser; the down migration
+// restores the schema of 020.
+func TestMigratePushConfigsThread(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	latest := migratesDownExactly(t, admin(t), beforePushThread)
+	if !strings.Contains(latest, "FOREIGN KEY (thread_id, owner_id) REFERENCES threads(id, owner_id) ON DELETE CASCADE") {
+		t.Fatalf("the latest schema lacks push_configs' foreign key to threads:\n%s", latest)
+	}
+
+	schema := freshSchema(t)
+	s := open(t, testdb.URL(t), &store.Options{Schema: schema})
+	if err := s.MigrateTo(ctx, beforePushThread); err != nil {
+		t.Fatal(err)
+	}
+	conn := admin(t)
+	q := pgx.Identifier{schema}.Sanitize()
+	put := func(owner, thread, id string) {
+		t.Helper()
+		storetest.Must(s.PutPushConfig(ctx, &store.PutPushConfigParams{Config: store.PushConfig{OwnerID: owner, RunID: "r", ID: id,
+			ThreadID: thread, URL: "https://example.com/" + id, Protocol: "1.0"}}))(t)
+	}
+	thread := func(owner string) string {
+		t.Helper()
+		storetest.Must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}))(t)
+		return storetest.Must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Network: "n"}))(t).ID
+	}
+	count := func() string {
+		t.Helper()
+		var c string
+		if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(id, ' ' ORDER BY id), '') FROM `+q+`.push_configs`).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// Under 020 a config could name any thread: one of a thread deleted
+	// since, one of a thread that never was.
+	kept, byApp, bySuper, gone := thread("app"), thread("app"), thread("super"), thread("gone")
+	put("app", kept, "kept")
+	put("app", byApp, "app")
+	put("super", bySuper, "super")
+	put("gone", gone, "gone")
+	put("app", "never", "never")
+	if _, err := conn.Exec(ctx, `DELETE FROM `+q+`.threads WHERE id = $1`, gone); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "app gone kept never super" {
+		t.Fatalf("configs under 020: %q", got)
+	}
+	if err := s.MigrateTo(ctx, pgstore.LatestVersion()); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "app kept super" {
+		t.Fatalf("configs after the migration: %q, want those of existing threads", got)
+	}
+
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT set_config('role', $1, true), set_config('baton.owner', 'app', true)`, pgstore.DefaultAppRole); err != nil {
+		t.Fatal(err)
+	}
+	if tag, err := tx.Exec(ctx, `DELETE FROM threads WHERE id = $1`, byApp); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("the application role deleting its thread: %v, %v", tag, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `DELETE FROM `+q+`.threads WHERE id = $1`, bySuper); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "kept" {
+		t.Fatalf("configs after deleting their threads: %q, want kept", got)
 	}
 }

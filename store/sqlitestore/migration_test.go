@@ -8,12 +8,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlitestore"
 	"github.com/batonhq/baton/store/storetest"
 )
 
 // beforeFewerBtrees is the version before 008_fewer_btrees.
 const beforeFewerBtrees = 7
+
+// beforePushThread is the version before 015_push_configs_thread.
+const beforePushThread = 14
 
 // schema describes the database's schema: each table, index and trigger's
 // SQL (comments and spacing dropped), each table's rowid and strictness,
@@ -207,5 +211,68 @@ func TestMigrateFewerBtreesRows(t *testing.T) {
 		if _, err := db.ExecContext(ctx, q); err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
 			t.Fatalf("%s: %v, want a foreign key error", q, err)
 		}
+	}
+}
+
+// TestMigratePushConfigsThread checks 015_push_configs_thread: a push
+// config whose thread is gone is not kept by the migration, the others
+// are; since, deleting a thread deletes its configs; down and up again
+// keep the rows.
+func TestMigratePushConfigsThread(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openFile(t, filepath.Join(t.TempDir(), "baton.db"), nil)
+	if err := s.MigrateTo(ctx, beforePushThread); err != nil {
+		t.Fatal(err)
+	}
+	db := s.DB()
+	put := func(owner, thread, id string) {
+		t.Helper()
+		storetest.Must(s.PutPushConfig(ctx, &store.PutPushConfigParams{Config: store.PushConfig{OwnerID: owner, RunID: "r", ID: id,
+			ThreadID: thread, URL: "https://example.com/" + id, Protocol: "1.0"}}))(t)
+	}
+	thread := func(owner string) string {
+		t.Helper()
+		storetest.Must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}))(t)
+		return storetest.Must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Network: "n"}))(t).ID
+	}
+	count := func() string {
+		t.Helper()
+		var c string
+		if err := db.QueryRowContext(ctx, `SELECT coalesce(group_concat(id, ' '), '') FROM (SELECT id FROM push_configs ORDER BY id)`).Scan(&c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// Under 014 a config could name any thread: one of a thread deleted
+	// since, one of a thread that never was.
+	kept, deleted, gone := thread("o"), thread("o"), thread("o")
+	put("o", kept, "kept")
+	put("o", deleted, "deleted")
+	put("o", gone, "gone")
+	put("o", "never", "never")
+	if _, err := db.ExecContext(ctx, `DELETE FROM threads WHERE id = $1`, gone); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "deleted gone kept never" {
+		t.Fatalf("configs under 014: %q", got)
+	}
+	for _, v := range []int{sqlitestore.LatestVersion(), beforePushThread, sqlitestore.LatestVersion()} {
+		if err := s.MigrateTo(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := count(); got != "deleted kept" {
+		t.Fatalf("configs after the migration: %q, want those of existing threads", got)
+	}
+	var fk int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_foreign_key_check`).Scan(&fk); err != nil || fk != 0 {
+		t.Fatalf("foreign key check: %d violations, %v", fk, err)
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM threads WHERE id = $1`, deleted); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "kept" {
+		t.Fatalf("configs after deleting a thread: %q, want kept", got)
 	}
 }

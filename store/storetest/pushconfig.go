@@ -8,14 +8,16 @@ import (
 
 // testPushConfigs checks A2A push notification configs: put replaces a
 // task's config of the same id, get and list read them, delete removes
-// one; another owner sees none; a missing field is invalid.
+// one; another owner sees none; a missing field is invalid, a missing
+// thread not found.
 func testPushConfigs(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b).ID
 	put := func(run, id, url string) *store.PushConfig {
 		return Must(s.PutPushConfig(b.ctx, &store.PutPushConfigParams{Config: store.PushConfig{OwnerID: b.owner, RunID: run, ID: id,
-			ThreadID: "t1", Network: "n", URL: url, Token: "tok-" + id, AuthScheme: "Bearer", AuthCredentials: "cred", Protocol: "1.0"}}))(t)
+			ThreadID: th, Network: "n", URL: url, Token: "tok-" + id, AuthScheme: "Bearer", AuthCredentials: "cred", Protocol: "1.0"}}))(t)
 	}
 	c := put("r1", "a", "https://example.com/a")
-	if c.OwnerID != b.owner || c.RunID != "r1" || c.ID != "a" || c.ThreadID != "t1" || c.Network != "n" || c.URL != "https://example.com/a" ||
+	if c.OwnerID != b.owner || c.RunID != "r1" || c.ID != "a" || c.ThreadID != th || c.Network != "n" || c.URL != "https://example.com/a" ||
 		c.Token != "tok-a" || c.AuthScheme != "Bearer" || c.AuthCredentials != "cred" || c.Protocol != "1.0" {
 		t.Fatalf("PutPushConfig = %+v", c)
 	}
@@ -44,4 +46,10 @@ func testPushConfigs(t *testing.T, s store.Store, b *bundle) {
 	}
 	_, err = s.PutPushConfig(b.ctx, &store.PutPushConfigParams{Config: store.PushConfig{OwnerID: b.owner, RunID: "r1", ID: "c", Protocol: "1.0"}})
 	wantErr(t, err, store.ErrInvalid)
+	// A thread that does not exist, and another owner's.
+	for _, k := range []struct{ owner, thread string }{{b.owner, th + "-missing"}, {b.other, th}} {
+		_, err = s.PutPushConfig(b.ctx, &store.PutPushConfigParams{Config: store.PushConfig{OwnerID: k.owner, RunID: "r1", ID: "c",
+			ThreadID: k.thread, URL: "https://example.com/c", Protocol: "1.0"}})
+		wantErr(t, err, store.ErrNotFound)
+	}
 }

@@ -26,7 +26,7 @@ func (e *Engine) PutPushConfig(ctx context.Context, p *store.PutPushConfigParams
 		return nil, e.wrap(op, invalid("params are required"))
 	}
 	c := &p.Config
-	if err := need(c, "OwnerID", c.OwnerID, "RunID", c.RunID, "ID", c.ID, "URL", c.URL, "Protocol", c.Protocol); err != nil {
+	if err := need(c, "OwnerID", c.OwnerID, "RunID", c.RunID, "ID", c.ID, "ThreadID", c.ThreadID, "URL", c.URL, "Protocol", c.Protocol); err != nil {
 		return nil, e.wrap(op, err)
 	}
 	return writeRow(ctx, e, c.OwnerID, op, scanPushConfig, `INSERT INTO push_configs (`+pushConfigCols+`)
