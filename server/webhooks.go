@@ -29,7 +29,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request, c
 		NextCursor: page.NextCursor, HasMore: page.NextCursor != ""}
 	for _, d := range page.Deliveries {
 		out.Data = append(out.Data, wire.WebhookDelivery{ID: d.ID, Object: "webhook_delivery", WebhookID: d.WebhookID, Type: d.EventType,
-			URL: d.URL, ThreadID: d.ThreadID, RunID: d.RunID, Network: d.Network, Attempt: d.Attempt, StatusCode: d.StatusCode,
+			URL: d.URL, Target: d.Target, ThreadID: d.ThreadID, RunID: d.RunID, Network: d.Network, Attempt: d.Attempt, StatusCode: d.StatusCode,
 			Error: d.Error, DurationMS: d.Duration.Milliseconds(), Final: d.Final, CreatedAt: d.CreatedAt})
 	}
 	WriteJSON(w, http.StatusOK, out)

@@ -12,9 +12,13 @@ type WebhookDelivery struct {
 	WebhookID string
 	EventType string
 	URL       string
-	ThreadID  string
-	RunID     string
-	Network   string
+	// Target tells a run's own target from others of the same URL (an A2A
+	// push notification config's id); "" for a webhook URL. A delivery is
+	// its (WebhookID, URL, Target).
+	Target   string
+	ThreadID string
+	RunID    string
+	Network  string
 	// Attempt counts from 1.
 	Attempt int
 	// StatusCode is the receiver's HTTP status, 0 when none answered.
@@ -35,6 +39,7 @@ type AppendWebhookDeliveryParams struct {
 	WebhookID  string
 	EventType  string
 	URL        string
+	Target     string
 	ThreadID   string
 	RunID      string
 	Network    string
@@ -70,8 +75,9 @@ type WebhookDeliveryPage struct {
 // PruneWebhookDeliveriesParams are the params of
 // [Store.PruneWebhookDeliveries].
 type PruneWebhookDeliveriesParams struct {
-	// Before is the retention's horizon: the attempts of a delivery whose
-	// final attempt was logged before it are deleted. Required.
+	// Before is the retention's horizon: the attempts of a delivery
+	// (owner, WebhookID, URL, Target) whose final attempt was logged
+	// before it are deleted. Required.
 	Before time.Time
 	// After continues a walk: only rows whose id sorts after it are looked
 	// at. "" starts from the first.

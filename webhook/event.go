@@ -282,7 +282,7 @@ func (w *worker) Work(ctx context.Context, job *river.Job[Args]) error {
 		if a.RunID == "" {
 			_ = json.Unmarshal(a.Payload, &ev)
 		}
-		p := &store.AppendWebhookDeliveryParams{OwnerID: a.OwnerID, WebhookID: a.ID, EventType: a.Type, URL: a.URL,
+		p := &store.AppendWebhookDeliveryParams{OwnerID: a.OwnerID, WebhookID: a.ID, EventType: a.Type, URL: a.URL, Target: a.Target,
 			ThreadID: ev.Data.ThreadID, RunID: ev.Data.RunID, Network: ev.Data.Network, Attempt: job.Attempt, StatusCode: status, Duration: time.Since(start),
 			// The last attempt: answered, or not tried again.
 			Final: err == nil || job.Attempt >= job.MaxAttempts}

@@ -93,6 +93,7 @@ func testA2APush(t *testing.T, b *servertest.Bundle, rcv *webhooktest.Receiver, 
 	var log struct {
 		Data []struct {
 			URL        string `json:"url"`
+			Target     string `json:"target"`
 			StatusCode int    `json:"status_code"`
 			RunID      string `json:"run_id"`
 			Network    string `json:"network"`
@@ -102,7 +103,8 @@ func testA2APush(t *testing.T, b *servertest.Bundle, rcv *webhooktest.Receiver, 
 	for deadline := time.Now().Add(30 * time.Second); len(log.Data) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		b.Do(t, b.KeyA, "GET", "/v1/webhooks/deliveries?run_id="+string(task.ID), nil).JSON(t, &log)
 	}
-	if len(log.Data) != 1 || log.Data[0].URL != rcv.URL+"/set/"+proto || log.Data[0].StatusCode != 204 || log.Data[0].Network != "support" {
+	if len(log.Data) != 1 || log.Data[0].URL != rcv.URL+"/set/"+proto || log.Data[0].StatusCode != 204 || log.Data[0].Network != "support" ||
+		log.Data[0].Target != "later" {
 		t.Errorf("delivery log of the task: %+v", log.Data)
 	}
 

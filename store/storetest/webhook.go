@@ -52,24 +52,35 @@ func testWebhookDeliveries(t *testing.T, s store.Store, b *bundle) {
 
 // testWebhookRetention checks PruneWebhookDeliveries: walked in batches,
 // it deletes the attempts of deliveries whose final attempt is older than
-// the horizon, of every owner, and keeps a pending delivery's attempts and
-// every delivery that ended after the horizon.
+// the horizon, of every owner, and keeps a pending delivery's attempts (a
+// delivery is its event, URL and target: another target's on the same URL
+// having ended does not end it) and every delivery that ended after the
+// horizon.
 func testWebhookRetention(t *testing.T, s store.Store, b *bundle) {
-	add := func(owner, id string, attempt, status int, final bool) {
-		Must(s.AppendWebhookDelivery(b.ctx, &store.AppendWebhookDeliveryParams{OwnerID: owner, WebhookID: id, EventType: "run.completed",
-			URL: "https://example.com/hook", Attempt: attempt, StatusCode: status, Final: final}))(t)
+	addTo := func(owner, id, target string, attempt, status int, final bool) {
+		d := Must(s.AppendWebhookDelivery(b.ctx, &store.AppendWebhookDeliveryParams{OwnerID: owner, WebhookID: id, EventType: "run.completed",
+			URL: "https://example.com/hook", Target: target, Attempt: attempt, StatusCode: status, Final: final}))(t)
+		if d.Target != target {
+			t.Fatalf("AppendWebhookDelivery: Target %q, want %q", d.Target, target)
+		}
 	}
+	add := func(owner, id string, attempt, status int, final bool) { addTo(owner, id, "", attempt, status, final) }
 	add(b.owner, "msg_done", 1, 500, false)
 	add(b.owner, "msg_done", 2, 204, true)
 	add(b.owner, "msg_pending", 1, 503, false)
 	add(b.owner, "msg_pending", 2, 0, false)
 	add(b.owner, "msg_gave_up", 10, 500, true)
 	add(b.other, "msg_other", 1, 200, true)
+	// Two targets of one event on the same URL (two push configs of a
+	// task): push-a has ended, push-b is still pending.
+	addTo(b.owner, "msg_push", "push-a", 1, 500, false)
+	addTo(b.owner, "msg_push", "push-b", 1, 503, false)
+	addTo(b.owner, "msg_push", "push-a", 2, 200, true)
 	ids := func(owner string) map[string]int {
 		page := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: owner, Limit: 100}))(t)
 		m := map[string]int{}
 		for _, d := range page.Deliveries {
-			m[d.WebhookID]++
+			m[d.WebhookID+"/"+d.Target]++
 			if d.Final != (d.StatusCode == 204 || d.Attempt == 10 || d.StatusCode == 200) {
 				t.Errorf("delivery %s attempt %d: Final %v", d.WebhookID, d.Attempt, d.Final)
 			}
@@ -91,11 +102,11 @@ func testWebhookRetention(t *testing.T, s store.Store, b *bundle) {
 	if n := sweep(time.Now().Add(-time.Hour)); n != 0 {
 		t.Fatalf("a horizon before every delivery deleted %d rows", n)
 	}
-	if n := sweep(time.Now().Add(time.Second)); n != 4 {
-		t.Errorf("the sweep deleted %d rows, want 4 (two of msg_done, msg_gave_up, msg_other)", n)
+	if n := sweep(time.Now().Add(time.Second)); n != 6 {
+		t.Errorf("the sweep deleted %d rows, want 6 (two of msg_done, msg_gave_up, msg_other, two of msg_push to push-a)", n)
 	}
-	if got := ids(b.owner); len(got) != 1 || got["msg_pending"] != 2 {
-		t.Errorf("after the sweep: %v, want msg_pending's 2 attempts", got)
+	if got := ids(b.owner); len(got) != 2 || got["msg_pending/"] != 2 || got["msg_push/push-b"] != 1 {
+		t.Errorf("after the sweep: %v, want msg_pending's 2 attempts and msg_push's 1 to push-b", got)
 	}
 	if got := ids(b.other); len(got) != 0 {
 		t.Errorf("another owner's ended delivery kept: %v", got)

@@ -357,10 +357,13 @@ type WebhookDelivery struct {
 	WebhookID string `json:"webhook_id"`
 	Type      string `json:"type"`
 	URL       string `json:"url"`
-	ThreadID  string `json:"thread_id,omitempty"`
-	RunID     string `json:"run_id,omitempty"`
-	Network   string `json:"network,omitempty"`
-	Attempt   int    `json:"attempt"`
+	// Target tells a run's own target from others of the same URL (an A2A
+	// push notification config's id).
+	Target   string `json:"target,omitempty"`
+	ThreadID string `json:"thread_id,omitempty"`
+	RunID    string `json:"run_id,omitempty"`
+	Network  string `json:"network,omitempty"`
+	Attempt  int    `json:"attempt"`
 	// StatusCode is the receiver's HTTP status, 0 when none answered.
 	StatusCode int    `json:"status_code"`
 	Error      string `json:"error,omitempty"`

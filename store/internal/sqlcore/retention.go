@@ -18,13 +18,15 @@ const pruneCheckpoints = `DELETE FROM checkpoints WHERE id IN (
 		SELECT 1 FROM checkpoints AS n WHERE n.owner_id = b.owner_id AND n.run_id = b.run_id AND n.step > b.step))`
 
 // pruneWebhookDeliveries deletes, of the batch of $2 delivery log rows
-// after id $1 in id order, those of a delivery (owner, webhook id, URL)
-// whose final attempt was logged before $3: a pending delivery has none.
+// after id $1 in id order, those of a delivery (owner, webhook id, URL,
+// target) whose final attempt was logged before $3: a pending delivery has
+// none, whatever other deliveries of its event and URL (another target's)
+// have.
 const pruneWebhookDeliveries = `DELETE FROM webhook_deliveries WHERE id IN (
-	SELECT b.id FROM (SELECT id, owner_id, webhook_id, url FROM webhook_deliveries WHERE id > $1 ORDER BY id LIMIT $2) AS b
+	SELECT b.id FROM (SELECT id, owner_id, webhook_id, url, target FROM webhook_deliveries WHERE id > $1 ORDER BY id LIMIT $2) AS b
 	WHERE EXISTS (
 		SELECT 1 FROM webhook_deliveries AS f WHERE f.owner_id = b.owner_id AND f.webhook_id = b.webhook_id AND f.url = b.url
-			AND f.final AND f.created_at < $3))`
+			AND f.target = b.target AND f.final AND f.created_at < $3))`
 
 // PruneCheckpoints implements [store.Store].
 func (e *Engine) PruneCheckpoints(ctx context.Context, p *store.PruneCheckpointsParams) (*store.PruneCheckpointsResult, error) {

@@ -7,13 +7,13 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
-const deliveryCols = `id, owner_id, webhook_id, event_type, url, thread_id, run_id, network, attempt, status_code, error, duration_us, final, created_at`
+const deliveryCols = `id, owner_id, webhook_id, event_type, url, target, thread_id, run_id, network, attempt, status_code, error, duration_us, final, created_at`
 
 func scanDelivery(r Row) (*store.WebhookDelivery, error) {
 	var d store.WebhookDelivery
 	var created nullTime
 	var us int64
-	if err := r.Scan(&d.ID, &d.OwnerID, &d.WebhookID, &d.EventType, &d.URL, &d.ThreadID, &d.RunID, &d.Network, &d.Attempt, &d.StatusCode,
+	if err := r.Scan(&d.ID, &d.OwnerID, &d.WebhookID, &d.EventType, &d.URL, &d.Target, &d.ThreadID, &d.RunID, &d.Network, &d.Attempt, &d.StatusCode,
 		&d.Error, &us, &d.Final, &created); err != nil {
 		return nil, err
 	}
@@ -27,7 +27,7 @@ func (e *Engine) AppendWebhookDelivery(ctx context.Context, p *store.AppendWebho
 	if err := need(p, "OwnerID", p.OwnerID, "WebhookID", p.WebhookID, "EventType", p.EventType, "URL", p.URL); err != nil {
 		return nil, e.wrap(op, err)
 	}
-	for _, f := range []struct{ name, v string }{{"ThreadID", p.ThreadID}, {"RunID", p.RunID}, {"Network", p.Network}, {"Error", p.Error}} {
+	for _, f := range []struct{ name, v string }{{"Target", p.Target}, {"ThreadID", p.ThreadID}, {"RunID", p.RunID}, {"Network", p.Network}, {"Error", p.Error}} {
 		if err := checkText(f.name, f.v, true); err != nil {
 			return nil, e.wrap(op, err)
 		}
@@ -35,8 +35,8 @@ func (e *Engine) AppendWebhookDelivery(ctx context.Context, p *store.AppendWebho
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op, func(q Querier) (*store.WebhookDelivery, error) {
 		last(q)
 		return scanDelivery(q.QueryRow(ctx, `INSERT INTO webhook_deliveries (`+deliveryCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) RETURNING `+deliveryCols,
-			newID(), p.OwnerID, p.WebhookID, p.EventType, p.URL, p.ThreadID, p.RunID, p.Network, p.Attempt, p.StatusCode, p.Error,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING `+deliveryCols,
+			newID(), p.OwnerID, p.WebhookID, p.EventType, p.URL, p.Target, p.ThreadID, p.RunID, p.Network, p.Attempt, p.StatusCode, p.Error,
 			p.Duration.Microseconds(), p.Final, e.Dialect.Time(e.now())))
 	})
 }
