@@ -149,15 +149,19 @@ func (s *Server) startQueued(nw *Network, owner, threadID string, q threads.Queu
 	s.inflight.add()
 	go func() {
 		defer s.inflight.done()
+		// The previous run's goroutine releases the thread as it ends:
+		// wait for it (bounded, as register waits for an ended run).
 		te := s.reg.thread(owner, threadID)
-		for i := 0; i < 1000; i++ { // the previous run's goroutine releases the thread as it ends
-			te.mu.Lock()
-			free := te.active == nil
-			te.mu.Unlock()
-			if free {
-				break
+		te.mu.Lock()
+		busy, freed := te.active != nil, te.freed
+		te.mu.Unlock()
+		if busy {
+			t := time.NewTimer(endingWait)
+			select {
+			case <-freed:
+			case <-t.C:
 			}
-			time.Sleep(5 * time.Millisecond)
+			t.Stop()
 		}
 		run := s.queuedRun(owner, threadID, q.RunID, nw)
 		run, te, _, err := s.register(owner, threadID, run.id, nw, nil)
