@@ -56,6 +56,44 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// benchStoredState is benchState after a history of n rows, with the rows
+// its stored form refers to.
+func benchStoredState(n int) (*State, *Rows) {
+	s := benchState()
+	tr := make([]message.Message, len(s.Transcript))
+	for i := range tr {
+		tr[i] = s.Transcript[i]
+		tr[i].ID = MessageID(s.RunID, i+1)
+	}
+	var hist []message.Message
+	var rows []Row
+	for i := range n {
+		m := message.User("history message " + strconv.Itoa(i))
+		m.ID = "m" + strconv.Itoa(i)
+		hist = append(hist, m)
+		rows = append(rows, Row{Seq: int64(i + 1), Message: m})
+	}
+	s.Transcript, s.Messages = tr, append(hist, tr...)
+	return s, NewRows(len(tr), rows)
+}
+
+// BenchmarkDecodeStored: the parse of a stored form (BenchmarkEncodeStored's,
+// history=10), as a resume reads a checkpoint before its rows.
+func BenchmarkDecodeStored(b *testing.B) {
+	s, r := benchStoredState(10)
+	enc, err := EncodeStored(s, r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(enc)))
+	for b.Loop() {
+		if _, err := DecodeStored(enc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkEncodeStored: a step's stored form after a history of n rows
 // (the run's transcript: 4 messages), as the threads checkpointer writes
 // it. Its cost is the walk of the working history, one map probe and a
@@ -63,22 +101,7 @@ func BenchmarkDecode(b *testing.B) {
 func BenchmarkEncodeStored(b *testing.B) {
 	for _, n := range []int{10, 500} {
 		b.Run("history="+strconv.Itoa(n), func(b *testing.B) {
-			s := benchState()
-			tr := make([]message.Message, len(s.Transcript))
-			for i := range tr {
-				tr[i] = s.Transcript[i]
-				tr[i].ID = MessageID(s.RunID, i+1)
-			}
-			var hist []message.Message
-			var rows []Row
-			for i := range n {
-				m := message.User("history message " + strconv.Itoa(i))
-				m.ID = "m" + strconv.Itoa(i)
-				hist = append(hist, m)
-				rows = append(rows, Row{Seq: int64(i + 1), Message: m})
-			}
-			s.Transcript, s.Messages = tr, append(hist, tr...)
-			r := NewRows(len(tr), rows)
+			s, r := benchStoredState(n)
 			var size int
 			for b.Loop() {
 				out, err := EncodeStored(s, r)

@@ -1,10 +1,12 @@
 package runstate
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 
 	"github.com/batonhq/baton/message"
 )
@@ -20,6 +22,14 @@ type Stored struct {
 // version [Decode] reads). Its errors are those of Decode: wrapping
 // [ErrCorrupt], or a *[VersionError].
 func DecodeStored(b []byte) (*Stored, error) {
+	if st, ok := decodeStoredFast(b); ok {
+		return st, nil
+	}
+	return decodeStoredSlow(b)
+}
+
+// decodeStoredSlow is DecodeStored without decodeStoredFast.
+func decodeStoredSlow(b []byte) (*Stored, error) {
 	if s, ok := decodeFast(b); ok {
 		return &Stored{full: s}, nil
 	}
@@ -41,6 +51,38 @@ func DecodeStored(b []byte) (*Stored, error) {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	return &Stored{v: v}, nil
+}
+
+// The openings EncodeStored writes (schema_version is its first key), of
+// the stored form's versions.
+var (
+	storedOpening   = []byte(`{"schema_version":` + strconv.Itoa(StoredVersion) + `,`)
+	storedV3Opening = []byte(`{"schema_version":` + strconv.Itoa(storedV3) + `,`)
+)
+
+// decodeStoredFast decodes b in one pass when it opens as EncodeStored
+// writes a stored form, skipping what DecodeStored tries first for the
+// other forms (decodeFast, which such a b always fails, and the reading of
+// its version). It reports false, for DecodeStored's own path, for
+// anything it would not decode as that path does: another opening, an
+// error, a schema_version that a later duplicate key changed.
+func decodeStoredFast(b []byte) (*Stored, bool) {
+	version := StoredVersion
+	switch {
+	case bytes.HasPrefix(b, storedOpening):
+	case bytes.HasPrefix(b, storedV3Opening):
+		version = storedV3
+	default:
+		return nil, false
+	}
+	v := new(storedState)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil || len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) > 0 ||
+		v.SchemaVersion != version || v.check() != nil {
+		return nil, false // and nothing but whitespace after the object, as json.Unmarshal
+	}
+	return &Stored{v: v}, true
 }
 
 // check reports what makes v a stored form that cannot name a state.
