@@ -220,17 +220,29 @@ func (t *Transport) GetTaskPushConfig(ctx context.Context, p *a2a.GetTaskPushCon
 	return FromPushConfig(&out), nil
 }
 
-// ListTaskPushConfig calls ListTaskPushNotificationConfigs.
+// ListTaskPushConfig calls ListTaskPushNotificationConfigs, page after
+// page, and returns every config.
 func (t *Transport) ListTaskPushConfig(ctx context.Context, p *a2a.ListTaskPushConfigParams) ([]*a2a.TaskPushConfig, error) {
-	var out PushConfigList
-	if err := t.call(ctx, "ListTaskPushNotificationConfigs", PushConfigParams{TaskID: string(p.TaskID)}, &out); err != nil {
-		return nil, err
+	var cs []*a2a.TaskPushConfig
+	token := ""
+	for {
+		var out PushConfigList
+		if err := t.ListTaskPushConfigPage(ctx, PushConfigParams{TaskID: string(p.TaskID), PageToken: token}, &out); err != nil {
+			return nil, err
+		}
+		for i := range out.Configs {
+			cs = append(cs, FromPushConfig(&out.Configs[i]))
+		}
+		if out.NextPageToken == "" || out.NextPageToken == token {
+			return cs, nil
+		}
+		token = out.NextPageToken
 	}
-	cs := make([]*a2a.TaskPushConfig, len(out.Configs))
-	for i := range out.Configs {
-		cs[i] = FromPushConfig(&out.Configs[i])
-	}
-	return cs, nil
+}
+
+// ListTaskPushConfigPage calls ListTaskPushNotificationConfigs for one page.
+func (t *Transport) ListTaskPushConfigPage(ctx context.Context, p PushConfigParams, out *PushConfigList) error {
+	return t.call(ctx, "ListTaskPushNotificationConfigs", p, out)
 }
 
 // SetTaskPushConfig calls CreateTaskPushNotificationConfig.

@@ -456,10 +456,12 @@ type PushConfigParams struct {
 	PageToken string `json:"pageToken,omitempty"`
 }
 
-// PushConfigList is the result of ListTaskPushNotificationConfigs.
+// PushConfigList is the result of ListTaskPushNotificationConfigs: a page
+// of configs, and the token of the next page ("" after the last; always
+// present, as A2A 1.0 has it for ListTasks).
 type PushConfigList struct {
 	Configs       []PushConfig `json:"configs"`
-	NextPageToken string       `json:"nextPageToken,omitempty"`
+	NextPageToken string       `json:"nextPageToken"`
 }
 
 // FromPushConfig converts a 1.0 push notification config.

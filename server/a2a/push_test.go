@@ -3,6 +3,8 @@ package a2a_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +136,70 @@ func testA2APush(t *testing.T, b *servertest.Bundle, rcv *webhooktest.Receiver, 
 	}
 	if _, err := bob.ListTaskPushConfig(ctx, &a2a.ListTaskPushConfigParams{TaskID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
 		t.Errorf("list of another owner's task: %v, want task not found", err)
+	}
+	if v1, ok := support.(*a2av1.Transport); ok {
+		testA2APushPages(t, v1, support, task.ID, rcv.URL)
+	}
+}
+
+// testA2APushPages: 1.0's ListTaskPushNotificationConfigs in pages of
+// pageSize, each with the token of the next ("" after the last), a config
+// deleted between pages shifting none of the others; a2av1's client
+// follows the pages; a malformed token or a negative pageSize is
+// InvalidParams.
+func testA2APushPages(t *testing.T, v1 *a2av1.Transport, tr a2aclient.Transport, task a2a.TaskID, url string) {
+	ctx := t.Context()
+	var want []string
+	for i := range 5 {
+		id := fmt.Sprintf("page-%d", i)
+		if _, err := tr.SetTaskPushConfig(ctx, &a2a.TaskPushConfig{TaskID: task, Config: a2a.PushConfig{ID: id, URL: url + "/pages"}}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, id)
+	}
+	page := func(token string) a2av1.PushConfigList {
+		t.Helper()
+		var out a2av1.PushConfigList
+		if err := v1.ListTaskPushConfigPage(ctx, a2av1.PushConfigParams{TaskID: string(task), PageSize: 2, PageToken: token}, &out); err != nil {
+			t.Fatalf("page after %q: %v", token, err)
+		}
+		return out
+	}
+	ids := func(l a2av1.PushConfigList) (out []string) {
+		for _, c := range l.Configs {
+			out = append(out, c.ID)
+		}
+		return out
+	}
+	first := page("")
+	if got := ids(first); !slices.Equal(got, want[:2]) || first.NextPageToken == "" {
+		t.Fatalf("first page %v, next %q; want %v and a token", got, first.NextPageToken, want[:2])
+	}
+	// The first page's last config deleted: the next page starts after it all the same.
+	if err := tr.DeleteTaskPushConfig(ctx, &a2a.DeleteTaskPushConfigParams{TaskID: task, ConfigID: want[1]}); err != nil {
+		t.Fatal(err)
+	}
+	second := page(first.NextPageToken)
+	if got := ids(second); !slices.Equal(got, want[2:4]) || second.NextPageToken == "" {
+		t.Fatalf("second page %v, next %q; want %v and a token", got, second.NextPageToken, want[2:4])
+	}
+	last := page(second.NextPageToken)
+	if got := ids(last); !slices.Equal(got, want[4:]) || last.NextPageToken != "" {
+		t.Fatalf("last page %v, next %q; want %v and none", got, last.NextPageToken, want[4:])
+	}
+	all, err := tr.ListTaskPushConfig(ctx, &a2a.ListTaskPushConfigParams{TaskID: task})
+	if err != nil || len(all) != 4 {
+		t.Fatalf("the client's list: %v, %d configs, want 4", err, len(all))
+	}
+	for _, bad := range []a2av1.PushConfigParams{{PageToken: "not a token!"}, {PageToken: "eC8"}, {PageToken: strings.Repeat("A", 4000)}, {PageSize: -1}} {
+		bad.TaskID = string(task)
+		var out a2av1.PushConfigList
+		if err := v1.ListTaskPushConfigPage(ctx, bad, &out); !errors.Is(err, a2a.ErrInvalidParams) {
+			t.Errorf("list with %+v: %v, want invalid params", bad, err)
+		}
+	}
+	for _, id := range want {
+		_ = tr.DeleteTaskPushConfig(ctx, &a2a.DeleteTaskPushConfigParams{TaskID: task, ConfigID: id})
 	}
 }
 

@@ -136,7 +136,11 @@ func (h *a2aHandler) push1(ctx context.Context, method string, raw json.RawMessa
 		if err != nil {
 			return nil, err
 		}
-		out := a2av1.PushConfigList{Configs: make([]a2av1.PushConfig, len(cs))}
+		cs, next, err := pushPage(cs, p.PageSize, p.PageToken)
+		if err != nil {
+			return nil, err
+		}
+		out := a2av1.PushConfigList{Configs: make([]a2av1.PushConfig, len(cs)), NextPageToken: next}
 		for i, c := range cs {
 			out.Configs[i] = a2apush.To10(c)
 		}
