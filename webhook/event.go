@@ -23,6 +23,11 @@ const (
 	RunFailed      = "run.failed"
 	RunCancelled   = "run.cancelled"
 	RunInterrupted = "run.interrupted"
+	// RunWorking is a run's start, or its resumption after a decision: the
+	// A2A task's change to working. It goes to a run's own targets (A2A
+	// push notification configs, which receive every change of their task's
+	// state) and not to the webhook URLs, whose events are the others.
+	RunWorking = "run.working"
 )
 
 // Event is a webhook's body (Standard Webhooks: type, timestamp, data).
@@ -144,7 +149,10 @@ type URLsFunc func(st *runstate.State) []string
 // a checkpoint whose status ends the run (completed, failed, cancelled) or
 // waits for a decision (interrupted), one River job per URL, inserted in
 // the checkpoint's transaction through ins, so that the event commits with
-// the checkpoint or not at all. perRun, if set, adds a run's own URLs.
+// the checkpoint or not at all. perRun, if set, adds a run's own URLs. At
+// the first checkpoint of an execution of a run (its start, a resumption)
+// still running, [RunWorking] goes to the run's targets: once per change
+// of status, never per step or text delta.
 func (s *Service) Extension(ins Inserter, perRun URLsFunc) runner.Extension {
 	return runner.ExtensionFuncs{Boundary: func(ctx context.Context, b *runner.Boundary) error {
 		return s.atBoundary(ctx, ins, perRun, b)
@@ -152,7 +160,14 @@ func (s *Service) Extension(ins Inserter, perRun URLsFunc) runner.Extension {
 }
 
 func (s *Service) atBoundary(ctx context.Context, ins Inserter, perRun URLsFunc, b *runner.Boundary) error {
-	if s == nil || eventType(b.State.Status) == "" || b.CheckpointID == "" {
+	if s == nil || b.CheckpointID == "" {
+		return nil
+	}
+	typ := eventType(b.State.Status)
+	if typ == "" && b.First && b.State.Status == runstate.StatusRunning && s.targets != nil {
+		typ = RunWorking
+	}
+	if typ == "" {
 		return nil
 	}
 	tx, ok := b.Tx.(store.Tx)
@@ -163,7 +178,7 @@ func (s *Service) atBoundary(ctx context.Context, ins Inserter, perRun URLsFunc,
 	if !ok {
 		return errors.New("webhook: the run's context carries no owner (use package threads)")
 	}
-	return s.record(ctx, ins, perRun, tx, owner, b.State, b.CheckpointID)
+	return s.record(ctx, ins, perRun, tx, owner, b.State, b.CheckpointID, typ)
 }
 
 // EndTx returns the threads.Service.EndTx that records the event of a run
@@ -171,20 +186,22 @@ func (s *Service) atBoundary(ctx context.Context, ins Inserter, perRun URLsFunc,
 // stop), in the transaction of its checkpoint, like [Service.Extension].
 func (s *Service) EndTx(ins Inserter, perRun URLsFunc) func(ctx context.Context, tx store.Tx, owner string, st *runstate.State, checkpointID string) error {
 	return func(ctx context.Context, tx store.Tx, owner string, st *runstate.State, checkpointID string) error {
-		return s.record(ctx, ins, perRun, tx, owner, st, checkpointID)
+		return s.record(ctx, ins, perRun, tx, owner, st, checkpointID, eventType(st.Status))
 	}
 }
 
-// record inserts the deliveries of the event of checkpoint checkpointID
-// (state st) in tx.
-func (s *Service) record(ctx context.Context, ins Inserter, perRun URLsFunc, tx store.Tx, owner string, st *runstate.State, checkpointID string) error {
-	typ := eventType(st.Status)
+// record inserts the deliveries of event typ of checkpoint checkpointID
+// (state st) in tx: [RunWorking] to the run's targets alone.
+func (s *Service) record(ctx context.Context, ins Inserter, perRun URLsFunc, tx store.Tx, owner string, st *runstate.State, checkpointID, typ string) error {
 	if s == nil || typ == "" || checkpointID == "" {
 		return nil
 	}
-	urls := s.cfg.URLs
-	if perRun != nil {
-		urls = append(append([]string(nil), urls...), perRun(st)...)
+	var urls []string
+	if typ != RunWorking {
+		urls = s.cfg.URLs
+		if perRun != nil {
+			urls = append(append([]string(nil), urls...), perRun(st)...)
+		}
 	}
 	var targets []Target
 	if s.targets != nil {

@@ -34,8 +34,26 @@ export async function receiver() {
         waiting.push({ path, resolve: (n) => { clearTimeout(timer); resolve(n); } });
       });
     },
+    // settled resolves to the next notification to path of a task that is
+    // not working, with the working ones (a task's start or resumption)
+    // received to path before it in .working.
+    async settled(path) {
+      const working = [];
+      for (;;) {
+        const n = await this.next(path);
+        if (!isWorking(n)) return Object.assign(n, { working });
+        working.push(n);
+      }
+    },
     close: () => new Promise((resolve) => server.close(resolve)),
   };
+}
+
+// isWorking reports whether a notification's task (0.3's Task, 1.0's
+// StreamResponse) is working.
+export function isWorking(n) {
+  const body = JSON.parse(n.body);
+  return body.status?.state === "working" || body.task?.status?.state === "TASK_STATE_WORKING";
 }
 
 // verify reports whether a notification's webhook-signature is the

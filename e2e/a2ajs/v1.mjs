@@ -153,7 +153,12 @@ test("1.0: push notifications: a config given with SendMessage and one created o
     const task = await client.sendMessage({ ...send("I was charged twice for order 1234"), configuration: {
       acceptedOutputModes: [], historyLength: undefined, returnImmediately: false, metadata: undefined,
       taskPushNotificationConfig: config("on-send", "/send1", "tok-send", { scheme: "Bearer", credentials: "cred1" }) } });
-    let n = await rcv.next("/send1");
+    let n = await rcv.settled("/send1");
+    // The task's start was notified too: working (it may arrive after).
+    const w = n.working[0] ?? await rcv.next("/send1");
+    assert.equal(JSON.parse(w.body).task.status.state, "TASK_STATE_WORKING");
+    assert.equal(w.headers["x-a2a-notification-token"], "tok-send");
+    assert.ok(verify(w));
     assert.equal(n.headers["content-type"], "application/a2a+json");
     assert.equal(n.headers["x-a2a-notification-token"], "tok-send");
     assert.equal(n.headers.authorization, "Bearer cred1");
@@ -174,7 +179,7 @@ test("1.0: push notifications: a config given with SendMessage and one created o
     assert.equal(list.configs.length, 1);
     await collect(client.sendMessageStream({ tenant: "", configuration: undefined, metadata: undefined,
       message: message([dataPart({ type: "approve" })], { taskId: id, contextId: waiting.task.contextId }) }));
-    n = await rcv.next("/set1");
+    n = await rcv.settled("/set1");
     assert.equal(n.headers["x-a2a-notification-token"], "tok-set");
     assert.ok(verify(n));
     body = JSON.parse(n.body);

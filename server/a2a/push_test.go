@@ -67,8 +67,18 @@ func testA2APush(t *testing.T, b *servertest.Bundle, rcv *webhooktest.Receiver, 
 		t.Fatal(err)
 	}
 	task := res.(*a2a.Task)
-	got := receive(t, rcv, "/send/"+proto)
+	working := map[string][]webhooktest.Delivery{}
+	got := receive(t, rcv, "/send/"+proto, working, true)
 	checkPush(t, got, proto, "tok-send", "Bearer cred-"+proto, task.ID, a2a.TaskStateCompleted)
+	// The task's start: working, once.
+	if w := working["/send/"+proto]; len(w) != 1 {
+		t.Fatalf("%d working notifications of the task's start, want 1", len(w))
+	} else {
+		checkPush(t, w[0], proto, "tok-send", "Bearer cred-"+proto, task.ID, a2a.TaskStateWorking)
+		if w[0].ID == got.ID {
+			t.Errorf("working and completed share webhook-id %s", got.ID)
+		}
+	}
 
 	// A config set on a task waiting for input.
 	waiting := collectA2A(t, support.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: userA2A("I want a refund for order 1234")}))
@@ -87,23 +97,18 @@ func testA2APush(t *testing.T, b *servertest.Bundle, rcv *webhooktest.Receiver, 
 	if _, err := support.SendMessage(ctx, &a2a.MessageSendParams{Message: approve}); err != nil {
 		t.Fatal(err)
 	}
-	got = receive(t, rcv, "/set/"+proto)
+	got = receive(t, rcv, "/set/"+proto, working, false)
 	checkPush(t, got, proto, "tok-set", "", task.ID, a2a.TaskStateCompleted)
 	if !strings.Contains(string(got.Body), "Your refund R-77") {
 		t.Errorf("the notification lacks the answer: %s", got.Body)
 	}
-	var log struct {
-		Data []struct {
-			URL        string `json:"url"`
-			Target     string `json:"target"`
-			StatusCode int    `json:"status_code"`
-			RunID      string `json:"run_id"`
-			Network    string `json:"network"`
-		}
-	}
-	// The worker logs the attempt once the receiver answered it.
+	var log struct{ Data []deliveryRow }
+	// The worker logs the attempt once the receiver answered it (the
+	// resumption's working notification, if the run was still running at
+	// its first checkpoint, is left out).
 	for deadline := time.Now().Add(30 * time.Second); len(log.Data) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		b.Do(t, b.KeyA, "GET", "/v1/webhooks/deliveries?run_id="+string(task.ID), nil).JSON(t, &log)
+		log.Data = slices.DeleteFunc(log.Data, func(d deliveryRow) bool { return d.Type == webhook.RunWorking })
 	}
 	if len(log.Data) != 1 || log.Data[0].URL != rcv.URL+"/set/"+proto || log.Data[0].StatusCode != 204 || log.Data[0].Network != "support" ||
 		log.Data[0].Target != "later" {
@@ -203,22 +208,53 @@ func testA2APushPages(t *testing.T, v1 *a2av1.Transport, tr a2aclient.Transport,
 	}
 }
 
-// receive returns the next delivery, which must go to path.
-func receive(t *testing.T, rcv *webhooktest.Receiver, path string) webhooktest.Delivery {
+// deliveryRow is a row of GET /v1/webhooks/deliveries.
+type deliveryRow struct {
+	Type       string `json:"type"`
+	URL        string `json:"url"`
+	Target     string `json:"target"`
+	StatusCode int    `json:"status_code"`
+	RunID      string `json:"run_id"`
+	Network    string `json:"network"`
+}
+
+// receive returns the next delivery of a task that is not working, which
+// must go to path. Working ones (a task's start or resumption, to any
+// path, in any order with the others) go to working[their path]; with
+// wantWorking, receive also waits for one to path.
+func receive(t *testing.T, rcv *webhooktest.Receiver, path string, working map[string][]webhooktest.Delivery, wantWorking bool) webhooktest.Delivery {
 	t.Helper()
-	select {
-	case d := <-rcv.Got:
-		if d.Path != path {
-			t.Fatalf("a delivery to %s, want %s", d.Path, path)
+	var final *webhooktest.Delivery
+	timeout := time.After(60 * time.Second)
+	for final == nil || wantWorking && len(working[path]) == 0 {
+		select {
+		case d := <-rcv.Got:
+			if bad := rcv.Bad(); len(bad) > 0 {
+				t.Fatalf("deliveries that did not verify: %v", bad)
+			}
+			if isWorking(d.Body) {
+				working[d.Path] = append(working[d.Path], d)
+				continue
+			}
+			if d.Path != path || final != nil {
+				t.Fatalf("a delivery to %s, want %s: %s", d.Path, path, d.Body)
+			}
+			final = &d
+		case <-timeout:
+			t.Fatalf("no delivery to %s in 60 s (working ones: %d)", path, len(working[path]))
 		}
-		if bad := rcv.Bad(); len(bad) > 0 {
-			t.Fatalf("deliveries that did not verify: %v", bad)
-		}
-		return d
-	case <-time.After(60 * time.Second):
-		t.Fatalf("no delivery to %s in 60 s", path)
 	}
-	return webhooktest.Delivery{}
+	return *final
+}
+
+// isWorking reports whether a notification's task (0.3's Task, 1.0's
+// StreamResponse) is working.
+func isWorking(body []byte) bool {
+	var n struct {
+		Status struct{ State string }
+		Task   struct{ Status struct{ State string } }
+	}
+	return json.Unmarshal(body, &n) == nil && (n.Status.State == "working" || n.Task.Status.State == "TASK_STATE_WORKING")
 }
 
 // checkPush checks a notification: the protocol's task of id in state,
@@ -256,7 +292,7 @@ func checkPush(t *testing.T, d webhooktest.Delivery, proto, token, authz string,
 			t.Fatal(err)
 		}
 	}
-	if task.ID != id || task.Status.State != state || answerOf(task) == "" {
+	if task.ID != id || task.Status.State != state || (answerOf(task) == "") != (state == a2a.TaskStateWorking) {
 		t.Errorf("notified task %s %s (answer %q), want %s %s: %s", task.ID, task.Status.State, answerOf(task), id, state, d.Body)
 	}
 }
