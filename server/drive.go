@@ -36,7 +36,7 @@ func (s *Server) startTurn(ctx context.Context, owner, threadID, runID string, n
 // seq of the checkpoint it resumes from: its events before are in the
 // store.
 func (s *Server) launch(ctx context.Context, owner, threadID, runID string, nw *Network, resumeAt *runlog.Cursor, events func(context.Context) iter.Seq2[runner.Event, error]) (*Run, error) {
-	run, te, started, err := s.register(owner, threadID, runID, nw, resumeAt)
+	run, te, started, err := s.register(ctx, owner, threadID, runID, nw, resumeAt)
 	if err != nil {
 		return nil, err
 	}
@@ -59,8 +59,10 @@ func (s *Server) launch(ctx context.Context, owner, threadID, runID string, nw *
 	return run, nil
 }
 
-// register makes a run the thread's active run in this process.
-func (s *Server) register(owner, threadID, runID string, nw *Network, resumeAt *runlog.Cursor) (*Run, *threadEntry, chan struct{}, error) {
+// register makes a run the thread's active run in this process. If the
+// thread's active run has ended, it waits for it to free the thread, until
+// ctx ends (at most endingWait).
+func (s *Server) register(ctx context.Context, owner, threadID, runID string, nw *Network, resumeAt *runlog.Cursor) (*Run, *threadEntry, chan struct{}, error) {
 	if s.draining.Load() {
 		return nil, nil, nil, ErrShuttingDown
 	}
@@ -72,12 +74,7 @@ func (s *Server) register(owner, threadID, runID string, nw *Network, resumeAt *
 		// frees the thread as soon as its extensions are done.
 		freed := te.freed
 		te.mu.Unlock()
-		t := time.NewTimer(endingWait)
-		select {
-		case <-freed:
-		case <-t.C:
-		}
-		t.Stop()
+		waitFreed(ctx, freed)
 		te.mu.Lock()
 	}
 	if a := te.active; a != nil {
@@ -133,7 +130,7 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request, owner, threa
 	}
 	defer s.releaseStream(r.Context())
 	opts = append(nw.inlineOptions(), opts...)
-	run, te, _, err := s.register(owner, threadID, runID, nw, nil)
+	run, te, _, err := s.register(r.Context(), owner, threadID, runID, nw, nil)
 	if err != nil {
 		return err
 	}
@@ -385,8 +382,21 @@ func release(run *Run, te *threadEntry) {
 }
 
 // endingWait bounds how long a new run on a thread waits for the thread's
-// run that has ended to free it.
-const endingWait = 5 * time.Second
+// run that has ended to free it (its extensions after run_end: a webhook's
+// enqueue, a summary's mirror), so that a run whose goroutine is stuck
+// cannot hold the thread's next requests for ever.
+const endingWait = 30 * time.Second
+
+// waitFreed waits until freed is closed, ctx ends or endingWait passes.
+func waitFreed(ctx context.Context, freed <-chan struct{}) {
+	t := time.NewTimer(endingWait)
+	defer t.Stop()
+	select {
+	case <-freed:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
 
 // isEnding reports whether the run's run_end is in its log.
 func (r *Run) isEnding() bool {

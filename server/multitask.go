@@ -156,15 +156,10 @@ func (s *Server) startQueued(nw *Network, owner, threadID string, q threads.Queu
 		busy, freed := te.active != nil, te.freed
 		te.mu.Unlock()
 		if busy {
-			t := time.NewTimer(endingWait)
-			select {
-			case <-freed:
-			case <-t.C:
-			}
-			t.Stop()
+			waitFreed(s.runCtx, freed)
 		}
 		run := s.queuedRun(owner, threadID, q.RunID, nw)
-		run, te, _, err := s.register(owner, threadID, run.id, nw, nil)
+		run, te, _, err := s.register(s.runCtx, owner, threadID, run.id, nw, nil)
 		if err != nil {
 			threads.QueuedStartError(s.runCtx, s.log, q.RunID, threadID, err)
 			return

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -60,13 +61,13 @@ func TestSecondStartKeepsTheLogClosed(t *testing.T) {
 	nw := &Network{name: "n"}
 	run := s.reg.newRun("o", "t", "r", "n")
 	run.queued = true
-	_, te, _, err := s.register("o", "t", "r", nw, nil)
+	_, te, _, err := s.register(t.Context(), "o", "t", "r", nw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	release(run, te) // the first start ran it to its end
 	run.log.Close("completed")
-	if _, _, _, err := s.register("o", "t", "r", nw, nil); err != nil {
+	if _, _, _, err := s.register(t.Context(), "o", "t", "r", nw, nil); err != nil {
 		t.Fatal(err)
 	}
 	if closed, status, _ := run.log.Closed(); !closed || status != "completed" {
@@ -74,7 +75,7 @@ func TestSecondStartKeepsTheLogClosed(t *testing.T) {
 	}
 	// A resumed run's log goes on.
 	release(run, te)
-	if _, _, _, err := s.register("o", "t", "r", nw, &runlog.Cursor{Seq: 3}); err != nil {
+	if _, _, _, err := s.register(t.Context(), "o", "t", "r", nw, &runlog.Cursor{Seq: 3}); err != nil {
 		t.Fatal(err)
 	}
 	if closed, _, _ := run.log.Closed(); closed {
@@ -110,11 +111,11 @@ func TestStartAfterRunEnd(t *testing.T) {
 	t.Parallel()
 	s := &Server{reg: newRegistry(runlog.Limits{}, time.Minute)}
 	nw := &Network{name: "n"}
-	first, te, _, err := s.register("o", "t", "r1", nw, nil)
+	first, te, _, err := s.register(t.Context(), "o", "t", "r1", nw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := s.register("o", "t", "r2", nw, nil); err == nil {
+	if _, _, _, err := s.register(t.Context(), "o", "t", "r2", nw, nil); err == nil {
 		t.Fatal("a second run started while the first runs")
 	}
 	first.observe(&runner.RunEndEvent{Status: runstate.StatusInterrupted})
@@ -124,12 +125,20 @@ func TestStartAfterRunEnd(t *testing.T) {
 		time.Sleep(50 * time.Millisecond) // the extensions after the end
 		release(first, te)
 	}()
-	second, _, _, err := s.register("o", "t", "r2", nw, nil)
+	second, _, _, err := s.register(t.Context(), "o", "t", "r2", nw, nil)
 	if err != nil {
 		t.Fatalf("the next run after run_end: %v", err)
 	}
 	<-freed
 	if second.id != "r2" {
 		t.Fatalf("registered %s", second.id)
+	}
+	// A request that goes while it waits stops waiting: the thread is
+	// still busy for it.
+	second.observe(&runner.RunEndEvent{Status: runstate.StatusCompleted})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, _, _, err := s.register(ctx, "o", "t", "r3", nw, nil); err == nil {
+		t.Fatal("a gone request's run started while the thread's ended run holds it")
 	}
 }
