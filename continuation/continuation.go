@@ -346,16 +346,19 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := s.q.start(ctx); err != nil {
-		return fmt.Errorf("continuation: start workers: %w", err)
-	}
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	s.stop = stop
+	// Before the workers: a delivery reads it (a job may be waiting).
 	if sg, ok := s.broker.(draft.Signaller); ok && !s.cfg.NoWorkers {
 		if s.deltaSender = draft.NewDeltaSender(lctx, sg, s.cfg.Holder, s.cfg.InterestTTL); s.deltaSender != nil {
 			s.deltaSender.Follow = true
 		}
 	}
+	if err := s.q.start(ctx); err != nil {
+		stop()
+		s.deltaSender = nil
+		return fmt.Errorf("continuation: start workers: %w", err)
+	}
+	s.stop = stop
 	s.loops.Add(1)
 	go func() {
 		defer s.loops.Done()

@@ -428,18 +428,34 @@ func (s *Service) claimIn(ctx context.Context, tx store.Tx, jc *jobCtx) (func(er
 	}, nil
 }
 
-// claimCheckpoint claims a lazily claimed run in the transaction of its
-// first checkpoint (not its final one: finishTx claims and finishes at
-// once). The checkpoint itself is fenced on the one the run resumed from.
+// claimCheckpoint fences a checkpoint of a delivery (not its final one:
+// finishTx claims and finishes at once, fenced on the attempt) on the
+// delivery's claim: a lazily claimed run not claimed yet is claimed in its
+// transaction (claimIn, fenced on the attempt read); otherwise the job run
+// must still be processing at the delivery's attempt (a Hold, deferred: on
+// PostgreSQL it goes with the COMMIT). A delivery whose run was taken over
+// — an adopter judged its worker dead and moved the job run to error, or
+// another delivery claimed it — thus writes nothing more for the run: no
+// checkpoint (a failed one included), message, event or webhook of its
+// transaction; the refusal (a *store.TransitionError) stops the run.
 func (s *Service) claimCheckpoint(ctx context.Context, tx store.Tx, jc *jobCtx) error {
-	if !jc.lazy {
-		return nil
+	if _, unclaimed := jc.claimState(); unclaimed {
+		done, err := s.claimIn(ctx, tx, jc)
+		if done != nil {
+			done(nil)
+		}
+		if err != nil || done != nil {
+			return err
+		}
+		// Claimed meanwhile by a draft flush: held like any claim.
 	}
-	done, err := s.claimIn(ctx, tx, jc)
-	if done != nil {
-		done(nil)
+	a := jc.args
+	attempt, _ := jc.claimState()
+	if _, err := tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing,
+		ExpectedAttempt: attempt, Hold: true, Deferred: true}); err != nil {
+		return fmt.Errorf("continuation: hold job run %s: %w", a.JobRunID, err)
 	}
-	return err
+	return nil
 }
 
 // finishTx finalises a continuation in the transaction of the run's final

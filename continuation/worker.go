@@ -63,7 +63,7 @@ func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
 		// where the placeholder can still be finalised.
 		cause := fmt.Errorf("continuation: run %s: %d attempts spent", a.RunID, s.cfg.MaxAttempts)
 		log.ErrorContext(ctx, "continuation gave up: its attempts are spent", "error", cause)
-		if err := s.fail(ctx, a, 0, runner.KindSystem, s.cfg.ErrorText, cause); err != nil {
+		if err := s.fail(ctx, a, fence{}, runner.KindSystem, s.cfg.ErrorText, cause); err != nil {
 			return err
 		}
 		return river.JobCancel(cause)
@@ -93,7 +93,7 @@ func (s *Service) deliver(ctx context.Context, job *river.Job[Args], c *claim, e
 	switch {
 	case errors.As(err, &ie):
 		log.ErrorContext(ctx, "continuation refused: the run was suspended under another network version", "error", err)
-		if ferr := s.fail(ctx, a, 0, runner.KindSystem, DefaultIncompatibleText, err); ferr != nil {
+		if ferr := s.fail(ctx, a, fence{}, runner.KindSystem, DefaultIncompatibleText, err); ferr != nil {
 			return ferr
 		}
 		return river.JobCancel(err)
@@ -114,7 +114,13 @@ func (s *Service) deliver(ctx context.Context, job *river.Job[Args], c *claim, e
 		return river.JobSnooze(c.lease)
 	case c.failure != nil:
 		cause := fmt.Errorf("run %s failed: %s: %s", a.RunID, c.failure.Kind, c.failure.Message)
-		if ferr := s.fail(ctx, a, c.attempt, runner.Kind(c.failure.Kind), s.cfg.ErrorText, cause); ferr != nil {
+		// Fenced on the attempt the claim read: a delivery that claimed
+		// since carries the run.
+		if ferr := s.fail(ctx, a, fence{attempt: c.attempt, on: true}, runner.Kind(c.failure.Kind), s.cfg.ErrorText, cause); ferr != nil {
+			if isLost(ferr) {
+				log.InfoContext(ctx, "continuation claimed by another delivery; checking back later", "error", ferr)
+				return river.JobSnooze(s.cfg.JobTimeout)
+			}
 			return ferr
 		}
 		return river.JobCancel(cause)
@@ -403,11 +409,14 @@ func resumable(st *runstate.State) bool {
 	return false
 }
 
+// errLost: the delivery's claim no longer stands (see fence).
+var errLost = errors.New("continuation: the run was taken over by another delivery")
+
 // isLost reports whether err says another writer got to the run first.
 func isLost(err error) bool {
 	var sw *store.StaleWriteError
 	var te *store.TransitionError
-	return errors.As(err, &sw) || errors.As(err, &te)
+	return errors.As(err, &sw) || errors.As(err, &te) || errors.Is(err, errLost)
 }
 
 // transient reports whether a run error is worth another attempt.
@@ -429,10 +438,12 @@ func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int,
 	a := job.Args
 	switch {
 	case isLost(err):
-		// Another worker claimed the run after this one's lease (or
-		// finalised it): it carries on; check back after its lease.
-		log.WarnContext(ctx, "continuation taken over by another worker", "error", err)
-		return river.JobSnooze(s.cfg.JobTimeout)
+		// Another worker claimed the run after this one's lease (or an
+		// adopter took it, or it was finalised): its writes were refused
+		// (every write of a delivery is fenced on its claim, see
+		// claimCheckpoint), and it writes nothing more; the other carries
+		// on. Check back after its lease.
+		return s.lost(ctx, err, log)
 	case ctx.Err() != nil:
 		// Job timeout or shutdown: the run resumes from its last checkpoint.
 		log.WarnContext(ctx, "continuation interrupted; it will resume from its last checkpoint", "error", err)
@@ -443,14 +454,27 @@ func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int,
 		s.retryLater(ctx, a, attempt, unclaimed, err, log)
 		return err
 	}
-	log.ErrorContext(ctx, "continuation failed", "error", err, "kind", runner.KindOf(err))
-	if ferr := s.fail(ctx, a, attempt, runner.KindOf(err), s.cfg.ErrorText, err); ferr != nil {
+	if ferr := s.fail(ctx, a, fence{attempt: attempt, on: true, claimed: !unclaimed}, runner.KindOf(err), s.cfg.ErrorText, err); ferr != nil {
+		if isLost(ferr) {
+			// Its claim was lost before the failure: the run is another's.
+			return s.lost(ctx, fmt.Errorf("%w (failure not recorded: %v)", ferr, err), log)
+		}
+		log.ErrorContext(ctx, "continuation failed", "error", err, "kind", runner.KindOf(err))
 		log.ErrorContext(ctx, "continuation: recording the failure failed", "error", ferr)
 		return ferr
 	}
+	log.ErrorContext(ctx, "continuation failed", "error", err, "kind", runner.KindOf(err))
 	// Recorded for good (attempts spent, or a permanent failure): River
 	// must not deliver it again.
 	return river.JobCancel(err)
+}
+
+// lost ends a delivery that lost its run to another holder (an adopter
+// judged its worker dead, or another delivery claimed it): nothing of it
+// was written after the loss; River checks back after the job timeout.
+func (s *Service) lost(ctx context.Context, err error, log *slog.Logger) error {
+	log.InfoContext(ctx, "continuation lost to another holder; this delivery stops without writing", "error", err)
+	return river.JobSnooze(s.cfg.JobTimeout)
 }
 
 // retryLater hands the run back to the queue after a transient failure:
@@ -477,16 +501,32 @@ func (s *Service) retryLater(ctx context.Context, a Args, attempt int, unclaimed
 			Error: cause.Error(), ExpectedAttempt: attempt, Fence: unclaimed, ViaProcessing: unclaimed})
 		return err
 	})
-	if err != nil {
+	switch {
+	case isLost(err):
+		// Fenced: its claim was lost, the run is another's.
+		log.InfoContext(ctx, "continuation lost to another holder; its retry is not recorded", "error", err)
+	case err != nil:
 		log.WarnContext(ctx, "continuation: recording the retry failed", "error", err)
 	}
+}
+
+// fence is what a delivery's record of a failure is fenced on: the job
+// run's attempt as the delivery read or claimed it (claimed: the job run
+// is then processing at it). The zero fence fences nothing (a delivery
+// that gives up on the run without claiming it).
+type fence struct {
+	attempt     int
+	on, claimed bool
 }
 
 // fail finalises a continuation that failed for good: the run gets a
 // failed checkpoint if it has none (so that its thread is free), the
 // placeholder goes to error with text (user-safe), the draft is cleared and
-// the job run records the detail. attempt 0 does not fence the job run.
-func (s *Service) fail(ctx context.Context, a Args, attempt int, kind runner.Kind, text string, cause error) error {
+// the job run records the detail. Under fence f, a job run that moved on
+// (another attempt; or, claimed, no longer processing: an adopter took the
+// run) is errLost and nothing is written: the run is another delivery's.
+func (s *Service) fail(ctx context.Context, a Args, f fence, kind runner.Kind, text string, cause error) error {
+	attempt := f.attempt
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	err := s.st.Tx(ctx, func(tx store.Tx) error {
@@ -496,6 +536,11 @@ func (s *Service) fail(ctx context.Context, a Args, attempt int, kind runner.Kin
 		}
 		if jr.Status == store.JobCompleted || jr.Status == store.JobCanceled {
 			return nil
+		}
+		if f.on && (jr.Attempt != f.attempt || f.claimed && jr.Status != store.JobProcessing) {
+			// Read unlocked: the job run's transitions below are fenced
+			// on the attempt too, under its row lock.
+			return fmt.Errorf("%w: job run %s is %s at attempt %d, the delivery's attempt is %d", errLost, jr.ID, jr.Status, jr.Attempt, f.attempt)
 		}
 		cp, err := tx.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: a.OwnerID, RunID: a.RunID})
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -531,7 +576,8 @@ func (s *Service) fail(ctx context.Context, a Args, attempt int, kind runner.Kin
 		if jr.Status != store.JobProcessing {
 			// Never claimed (queued), or handed back after a transient
 			// failure (error): it enters processing to record the outcome.
-			if jr, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing}); err != nil {
+			if jr, err = tx.TransitionJobRun(ctx, &store.TransitionJobRunParams{OwnerID: a.OwnerID, ID: a.JobRunID, To: store.JobProcessing,
+				ExpectedAttempt: attempt, Fence: f.on}); err != nil {
 				return err
 			}
 			attempt = jr.Attempt

@@ -138,6 +138,15 @@ type TransitionJobRunParams struct {
 	// move to. A continuation that claims its run with its final write
 	// moves it from queued to completed at once.
 	ViaProcessing bool
+	// Hold asserts a claim instead of moving the run: To must be processing,
+	// and the run must be processing at ExpectedAttempt (fenced, whatever
+	// Fence says); nothing changes but its update time, and no attempt is
+	// counted. It takes the run's row lock like a move, so that a
+	// transaction that holds it commits only while the claim stands: a
+	// continuation's delivery fences each of its writes with it, and one
+	// whose run was taken over (moved to error, or claimed again) writes
+	// nothing.
+	Hold bool
 	// ClearDraft, if set, is the id of a message whose draft is deleted
 	// with the transition, in the same statement on PostgreSQL (a
 	// continuation's placeholder, as its job run completes); a missing

@@ -544,3 +544,76 @@ func testJobRunViaProcessing(t *testing.T, s store.Store, b *bundle) {
 		t.Fatalf("concurrent claims via processing left %+v", got)
 	}
 }
+
+// testJobRunHold: a Hold (TransitionJobRunParams.Hold) asserts a claim
+// without moving the run: it passes while the run is processing at the
+// attempt given, counting no attempt (immediate, with metadata, deferred
+// in a transaction), and is refused once the run moved on (another
+// attempt, another status) — a deferred one then fails its transaction,
+// and nothing of it stays. Hold must assert processing.
+func testJobRunHold(t *testing.T, s store.Store, b *bundle) {
+	th := newThread(t, s, b)
+	j := Must(s.CreateJobRun(b.ctx, &store.CreateJobRunParams{OwnerID: b.owner, IdempotencyKey: uuid.NewString(), Kind: "k", ThreadID: th.ID}))(t).Run
+	hold := func(p store.TransitionJobRunParams) error {
+		p.OwnerID, p.ID, p.To, p.Hold = b.owner, j.ID, store.JobProcessing, true
+		if !p.Deferred {
+			_, err := s.TransitionJobRun(b.ctx, &p)
+			return err
+		}
+		return s.Tx(b.ctx, func(tx store.Tx) error {
+			if _, err := tx.TransitionJobRun(b.ctx, &p); err != nil {
+				return err
+			}
+			_, err := tx.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: th.ID,
+				Messages: []store.NewMessage{{Message: message.User("m")}}})
+			return err
+		})
+	}
+	count := func() int {
+		return len(Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: th.ID}))(t))
+	}
+	// Queued: nothing to hold.
+	wantAs[*store.TransitionError](t, hold(store.TransitionJobRunParams{}))
+	claimed := Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobProcessing, Fence: true}))(t)
+	for _, p := range []store.TransitionJobRunParams{
+		{ExpectedAttempt: 1},
+		{ExpectedAttempt: 1, Metadata: map[string]json.RawMessage{"held": json.RawMessage(`true`)}},
+		{ExpectedAttempt: 1, Deferred: true},
+	} {
+		if err := hold(p); err != nil {
+			t.Fatalf("hold %+v of the claim: %v", p, err)
+		}
+		got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t)
+		if got.Status != store.JobProcessing || got.Attempt != 1 || !got.StartedAt.Equal(claimed.StartedAt) {
+			t.Fatalf("hold %+v moved the run: %+v, was %+v", p, got, claimed)
+		}
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("the held transaction left %d messages, want 1", n)
+	}
+	// Another attempt, fenced even at 0.
+	for _, a := range []int{0, 2} {
+		te := wantAs[*store.TransitionError](t, hold(store.TransitionJobRunParams{ExpectedAttempt: a}))
+		if te.Reason == "" {
+			t.Fatalf("hold at attempt %d: %+v", a, te)
+		}
+	}
+	// Taken over: the run moved to error at its attempt.
+	Must(s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobError, Error: "taken", ExpectedAttempt: 1}))(t)
+	for _, deferred := range []bool{false, true} {
+		err := hold(store.TransitionJobRunParams{ExpectedAttempt: 1, Deferred: deferred})
+		te := wantAs[*store.TransitionError](t, err)
+		wantErr(t, err, store.ErrConflict)
+		if te.From != string(store.JobError) {
+			t.Fatalf("hold of a run in error (deferred %v): %+v", deferred, te)
+		}
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("a refused hold's transaction left %d messages, want 1", n)
+	}
+	if got := Must(s.GetJobRun(b.ctx, &store.GetJobRunParams{OwnerID: b.owner, ID: j.ID}))(t); got.Status != store.JobError || got.Attempt != 1 {
+		t.Fatalf("refused holds wrote: %+v", got)
+	}
+	_, err := s.TransitionJobRun(b.ctx, &store.TransitionJobRunParams{OwnerID: b.owner, ID: j.ID, To: store.JobCompleted, Hold: true})
+	wantErr(t, err, store.ErrInvalid)
+}

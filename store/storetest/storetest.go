@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"JobRunConcurrentCreate", testJobRunConcurrentCreate},
 		{"JobRunTransitions", testJobRunTransitions},
 		{"JobRunFenceZero", testJobRunFenceZero},
+		{"JobRunHold", testJobRunHold},
 		{"JobRunViaProcessing", testJobRunViaProcessing},
 		{"JobRunDeferred", testJobRunDeferred},
 		{"JobRunClearDraft", testJobRunClearDraft},

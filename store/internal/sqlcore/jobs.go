@@ -158,6 +158,9 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 	if !p.To.Valid() {
 		return nil, e.wrap(op, invalid("unknown status %q", p.To))
 	}
+	if p.Hold && (p.To != store.JobProcessing || p.ViaProcessing) {
+		return nil, e.wrap(op, invalid("Hold asserts processing, without ViaProcessing"))
+	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+p.ID, func(q Querier) (*store.JobRun, error) {
 		// The draft goes in the transition's statement where the database
 		// can (a refused move is an error, which rolls it back), else in
@@ -192,14 +195,15 @@ func (e *Engine) TransitionJobRun(ctx context.Context, p *store.TransitionJobRun
 			j.Attempt++
 			j.StartedAt = now
 		}
-		switch p.To {
-		case store.JobProcessing:
+		switch {
+		case p.Hold:
+		case p.To == store.JobProcessing:
 			j.Attempt++
 			j.StartedAt, j.FinishedAt = now, time.Time{}
-		case store.JobQueued:
-		case store.JobCompleted:
+		case p.To == store.JobQueued:
+		case p.To == store.JobCompleted:
 			j.FinishedAt, j.Error = now, ""
-		case store.JobError, store.JobCanceled:
+		case p.To == store.JobError, p.To == store.JobCanceled:
 			j.FinishedAt, j.Error = now, p.Error
 		}
 		md, err := encodeNamespaces("Metadata", mergeNamespaces(j.Metadata, p.Metadata))
@@ -232,6 +236,9 @@ func movableFrom(p *store.TransitionJobRunParams) []string {
 func transitionSet(p *store.TransitionJobRunParams, now any) (string, []any) {
 	set := `status = $3, updated_at = $4`
 	args := []any{p.OwnerID, p.ID, string(p.To), now}
+	if p.Hold {
+		return set, args
+	}
 	if p.ViaProcessing && p.To != store.JobProcessing {
 		set += `, attempt = attempt + 1, started_at = $4`
 	}
@@ -264,6 +271,9 @@ func refusedMove(p *store.TransitionJobRunParams, status store.JobStatus, attemp
 // canMove reports whether a job run in status from may make p's move: to
 // p.To, or through processing with p.ViaProcessing.
 func canMove(from store.JobStatus, p *store.TransitionJobRunParams) bool {
+	if p.Hold {
+		return from == store.JobProcessing
+	}
 	if p.ViaProcessing {
 		return from.CanMoveTo(store.JobProcessing) && store.JobProcessing.CanMoveTo(p.To)
 	}
@@ -273,7 +283,7 @@ func canMove(from store.JobStatus, p *store.TransitionJobRunParams) bool {
 // fenced reports whether p's transition is fenced on p.ExpectedAttempt:
 // when it is not 0, or when p.Fence is set (attempt 0 included).
 func fenced(p *store.TransitionJobRunParams) bool {
-	return p.Fence || p.ExpectedAttempt != 0
+	return p.Fence || p.Hold || p.ExpectedAttempt != 0
 }
 
 // transitionIf moves a job run to p.To in one conditional statement, when
