@@ -74,16 +74,27 @@ func takenOver(t *testing.T, be backend, fails bool) {
 	}
 	// The model: its first answer after the tool's result (the first
 	// delivery's step) waits for release, then, if armed, fails for good;
-	// the next ones answer at once.
+	// the next ones (the run's next delivery, by either process: the
+	// first's worker is free again once its delivery gives up) wait for
+	// resume, so that nothing the next delivery writes can be taken for
+	// the first's.
 	var answers atomic.Int32
 	var armed atomic.Bool
-	started, release := make(chan struct{}), make(chan struct{})
+	started, release, resume := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	sm := scripted.New("assistant", []scripted.Step{
 		{Text: "Let me look that up.", ToolCalls: []scripted.Call{{Name: "lookup", Arguments: json.RawMessage(`{"order":"1234"}`)}}},
 		{Text: answer},
 	}, scripted.Options{})
 	m := model.Func(func(ctx context.Context, req *model.Request) iter.Seq2[model.Chunk, error] {
-		if n := len(req.Messages); n == 0 || req.Messages[n-1].Role != message.RoleTool || answers.Add(1) > 1 {
+		if n := len(req.Messages); n == 0 || req.Messages[n-1].Role != message.RoleTool {
+			return sm.Stream(ctx, req)
+		}
+		if answers.Add(1) > 1 {
+			select {
+			case <-resume:
+			case <-ctx.Done():
+				return func(yield func(model.Chunk, error) bool) { yield(model.Chunk{}, ctx.Err()) }
+			}
 			return sm.Stream(ctx, req)
 		}
 		close(started)
@@ -174,6 +185,7 @@ func takenOver(t *testing.T, be backend, fails bool) {
 	}
 
 	// The run's next delivery (either process's worker) completes it.
+	close(resume)
 	(&bundle{st: st, svc: osvc, cont: other}).start(t)
 	ph := b.waitMessage(t, h.MessageID, 2*time.Minute)
 	if ph.Status != message.StatusCompleted || ph.Text() != answer {
