@@ -3,6 +3,7 @@ package continuation
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -14,19 +15,36 @@ import (
 // whose batches are Follow: no client streams the run where a worker
 // executes it, so its deltas have no ids of their own; a `baton serve`
 // replica places them after what it has of the run, server/deltas.go).
+//
+// A batch's Base is the seq of the run's last checkpoint the delivery
+// wrote: the replica places it once it has read that checkpoint, not
+// before (its signal can come first), and drops it once it has read a
+// later one (the message's event carries the whole text). Deltas that
+// follow an event no checkpoint holds yet (a deferred tool result,
+// runner.WithDeferredResults) are not sent: no replica could place them
+// after it: the worker defers no result while another process streams
+// the thread when the run resumes.
 type deltaStream struct {
-	s   *Service
-	a   Args
-	pos int // the run's position on its thread; 0 unread, -1 unreadable
+	s    *Service
+	a    Args
+	jc   *jobCtx
+	pos  int // the run's position on its thread; 0 unread, -1 unreadable
+	last int // the seq of the last event that is not a delta
 }
 
-// deltas returns the delta stream of a delivery of a, nil when no other
+// deltas returns the delta stream of delivery jc of a, nil when no other
 // process can hear it (SQLite, or a broker without signals).
-func (s *Service) deltas(a Args) *deltaStream {
+func (s *Service) deltas(a Args, jc *jobCtx) *deltaStream {
 	if s.deltaSender == nil {
 		return nil
 	}
-	return &deltaStream{s: s, a: a}
+	return &deltaStream{s: s, a: a, jc: jc}
+}
+
+// wanted reports whether another process has announced that it streams
+// the run's thread (not merely may: see draft.Interest.AnnouncedElsewhere).
+func (d *deltaStream) wanted() bool {
+	return d != nil && d.s.deltaSender.Announced(d.a.OwnerID, d.a.ThreadID)
 }
 
 // event takes the next event of the resumed run.
@@ -37,7 +55,8 @@ func (d *deltaStream) event(ctx context.Context, ev runner.Event) {
 	a, ds := d.a, d.s.deltaSender
 	switch typ := ev.EventType(); typ {
 	case runner.TypeTextDelta, runner.TypeReasoningDelta:
-		if !ds.Wanted(a.OwnerID, a.ThreadID) {
+		saved := int(d.jc.saved.Load())
+		if d.last > saved || !ds.Wanted(a.OwnerID, a.ThreadID) {
 			return
 		}
 		if d.pos == 0 {
@@ -50,8 +69,9 @@ func (d *deltaStream) event(ctx context.Context, ev runner.Event) {
 		if err != nil {
 			return
 		}
-		ds.Add(a.OwnerID, a.ThreadID, a.RunID, d.pos, "", "", 0, string(typ), data)
+		ds.Add(a.OwnerID, a.ThreadID, a.RunID, d.pos, strconv.Itoa(saved), "", 0, string(typ), data)
 	default:
+		d.last = max(d.last, ev.Sequence())
 		ds.Flush(a.OwnerID, a.RunID)
 	}
 }

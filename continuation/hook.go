@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -76,6 +77,7 @@ func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 		return errors.New("continuation: the run's context carries no owner (use package threads)")
 	}
 	if jc := jobFrom(ctx); jc != nil && jc.args.RunID == st.RunID && jc.args.OwnerID == owner {
+		jc.saved.Store(int64(st.Seq))
 		switch st.Status {
 		case runstate.StatusCompleted, runstate.StatusInterrupted, runstate.StatusCancelled:
 			return s.finishTx(ctx, tx, jc, st)
@@ -359,6 +361,11 @@ type jobCtx struct {
 	// (it may still roll back; the worker checks the run's outcome).
 	finished bool
 	final    runstate.Status
+	// saved is the seq of the run's last checkpoint this delivery wrote
+	// (from its boundary, before the commit that the model call after it
+	// waits for): the stored event a delta that follows it comes after
+	// (deltaStream).
+	saved atomic.Int64
 }
 
 type jobKey struct{}

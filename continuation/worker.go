@@ -136,6 +136,7 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 	// with the first draft flush. (On PostgreSQL a NOTIFY in the claim would
 	// hold the global notify lock through its commit, serialising claims.)
 	jc := &jobCtx{args: a, job: job, attempt: c.attempt, lazy: c.lazy}
+	jc.saved.Store(int64(c.cp.State.Seq))
 	dopts := s.cfg.Draft
 	if c.lazy {
 		// Unclaimed, the placeholder is queued: the first flush claims.
@@ -156,14 +157,21 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 			p.tool(pc.Call.Name)
 		}
 	}
-	ds := s.deltas(a)
+	ds := s.deltas(a, jc)
 	defer ds.end()
 	var runErr error
 	var end runstate.Status
 	// The results of idempotent tools are written with the next checkpoint
 	// (a crash before it runs them again with the same keys): the worker's
-	// events reach streams through its checkpoints, not live.
-	for ev, err := range s.threads.ResumeCheckpoint(withJob(ctx, jc), a.OwnerID, c.cp, runner.WithDeferredResults()) {
+	// events reach streams through its checkpoints, not live. Not while
+	// another process streams the thread: its replica places the run's
+	// deltas after the checkpoint they follow (deltaStream), which must
+	// then hold every event before them.
+	var opts []runner.RunOption
+	if !ds.wanted() {
+		opts = append(opts, runner.WithDeferredResults())
+	}
+	for ev, err := range s.threads.ResumeCheckpoint(withJob(ctx, jc), a.OwnerID, c.cp, opts...) {
 		if err != nil {
 			runErr = err
 			break

@@ -39,7 +39,8 @@ type DeltaBatch struct {
 	Deltas []WireDelta `json:"d"`
 	// Follow: the deltas have no ids of their own (a worker's run, which
 	// no client streams where it executes): the receiver places them
-	// after what it has of the run, Base, At and Ver unset.
+	// after what it has of the run once it has read the run's checkpoint
+	// whose seq is Base (decimal; empty: at once), At and Ver unset.
 	Follow bool `json:"f,omitempty"`
 }
 
@@ -113,6 +114,12 @@ func (d *DeltaSender) send(ctx context.Context) {
 // then are its runs' deltas sent.
 func (d *DeltaSender) Wanted(owner, thread string) bool {
 	return d != nil && d.in.WantedElsewhere(owner, thread, d.self)
+}
+
+// Announced reports whether another process has announced that it streams
+// thread of owner ([Interest.AnnouncedElsewhere]): not merely may.
+func (d *DeltaSender) Announced(owner, thread string) bool {
+	return d != nil && d.in.AnnouncedElsewhere(owner, thread, d.self)
 }
 
 // Add queues a delta of run (of owner, on thread, at position pos), with

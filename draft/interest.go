@@ -102,17 +102,32 @@ func (in *Interest) heard(s Signal) {
 // WantedElsewhere reports whether some process other than self (the name
 // it announces with [WantFrom]) may want the signals about key of owner.
 func (in *Interest) WantedElsewhere(owner, key, self string) bool {
-	if !in.Wanted(owner, key) {
-		return false
-	}
+	return in.wantedElsewhere(owner, key, self, true)
+}
+
+// AnnouncedElsewhere reports whether a process other than self has
+// announced, within ttl, that it wants the signals about key of owner: it
+// is [Interest.WantedElsewhere] without the keys every process is taken to
+// want while announcements may have been missed (after the Interest starts
+// listening, after its broker reconnects). A sender that pays for every
+// listener it assumes (a write, not a signal) asks this.
+func (in *Interest) AnnouncedElsewhere(owner, key, self string) bool {
+	return in.wantedElsewhere(owner, key, self, false)
+}
+
+func (in *Interest) wantedElsewhere(owner, key, self string, assumed bool) bool {
 	now := time.Now()
+	k := owner + "\x00" + key
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if now.Before(in.all) {
+	if assumed && now.Before(in.all) {
 		return true
 	}
-	m, ok := in.by[owner+"\x00"+key]
-	if !ok || m == nil {
+	if t, ok := in.keys[k]; !ok || now.After(t) {
+		return false
+	}
+	m := in.by[k]
+	if m == nil {
 		return true // announced without a name
 	}
 	for p, t := range m {

@@ -2,6 +2,8 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -12,17 +14,21 @@ import (
 // This file receives the text and reasoning deltas of runs other processes
 // execute (replicas behind a load balancer, `baton worker`s): their
 // batches (draft.DeltaSender, draft.DeltaBatch) go in the run's and the
-// thread's logs with the ids they have where the run executes. A batch
-// that finds its place taken (the message it streams is already there) or
-// not yet there (the follower has not read the step before it) is dropped,
-// and the message's event, which carries the whole text, follows either
-// way. This process's own runs' deltas are sent by publishThread.
+// thread's logs with the ids they have where the run executes (a worker's,
+// which have none, after what this process has read of the run). A batch
+// that comes before the follower has read the step before it waits for
+// that read, up to earlyTTL; one that finds its place taken (the message
+// it streams is already there) or waits too long is dropped, and the
+// message's event, which carries the whole text, follows either way. This
+// process's own runs' deltas are sent by publishThread.
 
 // onDeltas puts a batch of deltas of a run another process executes in the
 // logs of the run and its thread, where this process follows them. A batch
 // that comes before this process has read the step it follows (the signal
 // of the step's checkpoint and the batch race) waits, briefly, for the
-// follower's next read (placeEarly), which it asks for at once.
+// follower's next read (placeEarly), which it asks for at once (for a
+// worker's batches, the first that waits asks: the checkpoint's own
+// signal wakes the follower too).
 func (s *Server) onDeltas(sig draft.Signal) {
 	if sig.Key == "" {
 		return
@@ -31,7 +37,7 @@ func (s *Server) onDeltas(sig draft.Signal) {
 	if json.Unmarshal([]byte(sig.Data), &b) != nil || b.Pos <= 0 || len(b.Deltas) == 0 {
 		return
 	}
-	base, err := runlog.ParseCursor(b.Base)
+	base, err := batchBase(&b)
 	if err != nil {
 		return
 	}
@@ -43,14 +49,13 @@ func (s *Server) onDeltas(sig draft.Signal) {
 	if run != nil && run.threadID != sig.Key {
 		return
 	}
+	var placed bool
 	if b.Follow {
-		if run != nil {
-			s.placeFollowing(run, te, &b)
-		}
-		return
+		placed = run != nil && s.placeFollowing(run, te, &b, base)
+	} else {
+		placed = run != nil && s.placeDeltas(run, te, &b, base)
 	}
-	if run == nil || !s.placeDeltas(run, te, &b, base) {
-		s.early.add(sig.OwnerID, &b, base)
+	if !placed && (s.early.add(sig.OwnerID, &b, base) || !b.Follow) {
 		s.poke(te)
 	}
 }
@@ -85,22 +90,46 @@ func (s *Server) placeDeltas(run *Run, te *threadEntry, b *draft.DeltaBatch, bas
 	return true
 }
 
+// batchBase returns the base of b: the cursor of the stored event its
+// deltas follow or, for a worker's (Follow), the seq of the checkpoint
+// they follow (zero: none named, placed at once).
+func batchBase(b *draft.DeltaBatch) (runlog.Cursor, error) {
+	if !b.Follow {
+		return runlog.ParseCursor(b.Base)
+	}
+	if b.Base == "" {
+		return runlog.Cursor{}, nil
+	}
+	seq, err := strconv.Atoi(b.Base)
+	if err != nil || seq < 0 {
+		return runlog.Cursor{}, fmt.Errorf("server: delta batch base %q", b.Base)
+	}
+	return runlog.Cursor{Seq: seq}, nil
+}
+
 // placeFollowing puts the deltas of b, of a run a worker executes (they
 // have no ids of their own), in the run's and the thread's logs after what
 // this process has of the run: its last stored event, then its last draft,
 // then (Ext) their count — "Seq.Sub.Ver.Ext" in the run's stream, the
-// same with Pos before it in the thread's. They are dropped unless the run
-// is followed here, and when they no longer fit (a draft or an event came
-// in between).
-func (s *Server) placeFollowing(run *Run, te *threadEntry, b *draft.DeltaBatch) {
+// same with Pos before it in the thread's. It reports whether b is done
+// with: placed, or dropped — the run is executed here or no longer
+// followed, or this process has read a checkpoint of the run after base
+// (the checkpoint b follows, whose seq is base's), so that b would come
+// after the message it streams. It reports false while the checkpoint is
+// not read yet (or the run not followed yet).
+func (s *Server) placeFollowing(run *Run, te *threadEntry, b *draft.DeltaBatch, base runlog.Cursor) bool {
 	run.mu.Lock()
 	after := run.durable
 	if after.Less(run.base) {
 		after = run.base
 	}
-	if !run.following || run.producing {
+	switch {
+	case run.producing || base.Seq > 0 && run.followSeq > base.Seq:
 		run.mu.Unlock()
-		return
+		return true
+	case !run.following || run.followSeq < base.Seq:
+		run.mu.Unlock()
+		return false
 	}
 	at := runlog.Cursor{Seq: after.Seq, Sub: after.Sub}
 	if d := run.draftAt; d.Seq == at.Seq && d.Sub == at.Sub {
@@ -115,13 +144,20 @@ func (s *Server) placeFollowing(run *Run, te *threadEntry, b *draft.DeltaBatch) 
 		run.log.Append(runlog.Entry{At: c, Type: w.Type, Data: w.Data})
 		te.addFollowing(b.Pos, b.Run, c, w.Type, w.Data)
 	}
+	return true
 }
 
 // placeEarly places the batches of run that came before this process had
 // read their base, now that it read more of the run.
 func (s *Server) placeEarly(run *Run, te *threadEntry) {
 	for _, e := range s.early.take(run.owner, run.id) {
-		if !s.placeDeltas(run, te, e.b, e.base) {
+		var placed bool
+		if e.b.Follow {
+			placed = s.placeFollowing(run, te, e.b, e.base)
+		} else {
+			placed = s.placeDeltas(run, te, e.b, e.base)
+		}
+		if !placed {
 			s.early.put(run.owner, e)
 		}
 	}
@@ -147,13 +183,16 @@ const (
 	earlyMax = 64
 )
 
-func (e *earlyDeltas) add(owner string, b *draft.DeltaBatch, base runlog.Cursor) {
-	e.put(owner, earlyBatch{b: b, base: base, at: time.Now()})
+// add keeps b and reports whether it is the first batch of its run kept
+// since the run's last read (placeEarly takes them all): the one whose
+// arrival asks the follower to read now.
+func (e *earlyDeltas) add(owner string, b *draft.DeltaBatch, base runlog.Cursor) bool {
+	return e.put(owner, earlyBatch{b: b, base: base, at: time.Now()})
 }
 
-func (e *earlyDeltas) put(owner string, b earlyBatch) {
+func (e *earlyDeltas) put(owner string, b earlyBatch) bool {
 	if time.Since(b.at) > earlyTTL {
-		return
+		return false
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -168,9 +207,11 @@ func (e *earlyDeltas) put(owner string, b earlyBatch) {
 		}
 	}
 	k := owner + "\x00" + b.b.Run
-	if bs := e.runs[k]; len(bs) < earlyMax {
+	bs := e.runs[k]
+	if len(bs) < earlyMax {
 		e.runs[k] = append(bs, b)
 	}
+	return len(bs) == 0
 }
 
 // take returns and forgets run's batches that have not expired.

@@ -329,7 +329,7 @@ func (s *Server) followOnce(ctx context.Context, run *Run, te *threadEntry) (boo
 		}
 	}
 	run.mu.Lock()
-	run.followCP = latest.ID
+	run.followCP, run.followSeq = latest.ID, latest.State.Seq
 	run.res = runFromState(latest.State)
 	run.mu.Unlock()
 	s.placeEarly(run, te)

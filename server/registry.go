@@ -75,8 +75,12 @@ type Run struct {
 	// followFrom is the cursor of the last event the log got live.
 	followCP   string
 	followFrom runlog.Cursor
-	readers    int
-	lastRead   time.Time
+	// followSeq is the seq of the last checkpoint followed: a worker's
+	// deltas that follow a checkpoint are placed once it is read
+	// (placeFollowing).
+	followSeq int
+	readers   int
+	lastRead  time.Time
 }
 
 func (r *Run) addReader(d int) {

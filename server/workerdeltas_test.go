@@ -165,19 +165,27 @@ func TestWorkerDeltas(t *testing.T) {
 }
 
 // checkWorkerDeltas fails unless evs, a stream's events, hold most of the
-// text deltas of slowAnswer, in order, before its message; it returns how
-// many.
+// text deltas of slowAnswer, in order, after the stored events of the
+// resumed run before them (its run_start and the tool's result) and before
+// its message; it returns how many.
 func checkWorkerDeltas(t *testing.T, name string, evs []servertest.Event) int {
 	t.Helper()
 	var sb strings.Builder
-	deltas, afterMessage := 0, false
+	deltas, afterMessage, resumed, result := 0, false, false, false
 	for _, e := range evs {
 		switch e.Type {
+		case "run_start":
+			resumed = resumed || e.Data["resumed"] == true
+		case "tool_result":
+			result = result || resumed
 		case "text_delta":
 			deltas++
 			sb.WriteString(e.Data["delta"].(string))
 			if afterMessage {
 				t.Errorf("%s: a delta after the answer's message: %s", name, e.Raw)
+			}
+			if !result {
+				t.Errorf("%s: a delta before the resumed run's stored run_start and tool result: %s", name, e.Raw)
 			}
 		case "message":
 			if e.Data["text"] == slowAnswer {
