@@ -171,7 +171,13 @@ func testMultitask(t *testing.T, b *servertest.Bundle) {
 		if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
 			t.Fatalf("rollback: %d %s", r.Status, r.Body)
 		}
-		servertest.Collect(t, ch, nil)
+		// The rolled-back run ends cancelled, naming what stopped it.
+		busyEnd := servertest.Collect(t, ch, nil)
+		end := busyEnd[len(busyEnd)-1]
+		stopped, _ := end.Data["stopped"].(map[string]any)
+		if end.Type != "run_end" || end.Data["status"] != "cancelled" || stopped["reason"] != "rollback" || stopped["run_id"] == "" {
+			t.Fatalf("the rolled-back run's end: %s %s", end.Type, end.Raw)
+		}
 		waitMessages(t, b, thread, "user:second", "assistant:"+slowAnswer)
 		// The rolled-back messages stay in the store, marked.
 		msgs, err := b.St.ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "alice", ThreadID: thread})
