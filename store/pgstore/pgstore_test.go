@@ -146,7 +146,7 @@ func TestRowLevelSecurity(t *testing.T) {
 	checkRLS(t, s, role)
 }
 
-var ownerTables = []string{"owners", "api_keys", "threads", "messages", "message_drafts", "checkpoints", "job_runs", "thread_summaries", "memory_documents", "run_leases", "interrupts"}
+var ownerTables = []string{"owners", "api_keys", "threads", "messages", "message_drafts", "checkpoints", "job_runs", "thread_summaries", "memory_documents", "run_leases", "interrupts", "call_records"}
 
 // checkRLS fills every table for one owner through s and queries them
 // directly, on s's pool, as another owner: in role when set (as the store's
@@ -194,6 +194,10 @@ func checkRLS(t *testing.T, s *pgstore.Store, role string) {
 	}
 	if _, err := s.CreateInterrupt(ctx, &store.CreateInterruptParams{OwnerID: owner, ID: "h", Kind: store.InterruptThreadHandoff, ThreadID: th.ID,
 		Payload: []byte(`{"summary_md":"secret"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordCalls(ctx, &store.RecordCallsParams{OwnerID: owner, Calls: []*store.CallRecord{{ThreadID: th.ID, RunID: st.RunID,
+		Kind: "model", StartedAt: time.Now(), Detail: []byte(`{"request":{"system":"secret"}}`)}}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -264,6 +268,51 @@ func checkRLS(t *testing.T, s *pgstore.Store, role string) {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "42501" {
 		t.Errorf("cross-owner INSERT: %v, want a row-level security violation (42501)", err)
+	}
+	// The sweeper of call records (baton.sweep on, no owner) reads and
+	// deletes every owner's records and changes none.
+	sweep := func(fn func(tx pgx.Tx) error) error {
+		return as("", "", func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT set_config('baton.sweep', 'on', true)`); err != nil {
+				return err
+			}
+			return fn(tx)
+		})
+	}
+	if err := sweep(func(tx pgx.Tx) error {
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM call_records WHERE owner_id = $1`, owner).Scan(&n); err != nil || n != 1 {
+			t.Errorf("call_records read by the sweeper: %d rows, %v; want 1", n, err)
+		}
+		tag, err := tx.Exec(ctx, `UPDATE call_records SET error = 'hijacked'`)
+		if err == nil && tag.RowsAffected() != 0 {
+			t.Errorf("UPDATE of call_records by the sweeper changed %d rows", tag.RowsAffected())
+		}
+		if err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM threads`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("threads read by the call records' sweeper: %d rows, %v; want 0", n, err)
+		}
+		tag, err = tx.Exec(ctx, `DELETE FROM call_records WHERE owner_id = $1`, owner)
+		if err == nil && tag.RowsAffected() != 1 {
+			t.Errorf("DELETE of call_records by the sweeper deleted %d rows, want 1", tag.RowsAffected())
+		}
+		return err // rolled back: the record stays
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := as(other, "", func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM call_records`)
+		if err == nil && tag.RowsAffected() != 0 {
+			t.Errorf("cross-owner DELETE of call_records deleted %d rows", tag.RowsAffected())
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(owner, "call_records"); n != 1 {
+		t.Errorf("call_records after the rolled-back sweep: %d rows, want 1", n)
 	}
 	// Without an owner, an API key is visible only by its hash, and only
 	// for reading.
