@@ -303,3 +303,73 @@ func TestStepsAfterPrune(t *testing.T) {
 		}
 	})
 }
+
+// TestCallCap: a model call whose detail is over the cap
+// (InspectMaxCallBytes) is recorded within it. A request of one long
+// message has its text cut; on the next turn the request's oldest
+// messages are left out (dropped_messages counts them) and the newest
+// kept whole.
+func TestCallCap(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, openStore func(testing.TB) store.Store) {
+		ctx := t.Context()
+		st := openStore(t)
+		const capBytes = 2048
+		n := open(t, st, service.Config{InspectMaxCallBytes: capBytes})
+		long := "Hello there. " + strings.Repeat("ÿ", 3000) // no rule's words: triage replies
+		modelCall := func(runID string) (string, inspect.Detail) {
+			t.Helper()
+			r, err := inspect.Steps(ctx, st, "ann", "", runID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.Steps) != 1 || r.Steps[0].Type != inspect.StepModelCall || !r.Steps[0].Truncated {
+				t.Fatalf("steps %s, the model call %+v: want one, truncated", types(r), r.Steps[0])
+			}
+			full, err := inspect.GetStep(ctx, st, "ann", r.ThreadID, runID, r.Steps[0].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(full.Detail) > capBytes {
+				t.Fatalf("detail of %d bytes over the cap of %d", len(full.Detail), capBytes)
+			}
+			var d inspect.Detail
+			if err := json.Unmarshal(full.Detail, &d); err != nil || d.Request == nil || d.Answer == nil {
+				t.Fatalf("detail %s, %v", full.Detail, err)
+			}
+			return r.ThreadID, d
+		}
+
+		end := turn(t, n.Threads.Turn(ctx, "ann", long, threads.TurnOptions{}))
+		if end.Status != runstate.StatusCompleted {
+			t.Fatalf("first turn %s", end.Status)
+		}
+		threadID, d := modelCall(end.RunID)
+		if len(d.Request.Messages) != 1 || d.DroppedMessages != 0 {
+			t.Fatalf("first request: %d messages, %d dropped; want the one message, cut", len(d.Request.Messages), d.DroppedMessages)
+		}
+		text := d.Request.Messages[0].Text()
+		if !strings.HasPrefix(text, "Hello there. ÿÿ") || !strings.HasSuffix(text, "…[cut]") || len(text) >= len(long) {
+			t.Fatalf("first request's message %q: want the start of it, cut", text)
+		}
+		if !strings.Contains(d.Answer.Message.Text(), "I can help with billing") {
+			t.Fatalf("first answer %q", d.Answer.Message.Text())
+		}
+
+		end = turn(t, n.Threads.Turn(ctx, "ann", "Hello again", threads.TurnOptions{ThreadID: threadID}))
+		if end.Status != runstate.StatusCompleted {
+			t.Fatalf("second turn %s", end.Status)
+		}
+		_, d = modelCall(end.RunID)
+		msgs := d.Request.Messages
+		if d.DroppedMessages < 1 || len(msgs) == 0 || msgs[len(msgs)-1].Text() != "Hello again" {
+			t.Fatalf("second request: %d messages kept, %d dropped, last %q; want the long one dropped, the newest whole",
+				len(msgs), d.DroppedMessages, msgs[len(msgs)-1].Text())
+		}
+		for _, m := range msgs {
+			if strings.Contains(m.Text(), "ÿ") {
+				t.Fatalf("second request kept the long message: %q", m.Text())
+			}
+		}
+	})
+}
