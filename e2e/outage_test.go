@@ -93,13 +93,46 @@ func TestDatabaseOutage(t *testing.T) {
 	wg.Wait()
 
 	// Every process serves again by itself: each replica's /readyz, and a
-	// new background run completes (River and LISTEN on every process).
+	// new background run started on each completes (its pool, River's
+	// insert and a worker's delivery, the replica following it).
+	after := map[string]string{} // run -> thread
 	for _, s := range c.serves {
 		if code, _ := get(ctx, s.url()+"/readyz"); code != http.StatusOK {
 			t.Errorf("%s's /readyz after the outage: %d, want 200", s.name, code)
 		}
+		a := &api{key: o.key, base: s.url}
+		thread, err := a.createThread(ctx)
+		if err != nil {
+			t.Errorf("%s: a new thread after the outage: %v", s.name, err)
+			continue
+		}
+		var r struct {
+			ID string `json:"id"`
+		}
+		input := paths["background"][0]
+		if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs", map[string]any{"input": input}, &r); err != nil || r.ID == "" {
+			t.Errorf("%s: a background run after the outage: %q, %v", s.name, r.ID, err)
+			continue
+		}
+		after[r.ID] = thread
+		o.mu.Lock()
+		if o.accepted == nil {
+			o.accepted, o.inputs = map[string]string{}, map[string]string{}
+		}
+		o.accepted[r.ID], o.inputs[thread] = thread, input
+		o.mu.Unlock()
 	}
 	o.checkRuns(ctx, back)
+	a := o.c.api
+	a.base = c.serves[0].url
+	for run, thread := range after {
+		var r struct {
+			Status string `json:"status"`
+		}
+		if err := a.do(ctx, http.MethodGet, "/v1/threads/"+thread+"/runs/"+run, nil, &r); err != nil || r.Status != "completed" {
+			t.Errorf("the background run %s started after the outage: %q, %v; want completed", run, r.Status, err)
+		}
+	}
 	o.checkStream(ctx, streamThread, streamRun, streamed)
 	o.checkLive(ctx, streamThread, live)
 	o.mu.Lock()
