@@ -105,6 +105,9 @@ type Settings struct {
 	// PromptCacheKey groups requests that share a prompt prefix for the
 	// provider's cache (OpenAI).
 	PromptCacheKey string `json:"prompt_cache_key,omitempty" yaml:"prompt_cache_key"`
+	// Verbosity ("low", "medium", "high") asks for a shorter or longer
+	// answer (OpenAI: Chat's verbosity, the Responses API's text.verbosity).
+	Verbosity string `json:"verbosity,omitempty" yaml:"verbosity"`
 }
 
 // CodeRefusal is the [Error] Code of a model's refusal where a refusal

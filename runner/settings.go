@@ -86,5 +86,8 @@ func runSettings(s model.Settings, values map[string]json.RawMessage) model.Sett
 	if o.PromptCacheKey != "" {
 		s.PromptCacheKey = o.PromptCacheKey
 	}
+	if o.Verbosity != "" {
+		s.Verbosity = o.Verbosity
+	}
 	return s
 }

@@ -47,11 +47,11 @@ func TestWithSettings(t *testing.T) {
 	// The best-effort knobs of an OpenAI request reach the model too.
 	no := false
 	if _, err := r.Run(t.Context(), "hi", runner.WithSettings(model.Settings{Seed: new(int64(7)), PresencePenalty: new(0.5), FrequencyPenalty: new(0.25),
-		LogitBias: map[string]int{"42": 3}, User: "u1", PromptCacheKey: "k", ParallelToolCalls: &no})); err != nil {
+		LogitBias: map[string]int{"42": 3}, User: "u1", PromptCacheKey: "k", Verbosity: "low", ParallelToolCalls: &no})); err != nil {
 		t.Fatal(err)
 	}
 	if got := rec.last(t).Settings; got.Seed == nil || *got.Seed != 7 || *got.PresencePenalty != 0.5 || *got.FrequencyPenalty != 0.25 ||
-		got.LogitBias["42"] != 3 || got.User != "u1" || got.PromptCacheKey != "k" || *got.ParallelToolCalls || got.MaxTokens != 100 {
+		got.LogitBias["42"] != 3 || got.User != "u1" || got.PromptCacheKey != "k" || got.Verbosity != "low" || *got.ParallelToolCalls || got.MaxTokens != 100 {
 		t.Errorf("settings = %+v", got)
 	}
 }

@@ -74,7 +74,8 @@ func (m *Model) chatParams(req *model.Request) (openai.ChatCompletionNewParams, 
 
 // chatSettings sets p's sampling, output and best-effort fields from s,
 // each only where s has it (the compatible servers know max_tokens and
-// user, OpenAI max_completion_tokens and safety_identifier).
+// user, OpenAI max_completion_tokens and safety_identifier; the prompt
+// cache key and verbosity are OpenAI's only).
 func (m *Model) chatSettings(p *openai.ChatCompletionNewParams, s *model.Settings) {
 	p.Temperature = optional(s.Temperature)
 	p.TopP = optional(s.TopP)
@@ -111,6 +112,9 @@ func (m *Model) chatSettings(p *openai.ChatCompletionNewParams, s *model.Setting
 	}
 	if s.PromptCacheKey != "" && !m.compat {
 		p.PromptCacheKey = param.NewOpt(s.PromptCacheKey)
+	}
+	if s.Verbosity != "" && !m.compat {
+		p.Verbosity = openai.ChatCompletionNewParamsVerbosity(s.Verbosity)
 	}
 }
 

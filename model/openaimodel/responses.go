@@ -98,6 +98,9 @@ func (m *Model) responsesParams(req *model.Request) (responses.ResponseNewParams
 	if s.PromptCacheKey != "" {
 		p.PromptCacheKey = param.NewOpt(s.PromptCacheKey)
 	}
+	if s.Verbosity != "" {
+		p.Text.Verbosity = responses.ResponseTextConfigVerbosity(s.Verbosity)
+	}
 	if m.cfg.ReasoningSummary != "" {
 		p.Reasoning.Summary = shared.ReasoningSummary(m.cfg.ReasoningSummary)
 	}

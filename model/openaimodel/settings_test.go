@@ -10,15 +10,16 @@ import (
 )
 
 // The best-effort settings (seed, penalties, logit bias, the end user, the
-// prompt cache key) reach the APIs that take them: all of them OpenAI's
-// Chat; user as user on a compatible server, which has no
-// safety_identifier or prompt cache key; only the end user and the cache
-// key the Responses API, which has no seed, penalties or logit bias.
+// prompt cache key, verbosity) reach the APIs that take them: all of them
+// OpenAI's Chat; user as user on a compatible server, which has no
+// safety_identifier, prompt cache key or verbosity; only the end user, the
+// cache key and verbosity (as text.verbosity) the Responses API, which has
+// no seed, penalties or logit bias.
 func TestBestEffortSettings(t *testing.T) {
 	t.Parallel()
 	st := model.Settings{Seed: new(int64(7)), PresencePenalty: new(0.5), FrequencyPenalty: new(-0.25),
-		LogitBias: map[string]int{"50256": -100}, User: "user-1", PromptCacheKey: "support-v1"}
-	fields := []string{"seed", "presence_penalty", "frequency_penalty", "logit_bias", "user", "safety_identifier", "prompt_cache_key"}
+		LogitBias: map[string]int{"50256": -100}, User: "user-1", PromptCacheKey: "support-v1", Verbosity: "low"}
+	fields := []string{"seed", "presence_penalty", "frequency_penalty", "logit_bias", "user", "safety_identifier", "prompt_cache_key", "verbosity", "text"}
 	for _, tc := range []struct {
 		name string
 		cfg  openaimodel.Config
@@ -27,11 +28,11 @@ func TestBestEffortSettings(t *testing.T) {
 	}{
 		{"Chat", openaimodel.Config{}, providertest.ChatWire{Model: "m"}.Stream("hi", nil), map[string]any{
 			"seed": 7.0, "presence_penalty": 0.5, "frequency_penalty": -0.25, "logit_bias": map[string]any{"50256": -100.0},
-			"safety_identifier": "user-1", "prompt_cache_key": "support-v1"}},
+			"safety_identifier": "user-1", "prompt_cache_key": "support-v1", "verbosity": "low"}},
 		{"Compatible", openaimodel.Config{Provider: openaimodel.ProviderCompatible}, providertest.ChatWire{Model: "m"}.Stream("hi", nil), map[string]any{
 			"seed": 7.0, "presence_penalty": 0.5, "frequency_penalty": -0.25, "logit_bias": map[string]any{"50256": -100.0}, "user": "user-1"}},
 		{"Responses", openaimodel.Config{API: openaimodel.APIResponses}, providertest.ResponsesWire{Model: "m"}.Stream("hi", nil), map[string]any{
-			"safety_identifier": "user-1", "prompt_cache_key": "support-v1"}},
+			"safety_identifier": "user-1", "prompt_cache_key": "support-v1", "text": map[string]any{"verbosity": "low"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -23,8 +23,9 @@ const maxChatMessages = 1000
 // a network: each request is a run on a new thread seeded with the
 // request's earlier messages (or on the thread named by Baton-Thread-Id).
 // The answer is the text of every assistant message of the run, in order,
-// separated by blank lines. Every field of the request is honoured or
-// refused (400).
+// separated by blank lines. Every field of the request is honoured,
+// accepted without effect where OpenAI's answer could be the same
+// (docs/api.md lists them), or refused (400).
 func (s *api) chatCompletions(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
 	var req oai.ChatRequest
 	if err := server.DecodeJSON(r, &req, true); err != nil {
@@ -77,6 +78,10 @@ func (s *api) chatRequest(req *oai.ChatRequest) (*server.Network, []runner.RunOp
 		return nil, nil, unsupported("logprobs", "log probabilities are not available from a network")
 	case len(req.Modalities) > 0 && (len(req.Modalities) != 1 || req.Modalities[0] != "text"):
 		return nil, nil, unsupported("modalities", "a network answers text only: modalities must be [\"text\"]")
+	case len(req.Audio) > 0 && string(req.Audio) != "null":
+		return nil, nil, unsupported("audio", "a network answers text only: leave audio out")
+	case len(req.WebSearchOptions) > 0 && string(req.WebSearchOptions) != "null":
+		return nil, nil, unsupported("web_search_options", "web search is not available from a network: a network's agents call the tools declared in its file")
 	case req.MaxTokens != nil && req.MaxCompletionTokens != nil:
 		return nil, nil, server.BadParam("max_tokens", "send max_completion_tokens or max_tokens, not both")
 	}
@@ -85,7 +90,8 @@ func (s *api) chatRequest(req *oai.ChatRequest) (*server.Network, []runner.RunOp
 		limit = req.MaxTokens
 	}
 	opts, err := runOptions(&req.OpenAIRequest, knobs{maxTokens: limit, stop: req.Stop, effort: req.ReasoningEffort,
-		seed: req.Seed, presence: req.PresencePenalty, frequency: req.FrequencyPenalty, logitBias: req.LogitBias})
+		seed: req.Seed, presence: req.PresencePenalty, frequency: req.FrequencyPenalty, logitBias: req.LogitBias,
+		verbosity: req.Verbosity, verbosityParam: "verbosity"})
 	return nw, opts, err
 }
 

@@ -112,8 +112,8 @@ func openAIErr(t *testing.T, r *servertest.Response) (typ, code, param string) {
 	return e.Error.Type, e.Error.Code, e.Error.Param
 }
 
-// Every field of a request is honoured or refused with a 400 that names
-// it; none is ignored.
+// Every field of a request is honoured, accepted without effect (listed in
+// docs/api.md) or refused with a 400 that names it.
 func TestOpenAIRequestFields(t *testing.T) {
 	t.Parallel()
 	b := servertest.Setup(t)
@@ -159,6 +159,16 @@ func TestOpenAIRequestFields(t *testing.T) {
 			{"function output", "/v1/responses", resp(map[string]any{"input": []any{map[string]any{"type": "function_call_output", "call_id": "c1", "output": "sunny"}}}), "input", "unsupported_parameter"},
 			{"text format", "/v1/responses", resp(map[string]any{"text": map[string]any{"format": map[string]any{"type": "json_object"}}}), "text.format", "unsupported_parameter"},
 			{"response tools", "/v1/responses", resp(map[string]any{"tools": []any{map[string]any{"type": "function", "name": "f"}}}), "tools", "unsupported_parameter"},
+			{"bad verbosity", "/v1/chat/completions", chat(map[string]any{"verbosity": "loud"}), "verbosity", "invalid_value"},
+			{"web search", "/v1/chat/completions", chat(map[string]any{"web_search_options": map[string]any{}}), "web_search_options", "unsupported_parameter"},
+			{"audio", "/v1/chat/completions", chat(map[string]any{"audio": map[string]any{"voice": "alloy", "format": "mp3"}}), "audio", "unsupported_parameter"},
+			{"bad text verbosity", "/v1/responses", resp(map[string]any{"text": map[string]any{"verbosity": "loud"}}), "text.verbosity", "invalid_value"},
+			{"bad reasoning summary", "/v1/responses", resp(map[string]any{"reasoning": map[string]any{"summary": "long"}}), "reasoning.summary", "invalid_value"},
+			{"bad truncation", "/v1/responses", resp(map[string]any{"truncation": "middle"}), "truncation", "invalid_value"},
+			{"include logprobs", "/v1/responses", resp(map[string]any{"include": []any{"reasoning.encrypted_content", "message.output_text.logprobs"}}), "include", "unsupported_parameter"},
+			{"bad include", "/v1/responses", resp(map[string]any{"include": []any{"output.everything"}}), "include", "invalid_value"},
+			{"max tool calls", "/v1/responses", resp(map[string]any{"max_tool_calls": 3}), "max_tool_calls", "unsupported_parameter"},
+			{"background", "/v1/responses", resp(map[string]any{"background": true}), "background", "unsupported_parameter"},
 		} {
 			r := b.Do(t, b.KeyA, "POST", tc.path, tc.body)
 			if r.Status != http.StatusBadRequest {
@@ -220,7 +230,10 @@ func TestOpenAIRequestFields(t *testing.T) {
 	})
 	// OpenAI's best-effort parameters are accepted on both APIs and reach
 	// the run's models (its settings, kept with its state); store is
-	// accepted either way.
+	// accepted either way; Chat's prediction and the Responses API's
+	// include (of items a response never has), reasoning.summary and
+	// truncation are accepted without effect on the settings, and a
+	// response echoes its text.verbosity and truncation.
 	t.Run("BestEffort", func(t *testing.T) {
 		t.Parallel()
 		for _, tc := range []struct {
@@ -229,17 +242,29 @@ func TestOpenAIRequestFields(t *testing.T) {
 			want model.Settings
 		}{
 			{"/v1/chat/completions", chat(map[string]any{"seed": 7, "presence_penalty": 0.5, "frequency_penalty": -0.5, "logit_bias": map[string]any{"50256": -100},
-				"parallel_tool_calls": false, "store": false, "user": "u1", "metadata": map[string]any{"app": "x"}, "prompt_cache_key": "pk"}),
+				"parallel_tool_calls": false, "store": false, "user": "u1", "metadata": map[string]any{"app": "x"}, "prompt_cache_key": "pk",
+				"verbosity": "low", "prediction": map[string]any{"type": "content", "content": "Let me get billing"}}),
 				model.Settings{Seed: new(int64(7)), PresencePenalty: new(0.5), FrequencyPenalty: new(-0.5), LogitBias: map[string]int{"50256": -100},
-					ParallelToolCalls: new(false), User: "u1", PromptCacheKey: "pk"}},
+					ParallelToolCalls: new(false), User: "u1", PromptCacheKey: "pk", Verbosity: "low"}},
 			{"/v1/responses", resp(map[string]any{"parallel_tool_calls": true, "store": true, "safety_identifier": "s1", "user": "u1", "prompt_cache_key": "pk",
-				"metadata": map[string]any{"app": "x"}}),
-				model.Settings{ParallelToolCalls: new(true), User: "s1", PromptCacheKey: "pk"}},
+				"metadata": map[string]any{"app": "x"}, "text": map[string]any{"format": map[string]any{"type": "text"}, "verbosity": "high"},
+				"include":   []any{"reasoning.encrypted_content", "web_search_call.action.sources", "file_search_call.results", "message.input_image.image_url"},
+				"reasoning": map[string]any{"summary": "auto"}, "truncation": "auto"}),
+				model.Settings{ParallelToolCalls: new(true), User: "s1", PromptCacheKey: "pk", Verbosity: "high"}},
 		} {
 			r := b.Do(t, b.KeyA, "POST", tc.path, tc.body)
 			if r.Status != 200 {
 				t.Errorf("%s: %d %s", tc.path, r.Status, r.Body)
 				continue
+			}
+			if tc.path == "/v1/responses" {
+				var echo struct {
+					Text       struct{ Verbosity string }
+					Truncation string
+				}
+				if r.JSON(t, &echo); echo.Text.Verbosity != "high" || echo.Truncation != "auto" {
+					t.Errorf("the response echoes text %+v, truncation %q: %s", echo.Text, echo.Truncation, r.Body)
+				}
 			}
 			cp, err := b.St.LatestCheckpoint(t.Context(), &store.LatestCheckpointParams{OwnerID: "alice", RunID: r.Header.Get("Baton-Run-Id")})
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 // thread seeded with the input's earlier messages (or on the thread named
 // by Baton-Thread-Id); one output message holding the text of every
 // assistant message of the run. Streamed as data-only events (response.*,
-// no [DONE]). Every field of the request is honoured or refused (400).
+// no [DONE]). Every field of the request is honoured, accepted without
+// effect where OpenAI's answer could be the same (docs/api.md lists them),
+// or refused (400).
 func (s *api) responses(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
 	var req oai.ResponsesRequest
 	if err := server.DecodeJSON(r, &req, true); err != nil {
@@ -43,6 +46,12 @@ func (s *api) responses(w http.ResponseWriter, r *http.Request, c *server.Caller
 	resp := oai.Response{ID: "resp_" + id, Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress", Model: nw.Name(),
 		Output: []oai.ResponseItem{}, Metadata: req.Metadata, Temperature: req.Temperature, TopP: req.TopP, MaxOutputTokens: req.MaxOutputTokens,
 		ToolChoice: "auto", Tools: []struct{}{}, Store: true, Truncation: "disabled"}
+	if req.Truncation != "" {
+		resp.Truncation = req.Truncation
+	}
+	if req.Text != nil {
+		resp.Text.Verbosity = req.Text.Verbosity
+	}
 	if resp.Metadata == nil {
 		resp.Metadata = map[string]string{}
 	}
@@ -76,29 +85,53 @@ func (s *api) responsesRequest(req *oai.ResponsesRequest) (*server.Network, []ru
 		return nil, nil, unsupported("conversation", "conversation is not supported: continue a conversation by sending the Baton-Thread-Id header of the previous response")
 	case req.Text != nil && req.Text.Format != nil && req.Text.Format.Type != "text":
 		return nil, nil, unsupported("text.format", "text.format %q is not supported: a network answers text (an agent's output schema is declared in the network file)", req.Text.Format.Type)
-	case req.Text != nil && req.Text.Verbosity != "":
-		return nil, nil, unsupported("text.verbosity", "text.verbosity is not supported: leave it out")
-	case req.Reasoning != nil && req.Reasoning.Summary != "":
-		return nil, nil, unsupported("reasoning.summary", "reasoning summaries are not available from a network: leave reasoning.summary out")
+	case req.Reasoning != nil && !oneOf(req.Reasoning.Summary, "", "auto", "concise", "detailed"):
+		return nil, nil, server.BadParam("reasoning.summary", "reasoning.summary %q: want auto, concise or detailed", req.Reasoning.Summary)
 	case req.Truncation != "" && req.Truncation != "disabled" && req.Truncation != "auto":
 		return nil, nil, server.BadParam("truncation", "truncation must be \"auto\" or \"disabled\"")
-	case len(req.Include) > 0:
-		return nil, nil, unsupported("include", "include is not supported: a response holds its output message only")
 	case req.MaxToolCalls != nil:
-		return nil, nil, unsupported("max_tool_calls", "max_tool_calls is not supported: a network's limits are declared in its file")
+		return nil, nil, unsupported("max_tool_calls", "max_tool_calls is not supported: a network's agents call the tools declared in its file, within the limits declared there")
 	case req.Background != nil && *req.Background:
 		return nil, nil, unsupported("background", "background responses are not supported: runs that reach slow tools continue in baton's workers by themselves; stream the response to follow them")
 	}
-	effort := ""
-	if req.Reasoning != nil {
-		effort = req.Reasoning.Effort
+	if err := checkInclude(req.Include); err != nil {
+		return nil, nil, err
 	}
-	opts, err := runOptions(&req.OpenAIRequest, knobs{maxTokens: req.MaxOutputTokens, effort: effort})
+	k := knobs{maxTokens: req.MaxOutputTokens, verbosityParam: "text.verbosity"}
+	if req.Reasoning != nil {
+		k.effort = req.Reasoning.Effort
+	}
+	if req.Text != nil {
+		k.verbosity = req.Text.Verbosity
+	}
+	opts, err := runOptions(&req.OpenAIRequest, k)
 	if ae, ok := err.(*server.Error); ok && ae.Param == "max_tokens" {
 		ae.Param = "max_output_tokens"
 	}
 	return nw, opts, err
 }
+
+// ignoredIncludes are the values of include that are accepted and have no
+// effect: each adds to output items a response from a network never has
+// (built-in tool calls, input images, reasoning items).
+var ignoredIncludes = []string{"reasoning.encrypted_content", "web_search_call.action.sources", "web_search_call.results",
+	"code_interpreter_call.outputs", "computer_call_output.output.image_url", "file_search_call.results", "message.input_image.image_url"}
+
+// checkInclude accepts the include values a response can do without and
+// refuses log probabilities, which a network does not have.
+func checkInclude(include []string) error {
+	for _, v := range include {
+		switch {
+		case v == "message.output_text.logprobs":
+			return unsupported("include", "log probabilities are not available from a network: leave %q out of include", v)
+		case !slices.Contains(ignoredIncludes, v):
+			return server.BadParam("include", "include %q is not a value of the Responses API", v)
+		}
+	}
+	return nil
+}
+
+func oneOf(v string, vs ...string) bool { return slices.Contains(vs, v) }
 
 // responsesInput turns a request's instructions and input into the
 // thread's earlier messages and the input (the last item, a user message).

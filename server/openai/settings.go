@@ -22,12 +22,15 @@ type knobs struct {
 	seed                *int64
 	presence, frequency *float64
 	logitBias           map[string]float64
+	// verbosity is Chat's verbosity or the Responses API's text.verbosity
+	// (verbosityParam names it).
+	verbosity, verbosityParam string
 }
 
 // runOptions checks the fields both APIs share and k, and returns the run
 // options that honour them: they reach every model of the network
 // (runner.WithSettings), and each provider passes on what it takes —
-// OpenAI takes seed, the penalties and logit_bias as best effort itself,
+// OpenAI takes seed, the penalties, logit_bias and verbosity as best effort itself,
 // so a provider without them (Anthropic, OpenAI's Responses API) leaves
 // them out. A field baton cannot honour is refused.
 func runOptions(q *oai.OpenAIRequest, k knobs) ([]runner.RunOption, error) {
@@ -119,7 +122,8 @@ func sampling(q *oai.OpenAIRequest, k knobs, st *model.Settings) error {
 }
 
 // bestEffort sets the settings OpenAI takes as best effort (parallel tool
-// calls, seed, penalties, logit bias, the end user, the prompt cache key),
+// calls, seed, penalties, logit bias, the end user, the prompt cache key,
+// verbosity),
 // which each provider passes on where it has them.
 func bestEffort(q *oai.OpenAIRequest, k knobs, st *model.Settings) error {
 	// A network's agents may call tools at once unless the request says
@@ -167,5 +171,11 @@ func bestEffort(q *oai.OpenAIRequest, k knobs, st *model.Settings) error {
 		return server.BadParam("prompt_cache_key", "prompt_cache_key must be at most 256 characters")
 	}
 	st.PromptCacheKey = q.PromptCacheKey
+	switch k.verbosity {
+	case "", "low", "medium", "high":
+		st.Verbosity = k.verbosity
+	default:
+		return server.BadParam(k.verbosityParam, "%s %q: want low, medium or high", k.verbosityParam, k.verbosity)
+	}
 	return nil
 }

@@ -36,7 +36,8 @@ type OpenAIRequest struct {
 }
 
 // ChatRequest is the body of POST /v1/chat/completions. Every field is
-// honoured or refused (400); an unknown field is refused.
+// honoured, accepted without effect (docs/api.md lists them) or refused
+// (400); an unknown field is refused.
 type ChatRequest struct {
 	OpenAIRequest
 	Messages            []ChatMessage      `json:"messages"`
@@ -53,6 +54,12 @@ type ChatRequest struct {
 	LogitBias           map[string]float64 `json:"logit_bias,omitempty"`
 	ReasoningEffort     string             `json:"reasoning_effort,omitempty"`
 	Modalities          []string           `json:"modalities,omitempty"`
+	Verbosity           string             `json:"verbosity,omitempty"`
+	// Prediction (a predicted output) is accepted and has no effect: it
+	// only speeds a model up, never changes its answer.
+	Prediction       json.RawMessage `json:"prediction,omitempty"`
+	WebSearchOptions json.RawMessage `json:"web_search_options,omitempty"`
+	Audio            json.RawMessage `json:"audio,omitempty"`
 }
 
 // Stop is a request's stop: one string or an array of them.
@@ -167,7 +174,8 @@ type Model struct {
 }
 
 // ResponsesRequest is the body of POST /v1/responses. Every field is
-// honoured or refused (400); an unknown field is refused.
+// honoured, accepted without effect (docs/api.md lists them) or refused
+// (400); an unknown field is refused.
 type ResponsesRequest struct {
 	OpenAIRequest
 	// Input is a string (the user's message) or an array of input items.
@@ -238,6 +246,7 @@ type ResponseTextOut struct {
 	Format struct {
 		Type string `json:"type"`
 	} `json:"format"`
+	Verbosity string `json:"verbosity,omitempty"`
 }
 
 // ResponseItem is an output item of a [Response]: the assistant's message.
