@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,11 +33,30 @@ import (
 type executor struct {
 	mu     sync.Mutex
 	inputs []*a2a.Message
+	tasks  []string // the task id of each execution
+	// gate, when set, replaces the delay of "slow": each word after the
+	// first waits for a signal on it (at most gateWait, counted in
+	// gateTimeouts).
+	gate         chan struct{}
+	gateTimeouts atomic.Int32
+}
+
+const gateWait = 5 * time.Second
+
+// release lets n more words of a gated "slow" answer go.
+func (e *executor) release(n int) {
+	for range n {
+		select {
+		case e.gate <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
 	e.mu.Lock()
 	e.inputs = append(e.inputs, rc.Message)
+	e.tasks = append(e.tasks, string(rc.TaskID))
 	e.mu.Unlock()
 	write := func(ev a2a.Event) error { return q.Write(ctx, ev) }
 	// (A status update, not the submitted Task: the SDK's in-memory
@@ -69,7 +89,14 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 	}
 	var id a2a.ArtifactID
 	for i, w := range words {
-		if i > 0 && delay > 0 {
+		switch {
+		case i > 0 && delay > 0 && e.gate != nil:
+			select {
+			case <-e.gate:
+			case <-time.After(gateWait):
+				e.gateTimeouts.Add(1)
+			}
+		case i > 0 && delay > 0:
 			time.Sleep(delay)
 		}
 		var ev *a2a.TaskArtifactUpdateEvent
@@ -87,6 +114,12 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 	ev.Final = true
 	ev.Metadata = map[string]any{"baton": map[string]any{"usage": map[string]any{"input_tokens": 7, "output_tokens": 3}}}
 	return write(ev)
+}
+
+func (e *executor) taskIDs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.tasks)
 }
 
 func (e *executor) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
