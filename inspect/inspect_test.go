@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -370,6 +371,127 @@ func TestCallCap(t *testing.T) {
 			if strings.Contains(m.Text(), "ÿ") {
 				t.Fatalf("second request kept the long message: %q", m.Text())
 			}
+		}
+	})
+}
+
+// relay is a network whose agent a fails once with a transient 503
+// before it transfers to b, with a transform that redacts four digits
+// in the history b is sent; agent c always fails.
+const relay = `version: 1
+name: relay
+entry: a
+agents:
+  - name: a
+    instructions: Pass it on.
+    model: scripted
+    script:
+      - when: "(?i)broken"
+        fail: {status: 400, message: bad request}
+      - fail: {status: 503, message: busy, transient: true, retry_after: 10ms, times: 1}
+        tool_calls:
+          - name: transfer_to_b
+            arguments: {}
+    transfers:
+      - to: b
+        history: full
+        transforms:
+          - redact: {patterns: ["\\d{4}"], replacement: "[card]"}
+  - name: b
+    instructions: Answer.
+    model: scripted
+    script:
+      - text: b here
+`
+
+// TestStepsRetriesRedacted: a model call retried after a transient 503 is
+// stored with its retry (retries, and the failed attempt's error in
+// detail.attempts); the request recorded for the agent a transfer handed
+// to holds the values the transfer's transform redacted as redacted; a
+// model call that fails for good is stored with its error and no answer.
+func TestStepsRetriesRedacted(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "relay.yaml")
+	if err := os.WriteFile(file, []byte(relay), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	testdb.Each(t, func(t *testing.T, openStore func(testing.TB) store.Store) {
+		ctx := t.Context()
+		st := openStore(t)
+		svc := servicetest.Started(t, service.Config{Store: st, Files: []string{file}})
+		n, _ := svc.Network("relay")
+		end := turn(t, n.Threads.Turn(ctx, "ann", "my card is 4242 4242 4242 4242", threads.TurnOptions{}))
+		if end.Status != runstate.StatusCompleted {
+			t.Fatalf("run %s", end.Status)
+		}
+		r, err := inspect.Steps(ctx, st, "ann", "", end.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := types(r), "model_call:a: transfer:a:b model_call:b:"; got != want {
+			t.Fatalf("steps %s, want %s", got, want)
+		}
+		detail := func(s *inspect.Step) (*inspect.Step, inspect.Detail) {
+			t.Helper()
+			full, err := inspect.GetStep(ctx, st, "ann", r.ThreadID, end.RunID, s.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d inspect.Detail
+			if err := json.Unmarshal(full.Detail, &d); err != nil {
+				t.Fatal(err)
+			}
+			return full, d
+		}
+
+		a, d := detail(r.Steps[0])
+		if a.Retries != 1 || len(d.Attempts) != 1 || d.Attempts[0].Attempt != 1 ||
+			!strings.Contains(d.Attempts[0].Error, "503") || d.Attempts[0].DurationMS < 0 || d.Attempts[0].StartedAt.IsZero() {
+			t.Fatalf("a's call: retries %d, attempts %+v; want one failed attempt with the 503", a.Retries, d.Attempts)
+		}
+		if a.Error != "" || d.Answer == nil || len(d.Answer.Message.ToolCalls()) != 1 {
+			t.Fatalf("a's call after its retry: error %q, answer %+v", a.Error, d.Answer)
+		}
+
+		_, d = detail(r.Steps[2])
+		if d.Request == nil {
+			t.Fatal("b's call has no request")
+		}
+		var sent strings.Builder
+		for _, m := range d.Request.Messages {
+			sent.WriteString(m.Text())
+		}
+		if strings.Contains(sent.String(), "4242") || !strings.Contains(sent.String(), "my card is [card] [card] [card] [card]") {
+			t.Fatalf("b's request as recorded %q: want the card number redacted", sent.String())
+		}
+		if raw, _ := json.Marshal(d.Request); strings.Contains(string(raw), "4242") {
+			t.Fatalf("b's recorded request holds the redacted value: %s", raw)
+		}
+
+		// A call that fails for good: stored with its error.
+		var runID string
+		var runErr error
+		for ev, err := range n.Threads.Turn(ctx, "ann", "it is broken", threads.TurnOptions{}) {
+			if e, ok := ev.(*runner.RunStartEvent); ok {
+				runID = e.RunID
+			}
+			if err != nil {
+				runErr = err
+			}
+		}
+		if runID == "" || runErr == nil || !strings.Contains(runErr.Error(), "400") {
+			t.Fatalf("run %q ended with %v, want the 400", runID, runErr)
+		}
+		end.RunID = runID
+		r, err = inspect.Steps(ctx, st, "ann", "", end.RunID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Steps) != 1 || r.Steps[0].Type != inspect.StepModelCall || !strings.Contains(r.Steps[0].Error, "400") {
+			t.Fatalf("steps of the failed run %s: %+v", types(r), r.Steps)
+		}
+		if _, d := detail(r.Steps[0]); d.Answer != nil || d.Request == nil {
+			t.Fatalf("failed call: answer %+v, request %+v", d.Answer, d.Request)
 		}
 	})
 }

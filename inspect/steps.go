@@ -78,8 +78,10 @@ type Step struct {
 	Error        string `json:"error,omitempty"`
 	FinishReason string `json:"finish_reason,omitempty"`
 	RequestID    string `json:"request_id,omitempty"`
-	Retries      int    `json:"retries,omitempty"`
-	Truncated    bool   `json:"truncated,omitempty"`
+	// Retries counts a model call's failed attempts before its last one;
+	// set by GetStep only (a list reads no detail).
+	Retries   int  `json:"retries,omitempty"`
+	Truncated bool `json:"truncated,omitempty"`
 	// Detail is the step in full (GetStep only): a model call's request
 	// and answer, a tool call's arguments and output, an approval's
 	// interrupt.
