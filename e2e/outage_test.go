@@ -425,6 +425,7 @@ func (o *outage) checkRuns(ctx context.Context, back time.Time) {
 	a := o.c.api
 	a.base = o.c.serves[0].url
 	pending := maps.Clone(accepted)
+	completed := map[string]bool{} // threads whose run completed
 	var lastFinal time.Time
 	for len(pending) > 0 {
 		for run, thread := range pending {
@@ -443,6 +444,7 @@ func (o *outage) checkRuns(ctx context.Context, back time.Time) {
 				o.mu.Lock()
 				o.completed++
 				o.mu.Unlock()
+				completed[thread] = true
 			case "failed", "cancelled":
 				o.mu.Lock()
 				o.failed++
@@ -491,6 +493,9 @@ func (o *outage) checkRuns(ctx context.Context, back time.Time) {
 			if n > 1 {
 				o.fault("thread %s holds the answer %q %d times, want once", thread, text, n)
 			}
+		}
+		if completed[thread] && len(answers) == 0 {
+			o.fault("thread %s: its run completed, and it holds no answer", thread)
 		}
 	}
 	// No effect twice: one applied key per tool per run (each path calls
