@@ -239,3 +239,19 @@ func TestCardBothVersions(t *testing.T) {
 		t.Errorf("the 1.0 interface of the card: %+v %v", in, ok)
 	}
 }
+
+// 1.0's ListTasks is not served (docs/a2a.md): a method-not-found error,
+// as any unknown method.
+func TestListTasksNotServed(t *testing.T) {
+	t.Parallel()
+	b := servertest.Setup(t)
+	var res struct {
+		ID    int
+		Error struct{ Code int }
+	}
+	r := b.Do(t, b.KeyA, "POST", "/a2a/support", map[string]any{"jsonrpc": "2.0", "id": 7, "method": "ListTasks", "params": map[string]any{"pageSize": 10}})
+	r.JSON(t, &res)
+	if res.ID != 7 || res.Error.Code != -32601 {
+		t.Errorf("ListTasks: %d %s", r.Status, r.Body)
+	}
+}
