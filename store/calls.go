@@ -79,4 +79,7 @@ type GetCallRecordParams struct {
 type SweepCallRecordsParams struct {
 	// Before: records created before it are deleted. Required.
 	Before time.Time
+	// Limit is how many records one batch deletes, each batch in a
+	// transaction of its own. Defaults to [DefaultPruneLimit].
+	Limit int
 }

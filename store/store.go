@@ -53,8 +53,10 @@ type Store interface {
 	ExpiredLeases(ctx context.Context, params *ExpiredLeasesParams) ([]*Lease, error)
 
 	// SweepCallRecords deletes, across owners, the call records created
-	// before params.Before (the inspector's retention) and returns how
-	// many it deleted.
+	// before params.Before (the inspector's retention), oldest first in
+	// batches of params.Limit, each batch in a transaction of its own, and
+	// returns how many it deleted. After an error the batches before it
+	// stay deleted.
 	SweepCallRecords(ctx context.Context, params *SweepCallRecordsParams) (int, error)
 
 	// PruneCheckpoints deletes, across owners, the checkpoints of one batch

@@ -72,7 +72,7 @@ func checkListedCalls(t *testing.T, b *bundle, th *store.Thread, list []*store.C
 }
 
 // checkCallSweep: an old cut-off keeps the call records, a cut-off after
-// them deletes them, whoever's they are.
+// them deletes them, whoever's they are, in batches of any size.
 func checkCallSweep(t *testing.T, s store.Store, b *bundle, start time.Time) {
 	t.Helper()
 	theirs := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other}))(t)
@@ -91,6 +91,22 @@ func checkCallSweep(t *testing.T, s store.Store, b *bundle, start time.Time) {
 	}
 	_, err := s.SweepCallRecords(b.ctx, &store.SweepCallRecordsParams{})
 	wantErr(t, err, store.ErrInvalid)
+	_, err = s.SweepCallRecords(b.ctx, &store.SweepCallRecordsParams{Before: time.Now(), Limit: -1})
+	wantErr(t, err, store.ErrInvalid)
+
+	// In batches of 2: seven records (three full batches and one more)
+	// all go, and the count says so.
+	var calls []*store.CallRecord
+	for i := range 7 {
+		calls = append(calls, &store.CallRecord{ThreadID: theirs.ID, RunID: "run-b", Kind: "model", Step: i, StartedAt: start})
+	}
+	noErr(t, s.RecordCalls(b.ctx, &store.RecordCallsParams{OwnerID: b.other, Calls: calls}))
+	if n := Must(s.SweepCallRecords(b.ctx, &store.SweepCallRecordsParams{Before: time.Now().Add(time.Minute), Limit: 2}))(t); n < 7 {
+		t.Fatalf("swept %d in batches of 2, want at least 7", n)
+	}
+	if l := Must(s.ListCallRecords(b.ctx, &store.ListCallRecordsParams{OwnerID: b.other, RunID: "run-b"}))(t); len(l) != 0 {
+		t.Fatalf("after the sweep in batches %d records are left", len(l))
+	}
 }
 
 func noErr(t *testing.T, err error) {

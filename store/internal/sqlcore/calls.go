@@ -140,17 +140,42 @@ func (e *Engine) GetCallRecord(ctx context.Context, p *store.GetCallRecordParams
 		`SELECT `+callInsertCols+` FROM call_records WHERE owner_id = $1 AND id = $2`)
 }
 
-// SweepCallRecords implements [store.Store]; it spans owners.
+// sweepCallRecords deletes one batch: the $2 oldest call records created
+// before $1, found on the created_at index.
+const sweepCallRecords = `DELETE FROM call_records WHERE (owner_id, id) IN (
+	SELECT owner_id, id FROM call_records WHERE created_at < $1 ORDER BY created_at LIMIT $2)`
+
+// SweepCallRecords implements [store.Store]; it spans owners. It deletes
+// in batches of p.Limit rows, each in a transaction of its own, until a
+// batch is not full: a long backlog never holds one long transaction (on
+// SQLite, the write lock) and other writers go between batches.
 func (e *Engine) SweepCallRecords(ctx context.Context, p *store.SweepCallRecordsParams) (int, error) {
 	const op = "sweep call records"
 	if p == nil || p.Before.IsZero() {
 		return 0, e.wrap(op, invalid("Before is required"))
 	}
-	n, err := inTx(ctx, e, Scope{Sweep: true}, true, op, func(q Querier) (int64, error) {
-		last(q)
-		return q.Exec(ctx, `DELETE FROM call_records WHERE created_at < $1`, e.Dialect.Time(p.Before))
-	})
-	return int(n), err
+	if p.Limit < 0 {
+		return 0, e.wrap(op, invalid("Limit %d is negative", p.Limit))
+	}
+	limit := p.Limit
+	if limit == 0 {
+		limit = store.DefaultPruneLimit
+	}
+	before := e.Dialect.Time(p.Before)
+	total := 0
+	for {
+		n, err := inTx(ctx, e, Scope{Sweep: true}, true, op, func(q Querier) (int64, error) {
+			last(q)
+			return q.Exec(ctx, sweepCallRecords, before, limit)
+		})
+		total += int(n)
+		if err != nil || n < int64(limit) {
+			return total, err
+		}
+		if err := ctx.Err(); err != nil {
+			return total, e.wrap(op, err)
+		}
+	}
 }
 
 var errNotJSON = errors.New("not valid JSON")
