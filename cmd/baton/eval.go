@@ -59,6 +59,9 @@ func cmdEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return usageError{err}
 	}
+	for _, w := range set.Warnings {
+		fmt.Fprintln(stderr, "baton eval: warning:", w)
+	}
 	cfg := eval.Config{Set: set, Network: eval.Target{File: *network, Load: sf.load()}, Concurrency: *jobs, LiveTools: *liveTools, Judge: *judge,
 		Logger: log}
 	if cfg.Network.File == "" {

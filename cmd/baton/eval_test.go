@@ -141,3 +141,48 @@ func TestParseSince(t *testing.T) {
 		t.Error("a negative duration is accepted")
 	}
 }
+
+// TestEvalADKConfig: baton eval follows an ADK evalset's test_config.json
+// (the trajectory matched IN_ORDER, no ROUGE-1 since it is not listed) and
+// names on standard error the criteria it does not score.
+func TestEvalADKConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	data, err := os.ReadFile("../../eval/evalset/testdata/adk/support.evalset.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := filepath.Join(dir, "support.evalset.json")
+	if err := os.WriteFile(set, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	config := `{"criteria": {"tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "IN_ORDER"}, "safety_v1": 0.8}}`
+	if err := os.WriteFile(filepath.Join(dir, "test_config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := cli(t, "eval", "--network", supportNet, "--json", set)
+	if code != 0 {
+		t.Fatalf("baton eval: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "baton eval: warning: ADK criterion safety_v1 is not scored by baton eval") {
+		t.Errorf("stderr = %q, want the safety_v1 warning", stderr)
+	}
+	var r struct {
+		Summary struct {
+			Metrics []struct {
+				Metric string `json:"metric"`
+				Checks int    `json:"checks"`
+			} `json:"metrics"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	var metrics []string
+	for _, m := range r.Summary.Metrics {
+		metrics = append(metrics, m.Metric)
+	}
+	if got := strings.Join(metrics, ","); got != "transfers,tools" {
+		t.Errorf("metrics = %s, want transfers,tools (no rouge1, no rubric)", got)
+	}
+}

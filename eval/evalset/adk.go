@@ -2,9 +2,6 @@ package evalset
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 )
@@ -30,16 +27,27 @@ import (
 // Every model but EvalSet reads its fields in snake_case or camelCase
 // (pydantic's alias generator); this reader accepts both everywhere.
 
-// ParseADK reads an ADK evalset: each eval case becomes a case, each
-// invocation a turn whose expectations are ADK's: the tool trajectory
-// (tool_uses, matched exactly with their arguments, ADK's default; calls
-// of ADK's transfer_to_agent are the transfer trajectory instead),
-// the final response (ROUGE-1 at [DefaultROUGE1Threshold], ADK's default
-// response_match_score) and the rubrics (judged, with the run's default
-// judge). Recorded tool responses become the case's recording, so that
-// they answer the tools; a case with a conversation_scenario (ADK's user
-// simulator) is refused. A malformed evalset is an *[Error] with lines.
+// ParseADK reads an ADK evalset scored as `adk eval` scores it without a
+// config file ([DefaultADKConfig]); see [ParseADKWith].
 func ParseADK(data []byte, name string) (*Set, error) {
+	return ParseADKWith(data, name, nil)
+}
+
+// ParseADKWith reads an ADK evalset: each eval case becomes a case, each
+// invocation a turn whose expectations are the criteria of config (nil is
+// [DefaultADKConfig]): with tool_trajectory_avg_score the tool trajectory
+// (tool_uses, matched by its match_type with their arguments; calls of
+// ADK's transfer_to_agent are the transfer trajectory instead), with
+// response_match_score the final response (ROUGE-1 at its threshold), with
+// a rubric_based_* criterion the rubrics (the invocation's, the case's and
+// the criterion's, judged with the run's default judge). Recorded tool
+// responses become the case's recording, so that they answer the tools,
+// whatever the criteria; a case with a conversation_scenario (ADK's user
+// simulator) is refused. A malformed evalset is an *[Error] with lines.
+func ParseADKWith(data []byte, name string, config *ADKConfig) (*Set, error) {
+	if config == nil {
+		config = DefaultADKConfig()
+	}
 	ps := problems{locate: func(p string) int { return jsonLine(data, p) }}
 	var top adkObject
 	if err := json.Unmarshal(data, &top); err != nil {
@@ -57,7 +65,7 @@ func ParseADK(data []byte, name string) (*Set, error) {
 	top.list(&ps, "$", "eval_cases", &cases, true)
 	for i, rc := range cases {
 		p := at("$.eval_cases", i)
-		c := adkCase(rc, p, &ps)
+		c := adkCase(rc, p, config, &ps)
 		c.Line = jsonLine(data, p)
 		s.Cases = append(s.Cases, c)
 	}
@@ -127,7 +135,7 @@ func (o adkObject) list(ps *problems, p, key string, v *[]adkObject, required bo
 	return o.field(ps, p, key, v, required)
 }
 
-func adkCase(o adkObject, p string, ps *problems) Case {
+func adkCase(o adkObject, p string, config *ADKConfig, ps *problems) Case {
 	var c Case
 	o.str(ps, p, "eval_id", &c.ID, true)
 	if _, ok := o.raw("conversation_scenario"); ok {
@@ -139,12 +147,16 @@ func adkCase(o adkObject, p string, ps *problems) Case {
 	if o.list(ps, p, "rubrics", &rs, false) {
 		rubrics = adkRubrics(rs, p+".rubrics", ps)
 	}
+	if !config.Rubrics {
+		rubrics = nil
+	}
+	rubrics = append(withThreshold(rubrics, config.RubricThreshold), config.ConfigRubrics...)
 	var invs []adkObject
 	o.list(ps, p, "conversation", &invs, true)
 	rec := &Recording{Version: RecordingVersion, Source: "adk"}
 	recorded := false
 	for i, inv := range invs {
-		t, out := adkInvocation(inv, at(p+".conversation", i), ps)
+		t, out := adkInvocation(inv, at(p+".conversation", i), config, ps)
 		if len(rubrics) > 0 {
 			if t.Expect == nil {
 				t.Expect = &Expect{}
@@ -166,7 +178,7 @@ func adkCase(o adkObject, p string, ps *problems) Case {
 
 // adkInvocation returns an invocation as a turn, and the tool results it
 // recorded as an outcome.
-func adkInvocation(o adkObject, p string, ps *problems) (Turn, Outcome) {
+func adkInvocation(o adkObject, p string, config *ADKConfig, ps *problems) (Turn, Outcome) {
 	var t Turn
 	var out Outcome
 	var user adkObject
@@ -179,8 +191,8 @@ func adkInvocation(o adkObject, p string, ps *problems) (Turn, Outcome) {
 	e := &Expect{}
 	var final adkObject
 	if o.field(ps, p, "final_response", &final, false) {
-		if text := adkText(final, p+".final_response", ps); strings.TrimSpace(text) != "" {
-			e.Answer = &AnswerExpect{ROUGE1: &ROUGE1{Reference: text, Threshold: DefaultROUGE1Threshold}}
+		if text := adkText(final, p+".final_response", ps); strings.TrimSpace(text) != "" && config.ResponseMatch != nil {
+			e.Answer = &AnswerExpect{ROUGE1: &ROUGE1{Reference: text, Threshold: *config.ResponseMatch}}
 		}
 	}
 	var inter adkObject
@@ -195,20 +207,24 @@ func adkInvocation(o adkObject, p string, ps *problems) (Turn, Outcome) {
 			transfers = append(transfers, TransferExpect{To: to})
 			return true
 		})
-		e.Tools = &ToolsExpect{Match: MatchExact, Calls: calls}
-		if len(transfers) > 0 {
-			e.Transfers = &transfers
+		if config.Trajectory {
+			e.Tools = &ToolsExpect{Match: config.Match, Calls: calls}
+			if len(transfers) > 0 {
+				e.Transfers = &transfers
+			}
 		}
 		out.Tools = results
 	}
 	var rs []adkObject
 	if o.list(ps, p, "rubrics", &rs, false) {
-		if e.Answer == nil {
-			e.Answer = &AnswerExpect{}
+		if rubrics := adkRubrics(rs, p+".rubrics", ps); config.Rubrics {
+			if e.Answer == nil {
+				e.Answer = &AnswerExpect{}
+			}
+			e.Answer.Rubrics = withThreshold(rubrics, config.RubricThreshold)
 		}
-		e.Answer.Rubrics = adkRubrics(rs, p+".rubrics", ps)
 	}
-	if e.Answer != nil || e.Tools != nil {
+	if e.Answer != nil || e.Tools != nil || e.Transfers != nil {
 		t.Expect = e
 	}
 	return t, out
@@ -331,50 +347,13 @@ func adkRubrics(rs []adkObject, p string, ps *problems) []Rubric {
 	return out
 }
 
-// adkCriteria is ADK's test_config.json, whose criteria set the thresholds.
-type adkCriteria struct {
-	Criteria map[string]json.RawMessage `json:"criteria"`
-}
-
-// applyADKConfig sets the ROUGE-1 thresholds of s from the
-// response_match_score of the test_config.json beside an ADK evalset
-// (a number, or {"threshold": n}), when there is one.
-func applyADKConfig(s *Set, evalsetPath string) error {
-	path := filepath.Join(filepath.Dir(evalsetPath), "test_config.json")
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("evalset: %w", err)
-	}
-	var c adkCriteria
-	if err := json.Unmarshal(data, &c); err != nil {
-		return &Error{File: path, Problems: []Problem{{Line: jsonErrorLine(data, err), Message: jsonMessage(err)}}}
-	}
-	raw, ok := c.Criteria["response_match_score"]
-	if !ok {
-		return nil
-	}
-	var th float64
-	if json.Unmarshal(raw, &th) != nil {
-		var obj struct {
-			Threshold float64 `json:"threshold"`
-		}
-		if json.Unmarshal(raw, &obj) != nil {
-			return &Error{File: path, Problems: []Problem{{Line: jsonLine(data, "$.criteria.response_match_score"), Message: "response_match_score: want a number or {\"threshold\": n}"}}}
-		}
-		th = obj.Threshold
-	}
-	if th < 0 || th > 1 {
-		return &Error{File: path, Problems: []Problem{{Line: jsonLine(data, "$.criteria.response_match_score"), Message: fmt.Sprintf("response_match_score %v: want a number from 0 to 1", th)}}}
-	}
-	for i := range s.Cases {
-		for j := range s.Cases[i].Turns {
-			if e := s.Cases[i].Turns[j].Expect; e != nil && e.Answer != nil && e.Answer.ROUGE1 != nil {
-				e.Answer.ROUGE1.Threshold = th
-			}
+// withThreshold sets the threshold of rubrics that have none to th (0
+// leaves them at the default).
+func withThreshold(rubrics []Rubric, th float64) []Rubric {
+	for i := range rubrics {
+		if rubrics[i].Threshold == 0 {
+			rubrics[i].Threshold = th
 		}
 	}
-	return nil
+	return rubrics
 }

@@ -66,22 +66,28 @@ func looksADK(data []byte) bool {
 }
 
 // Load reads and parses the set in a file, in the format of [FormatOf]. An
-// ADK evalset takes its ROUGE-1 threshold from the response_match_score of
-// the test_config.json beside it, as `adk eval` does, when there is one.
+// ADK evalset is scored by the criteria of the test_config.json beside it,
+// as `adk eval` does, else by ADK's default criteria ([ParseADKWith]); the
+// criteria baton eval does not score are the set's Warnings.
 func Load(path string) (*Set, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("evalset: %w", err)
 	}
 	f := FormatOf(path, data)
-	s, err := ParseFormat(data, path, f)
+	if f != FormatADK {
+		return ParseFormat(data, path, f)
+	}
+	config, err := loadADKConfig(path)
 	if err != nil {
 		return nil, err
 	}
-	if f == FormatADK {
-		if err := applyADKConfig(s, path); err != nil {
-			return nil, err
-		}
+	s, err := ParseADKWith(data, path, config)
+	if err != nil {
+		return nil, err
+	}
+	if config != nil {
+		s.Warnings = config.Warnings()
 	}
 	return s, nil
 }

@@ -29,6 +29,9 @@ type Set struct {
 	// given (`baton eval SET`), relative to the set's file.
 	Network string `json:"network,omitempty"`
 	Cases   []Case `json:"cases"`
+	// Warnings are what a reader left out, such as the criteria of an ADK
+	// test_config.json that baton eval does not score; not written.
+	Warnings []string `json:"-"`
 }
 
 // Case is one conversation: its user turns, what is expected of each, and
