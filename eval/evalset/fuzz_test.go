@@ -92,3 +92,46 @@ func FuzzParseADK(f *testing.F) {
 	f.Add([]byte("{\"eval_set_id\": \"x\", \"eval_cases\": [{\"eval_id\": \"a\", \"conversation\": [{\"user_content\": {\"parts\": [{\"text\": \"hi\"}]}, \"intermediate_data\": {\"invocation_events\": []}}]}]}"))
 	f.Fuzz(func(t *testing.T, data []byte) { check(t, data, "fuzz.evalset.json", evalset.FormatADK) })
 }
+
+// FuzzParseADKConfig checks ADK's eval config reader: a config, or an
+// *Error whose problems have a message and a line inside the file; a
+// config that reads makes of the test evalset a valid set that writes and
+// reads back.
+func FuzzParseADKConfig(f *testing.F) {
+	seeds(f, "testdata/adk/test_config.json")
+	f.Add([]byte(`{"criteria": {"tool_trajectory_avg_score": {"threshold": 1.0, "match_type": "IN_ORDER"}, "response_match_score": {"threshold": 0.6}}}`))
+	f.Add([]byte(`{"criteria": {"tool_trajectory_avg_score": {"matchType": 2}, "safety_v1": 0.8}}`))
+	f.Add([]byte(`{"criteria": {"rubric_based_tool_use_quality_v1": {"threshold": 0.7, "rubrics": [{"rubric_id": "r", "rubric_content": {"text_property": "p"}}]}}}`))
+	f.Add([]byte(`{"criteria": {"response_match_score": null}}`))
+	evalsetData, err := os.ReadFile("testdata/adk/support.evalset.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := evalset.ParseADKConfig(data, "test_config.json")
+		if err != nil {
+			var e *evalset.Error
+			if c != nil || !errors.As(err, &e) || len(e.Problems) == 0 {
+				t.Fatalf("config %v, err %v: want nil and an *Error with problems", c, err)
+			}
+			lines := bytes.Count(data, []byte("\n")) + 1
+			for _, p := range e.Problems {
+				if p.Message == "" || p.Line < 0 || p.Line > lines {
+					t.Fatalf("problem %+v: no message, or line outside 1..%d", p, lines)
+				}
+			}
+			return
+		}
+		s, err := evalset.ParseADKWith(evalsetData, "support.evalset.json", c)
+		if err != nil {
+			t.Fatalf("the test evalset under config %+v: %v", c, err)
+		}
+		var b bytes.Buffer
+		if err := evalset.Write(&b, s, evalset.FormatYAML, ""); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		if _, err := evalset.ParseFormat(b.Bytes(), "back.yaml", evalset.FormatYAML); err != nil {
+			t.Fatalf("written set does not parse: %v\n%s", err, b.String())
+		}
+	})
+}
