@@ -117,7 +117,7 @@ type serviceFlags struct {
 	// webhooks, webhookSecret and webhookAllow are
 	// service.Config.Webhooks.
 	webhooks      stringList
-	webhookSecret string
+	webhookSecret secretFlag
 	webhookAllow  stringList
 	// webhookRetention keeps the delivery log of deliveries that ended; 0
 	// keeps none past delivery.
@@ -140,7 +140,7 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	fs.Var((*retention)(&f.inspectRetention), "inspect-retention", "keep the calls of runs recorded for the inspector (model requests and answers, tool calls, transfers: baton inspect, the steps API) this long: days (7d) or a Go duration (36h, 90m); 0 records none")
 	fs.DurationVar(&f.retention, "checkpoint-retention", service.DefaultCheckpointRetention, "delete, in the background, the checkpoints older than this, except the latest of every run (what resume needs); those within it stay, for a fork from any step; 0 or less keeps them all")
 	fs.Var(&f.webhooks, "webhook", "send every run's events (run.completed, run.failed, run.cancelled, run.interrupted) to this URL, signed per Standard Webhooks (repeatable; needs --webhook-secret)")
-	fs.StringVar(&f.webhookSecret, "webhook-secret", os.Getenv("BATON_WEBHOOK_SECRET"), "the secret that signs webhooks: whsec_ and the base64 of at least 16 random bytes (default $BATON_WEBHOOK_SECRET; every process of the deployment, workers included, needs the same); it enables a run's own webhook (POST …/runs \"webhook\")")
+	fs.Var(&f.webhookSecret, "webhook-secret", "the `secret` that signs webhooks: whsec_ and the base64 of at least 16 random bytes (default $BATON_WEBHOOK_SECRET; every process of the deployment, workers included, needs the same); it enables a run's own webhook (POST …/runs \"webhook\")")
 	f.webhookRetention = service.DefaultWebhookRetention
 	fs.Var((*retention)(&f.webhookRetention), "webhook-retention", "keep the webhook delivery log's attempts of a delivery that ended (answered, or tried for the last time) this long, then delete them in the background: days (7d) or a Go duration (36h, 90m); 0 keeps none past delivery; a pending delivery's attempts are always kept")
 	fs.Var(&f.webhookAllow, "webhook-allow", "a host name, address or CIDR that webhooks may call although it is loopback, private or link-local (repeatable; every other such URL is refused, at the request and again when dialled)")
@@ -151,6 +151,32 @@ func (f *serviceFlags) register(fs *flag.FlagSet, background bool) {
 	fs.DurationVar(&f.jobTimeout, "job-timeout", continuation.DefaultJobTimeout, "longest attempt of one continuation")
 	fs.DurationVar(&f.rescueAfter, "rescue-after", 0, "last resort, after the lease: River retries a continuation whose worker died after this long (default: job-timeout + 1m)")
 	fs.IntVar(&f.maxAttempts, "max-attempts", continuation.DefaultMaxAttempts, "attempts of a continuation before its message goes to error")
+}
+
+// secretFlag is a flag holding a secret. Its default comes from an
+// environment variable read after parsing ([secretFlag.value]), not from
+// the flag's default, which usage output would print.
+type secretFlag struct {
+	s   string
+	set bool
+}
+
+// String implements flag.Value; it never shows the secret.
+func (f *secretFlag) String() string { return "" }
+
+// Set implements flag.Value.
+func (f *secretFlag) Set(s string) error {
+	f.s, f.set = s, true
+	return nil
+}
+
+// value returns the flag's value if it was given (empty included), else
+// the environment variable env.
+func (f *secretFlag) value(env string) string {
+	if f.set {
+		return f.s
+	}
+	return os.Getenv(env)
 }
 
 // logger makes the command's logger on w (logFlags.logger), for its
@@ -173,7 +199,7 @@ func (f *serviceFlags) config(files []string, log *slog.Logger, tel *telemetry.T
 	cfg := service.Config{Files: files, Load: f.load(), Database: url, NoMigrate: f.noMigrate,
 		MemoryDir: f.memoryDir, Logger: log, Telemetry: tel}
 	cfg.Continuation.LeaseTTL = f.leaseTTL
-	cfg.Webhooks = webhook.Config{URLs: f.webhooks, Secret: f.webhookSecret, Allow: f.webhookAllow}
+	cfg.Webhooks = webhook.Config{URLs: f.webhooks, Secret: f.webhookSecret.value("BATON_WEBHOOK_SECRET"), Allow: f.webhookAllow}
 	switch {
 	case f.inspectRetention < 0:
 		return service.Config{}, usagef("--inspect-retention must be 0 or more")

@@ -585,3 +585,32 @@ func TestSplitArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestWebhookSecretHidden checks that --webhook-secret's usage never
+// prints the secret of $BATON_WEBHOOK_SECRET: neither --help nor the usage
+// of a flag typo, while the variable is still the flag's default.
+func TestWebhookSecretHidden(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	t.Setenv("BATON_WEBHOOK_SECRET", secret)
+	for _, args := range [][]string{{"serve", "--help"}, {"worker", "--help"}, {"run", "--help"}, {"serve", "--webhok", "x"}} {
+		_, stdout, stderr := runCLI(t, args...)
+		if !strings.Contains(stdout+stderr, "webhook-secret") {
+			t.Errorf("%v: the usage does not list --webhook-secret:\n%s%s", args, stdout, stderr)
+		}
+		if strings.Contains(stdout+stderr, "MfKQ9r8") {
+			t.Errorf("%v: the usage shows the secret:\n%s%s", args, stdout, stderr)
+		}
+	}
+	// The variable is still the default: a run with --webhook and no
+	// --webhook-secret is not refused for want of a secret, but for the
+	// URL.
+	code, _, stderr := runCLI(t, "run", "--webhook", "http://169.254.169.254/latest", supportNet, "hi")
+	if code != exitUsage || !strings.Contains(stderr, "webhook: URL refused") {
+		t.Errorf("run with $BATON_WEBHOOK_SECRET: exit %d, stderr:\n%s", code, stderr)
+	}
+	// An explicit empty flag still overrides the variable.
+	code, _, stderr = runCLI(t, "run", "--webhook", "https://hooks.example.com/x", "--webhook-secret", "", supportNet, "hi")
+	if code != exitUsage || !strings.Contains(stderr, "a secret is required") {
+		t.Errorf("run with an empty --webhook-secret: exit %d, stderr:\n%s", code, stderr)
+	}
+}
