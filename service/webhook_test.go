@@ -10,6 +10,7 @@ import (
 
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/runner"
+	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/service/servicetest"
 	"github.com/batonhq/baton/store"
@@ -90,11 +91,21 @@ func TestWebhooks(t *testing.T) {
 			ev.Data.Network != "support" || ev.Data.Status != "completed" || ev.Data.Output == "" {
 			t.Errorf("event %+v, want run.completed of run %s", ev, start.RunID)
 		}
+		// The same event recorded again (as a retried transaction would),
+		// with a new payload timestamp: River's unique args (owner,
+		// webhook-id, URL, target) make it no new job.
+		st := &runstate.State{RunID: start.RunID, ThreadID: ev.Data.ThreadID, Network: "support", Status: runstate.StatusCompleted, FinalOutput: ev.Data.Output}
+		again := svc.Webhooks().EndTx(n.Continuation, nil)
+		if err := svc.Store().Tx(ctx, func(tx store.Tx) error {
+			return again(ctx, tx, "ann", st, strings.TrimPrefix(idAll, "msg_"))
+		}); err != nil {
+			t.Fatal(err)
+		}
 		// No other event, no second delivery of this one.
 		select {
 		case d := <-all.Got:
 			t.Errorf("a second delivery %s", d.ID)
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(time.Second):
 		}
 	})
 }

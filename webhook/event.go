@@ -72,13 +72,17 @@ const Kind = "baton.webhook"
 
 // Args are a delivery's River job args, persisted as JSON: one event to
 // one URL. The secret is not in them: the worker signs with its own.
+//
+// The fields marked river:"unique" make a job's uniqueness ([unique]):
+// the event (owner and webhook-id), the endpoint and the target, not the
+// payload, whose timestamp differs at each insert.
 type Args struct {
-	OwnerID string `json:"owner_id"`
+	OwnerID string `json:"owner_id" river:"unique"`
 	// ID is the event's webhook-id, the same on every attempt and for
 	// every URL: "msg_" and the id of the checkpoint that caused it.
-	ID      string          `json:"id"`
+	ID      string          `json:"id" river:"unique"`
 	Type    string          `json:"type"`
-	URL     string          `json:"url"`
+	URL     string          `json:"url" river:"unique"`
 	Payload json.RawMessage `json:"payload"`
 	// SecretEnv names the environment variable of the URL's own secret
 	// ([Service.SetSecretEnv]); empty: the service's secret.
@@ -89,7 +93,7 @@ type Args struct {
 	// Target names a [Target] among those of the same URL (an A2A push
 	// notification config's id); ThreadID, RunID and Network are its
 	// event's, for the delivery log, when its payload is not an [Event].
-	Target   string `json:"target,omitempty"`
+	Target   string `json:"target,omitempty" river:"unique"`
 	ThreadID string `json:"thread_id,omitempty"`
 	RunID    string `json:"run_id,omitempty"`
 	Network  string `json:"network,omitempty"`
@@ -126,8 +130,9 @@ func (s *Service) SetTargets(f TargetsFunc) {
 // Kind implements river.JobArgs.
 func (Args) Kind() string { return Kind }
 
-// unique: one delivery per event and URL, however often the checkpoint's
-// transaction is retried.
+// unique: one delivery per event, URL and target (the Args fields marked
+// river:"unique"), however often the event is recorded again while its
+// first job is kept.
 var unique = river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
 	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
 	rivertype.JobStateRunning, rivertype.JobStateScheduled, rivertype.JobStateCompleted,
