@@ -49,14 +49,46 @@ func newGuard(allow []string) (*guard, error) {
 	return g, nil
 }
 
+// Networks internal refuses besides those net/netip names.
+var (
+	// Carrier-grade NAT (RFC 6598), used for internal services too.
+	cgnat = netip.MustParsePrefix("100.64.0.0/10")
+	// "This network" (RFC 791): 0.0.0.0/8 reaches the host itself on
+	// some systems.
+	thisNet = netip.MustParsePrefix("0.0.0.0/8")
+	// Benchmarking (RFC 2544), often routed internally.
+	bench = netip.MustParsePrefix("198.18.0.0/15")
+	// Reserved (RFC 1112), broadcast included.
+	reserved = netip.MustParsePrefix("240.0.0.0/4")
+	// IPv6 site-local (RFC 3879, deprecated but still routed by some).
+	siteLocal = netip.MustParsePrefix("fec0::/10")
+	// NAT64 (RFC 6052) and 6to4 (RFC 3056) embed an IPv4 address, which
+	// a translator or relay reaches.
+	nat64  = netip.MustParsePrefix("64:ff9b::/96")
+	sixTo4 = netip.MustParsePrefix("2002::/16")
+)
+
 // internal reports whether ip is an address a tenant must not make the
-// server call.
+// server call: loopback, private, link-local, unspecified, multicast,
+// carrier-grade NAT, 0.0.0.0/8, 198.18.0.0/15, 240.0.0.0/4, site-local,
+// or a NAT64 or 6to4 address whose embedded IPv4 address is one of them.
 func internal(ip netip.Addr) bool {
 	ip = ip.Unmap()
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
 		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast() ||
-		// Carrier-grade NAT (RFC 6598), used for internal services too.
-		netip.MustParsePrefix("100.64.0.0/10").Contains(ip)
+		cgnat.Contains(ip) || thisNet.Contains(ip) || bench.Contains(ip) || reserved.Contains(ip) || siteLocal.Contains(ip) {
+		return true
+	}
+	if ip.Is6() {
+		b := ip.As16()
+		switch {
+		case nat64.Contains(ip):
+			return internal(netip.AddrFrom4([4]byte(b[12:16])))
+		case sixTo4.Contains(ip):
+			return internal(netip.AddrFrom4([4]byte(b[2:6])))
+		}
+	}
+	return false
 }
 
 // allowed reports whether host (as written in the URL) at address ip may

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,8 +94,11 @@ func TestDialRefused(t *testing.T) {
 // http or https with a host, and never a literal internal address outside
 // the allow list.
 func FuzzCheckURL(f *testing.F) {
-	for _, s := range []string{"http://127.0.0.1/x", "https://example.com/hook", "http://[::1]:80", "http://10.0.0.1", "file:///etc", "http://user@h/", "http://0x7f.1/", "http://169.254.169.254/"} {
+	for _, s := range []string{"http://127.0.0.1/x", "https://example.com/hook", "http://[::1]:80", "http://10.0.0.1", "file:///etc", "http://user@h/", "http://0x7f.1/", "http://169.254.169.254/",
+		"http://[64:ff9b::a9fe:a9fe]/", "http://[64:ff9b::7f00:1]/", "http://[2002:a00:1::]/", "http://[2002:7f00:1::1]/", "http://0.1.2.3/", "http://198.18.0.1/",
+		"http://240.0.0.1/", "http://255.255.255.255/", "http://[fec0::1]/", "http://[::ffff:10.0.0.1]/", "http://[64:ff9b::808:808]/", "http://[2002:808:808::]/"} {
 		f.Add(s, "10.0.0.0/8")
+		f.Add(s, "")
 	}
 	f.Fuzz(func(t *testing.T, raw, allow string) {
 		g, err := newGuard([]string{allow})
@@ -112,5 +116,39 @@ func FuzzCheckURL(f *testing.F) {
 		if u.Scheme != "http" && u.Scheme != "https" || u.Hostname() == "" {
 			t.Fatalf("accepted %q", raw)
 		}
+		ip, err := netip.ParseAddr(u.Hostname())
+		if err != nil || !internal(ip) {
+			return
+		}
+		// An internal literal: the allow entry must name it.
+		a := strings.TrimSpace(allow)
+		if strings.EqualFold(a, u.Hostname()) {
+			return
+		}
+		if p, err := netip.ParsePrefix(a); err == nil && p.Masked().Contains(ip.Unmap()) {
+			return
+		}
+		if x, err := netip.ParseAddr(a); err == nil && x.Unmap() == ip.Unmap() {
+			return
+		}
+		t.Fatalf("accepted %q, an internal address, with allow %q", raw, allow)
 	})
+}
+
+// TestInternal: the addresses the guard refuses, NAT64 and 6to4 ones by
+// the IPv4 address they embed.
+func TestInternal(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1": true, "10.1.2.3": true, "169.254.169.254": true, "100.64.0.1": true, "::1": true, "fe80::1": true,
+		"0.0.0.0": true, "0.1.2.3": true, "198.18.0.1": true, "198.19.255.255": true, "240.0.0.1": true, "255.255.255.255": true,
+		"fec0::1": true, "feff::1": true, "::ffff:10.0.0.1": true,
+		"64:ff9b::a9fe:a9fe": true, "64:ff9b::7f00:1": true, "64:ff9b::a00:1": true,
+		"2002:a00:1::": true, "2002:7f00:1::1": true, "2002:a9fe:a9fe::1": true,
+		"8.8.8.8": false, "1.1.1.1": false, "198.20.0.1": false, "223.255.255.255": false, "2606:4700::1111": false,
+		"64:ff9b::808:808": false, "2002:808:808::": false, "fe00::1": false,
+	} {
+		if got := internal(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("internal(%s) = %v, want %v", addr, got, want)
+		}
+	}
 }
