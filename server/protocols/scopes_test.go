@@ -14,6 +14,7 @@ import (
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/store"
+	"github.com/batonhq/baton/webhook"
 )
 
 // scopedRoute is a route of every protocol, a request valid enough for it,
@@ -195,6 +196,70 @@ func TestScopesA2AMethods(t *testing.T) {
 			t.Errorf("%s: %s", tc.name, r.Body)
 		case tc.want != "" && (res.Error == nil || !strings.Contains(string(r.Body), tc.want)):
 			t.Errorf("%s: %s, want an error naming the %s", tc.name, r.Body, tc.want)
+		}
+	}
+}
+
+// TestScopesA2APush checks the scopes of the A2A push notification config
+// methods of both protocols, on the one JSON-RPC route (read): setting
+// and deleting a config need run, getting and listing them read.
+func TestScopesA2APush(t *testing.T) {
+	t.Parallel()
+	b := servertest.Setup(t, func(o *servertest.Options) {
+		o.Service.Webhooks = webhook.Config{Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Allow: []string{"127.0.0.1"}}
+	})
+	_, run, _ := b.Interrupted(t, b.KeyA)
+	read := scopedKey(t, b.St, "alice", store.CreateAPIKeyParams{Scopes: []store.Scope{store.ScopeRead}})
+	runKey := scopedKey(t, b.St, "alice", store.CreateAPIKeyParams{Scopes: []store.Scope{store.ScopeRun}})
+	const url = "http://127.0.0.1:9/push"
+	rpc := func(method string, params map[string]any) map[string]any {
+		return map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+	}
+	set03 := func(id string) map[string]any {
+		return rpc("tasks/pushNotificationConfig/set", map[string]any{"taskId": run, "pushNotificationConfig": map[string]any{"id": id, "url": url}})
+	}
+	set10 := func(id string) map[string]any {
+		return rpc("CreateTaskPushNotificationConfig", map[string]any{"taskId": run, "id": id, "url": url})
+	}
+	for _, tc := range []struct {
+		name, key string
+		body      any
+		want      string // in the JSON-RPC error; "" for none
+	}{
+		{"0.3 read sets", read, set03("r03"), "run scope"},
+		{"0.3 run sets", runKey, set03("c03"), ""},
+		{"0.3 read gets", read, rpc("tasks/pushNotificationConfig/get", map[string]any{"id": run, "pushNotificationConfigId": "c03"}), ""},
+		{"0.3 read lists", read, rpc("tasks/pushNotificationConfig/list", map[string]any{"id": run}), ""},
+		{"0.3 read deletes", read, rpc("tasks/pushNotificationConfig/delete", map[string]any{"id": run, "pushNotificationConfigId": "c03"}), "run scope"},
+		{"0.3 run deletes", runKey, rpc("tasks/pushNotificationConfig/delete", map[string]any{"id": run, "pushNotificationConfigId": "c03"}), ""},
+		{"1.0 read creates", read, set10("r10"), "run scope"},
+		{"1.0 run creates", runKey, set10("c10"), ""},
+		{"1.0 read gets", read, rpc("GetTaskPushNotificationConfig", map[string]any{"taskId": run, "id": "c10"}), ""},
+		{"1.0 read lists", read, rpc("ListTaskPushNotificationConfigs", map[string]any{"taskId": run}), ""},
+		{"1.0 read deletes", read, rpc("DeleteTaskPushNotificationConfig", map[string]any{"taskId": run, "id": "c10"}), "run scope"},
+		{"1.0 run deletes", runKey, rpc("DeleteTaskPushNotificationConfig", map[string]any{"taskId": run, "id": "c10"}), ""},
+	} {
+		r := b.Do(t, tc.key, "POST", "/a2a/support", tc.body)
+		var res struct {
+			Error *struct{ Message string }
+		}
+		r.JSON(t, &res)
+		switch {
+		case tc.want == "" && res.Error != nil:
+			t.Errorf("%s: %s", tc.name, r.Body)
+		case tc.want != "" && (res.Error == nil || !strings.Contains(string(r.Body), tc.want)):
+			t.Errorf("%s: %s, want an error naming the %s", tc.name, r.Body, tc.want)
+		}
+	}
+	// The refused set and delete changed nothing: r03 and r10 do not
+	// exist, and the deletes by the run key went through.
+	for _, body := range []any{
+		rpc("tasks/pushNotificationConfig/get", map[string]any{"id": run, "pushNotificationConfigId": "r03"}),
+		rpc("GetTaskPushNotificationConfig", map[string]any{"taskId": run, "id": "r10"}),
+		rpc("GetTaskPushNotificationConfig", map[string]any{"taskId": run, "id": "c10"}),
+	} {
+		if r := b.Do(t, read, "POST", "/a2a/support", body); !strings.Contains(string(r.Body), `"error"`) {
+			t.Errorf("%v: %s, want not found", body, r.Body)
 		}
 	}
 }
