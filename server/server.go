@@ -252,6 +252,7 @@ func (s *Server) routes() {
 	s.Handle("GET /v1/interrupts/{id}", read, s.getInterrupt)
 	s.Handle("GET /v1/audit", Route{Scope: ScopeAdmin}, s.listAudit)
 	s.Handle("GET /v1/webhooks/deliveries", Route{Scope: ScopeRead}, s.listWebhookDeliveries)
+	s.Handle("POST /v1/webhooks/secret", run, s.webhookSecret)
 	s.Handle("POST /v1/interrupts/{id}/decision", Route{Scope: ScopeDecide, Streaming: true}, s.decide)
 	for _, p := range s.cfg.Protocols {
 		p.Mount(s)

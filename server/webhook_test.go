@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,23 @@ func TestRunWebhook(t *testing.T) {
 				t.Errorf("webhook %q: %d %s, want %d naming webhook", url, r.Status, r.Body, want)
 			}
 		}
+		// The endpoint's secret: alice's own for the URL, not the
+		// server's, and not bob's for the same URL.
+		secret := b.EndpointSecret(t, b.KeyA, rcv, rcv.URL+"/hook")
+		if bob := b.EndpointSecret(t, b.KeyB, nil, rcv.URL+"/hook"); secret == rcv.Secret || bob == secret || bob == rcv.Secret {
+			t.Errorf("alice's secret %s, bob's %s, the server's %s: want three", secret, bob, rcv.Secret)
+		}
+		if again := b.EndpointSecret(t, b.KeyA, nil, rcv.URL+"/hook"); again != secret {
+			t.Errorf("alice's secret changed: %s, then %s", secret, again)
+		}
+		if other := b.EndpointSecret(t, b.KeyA, nil, rcv.URL+"/other"); other == secret {
+			t.Error("two URLs share a secret")
+		}
+		for _, url := range []string{"", "http://10.0.0.1/x", "ftp://127.0.0.1/x"} {
+			if r := b.Do(t, b.KeyA, "POST", "/v1/webhooks/secret", map[string]any{"url": url}); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `"param":"url"`) {
+				t.Errorf("secret of %q: %d %s, want 400 naming url", url, r.Status, r.Body)
+			}
+		}
 		r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I want a refund for order 1234", "webhook": rcv.URL + "/hook"})
 		var run struct {
 			ID        string
@@ -56,6 +74,17 @@ func TestRunWebhook(t *testing.T) {
 		}
 		select {
 		case d := <-got:
+			// Verified with alice's endpoint secret (by the receiver),
+			// and not with the server's or bob's.
+			for name, sec := range map[string]string{"server": rcv.Secret, "bob": b.EndpointSecret(t, b.KeyB, nil, rcv.URL+"/hook")} {
+				wh, err := standardwebhooks.NewWebhook(sec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if wh.Verify(d.Body, d.Header) == nil {
+					t.Errorf("the run's webhook verifies with the %s's secret", name)
+				}
+			}
 			if d.Event.Type != webhook.RunInterrupted || d.Event.Data.RunID != run.ID || d.Event.Data.ThreadID != thread ||
 				d.Event.Data.Interrupt == nil || d.Event.Data.Interrupt.ID != run.Interrupt.ID || d.ID == "" {
 				t.Errorf("delivery %s %+v, want run.interrupted of run %s", d.ID, d.Event, run.ID)
@@ -104,6 +133,9 @@ func TestRunWebhook(t *testing.T) {
 			}
 		case <-time.After(60 * time.Second):
 			t.Fatal("no run.cancelled in 60 s")
+		}
+		if bad := rcv.Bad(); len(bad) > 0 {
+			t.Errorf("deliveries failed verification: %v", bad)
 		}
 		var other list
 		b.Do(t, b.KeyB, "GET", "/v1/webhooks/deliveries", nil).JSON(t, &other)

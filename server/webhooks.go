@@ -35,3 +35,27 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request, c
 	WriteJSON(w, http.StatusOK, out)
 	return nil
 }
+
+// webhookSecret is POST /v1/webhooks/secret {"url": …}: the secret that
+// signs the deliveries to url of the caller's own endpoints (a run's
+// webhook, an A2A push notification config), for the caller's receiver to
+// verify them with.
+func (s *Server) webhookSecret(w http.ResponseWriter, r *http.Request, c *Caller) error {
+	var req wire.WebhookSecret
+	if err := DecodeJSON(r, &req, true); err != nil {
+		return err
+	}
+	if req.URL == "" {
+		return BadParam("url", "url is required: the webhook URL runs name")
+	}
+	hooks := s.cfg.Service.Webhooks()
+	if err := hooks.CheckURL(r.Context(), req.URL); err != nil {
+		return BadParam("url", "%v", err)
+	}
+	secret, err := hooks.EndpointSecret(c.Owner, req.URL)
+	if err != nil {
+		return err
+	}
+	WriteJSON(w, http.StatusOK, wire.WebhookSecret{URL: req.URL, Secret: secret})
+	return nil
+}

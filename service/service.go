@@ -346,7 +346,7 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 		Extensions: []runner.Extension{n.Continuation.Extension(), n.ThreadHandoff.Extension(), threads.InterruptExtension()},
 		Observer:   s.obs}
 	if s.webhooks != nil {
-		rc.Extensions = append(rc.Extensions, s.webhooks.Extension(n.Continuation, webhook.With(webhook.RunURLs, webhookURLs(d))))
+		rc.Extensions = append(rc.Extensions, s.webhooks.Extension(n.Continuation, webhookURLs(d)))
 	}
 	if s.retention > 0 {
 		// Every run's calls are recorded, for the inspector, with its
@@ -361,7 +361,7 @@ func (s *Service) assemble(d Definition, cfg Config, networks int) (*Network, er
 	n.Threads.StopWait = cfg.StopWait
 	if s.webhooks != nil {
 		// A run ended outside the runner (a cancel) has its event too.
-		n.Threads.EndTx = s.webhooks.EndTx(n.Continuation, webhook.With(webhook.RunURLs, webhookURLs(d)))
+		n.Threads.EndTx = s.webhooks.EndTx(n.Continuation, webhookURLs(d))
 	}
 	if sg, ok := s.be.broker.(draft.Signaller); ok {
 		// Cancels and double-texting's stops reach the run in whichever

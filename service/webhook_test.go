@@ -35,6 +35,13 @@ func TestWebhooks(t *testing.T) {
 		if err := svc.Webhooks().CheckURL(ctx, own.URL); err != nil {
 			t.Fatal(err)
 		}
+		// The run's own webhook is signed with the secret of its owner
+		// and URL, not the server's (the receiver checks both).
+		ownSecret, err := svc.Webhooks().EndpointSecret("ann", own.URL+"/own")
+		if err != nil {
+			t.Fatal(err)
+		}
+		own.SetSecret(t, "/own", ownSecret)
 		n, _ := svc.Network("support")
 		var end *runner.RunEndEvent
 		var start *runner.RunStartEvent

@@ -87,6 +87,10 @@ type Args struct {
 	// SecretEnv names the environment variable of the URL's own secret
 	// ([Service.SetSecretEnv]); empty: the service's secret.
 	SecretEnv string `json:"secret_env,omitempty"`
+	// Endpoint is set for an endpoint the owner named itself (a run's
+	// webhook, a [Target]): the delivery is signed with the secret of the
+	// owner and URL ([Service.EndpointSecret]), not the service's.
+	Endpoint bool `json:"endpoint,omitempty"`
 	// Headers are a [Target]'s own headers (an A2A push notification's
 	// token and authentication), sent besides the signature's.
 	Headers map[string]string `json:"headers,omitempty"`
@@ -103,7 +107,8 @@ type Args struct {
 // its own: an A2A push notification config, whose receiver expects its
 // protocol's task rather than an [Event]. Its deliveries go through the
 // same jobs, retries, delivery log and address checks as the URLs', and
-// are signed too.
+// are signed too, with the secret of the owner and URL
+// ([Service.EndpointSecret]).
 type Target struct {
 	URL string
 	// Key tells the target from others of the same URL (a config's id).
@@ -146,25 +151,23 @@ type Inserter interface {
 	InsertTx(ctx context.Context, tx store.Tx, args river.JobArgs, opts *river.InsertOpts) (inserted bool, err error)
 }
 
-// URLsFunc returns the URLs a run names for itself (a run's webhook), in
-// addition to the server-wide ones.
-type URLsFunc func(st *runstate.State) []string
-
 // Extension returns the runner extension that records a run's events: at
 // a checkpoint whose status ends the run (completed, failed, cancelled) or
 // waits for a decision (interrupted), one River job per URL, inserted in
 // the checkpoint's transaction through ins, so that the event commits with
-// the checkpoint or not at all. perRun, if set, adds a run's own URLs. At
+// the checkpoint or not at all: to the server-wide URLs, network's (a
+// network's own webhooks, signed like them) and the run's own webhook
+// ([RunURLs], signed with its [Service.EndpointSecret]). At
 // the first checkpoint of an execution of a run (its start, a resumption)
 // still running, [RunWorking] goes to the run's targets: once per change
 // of status, never per step or text delta.
-func (s *Service) Extension(ins Inserter, perRun URLsFunc) runner.Extension {
+func (s *Service) Extension(ins Inserter, network []string) runner.Extension {
 	return runner.ExtensionFuncs{Boundary: func(ctx context.Context, b *runner.Boundary) error {
-		return s.atBoundary(ctx, ins, perRun, b)
+		return s.atBoundary(ctx, ins, network, b)
 	}}
 }
 
-func (s *Service) atBoundary(ctx context.Context, ins Inserter, perRun URLsFunc, b *runner.Boundary) error {
+func (s *Service) atBoundary(ctx context.Context, ins Inserter, network []string, b *runner.Boundary) error {
 	if s == nil || b.CheckpointID == "" {
 		return nil
 	}
@@ -183,30 +186,28 @@ func (s *Service) atBoundary(ctx context.Context, ins Inserter, perRun URLsFunc,
 	if !ok {
 		return errors.New("webhook: the run's context carries no owner (use package threads)")
 	}
-	return s.record(ctx, ins, perRun, tx, owner, b.State, b.CheckpointID, typ)
+	return s.record(ctx, ins, network, tx, owner, b.State, b.CheckpointID, typ)
 }
 
 // EndTx returns the threads.Service.EndTx that records the event of a run
 // ended outside the runner (run.cancelled of a cancel or double-texting's
 // stop), in the transaction of its checkpoint, like [Service.Extension].
-func (s *Service) EndTx(ins Inserter, perRun URLsFunc) func(ctx context.Context, tx store.Tx, owner string, st *runstate.State, checkpointID string) error {
+func (s *Service) EndTx(ins Inserter, network []string) func(ctx context.Context, tx store.Tx, owner string, st *runstate.State, checkpointID string) error {
 	return func(ctx context.Context, tx store.Tx, owner string, st *runstate.State, checkpointID string) error {
-		return s.record(ctx, ins, perRun, tx, owner, st, checkpointID, eventType(st.Status))
+		return s.record(ctx, ins, network, tx, owner, st, checkpointID, eventType(st.Status))
 	}
 }
 
 // record inserts the deliveries of event typ of checkpoint checkpointID
 // (state st) in tx: [RunWorking] to the run's targets alone.
-func (s *Service) record(ctx context.Context, ins Inserter, perRun URLsFunc, tx store.Tx, owner string, st *runstate.State, checkpointID, typ string) error {
+func (s *Service) record(ctx context.Context, ins Inserter, network []string, tx store.Tx, owner string, st *runstate.State, checkpointID, typ string) error {
 	if s == nil || typ == "" || checkpointID == "" {
 		return nil
 	}
-	var urls []string
+	var urls, own []string
 	if typ != RunWorking {
-		urls = s.cfg.URLs
-		if perRun != nil {
-			urls = append(append([]string(nil), urls...), perRun(st)...)
-		}
+		urls = append(append([]string(nil), s.cfg.URLs...), network...)
+		own = RunURLs(st)
 	}
 	var targets []Target
 	if s.targets != nil {
@@ -215,7 +216,7 @@ func (s *Service) record(ctx context.Context, ins Inserter, perRun URLsFunc, tx 
 			return fmt.Errorf("webhook: %s of run %s: %w", typ, st.RunID, err)
 		}
 	}
-	if len(urls) == 0 && len(targets) == 0 {
+	if len(urls) == 0 && len(own) == 0 && len(targets) == 0 {
 		return nil
 	}
 	ev := Event{Type: typ, Timestamp: time.Now().UTC(), Data: Data{ThreadID: st.ThreadID, RunID: st.RunID,
@@ -230,8 +231,14 @@ func (s *Service) record(ctx context.Context, ins Inserter, perRun URLsFunc, tx 
 			return fmt.Errorf("webhook: %s of run %s: %w", typ, st.RunID, err)
 		}
 	}
+	for _, u := range own {
+		a := Args{OwnerID: owner, ID: "msg_" + checkpointID, Type: typ, URL: u, Payload: body, Endpoint: true}
+		if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
+			return fmt.Errorf("webhook: %s of run %s: %w", typ, st.RunID, err)
+		}
+	}
 	for _, t := range targets {
-		a := Args{OwnerID: owner, ID: "msg_" + checkpointID, Type: typ, URL: t.URL, Payload: t.Payload, SecretEnv: s.envs[t.URL],
+		a := Args{OwnerID: owner, ID: "msg_" + checkpointID, Type: typ, URL: t.URL, Payload: t.Payload, Endpoint: true,
 			Headers: t.Headers, Target: t.Key, ThreadID: st.ThreadID, RunID: st.RunID, Network: st.Network}
 		if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
 			return fmt.Errorf("webhook: %s of run %s to %s: %w", typ, st.RunID, t.URL, err)
@@ -291,7 +298,7 @@ type worker struct {
 func (w *worker) Work(ctx context.Context, job *river.Job[Args]) error {
 	a := job.Args
 	start := time.Now()
-	key, err := w.s.keyOf(a.SecretEnv)
+	key, err := w.s.keyOf(&a)
 	status := 0
 	if err == nil {
 		status, err = w.s.send(ctx, key, a.URL, a.ID, a.Payload, a.Headers)
@@ -332,18 +339,8 @@ func (w *worker) NextRetry(job *river.Job[Args]) time.Time {
 // (runstate.State.Values; runner.WithValues): a JSON string.
 const RunValue = "baton.webhook"
 
-// With returns the [URLsFunc] of f and the fixed URLs urls (a network's
-// own webhooks).
-func With(f URLsFunc, urls []string) URLsFunc {
-	if len(urls) == 0 {
-		return f
-	}
-	return func(st *runstate.State) []string {
-		return append(append([]string(nil), urls...), f(st)...)
-	}
-}
-
-// RunURLs is the [URLsFunc] of a run's own webhook, [RunValue].
+// RunURLs returns the URL of a run's own webhook, [RunValue], if it
+// names one.
 func RunURLs(st *runstate.State) []string {
 	raw, ok := st.Values[RunValue]
 	if !ok {

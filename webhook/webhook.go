@@ -146,9 +146,14 @@ func (s *Service) SetSecretEnv(url, env string) error {
 	return nil
 }
 
-// keyOf returns the signing key of a delivery whose args name env ("":
-// the service's secret).
-func (s *Service) keyOf(env string) ([]byte, error) {
+// keyOf returns the signing key of a delivery: its endpoint's own
+// ([Args].Endpoint), its URL's variable's ([Args].SecretEnv), else the
+// service's secret.
+func (s *Service) keyOf(a *Args) ([]byte, error) {
+	if a.Endpoint {
+		return s.endpointKey(a.OwnerID, a.URL), nil
+	}
+	env := a.SecretEnv
 	if env == "" {
 		return s.key, nil
 	}
@@ -157,6 +162,27 @@ func (s *Service) keyOf(env string) ([]byte, error) {
 		return nil, fmt.Errorf("webhook: %s: %w", env, err)
 	}
 	return key, nil
+}
+
+// EndpointSecret returns the secret that signs the deliveries to url of
+// the endpoints owner names itself (a run's webhook, an A2A push
+// notification config): whsec_ and the base64 of HMAC-SHA256, under the
+// server's key, of owner and url (the URL exactly as the run names it).
+// Each owner's endpoints have their own secret, which the owner may learn
+// (POST /v1/webhooks/secret) without learning the server's or another's.
+func (s *Service) EndpointSecret(owner, url string) (string, error) {
+	if s == nil {
+		return "", errors.New("webhook: webhooks are not configured on this server (--webhook-secret)")
+	}
+	return SecretPrefix + base64.StdEncoding.EncodeToString(s.endpointKey(owner, url)), nil
+}
+
+// endpointKey is the key of [Service.EndpointSecret].
+func (s *Service) endpointKey(owner, url string) []byte {
+	m := hmac.New(sha256.New, s.key)
+	// Lengths first, so that no two (owner, url) pairs give one message.
+	m.Write([]byte("baton-webhook-endpoint-v1\x00" + strconv.Itoa(len(owner)) + ":" + owner + strconv.Itoa(len(url)) + ":" + url))
+	return m.Sum(nil)
 }
 
 // CheckURL checks a webhook URL named by a request: its form and the

@@ -152,3 +152,52 @@ func TestInternal(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointSecret: an endpoint's secret is a whsec_ secret of its own
+// for each owner and URL, the same each time, never the server's; a
+// delivery marked Endpoint is signed with it, others with the server's.
+func TestEndpointSecret(t *testing.T) {
+	s, err := New(context.Background(), Config{Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const url = "https://hooks.example.com/x"
+	alice, _ := s.EndpointSecret("alice", url)
+	seen := map[string]string{"server": testSecret}
+	for name, got := range map[string]string{
+		"alice": alice, "bob": must(s.EndpointSecret("bob", url)), "alice/y": must(s.EndpointSecret("alice", url+"y")),
+		// No two (owner, URL) pairs run together.
+		"ab+c": must(s.EndpointSecret("ab", "c")), "a+bc": must(s.EndpointSecret("a", "bc")),
+	} {
+		if _, err := parseSecret(got); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		for other, sec := range seen {
+			if sec == got {
+				t.Errorf("%s and %s share a secret", name, other)
+			}
+		}
+		seen[name] = got
+	}
+	if again, _ := s.EndpointSecret("alice", url); again != alice {
+		t.Errorf("alice's secret changed: %s, then %s", alice, again)
+	}
+	key, _ := parseSecret(alice)
+	if got, _ := s.keyOf(&Args{OwnerID: "alice", URL: url, Endpoint: true}); string(got) != string(key) {
+		t.Error("an endpoint delivery is not signed with its endpoint secret")
+	}
+	if got, _ := s.keyOf(&Args{OwnerID: "alice", URL: url}); string(got) != string(s.key) {
+		t.Error("a server-wide delivery is not signed with the server's secret")
+	}
+	var off *Service
+	if _, err := off.EndpointSecret("alice", url); err == nil {
+		t.Error("no webhooks, yet a secret")
+	}
+}
+
+func must(s string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return s
+}

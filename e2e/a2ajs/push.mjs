@@ -1,7 +1,9 @@
 // A receiver of A2A push notifications on loopback for test.mjs and
 // v1.mjs: each POST is answered 204 and kept with its headers and body;
-// verify checks its Standard Webhooks signature with the server's secret
-// (BATON_WEBHOOK_SECRET), as a receiver of baton's webhooks would.
+// verify checks its Standard Webhooks signature with the endpoint's own
+// secret (POST /v1/webhooks/secret for the config's URL, as BATON_KEY's
+// owner), as a receiver of baton's webhooks would, and that the server's
+// secret (BATON_WEBHOOK_SECRET) does not verify it.
 import http from "node:http";
 import crypto from "node:crypto";
 
@@ -16,7 +18,7 @@ export async function receiver() {
     const chunks = [];
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
-      const n = { path: req.url, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
+      const n = { path: req.url, url: `http://127.0.0.1:${server.address().port}${req.url}`, headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
       res.writeHead(204).end();
       const w = waiting.findIndex((w) => w.path === n.path);
       if (w >= 0) waiting.splice(w, 1)[0].resolve(n);
@@ -57,9 +59,21 @@ export function isWorking(n) {
 }
 
 // verify reports whether a notification's webhook-signature is the
-// HMAC-SHA256 of webhook-id.webhook-timestamp.body under the secret.
-export function verify(n) {
-  const key = Buffer.from(SECRET.slice("whsec_".length), "base64");
+// HMAC-SHA256 of webhook-id.webhook-timestamp.body under the secret of its
+// endpoint (its URL, for BATON_KEY's owner) and not under the server's.
+export async function verify(n) {
+  const res = await fetch(`${process.env.BATON_URL}/v1/webhooks/secret`, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${process.env.BATON_KEY}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ url: n.url }),
+  });
+  if (res.status !== 200) throw new Error(`POST /v1/webhooks/secret: ${res.status} ${await res.text()}`);
+  const { secret } = await res.json();
+  return secret !== SECRET && signedWith(n, secret) && !signedWith(n, SECRET);
+}
+
+function signedWith(n, secret) {
+  const key = Buffer.from(secret.slice("whsec_".length), "base64");
   const want = crypto.createHmac("sha256", key)
     .update(`${n.headers["webhook-id"]}.${n.headers["webhook-timestamp"]}.${n.body}`).digest("base64");
   return (n.headers["webhook-signature"] || "").split(" ").some((s) => s === `v1,${want}`);

@@ -262,10 +262,10 @@ test("push notifications: a config given with message/send and one set on a wait
     const w = n.working[0] ?? await rcv.next("/send03");
     assert.equal(JSON.parse(w.body).status.state, "working");
     assert.equal(w.headers["x-a2a-notification-token"], "tok-send");
-    assert.ok(verify(w));
+    assert.ok(await verify(w));
     assert.equal(n.headers["x-a2a-notification-token"], "tok-send");
     assert.equal(n.headers.authorization, "Bearer cred03");
-    assert.ok(verify(n), "the Standard Webhooks signature verifies");
+    assert.ok(await verify(n), "the Standard Webhooks signature verifies");
     let body = JSON.parse(n.body);
     assert.equal(body.kind, "task");
     assert.equal(body.id, task.id);
@@ -283,7 +283,7 @@ test("push notifications: a config given with message/send and one set on a wait
     });
     n = await rcv.settled("/set03");
     assert.equal(n.headers["x-a2a-notification-token"], "tok-set");
-    assert.ok(verify(n));
+    assert.ok(await verify(n));
     body = JSON.parse(n.body);
     assert.equal(body.id, waiting.id);
     assert.equal(body.status.state, "completed");

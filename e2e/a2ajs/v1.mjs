@@ -158,11 +158,11 @@ test("1.0: push notifications: a config given with SendMessage and one created o
     const w = n.working[0] ?? await rcv.next("/send1");
     assert.equal(JSON.parse(w.body).task.status.state, "TASK_STATE_WORKING");
     assert.equal(w.headers["x-a2a-notification-token"], "tok-send");
-    assert.ok(verify(w));
+    assert.ok(await verify(w));
     assert.equal(n.headers["content-type"], "application/a2a+json");
     assert.equal(n.headers["x-a2a-notification-token"], "tok-send");
     assert.equal(n.headers.authorization, "Bearer cred1");
-    assert.ok(verify(n), "the Standard Webhooks signature verifies");
+    assert.ok(await verify(n), "the Standard Webhooks signature verifies");
     let body = JSON.parse(n.body);
     assert.equal(body.task.id, task.id);
     assert.equal(body.task.status.state, "TASK_STATE_COMPLETED");
@@ -181,7 +181,7 @@ test("1.0: push notifications: a config given with SendMessage and one created o
       message: message([dataPart({ type: "approve" })], { taskId: id, contextId: waiting.task.contextId }) }));
     n = await rcv.settled("/set1");
     assert.equal(n.headers["x-a2a-notification-token"], "tok-set");
-    assert.ok(verify(n));
+    assert.ok(await verify(n));
     body = JSON.parse(n.body);
     assert.equal(body.task.id, id);
     assert.equal(body.task.status.state, "TASK_STATE_COMPLETED");

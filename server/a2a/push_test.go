@@ -39,6 +39,11 @@ func TestA2APush(t *testing.T) {
 		b := servertest.SetupStore(t, open(t), func(o *servertest.Options) {
 			o.Service.Webhooks = webhook.Config{Secret: secret, Allow: []string{"127.0.0.1"}}
 		})
+		// Push notifications are signed with the secret of alice and
+		// each config's URL, not the server's (the receiver checks both).
+		for _, path := range []string{"/send/0.3", "/send/1.0", "/set/0.3", "/set/1.0", "/pages"} {
+			b.EndpointSecret(t, b.KeyA, rcv, rcv.URL+path)
+		}
 		var card struct {
 			Capabilities struct{ PushNotifications bool }
 		}

@@ -37,6 +37,10 @@ func TestOpenAIWebhook(t *testing.T) {
 				}
 			}
 		}
+		// Each run's webhook is signed with the secret of alice and its
+		// URL, not the server's (the receiver checks both).
+		b.EndpointSecret(t, b.KeyA, rcv, rcv.URL+"/chat")
+		b.EndpointSecret(t, b.KeyA, rcv, rcv.URL+"/responses")
 		for path, body := range map[string]map[string]any{"/v1/chat/completions": chat(rcv.URL + "/chat"), "/v1/responses": resp(rcv.URL + "/responses")} {
 			r := b.Do(t, b.KeyA, "POST", path, body)
 			runID := r.Header.Get("Baton-Run-Id")

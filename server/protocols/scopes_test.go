@@ -48,6 +48,7 @@ func scopedRoutes(thread, run, intr string) []scopedRoute {
 		{"POST /v1/threads/{id}/handoff", "POST", "/v1/threads/" + thread + "/handoff", map[string]any{}, store.ScopeRun},
 		{"GET /v1/audit", "GET", "/v1/audit", nil, store.ScopeAdmin},
 		{"GET /v1/webhooks/deliveries", "GET", "/v1/webhooks/deliveries", nil, store.ScopeRead},
+		{"POST /v1/webhooks/secret", "POST", "/v1/webhooks/secret", map[string]any{"url": "http://127.0.0.1:9/hook"}, store.ScopeRun},
 		{"GET /v1/interrupts/{id}", "GET", "/v1/interrupts/" + intr, nil, store.ScopeRead},
 		{"POST /v1/interrupts/{id}/decision", "POST", "/v1/interrupts/" + intr + "/decision", map[string]any{"type": "reject"}, store.ScopeDecide},
 		{"GET /v1/models", "GET", "/v1/models", nil, store.ScopeRead},

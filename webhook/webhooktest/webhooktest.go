@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -49,13 +50,18 @@ type Receiver struct {
 	*httptest.Server
 	// Got receives each accepted delivery (buffered: 100).
 	Got chan Delivery
+	// Secret is the secret the receiver was made with.
+	Secret string
 
 	failFirst bool
 	mu        sync.Mutex
-	attempts  map[string]int // webhook-id → attempts verified
-	accepted  map[string]int // webhook-id → 2xx answers given
-	events    map[string]webhook.Event
-	bad       []error
+	// own verifies the deliveries to a path with its own secret
+	// ([Receiver.SetSecret]).
+	own      map[string]*standardwebhooks.Webhook
+	attempts map[string]int // webhook-id → attempts verified
+	accepted map[string]int // webhook-id → 2xx answers given
+	events   map[string]webhook.Event
+	bad      []error
 }
 
 // NewReceiver starts a receiver of deliveries signed with secret.
@@ -65,14 +71,23 @@ func NewReceiver(t testing.TB, secret string, failFirst bool) *Receiver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Receiver{Got: make(chan Delivery, 100), failFirst: failFirst,
-		attempts: map[string]int{}, accepted: map[string]int{}, events: map[string]webhook.Event{}}
+	r := &Receiver{Got: make(chan Delivery, 100), Secret: secret, failFirst: failFirst,
+		own: map[string]*standardwebhooks.Webhook{}, attempts: map[string]int{}, accepted: map[string]int{}, events: map[string]webhook.Event{}}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		id := req.Header.Get("webhook-id")
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if err := wh.Verify(body, req.Header); err != nil {
+		v := wh
+		if o, ok := r.own[req.URL.Path]; ok {
+			v = o
+			// The receiver's secret (the server's) must not sign a
+			// delivery to an endpoint with its own.
+			if wh.Verify(body, req.Header) == nil {
+				r.bad = append(r.bad, fmt.Errorf("delivery %s to %s verifies with the receiver's default secret, not only its own", id, req.URL.Path))
+			}
+		}
+		if err := v.Verify(body, req.Header); err != nil {
 			r.bad = append(r.bad, err)
 			w.WriteHeader(http.StatusUnauthorized)
 			return
@@ -93,6 +108,21 @@ func NewReceiver(t testing.TB, secret string, failFirst bool) *Receiver {
 	}))
 	t.Cleanup(r.Close)
 	return r
+}
+
+// SetSecret makes the receiver verify the deliveries to path with secret
+// (an endpoint's own, [webhook.Service.EndpointSecret]) instead of the
+// one it was made with, and count as bad any of them that the latter
+// verifies.
+func (r *Receiver) SetSecret(t testing.TB, path, secret string) {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.own[path] = wh
 }
 
 // Attempts returns how many verified attempts of message id came.

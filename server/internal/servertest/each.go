@@ -1,6 +1,9 @@
 package servertest
 
 import (
+	"net/http"
+	neturl "net/url"
+	"strings"
 	"testing"
 
 	"github.com/batonhq/baton/internal/testdb"
@@ -20,6 +23,27 @@ func WithWebhookReceiver(t testing.TB) (*webhooktest.Receiver, Option) {
 	return rcv, func(o *Options) {
 		o.Service.Webhooks = webhook.Config{Secret: secret, Allow: []string{"127.0.0.1"}}
 	}
+}
+
+// EndpointSecret returns the secret of url that key's owner learns from
+// POST /v1/webhooks/secret, and makes rcv verify the deliveries to url's
+// path with it (see [webhooktest.Receiver.SetSecret]).
+func (b *Bundle) EndpointSecret(t testing.TB, key string, rcv *webhooktest.Receiver, url string) string {
+	t.Helper()
+	r := b.Do(t, key, "POST", "/v1/webhooks/secret", map[string]any{"url": url})
+	var out struct{ URL, Secret string }
+	r.JSON(t, &out)
+	if r.Status != http.StatusOK || out.URL != url || !strings.HasPrefix(out.Secret, webhook.SecretPrefix) {
+		t.Fatalf("POST /v1/webhooks/secret %s: %d %s", url, r.Status, r.Body)
+	}
+	if rcv != nil {
+		u, err := neturl.Parse(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rcv.SetSecret(t, u.Path, out.Secret)
+	}
+	return out.Secret
 }
 
 // Each runs test in parallel subtests "SQLite" and "Postgres" (a new

@@ -391,3 +391,11 @@ type AuditEvent struct {
 	Detail      json.RawMessage `json:"detail,omitempty"`
 	CreatedAt   time.Time       `json:"created_at"`
 }
+
+// WebhookSecret is the request ({"url"}) and answer ({"url", "secret"}) of
+// POST /v1/webhooks/secret: the whsec_ secret that signs the caller's
+// deliveries to URL.
+type WebhookSecret struct {
+	URL    string `json:"url"`
+	Secret string `json:"secret,omitempty"`
+}
