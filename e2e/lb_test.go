@@ -334,8 +334,11 @@ func TestRateLimitAcrossReplicas(t *testing.T) {
 // TestThreadStreamAcrossReplicas: a client following a thread on one
 // replica sees the runs another replica executes — two turns with tool
 // calls — complete and in order, with strictly increasing ids,
-// and the same events (deltas aside) that a reader on the replica that ran
-// them gets from the store.
+// and the same events that a reader on the replica that ran them gets
+// from the store; the inline run's text deltas come live with the ids
+// they have on the executing replica; and the thread replayed from its
+// start (?after=0) on the first replica gives every stored event. Real
+// `baton serve` processes on PostgreSQL.
 func TestThreadStreamAcrossReplicas(t *testing.T) {
 	batonBin(t)
 	t.Parallel()
@@ -350,35 +353,73 @@ func TestThreadStreamAcrossReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var onA threadReader
-		subscribed := make(chan string, 1)
-		followed := make(chan error, 1)
-		ends := completedEnds(2)
-		go func() {
-			followed <- onA.follow(ctx, a, thread, "", nil, func(e threadEvent) bool {
-				if e.typ == "thread" {
-					subscribed <- e.id
-				}
-				return ends(e)
-			})
-		}()
+		// The thread followed on both replicas: replica 1 executes the
+		// runs, replica 0 hears of them.
+		var onA, onB threadReader
+		subscribed := make(chan string, 2)
+		followed := make(chan error, 2)
+		for _, r := range []struct {
+			rd  *threadReader
+			api *api
+		}{{&onA, a}, {&onB, b}} {
+			ends := completedEnds(2)
+			go func() {
+				followed <- r.rd.follow(ctx, r.api, thread, "", nil, func(e threadEvent) bool {
+					if e.typ == "thread" {
+						subscribed <- e.id
+					}
+					return ends(e)
+				})
+			}()
+		}
 		var from string
-		select {
-		case from = <-subscribed:
-		case <-ctx.Done():
-			t.Fatal("no snapshot from the stream on replica 0")
+		for range 2 {
+			select {
+			case from = <-subscribed:
+			case <-ctx.Done():
+				t.Fatal("no snapshot from the streams on replicas 0 and 1")
+			}
 		}
 		// An inline run, then one with a transfer whose slow tool is
 		// handed to a worker (on either replica): its drafts and its
 		// resumed run_start reach replica 0's stream too.
-		for _, input := range []string{paths["inline"][0], paths["transfer"][0]} {
+		var inline string
+		for i, input := range []string{paths["inline"][0], paths["transfer"][0]} {
 			run, evs, err := b.stream(ctx, thread, input, nil, nil)
 			if err != nil || !completed(evs) {
 				t.Fatalf("run %s on replica 1: %v %+v", run, err, evs)
 			}
+			if i == 0 {
+				inline = run
+			}
 		}
-		if err := <-followed; err != nil {
-			t.Fatalf("the stream on replica 0 did not see both runs end: %v; it got:\n%s", err, listing(onA.events()))
+		for range 2 {
+			if err := <-followed; err != nil {
+				t.Fatalf("a stream did not see both runs end: %v; replica 0 got:\n%s", err, listing(onA.events()))
+			}
+		}
+		// The inline run's text deltas reach replica 0 live, with the ids
+		// they have on replica 1, where the run executes (a batch may be
+		// dropped on a loaded machine: the message carries the whole
+		// text; none may differ).
+		onBDeltas := map[string]string{}
+		for _, e := range onB.events() {
+			if e.typ == "text_delta" {
+				onBDeltas[e.id] = e.raw
+			}
+		}
+		deltas := 0
+		for _, e := range onA.events() {
+			if e.typ != "text_delta" || e.data["run_id"] != inline {
+				continue
+			}
+			deltas++
+			if raw, ok := onBDeltas[e.id]; !ok || raw != e.raw {
+				t.Errorf("replica 0's delta %s %s is not replica 1's (%q)", e.id, e.raw, raw)
+			}
+		}
+		if deltas == 0 {
+			t.Errorf("no text delta of the inline run %s on replica 0:\n%s", inline, listing(onA.events()))
 		}
 		got := durable(onA.events())
 		for i := 1; i < len(got); i++ {
@@ -394,6 +435,16 @@ func TestThreadStreamAcrossReplicas(t *testing.T) {
 		if listing(got) != listing(want) {
 			t.Errorf("replica 0 streamed:\n%s\nreplica 1's stored events after %s:\n%s", listing(got), from, listing(want))
 		}
+		// Replayed from the start on replica 0 (?after=0): every event of
+		// the thread from its first run, no snapshot first.
+		var replay threadReader
+		if err := replay.follow(ctx, a, thread, "0", nil, completedEnds(2)); err != nil {
+			t.Fatal(err)
+		}
+		if evs := replay.events(); len(evs) == 0 || evs[0].typ != "run_start" || listing(durable(evs)) != listing(want) {
+			t.Errorf("replica 0 replayed from the start:\n%s\nreplica 1's stored events:\n%s", listing(durable(evs)), listing(want))
+		}
+		t.Logf("replica 0 streamed %d of the inline run's deltas with replica 1's ids", deltas)
 		// A run handed to a worker starts again (run_start resumed):
 		// count the runs.
 		runs := map[any]bool{}
