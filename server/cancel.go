@@ -127,10 +127,16 @@ func (s *Server) resultNow(ctx context.Context, run *Run) wire.Run {
 // auditCancel records a cancel in the owner's audit log. A failure to
 // record it is logged: the run is cancelled either way.
 func (s *Server) auditCancel(ctx context.Context, c *Caller, nw *Network, cp *store.Checkpoint) {
-	detail, _ := json.Marshal(map[string]string{"status": string(cp.State.Status)})
+	s.auditRunCancel(ctx, c, nw, cp.ThreadID, cp.RunID, map[string]string{"status": string(cp.State.Status)})
+}
+
+// auditRunCancel records that caller c stopped run runID of thread
+// threadID: a cancel, or a new run's double-texting (detail says which).
+func (s *Server) auditRunCancel(ctx context.Context, c *Caller, nw *Network, threadID, runID string, detail map[string]string) {
+	d, _ := json.Marshal(detail)
 	_, err := s.st.AppendAudit(context.WithoutCancel(ctx), &store.AppendAuditParams{OwnerID: c.Owner, Kind: store.AuditRunCancel, KeyID: c.KeyID,
-		Actor: store.ActorAPIKey, RequestID: c.RequestID, ThreadID: cp.ThreadID, RunID: cp.RunID, Network: nw.name, Detail: detail})
+		Actor: store.ActorAPIKey, RequestID: c.RequestID, ThreadID: threadID, RunID: runID, Network: nw.name, Detail: d})
 	if err != nil {
-		s.log.ErrorContext(ctx, "audit of a cancel failed", "run_id", cp.RunID, "error", err)
+		s.log.ErrorContext(ctx, "audit of a cancel failed", "run_id", runID, "error", err)
 	}
 }

@@ -43,6 +43,10 @@ func (s *Server) multitaskRun(w http.ResponseWriter, r *http.Request, c *Caller,
 		}
 		return err
 	}
+	if strat != threads.Enqueue && sub.Busy != "" {
+		// The busy run is stopped for this one: a cancel by this caller.
+		s.auditRunCancel(r.Context(), c, nw, threadID, sub.Busy, map[string]string{"reason": string(strat), "stopped_by": runID})
+	}
 	run := s.queuedRun(c.Owner, threadID, runID, nw)
 	if strat == threads.Enqueue {
 		res := run.result()

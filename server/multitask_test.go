@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -72,6 +73,30 @@ func busyThread(t *testing.T, b *servertest.Bundle) (thread string, events <-cha
 	}
 	servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "text_delta" })
 	return thread, ch
+}
+
+// checkStopAudited fails unless the thread's audit log holds one cancel:
+// the busy run stopped by the new run newRun's strategy, by key A.
+func checkStopAudited(t *testing.T, b *servertest.Bundle, thread, strategy string, newRun any) {
+	t.Helper()
+	var l auditList
+	if r := b.Do(t, b.KeyA, "GET", "/v1/audit?kind=run.cancel&thread_id="+thread, nil); r.Status != http.StatusOK {
+		t.Fatalf("GET /v1/audit: %d %s", r.Status, r.Body)
+	} else {
+		r.JSON(t, &l)
+	}
+	if len(l.Data) != 1 {
+		t.Fatalf("audit of the %s: %d cancels, want 1: %+v", strategy, len(l.Data), l.Data)
+	}
+	e := l.Data[0]
+	var d struct {
+		Reason    string `json:"reason"`
+		StoppedBy string `json:"stopped_by"`
+	}
+	if err := json.Unmarshal(e.Detail, &d); err != nil || d.Reason != strategy || d.StoppedBy != newRun || e.RunID == "" || e.RunID == newRun ||
+		e.KeyID == "" || e.RequestID == "" || e.Actor != "api_key" {
+		t.Fatalf("audit of the %s: %+v %s", strategy, e, e.Detail)
+	}
 }
 
 // waitMessages waits until the thread's messages are want.
@@ -158,6 +183,7 @@ func testMultitask(t *testing.T, b *servertest.Bundle) {
 		if end.Type != "run_end" || end.Data["status"] != "cancelled" || partial == "" || partial == slowAnswer || stopped["reason"] != "interrupt" || stopped["run_id"] == "" {
 			t.Fatalf("the interrupted run's end: %s %s", end.Type, end.Raw)
 		}
+		checkStopAudited(t, b, thread, "interrupt", stopped["run_id"])
 		evs := servertest.Collect(t, next, func(e servertest.Event) bool { return e.Type == "run_end" })
 		if evs[len(evs)-1].Data["output"] != slowAnswer {
 			t.Fatalf("the new run's stream: %v", servertest.Types(evs))
@@ -178,6 +204,7 @@ func testMultitask(t *testing.T, b *servertest.Bundle) {
 		if end.Type != "run_end" || end.Data["status"] != "cancelled" || stopped["reason"] != "rollback" || stopped["run_id"] == "" {
 			t.Fatalf("the rolled-back run's end: %s %s", end.Type, end.Raw)
 		}
+		checkStopAudited(t, b, thread, "rollback", stopped["run_id"])
 		waitMessages(t, b, thread, "user:second", "assistant:"+slowAnswer)
 		// The rolled-back messages stay in the store, marked.
 		msgs, err := b.St.ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "alice", ThreadID: thread})
