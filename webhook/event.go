@@ -74,8 +74,10 @@ const Kind = "baton.webhook"
 // one URL. The secret is not in them: the worker signs with its own.
 //
 // The fields marked river:"unique" make a job's uniqueness ([unique]):
-// the event (owner and webhook-id), the endpoint and the target, not the
-// payload, whose timestamp differs at each insert.
+// the event (owner and webhook-id), the endpoint (its URL, and whether
+// the owner named it: a run's webhook on a server-wide URL is a delivery
+// of its own, with its own signature) and the target, not the payload,
+// whose timestamp differs at each insert.
 type Args struct {
 	OwnerID string `json:"owner_id" river:"unique"`
 	// ID is the event's webhook-id, the same on every attempt and for
@@ -90,7 +92,7 @@ type Args struct {
 	// Endpoint is set for an endpoint the owner named itself (a run's
 	// webhook, a [Target]): the delivery is signed with the secret of the
 	// owner and URL ([Service.EndpointSecret]), not the service's.
-	Endpoint bool `json:"endpoint,omitempty"`
+	Endpoint bool `json:"endpoint,omitempty" river:"unique"`
 	// Headers are a [Target]'s own headers (an A2A push notification's
 	// token and authentication), sent besides the signature's.
 	Headers map[string]string `json:"headers,omitempty"`
@@ -225,23 +227,27 @@ func (s *Service) record(ctx context.Context, ins Inserter, network []string, tx
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
 	}
-	for _, u := range urls {
-		a := Args{OwnerID: owner, ID: "msg_" + checkpointID, Type: typ, URL: u, Payload: body, SecretEnv: s.envs[u]}
+	insert := func(a Args) error {
+		a.OwnerID, a.ID, a.Type = owner, "msg_"+checkpointID, typ
 		if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
-			return fmt.Errorf("webhook: %s of run %s: %w", typ, st.RunID, err)
+			return fmt.Errorf("webhook: %s of run %s to %s: %w", typ, st.RunID, a.URL, err)
+		}
+		return nil
+	}
+	for _, u := range urls {
+		if err := insert(Args{URL: u, Payload: body, SecretEnv: s.envs[u]}); err != nil {
+			return err
 		}
 	}
 	for _, u := range own {
-		a := Args{OwnerID: owner, ID: "msg_" + checkpointID, Type: typ, URL: u, Payload: body, Endpoint: true}
-		if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
-			return fmt.Errorf("webhook: %s of run %s: %w", typ, st.RunID, err)
+		if err := insert(Args{URL: u, Payload: body, Endpoint: true}); err != nil {
+			return err
 		}
 	}
 	for _, t := range targets {
-		a := Args{OwnerID: owner, ID: "msg_" + checkpointID, Type: typ, URL: t.URL, Payload: t.Payload, Endpoint: true,
-			Headers: t.Headers, Target: t.Key, ThreadID: st.ThreadID, RunID: st.RunID, Network: st.Network}
-		if _, err := ins.InsertTx(ctx, tx, a, &river.InsertOpts{MaxAttempts: s.cfg.MaxAttempts, UniqueOpts: unique}); err != nil {
-			return fmt.Errorf("webhook: %s of run %s to %s: %w", typ, st.RunID, t.URL, err)
+		if err := insert(Args{URL: t.URL, Payload: t.Payload, Endpoint: true, Headers: t.Headers, Target: t.Key,
+			ThreadID: st.ThreadID, RunID: st.RunID, Network: st.Network}); err != nil {
+			return err
 		}
 	}
 	return nil
