@@ -49,15 +49,18 @@ func (s *Server) onDeltas(sig draft.Signal) {
 	if run != nil && run.threadID != sig.Key {
 		return
 	}
-	var placed bool
-	if b.Follow {
-		placed = run != nil && s.placeFollowing(run, te, &b, base)
-	} else {
-		placed = run != nil && s.placeDeltas(run, te, &b, base)
-	}
-	if !placed && (s.early.add(sig.OwnerID, &b, base) || !b.Follow) {
+	if (run == nil || !s.place(run, te, &b, base)) && (s.early.add(sig.OwnerID, &b, base) || !b.Follow) {
 		s.poke(te)
 	}
+}
+
+// place puts b in run's and te's logs (a worker's batch, Follow, after
+// what this process has of the run); it reports whether b is done with.
+func (s *Server) place(run *Run, te *threadEntry, b *draft.DeltaBatch, base runlog.Cursor) bool {
+	if b.Follow {
+		return s.placeFollowing(run, te, b, base)
+	}
+	return s.placeDeltas(run, te, b, base)
 }
 
 // placeDeltas puts b in run's and te's logs if run is followed here and its
@@ -151,13 +154,7 @@ func (s *Server) placeFollowing(run *Run, te *threadEntry, b *draft.DeltaBatch, 
 // read their base, now that it read more of the run.
 func (s *Server) placeEarly(run *Run, te *threadEntry) {
 	for _, e := range s.early.take(run.owner, run.id) {
-		var placed bool
-		if e.b.Follow {
-			placed = s.placeFollowing(run, te, e.b, e.base)
-		} else {
-			placed = s.placeDeltas(run, te, e.b, e.base)
-		}
-		if !placed {
+		if !s.place(run, te, e.b, e.base) {
 			s.early.put(run.owner, e)
 		}
 	}
