@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
@@ -127,61 +128,23 @@ func TestMigrateFewerIndexesRows(t *testing.T) {
 	storetest.MigrateKeepsRows(t, s, beforeFewerIndexes, pgstore.LatestVersion())
 
 	// Under the store, as the superuser (no row-level security).
-	conn := admin(t)
-	if _, err := conn.Exec(ctx, `SET search_path = `+pgx.Identifier{schema}.Sanitize()); err != nil {
+	cfg, err := pgx.ParseConfig(testdb.URL(t))
+	if err != nil {
 		t.Fatal(err)
 	}
-	count := func() string {
-		t.Helper()
-		var c string
-		if err := conn.QueryRow(ctx, `SELECT format('%s %s %s %s %s %s', (SELECT count(*) FROM threads), (SELECT count(*) FROM messages),
-			(SELECT count(*) FROM message_drafts), (SELECT count(*) FROM job_runs),
-			(SELECT count(*) FROM run_leases), (SELECT count(*) FROM checkpoints))`).Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	// Rows left by MigrateKeepsRows: a thread, 3 messages, no draft (deleted),
-	// 2 job runs, no lease (released), 2 checkpoints. A draft and a lease again,
-	// then the migration down and up with them.
-	if _, err := conn.Exec(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, updated_at)
-		SELECT id, owner_id, 'd', now() FROM messages LIMIT 1`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO run_leases (owner_id, run_id, thread_id, holder, expires_at)
-		SELECT owner_id, 'r', id, 'h', now() FROM threads`); err != nil {
-		t.Fatal(err)
-	}
-	if got := count(); got != "1 3 1 2 1 2" {
-		t.Fatalf("rows (threads, messages, drafts, job runs, leases, checkpoints): %s", got)
-	}
-	for _, v := range []int{beforeFewerIndexes, pgstore.LatestVersion()} {
-		if err := s.MigrateTo(ctx, v); err != nil {
-			t.Fatal(err)
-		}
-		if got := count(); got != "1 3 1 2 1 2" {
-			t.Fatalf("rows after MigrateTo(%d): %s", v, got)
-		}
-	}
-	// The checkpoint written after the migrations has a greater seq.
-	var steps string
-	if err := conn.QueryRow(ctx, `SELECT string_agg(step::text, ' ' ORDER BY seq) FROM checkpoints`).Scan(&steps); err != nil || steps != "0 1" {
-		t.Fatalf("checkpoint steps in seq order %q, %v", steps, err)
-	}
-	// Deleting a message deletes its draft; deleting the thread, the rest.
-	if _, err := conn.Exec(ctx, `DELETE FROM messages WHERE id = (SELECT message_id FROM message_drafts)`); err != nil {
-		t.Fatal(err)
-	}
-	if got := count(); got != "1 2 0 2 1 2" {
-		t.Fatalf("rows after deleting the drafted message: %s", got)
-	}
-	if _, err := conn.Exec(ctx, `DELETE FROM threads`); err != nil {
-		t.Fatal(err)
-	}
-	if got := count(); got != "0 0 0 0 0 0" {
-		t.Fatalf("rows after deleting the thread: %s", got)
-	}
-	if _, err := conn.Exec(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, updated_at) VALUES ('missing', 'o', '', now())`); err == nil ||
+	cfg.RuntimeParams["search_path"] = schema
+	db := stdlib.OpenDB(*cfg)
+	t.Cleanup(func() { db.Close() })
+	storetest.MigrateKeepsCascades(t, s, beforeFewerIndexes, pgstore.LatestVersion(), db, storetest.Cascades{Now: "now()",
+		Migrated: func() {
+			// The checkpoint written after the migrations has a greater seq.
+			var steps string
+			if err := db.QueryRowContext(ctx, `SELECT string_agg(step::text, ' ' ORDER BY seq) FROM checkpoints`).Scan(&steps); err != nil || steps != "0 1" {
+				t.Fatalf("checkpoint steps in seq order %q, %v", steps, err)
+			}
+		},
+	})
+	if _, err := db.ExecContext(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, updated_at) VALUES ('missing', 'o', '', now())`); err == nil ||
 		!strings.Contains(err.Error(), "23503") {
 		t.Fatalf("a draft of a missing message: %v, want a foreign key violation", err)
 	}
@@ -297,21 +260,8 @@ func TestMigrateMessagesThreadTrigger(t *testing.T) {
 		}
 	}
 
-	// In the application role, under row-level security (committed: AsOwner
-	// rolls back, so the same statements in a transaction of that role).
-	tx, err := s.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT set_config('role', $1, true), set_config('baton.owner', 'app', true)`, pgstore.DefaultAppRole); err != nil {
-		t.Fatal(err)
-	}
-	if tag, err := tx.Exec(ctx, `DELETE FROM threads WHERE id = $1`, byApp); err != nil || tag.RowsAffected() != 1 {
-		t.Fatalf("the application role deleting its thread: %v, %v", tag, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// In the application role, under row-level security.
+	deleteThreadAsApp(t, s, byApp)
 	// As the superuser, from another search_path; and an owner's deletion.
 	if _, err := conn.Exec(ctx, `DELETE FROM `+q+`.threads WHERE id = $1`, bySuper); err != nil {
 		t.Fatal(err)
@@ -398,16 +348,6 @@ func TestMigratePushConfigsThread(t *testing.T) {
 	}
 	conn := admin(t)
 	q := pgx.Identifier{schema}.Sanitize()
-	put := func(owner, thread, id string) {
-		t.Helper()
-		storetest.Must(s.PutPushConfig(ctx, &store.PutPushConfigParams{Config: store.PushConfig{OwnerID: owner, RunID: "r", ID: id,
-			ThreadID: thread, URL: "https://example.com/" + id, Protocol: "1.0"}}))(t)
-	}
-	thread := func(owner string) string {
-		t.Helper()
-		storetest.Must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}))(t)
-		return storetest.Must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Network: "n"}))(t).ID
-	}
 	count := func() string {
 		t.Helper()
 		var c string
@@ -418,12 +358,12 @@ func TestMigratePushConfigsThread(t *testing.T) {
 	}
 	// Under 020 a config could name any thread: one of a thread deleted
 	// since, one of a thread that never was.
-	kept, byApp, bySuper, gone := thread("app"), thread("app"), thread("super"), thread("gone")
-	put("app", kept, "kept")
-	put("app", byApp, "app")
-	put("super", bySuper, "super")
-	put("gone", gone, "gone")
-	put("app", "never", "never")
+	kept, byApp, bySuper, gone := storetest.OwnerThread(t, s, "app"), storetest.OwnerThread(t, s, "app"), storetest.OwnerThread(t, s, "super"), storetest.OwnerThread(t, s, "gone")
+	storetest.PutPushConfig(t, s, "app", kept, "kept")
+	storetest.PutPushConfig(t, s, "app", byApp, "app")
+	storetest.PutPushConfig(t, s, "super", bySuper, "super")
+	storetest.PutPushConfig(t, s, "gone", gone, "gone")
+	storetest.PutPushConfig(t, s, "app", "never", "never")
 	if _, err := conn.Exec(ctx, `DELETE FROM `+q+`.threads WHERE id = $1`, gone); err != nil {
 		t.Fatal(err)
 	}
@@ -437,6 +377,21 @@ func TestMigratePushConfigsThread(t *testing.T) {
 		t.Fatalf("configs after the migration: %q, want those of existing threads", got)
 	}
 
+	deleteThreadAsApp(t, s, byApp)
+	if _, err := conn.Exec(ctx, `DELETE FROM `+q+`.threads WHERE id = $1`, bySuper); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "kept" {
+		t.Fatalf("configs after deleting their threads: %q, want kept", got)
+	}
+}
+
+// deleteThreadAsApp deletes owner "app"'s thread in the application role,
+// under row-level security, and commits (AsOwner rolls back, so the same
+// statements in a transaction of that role).
+func deleteThreadAsApp(t *testing.T, s *pgstore.Store, thread string) {
+	t.Helper()
+	ctx := t.Context()
 	tx, err := s.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -444,16 +399,10 @@ func TestMigratePushConfigsThread(t *testing.T) {
 	if _, err := tx.Exec(ctx, `SELECT set_config('role', $1, true), set_config('baton.owner', 'app', true)`, pgstore.DefaultAppRole); err != nil {
 		t.Fatal(err)
 	}
-	if tag, err := tx.Exec(ctx, `DELETE FROM threads WHERE id = $1`, byApp); err != nil || tag.RowsAffected() != 1 {
+	if tag, err := tx.Exec(ctx, `DELETE FROM threads WHERE id = $1`, thread); err != nil || tag.RowsAffected() != 1 {
 		t.Fatalf("the application role deleting its thread: %v, %v", tag, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `DELETE FROM `+q+`.threads WHERE id = $1`, bySuper); err != nil {
-		t.Fatal(err)
-	}
-	if got := count(); got != "kept" {
-		t.Fatalf("configs after deleting their threads: %q, want kept", got)
 	}
 }

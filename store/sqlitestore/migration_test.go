@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/sqlitestore"
 	"github.com/batonhq/baton/store/storetest"
 )
@@ -155,52 +154,7 @@ func TestMigrateFewerBtreesRows(t *testing.T) {
 		}
 	}
 	check()
-	count := func() string {
-		t.Helper()
-		var c string
-		if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM threads) || ' ' || (SELECT count(*) FROM messages) || ' ' ||
-			(SELECT count(*) FROM message_drafts) || ' ' || (SELECT count(*) FROM job_runs) || ' ' ||
-			(SELECT count(*) FROM run_leases) || ' ' || (SELECT count(*) FROM checkpoints)`).Scan(&c); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	// Rows left by MigrateKeepsRows: a thread, 3 messages, no draft (deleted),
-	// 2 job runs, no lease (released), 2 checkpoints. A draft and a lease again,
-	// then the migration down and up with them.
-	if _, err := db.ExecContext(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, updated_at)
-		SELECT id, owner_id, 'd', 0 FROM messages LIMIT 1`); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO run_leases (owner_id, run_id, thread_id, holder, expires_at)
-		SELECT owner_id, 'r', id, 'h', 0 FROM threads`); err != nil {
-		t.Fatal(err)
-	}
-	if got := count(); got != "1 3 1 2 1 2" {
-		t.Fatalf("rows (threads, messages, drafts, job runs, leases, checkpoints): %s", got)
-	}
-	for _, v := range []int{beforeFewerBtrees, sqlitestore.LatestVersion()} {
-		if err := s.MigrateTo(ctx, v); err != nil {
-			t.Fatal(err)
-		}
-		check()
-		if got := count(); got != "1 3 1 2 1 2" {
-			t.Fatalf("rows after MigrateTo(%d): %s", v, got)
-		}
-	}
-	// Deleting a message deletes its draft; deleting the thread, the rest.
-	if _, err := db.ExecContext(ctx, `DELETE FROM messages WHERE id = (SELECT message_id FROM message_drafts)`); err != nil {
-		t.Fatal(err)
-	}
-	if got := count(); got != "1 2 0 2 1 2" {
-		t.Fatalf("rows after deleting the drafted message: %s", got)
-	}
-	if _, err := db.ExecContext(ctx, `DELETE FROM threads`); err != nil {
-		t.Fatal(err)
-	}
-	if got := count(); got != "0 0 0 0 0 0" {
-		t.Fatalf("rows after deleting the thread: %s", got)
-	}
+	storetest.MigrateKeepsCascades(t, s, beforeFewerBtrees, sqlitestore.LatestVersion(), db, storetest.Cascades{Now: "0", Check: check})
 	// The foreign keys refuse what they refused.
 	for _, q := range []string{
 		`INSERT INTO message_drafts (message_id, owner_id, text, updated_at) VALUES ('missing', 'o', '', 0)`,
@@ -226,16 +180,6 @@ func TestMigratePushConfigsThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := s.DB()
-	put := func(owner, thread, id string) {
-		t.Helper()
-		storetest.Must(s.PutPushConfig(ctx, &store.PutPushConfigParams{Config: store.PushConfig{OwnerID: owner, RunID: "r", ID: id,
-			ThreadID: thread, URL: "https://example.com/" + id, Protocol: "1.0"}}))(t)
-	}
-	thread := func(owner string) string {
-		t.Helper()
-		storetest.Must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}))(t)
-		return storetest.Must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Network: "n"}))(t).ID
-	}
 	count := func() string {
 		t.Helper()
 		var c string
@@ -246,11 +190,11 @@ func TestMigratePushConfigsThread(t *testing.T) {
 	}
 	// Under 014 a config could name any thread: one of a thread deleted
 	// since, one of a thread that never was.
-	kept, deleted, gone := thread("o"), thread("o"), thread("o")
-	put("o", kept, "kept")
-	put("o", deleted, "deleted")
-	put("o", gone, "gone")
-	put("o", "never", "never")
+	kept, deleted, gone := storetest.OwnerThread(t, s, "o"), storetest.OwnerThread(t, s, "o"), storetest.OwnerThread(t, s, "o")
+	storetest.PutPushConfig(t, s, "o", kept, "kept")
+	storetest.PutPushConfig(t, s, "o", deleted, "deleted")
+	storetest.PutPushConfig(t, s, "o", gone, "gone")
+	storetest.PutPushConfig(t, s, "o", "never", "never")
 	if _, err := db.ExecContext(ctx, `DELETE FROM threads WHERE id = $1`, gone); err != nil {
 		t.Fatal(err)
 	}

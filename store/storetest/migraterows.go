@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -136,4 +137,91 @@ func MigrateKeepsRows(t *testing.T, s Migrator, from, latest int) {
 	if latest := Must(s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: th.ID}))(t); latest.ID != next.ID {
 		t.Fatalf("latest checkpoint of the thread %s, want %s", latest.ID, next.ID)
 	}
+}
+
+// Cascades is what MigrateKeepsCascades needs to know of a backend.
+type Cascades struct {
+	// Now is the SQL of the current time in a time column ("now()", "0").
+	Now string
+	// Check, when set, runs after each MigrateTo (an integrity check).
+	Check func()
+	// Migrated, when set, runs once the schema is back at latest, before
+	// the deletions.
+	Migrated func()
+}
+
+// MigrateKeepsCascades continues from what MigrateKeepsRows leaves at
+// latest (a thread, 3 messages, no draft, 2 job runs, no lease, 2
+// checkpoints): it writes a draft and a lease again through db (the
+// store's database, past its owner scoping), migrates to from and back to
+// latest with them, checking the rows after each move, and then that
+// deleting a message deletes its draft and deleting the thread the rest.
+func MigrateKeepsCascades(t *testing.T, s Migrator, from, latest int, db *sql.DB, c Cascades) {
+	t.Helper()
+	ctx := t.Context()
+	count := func() string {
+		t.Helper()
+		var n string
+		if err := db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM threads) || ' ' || (SELECT count(*) FROM messages) || ' ' ||
+			(SELECT count(*) FROM message_drafts) || ' ' || (SELECT count(*) FROM job_runs) || ' ' ||
+			(SELECT count(*) FROM run_leases) || ' ' || (SELECT count(*) FROM checkpoints)`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO message_drafts (message_id, owner_id, text, updated_at)
+		SELECT id, owner_id, 'd', `+c.Now+` FROM messages LIMIT 1`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO run_leases (owner_id, run_id, thread_id, holder, expires_at)
+		SELECT owner_id, 'r', id, 'h', `+c.Now+` FROM threads`); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "1 3 1 2 1 2" {
+		t.Fatalf("rows (threads, messages, drafts, job runs, leases, checkpoints): %s", got)
+	}
+	for _, v := range []int{from, latest} {
+		if err := s.MigrateTo(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+		if c.Check != nil {
+			c.Check()
+		}
+		if got := count(); got != "1 3 1 2 1 2" {
+			t.Fatalf("rows after MigrateTo(%d): %s", v, got)
+		}
+	}
+	if c.Migrated != nil {
+		c.Migrated()
+	}
+	// Deleting a message deletes its draft; deleting the thread, the rest.
+	if _, err := db.ExecContext(ctx, `DELETE FROM messages WHERE id = (SELECT message_id FROM message_drafts)`); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "1 2 0 2 1 2" {
+		t.Fatalf("rows after deleting the drafted message: %s", got)
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM threads`); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "0 0 0 0 0 0" {
+		t.Fatalf("rows after deleting the thread: %s", got)
+	}
+}
+
+// OwnerThread ensures owner and creates a thread of it in network "n"; it
+// returns the thread's id.
+func OwnerThread(t *testing.T, s store.Ops, owner string) string {
+	t.Helper()
+	ctx := t.Context()
+	Must(s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}))(t)
+	return Must(s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner, Network: "n"}))(t).ID
+}
+
+// PutPushConfig stores push config id of owner's run "r" on thread, with
+// the URL https://example.com/<id>.
+func PutPushConfig(t *testing.T, s store.Ops, owner, thread, id string) {
+	t.Helper()
+	Must(s.PutPushConfig(t.Context(), &store.PutPushConfigParams{Config: store.PushConfig{OwnerID: owner, RunID: "r", ID: id,
+		ThreadID: thread, URL: "https://example.com/" + id, Protocol: "1.0"}}))(t)
 }
