@@ -94,10 +94,7 @@ func rubricIDs(rs []evalset.Rubric) string {
 
 func TestADKMalformed(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name, src string
-		want      []string
-	}{
+	refuses(t, evalset.Parse, "x.evalset.json", []malformed{
 		{"not json", "{\n  \"eval_set_id\": \"x\",\n  oops\n}", []string{"line 3:", "not an ADK evalset"}},
 		{"missing fields", "{\n  \"eval_set_id\": \"x\",\n  \"eval_cases\": [\n    {\"conversation\": []},\n    {\"eval_id\": \"b\",\n     \"conversation\": [{\"user_content\": {\"parts\": [{\"text\": 7}]}}]}\n  ]\n}",
 			[]string{"line 4: $.eval_cases[0].eval_id: eval_id is required", "line 6: $.eval_cases[1].conversation[0].user_content.parts[0].text: text: cannot unmarshal number"}},
@@ -105,21 +102,7 @@ func TestADKMalformed(t *testing.T) {
 			[]string{"conversation_scenario needs ADK's user simulator"}},
 		{"no cases", "{\"eval_set_id\": \"x\"}", []string{"eval_cases is required"}},
 		{"empty conversation", "{\"eval_set_id\": \"x\", \"eval_cases\": [\n{\"eval_id\": \"a\", \"conversation\": []}]}", []string{"line 2: $.cases[0].turns: case \"a\" has no turns"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := evalset.Parse([]byte(tc.src), "x.evalset.json")
-			var e *evalset.Error
-			if !errors.As(err, &e) {
-				t.Fatalf("err = %v, want an *evalset.Error", err)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("missing %q in:\n%v", w, err)
-				}
-			}
-		})
-	}
+	})
 }
 
 // adkWithConfig loads the ADK test set with config as its test_config.json
@@ -262,10 +245,7 @@ func TestADKCriteria(t *testing.T) {
 // read, with each problem's line.
 func TestADKConfigMalformed(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name, src string
-		want      []string
-	}{
+	refuses(t, evalset.ParseADKConfig, "test_config.json", []malformed{
 		{"not json", "{\"criteria\":\n  {oops}}", []string{"line 2:", "not an ADK eval config"}},
 		{"criteria not an object", `{"criteria": [1]}`, []string{"$.criteria: criteria: cannot unmarshal array"}},
 		{"a string criterion", "{\"criteria\": {\n  \"response_match_score\": \"high\"}}",
@@ -281,10 +261,32 @@ func TestADKConfigMalformed(t *testing.T) {
 		{"empty match_type", `{"criteria": {"tool_trajectory_avg_score": {"match_type": ""}}}`, []string{`match_type "": want`}},
 		{"rubric without content", "{\"criteria\": {\"rubric_based_final_response_quality_v1\": {\"threshold\": 0.5, \"rubrics\": [\n  {\"rubric_id\": \"r\"}]}}}",
 			[]string{"line 2: $.criteria.rubric_based_final_response_quality_v1.rubrics[0].rubric_content: rubric_content is required"}},
-	} {
+	})
+	// Load reports the config's problems under its own name.
+	dir := t.TempDir()
+	data, _ := os.ReadFile("testdata/adk/support.evalset.json")
+	_ = os.WriteFile(filepath.Join(dir, "s.evalset.json"), data, 0o600)
+	_ = os.WriteFile(filepath.Join(dir, "test_config.json"), []byte(`{"criteria": {"response_match_score": 2}}`), 0o600)
+	if _, err := evalset.Load(filepath.Join(dir, "s.evalset.json")); err == nil || !strings.Contains(err.Error(), "test_config.json") {
+		t.Errorf("Load: err = %v, want the config's problem", err)
+	}
+}
+
+// malformed is a file that a reader refuses with problems whose text holds
+// each of want.
+type malformed struct {
+	name, src string
+	want      []string
+}
+
+// refuses checks that parse refuses each case's src, read as the file
+// name, as it wants, in a parallel subtest named after the case.
+func refuses[T any](t *testing.T, parse func(data []byte, name string) (T, error), name string, cases []malformed) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := evalset.ParseADKConfig([]byte(tc.src), "test_config.json")
+			_, err := parse([]byte(tc.src), name)
 			var e *evalset.Error
 			if !errors.As(err, &e) {
 				t.Fatalf("err = %v, want an *evalset.Error", err)
@@ -295,13 +297,5 @@ func TestADKConfigMalformed(t *testing.T) {
 				}
 			}
 		})
-	}
-	// Load reports the config's problems under its own name.
-	dir := t.TempDir()
-	data, _ := os.ReadFile("testdata/adk/support.evalset.json")
-	_ = os.WriteFile(filepath.Join(dir, "s.evalset.json"), data, 0o600)
-	_ = os.WriteFile(filepath.Join(dir, "test_config.json"), []byte(`{"criteria": {"response_match_score": 2}}`), 0o600)
-	if _, err := evalset.Load(filepath.Join(dir, "s.evalset.json")); err == nil || !strings.Contains(err.Error(), "test_config.json") {
-		t.Errorf("Load: err = %v, want the config's problem", err)
 	}
 }

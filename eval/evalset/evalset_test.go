@@ -59,19 +59,12 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []evalset.Format{evalset.FormatYAML, evalset.FormatJSONL} {
-		var b bytes.Buffer
-		if err := evalset.Write(&b, s, f, "written by a test"); err != nil {
-			t.Fatal(err)
-		}
-		back, err := evalset.Parse(b.Bytes(), "set."+string(f))
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", f, err, b.String())
-		}
+		back, written := writeRead(t, s, f, "written by a test", "set")
 		for i := range back.Cases {
 			back.Cases[i].Line = s.Cases[i].Line
 		}
 		if !reflect.DeepEqual(back, s) {
-			t.Errorf("%s: read back differs:\n%s", f, b.String())
+			t.Errorf("%s: read back differs:\n%s", f, written)
 		}
 	}
 }
@@ -85,19 +78,27 @@ func TestNoArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []evalset.Format{evalset.FormatYAML, evalset.FormatJSONL} {
-		var b bytes.Buffer
-		if err := evalset.Write(&b, s, f, ""); err != nil {
-			t.Fatal(err)
-		}
-		back, err := evalset.Parse(b.Bytes(), "s."+string(f))
-		if err != nil {
-			t.Fatal(err)
-		}
+		back, written := writeRead(t, s, f, "", "s")
 		calls := back.Cases[0].Turns[0].Expect.Tools.Calls
 		if calls[0].Args == nil || len(calls[0].Args) != 0 || calls[1].Args != nil {
-			t.Errorf("%s: args %#v, %#v; want {} and none\n%s", f, calls[0].Args, calls[1].Args, b.String())
+			t.Errorf("%s: args %#v, %#v; want {} and none\n%s", f, calls[0].Args, calls[1].Args, written)
 		}
 	}
+}
+
+// writeRead writes s in format f under the comment and parses it back as
+// the file name.f; it returns the set read and the text written.
+func writeRead(t *testing.T, s *evalset.Set, f evalset.Format, comment, name string) (*evalset.Set, string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := evalset.Write(&b, s, f, comment); err != nil {
+		t.Fatal(err)
+	}
+	back, err := evalset.Parse(b.Bytes(), name+"."+string(f))
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", f, err, b.String())
+	}
+	return back, b.String()
 }
 
 func TestParseJSONL(t *testing.T) {

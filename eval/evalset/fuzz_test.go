@@ -35,16 +35,7 @@ func check(t *testing.T, data []byte, name string, f evalset.Format) {
 	s, err := evalset.ParseFormat(data, name, f)
 	watchdog.Stop()
 	if err != nil {
-		var e *evalset.Error
-		if s != nil || !errors.As(err, &e) || len(e.Problems) == 0 {
-			t.Fatalf("set %v, err %v: want nil and an *Error with problems", s, err)
-		}
-		lines := bytes.Count(data, []byte("\n")) + 1
-		for _, p := range e.Problems {
-			if p.Message == "" || p.Line < 0 || p.Line > lines {
-				t.Fatalf("problem %+v: no message, or line outside 1..%d", p, lines)
-			}
-		}
+		wantProblems(t, data, err, "set", s, s != nil)
 		return
 	}
 	if err := evalset.Validate(s); err != nil {
@@ -68,6 +59,24 @@ func check(t *testing.T, data []byte, name string, f evalset.Format) {
 		}
 		if !reflect.DeepEqual(back, s) {
 			t.Fatalf("written set reads back different:\n%#v\n%#v\n%s", s, back, b.String())
+		}
+	}
+}
+
+// wantProblems checks the error of a parse of data that failed: the parse
+// returned no value (got, a set or config named what; returned says
+// whether it is not nil) and an *Error whose problems all have a message
+// and a line inside the file.
+func wantProblems(t *testing.T, data []byte, err error, what string, got any, returned bool) {
+	t.Helper()
+	var e *evalset.Error
+	if returned || !errors.As(err, &e) || len(e.Problems) == 0 {
+		t.Fatalf("%s %v, err %v: want nil and an *Error with problems", what, got, err)
+	}
+	lines := bytes.Count(data, []byte("\n")) + 1
+	for _, p := range e.Problems {
+		if p.Message == "" || p.Line < 0 || p.Line > lines {
+			t.Fatalf("problem %+v: no message, or line outside 1..%d", p, lines)
 		}
 	}
 }
@@ -110,16 +119,7 @@ func FuzzParseADKConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := evalset.ParseADKConfig(data, "test_config.json")
 		if err != nil {
-			var e *evalset.Error
-			if c != nil || !errors.As(err, &e) || len(e.Problems) == 0 {
-				t.Fatalf("config %v, err %v: want nil and an *Error with problems", c, err)
-			}
-			lines := bytes.Count(data, []byte("\n")) + 1
-			for _, p := range e.Problems {
-				if p.Message == "" || p.Line < 0 || p.Line > lines {
-					t.Fatalf("problem %+v: no message, or line outside 1..%d", p, lines)
-				}
-			}
+			wantProblems(t, data, err, "config", c, c != nil)
 			return
 		}
 		s, err := evalset.ParseADKWith(evalsetData, "support.evalset.json", c)

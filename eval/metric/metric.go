@@ -120,11 +120,7 @@ func transfersMatch(want []evalset.TransferExpect, got []evalset.Transfer) (bool
 }
 
 func describeExpectedTransfers(want []evalset.TransferExpect) string {
-	if len(want) == 0 {
-		return "no transfer"
-	}
-	parts := make([]string, len(want))
-	for i, w := range want {
+	return oneLine(want, "no transfer", func(w evalset.TransferExpect) string {
 		s := w.To
 		if w.From != "" {
 			s = w.From + "→" + w.To
@@ -132,38 +128,41 @@ func describeExpectedTransfers(want []evalset.TransferExpect) string {
 		if len(w.Context) > 0 {
 			s += " " + canonical(w.Context)
 		}
-		parts[i] = s
-	}
-	return strings.Join(parts, ", ")
+		return s
+	})
 }
 
 // FormatTransfers renders transfers in one line: "triage→billing {…}, …".
 func FormatTransfers(ts []evalset.Transfer) string {
-	if len(ts) == 0 {
-		return "no transfer"
-	}
-	parts := make([]string, len(ts))
-	for i, t := range ts {
-		parts[i] = t.From + "→" + t.To
+	return oneLine(ts, "no transfer", func(t evalset.Transfer) string {
+		s := t.From + "→" + t.To
 		if len(t.Context) > 0 {
-			parts[i] += " " + canonicalJSON(t.Context)
+			s += " " + canonicalJSON(t.Context)
 		}
-	}
-	return strings.Join(parts, ", ")
+		return s
+	})
 }
 
 // FormatTools renders tool calls in one line: "lookup_order({…}), …".
 func FormatTools(ts []evalset.ToolCall) string {
-	if len(ts) == 0 {
-		return "no tool call"
-	}
-	parts := make([]string, len(ts))
-	for i, t := range ts {
+	return oneLine(ts, "no tool call", func(t evalset.ToolCall) string {
 		args := canonicalJSON(t.Arguments)
 		if args == "" {
 			args = "{}"
 		}
-		parts[i] = t.Name + "(" + args + ")"
+		return t.Name + "(" + args + ")"
+	})
+}
+
+// oneLine renders each of ts with render and joins them with ", "; none
+// stands for an empty list.
+func oneLine[T any](ts []T, none string, render func(T) string) string {
+	if len(ts) == 0 {
+		return none
+	}
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = render(t)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -135,11 +135,7 @@ func keys(m map[string]any) []string {
 }
 
 func describeExpectedCalls(calls []evalset.ToolCallExpect) string {
-	if len(calls) == 0 {
-		return "no tool call"
-	}
-	parts := make([]string, len(calls))
-	for i, c := range calls {
+	return oneLine(calls, "no tool call", func(c evalset.ToolCallExpect) string {
 		s := c.Name
 		switch {
 		case c.Args == nil:
@@ -155,9 +151,8 @@ func describeExpectedCalls(calls []evalset.ToolCallExpect) string {
 		default:
 			s += "(" + canonical(c.Args) + ")"
 		}
-		parts[i] = s
-	}
-	return strings.Join(parts, ", ")
+		return s
+	})
 }
 
 // canonical renders v as compact JSON with sorted keys.

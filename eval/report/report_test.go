@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -70,22 +71,25 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func TestTable(t *testing.T) {
-	t.Parallel()
+// render writes sample() with write.
+func render(t *testing.T, write func(io.Writer, *eval.Report) error) []byte {
+	t.Helper()
 	var b bytes.Buffer
-	if err := report.Table(&b, sample()); err != nil {
+	if err := write(&b, sample()); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "table.golden", b.Bytes())
+	return b.Bytes()
+}
+
+func TestTable(t *testing.T) {
+	t.Parallel()
+	golden(t, "table.golden", render(t, report.Table))
 }
 
 func TestJUnit(t *testing.T) {
 	t.Parallel()
-	var b bytes.Buffer
-	if err := report.JUnit(&b, sample()); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "junit.golden.xml", b.Bytes())
+	got := render(t, report.JUnit)
+	golden(t, "junit.golden.xml", got)
 	var doc struct {
 		Tests    int `xml:"tests,attr"`
 		Failures int `xml:"failures,attr"`
@@ -99,7 +103,7 @@ func TestJUnit(t *testing.T) {
 			} `xml:"testcase"`
 		} `xml:"testsuite"`
 	}
-	if err := xml.Unmarshal(b.Bytes(), &doc); err != nil {
+	if err := xml.Unmarshal(got, &doc); err != nil {
 		t.Fatal(err)
 	}
 	cases := doc.Suites[0].Cases
@@ -113,11 +117,7 @@ func TestJUnit(t *testing.T) {
 
 func TestHTML(t *testing.T) {
 	t.Parallel()
-	var b bytes.Buffer
-	if err := report.HTML(&b, sample()); err != nil {
-		t.Fatal(err)
-	}
-	page := b.String()
+	page := string(render(t, report.HTML))
 	for _, want := range []string{
 		`data-testid="summary" data-cases="2" data-passed="1" data-failed="1" data-regressed="1"`,
 		`data-case="double-charge" data-result="REGRESSED" open`,
