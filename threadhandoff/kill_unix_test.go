@@ -12,7 +12,6 @@ import (
 
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threadhandoff"
-	"github.com/batonhq/baton/threadhandoff/internal/storetesting"
 )
 
 func init() { extraHelpers["decide-killed"] = helperDecideKilled }
@@ -21,13 +20,7 @@ func init() { extraHelpers["decide-killed"] = helperDecideKilled }
 // of its approval has committed (before anything after it runs) leaves the
 // approval and its thread_summaries row, on SQLite and PostgreSQL.
 func TestMirrorSurvivesKill(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns processes")
-	}
-	t.Parallel()
-	storetesting.Each(t, func(t *testing.T, be storetesting.Backend) {
-		b := setup(t, be, setupOpts{})
-		pend := b.propose(t)
+	eachProposedForProcesses(t, func(t *testing.T, b *bundle, pend *threadhandoff.Pending) {
 		cmd, out := helperCmd(t, b, "decide-killed", "THREADHANDOFF_HELPER_INTERRUPT="+pend.Interrupt.ID)
 		err := cmd.Run()
 		var ee *exec.ExitError

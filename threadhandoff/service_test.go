@@ -831,13 +831,7 @@ func TestCleanupTwoProcesses(t *testing.T) {
 // one decision is applied, one child thread exists, every other decision
 // reports that child.
 func TestDecideTwoProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("spawns processes")
-	}
-	t.Parallel()
-	storetesting.Each(t, func(t *testing.T, be storetesting.Backend) {
-		b := setup(t, be, setupOpts{})
-		pend := b.propose(t)
+	eachProposedForProcesses(t, func(t *testing.T, b *bundle, pend *threadhandoff.Pending) {
 		outs := runHelpers(t, b, "decide", "THREADHANDOFF_HELPER_INTERRUPT="+pend.Interrupt.ID)
 		applied := 0
 		children := map[string]bool{}
@@ -855,6 +849,21 @@ func TestDecideTwoProcesses(t *testing.T) {
 		if applied != 1 || len(children) != 1 || len(page.Threads) != 1 || !children[page.Threads[0].ID] {
 			t.Fatalf("%d decisions applied, children reported %v, %d child threads; want 1, 1, 1", applied, children, len(page.Threads))
 		}
+	})
+}
+
+// eachProposedForProcesses runs fn, in parallel with other tests, on each
+// backend with a proposal pending, for a test whose helper processes
+// (TestHelperProcess) decide it; -short skips it.
+func eachProposedForProcesses(t *testing.T, fn func(t *testing.T, b *bundle, pend *threadhandoff.Pending)) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	t.Parallel()
+	storetesting.Each(t, func(t *testing.T, be storetesting.Backend) {
+		b := setup(t, be, setupOpts{})
+		fn(t, b, b.propose(t))
 	})
 }
 
