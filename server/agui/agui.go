@@ -272,10 +272,7 @@ func aguiText(raw json.RawMessage) (string, error) {
 		}
 		return s, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []wire.ContentPart
 	if !isJSON(raw, '[') || json.Unmarshal(raw, &parts) != nil {
 		return "", errors.New("content must be a string or a list of parts")
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/batonhq/baton/internal/sse"
 	"github.com/batonhq/baton/message"
-	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/server/openai/internal/oai"
@@ -27,25 +26,13 @@ const maxChatMessages = 1000
 // accepted without effect where OpenAI's answer could be the same
 // (docs/api.md lists them), or refused (400).
 func (s *api) chatCompletions(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
-	var req oai.ChatRequest
-	if err := server.DecodeJSON(r, &req, true); err != nil {
-		return err
-	}
-	nw, opts, err := s.chatRequest(&req)
-	if err != nil {
-		return err
-	}
-	hist, input, err := chatHistory(req.Messages)
-	if err != nil {
-		return err
-	}
-	r, cancel := s.c.WithTimeout(r, req.Stream)
-	defer cancel()
-	a, err := s.openAITurn(w, r, c, openAIRun{nw: nw, req: &req.OpenAIRequest, source: "chat.completions", hist: hist, input: input, opts: opts})
-	if err != nil {
-		return err
-	}
-	cc := chatCompletion{ID: "chatcmpl-" + strings.TrimPrefix(a.run.ID(), "run_"), Model: nw.Name(), Created: time.Now().Unix()}
+	return serveOpenAI(s, w, r, c, s.chatRequest, s.chatAnswer)
+}
+
+// chatAnswer answers a chat completion request with its started run: a
+// chat completion, or its chunks when the request streams.
+func (s *api) chatAnswer(w http.ResponseWriter, r *http.Request, a *answer, req *oai.ChatRequest) error {
+	cc := chatCompletion{ID: "chatcmpl-" + strings.TrimPrefix(a.run.ID(), "run_"), Model: a.run.Network(), Created: time.Now().Unix()}
 	if req.Stream {
 		return s.streamChat(w, r, a, cc, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	}
@@ -61,29 +48,29 @@ func (s *api) chatCompletions(w http.ResponseWriter, r *http.Request, c *server.
 
 type chatCompletion = oai.ChatCompletion
 
-// chatRequest checks a chat request's fields: the network it names and
-// the run options that honour its settings; what baton cannot honour is
-// refused.
-func (s *api) chatRequest(req *oai.ChatRequest) (*server.Network, []runner.RunOption, error) {
+// chatRequest checks a chat request's fields and turns it into the run it
+// asks for: the network it names, the run options that honour its
+// settings, its messages; what baton cannot honour is refused.
+func (s *api) chatRequest(req *oai.ChatRequest) (openAIRun, error) {
 	nw, err := s.model(req.Model)
 	if err != nil {
-		return nil, nil, err
+		return openAIRun{}, err
 	}
 	switch {
 	case req.N != nil && *req.N != 1:
-		return nil, nil, unsupported("n", "n must be 1: a network gives one answer per request")
+		return openAIRun{}, unsupported("n", "n must be 1: a network gives one answer per request")
 	case req.ResponseFormat != nil && req.ResponseFormat.Type != "text":
-		return nil, nil, unsupported("response_format", "response_format %q is not supported: a network answers text (an agent's output schema is declared in the network file)", req.ResponseFormat.Type)
+		return openAIRun{}, unsupported("response_format", "response_format %q is not supported: a network answers text (an agent's output schema is declared in the network file)", req.ResponseFormat.Type)
 	case req.Logprobs != nil && *req.Logprobs:
-		return nil, nil, unsupported("logprobs", "log probabilities are not available from a network")
+		return openAIRun{}, unsupported("logprobs", "log probabilities are not available from a network")
 	case len(req.Modalities) > 0 && (len(req.Modalities) != 1 || req.Modalities[0] != "text"):
-		return nil, nil, unsupported("modalities", "a network answers text only: modalities must be [\"text\"]")
+		return openAIRun{}, unsupported("modalities", "a network answers text only: modalities must be [\"text\"]")
 	case len(req.Audio) > 0 && string(req.Audio) != "null":
-		return nil, nil, unsupported("audio", "a network answers text only: leave audio out")
+		return openAIRun{}, unsupported("audio", "a network answers text only: leave audio out")
 	case len(req.WebSearchOptions) > 0 && string(req.WebSearchOptions) != "null":
-		return nil, nil, unsupported("web_search_options", "web search is not available from a network: a network's agents call the tools declared in its file")
+		return openAIRun{}, unsupported("web_search_options", "web search is not available from a network: a network's agents call the tools declared in its file")
 	case req.MaxTokens != nil && req.MaxCompletionTokens != nil:
-		return nil, nil, server.BadParam("max_tokens", "send max_completion_tokens or max_tokens, not both")
+		return openAIRun{}, server.BadParam("max_tokens", "send max_completion_tokens or max_tokens, not both")
 	}
 	limit := req.MaxCompletionTokens
 	if limit == nil {
@@ -92,7 +79,11 @@ func (s *api) chatRequest(req *oai.ChatRequest) (*server.Network, []runner.RunOp
 	opts, err := runOptions(&req.OpenAIRequest, knobs{maxTokens: limit, stop: req.Stop, effort: req.ReasoningEffort,
 		seed: req.Seed, presence: req.PresencePenalty, frequency: req.FrequencyPenalty, logitBias: req.LogitBias,
 		verbosity: req.Verbosity, verbosityParam: "verbosity"})
-	return nw, opts, err
+	if err != nil {
+		return openAIRun{}, err
+	}
+	hist, input, err := chatHistory(req.Messages)
+	return openAIRun{nw: nw, req: &req.OpenAIRequest, source: "chat.completions", hist: hist, input: input, opts: opts}, err
 }
 
 // chatHistory turns the request's messages into the thread's earlier
@@ -121,10 +112,7 @@ func chatText(raw json.RawMessage) (string, error) {
 		}
 		return s, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
+	var parts []wire.ContentPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return "", server.Errorf(http.StatusBadRequest, wire.ErrInvalidRequest, "must be a string or an array of content parts")
 	}

@@ -146,6 +146,29 @@ type openAIRun struct {
 	opts   []runner.RunOption
 }
 
+// serveOpenAI answers an OpenAI request whose body is a Req (an unknown
+// field refused): check refuses it or turns it into the run it asks for,
+// which starts within the request's timeout (or the stream's, when it
+// streams), and respond writes the answer, whole or streamed.
+func serveOpenAI[Req any](s *api, w http.ResponseWriter, r *http.Request, c *server.Caller,
+	check func(*Req) (openAIRun, error), respond func(http.ResponseWriter, *http.Request, *answer, *Req) error) error {
+	var req Req
+	if err := server.DecodeJSON(r, &req, true); err != nil {
+		return err
+	}
+	o, err := check(&req)
+	if err != nil {
+		return err
+	}
+	r, cancel := s.c.WithTimeout(r, o.req.Stream)
+	defer cancel()
+	a, err := s.openAITurn(w, r, c, o)
+	if err != nil {
+		return err
+	}
+	return respond(w, r, a, &req)
+}
+
 // openAITurn starts the run of an OpenAI request and names its thread and
 // run in the answer's headers.
 func (s *api) openAITurn(w http.ResponseWriter, r *http.Request, c *server.Caller, o openAIRun) (*answer, error) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/batonhq/baton/internal/sse"
 	"github.com/batonhq/baton/message"
-	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/server/openai/internal/oai"
 )
@@ -24,26 +23,14 @@ import (
 // effect where OpenAI's answer could be the same (docs/api.md lists them),
 // or refused (400).
 func (s *api) responses(w http.ResponseWriter, r *http.Request, c *server.Caller) error {
-	var req oai.ResponsesRequest
-	if err := server.DecodeJSON(r, &req, true); err != nil {
-		return err
-	}
-	nw, opts, err := s.responsesRequest(&req)
-	if err != nil {
-		return err
-	}
-	hist, input, err := responsesInput(req.Instructions, req.Input)
-	if err != nil {
-		return err
-	}
-	r, cancel := s.c.WithTimeout(r, req.Stream)
-	defer cancel()
-	a, err := s.openAITurn(w, r, c, openAIRun{nw: nw, req: &req.OpenAIRequest, source: "responses", hist: hist, input: input, opts: opts})
-	if err != nil {
-		return err
-	}
+	return serveOpenAI(s, w, r, c, s.responsesRequest, s.responsesAnswer)
+}
+
+// responsesAnswer answers a responses request with its started run: a
+// response, or its events when the request streams.
+func (s *api) responsesAnswer(w http.ResponseWriter, r *http.Request, a *answer, req *oai.ResponsesRequest) error {
 	id := strings.TrimPrefix(a.run.ID(), "run_")
-	resp := oai.Response{ID: "resp_" + id, Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress", Model: nw.Name(),
+	resp := oai.Response{ID: "resp_" + id, Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress", Model: a.run.Network(),
 		Output: []oai.ResponseItem{}, Metadata: req.Metadata, Temperature: req.Temperature, TopP: req.TopP, MaxOutputTokens: req.MaxOutputTokens,
 		ToolChoice: "auto", Tools: []struct{}{}, Store: true, Truncation: "disabled"}
 	if req.Truncation != "" {
@@ -70,32 +57,33 @@ func (s *api) responses(w http.ResponseWriter, r *http.Request, c *server.Caller
 	return nil
 }
 
-// responsesRequest checks a responses request's fields: the network it
-// names and the run options that honour its settings; what baton cannot
-// honour is refused.
-func (s *api) responsesRequest(req *oai.ResponsesRequest) (*server.Network, []runner.RunOption, error) {
+// responsesRequest checks a responses request's fields and turns it into
+// the run it asks for: the network it names, the run options that honour
+// its settings, its instructions and input; what baton cannot honour is
+// refused.
+func (s *api) responsesRequest(req *oai.ResponsesRequest) (openAIRun, error) {
 	nw, err := s.model(req.Model)
 	if err != nil {
-		return nil, nil, err
+		return openAIRun{}, err
 	}
 	switch {
 	case req.PreviousResponseID != "":
-		return nil, nil, unsupported("previous_response_id", "previous_response_id is not supported: continue a conversation by sending the Baton-Thread-Id header of the previous response, or the whole conversation as input")
+		return openAIRun{}, unsupported("previous_response_id", "previous_response_id is not supported: continue a conversation by sending the Baton-Thread-Id header of the previous response, or the whole conversation as input")
 	case len(req.Conversation) > 0 && string(req.Conversation) != "null":
-		return nil, nil, unsupported("conversation", "conversation is not supported: continue a conversation by sending the Baton-Thread-Id header of the previous response")
+		return openAIRun{}, unsupported("conversation", "conversation is not supported: continue a conversation by sending the Baton-Thread-Id header of the previous response")
 	case req.Text != nil && req.Text.Format != nil && req.Text.Format.Type != "text":
-		return nil, nil, unsupported("text.format", "text.format %q is not supported: a network answers text (an agent's output schema is declared in the network file)", req.Text.Format.Type)
+		return openAIRun{}, unsupported("text.format", "text.format %q is not supported: a network answers text (an agent's output schema is declared in the network file)", req.Text.Format.Type)
 	case req.Reasoning != nil && !oneOf(req.Reasoning.Summary, "", "auto", "concise", "detailed"):
-		return nil, nil, server.BadParam("reasoning.summary", "reasoning.summary %q: want auto, concise or detailed", req.Reasoning.Summary)
+		return openAIRun{}, server.BadParam("reasoning.summary", "reasoning.summary %q: want auto, concise or detailed", req.Reasoning.Summary)
 	case req.Truncation != "" && req.Truncation != "disabled" && req.Truncation != "auto":
-		return nil, nil, server.BadParam("truncation", "truncation must be \"auto\" or \"disabled\"")
+		return openAIRun{}, server.BadParam("truncation", "truncation must be \"auto\" or \"disabled\"")
 	case req.MaxToolCalls != nil:
-		return nil, nil, unsupported("max_tool_calls", "max_tool_calls is not supported: a network's agents call the tools declared in its file, within the limits declared there")
+		return openAIRun{}, unsupported("max_tool_calls", "max_tool_calls is not supported: a network's agents call the tools declared in its file, within the limits declared there")
 	case req.Background != nil && *req.Background:
-		return nil, nil, unsupported("background", "background responses are not supported: runs that reach slow tools continue in baton's workers by themselves; stream the response to follow them")
+		return openAIRun{}, unsupported("background", "background responses are not supported: runs that reach slow tools continue in baton's workers by themselves; stream the response to follow them")
 	}
 	if err := checkInclude(req.Include); err != nil {
-		return nil, nil, err
+		return openAIRun{}, err
 	}
 	k := knobs{maxTokens: req.MaxOutputTokens, verbosityParam: "text.verbosity"}
 	if req.Reasoning != nil {
@@ -108,7 +96,11 @@ func (s *api) responsesRequest(req *oai.ResponsesRequest) (*server.Network, []ru
 	if ae, ok := err.(*server.Error); ok && ae.Param == "max_tokens" {
 		ae.Param = "max_output_tokens"
 	}
-	return nw, opts, err
+	if err != nil {
+		return openAIRun{}, err
+	}
+	hist, input, err := responsesInput(req.Instructions, req.Input)
+	return openAIRun{nw: nw, req: &req.OpenAIRequest, source: "responses", hist: hist, input: input, opts: opts}, err
 }
 
 // ignoredIncludes are the values of include that are accepted and have no

@@ -343,6 +343,14 @@ type ForkRequest struct {
 	Name string    `json:"name,omitempty"`
 }
 
+// ContentPart is a part of a message's content as the protocols that
+// front a network receive it (OpenAI's chat messages, AG-UI's messages):
+// its type and, for a text part, the text. Other fields are not read.
+type ContentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
 // ForkEdit is the new text of the last message at a fork's point (a tool
 // result's output, with is_error).
 type ForkEdit struct {
