@@ -177,16 +177,25 @@ func TestScopesA2AMethods(t *testing.T) {
 		}
 		return map[string]any{"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": map[string]any{"message": msg}}
 	}
-	for _, tc := range []struct {
-		name, key string
-		body      any
-		want      string // in the JSON-RPC error; "" for none
-	}{
+	checkA2ACalls(t, b, []a2aCall{
 		{"read gets", read, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": map[string]any{"id": run}}, ""},
 		{"read sends", read, send("hello", ""), "run scope"},
 		{"read cancels", read, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tasks/cancel", "params": map[string]any{"id": run}}, "run scope"},
 		{"run answers", runKey, send("approve", run), "decide scope"},
-	} {
+	})
+}
+
+// a2aCall is a JSON-RPC call on A2A's route (/a2a/support) with a key.
+type a2aCall struct {
+	name, key string
+	body      any
+	want      string // in the JSON-RPC error; "" for none
+}
+
+// checkA2ACalls makes each call in order and checks its JSON-RPC error.
+func checkA2ACalls(t *testing.T, b *servertest.Bundle, calls []a2aCall) {
+	t.Helper()
+	for _, tc := range calls {
 		r := b.Do(t, tc.key, "POST", "/a2a/support", tc.body)
 		var res struct {
 			Error *struct{ Message string }
@@ -222,11 +231,7 @@ func TestScopesA2APush(t *testing.T) {
 	set10 := func(id string) map[string]any {
 		return rpc("CreateTaskPushNotificationConfig", map[string]any{"taskId": run, "id": id, "url": url})
 	}
-	for _, tc := range []struct {
-		name, key string
-		body      any
-		want      string // in the JSON-RPC error; "" for none
-	}{
+	checkA2ACalls(t, b, []a2aCall{
 		{"0.3 read sets", read, set03("r03"), "run scope"},
 		{"0.3 run sets", runKey, set03("c03"), ""},
 		{"0.3 read gets", read, rpc("tasks/pushNotificationConfig/get", map[string]any{"id": run, "pushNotificationConfigId": "c03"}), ""},
@@ -239,19 +244,7 @@ func TestScopesA2APush(t *testing.T) {
 		{"1.0 read lists", read, rpc("ListTaskPushNotificationConfigs", map[string]any{"taskId": run}), ""},
 		{"1.0 read deletes", read, rpc("DeleteTaskPushNotificationConfig", map[string]any{"taskId": run, "id": "c10"}), "run scope"},
 		{"1.0 run deletes", runKey, rpc("DeleteTaskPushNotificationConfig", map[string]any{"taskId": run, "id": "c10"}), ""},
-	} {
-		r := b.Do(t, tc.key, "POST", "/a2a/support", tc.body)
-		var res struct {
-			Error *struct{ Message string }
-		}
-		r.JSON(t, &res)
-		switch {
-		case tc.want == "" && res.Error != nil:
-			t.Errorf("%s: %s", tc.name, r.Body)
-		case tc.want != "" && (res.Error == nil || !strings.Contains(string(r.Body), tc.want)):
-			t.Errorf("%s: %s, want an error naming the %s", tc.name, r.Body, tc.want)
-		}
-	}
+	})
 	// The refused set and delete changed nothing: r03 and r10 do not
 	// exist, and the deletes by the run key went through.
 	for _, body := range []any{
