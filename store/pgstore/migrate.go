@@ -24,14 +24,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 // what it needs, including on tables created later in the schema by the
 // same user (River's).
 func (s *Store) MigrateTo(ctx context.Context, version int) error {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.beginLocked(ctx, "migrate")
 	if err != nil {
-		return wrap("migrate", err)
+		return err
 	}
 	defer rollback(ctx, tx)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
-		return wrap("migrate: lock", err)
-	}
 	var schema string
 	if err := tx.QueryRow(ctx, `SELECT current_setting('search_path')`).Scan(&schema); err != nil {
 		return wrap("migrate", err)
@@ -57,6 +54,22 @@ func (s *Store) MigrateTo(ctx context.Context, version int) error {
 		}
 	}
 	return wrap("migrate: commit", tx.Commit(ctx))
+}
+
+// beginLocked begins a transaction and takes in it the advisory lock that
+// serialises the schema's changes (MigrateTo, IsolateRiverJobs) across
+// processes; the lock goes with the transaction. op names the caller in
+// errors.
+func (s *Store) beginLocked(ctx context.Context, op string) (pgx.Tx, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, wrap(op, err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
+		rollback(ctx, tx)
+		return nil, wrap(op+": lock", err)
+	}
+	return tx, nil
 }
 
 // firstSchema returns the first schema of a search_path other than

@@ -32,14 +32,11 @@ func (s *Store) IsolateRiverJobs(ctx context.Context) error {
 	if s.role == "" {
 		return nil
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.beginLocked(ctx, "isolate river jobs")
 	if err != nil {
-		return wrap("isolate river jobs", err)
+		return err
 	}
 	defer rollback(ctx, tx)
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey); err != nil {
-		return wrap("isolate river jobs: lock", err)
-	}
 	var rls, policy bool
 	err = tx.QueryRow(ctx, `SELECT c.relrowsecurity,
 		EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = $1)
