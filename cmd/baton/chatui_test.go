@@ -489,36 +489,21 @@ func TestChatCancel(t *testing.T) {
 // thread has no unfinished run.
 func TestChatStoreCancel(t *testing.T) {
 	svc, be := talkStore(t)
-	var runID, thread string
-	var end *runner.RunEndEvent
 	cancelled := make(chan error, 1)
-	for ev, err := range be.Turn(t.Context(), "", "hello", nil) {
-		if err != nil {
-			t.Fatal(err)
+	sent := false
+	_, thread, end := talkTurn(t, be, func(runID, thread string) {
+		if !sent {
+			sent = true
+			go func() { cancelled <- be.Cancel(context.Background(), thread, runID) }()
 		}
-		switch e := ev.(type) {
-		case *runner.RunStartEvent:
-			runID, thread = e.RunID, e.ThreadID
-		case *runner.TextDeltaEvent:
-			if runID != "" {
-				id := runID
-				runID = ""
-				go func() { cancelled <- be.Cancel(context.Background(), thread, id) }()
-			}
-		case *runner.RunEndEvent:
-			end = e
-		}
-	}
+	})
 	if err := <-cancelled; err != nil {
 		t.Fatal(err)
 	}
 	if end == nil || end.Status != runstate.StatusCancelled || end.Output == "" || end.Output == "one two three four five six seven eight" {
 		t.Fatalf("run_end %+v, want cancelled with the answer so far", end)
 	}
-	msgs, err := svc.Store().ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "local", ThreadID: thread})
-	if err != nil || len(msgs) != 2 || msgs[1].Metadata["partial"] != true || msgs[1].Text() != end.Output {
-		t.Fatalf("stored %+v, %v", msgs, err)
-	}
+	wantPartial(t, svc, thread, end)
 	if u, err := be.Unfinished(t.Context(), thread); u != nil || err != nil {
 		t.Fatalf("unfinished after the cancel: %+v, %v", u, err)
 	}
@@ -602,12 +587,11 @@ func talkStore(t *testing.T) (*service.Service, *chatStore) {
 	return svc, newChatStore(n, svc.Store(), "local")
 }
 
-// TestChatStoreStop: ctrl+c's stop of a real run keeps what it said: the
-// run ends cancelled with the answer so far, stored marked partial.
-func TestChatStoreStop(t *testing.T) {
-	svc, be := talkStore(t)
-	var runID, thread string
-	var end *runner.RunEndEvent
+// talkTurn runs a turn of "hello" through be, calling onDelta with the
+// run's and the thread's ids at each text delta, and returns them and the
+// run's end.
+func talkTurn(t *testing.T, be *chatStore, onDelta func(runID, thread string)) (runID, thread string, end *runner.RunEndEvent) {
+	t.Helper()
 	for ev, err := range be.Turn(t.Context(), "", "hello", nil) {
 		if err != nil {
 			t.Fatal(err)
@@ -616,21 +600,38 @@ func TestChatStoreStop(t *testing.T) {
 		case *runner.RunStartEvent:
 			runID, thread = e.RunID, e.ThreadID
 		case *runner.TextDeltaEvent:
-			if !be.Stop(runID) {
-				t.Fatal("the run does not execute here")
-			}
+			onDelta(runID, thread)
 		case *runner.RunEndEvent:
 			end = e
 		}
 	}
-	if end == nil || end.Status != runstate.StatusCancelled || end.Output == "" || end.Output == "one two three four five six seven eight" ||
-		end.Stopped == nil || end.Stopped.Reason != runner.StopCancel {
-		t.Fatalf("run_end %+v, want cancelled with the answer so far", end)
-	}
+	return runID, thread, end
+}
+
+// wantPartial checks that the thread holds the user's message and the
+// run's answer so far, marked partial.
+func wantPartial(t *testing.T, svc *service.Service, thread string, end *runner.RunEndEvent) {
+	t.Helper()
 	msgs, err := svc.Store().ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "local", ThreadID: thread})
 	if err != nil || len(msgs) != 2 || msgs[1].Metadata["partial"] != true || msgs[1].Text() != end.Output {
 		t.Fatalf("stored %+v, %v", msgs, err)
 	}
+}
+
+// TestChatStoreStop: ctrl+c's stop of a real run keeps what it said: the
+// run ends cancelled with the answer so far, stored marked partial.
+func TestChatStoreStop(t *testing.T) {
+	svc, be := talkStore(t)
+	runID, thread, end := talkTurn(t, be, func(runID, _ string) {
+		if !be.Stop(runID) {
+			t.Fatal("the run does not execute here")
+		}
+	})
+	if end == nil || end.Status != runstate.StatusCancelled || end.Output == "" || end.Output == "one two three four five six seven eight" ||
+		end.Stopped == nil || end.Stopped.Reason != runner.StopCancel {
+		t.Fatalf("run_end %+v, want cancelled with the answer so far", end)
+	}
+	wantPartial(t, svc, thread, end)
 	if be.Stop(runID) {
 		t.Fatal("a finished run still executes")
 	}
