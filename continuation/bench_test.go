@@ -10,6 +10,7 @@ import (
 
 	"github.com/batonhq/baton/bench/continuationbench"
 	"github.com/batonhq/baton/inspect"
+	"github.com/batonhq/baton/internal/backendtest"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
@@ -44,7 +45,7 @@ func benchInline(b *testing.B, st store.Store) {
 	ctx := context.Background()
 	rc := runner.Config{Network: continuationbench.Network(b, func(context.Context, json.RawMessage) (string, error) {
 		return `{"status":"shipped"}`, nil
-	}), Logger: continuationbench.Logger()}
+	}), Logger: backendtest.Logger()}
 	if continuationbench.RecordCalls() {
 		rc.RecordCalls, rc.Extensions = true, []runner.Extension{inspect.Extension(inspect.Config{})}
 	}
@@ -52,7 +53,7 @@ func benchInline(b *testing.B, st store.Store) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	svc := threads.New(st, r, continuationbench.Logger())
+	svc := threads.New(st, r, backendtest.Logger())
 	start := time.Now()
 	continuationbench.FanOut(b, continuationbench.BatonJobs, func(i int) error {
 		for ev, err := range svc.Turn(ctx, continuationbench.Owner, fmt.Sprintf("Where is order %d?", i), threads.TurnOptions{}) {

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/batonhq/baton/internal/backendtest"
 	"github.com/batonhq/baton/internal/logtest"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
@@ -366,7 +367,7 @@ func TestSameEventManyTimes(t *testing.T) {
 			// One run handed over by the hook, one suspended by a process
 			// without the continuation service (no job yet).
 			_, run1, _ := b.turn(t, "Where is my order 1234?")
-			r, err := runner.New(runner.Config{Network: net, Logger: testLogger()})
+			r, err := runner.New(runner.Config{Network: net, Logger: backendtest.Logger()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/backendtest"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
@@ -122,7 +123,7 @@ func takenOver(t *testing.T, be backend, fails bool) {
 	cfg := testConfig(t, st)
 	cfg.Workers, cfg.NoAdopt = 1, true
 	cfg.JobTimeout, cfg.RescueStuckJobsAfter = 5*time.Minute, 6*time.Minute
-	cfg.Logger = slog.New(lostLog{Handler: testLogger().Handler(), lost: lost})
+	cfg.Logger = slog.New(lostLog{Handler: backendtest.Logger().Handler(), lost: lost})
 	first, svc := wire(t, st, net, cfg)
 	if err := first.Migrate(ctx); err != nil {
 		t.Fatal(err)

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -18,7 +16,7 @@ import (
 
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/draft"
-	"github.com/batonhq/baton/draft/pgbroker"
+	"github.com/batonhq/baton/internal/backendtest"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
@@ -220,7 +218,7 @@ func testConfig(t testing.TB, st store.Store) Config {
 		JobTimeout: 2 * time.Second, RescueStuckJobsAfter: 3 * time.Second,
 		RetryBaseDelay: 50 * time.Millisecond, RetryMaxDelay: 500 * time.Millisecond,
 		FetchCooldown: 20 * time.Millisecond, FetchPollInterval: 200 * time.Millisecond,
-		Logger: testLogger(),
+		Logger: backendtest.Logger(),
 	}
 }
 
@@ -228,15 +226,7 @@ func testConfig(t testing.TB, st store.Store) Config {
 // service chooses when it opens a database).
 func backendOf(t testing.TB, st store.Store) (Driver, draft.Broker) {
 	t.Helper()
-	if s, ok := st.(*pgstore.Store); ok {
-		br := pgbroker.New(s, &pgbroker.Options{Logger: testLogger()})
-		if err := br.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { br.Close() })
-		return driverOf(t, st), br
-	}
-	return driverOf(t, st), draft.NewHub(st)
+	return driverOf(t, st), backendtest.Broker(t, st)
 }
 
 // driverOf returns River on st.
@@ -261,20 +251,13 @@ func wire(t testing.TB, st store.Store, net *agent.Network, cfg Config, extra ..
 		t.Fatal(err)
 	}
 	exts := append([]runner.Extension{cont.Extension()}, extra...)
-	r, err := runner.New(runner.Config{Network: net, Logger: testLogger(), Extensions: exts})
+	r, err := runner.New(runner.Config{Network: net, Logger: backendtest.Logger(), Extensions: exts})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := threads.New(st, r, testLogger())
+	svc := threads.New(st, r, backendtest.Logger())
 	cont.Work(svc)
 	return cont, svc
-}
-
-func testLogger() *slog.Logger {
-	if os.Getenv("BATON_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 // setup builds a bundle; change adjusts the config before New; the runner
@@ -306,20 +289,7 @@ func running(t testing.TB, st store.Store, net *agent.Network, cfg Config) *bund
 // start starts the workers until the test ends.
 func (b *bundle) start(t testing.TB) {
 	t.Helper()
-	startUntilEnd(t, b.cont.Start, b.cont.Stop)
-}
-
-// startUntilEnd calls start, and stop when tb ends, allowing it 10s.
-func startUntilEnd(tb testing.TB, start, stop func(context.Context) error) {
-	tb.Helper()
-	if err := start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = stop(ctx)
-	})
+	backendtest.StartUntilEnd(t, b.cont.Start, b.cont.Stop)
 }
 
 // turn runs one inline turn on a new thread with the hand-over options.

@@ -11,13 +11,12 @@ import (
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/draft"
-	"github.com/batonhq/baton/draft/pgbroker"
 	"github.com/batonhq/baton/inspect"
+	"github.com/batonhq/baton/internal/backendtest"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/pgstore"
 	"github.com/batonhq/baton/threads"
 )
 
@@ -25,15 +24,7 @@ import (
 // service chooses when it opens a database).
 func backendOf(tb testing.TB, st store.Store) (continuation.Driver, draft.Broker) {
 	tb.Helper()
-	if s, ok := st.(*pgstore.Store); ok {
-		br := pgbroker.New(s, &pgbroker.Options{Logger: Logger()})
-		if err := br.Start(context.Background()); err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(func() { br.Close() })
-		return driverOf(tb, st), br
-	}
-	return driverOf(tb, st), draft.NewHub(st)
+	return driverOf(tb, st), backendtest.Broker(tb, st)
 }
 
 // wire builds a continuation service from cfg and the threads service of
@@ -45,7 +36,7 @@ func wire(tb testing.TB, st store.Store, net *agent.Network, cfg continuation.Co
 		tb.Fatal(err)
 	}
 	exts := append([]runner.Extension{cont.Extension()}, extra...)
-	rc := runner.Config{Network: net, Logger: Logger(), Extensions: exts}
+	rc := runner.Config{Network: net, Logger: backendtest.Logger(), Extensions: exts}
 	if RecordCalls() {
 		// The inspector's recording, as package service assembles it.
 		rc.RecordCalls = true
@@ -55,7 +46,7 @@ func wire(tb testing.TB, st store.Store, net *agent.Network, cfg continuation.Co
 	if err != nil {
 		tb.Fatal(err)
 	}
-	svc := threads.New(st, r, Logger())
+	svc := threads.New(st, r, backendtest.Logger())
 	cont.Work(svc)
 	return cont, svc
 }
@@ -145,8 +136,8 @@ func started(tb testing.TB, st store.Store, tool func(context.Context, json.RawM
 	}}
 	d, br := backendOf(tb, st)
 	cont, svc := wire(tb, st, Network(tb, tool),
-		continuation.Config{Store: st, Driver: d, Broker: br, Workers: Workers, FetchCooldown: FetchCooldown, Logger: Logger(), NoMigrate: true}, count)
-	StartUntilEnd(tb, cont.Start, cont.Stop)
+		continuation.Config{Store: st, Driver: d, Broker: br, Workers: Workers, FetchCooldown: FetchCooldown, Logger: backendtest.Logger(), NoMigrate: true}, count)
+	backendtest.StartUntilEnd(tb, cont.Start, cont.Stop)
 	if _, err := st.EnsureOwner(context.Background(), &store.EnsureOwnerParams{ID: Owner}); err != nil {
 		tb.Fatal(err)
 	}

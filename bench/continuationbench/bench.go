@@ -12,8 +12,6 @@ package continuationbench
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -146,28 +144,6 @@ func driverOf(tb testing.TB, st store.Store) continuation.Driver {
 	}
 	tb.Fatalf("store %T", st)
 	return nil
-}
-
-// Logger discards, or logs at debug level to stderr when BATON_TEST_LOG
-// is set.
-func Logger() *slog.Logger {
-	if os.Getenv("BATON_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-// StartUntilEnd calls start, and stop when tb ends, allowing it 10s.
-func StartUntilEnd(tb testing.TB, start, stop func(context.Context) error) {
-	tb.Helper()
-	if err := start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = stop(ctx)
-	})
 }
 
 // Stamps records times by key, the first for each.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/backendtest"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/store"
 )
@@ -79,7 +80,7 @@ func VersusPair(b *testing.B, st store.Store) {
 func versusOn(b *testing.B, st store.Store, name string, setup jobsScenario) {
 	var jobs finished
 	produce, start, stop := setup(b, st, &jobs)
-	StartUntilEnd(b, start, stop)
+	backendtest.StartUntilEnd(b, start, stop)
 	Versus(b, st, Side{Name: name, Run: func(n int) {
 		if err := produce(n); err != nil {
 			b.Error(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/batonhq/baton/internal/backendtest"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
@@ -61,7 +62,7 @@ func newBare(b *testing.B, st store.Store, started func(n int)) bareClient {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &bareWorker{started: started})
 	cfg := &river.Config{Workers: workers, Queues: map[string]river.QueueConfig{"bench_bare": {MaxWorkers: Workers}},
-		FetchCooldown: FetchCooldown, Logger: Logger()}
+		FetchCooldown: FetchCooldown, Logger: backendtest.Logger()}
 	switch s := st.(type) {
 	case *pgstore.Store:
 		c, err := river.NewClient[pgx.Tx](riverpgxv5.New(s.Pool()), cfg)
@@ -93,7 +94,7 @@ func River(b *testing.B, st store.Store) {
 		done.Add(1)
 		last.Store(time.Now().UnixNano())
 	})
-	StartUntilEnd(b, c.Start, c.Stop)
+	backendtest.StartUntilEnd(b, c.Start, c.Stop)
 	opts := &river.InsertOpts{Queue: "bench_bare"}
 	// Latency, one job at a time.
 	var lat []time.Duration
@@ -238,7 +239,7 @@ func equivalent(b *testing.B, st store.Store, jobs *finished) (produce func(n in
 	round := fmt.Sprintf("r%d-", equivRound.Add(1))
 	cfg := func(workers *river.Workers) *river.Config {
 		return &river.Config{Workers: workers, Queues: map[string]river.QueueConfig{"bench_equiv": {MaxWorkers: Workers}},
-			FetchCooldown: FetchCooldown, Logger: Logger()}
+			FetchCooldown: FetchCooldown, Logger: backendtest.Logger()}
 	}
 	switch s := st.(type) {
 	case *pgstore.Store:
@@ -355,7 +356,7 @@ func measureJobs(b *testing.B, st store.Store, scenario jobsScenario) {
 // from [Producers] producers, waits for them to be worked and reports
 // jobs/s, first insert to last job worked.
 func (f *finished) measure(b *testing.B, start, stop func(context.Context) error, produce func(n int) error) {
-	StartUntilEnd(b, start, stop)
+	backendtest.StartUntilEnd(b, start, stop)
 	t0 := time.Now()
 	FanOut(b, BatonJobs, produce)
 	if b.Failed() {

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/batonhq/baton/internal/backendtest"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/pgstore"
 )
@@ -200,7 +201,7 @@ func batonWrites(b *testing.B, st store.Store, jobs *finished) (produce func(n i
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &writesWorker{pool: pool, state: state, done: jobs.finish})
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Workers: workers,
-		Queues: map[string]river.QueueConfig{"bench_writes": {MaxWorkers: Workers}}, FetchCooldown: FetchCooldown, FetchPollInterval: writesPoll, Logger: Logger()})
+		Queues: map[string]river.QueueConfig{"bench_writes": {MaxWorkers: Workers}}, FetchCooldown: FetchCooldown, FetchPollInterval: writesPoll, Logger: backendtest.Logger()})
 	if err != nil {
 		b.Fatal(err)
 	}
