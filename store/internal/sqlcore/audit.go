@@ -54,25 +54,11 @@ func (e *Engine) appendAudit(ctx context.Context, q Querier, p *store.AppendAudi
 
 // ListAudit implements [store.Ops].
 func (e *Engine) ListAudit(ctx context.Context, p *store.ListAuditParams) (*store.AuditPage, error) {
-	const op = "list audit events"
-	if err := need(p, "OwnerID", p.OwnerID); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	if err := checkNetworks(p.Networks); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	limit, err := pageLimit(p.Limit)
-	if err != nil {
-		return nil, e.wrap(op, err)
-	}
-	k := newKeyset(auditCols, "audit_events", p.OwnerID)
-	k.eq("thread_id", p.ThreadID)
-	k.eq("kind", p.Kind)
-	k.in("network", p.Networks)
-	if err := k.cursor(p.Cursor); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	events, next, err := listPage(ctx, e, Scope{Owner: p.OwnerID}, op, k, limit, scanAudit, func(ev *store.AuditEvent) string { return ev.ID })
+	q := listQuery{params: p, owner: p.OwnerID, networks: p.Networks, limit: p.Limit, cursor: p.Cursor}
+	events, next, err := listOwned(ctx, e, "list audit events", auditCols, "audit_events", q, func(k *keyset) {
+		k.eq("thread_id", p.ThreadID)
+		k.eq("kind", p.Kind)
+	}, scanAudit, func(ev *store.AuditEvent) string { return ev.ID })
 	if err != nil {
 		return nil, err
 	}

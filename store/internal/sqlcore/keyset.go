@@ -9,8 +9,8 @@ import (
 // keyset builds a newest-first page of one owner's rows keyed by their
 // time-ordered id: `SELECT cols FROM table WHERE owner_id = $1`, the
 // filters added by eq and in, then the cursor and the limit added by query.
-// The audit log and the webhook deliveries are listed this way; threads,
-// paged by (created_at, id), share its filters.
+// The audit log and the webhook deliveries are listed this way, through
+// listOwned; threads, paged by (created_at, id), share its filters.
 type keyset struct {
 	sb   strings.Builder
 	args []any
@@ -76,6 +76,41 @@ func listPage[T any](ctx context.Context, e *Engine, scope Scope, op string, k *
 		return rows, "", err
 	}
 	return rows[:limit], id(rows[limit-1]), nil
+}
+
+// listQuery is what a list of an owner's rows by keyset asks for: the
+// list's params (checked by need), its owner, network filter, page size
+// and cursor.
+type listQuery struct {
+	params   any
+	owner    string
+	networks []string
+	limit    int
+	cursor   string
+}
+
+// listOwned checks q and lists a page of the owner's rows of table, newest
+// first: filter adds the list's own filters, then the networks, the cursor
+// and the limit go in, and listPage runs it.
+func listOwned[T any](ctx context.Context, e *Engine, op, cols, table string, q listQuery, filter func(k *keyset),
+	scan func(Row) (T, error), id func(T) string) ([]T, string, error) {
+	if err := need(q.params, "OwnerID", q.owner); err != nil {
+		return nil, "", e.wrap(op, err)
+	}
+	limit, err := pageLimit(q.limit)
+	if err != nil {
+		return nil, "", e.wrap(op, err)
+	}
+	if err := checkNetworks(q.networks); err != nil {
+		return nil, "", e.wrap(op, err)
+	}
+	k := newKeyset(cols, table, q.owner)
+	filter(k)
+	k.in("network", q.networks)
+	if err := k.cursor(q.cursor); err != nil {
+		return nil, "", e.wrap(op, err)
+	}
+	return listPage(ctx, e, Scope{Owner: q.owner}, op, k, limit, scan, id)
 }
 
 // checkNetworks checks the network names a list is filtered by.

@@ -43,25 +43,11 @@ func (e *Engine) AppendWebhookDelivery(ctx context.Context, p *store.AppendWebho
 
 // ListWebhookDeliveries implements [store.Ops].
 func (e *Engine) ListWebhookDeliveries(ctx context.Context, p *store.ListWebhookDeliveriesParams) (*store.WebhookDeliveryPage, error) {
-	const op = "list webhook deliveries"
-	if err := need(p, "OwnerID", p.OwnerID); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	limit, err := pageLimit(p.Limit)
-	if err != nil {
-		return nil, e.wrap(op, err)
-	}
-	if err := checkNetworks(p.Networks); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	k := newKeyset(deliveryCols, "webhook_deliveries", p.OwnerID)
-	k.eq("webhook_id", p.WebhookID)
-	k.eq("run_id", p.RunID)
-	k.in("network", p.Networks)
-	if err := k.cursor(p.Cursor); err != nil {
-		return nil, e.wrap(op, err)
-	}
-	ds, next, err := listPage(ctx, e, Scope{Owner: p.OwnerID}, op, k, limit, scanDelivery, func(d *store.WebhookDelivery) string { return d.ID })
+	q := listQuery{params: p, owner: p.OwnerID, networks: p.Networks, limit: p.Limit, cursor: p.Cursor}
+	ds, next, err := listOwned(ctx, e, "list webhook deliveries", deliveryCols, "webhook_deliveries", q, func(k *keyset) {
+		k.eq("webhook_id", p.WebhookID)
+		k.eq("run_id", p.RunID)
+	}, scanDelivery, func(d *store.WebhookDelivery) string { return d.ID })
 	if err != nil {
 		return nil, err
 	}
