@@ -271,3 +271,27 @@ func jsonEqual(a, b []byte) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// checkPages checks the paging of a list of the owner's three rows, newest
+// first, whose oldest is last: two rows a page, the first page has two and
+// a cursor, the second the last row alone and no cursor; and that another
+// owner lists none. list lists a page of an owner's rows of at most limit
+// (0 the default) after cursor; id names a row.
+func checkPages[T any](t *testing.T, b *bundle, last string, list func(owner string, limit int, cursor string) ([]T, string), id func(T) string) {
+	t.Helper()
+	ids := func(rows []T) []string {
+		var s []string
+		for _, r := range rows {
+			s = append(s, id(r))
+		}
+		return s
+	}
+	p1, next1 := list(b.owner, 2, "")
+	p2, next2 := list(b.owner, 2, next1)
+	if len(p1) != 2 || next1 == "" || len(p2) != 1 || next2 != "" || id(p2[0]) != last {
+		t.Fatalf("pages %v (%q), %v (%q)", ids(p1), next1, ids(p2), next2)
+	}
+	if rows, _ := list(b.other, 0, ""); len(rows) != 0 {
+		t.Fatalf("another owner lists %d rows", len(rows))
+	}
+}

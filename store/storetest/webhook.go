@@ -38,14 +38,10 @@ func testWebhookDeliveries(t *testing.T, s store.Store, b *bundle) {
 	if page := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: b.owner, Networks: []string{"net-r1"}}))(t); len(page.Deliveries) != 2 || page.Deliveries[0].Network != "net-r1" {
 		t.Errorf("by network: %+v, want 2 of net-r1", page.Deliveries)
 	}
-	p1 := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: b.owner, Limit: 2}))(t)
-	p2 := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: b.owner, Limit: 2, Cursor: p1.NextCursor}))(t)
-	if len(p1.Deliveries) != 2 || p1.NextCursor == "" || len(p2.Deliveries) != 1 || p2.NextCursor != "" || p2.Deliveries[0].ID != all.Deliveries[2].ID {
-		t.Fatalf("pages of %d (%q) and %d (%q)", len(p1.Deliveries), p1.NextCursor, len(p2.Deliveries), p2.NextCursor)
-	}
-	if page := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: b.other}))(t); len(page.Deliveries) != 0 {
-		t.Fatalf("another owner lists %d deliveries", len(page.Deliveries))
-	}
+	checkPages(t, b, all.Deliveries[2].ID, func(owner string, limit int, cursor string) ([]*store.WebhookDelivery, string) {
+		page := Must(s.ListWebhookDeliveries(b.ctx, &store.ListWebhookDeliveriesParams{OwnerID: owner, Limit: limit, Cursor: cursor}))(t)
+		return page.Deliveries, page.NextCursor
+	}, func(d *store.WebhookDelivery) string { return d.ID })
 	_, err := s.AppendWebhookDelivery(b.ctx, &store.AppendWebhookDeliveryParams{OwnerID: b.owner, EventType: "run.completed", URL: "u"})
 	wantErr(t, err, store.ErrInvalid)
 }
