@@ -123,30 +123,46 @@ func benchRun(b *testing.B, s store.Store, run string) (owner string, states []*
 	return owner, states
 }
 
-func BenchmarkCheckpointStep(b *testing.B) {
+// benchRunData is a run of a benchmark's own on one backend: its owner
+// and run, b.N states of the run at steps 1 to b.N (benchRun), the first
+// state encoded (a bare insert's payload) and a prefix for bare rows' ids.
+type benchRunData struct {
+	owner, run, prefix string
+	states             []*runstate.State
+	payload            []byte
+}
+
+// benchEachRun runs bench as a sub-benchmark of each backend, with a run
+// of its own on the backend's store.
+func benchEachRun(b *testing.B, bench func(b *testing.B, ctx context.Context, be benchBackend, r benchRunData)) {
 	for _, be := range benchBackends(b) {
 		b.Run(be.name, func(b *testing.B) {
-			ctx := context.Background()
-			s := be.store
-			run := "run-" + randHex()
-			owner, states := benchRun(b, s, run)
-			enc, _ := runstate.Encode(states[0])
-			b.SetBytes(int64(len(enc)))
-			parent := ""
-			b.ResetTimer()
-			for i := range b.N {
-				cp, err := s.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: states[i], ParentID: parent})
-				if err != nil {
-					b.Fatal(err)
-				}
-				got, err := s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run, Fingerprint: "sha256:0123456789abcdef"})
-				if err != nil || got.ID != cp.ID {
-					b.Fatalf("latest = %v, %v", got, err)
-				}
-				parent = cp.ID
-			}
+			r := benchRunData{run: "run-" + randHex(), prefix: randHex()}
+			r.owner, r.states = benchRun(b, be.store, r.run)
+			r.payload, _ = runstate.Encode(r.states[0])
+			bench(b, context.Background(), be, r)
 		})
 	}
+}
+
+func BenchmarkCheckpointStep(b *testing.B) {
+	benchEachRun(b, func(b *testing.B, ctx context.Context, be benchBackend, r benchRunData) {
+		s := be.store
+		b.SetBytes(int64(len(r.payload)))
+		parent := ""
+		b.ResetTimer()
+		for i := range b.N {
+			cp, err := s.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: r.owner, State: r.states[i], ParentID: parent})
+			if err != nil {
+				b.Fatal(err)
+			}
+			got, err := s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: r.owner, RunID: r.run, Fingerprint: "sha256:0123456789abcdef"})
+			if err != nil || got.ID != cp.ID {
+				b.Fatalf("latest = %v, %v", got, err)
+			}
+			parent = cp.ID
+		}
+	})
 }
 
 func BenchmarkBareInsert(b *testing.B) {
@@ -189,57 +205,51 @@ func runnerStep(ctx context.Context, s store.Store, owner string, st *runstate.S
 // that disk and CPU noise from other processes weighs on both alike. ns/op
 // is one step plus one insert.
 func BenchmarkCheckpointStepVsBare(b *testing.B) {
-	for _, be := range benchBackends(b) {
-		b.Run(be.name, func(b *testing.B) {
-			ctx := context.Background()
-			s := be.store
-			run, prefix := "run-"+randHex(), randHex()
-			owner, states := benchRun(b, s, run)
-			payload, _ := runstate.Encode(states[0])
-			steps := make([]time.Duration, 0, b.N)
-			bares := make([]time.Duration, 0, b.N)
-			parent := ""
-			b.ResetTimer()
-			step := func(i int) {
-				cp, err := runnerStep(ctx, s, owner, states[i], parent)
-				if err != nil {
-					b.Fatal(err)
-				}
-				parent = cp.ID
+	benchEachRun(b, func(b *testing.B, ctx context.Context, be benchBackend, r benchRunData) {
+		s := be.store
+		steps := make([]time.Duration, 0, b.N)
+		bares := make([]time.Duration, 0, b.N)
+		parent := ""
+		b.ResetTimer()
+		step := func(i int) {
+			cp, err := runnerStep(ctx, s, r.owner, r.states[i], parent)
+			if err != nil {
+				b.Fatal(err)
 			}
-			bare := func(i int) {
-				if err := be.bare(ctx, fmt.Sprintf("%s-%d", prefix, i), payload); err != nil {
-					b.Fatal(err)
-				}
+			parent = cp.ID
+		}
+		bare := func(i int) {
+			if err := be.bare(ctx, fmt.Sprintf("%s-%d", r.prefix, i), r.payload); err != nil {
+				b.Fatal(err)
 			}
-			for i := range b.N {
-				// Alternate the order, so that neither always follows the other.
-				t0 := time.Now()
-				if i%2 == 0 {
-					step(i)
-				} else {
-					bare(i)
-				}
-				t1 := time.Now()
-				if i%2 == 0 {
-					bare(i)
-				} else {
-					step(i)
-				}
-				t2 := time.Now()
-				if i%2 == 0 {
-					steps, bares = append(steps, t1.Sub(t0)), append(bares, t2.Sub(t1))
-				} else {
-					bares, steps = append(bares, t1.Sub(t0)), append(steps, t2.Sub(t1))
-				}
+		}
+		for i := range b.N {
+			// Alternate the order, so that neither always follows the other.
+			t0 := time.Now()
+			if i%2 == 0 {
+				step(i)
+			} else {
+				bare(i)
 			}
-			b.StopTimer()
-			ms, mb := median(steps), median(bares)
-			b.ReportMetric(float64(ms.Nanoseconds()), "step-ns")
-			b.ReportMetric(float64(mb.Nanoseconds()), "bare-ns")
-			b.ReportMetric(float64(ms)/float64(mb), "step/bare")
-		})
-	}
+			t1 := time.Now()
+			if i%2 == 0 {
+				bare(i)
+			} else {
+				step(i)
+			}
+			t2 := time.Now()
+			if i%2 == 0 {
+				steps, bares = append(steps, t1.Sub(t0)), append(bares, t2.Sub(t1))
+			} else {
+				bares, steps = append(bares, t1.Sub(t0)), append(steps, t2.Sub(t1))
+			}
+		}
+		b.StopTimer()
+		ms, mb := median(steps), median(bares)
+		b.ReportMetric(float64(ms.Nanoseconds()), "step-ns")
+		b.ReportMetric(float64(mb.Nanoseconds()), "bare-ns")
+		b.ReportMetric(float64(ms)/float64(mb), "step/bare")
+	})
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -258,62 +268,56 @@ func median(ds []time.Duration) time.Duration {
 // its fence, lock and scope). Medians; read÷bare is what a resume's read
 // costs against a whole commit.
 func BenchmarkCheckpointStepParts(b *testing.B) {
-	for _, be := range benchBackends(b) {
-		b.Run(be.name, func(b *testing.B) {
-			ctx := context.Background()
-			s := be.store
-			run, prefix := "run-"+randHex(), randHex()
-			owner, states := benchRun(b, s, run)
-			payload, _ := runstate.Encode(states[0])
-			var row func(i int) error
-			if pg, ok := s.(*pgstore.Store); ok {
-				pool := pg.Pool()
-				if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_cp (LIKE checkpoints INCLUDING ALL,
-					FOREIGN KEY (thread_id, owner_id) REFERENCES threads (id, owner_id))`); err != nil {
-					b.Fatal(err)
-				}
-				thread := states[0].ThreadID
-				row = func(i int) error {
-					_, err := pool.Exec(ctx, `INSERT INTO bench_cp (id, owner_id, thread_id, run_id, step, status, fingerprint, network, created_at, state)
-						VALUES ($1, $2, $3, $4, $5, 'running', 'fp', 'n', now(), $6)`, fmt.Sprintf("%s-%d", prefix, i), owner, thread, run, i, payload)
-					return err
-				}
+	benchEachRun(b, func(b *testing.B, ctx context.Context, be benchBackend, r benchRunData) {
+		s := be.store
+		var row func(i int) error
+		if pg, ok := s.(*pgstore.Store); ok {
+			pool := pg.Pool()
+			if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS bench_cp (LIKE checkpoints INCLUDING ALL,
+				FOREIGN KEY (thread_id, owner_id) REFERENCES threads (id, owner_id))`); err != nil {
+				b.Fatal(err)
 			}
-			var saves, reads, bares, rows []time.Duration
-			parent := ""
-			b.ResetTimer()
-			for i := range b.N {
-				t0 := time.Now()
-				cp, err := runnerStep(ctx, s, owner, states[i], parent)
-				if err != nil {
-					b.Fatal(err)
-				}
-				parent = cp.ID
-				t1 := time.Now()
-				if _, err := s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run}); err != nil {
-					b.Fatal(err)
-				}
-				t2 := time.Now()
-				if err := be.bare(ctx, fmt.Sprintf("%s-%d", prefix, i), payload); err != nil {
-					b.Fatal(err)
-				}
-				t3 := time.Now()
-				saves, reads, bares = append(saves, t1.Sub(t0)), append(reads, t2.Sub(t1)), append(bares, t3.Sub(t2))
-				if row != nil {
-					if err := row(i); err != nil {
-						b.Fatal(err)
-					}
-					rows = append(rows, time.Since(t3))
-				}
+			thread := r.states[0].ThreadID
+			row = func(i int) error {
+				_, err := pool.Exec(ctx, `INSERT INTO bench_cp (id, owner_id, thread_id, run_id, step, status, fingerprint, network, created_at, state)
+					VALUES ($1, $2, $3, $4, $5, 'running', 'fp', 'n', now(), $6)`, fmt.Sprintf("%s-%d", r.prefix, i), r.owner, thread, r.run, i, r.payload)
+				return err
 			}
-			b.StopTimer()
-			b.ReportMetric(float64(median(saves).Nanoseconds()), "save-ns")
-			b.ReportMetric(float64(median(reads).Nanoseconds()), "read-ns")
-			b.ReportMetric(float64(median(bares).Nanoseconds()), "bare-ns")
-			b.ReportMetric(float64(median(reads))/float64(median(bares)), "read/bare")
+		}
+		var saves, reads, bares, rows []time.Duration
+		parent := ""
+		b.ResetTimer()
+		for i := range b.N {
+			t0 := time.Now()
+			cp, err := runnerStep(ctx, s, r.owner, r.states[i], parent)
+			if err != nil {
+				b.Fatal(err)
+			}
+			parent = cp.ID
+			t1 := time.Now()
+			if _, err := s.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: r.owner, RunID: r.run}); err != nil {
+				b.Fatal(err)
+			}
+			t2 := time.Now()
+			if err := be.bare(ctx, fmt.Sprintf("%s-%d", r.prefix, i), r.payload); err != nil {
+				b.Fatal(err)
+			}
+			t3 := time.Now()
+			saves, reads, bares = append(saves, t1.Sub(t0)), append(reads, t2.Sub(t1)), append(bares, t3.Sub(t2))
 			if row != nil {
-				b.ReportMetric(float64(median(rows).Nanoseconds()), "row-ns")
+				if err := row(i); err != nil {
+					b.Fatal(err)
+				}
+				rows = append(rows, time.Since(t3))
 			}
-		})
-	}
+		}
+		b.StopTimer()
+		b.ReportMetric(float64(median(saves).Nanoseconds()), "save-ns")
+		b.ReportMetric(float64(median(reads).Nanoseconds()), "read-ns")
+		b.ReportMetric(float64(median(bares).Nanoseconds()), "bare-ns")
+		b.ReportMetric(float64(median(reads))/float64(median(bares)), "read/bare")
+		if row != nil {
+			b.ReportMetric(float64(median(rows).Nanoseconds()), "row-ns")
+		}
+	})
 }
