@@ -17,59 +17,53 @@ import (
 //
 //	go test -run '^$' -bench TxCheckpoint -benchtime 2000x -count 6 ./store/pgstore/
 func BenchmarkTxCheckpoint(b *testing.B) {
-	for _, river := range []bool{false, true} {
-		name := "store"
-		if river {
-			name = "river"
+	benchOffOn(b, "store", "river", func(b *testing.B, river bool) {
+		ctx := b.Context()
+		schema := freshSchema(b)
+		s := open(b, testdb.URL(b), &store.Options{Schema: schema})
+		if _, err := admin(b).Exec(ctx, `CREATE TABLE `+schema+`.jobs (id bigserial PRIMARY KEY, thread_id text)`); err != nil {
+			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			ctx := b.Context()
-			schema := freshSchema(b)
-			s := open(b, testdb.URL(b), &store.Options{Schema: schema})
-			if _, err := admin(b).Exec(ctx, `CREATE TABLE `+schema+`.jobs (id bigserial PRIMARY KEY, thread_id text)`); err != nil {
-				b.Fatal(err)
-			}
-			owner := randName("bench-")
-			if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
-				b.Fatal(err)
-			}
-			th, err := s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner})
+		owner := randName("bench-")
+		if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
+			b.Fatal(err)
+		}
+		th, err := s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner})
+		if err != nil {
+			b.Fatal(err)
+		}
+		run := randName("run-")
+		states := make([]*runstate.State, b.N)
+		for i := range states {
+			states[i] = &runstate.State{RunID: run, ThreadID: th.ID, Network: "n", Fingerprint: "f", Agent: "a",
+				Status: runstate.StatusRunning, Step: i + 1, Messages: []message.Message{message.User("hello")}}
+		}
+		parent := ""
+		b.ResetTimer()
+		for i := range b.N {
+			err := s.Tx(ctx, func(tx store.Tx) error {
+				cp, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: states[i], ParentID: parent})
+				if err != nil {
+					return err
+				}
+				parent = cp.ID
+				if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: th.ID,
+					Messages: []store.NewMessage{{Message: message.Assistant("a", "hi")}}}); err != nil {
+					return err
+				}
+				if river {
+					ptx, _ := pgstore.PgxTx(tx)
+					if _, err := ptx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, th.ID); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 			if err != nil {
 				b.Fatal(err)
 			}
-			run := randName("run-")
-			states := make([]*runstate.State, b.N)
-			for i := range states {
-				states[i] = &runstate.State{RunID: run, ThreadID: th.ID, Network: "n", Fingerprint: "f", Agent: "a",
-					Status: runstate.StatusRunning, Step: i + 1, Messages: []message.Message{message.User("hello")}}
-			}
-			parent := ""
-			b.ResetTimer()
-			for i := range b.N {
-				err := s.Tx(ctx, func(tx store.Tx) error {
-					cp, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: states[i], ParentID: parent})
-					if err != nil {
-						return err
-					}
-					parent = cp.ID
-					if _, err := tx.AppendMessages(ctx, &store.AppendMessagesParams{OwnerID: owner, ThreadID: th.ID,
-						Messages: []store.NewMessage{{Message: message.Assistant("a", "hi")}}}); err != nil {
-						return err
-					}
-					if river {
-						ptx, _ := pgstore.PgxTx(tx)
-						if _, err := ptx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, th.ID); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // BenchmarkStepCheckpoint is a step's checkpoint transaction as threads'
@@ -82,49 +76,55 @@ func BenchmarkTxCheckpoint(b *testing.B) {
 //
 //	go test -run '^$' -bench StepCheckpoint -benchtime 4000x -count 6 ./store/pgstore/
 func BenchmarkStepCheckpoint(b *testing.B) {
-	for _, deferred := range []bool{false, true} {
-		name := "immediate"
-		if deferred {
-			name = "deferred"
+	benchOffOn(b, "immediate", "deferred", func(b *testing.B, deferred bool) {
+		ctx := b.Context()
+		s := open(b, testdb.URL(b), &store.Options{Schema: freshSchema(b), MaxConns: 16})
+		owner := randName("bench-")
+		if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
+			b.Fatal(err)
 		}
-		b.Run(name, func(b *testing.B) {
-			ctx := b.Context()
-			s := open(b, testdb.URL(b), &store.Options{Schema: freshSchema(b), MaxConns: 16})
-			owner := randName("bench-")
-			if _, err := s.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: owner}); err != nil {
-				b.Fatal(err)
+		b.SetParallelism(8) // 16 writers on 2 CPUs
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			th, err := s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner})
+			if err != nil {
+				b.Error(err)
+				return
 			}
-			b.SetParallelism(8) // 16 writers on 2 CPUs
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				th, err := s.CreateThread(ctx, &store.CreateThreadParams{OwnerID: owner})
+			st := &runstate.State{RunID: randName("run-"), ThreadID: th.ID, Network: "n", Fingerprint: "f", Agent: "a",
+				Status: runstate.StatusRunning, Messages: []message.Message{message.User("hello")}}
+			parent := ""
+			for pb.Next() {
+				st.Step++
+				err := s.Tx(ctx, func(tx store.Tx) error {
+					p := &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: parent, Deferred: deferred,
+						Messages: []store.NewMessage{{Message: message.Assistant("a", "hi")}}}
+					if !deferred {
+						p.Thread = new(store.Thread)
+					}
+					cp, err := tx.SaveCheckpoint(ctx, p)
+					if err == nil {
+						parent = cp.ID
+					}
+					return err
+				})
 				if err != nil {
 					b.Error(err)
 					return
 				}
-				st := &runstate.State{RunID: randName("run-"), ThreadID: th.ID, Network: "n", Fingerprint: "f", Agent: "a",
-					Status: runstate.StatusRunning, Messages: []message.Message{message.User("hello")}}
-				parent := ""
-				for pb.Next() {
-					st.Step++
-					err := s.Tx(ctx, func(tx store.Tx) error {
-						p := &store.SaveCheckpointParams{OwnerID: owner, State: st, ParentID: parent, Deferred: deferred,
-							Messages: []store.NewMessage{{Message: message.Assistant("a", "hi")}}}
-						if !deferred {
-							p.Thread = new(store.Thread)
-						}
-						cp, err := tx.SaveCheckpoint(ctx, p)
-						if err == nil {
-							parent = cp.ID
-						}
-						return err
-					})
-					if err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			}
 		})
+	})
+}
+
+// benchOffOn runs bench as two sub-benchmarks: named off with false, then
+// named on with true.
+func benchOffOn(b *testing.B, off, on string, bench func(b *testing.B, on bool)) {
+	for _, v := range []bool{false, true} {
+		name := off
+		if v {
+			name = on
+		}
+		b.Run(name, func(b *testing.B) { bench(b, v) })
 	}
 }
