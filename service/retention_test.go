@@ -12,6 +12,18 @@ import (
 	"github.com/batonhq/baton/store"
 )
 
+// eachWithOwner runs fn on each backend's store, which has the owner "o".
+func eachWithOwner(t *testing.T, fn func(t *testing.T, st store.Store)) {
+	t.Helper()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		st := open(t)
+		if _, err := st.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: "o"}); err != nil {
+			t.Fatal(err)
+		}
+		fn(t, st)
+	})
+}
+
 // TestRetention: the service's sweeper deletes, in batches, the
 // checkpoints older than its period except every run's latest, on both
 // backends; a negative period sweeps nothing.
@@ -23,12 +35,8 @@ func TestRetention(t *testing.T) {
 	if r := newCheckpointSweeper(nil, 0, nil); r.period != DefaultCheckpointRetention || r.every != time.Hour {
 		t.Fatalf("default sweeper: period %v every %v", r.period, r.every)
 	}
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+	eachWithOwner(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
-		st := open(t)
-		if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
-			t.Fatal(err)
-		}
 		// 3 runs of 400 steps: more than two batches of 500.
 		const runs, steps = 3, 400
 		var ids []string
@@ -97,12 +105,8 @@ func TestWebhookRetention(t *testing.T) {
 	if r := newWebhookSweeper(nil, -1, nil); r.period != 0 || r.every != time.Minute {
 		t.Fatalf("keep-none sweeper: period %v every %v", r.period, r.every)
 	}
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+	eachWithOwner(t, func(t *testing.T, st store.Store) {
 		ctx := t.Context()
-		st := open(t)
-		if _, err := st.EnsureOwner(ctx, &store.EnsureOwnerParams{ID: "o"}); err != nil {
-			t.Fatal(err)
-		}
 		add := func(id string, attempt, status int, final bool) {
 			if _, err := st.AppendWebhookDelivery(ctx, &store.AppendWebhookDeliveryParams{OwnerID: "o", WebhookID: id, EventType: "run.completed",
 				URL: "https://example.com/hook", Attempt: attempt, StatusCode: status, Final: final}); err != nil {

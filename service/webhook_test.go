@@ -2,11 +2,17 @@ package service_test
 
 import (
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/runner"
@@ -30,8 +36,7 @@ func TestWebhooks(t *testing.T) {
 		secret := webhooktest.NewSecret(t)
 		all := webhooktest.NewReceiver(t, secret, true)
 		own := webhooktest.NewReceiver(t, secret, false)
-		svc := servicetest.Started(t, service.Config{Store: open(t), Files: []string{example("support")}, Workers: 2,
-			Webhooks: webhook.Config{URLs: []string{all.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
+		svc := startedWithWebhook(t, open(t), example("support"), all.URL+"/all", secret)
 		if err := svc.Webhooks().CheckURL(ctx, own.URL); err != nil {
 			t.Fatal(err)
 		}
@@ -117,6 +122,75 @@ func TestWebhooks(t *testing.T) {
 	})
 }
 
+// TestRunWebhookOnServerURL: a run whose own webhook is also a server-wide
+// URL gets both deliveries of its event there, with one webhook-id: the
+// server-wide one signed with the server's secret, the run's own with the
+// owner's endpoint secret (each verifies with its secret alone), on SQLite
+// and PostgreSQL.
+func TestRunWebhookOnServerURL(t *testing.T) {
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		type delivery struct {
+			h    http.Header
+			body []byte
+		}
+		var mu sync.Mutex
+		var got []delivery
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			got = append(got, delivery{r.Header.Clone(), body})
+			mu.Unlock()
+			w.WriteHeader(http.StatusNoContent)
+		}))
+		t.Cleanup(srv.Close)
+		url := srv.URL + "/hook"
+		secret := webhooktest.NewSecret(t)
+		svc := startedWithWebhook(t, open(t), example("support"), url, secret)
+		ownSecret, err := svc.Webhooks().EndpointSecret("ann", url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := svc.Network("support")
+		for _, err := range n.Threads.Turn(t.Context(), "ann", "I was charged twice for order 1234",
+			threads.TurnOptions{RunOptions: []runner.RunOption{runner.WithValues(webhook.RunValues(url))}}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			mu.Lock()
+			n := len(got)
+			mu.Unlock()
+			if n >= 2 || time.Now().After(deadline) {
+				break
+			}
+		}
+		time.Sleep(300 * time.Millisecond) // no third delivery
+		server, _ := standardwebhooks.NewWebhook(secret)
+		own, _ := standardwebhooks.NewWebhook(ownSecret)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 2 {
+			t.Fatalf("%d deliveries to a URL both the server and the run name, want 2", len(got))
+		}
+		byServer, byOwn := 0, 0
+		for _, d := range got {
+			s, o := server.Verify(d.body, d.h) == nil, own.Verify(d.body, d.h) == nil
+			switch {
+			case s && !o:
+				byServer++
+			case o && !s:
+				byOwn++
+			}
+		}
+		if byServer != 1 || byOwn != 1 || got[0].h.Get("webhook-id") != got[1].h.Get("webhook-id") {
+			t.Fatalf("deliveries signed by the server's secret %d, by the endpoint's %d, ids %q %q; want one each, one id",
+				byServer, byOwn, got[0].h.Get("webhook-id"), got[1].h.Get("webhook-id"))
+		}
+	})
+}
+
 // TestWebhooksRefused: a webhook URL on a loopback or private address is
 // refused unless the allow list names it; a secret is required and must be
 // whsec_ and base64.
@@ -152,20 +226,12 @@ func TestWebhooksRefused(t *testing.T) {
 // signed, with its status and failure, on SQLite and PostgreSQL.
 func TestWebhookFailed(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile(example("support"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "network.yaml")
-	if err := os.WriteFile(file, []byte(strings.Replace(string(src), "max_turns: 12", "max_turns: 1", 1)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := editedExample(t, "support", "max_turns: 12", "max_turns: 1")
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
 		ctx := t.Context()
 		secret := webhooktest.NewSecret(t)
 		rcv := webhooktest.NewReceiver(t, secret, false)
-		svc := servicetest.Started(t, service.Config{Store: open(t), Files: []string{file}, Workers: 2,
-			Webhooks: webhook.Config{URLs: []string{rcv.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
+		svc := startedWithWebhook(t, open(t), file, rcv.URL+"/all", secret)
 		n, _ := svc.Network("support")
 		start := runStart(t, n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}), true)
 		id := rcv.Next(t).ID
@@ -188,17 +254,8 @@ func TestWebhookFailed(t *testing.T) {
 // unset variable fails Open. SQLite and PostgreSQL.
 func TestNetworkWebhooks(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile(example("support"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	withHook := func(t *testing.T, hooks string) string {
-		file := filepath.Join(t.TempDir(), "network.yaml")
-		yaml := strings.Replace(string(src), "\ntools:\n", "\nwebhooks:\n"+hooks+"\ntools:\n", 1)
-		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return file
+		return editedExample(t, "support", "\ntools:\n", "\nwebhooks:\n"+hooks+"\ntools:\n")
 	}
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
 		ctx := t.Context()
@@ -230,8 +287,7 @@ func TestNetworkWebhooks(t *testing.T) {
 				t.Errorf("%s: %v, want ErrRefused", name, err)
 			}
 		}
-		svc := servicetest.Started(t, service.Config{Store: st, Files: []string{withHook(t, hooks)}, Workers: 2,
-			Webhooks: webhook.Config{URLs: []string{all.URL + "/all"}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
+		svc := startedWithWebhook(t, st, withHook(t, hooks), all.URL+"/all", secret)
 		n, _ := svc.Network("support")
 		start := runStart(t, n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234", threads.TurnOptions{}), false)
 		idAll, idNet, idOwn := all.Next(t).ID, net.Next(t).ID, own.Next(t).ID
@@ -249,4 +305,28 @@ func TestNetworkWebhooks(t *testing.T) {
 			t.Errorf("event %+v, want run.completed of run %s", ev, start.RunID)
 		}
 	})
+}
+
+// startedWithWebhook starts a service on st with the network file, two
+// workers and url as the server-wide webhook, signed with secret (its
+// loopback address allowed).
+func startedWithWebhook(t *testing.T, st store.Store, file, url, secret string) *service.Service {
+	t.Helper()
+	return servicetest.Started(t, service.Config{Store: st, Files: []string{file}, Workers: 2,
+		Webhooks: webhook.Config{URLs: []string{url}, Secret: secret, Allow: []string{"127.0.0.1"}, Timeout: 5 * time.Second}})
+}
+
+// editedExample writes the example network name, with its first old
+// replaced by new, to a file of t's and returns the file's path.
+func editedExample(t *testing.T, name, old, new string) string {
+	t.Helper()
+	src, err := os.ReadFile(example(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "network.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(string(src), old, new, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
