@@ -490,6 +490,9 @@ func (s *Server) runEntries(ctx context.Context, te *threadEntry, m *store.Messa
 		s.log.Warn("thread stream: rebuild a run's events", "run_id", runID, "error", err)
 		return nil, nil
 	}
+	if latest.ThreadID != te.id {
+		return nil, nil // a run of the source a fork reads its rows from
+	}
 	if run := s.reg.run(te.owner, runID); run != nil {
 		run.mu.Lock()
 		run.pos = pos

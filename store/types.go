@@ -125,8 +125,20 @@ type CreateThreadParams struct {
 	// Metadata values must be valid JSON.
 	Metadata map[string]json.RawMessage
 	// Messages are the thread's first messages, created with it (sequence
-	// numbers from 1), as AppendMessages would append them.
+	// numbers from 1, or from ForkSeq+1 for a fork), as AppendMessages
+	// would append them.
 	Messages []NewMessage
+	// ForkOf, when set, makes the thread a fork of that thread of the same
+	// owner that shares its stored messages instead of copying them: the
+	// thread's messages are ForkOf's up to position ForkSeq (as
+	// ListMessages of ForkOf gives them, through ForkOf's own source if it
+	// is a fork), then its own, numbered after ForkSeq. Every reader of the
+	// thread's messages sees them so; deleting ForkOf (in SQL: the store
+	// deletes no thread) first copies the shared rows into the fork, with
+	// new ids at the same positions. ForkSeq must not be past ForkOf's
+	// last position.
+	ForkOf  string
+	ForkSeq int64
 }
 
 // GetThreadParams are the params of [Ops.GetThread].

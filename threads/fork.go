@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/batonhq/baton/message"
@@ -67,8 +68,14 @@ var ErrForkEdit = fmt.Errorf("threads: edit does not apply: %w", store.ErrInvali
 // A checkpoint where a run waited for a decision gives a fork whose own run
 // waits for its own decision: a copy of the run's state under a new run id,
 // its messages rows of the fork, and a pending interrupt of its own, all
-// written with the fork in one transaction. Forks of forks work alike. The
-// fork's messages are copies with their own ids (message ids are unique).
+// written with the fork in one transaction. Forks of forks work alike.
+//
+// The fork shares the source's stored messages instead of copying them
+// (store.CreateThreadParams.ForkOf): it reads the source's rows, ids
+// included, up to the first that is not kept, rolled back or of the
+// source's latest run (which a rollback may still change); what it holds
+// after them — those rows' kept successors, the run's transcript at a
+// checkpoint, the edited last message — are rows of its own with new ids.
 func (s *Service) Fork(ctx context.Context, owner, threadID, at string, opts ForkOptions) (*store.Thread, error) {
 	src, err := s.st.GetThread(ctx, &store.GetThreadParams{OwnerID: owner, ID: threadID})
 	if err != nil {
@@ -86,15 +93,11 @@ func (s *Service) Fork(ctx context.Context, owner, threadID, at string, opts For
 		return nil, err
 	}
 	if opts.Edit != nil {
-		if len(p.msgs) == 0 {
-			return nil, fmt.Errorf("%w: no message at the point", ErrForkEdit)
-		}
-		last := &p.msgs[len(p.msgs)-1]
-		edited, err := edit(*last, opts.Edit)
-		if err != nil {
-			return nil, err
-		}
-		if p.state != nil {
+		err := p.last(msgs, func(last message.Message) (message.Message, error) {
+			edited, err := edit(last, opts.Edit)
+			if err != nil || p.state == nil {
+				return edited, err
+			}
 			for _, ms := range [][]message.Message{p.state.Messages, p.state.Transcript} {
 				for i := range ms {
 					if ms[i].ID == last.ID {
@@ -102,8 +105,11 @@ func (s *Service) Fork(ctx context.Context, owner, threadID, at string, opts For
 					}
 				}
 			}
+			return edited, nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		*last = edited
 	}
 	info := ForkInfo{SourceThreadID: src.ID, At: at, Kind: p.kind, SourceRunID: p.run, Edited: opts.Edit != nil}
 	if p.state != nil {
@@ -116,6 +122,9 @@ func (s *Service) Fork(ctx context.Context, owner, threadID, at string, opts For
 	}
 	create := &store.CreateThreadParams{OwnerID: owner, ParentID: src.ID, Name: name, Network: src.Network, ActiveAgent: p.agent,
 		Metadata: map[string]json.RawMessage{MetadataFork: meta}}
+	if p.shared > 0 {
+		create.ForkOf, create.ForkSeq = src.ID, p.shared
+	}
 	for _, m := range p.msgs {
 		create.Messages = append(create.Messages, store.NewMessage{Message: m})
 	}
@@ -147,10 +156,13 @@ func (s *Service) Fork(ctx context.Context, owner, threadID, at string, opts For
 	return th, nil
 }
 
-// forkPoint is a fork's point resolved: the messages the fork holds, its
-// active agent and, for a run waiting for a decision, the fork's run state.
+// forkPoint is a fork's point resolved: the source's position up to which
+// the fork reads the source's stored messages, the messages the fork holds
+// after them (its own rows), its active agent and, for a run waiting for a
+// decision, the fork's run state.
 type forkPoint struct {
 	kind, run, agent string
+	shared           int64
 	msgs             []message.Message
 	state            *runstate.State
 }
@@ -161,42 +173,95 @@ func kept(m *store.Message) bool {
 	return m.Status == "" || m.Status == message.StatusCompleted
 }
 
-func (s *Service) forkPoint(ctx context.Context, owner string, src *store.Thread, msgs []*store.Message, at string) (*forkPoint, error) {
-	cp, err := s.st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: at})
-	switch {
-	case err == nil && cp.ThreadID == src.ID:
-		return checkpointPoint(cp, msgs)
-	case err == nil, errors.Is(err, store.ErrNotFound):
-	default:
-		return nil, fmt.Errorf("threads: fork at %s: %w", at, err)
-	}
-	p := &forkPoint{kind: "message"}
-	for i, m := range msgs {
+// history sets p's history to the kept messages of msgs: the fork reads
+// the source's rows up to the first that is not kept (a rollback, a
+// placeholder, an error: the source's list shows them, the fork's left
+// them out) or that is of unsettled, the source's latest run (a rollback
+// may still mark its rows); the kept rows after that are copies.
+func (p *forkPoint) history(msgs []*store.Message, unsettled string) {
+	sharing := true
+	for _, m := range msgs {
+		if unsettled != "" && strings.HasPrefix(m.ID, unsettled+"-") || !kept(m) {
+			sharing = false
+		}
 		if !kept(m) {
+			continue
+		}
+		if sharing {
+			p.shared = m.Seq
 			continue
 		}
 		c := m.Message
 		c.ID = ""
 		p.msgs = append(p.msgs, c)
-		if m.Agent != "" {
+	}
+}
+
+// last returns the last message at p and sets it to edited: a row of the
+// fork's own instead of the source's when it was shared.
+func (p *forkPoint) last(msgs []*store.Message, edited func(message.Message) (message.Message, error)) error {
+	if len(p.msgs) == 0 {
+		// The last shared row: the fork reads the source up to the row
+		// before it.
+		i := slices.IndexFunc(msgs, func(m *store.Message) bool { return m.Seq == p.shared })
+		if i < 0 {
+			return fmt.Errorf("%w: no message at the point", ErrForkEdit)
+		}
+		m := msgs[i].Message
+		m.ID = ""
+		p.msgs = []message.Message{m}
+		p.shared = 0
+		if i > 0 {
+			p.shared = msgs[i-1].Seq
+		}
+	}
+	e, err := edited(p.msgs[len(p.msgs)-1])
+	if err != nil {
+		return err
+	}
+	p.msgs[len(p.msgs)-1] = e
+	return nil
+}
+
+func (s *Service) forkPoint(ctx context.Context, owner string, src *store.Thread, msgs []*store.Message, at string) (*forkPoint, error) {
+	unsettled := ""
+	latest, err := s.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, ThreadID: src.ID, NoState: true})
+	switch {
+	case err == nil:
+		unsettled = latest.RunID
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrIncompatible):
+	default:
+		return nil, fmt.Errorf("threads: fork of %s: %w", src.ID, err)
+	}
+	cp, err := s.st.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: owner, ID: at})
+	switch {
+	case err == nil && cp.ThreadID == src.ID:
+		return checkpointPoint(cp, msgs, unsettled)
+	case err == nil, errors.Is(err, store.ErrNotFound):
+	default:
+		return nil, fmt.Errorf("threads: fork at %s: %w", at, err)
+	}
+	i := slices.IndexFunc(msgs, func(m *store.Message) bool { return m.ID == at && kept(m) })
+	if i < 0 {
+		return nil, ErrForkPoint
+	}
+	p := &forkPoint{kind: "message", run: runOfMessage(at)}
+	p.history(msgs[:i+1], unsettled)
+	for _, m := range msgs[:i+1] {
+		if kept(m) && m.Agent != "" {
 			p.agent = m.Agent
 		}
-		if m.ID != at {
-			continue
-		}
-		p.run = runOfMessage(m.ID)
-		if m.Role == message.RoleUser {
-			// The agent that took the message: the one that answered it.
-			for _, n := range msgs[i+1:] {
-				if n.Role == message.RoleAssistant && n.Agent != "" {
-					p.agent = n.Agent
-					break
-				}
+	}
+	if msgs[i].Role == message.RoleUser {
+		// The agent that took the message: the one that answered it.
+		for _, n := range msgs[i+1:] {
+			if n.Role == message.RoleAssistant && n.Agent != "" {
+				p.agent = n.Agent
+				break
 			}
 		}
-		return p, nil
 	}
-	return nil, ErrForkPoint
+	return p, nil
 }
 
 // runOfMessage returns the run of a message id made by runstate.MessageID.
@@ -210,21 +275,16 @@ func runOfMessage(id string) string {
 
 // checkpointPoint is the point of checkpoint cp of a thread with messages
 // msgs: the thread's messages before cp's run, then the run's transcript as
-// cp holds it.
-func checkpointPoint(cp *store.Checkpoint, msgs []*store.Message) (*forkPoint, error) {
+// cp holds it (the fork's own rows). unsettled is the thread's latest run.
+func checkpointPoint(cp *store.Checkpoint, msgs []*store.Message, unsettled string) (*forkPoint, error) {
 	st := cp.State
 	p := &forkPoint{kind: "checkpoint", run: cp.RunID, agent: st.Agent}
 	first := runstate.MessageID(cp.RunID, 1)
-	for _, m := range msgs {
-		if m.ID == first {
-			break
-		}
-		if kept(m) {
-			c := m.Message
-			c.ID = ""
-			p.msgs = append(p.msgs, c)
-		}
+	end := slices.IndexFunc(msgs, func(m *store.Message) bool { return m.ID == first })
+	if end < 0 {
+		end = len(msgs)
 	}
+	p.history(msgs[:end], unsettled)
 	if st.Status != runstate.StatusInterrupted || st.Interrupt == nil {
 		for _, m := range st.Transcript {
 			m.ID = ""

@@ -60,7 +60,18 @@ func TestStore(t *testing.T) {
 		_, err := s.Pool().Exec(ctx, `UPDATE checkpoints SET state = $1 WHERE id = $2`, b, id)
 		return err
 	}
-	storetest.Run(t, func(*testing.T) store.Store { return s }, storetest.WithCorruptCheckpoint(corrupt))
+	behind := storetest.SQL{
+		Exec: func(ctx context.Context, _ store.Store, query string, args ...any) error {
+			_, err := s.Pool().Exec(ctx, query, args...)
+			return err
+		},
+		Int: func(ctx context.Context, _ store.Store, query string, args ...any) (int64, error) {
+			var n int64
+			err := s.Pool().QueryRow(ctx, query, args...).Scan(&n)
+			return n, err
+		},
+	}
+	storetest.Run(t, func(*testing.T) store.Store { return s }, storetest.WithCorruptCheckpoint(corrupt), storetest.WithSQL(behind))
 }
 
 // TestStoreSmallPool runs the suite, whose subtests run in parallel and

@@ -26,18 +26,31 @@ func corrupt(ctx context.Context, s store.Store, id string, b []byte) error {
 	return err
 }
 
+// behind runs SQL behind the store's back.
+var behind = storetest.SQL{
+	Exec: func(ctx context.Context, s store.Store, query string, args ...any) error {
+		_, err := s.(*sqlitestore.Store).DB().ExecContext(ctx, query, args...)
+		return err
+	},
+	Int: func(ctx context.Context, s store.Store, query string, args ...any) (int64, error) {
+		var n int64
+		err := s.(*sqlitestore.Store).DB().QueryRowContext(ctx, query, args...).Scan(&n)
+		return n, err
+	},
+}
+
 func TestStore(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return openFile(t, filepath.Join(t.TempDir(), "baton.db"), nil)
-	}, storetest.WithCorruptCheckpoint(corrupt))
+	}, storetest.WithCorruptCheckpoint(corrupt), storetest.WithSQL(behind))
 }
 
 func TestStoreMemory(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) store.Store {
 		return openFile(t, ":memory:", nil)
-	}, storetest.WithCorruptCheckpoint(corrupt))
+	}, storetest.WithCorruptCheckpoint(corrupt), storetest.WithSQL(behind))
 }
 
 // TestMigrateConcurrent opens one fresh database from two stores at once

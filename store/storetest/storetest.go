@@ -21,6 +21,7 @@ type Option func(*config)
 
 type config struct {
 	corrupt func(ctx context.Context, s store.Store, checkpointID string, state []byte) error
+	sql     *SQL
 }
 
 // WithCorruptCheckpoint gives the suite a way to overwrite the stored state
@@ -60,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"ThreadMetadataCAS", testThreadMetadataCAS},
 		{"ThreadMetadataConcurrentCAS", testThreadMetadataConcurrentCAS},
 		{"ThreadActiveAgent", testThreadActiveAgent},
+		{"Forks", func(t *testing.T, s store.Store, b *bundle) { testForks(t, s, b, cfg.sql) }},
 		{"MessagesAppendList", testMessagesAppendList},
 		{"MessagesAppendAtomic", testMessagesAppendAtomic},
 		{"MessagesConcurrentAppend", testMessagesConcurrentAppend},

@@ -125,6 +125,16 @@ func readStateRows(ctx context.Context, q Querier, cp *store.Checkpoint, sd *run
 			byseq[m.Seq] = &m.Message
 		}
 	}
+	if int64(len(byseq)) < to-from+1 {
+		// Rows missing: a fork's, which its sources hold.
+		shared, err := forkRows(ctx, q, cp.OwnerID, cp.ThreadID, from, to)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range shared {
+			byseq[m.Seq] = &m.Message
+		}
+	}
 	return tr, func(seq int64) (*message.Message, bool) { m, ok := byseq[seq]; return m, ok }, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -310,18 +311,51 @@ func (e *Engine) ListMessages(ctx context.Context, p *store.ListMessagesParams) 
 		args = append(args, p.Limit)
 	}
 	out, err := inTx(ctx, e, Scope{Owner: p.OwnerID}, false, op+" of thread "+p.ThreadID, func(q Querier) ([]*store.Message, error) {
-		if err := exists(ctx, q, `SELECT 1 FROM threads WHERE `+threadKey("$1", "$2"), p.OwnerID, p.ThreadID); err != nil {
+		var next int64
+		if err := q.QueryRow(ctx, `SELECT next_seq FROM threads WHERE `+threadKey("$1", "$2"), p.OwnerID, p.ThreadID).Scan(&next); err != nil {
 			return nil, err
 		}
-		return queryAll(ctx, q, []*store.Message{}, scanMessage, query, args...)
+		out, err := queryAll(ctx, q, []*store.Message{}, scanMessage, query, args...)
+		if err != nil || complete(out, p, next) {
+			return out, err
+		}
+		// Positions missing: a fork's, which its sources hold.
+		src, seq, err := forkOf(ctx, q, p.OwnerID, p.ThreadID)
+		if err != nil || src == "" {
+			return out, err
+		}
+		stretches, err := chain(ctx, q, p.OwnerID, p.ThreadID, src, seq)
+		if err != nil {
+			return nil, err
+		}
+		return chainMessages(ctx, q, p.OwnerID, p.ThreadID, stretches, p.AfterSeq, math.MaxInt64, p.Limit, p.Last)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if p.Last && p.Limit > 0 {
+	if p.Last && p.Limit > 0 && len(out) > 1 && out[0].Seq > out[1].Seq {
 		slices.Reverse(out)
 	}
 	return out, nil
+}
+
+// complete reports whether out, the thread's own rows that ListMessages
+// p read (in descending order for p.Last with p.Limit), are every message
+// it asks for of a thread whose last position is next: a thread's
+// positions are numbered without gaps, so rows are missing only where a
+// fork reads its source's.
+func complete(out []*store.Message, p *store.ListMessagesParams, next int64) bool {
+	if len(out) == 0 {
+		return next <= p.AfterSeq
+	}
+	if p.Limit > 0 && len(out) == p.Limit && p.Last {
+		return true
+	}
+	first := out[0].Seq
+	if p.Last && p.Limit > 0 {
+		first = out[len(out)-1].Seq
+	}
+	return first == p.AfterSeq+1
 }
 
 // The texts of appendInOne (without and with the thread's columns) and of

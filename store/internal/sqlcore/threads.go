@@ -79,12 +79,21 @@ func (e *Engine) CreateThread(ctx context.Context, p *store.CreateThreadParams) 
 	if err != nil {
 		return nil, e.wrap(op, err)
 	}
+	if p.ForkSeq < 0 || p.ForkSeq > 0 && p.ForkOf == "" {
+		return nil, e.wrap(op, invalid("ForkSeq %d without ForkOf, or negative", p.ForkSeq))
+	}
+	if err := checkTexts("", "ForkOf", p.ForkOf); err != nil {
+		return nil, e.wrap(op, err)
+	}
 	id := p.ID
 	if id == "" {
 		id = newID()
 	}
 	return inTx(ctx, e, Scope{Owner: p.OwnerID}, true, op+" "+id, func(q Querier) (*store.Thread, error) {
 		now := e.Dialect.Time(e.now())
+		if p.ForkOf != "" {
+			return createFork(ctx, q, p, id, md, nms, now)
+		}
 		if _, ok := e.Dialect.(WritingCTE); ok && len(nms) > 0 {
 			return createInOne(ctx, q, p, id, md, nms, now)
 		}
