@@ -114,20 +114,11 @@ func TestThreadStreamHandoffs(t *testing.T) {
 
 		// A new server on the same store (a restart: nothing in memory):
 		// from the first id, and from before and after each handoff event.
-		hs3 := b.Replica(t, 100*time.Millisecond)
 		froms := []int{0}
 		for _, i := range at {
 			froms = append(froms, i, i+1)
 		}
-		for _, from := range froms {
-			last := all[0].ID // the snapshot's id, before every run
-			if from > 0 {
-				last = want[from-1].ID
-			}
-			late := &threadClient{t: t, thread: thread, key: b.KeyA}
-			late.read(b, func() string { return hs3.URL }, last, nil, runEnds(3-countEnds(want[:from])))
-			sameEvents(t, "after a restart, from "+last, late.events(), want[from:])
-		}
+		readAfterRestart(t, b, thread, all, want, 3, froms...)
 	})
 }
 

@@ -258,17 +258,27 @@ func TestThreadStreamReconnects(t *testing.T) {
 
 		// A new server on the same store (a restart: nothing in memory):
 		// from the first id, and from the middle, the same events.
-		hs := b.Replica(t, 100*time.Millisecond)
-		for _, from := range []int{0, len(want) / 3, len(want) - 2} {
-			last := all[0].ID // the snapshot's id, before every run
-			if from > 0 {
-				last = want[from-1].ID
-			}
-			late := &threadClient{t: t, thread: thread, key: b.KeyA}
-			late.read(b, func() string { return hs.URL }, last, nil, runEnds(2-countEnds(want[:from])))
-			sameEvents(t, "after a restart, from "+last, late.events(), want[from:])
-		}
+		readAfterRestart(t, b, thread, all, want, 2, 0, len(want)/3, len(want)-2)
 	})
+}
+
+// readAfterRestart reads thread on a new server on b's store (a restart:
+// nothing in memory), from after want[from-1] (from 0: after all[0], the
+// snapshot, before every run) for each from, until the thread's runs
+// (of which want holds every end) have ended, and checks it gets
+// want[from:].
+func readAfterRestart(t *testing.T, b *servertest.Bundle, thread string, all, want []servertest.Event, runs int, froms ...int) {
+	t.Helper()
+	hs := b.Replica(t, 100*time.Millisecond)
+	for _, from := range froms {
+		last := all[0].ID // the snapshot's id, before every run
+		if from > 0 {
+			last = want[from-1].ID
+		}
+		late := &threadClient{t: t, thread: thread, key: b.KeyA}
+		late.read(b, func() string { return hs.URL }, last, nil, runEnds(runs-countEnds(want[:from])))
+		sameEvents(t, "after a restart, from "+last, late.events(), want[from:])
+	}
 }
 
 func countEnds(evs []servertest.Event) int {
@@ -452,15 +462,20 @@ func TestThreadStreamWorkerIDs(t *testing.T) {
 
 		// Rebuilt from the store: the thread from the snapshot's id, and
 		// from each draft's id (a client that dropped there).
+		// afterDrafts: a stream of path on sb from each draft's id in evs
+		// gets (what keep keeps of) the events after it.
+		afterDrafts := func(sb *servertest.Bundle, name, path string, evs []servertest.Event, keep func([]servertest.Event) []servertest.Event) {
+			for i, e := range evs {
+				if e.Type != "draft" {
+					continue
+				}
+				_, ch := sb.Stream(t, b.KeyA, "GET", path, nil, "Last-Event-ID", e.ID)
+				sameEvents(t, name+" after draft "+e.ID, keep(servertest.Collect(t, ch, completed)), keep(evs[i+1:]))
+			}
+		}
 		_, ch := b.Stream(t, b.KeyA, "GET", events, nil, "Last-Event-ID", from)
 		sameEvents(t, "the thread rebuilt", durable(servertest.Collect(t, ch, completed)), durable(live))
-		for i, e := range live {
-			if e.Type != "draft" {
-				continue
-			}
-			_, ch := b.Stream(t, b.KeyA, "GET", events, nil, "Last-Event-ID", e.ID)
-			sameEvents(t, "the thread after draft "+e.ID, durable(servertest.Collect(t, ch, completed)), durable(live[i+1:]))
-		}
+		afterDrafts(b, "the thread", events, live, durable)
 
 		// The run's stream: the same ids live and rebuilt (a new server
 		// on the same store has nothing in memory), from the start and
@@ -478,13 +493,7 @@ func TestThreadStreamWorkerIDs(t *testing.T) {
 		}
 		_, ch = b2.Stream(t, b.KeyA, "GET", runEvents, nil)
 		sameEvents(t, "the run rebuilt", noDeltas(servertest.Collect(t, ch, completed)), noDeltas(runLive))
-		for i, e := range runLive {
-			if e.Type != "draft" {
-				continue
-			}
-			_, ch := b2.Stream(t, b.KeyA, "GET", runEvents, nil, "Last-Event-ID", e.ID)
-			sameEvents(t, "the run after draft "+e.ID, noDeltas(servertest.Collect(t, ch, completed)), noDeltas(runLive[i+1:]))
-		}
+		afterDrafts(b2, "the run", runEvents, runLive, noDeltas)
 		resp, ch = b2.Stream(t, b.KeyA, "GET", events, nil, "Last-Event-ID", from)
 		defer resp.Body.Close() // before hs.Close
 		sameEvents(t, "the thread after a restart", durable(servertest.Collect(t, ch, completed)), durable(live))

@@ -269,11 +269,5 @@ func BenchmarkWorkerDeltas(b *testing.B) {
 		}
 		b.StartTimer()
 	}
-	if len(added) == 0 {
-		b.Fatal("the client got no delta")
-	}
-	slices.Sort(added)
-	b.ReportMetric(added[len(added)/2], "p50-ms")
-	b.ReportMetric(added[len(added)*99/100], "p99-ms")
-	b.ReportMetric(float64(got)/float64(sent), "got/sent")
+	reportDeltas(b, "the client", added, got, sent)
 }
