@@ -3,23 +3,21 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/server/internal/runtext"
 )
 
 // fold folds a run's events into its answer: the text of every assistant
 // message of the run, in order, separated by blank lines (as
 // /v1/chat/completions answers).
 type fold struct {
-	run  *server.Run
-	text strings.Builder
-	// deltas is set when the current message's text came as deltas.
-	deltas    bool
+	run       *server.Run
+	text      runtext.Answer
 	end       *runner.RunEndEvent
 	interrupt *runstate.Interrupt
 	failure   string
@@ -28,13 +26,7 @@ type fold struct {
 
 // add folds an event and returns the text it adds to the answer.
 func (f *fold) add(e server.Entry) string {
-	sep := func() string {
-		if f.text.Len() > 0 {
-			return "\n\n"
-		}
-		return ""
-	}
-	var out string
+	out := f.text.Add(e)
 	switch runner.EventType(e.Type) {
 	case runner.TypeRunStart:
 		f.end, f.interrupt, f.failure = nil, nil, ""
@@ -43,23 +35,6 @@ func (f *fold) add(e server.Entry) string {
 		if json.Unmarshal(e.Data, &ev) == nil {
 			f.lastAgent = ev.Agent
 		}
-	case runner.TypeTextDelta:
-		var ev runner.TextDeltaEvent
-		if json.Unmarshal(e.Data, &ev) == nil && ev.Delta != "" {
-			if !f.deltas {
-				out = sep()
-				f.deltas = true
-			}
-			out += ev.Delta
-		}
-	case runner.TypeMessage:
-		if !f.deltas {
-			var ev runner.MessageEvent
-			if json.Unmarshal(e.Data, &ev) == nil && ev.Text != "" {
-				out = sep() + ev.Text
-			}
-		}
-		f.deltas = false
 	case runner.TypeInterrupt:
 		var ev runner.InterruptEvent
 		if json.Unmarshal(e.Data, &ev) == nil {
@@ -79,7 +54,6 @@ func (f *fold) add(e server.Entry) string {
 			}
 		}
 	}
-	f.text.WriteString(out)
 	return out
 }
 

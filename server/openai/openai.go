@@ -13,6 +13,7 @@ import (
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/server/internal/runtext"
 	"github.com/batonhq/baton/server/internal/wire"
 	"github.com/batonhq/baton/server/openai/internal/oai"
 	"github.com/batonhq/baton/store"
@@ -294,10 +295,8 @@ func conversation(hist []message.Message, turns []turn, param string) ([]message
 // finished; its usage.
 type answer struct {
 	run  *server.Run
-	text strings.Builder
-	// deltas is set when the current message's text came as deltas.
-	deltas bool
-	end    *runner.RunEndEvent
+	text runtext.Answer
+	end  *runner.RunEndEvent
 	// finish is the answer's finish: stop, length (cut at the output
 	// token limit), content_filter, or interrupted (the run waits for a
 	// person's approval: interrupt).
@@ -308,31 +307,8 @@ type answer struct {
 
 // add folds an event and returns the text it adds.
 func (a *answer) add(e server.Entry) string {
-	sep := func() string {
-		if a.text.Len() > 0 {
-			return "\n\n"
-		}
-		return ""
-	}
-	var out string
+	out := a.text.Add(e)
 	switch runner.EventType(e.Type) {
-	case runner.TypeTextDelta:
-		var ev runner.TextDeltaEvent
-		if json.Unmarshal(e.Data, &ev) == nil && ev.Delta != "" {
-			if !a.deltas {
-				out = sep()
-				a.deltas = true
-			}
-			out += ev.Delta
-		}
-	case runner.TypeMessage:
-		if !a.deltas {
-			var ev runner.MessageEvent
-			if json.Unmarshal(e.Data, &ev) == nil && ev.Text != "" {
-				out = sep() + ev.Text
-			}
-		}
-		a.deltas = false
 	case runner.TypeInterrupt:
 		var ev runner.InterruptEvent
 		if json.Unmarshal(e.Data, &ev) == nil && ev.Interrupt != nil {
@@ -341,8 +317,8 @@ func (a *answer) add(e server.Entry) string {
 				in.Tools = append(in.Tools, ar.Name)
 			}
 			a.interrupt, a.finish = in, "interrupted"
-			out = sep() + "[Waiting for approval of " + strings.Join(in.Tools, ", ") + ": interrupt " + in.ID +
-				". Decide with POST " + in.DecisionURL + ".]"
+			out = a.text.Note("[Waiting for approval of " + strings.Join(in.Tools, ", ") + ": interrupt " + in.ID +
+				". Decide with POST " + in.DecisionURL + ".]")
 		}
 	case runner.TypeError:
 		var ev runner.ErrorEvent
@@ -366,7 +342,6 @@ func (a *answer) add(e server.Entry) string {
 			a.end = &ev
 		}
 	}
-	a.text.WriteString(out)
 	return out
 }
 
