@@ -438,87 +438,72 @@ func toolParam(name, desc string, schema json.RawMessage) (*anthropic.ToolParam,
 	return tp, nil
 }
 
-// blocks maps a user, assistant or tool message to content blocks.
+// blocks maps a user, assistant or tool message to content blocks, part by
+// part (see partBlock).
 func (m *Model) blocks(msg *message.Message) (anthropic.MessageParamRole, []anthropic.ContentBlockParamUnion, error) {
+	var role anthropic.MessageParamRole
+	var where string
 	switch msg.Role {
 	case message.RoleUser:
-		out, err := userBlocks(msg)
-		return anthropic.MessageParamRoleUser, out, err
+		role, where = anthropic.MessageParamRoleUser, "a user message"
 	case message.RoleAssistant:
-		out, err := assistantBlocks(msg)
-		return anthropic.MessageParamRoleAssistant, out, err
+		role, where = anthropic.MessageParamRoleAssistant, "an assistant message"
 	case message.RoleTool:
-		out, err := toolResultBlocks(msg)
-		return anthropic.MessageParamRoleUser, out, err
+		role, where = anthropic.MessageParamRoleUser, "a tool message"
+	default:
+		return "", nil, fmt.Errorf("%w: role %q", ErrUnsupported, msg.Role)
 	}
-	return "", nil, fmt.Errorf("%w: role %q", ErrUnsupported, msg.Role)
-}
-
-// userBlocks maps a user message: its text and images.
-func userBlocks(msg *message.Message) ([]anthropic.ContentBlockParamUnion, error) {
 	var out []anthropic.ContentBlockParamUnion
 	for j := range msg.Parts {
 		pt := &msg.Parts[j]
-		switch pt.Type {
-		case message.PartText:
-			if pt.Text != "" {
-				out = append(out, anthropic.NewTextBlock(pt.Text))
-			}
-		case message.PartImage:
-			b, err := imageBlock(pt)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, b)
-		case message.PartReasoning:
-		default:
-			return nil, fmt.Errorf("%w: %s part in a user message", ErrUnsupported, pt.Type)
+		b, ok, err := partBlock(msg.Role, pt)
+		if err != nil {
+			return role, nil, err
+		}
+		if !ok {
+			return role, nil, fmt.Errorf("%w: %s part in %s", ErrUnsupported, pt.Type, where)
+		}
+		if b != nil {
+			out = append(out, *b)
 		}
 	}
-	return out, nil
+	return role, out, nil
 }
 
-// assistantBlocks maps an assistant message: its text, Anthropic's own
-// signed thinking (redacted or not), its tool calls.
-func assistantBlocks(msg *message.Message) ([]anthropic.ContentBlockParamUnion, error) {
-	var out []anthropic.ContentBlockParamUnion
-	for j := range msg.Parts {
-		pt := &msg.Parts[j]
-		switch pt.Type {
-		case message.PartText:
-			if pt.Text != "" {
-				out = append(out, anthropic.NewTextBlock(pt.Text))
-			}
-		case message.PartReasoning:
-			if pt.Provider != Provider || pt.Signature == "" {
-				continue
-			}
-			if pt.ID == RedactedThinking {
-				out = append(out, anthropic.ContentBlockParamUnion{OfRedactedThinking: &anthropic.RedactedThinkingBlockParam{Data: pt.Signature}})
-			} else {
-				out = append(out, anthropic.ContentBlockParamUnion{OfThinking: &anthropic.ThinkingBlockParam{Thinking: pt.Text, Signature: pt.Signature}})
-			}
-		case message.PartToolCall:
-			args := json.RawMessage(pt.Arguments)
-			if len(strings.TrimSpace(string(args))) == 0 || !json.Valid(args) {
-				args = json.RawMessage("{}")
-			}
-			out = append(out, anthropic.ContentBlockParamUnion{OfToolUse: &anthropic.ToolUseBlockParam{ID: pt.CallID, Name: pt.Name, Input: args}})
-		default:
-			return nil, fmt.Errorf("%w: %s part in an assistant message", ErrUnsupported, pt.Type)
+// partBlock maps one part of a message of role: a user message holds text
+// and images, an assistant message text, Anthropic's own signed thinking
+// (redacted or not) and tool calls, a tool message one tool_result block
+// per result. It returns ok false for a part that has no place in such a
+// message, and no block for a part that is dropped (empty text, another
+// provider's reasoning).
+func partBlock(role message.Role, pt *message.Part) (*anthropic.ContentBlockParamUnion, bool, error) {
+	switch {
+	case pt.Type == message.PartText && role != message.RoleTool:
+		if pt.Text == "" {
+			return nil, true, nil
 		}
-	}
-	return out, nil
-}
-
-// toolResultBlocks maps a tool message: one tool_result block per result.
-func toolResultBlocks(msg *message.Message) ([]anthropic.ContentBlockParamUnion, error) {
-	var out []anthropic.ContentBlockParamUnion
-	for j := range msg.Parts {
-		pt := &msg.Parts[j]
-		if pt.Type != message.PartToolResult {
-			return nil, fmt.Errorf("%w: %s part in a tool message", ErrUnsupported, pt.Type)
+		b := anthropic.NewTextBlock(pt.Text)
+		return &b, true, nil
+	case pt.Type == message.PartImage && role == message.RoleUser:
+		b, err := imageBlock(pt)
+		return &b, true, err
+	case pt.Type == message.PartReasoning && role == message.RoleUser:
+		return nil, true, nil
+	case pt.Type == message.PartReasoning && role == message.RoleAssistant:
+		if pt.Provider != Provider || pt.Signature == "" {
+			return nil, true, nil
 		}
+		if pt.ID == RedactedThinking {
+			return &anthropic.ContentBlockParamUnion{OfRedactedThinking: &anthropic.RedactedThinkingBlockParam{Data: pt.Signature}}, true, nil
+		}
+		return &anthropic.ContentBlockParamUnion{OfThinking: &anthropic.ThinkingBlockParam{Thinking: pt.Text, Signature: pt.Signature}}, true, nil
+	case pt.Type == message.PartToolCall && role == message.RoleAssistant:
+		args := json.RawMessage(pt.Arguments)
+		if len(strings.TrimSpace(string(args))) == 0 || !json.Valid(args) {
+			args = json.RawMessage("{}")
+		}
+		return &anthropic.ContentBlockParamUnion{OfToolUse: &anthropic.ToolUseBlockParam{ID: pt.CallID, Name: pt.Name, Input: args}}, true, nil
+	case pt.Type == message.PartToolResult && role == message.RoleTool:
 		r := &anthropic.ToolResultBlockParam{ToolUseID: pt.CallID}
 		if pt.Text != "" {
 			r.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: pt.Text}}}
@@ -526,9 +511,9 @@ func toolResultBlocks(msg *message.Message) ([]anthropic.ContentBlockParamUnion,
 		if pt.IsError {
 			r.IsError = param.NewOpt(true)
 		}
-		out = append(out, anthropic.ContentBlockParamUnion{OfToolResult: r})
+		return &anthropic.ContentBlockParamUnion{OfToolResult: r}, true, nil
 	}
-	return out, nil
+	return nil, false, nil
 }
 
 func imageBlock(p *message.Part) (anthropic.ContentBlockParamUnion, error) {
