@@ -57,22 +57,39 @@ func TestScriptReplaysFromHistory(t *testing.T) {
 	}
 }
 
-func TestStreamingChunksAndUsage(t *testing.T) {
-	t.Parallel()
-	m := scripted.New("a", []scripted.Step{{Text: "one two three four five", Usage: &message.Usage{InputTokens: 10, OutputTokens: 5}}}, scripted.Options{ChunkWords: 2, ChunkDelay: time.Millisecond})
-	var deltas []string
-	var done *model.Chunk
-	for c, err := range m.Stream(t.Context(), &model.Request{Agent: "a", Messages: []message.Message{message.User("x")}}) {
+// streamed is what a stream gave: its text deltas, its reasoning and its
+// final chunk.
+type streamed struct {
+	texts     []string
+	reasoning string
+	done      *model.Chunk
+}
+
+// stream streams m's answer to agent a for one user message.
+func stream(t *testing.T, m model.Model, user string) streamed {
+	t.Helper()
+	var got streamed
+	for c, err := range m.Stream(t.Context(), &model.Request{Agent: "a", Messages: []message.Message{message.User(user)}}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		switch c.Type {
+		case model.ChunkReasoning:
+			got.reasoning += c.Text
 		case model.ChunkText:
-			deltas = append(deltas, c.Text)
+			got.texts = append(got.texts, c.Text)
 		case model.ChunkDone:
-			done = &c
+			got.done = &c
 		}
 	}
+	return got
+}
+
+func TestStreamingChunksAndUsage(t *testing.T) {
+	t.Parallel()
+	m := scripted.New("a", []scripted.Step{{Text: "one two three four five", Usage: &message.Usage{InputTokens: 10, OutputTokens: 5}}}, scripted.Options{ChunkWords: 2, ChunkDelay: time.Millisecond})
+	got := stream(t, m, "x")
+	deltas, done := got.texts, got.done
 	if strings.Join(deltas, "|") != "one two |three four |five" {
 		t.Errorf("deltas = %q", deltas)
 	}
@@ -105,21 +122,8 @@ func TestReplaysHowAnAnswerEnded(t *testing.T) {
 		FinishReason: model.FinishRefusal, Refusal: "policy: not this",
 		Usage: &message.Usage{InputTokens: 10, OutputTokens: 5, CachedTokens: 4, CacheCreationTokens: 2, ReasoningTokens: 3},
 	}}, scripted.Options{})
-	var reasoning, text strings.Builder
-	var done *model.Chunk
-	for c, err := range m.Stream(t.Context(), &model.Request{Agent: "a", Messages: []message.Message{message.User("hi")}}) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch c.Type {
-		case model.ChunkReasoning:
-			reasoning.WriteString(c.Text)
-		case model.ChunkText:
-			text.WriteString(c.Text)
-		case model.ChunkDone:
-			done = &c
-		}
-	}
+	got := stream(t, m, "hi")
+	reasoning, text, done := got.reasoning, strings.Join(got.texts, ""), got.done
 	want := []message.Part{
 		{Type: message.PartReasoning, Text: "The user wants two blocks.", Provider: "scripted"},
 		{Type: message.PartText, Text: "First block."},
@@ -128,8 +132,8 @@ func TestReplaysHowAnAnswerEnded(t *testing.T) {
 	if done == nil || !equalParts(done.Message.Parts, want) {
 		t.Fatalf("done %+v", done)
 	}
-	if reasoning.String() != "The user wants two blocks." || text.String() != "First block.Second block." {
-		t.Errorf("streamed reasoning %q text %q", reasoning.String(), text.String())
+	if reasoning != "The user wants two blocks." || text != "First block.Second block." {
+		t.Errorf("streamed reasoning %q text %q", reasoning, text)
 	}
 	if done.FinishReason != model.FinishRefusal || done.Refusal != "policy: not this" || done.Usage.CacheCreationTokens != 2 || done.Usage.ReasoningTokens != 3 {
 		t.Errorf("finish %q refusal %q usage %+v", done.FinishReason, done.Refusal, done.Usage)
