@@ -580,13 +580,15 @@ func TestClaimRace(t *testing.T) {
 	}
 	first := make(chan result, 1)
 	go func() {
-		c, err := b.cont.claim(ctx, job(1), new(bool), b.cont.log)
+		j := job(1)
+		c, err := b.cont.claim(ctx, j, new(bool), &deliveryLog{base: b.cont.log, job: j})
 		first <- result{c, err}
 	}()
 	<-read // the first delivery has read the job run at attempt 0, under the run's lock
 	second := make(chan result, 1)
 	go func() {
-		c, err := b.cont.claim(ctx, job(2), new(bool), b.cont.log)
+		j := job(2)
+		c, err := b.cont.claim(ctx, j, new(bool), &deliveryLog{base: b.cont.log, job: j})
 		second <- result{c, err}
 	}()
 	select {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"sync"
@@ -133,7 +132,7 @@ func (s *Service) renewLoop(ctx context.Context) {
 // trip on PostgreSQL), and holds it then whether or not another holder's
 // live lease kept it: renewing and releasing touch only this holder's. A
 // delivery that claims in a transaction takes it first (takeJobLease).
-func (s *Service) holdJob(ctx context.Context, a Args, log *slog.Logger) (release func(gone bool)) {
+func (s *Service) holdJob(ctx context.Context, a Args, log *deliveryLog) (release func(gone bool)) {
 	key := &runstate.State{}
 	s.jobLeases.hold(a.RunID, key)
 	return func(gone bool) {
@@ -157,7 +156,7 @@ func (s *Service) jobLease(a Args) *store.AcquireLeaseParams {
 
 // takeJobLease takes the lease of a delivery that claims its run in a
 // transaction of its own, and reports whether it holds it.
-func (s *Service) takeJobLease(ctx context.Context, a Args, log *slog.Logger) bool {
+func (s *Service) takeJobLease(ctx context.Context, a Args, log *deliveryLog) bool {
 	_, err := s.st.AcquireLease(ctx, s.jobLease(a))
 	switch {
 	case errors.Is(err, store.ErrConflict):

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -56,7 +55,7 @@ func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
 		ctx, end = s.cfg.Link(ctx, a.Trace)
 		defer end()
 	}
-	log := s.log.With("run_id", a.RunID, "thread_id", a.ThreadID, "continuation_id", a.EventID, "job_id", job.ID, "river_attempt", job.Attempt)
+	log := &deliveryLog{base: s.log, job: job}
 	if job.Attempt > s.cfg.MaxAttempts {
 		// A delivery of the reserve (see finalAttempts): the last attempt
 		// never reported, its worker died or was stopped. Give up here,
@@ -87,7 +86,7 @@ func (s *Service) work(ctx context.Context, job *river.Job[Args]) error {
 
 // deliver resumes the run of job as claimed (c, or the claim's error
 // err), or finalises it.
-func (s *Service) deliver(ctx context.Context, job *river.Job[Args], c *claim, err error, log *slog.Logger) error {
+func (s *Service) deliver(ctx context.Context, job *river.Job[Args], c *claim, err error, log *deliveryLog) error {
 	a := job.Args
 	var ie *runstate.IncompatibleError
 	switch {
@@ -130,7 +129,7 @@ func (s *Service) deliver(ctx context.Context, job *river.Job[Args], c *claim, e
 
 // resume runs the claimed run to its end, streaming progress into the
 // placeholder's draft.
-func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, log *slog.Logger) error {
+func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, log *deliveryLog) error {
 	a := job.Args
 	// The claim is not announced: subscribers see the placeholder streaming
 	// with the first draft flush. (On PostgreSQL a NOTIFY in the claim would
@@ -213,7 +212,7 @@ func (s *Service) resume(ctx context.Context, job *river.Job[Args], c *claim, lo
 //
 // The run's lease (see holdJob) is taken first: with the lazy claim's read,
 // or before the transaction; leased says whether it was.
-func (s *Service) claim(ctx context.Context, job *river.Job[Args], leased *bool, log *slog.Logger) (*claim, error) {
+func (s *Service) claim(ctx context.Context, job *river.Job[Args], leased *bool, log *deliveryLog) (*claim, error) {
 	if c, err := s.lazyClaim(ctx, job, leased); c != nil || err != nil {
 		return c, err
 	}
@@ -409,7 +408,7 @@ func transient(err error) bool {
 // failed handles a run that stopped with err; unclaimed: its delivery
 // never claimed it (a lazy claim whose first write did not come), so that
 // attempt is the one it read.
-func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int, unclaimed bool, err error, log *slog.Logger) error {
+func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int, unclaimed bool, err error, log *deliveryLog) error {
 	a := job.Args
 	switch {
 	case isLost(err):
@@ -447,7 +446,7 @@ func (s *Service) failed(ctx context.Context, job *river.Job[Args], attempt int,
 // lost ends a delivery that lost its run to another holder (an adopter
 // judged its worker dead, or another delivery claimed it): nothing of it
 // was written after the loss; River checks back after the job timeout.
-func (s *Service) lost(ctx context.Context, err error, log *slog.Logger) error {
+func (s *Service) lost(ctx context.Context, err error, log *deliveryLog) error {
 	log.InfoContext(ctx, "continuation lost to another holder; this delivery stops without writing", "error", err)
 	return river.JobSnooze(s.cfg.JobTimeout)
 }
@@ -457,7 +456,7 @@ func (s *Service) lost(ctx context.Context, err error, log *slog.Logger) error {
 // until the retry, and the job run records the error, ending its lease. A
 // job run its delivery never claimed (unclaimed) counts the attempt as it
 // records the error, fenced on the attempt read.
-func (s *Service) retryLater(ctx context.Context, a Args, attempt int, unclaimed bool, cause error, log *slog.Logger) {
+func (s *Service) retryLater(ctx context.Context, a Args, attempt int, unclaimed bool, cause error, log *deliveryLog) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	err := s.st.Tx(ctx, func(tx store.Tx) error {

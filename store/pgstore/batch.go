@@ -216,7 +216,10 @@ func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, []queued
 	if q.broken != nil {
 		return nil, nil, q.broken
 	}
-	var stmts, pre []queued
+	// Sized once: a batch is built for every statement a transaction
+	// sends, and its slices' growth was a good part of its allocations.
+	var stmts []queued
+	pre := make([]queued, 0, 1+len(q.prelude))
 	switch {
 	case inTx && q.conn == nil:
 		conn, err := q.pool.Acquire(ctx)
@@ -224,15 +227,21 @@ func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, []queued
 			return nil, nil, err
 		}
 		q.conn = conn
-		stmts = append(stmts, queued{sql: "begin"})
+		stmts = make([]queued, 1, 2+len(q.prelude))
+		stmts[0] = queued{sql: "begin"}
 		fallthrough
 	case !inTx:
 		pre = append(pre, scopeStmt(q.role, q.sc, false))
 	}
 	pre = append(pre, q.prelude...)
 	q.prelude, q.must = nil, false
-	stmts = append(stmts, selectList(pre)...)
-	b := &pgx.Batch{}
+	if stmts == nil {
+		stmts = selectList(pre)
+	} else {
+		stmts = append(stmts, selectList(pre)...)
+	}
+	// Room for the statement the batch leads and a COMMIT after it.
+	b := &pgx.Batch{QueuedQueries: make([]*pgx.QueuedQuery, 0, len(stmts)+2)}
 	for _, st := range stmts {
 		b.Queue(st.sql, st.args...)
 	}
@@ -245,14 +254,17 @@ func (q *lazyQuerier) lead(ctx context.Context, inTx bool) (*pgx.Batch, []queued
 func (q *lazyQuerier) readLead(br pgx.BatchResults, stmts []queued) error {
 	for _, st := range stmts {
 		_, err := br.Exec()
+		if err == nil {
+			continue
+		}
+		// Declared here, not before the check: errors.As takes its
+		// address, which put it on the heap for every statement read.
 		var pe *pgconn.PgError
-		if err != nil && st.refused != nil && errors.As(err, &pe) && pe.Code == refusal {
+		if st.refused != nil && errors.As(err, &pe) && pe.Code == refusal {
 			err = st.refused(pe.Detail)
 			q.broken = err
 		}
-		if err != nil {
-			return err
-		}
+		return err
 	}
 	return nil
 }
@@ -265,7 +277,7 @@ func selectList(stmts []queued) []queued {
 	if len(stmts) < 2 {
 		return stmts
 	}
-	var out []queued
+	out := make([]queued, 0, len(stmts))
 	for _, st := range stmts {
 		list, ok := strings.CutPrefix(st.sql, "SELECT ")
 		n := len(out)

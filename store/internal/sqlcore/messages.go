@@ -99,6 +99,10 @@ func encodeMetadata(md map[string]any) (string, error) {
 	if len(md) == 0 {
 		return "{}", nil
 	}
+	var buf [256]byte
+	if b, ok := appendObject(buf[:0], md, 0); ok {
+		return string(b), nil
+	}
 	b, err := json.Marshal(md)
 	if err != nil {
 		return "", invalid("metadata: %v", err)
