@@ -111,10 +111,7 @@ func storedFixture() (*runstate.State, *runstate.Rows, *thread) {
 func TestStoredRoundTrip(t *testing.T) {
 	t.Parallel()
 	st, rows, th := storedFixture()
-	b, err := runstate.EncodeStored(st, rows)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := must(runstate.EncodeStored(st, rows))
 	for _, row := range []string{"first question", "first answer", "second question", "third question", "found", `"q"`} {
 		if bytes.Contains(b, []byte(row)) {
 			t.Errorf("the stored form copies the row %q:\n%s", row, b)
@@ -183,10 +180,7 @@ func must(b []byte, err error) []byte {
 func TestStoredOldForms(t *testing.T) {
 	t.Parallel()
 	st, _, th := storedFixture()
-	v2, err := runstate.EncodeStored(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	v2 := must(runstate.EncodeStored(st, nil))
 	if !strings.Contains(string(v2), `"schema_version":2`) {
 		t.Fatalf("rows nil: %s", v2)
 	}

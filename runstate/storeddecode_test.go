@@ -7,15 +7,26 @@ import (
 	"testing"
 )
 
-// FuzzDecodeStoredFast: whatever decodeStoredFast decodes, DecodeStored's
-// own path (decodeStoredSlow) decodes the same.
-func FuzzDecodeStoredFast(f *testing.F) {
+// storedForms encodes benchStoredState(10) in the stored form of each
+// version, by version.
+func storedForms(tb testing.TB) map[int][]byte {
+	tb.Helper()
 	s, r := benchStoredState(10)
+	out := map[int][]byte{}
 	for _, v := range []int{StoredVersion, storedV3} {
 		b, err := EncodeStoredVersion(s, r, v)
 		if err != nil {
-			f.Fatal(err)
+			tb.Fatal(err)
 		}
+		out[v] = b
+	}
+	return out
+}
+
+// FuzzDecodeStoredFast: whatever decodeStoredFast decodes, DecodeStored's
+// own path (decodeStoredSlow) decodes the same.
+func FuzzDecodeStoredFast(f *testing.F) {
+	for _, b := range storedForms(f) {
 		f.Add(b)
 	}
 	if b, err := os.ReadFile("testdata/state_v3.json"); err == nil {
@@ -41,12 +52,7 @@ func FuzzDecodeStoredFast(f *testing.F) {
 // TestDecodeStoredFast: a stored form of either version takes the fast
 // path; Encode's whole form and a duplicated schema_version do not.
 func TestDecodeStoredFast(t *testing.T) {
-	s, r := benchStoredState(10)
-	for _, v := range []int{StoredVersion, storedV3} {
-		b, err := EncodeStoredVersion(s, r, v)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for v, b := range storedForms(t) {
 		if _, ok := decodeStoredFast(b); !ok {
 			t.Errorf("version %d: not decoded by decodeStoredFast", v)
 		}
