@@ -124,6 +124,24 @@ func TestHandover(t *testing.T) {
 	})
 }
 
+// withNotice sets up a bundle on be whose inline run, when its hand-over
+// fails, answers without the tool "Sorry, I cannot look orders up right
+// now." after the notice "lookup unavailable"; *told is the error the
+// notice was told (nil until then). change, if set, adjusts the config
+// further.
+func withNotice(t testing.TB, be backend, tools *toolLog, change func(*Config)) (b *bundle, told *error) {
+	t.Helper()
+	told = new(error)
+	net := network(t, tools, "", scripted.Options{}, scripted.Step{Text: "Sorry, I cannot look orders up right now."})
+	b = setup(t, be, net, tools, func(c *Config) {
+		if change != nil {
+			change(c)
+		}
+		c.Notice = func(_ context.Context, err error) string { *told = err; return "lookup unavailable" }
+	})
+	return b, told
+}
+
 // TestHandoverIsAtomic injects a failure between the writes of the
 // hand-over: none of them is left, and the inline run answers without the
 // tool, with a notice.
@@ -135,24 +153,21 @@ func TestHandoverIsAtomic(t *testing.T) {
 				t.Parallel()
 				tools := newToolLog()
 				injected := errors.New("injected failure")
-				var told error
-				net := network(t, tools, "", scripted.Options{}, scripted.Step{Text: "Sorry, I cannot look orders up right now."})
-				b := setup(t, be, net, tools, func(c *Config) {
+				b, told := withNotice(t, be, tools, func(c *Config) {
 					c.testHook = func(s string) error {
 						if s == step {
 							return injected
 						}
 						return nil
 					}
-					c.Notice = func(_ context.Context, err error) string { told = err; return "lookup unavailable" }
 				})
 				thread, run, end := b.turn(t, "Where is my order 1234?")
 				if end == nil || end.Status != runstate.StatusCompleted {
 					t.Fatalf("inline run ended %+v, want completed without the tool", end)
 				}
 				var ee *EnqueueError
-				if !errors.As(told, &ee) || !errors.Is(told, injected) || ee.Step != step {
-					t.Errorf("notice was told %v", told)
+				if !errors.As(*told, &ee) || !errors.Is(*told, injected) || ee.Step != step {
+					t.Errorf("notice was told %v", *told)
 				}
 				for _, s := range statuses(t, b.st, run) {
 					if s == runstate.StatusSuspended {
@@ -186,11 +201,7 @@ func TestStaleSuspension(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := t.Context()
 		tools := newToolLog()
-		var told error
-		net := network(t, tools, "", scripted.Options{}, scripted.Step{Text: "Sorry, I cannot look orders up right now."})
-		b := setup(t, be, net, tools, func(c *Config) {
-			c.Notice = func(_ context.Context, err error) string { told = err; return "lookup unavailable" }
-		})
+		b, told := withNotice(t, be, tools, nil)
 		// Once the turn's start has committed, another writer takes the
 		// step the suspension will write.
 		var taken *store.Checkpoint
@@ -223,8 +234,8 @@ func TestStaleSuspension(t *testing.T) {
 		if !errors.As(runErr, &stale) || errors.As(runErr, &ee) || stale.LatestID != taken.ID || stale.Step != 2 {
 			t.Errorf("the run ended with %v, want the suspension's StaleWriteError (the newest checkpoint %s), not an EnqueueError", runErr, taken.ID)
 		}
-		if told != nil {
-			t.Errorf("the fallback was told %v: the run answered without tools", told)
+		if *told != nil {
+			t.Errorf("the fallback was told %v: the run answered without tools", *told)
 		}
 		if cp, err := b.st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: run}); err != nil || cp.ID != taken.ID {
 			t.Errorf("the run's newest checkpoint %+v, %v; want the other writer's", cp, err)
@@ -241,11 +252,7 @@ func TestStaleSuspension(t *testing.T) {
 func TestHandoverKeyTaken(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		tools := newToolLog()
-		var told error
-		net := network(t, tools, "", scripted.Options{}, scripted.Step{Text: "Sorry, I cannot look orders up right now."})
-		b := setup(t, be, net, tools, func(c *Config) {
-			c.Notice = func(_ context.Context, err error) string { told = err; return "lookup unavailable" }
-		})
+		b, told := withNotice(t, be, tools, nil)
 		var taken *store.JobRun
 		b.svc.Committed = func(ctx context.Context, owner, thread string, st *runstate.State) {
 			if st.Step != 1 || taken != nil {
@@ -266,8 +273,8 @@ func TestHandoverKeyTaken(t *testing.T) {
 			t.Fatalf("inline run ended %+v, want completed without the tool", end)
 		}
 		var ee *EnqueueError
-		if !errors.As(told, &ee) || ee.Step != "job run" || !errors.Is(told, store.ErrConflict) {
-			t.Errorf("notice was told %v, want the job run's conflict", told)
+		if !errors.As(*told, &ee) || ee.Step != "job run" || !errors.Is(*told, store.ErrConflict) {
+			t.Errorf("notice was told %v, want the job run's conflict", *told)
 		}
 		nothingHandedOver(t, b, thread, run, taken.ID)
 	})

@@ -125,13 +125,7 @@ func TestWakeListener(t *testing.T) {
 // process that handed a run over start it anyway — the hand-over, and the
 // adoption of a dead process's run, wake them once committed.
 func TestInProcessWake(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			testInProcessWake(t, be)
-		})
-	}
+	eachBackend(t, testInProcessWake)
 }
 
 func testInProcessWake(t *testing.T, be backend) {
@@ -197,60 +191,56 @@ func deafen(t *testing.T, s *Service) {
 // a queue within its FetchCooldown (a minute here), the first is notified,
 // the second is quiet. Only quiet hand-overs wake the workers.
 func TestInsertQuiet(t *testing.T) {
-	t.Parallel()
-	for _, be := range backends(t) {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			tools := newToolLog()
-			b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) { c.FetchCooldown, c.FetchPollInterval = time.Minute, time.Hour })
-			// On PostgreSQL, River's NOTIFY (sent with the COMMIT, see
-			// notifySpy) reaches a listener of the store's schema.
-			var listen *pgx.Conn
-			if ps, ok := b.st.(*pgstore.Store); ok {
-				c, err := ps.Pool().Acquire(t.Context())
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(c.Release)
-				var schema string
-				if err := c.QueryRow(t.Context(), `SELECT current_schema()`).Scan(&schema); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := c.Exec(t.Context(), `LISTEN "`+schema+`.`+riverInsertTopic+`"`); err != nil {
-					t.Fatal(err)
-				}
-				listen = c.Conn()
+	eachBackend(t, func(t *testing.T, be backend) {
+		tools := newToolLog()
+		b := setup(t, be, network(t, tools, "", scripted.Options{}), tools, func(c *Config) { c.FetchCooldown, c.FetchPollInterval = time.Minute, time.Hour })
+		// On PostgreSQL, River's NOTIFY (sent with the COMMIT, see
+		// notifySpy) reaches a listener of the store's schema.
+		var listen *pgx.Conn
+		if ps, ok := b.st.(*pgstore.Store); ok {
+			c, err := ps.Pool().Acquire(t.Context())
+			if err != nil {
+				t.Fatal(err)
 			}
-			var quiet []bool
-			for i := range 2 {
-				if err := b.st.Tx(t.Context(), func(tx store.Tx) error {
-					// A store call first: River's insert runs in its owner's scope.
-					if _, err := tx.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: owner}); err != nil {
-						return err
-					}
-					args := Args{OwnerID: owner, ThreadID: fmt.Sprintf("t-%d", i), RunID: "r", EventID: fmt.Sprintf("e-%d", i), JobRunID: "j"}
-					_, q, err := b.cont.q.insertTx(t.Context(), tx, args, &river.InsertOpts{Queue: b.cont.cfg.Queue})
-					quiet = append(quiet, q)
+			t.Cleanup(c.Release)
+			var schema string
+			if err := c.QueryRow(t.Context(), `SELECT current_schema()`).Scan(&schema); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Exec(t.Context(), `LISTEN "`+schema+`.`+riverInsertTopic+`"`); err != nil {
+				t.Fatal(err)
+			}
+			listen = c.Conn()
+		}
+		var quiet []bool
+		for i := range 2 {
+			if err := b.st.Tx(t.Context(), func(tx store.Tx) error {
+				// A store call first: River's insert runs in its owner's scope.
+				if _, err := tx.EnsureOwner(t.Context(), &store.EnsureOwnerParams{ID: owner}); err != nil {
 					return err
-				}); err != nil {
-					t.Fatal(err)
 				}
+				args := Args{OwnerID: owner, ThreadID: fmt.Sprintf("t-%d", i), RunID: "r", EventID: fmt.Sprintf("e-%d", i), JobRunID: "j"}
+				_, q, err := b.cont.q.insertTx(t.Context(), tx, args, &river.InsertOpts{Queue: b.cont.cfg.Queue})
+				quiet = append(quiet, q)
+				return err
+			}); err != nil {
+				t.Fatal(err)
 			}
-			want := []bool{false, true}
-			if be.name == "SQLite" {
-				want = []bool{true, true}
+		}
+		want := []bool{false, true}
+		if be.name == "SQLite" {
+			want = []bool{true, true}
+		}
+		if listen != nil {
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			n, err := listen.WaitForNotification(ctx)
+			if err != nil || !strings.Contains(n.Payload, b.cont.cfg.Queue) {
+				t.Fatalf("River's insert notification: %v, %v", n, err)
 			}
-			if listen != nil {
-				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-				defer cancel()
-				n, err := listen.WaitForNotification(ctx)
-				if err != nil || !strings.Contains(n.Payload, b.cont.cfg.Queue) {
-					t.Fatalf("River's insert notification: %v, %v", n, err)
-				}
-			}
-			if !slices.Equal(quiet, want) {
-				t.Fatalf("quiet %v, want %v", quiet, want)
-			}
-		})
-	}
+		}
+		if !slices.Equal(quiet, want) {
+			t.Fatalf("quiet %v, want %v", quiet, want)
+		}
+	})
 }
