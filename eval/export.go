@@ -169,7 +169,7 @@ func (x *exporter) thread(ctx context.Context, id string) (*evalset.Case, string
 	c := &evalset.Case{ID: "thread-" + id, Description: th.Name, Recording: rec}
 	for _, turn := range splitTurns(msgs) {
 		o := x.outcome(turn[1:])
-		if err := x.status(ctx, &o, runOfMessage(turn[0].ID), rec); err != nil {
+		if err := x.status(ctx, &o, id, runOfMessage(turn[0].ID), rec); err != nil {
 			return nil, "", err
 		}
 		t := evalset.Turn{User: turn[0].Text(), Decisions: decisions[o.RunID], Expect: expectOf(&o)}
@@ -298,8 +298,10 @@ func (x *exporter) transferTo(agentName, tool string, after []*store.Message) (s
 
 // status sets the turn's run, status and error from its run's latest
 // checkpoint (the thread's messages only say whether a message failed), and
-// the recording's network version from it.
-func (x *exporter) status(ctx context.Context, o *evalset.Outcome, runID string, rec *evalset.Recording) error {
+// the recording's network version from it. A run of another thread (a
+// fork's source, whose messages the fork shares) is not the turn's: the
+// source's run may have gone on past the fork's point.
+func (x *exporter) status(ctx context.Context, o *evalset.Outcome, thread, runID string, rec *evalset.Recording) error {
 	o.RunID = runID
 	o.Status = string(runstate.StatusCompleted)
 	if runID == "" {
@@ -311,6 +313,10 @@ func (x *exporter) status(ctx context.Context, o *evalset.Outcome, runID string,
 	}
 	if err != nil {
 		return fmt.Errorf("eval: export: run %s: %w", runID, err)
+	}
+	if cp.ThreadID != thread {
+		o.RunID = ""
+		return nil
 	}
 	o.Status = string(cp.Status)
 	if rec.Fingerprint == "" {

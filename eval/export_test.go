@@ -27,6 +27,7 @@ func TestExport(t *testing.T) {
 		t.Run("OtherVersion", func(t *testing.T) { exportOtherVersion(t, st, ids[2]) })
 		t.Run("PolicyTransfers", func(t *testing.T) { exportPipeline(t, st) })
 		t.Run("Placeholder", func(t *testing.T) { exportPlaceholder(t, st) })
+		t.Run("Fork", func(t *testing.T) { exportFork(t, st, ids[0]) })
 	})
 }
 
@@ -168,5 +169,31 @@ func exportPlaceholder(t *testing.T, st store.Store) {
 	o := export(t, st, eval.ExportOptions{Threads: []string{th.ID}}).Set.Cases[0].Recording.Turns[0]
 	if len(o.ModelCalls) != 1 || o.ModelCalls[0].Agent != "analyst" || o.Answer != "The report is ready." {
 		t.Errorf("recorded turn = %+v", o)
+	}
+}
+
+// exportFork: a fork that shares its source's first turn (the source's
+// rows, their run ids) and asks again exports both turns, the shared one
+// without the source's run: that run is not the fork's.
+func exportFork(t *testing.T, st store.Store, id string) {
+	msgs, err := st.ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "acme", ThreadID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := 1
+	for msgs[second].Role != message.RoleUser {
+		second++
+	}
+	fork, err := st.CreateThread(t.Context(), &store.CreateThreadParams{OwnerID: "acme", ParentID: id, Network: "support",
+		ForkOf: id, ForkSeq: msgs[second-1].Seq, Messages: []store.NewMessage{{Message: message.User("Can it be reversed today?")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := export(t, st, eval.ExportOptions{Threads: []string{fork.ID}}).Set.Cases[0]
+	if len(c.Turns) != 2 || c.Turns[0].User != msgs[0].Text() || c.Turns[1].User != "Can it be reversed today?" {
+		t.Fatalf("the fork's case = %+v", c)
+	}
+	if o := c.Recording.Turns[0]; o.RunID != "" || o.Status != "completed" || len(o.Tools) != 1 {
+		t.Errorf("the fork's shared turn = %+v", o)
 	}
 }
