@@ -73,12 +73,7 @@ func testCancel(t *testing.T, b *servertest.Bundle) {
 		t.Parallel()
 		thread := b.Thread(t, b.KeyA, "support")
 		r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I want a refund for order 1234"})
-		var run struct {
-			ID, Status string
-			Interrupt  struct {
-				ID string `json:"interrupt_id"`
-			}
-		}
+		var run servertest.RunAnswer
 		r.JSON(t, &run)
 		if run.Status != "interrupted" {
 			t.Fatalf("refund: %d %s", r.Status, r.Body)

@@ -61,13 +61,7 @@ func TestRunWebhook(t *testing.T) {
 			}
 		}
 		r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "I want a refund for order 1234", "webhook": rcv.URL + "/hook"})
-		var run struct {
-			ID        string
-			Status    string
-			Interrupt struct {
-				ID string `json:"interrupt_id"`
-			}
-		}
+		var run servertest.RunAnswer
 		r.JSON(t, &run)
 		if r.Status != http.StatusOK || run.Status != "interrupted" {
 			t.Fatalf("run: %d %s", r.Status, r.Body)

@@ -448,6 +448,17 @@ func mustUnescape(p string) string {
 	return s
 }
 
+// RunAnswer is what tests read of a run's JSON (the answer of POST
+// /v1/threads/{id}/runs that does not stream): its id, its status and the
+// interrupt it waits for.
+type RunAnswer struct {
+	ID        string
+	Status    string
+	Interrupt struct {
+		ID string `json:"interrupt_id"`
+	}
+}
+
 // Interrupted makes a thread of key whose run waits for an approval and
 // returns the thread, run and interrupt ids.
 func (b *Bundle) Interrupted(t testing.TB, key string) (thread, run, interrupt string) {
@@ -457,13 +468,7 @@ func (b *Bundle) Interrupted(t testing.TB, key string) (thread, run, interrupt s
 	if r.Status != http.StatusOK {
 		t.Fatalf("run: %d %s", r.Status, r.Body)
 	}
-	var res struct {
-		ID        string
-		Status    string
-		Interrupt struct {
-			ID string `json:"interrupt_id"`
-		}
-	}
+	var res RunAnswer
 	r.JSON(t, &res)
 	if res.Status != "interrupted" || res.Interrupt.ID == "" {
 		t.Fatalf("run: %s", r.Body)
