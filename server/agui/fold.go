@@ -8,6 +8,7 @@ import (
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/server/internal/runlog"
 )
 
 // aguiFold turns a baton run's events into AG-UI events. It is fed every
@@ -153,15 +154,6 @@ var folds = map[runner.EventType]func(f *aguiFold, e server.Entry){
 	"draft":                     customFold("baton.draft"),
 }
 
-// decode decodes an event's JSON as a T.
-func decode[T any](e server.Entry) (*T, bool) {
-	var ev T
-	if json.Unmarshal(e.Data, &ev) != nil {
-		return nil, false
-	}
-	return &ev, true
-}
-
 // customFold returns the fold of an event that is a CUSTOM event of a name
 // (its value the baton event) within the AG-UI run.
 func customFold(name string) func(f *aguiFold, e server.Entry) {
@@ -180,7 +172,7 @@ func (f *aguiFold) emitCustom(name string, e server.Entry) {
 }
 
 func (f *aguiFold) runStart(e server.Entry) {
-	ev, ok := decode[runner.RunStartEvent](e)
+	ev, ok := runlog.Decode[runner.RunStartEvent](e)
 	if !ok {
 		return
 	}
@@ -195,7 +187,7 @@ func (f *aguiFold) runStart(e server.Entry) {
 }
 
 func (f *aguiFold) agentStart(e server.Entry) {
-	ev, ok := decode[runner.AgentStartEvent](e)
+	ev, ok := runlog.Decode[runner.AgentStartEvent](e)
 	if !ok || !f.inRun {
 		return
 	}
@@ -208,7 +200,7 @@ func (f *aguiFold) agentStart(e server.Entry) {
 }
 
 func (f *aguiFold) textDelta(e server.Entry) {
-	ev, ok := decode[runner.TextDeltaEvent](e)
+	ev, ok := runlog.Decode[runner.TextDeltaEvent](e)
 	if !ok || ev.Delta == "" || !f.inRun {
 		return
 	}
@@ -220,7 +212,7 @@ func (f *aguiFold) textDelta(e server.Entry) {
 // message ends a text message: the part of its text that its deltas did
 // not bring (all of it, when rebuilt from a checkpoint) is sent first.
 func (f *aguiFold) message(e server.Entry) {
-	ev, ok := decode[runner.MessageEvent](e)
+	ev, ok := runlog.Decode[runner.MessageEvent](e)
 	if !ok || !f.inRun || ev.Text == "" && !f.textOpen {
 		return
 	}
@@ -233,7 +225,7 @@ func (f *aguiFold) message(e server.Entry) {
 }
 
 func (f *aguiFold) reasoning(e server.Entry) {
-	ev, ok := decode[runner.ReasoningEvent](e)
+	ev, ok := runlog.Decode[runner.ReasoningEvent](e)
 	if !ok || !f.inRun || ev.Text == "" {
 		return
 	}
@@ -247,7 +239,7 @@ func (f *aguiFold) reasoning(e server.Entry) {
 }
 
 func (f *aguiFold) toolCall(e server.Entry) {
-	ev, ok := decode[runner.ToolCallEvent](e)
+	ev, ok := runlog.Decode[runner.ToolCallEvent](e)
 	if !ok || !f.inRun {
 		return
 	}
@@ -267,7 +259,7 @@ func (f *aguiFold) toolCall(e server.Entry) {
 }
 
 func (f *aguiFold) toolResult(e server.Entry) {
-	ev, ok := decode[runner.ToolResultEvent](e)
+	ev, ok := runlog.Decode[runner.ToolResultEvent](e)
 	if !ok || !f.inRun {
 		return
 	}
@@ -284,7 +276,7 @@ func (f *aguiFold) toolResult(e server.Entry) {
 }
 
 func (f *aguiFold) transfer(e server.Entry) {
-	if _, ok := decode[runner.TransferEvent](e); !ok || !f.inRun {
+	if _, ok := runlog.Decode[runner.TransferEvent](e); !ok || !f.inRun {
 		return
 	}
 	f.closeText()
@@ -292,7 +284,7 @@ func (f *aguiFold) transfer(e server.Entry) {
 }
 
 func (f *aguiFold) interruptEvent(e server.Entry) {
-	if ev, ok := decode[runner.InterruptEvent](e); ok {
+	if ev, ok := runlog.Decode[runner.InterruptEvent](e); ok {
 		f.interrupt = ev.Interrupt
 	}
 }
@@ -308,13 +300,13 @@ func (f *aguiFold) suspended(e server.Entry) {
 }
 
 func (f *aguiFold) errorEvent(e server.Entry) {
-	if ev, ok := decode[runner.ErrorEvent](e); ok {
+	if ev, ok := runlog.Decode[runner.ErrorEvent](e); ok {
 		f.failure = ev
 	}
 }
 
 func (f *aguiFold) runEndEvent(e server.Entry) {
-	if ev, ok := decode[runner.RunEndEvent](e); ok && f.inRun {
+	if ev, ok := runlog.Decode[runner.RunEndEvent](e); ok && f.inRun {
 		f.runEnd(ev)
 	}
 }

@@ -2,13 +2,13 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/server"
+	"github.com/batonhq/baton/server/internal/runlog"
 	"github.com/batonhq/baton/server/internal/runtext"
 )
 
@@ -31,24 +31,20 @@ func (f *fold) add(e server.Entry) string {
 	case runner.TypeRunStart:
 		f.end, f.interrupt, f.failure = nil, nil, ""
 	case runner.TypeAgentStart:
-		var ev runner.AgentStartEvent
-		if json.Unmarshal(e.Data, &ev) == nil {
+		if ev, ok := runlog.Decode[runner.AgentStartEvent](e); ok {
 			f.lastAgent = ev.Agent
 		}
 	case runner.TypeInterrupt:
-		var ev runner.InterruptEvent
-		if json.Unmarshal(e.Data, &ev) == nil {
+		if ev, ok := runlog.Decode[runner.InterruptEvent](e); ok {
 			f.interrupt = ev.Interrupt
 		}
 	case runner.TypeError:
-		var ev runner.ErrorEvent
-		if json.Unmarshal(e.Data, &ev) == nil {
+		if ev, ok := runlog.Decode[runner.ErrorEvent](e); ok {
 			f.failure = ev.Message
 		}
 	case runner.TypeRunEnd:
-		var ev runner.RunEndEvent
-		if json.Unmarshal(e.Data, &ev) == nil && ev.Status != runstate.StatusSuspended {
-			f.end = &ev
+		if ev, ok := runlog.Decode[runner.RunEndEvent](e); ok && ev.Status != runstate.StatusSuspended {
+			f.end = ev
 			if ev.LastAgent != "" {
 				f.lastAgent = ev.LastAgent
 			}

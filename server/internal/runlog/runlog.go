@@ -10,6 +10,7 @@
 package runlog
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -163,6 +164,16 @@ type Entry struct {
 	Type string
 	// Data is the event's JSON. Readers must not change it.
 	Data []byte
+}
+
+// Decode decodes an entry's event (its JSON) as a T; ok is false when it
+// is not one.
+func Decode[T any](e Entry) (ev *T, ok bool) {
+	var v T
+	if json.Unmarshal(e.Data, &v) != nil {
+		return nil, false
+	}
+	return &v, true
 }
 
 // Limits bound a log. The zero value means the defaults.
