@@ -146,11 +146,7 @@ func FormatTransfers(ts []evalset.Transfer) string {
 // FormatTools renders tool calls in one line: "lookup_order({…}), …".
 func FormatTools(ts []evalset.ToolCall) string {
 	return oneLine(ts, "no tool call", func(t evalset.ToolCall) string {
-		args := canonicalJSON(t.Arguments)
-		if args == "" {
-			args = "{}"
-		}
-		return t.Name + "(" + args + ")"
+		return t.Name + "(" + CanonicalArgs(t.Arguments) + ")"
 	})
 }
 

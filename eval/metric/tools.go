@@ -175,3 +175,13 @@ func canonicalJSON(b json.RawMessage) string {
 	}
 	return canonical(v)
 }
+
+// CanonicalArgs renders a tool call's arguments as compact JSON with sorted
+// keys, so that they compare as values: "{}" for none, arguments that are
+// not JSON as they are.
+func CanonicalArgs(b json.RawMessage) string {
+	if s := canonicalJSON(b); s != "" {
+		return s
+	}
+	return "{}"
+}

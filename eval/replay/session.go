@@ -1,13 +1,13 @@
 package replay
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
 	"sync"
 
 	"github.com/batonhq/baton/eval/evalset"
+	"github.com/batonhq/baton/eval/metric"
 	"github.com/batonhq/baton/message"
 )
 
@@ -140,11 +140,11 @@ func (s *Session) result(agent, tool, callID string, args json.RawMessage) (*eva
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r := s.cfg.Recorded; r != nil {
-		want := canonical(args)
+		want := metric.CanonicalArgs(args)
 		found := -1
 		for i := range r.Tools {
 			t := &r.Tools[i]
-			if s.used[i] || t.Name != tool || canonical(t.Arguments) != want {
+			if s.used[i] || t.Name != tool || metric.CanonicalArgs(t.Arguments) != want {
 				continue
 			}
 			if found < 0 || (t.Agent == agent && r.Tools[found].Agent != agent) {
@@ -172,26 +172,9 @@ func SameAnswer(a, b *message.Message) bool {
 		return false
 	}
 	for i := range ca {
-		if ca[i].Name != cb[i].Name || canonical(ca[i].Arguments) != canonical(cb[i].Arguments) {
+		if ca[i].Name != cb[i].Name || metric.CanonicalArgs(ca[i].Arguments) != metric.CanonicalArgs(cb[i].Arguments) {
 			return false
 		}
 	}
 	return true
-}
-
-// canonical returns a JSON document compact with sorted keys ("{}" for
-// none), so that arguments compare as values.
-func canonical(b json.RawMessage) string {
-	if len(bytes.TrimSpace(b)) == 0 {
-		return "{}"
-	}
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return string(b)
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return string(b)
-	}
-	return string(out)
 }
