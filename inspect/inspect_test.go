@@ -60,6 +60,44 @@ func turn(t *testing.T, events func(func(runner.Event, error) bool)) ended {
 	return end
 }
 
+// eachRefund runs test on each backend, in parallel, on a fresh store
+// whose support network has run ann's "I want a refund for order 1234"
+// (to its end: the refund's approval) and on that run's end.
+func eachRefund(t *testing.T, test func(t *testing.T, st store.Store, n *service.Network, end ended)) {
+	t.Helper()
+	t.Parallel()
+	testdb.Each(t, func(t *testing.T, openStore func(testing.TB) store.Store) {
+		st := openStore(t)
+		n := open(t, st, service.Config{})
+		test(t, st, n, turn(t, n.Threads.Turn(t.Context(), "ann", "I want a refund for order 1234", threads.TurnOptions{})))
+	})
+}
+
+// steps returns ann's steps of the run runID, failing t on an error.
+func steps(t *testing.T, st store.Store, runID string) *inspect.Run {
+	t.Helper()
+	r, err := inspect.Steps(t.Context(), st, "ann", "", runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// stepDetail returns ann's step stepID of run runID on r's thread, in
+// full, and its detail decoded, failing t on an error.
+func stepDetail(t *testing.T, st store.Store, r *inspect.Run, runID, stepID string) (*inspect.Step, inspect.Detail) {
+	t.Helper()
+	full, err := inspect.GetStep(t.Context(), st, "ann", r.ThreadID, runID, stepID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d inspect.Detail
+	if err := json.Unmarshal(full.Detail, &d); err != nil {
+		t.Fatal(err)
+	}
+	return full, d
+}
+
 func types(r *inspect.Run) string {
 	var out []string
 	for _, s := range r.Steps {
@@ -75,19 +113,12 @@ func types(r *inspect.Run) string {
 // when the decision resumes it. Another owner sees none of it, and the
 // records go with their thread.
 func TestSteps(t *testing.T) {
-	t.Parallel()
-	testdb.Each(t, func(t *testing.T, openStore func(testing.TB) store.Store) {
+	eachRefund(t, func(t *testing.T, st store.Store, n *service.Network, end ended) {
 		ctx := t.Context()
-		st := openStore(t)
-		n := open(t, st, service.Config{})
-		end := turn(t, n.Threads.Turn(ctx, "ann", "I want a refund for order 1234", threads.TurnOptions{}))
 		if end.Status != runstate.StatusInterrupted {
 			t.Fatalf("run ended %s, want interrupted for the refund's approval", end.Status)
 		}
-		r, err := inspect.Steps(ctx, st, "ann", "", end.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := steps(t, st, end.RunID)
 		want := "model_call:triage: transfer:triage:refunds model_call:refunds: tool_call:refunds:lookup_order model_call:refunds: approval:refunds:issue_refund"
 		if got := types(r); got != want {
 			t.Fatalf("steps\n  %s\nwant\n  %s", got, want)
@@ -103,14 +134,7 @@ func TestSteps(t *testing.T) {
 		if m.Model != "scripted" || m.Tokens == nil || m.CheckpointID == "" || m.DurationMS <= 0 || m.FirstTokenMS == nil || m.Detail != nil {
 			t.Errorf("listed model call %+v", m)
 		}
-		full, err := inspect.GetStep(ctx, st, "ann", r.ThreadID, end.RunID, m.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var d inspect.Detail
-		if err := json.Unmarshal(full.Detail, &d); err != nil {
-			t.Fatal(err)
-		}
+		full, d := stepDetail(t, st, r, end.RunID, m.ID)
 		var tools []string
 		for _, tl := range d.Request.Tools {
 			tools = append(tools, tl.Name)
@@ -144,10 +168,7 @@ func TestSteps(t *testing.T) {
 		if end2.Status != runstate.StatusCompleted {
 			t.Fatalf("resumed run %s", end2.Status)
 		}
-		r, err = inspect.Steps(ctx, st, "ann", "", end.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r = steps(t, st, end.RunID)
 		want += " tool_call:refunds:issue_refund model_call:refunds:"
 		if got := types(r); got != want {
 			t.Fatalf("steps after the decision\n  %s\nwant\n  %s", got, want)
@@ -248,10 +269,7 @@ func TestStepsBackground(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		r, err := inspect.Steps(ctx, st, "ann", "", end.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := steps(t, st, end.RunID)
 		var bg *inspect.Step
 		var after []string
 		for _, s := range r.Steps {
@@ -274,12 +292,8 @@ func TestStepsBackground(t *testing.T) {
 // retention pruned still lists its steps: every recorded call, and the
 // waits of the checkpoints left.
 func TestStepsAfterPrune(t *testing.T) {
-	t.Parallel()
-	testdb.Each(t, func(t *testing.T, openStore func(testing.TB) store.Store) {
+	eachRefund(t, func(t *testing.T, st store.Store, _ *service.Network, end ended) {
 		ctx := t.Context()
-		st := openStore(t)
-		n := open(t, st, service.Config{})
-		end := turn(t, n.Threads.Turn(ctx, "ann", "I want a refund for order 1234", threads.TurnOptions{}))
 		deleted := 0
 		for p := (&store.PruneCheckpointsParams{Before: time.Now().Add(time.Minute)}); ; {
 			res, err := st.PruneCheckpoints(ctx, p)
@@ -294,10 +308,7 @@ func TestStepsAfterPrune(t *testing.T) {
 		if deleted == 0 {
 			t.Fatal("the prune deleted no checkpoint; the test proves nothing")
 		}
-		r, err := inspect.Steps(ctx, st, "ann", "", end.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := steps(t, st, end.RunID)
 		want := "model_call:triage: transfer:triage:refunds model_call:refunds: tool_call:refunds:lookup_order model_call:refunds: approval:refunds:issue_refund"
 		if got := types(r); got != want {
 			t.Fatalf("steps after the prune\n  %s\nwant\n  %s", got, want)
@@ -320,10 +331,7 @@ func TestCallCap(t *testing.T) {
 		long := "Hello there. " + strings.Repeat("ÿ", 3000) // no rule's words: triage replies
 		modelCall := func(runID string) (string, inspect.Detail) {
 			t.Helper()
-			r, err := inspect.Steps(ctx, st, "ann", "", runID)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := steps(t, st, runID)
 			if len(r.Steps) != 1 || r.Steps[0].Type != inspect.StepModelCall || !r.Steps[0].Truncated {
 				t.Fatalf("steps %s, the model call %+v: want one, truncated", types(r), r.Steps[0])
 			}
@@ -424,24 +432,13 @@ func TestStepsRetriesRedacted(t *testing.T) {
 		if end.Status != runstate.StatusCompleted {
 			t.Fatalf("run %s", end.Status)
 		}
-		r, err := inspect.Steps(ctx, st, "ann", "", end.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := steps(t, st, end.RunID)
 		if got, want := types(r), "model_call:a: transfer:a:b model_call:b:"; got != want {
 			t.Fatalf("steps %s, want %s", got, want)
 		}
 		detail := func(s *inspect.Step) (*inspect.Step, inspect.Detail) {
 			t.Helper()
-			full, err := inspect.GetStep(ctx, st, "ann", r.ThreadID, end.RunID, s.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var d inspect.Detail
-			if err := json.Unmarshal(full.Detail, &d); err != nil {
-				t.Fatal(err)
-			}
-			return full, d
+			return stepDetail(t, st, r, end.RunID, s.ID)
 		}
 
 		a, d := detail(r.Steps[0])
@@ -483,10 +480,7 @@ func TestStepsRetriesRedacted(t *testing.T) {
 			t.Fatalf("run %q ended with %v, want the 400", runID, runErr)
 		}
 		end.RunID = runID
-		r, err = inspect.Steps(ctx, st, "ann", "", end.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r = steps(t, st, end.RunID)
 		if len(r.Steps) != 1 || r.Steps[0].Type != inspect.StepModelCall || !strings.Contains(r.Steps[0].Error, "400") {
 			t.Fatalf("steps of the failed run %s: %+v", types(r), r.Steps)
 		}
