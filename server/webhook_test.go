@@ -25,10 +25,8 @@ import (
 // disallowed URL is 400 naming the param, on SQLite and PostgreSQL.
 func TestRunWebhook(t *testing.T) {
 	t.Parallel()
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		rcv, hooks := servertest.WithWebhookReceiver(t)
+	servertest.EachWithWebhooks(t, func(t *testing.T, b *servertest.Bundle, rcv *webhooktest.Receiver) {
 		got := rcv.Got
-		b := servertest.SetupStore(t, open(t), hooks)
 		thread := b.Thread(t, b.KeyA, "support")
 		for url, want := range map[string]int{
 			"ftp://127.0.0.1/x":      http.StatusBadRequest,

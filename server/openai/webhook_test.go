@@ -5,10 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/server/internal/servertest"
-	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/webhook"
+	"github.com/batonhq/baton/webhook/webhooktest"
 )
 
 // TestOpenAIWebhook: metadata.webhook of a chat completion or a response
@@ -18,10 +17,8 @@ import (
 // PostgreSQL.
 func TestOpenAIWebhook(t *testing.T) {
 	t.Parallel()
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		rcv, hooks := servertest.WithWebhookReceiver(t)
+	servertest.EachWithWebhooks(t, func(t *testing.T, b *servertest.Bundle, rcv *webhooktest.Receiver) {
 		got := rcv.Got
-		b := servertest.SetupStore(t, open(t), hooks)
 		chat := func(hook string) map[string]any {
 			return map[string]any{"model": "support", "metadata": map[string]string{"webhook": hook},
 				"messages": []any{map[string]any{"role": "user", "content": "I was charged twice for order 1234"}}}

@@ -25,6 +25,17 @@ func WithWebhookReceiver(t testing.TB) (*webhooktest.Receiver, Option) {
 	}
 }
 
+// EachWithWebhooks runs test on each backend as [testdb.Each] does, on a
+// [SetupStore] bundle whose runs may name rcv, a receiver of its own (see
+// [WithWebhookReceiver]), as their webhook.
+func EachWithWebhooks(t *testing.T, test func(t *testing.T, b *Bundle, rcv *webhooktest.Receiver)) {
+	t.Helper()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		rcv, hooks := WithWebhookReceiver(t)
+		test(t, SetupStore(t, open(t), hooks), rcv)
+	})
+}
+
 // EndpointSecret returns the secret of url that key's owner learns from
 // POST /v1/webhooks/secret, and makes rcv verify the deliveries to url's
 // path with it (see [webhooktest.Receiver.SetSecret]).
