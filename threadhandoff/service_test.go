@@ -161,11 +161,17 @@ func (b *bundle) checkUntouched(t *testing.T) {
 
 func (b *bundle) thread(t *testing.T, id string) *store.Thread {
 	t.Helper()
-	th, err := b.st.GetThread(t.Context(), &store.GetThreadParams{OwnerID: owner, ID: id})
+	return stored(t, b.st.GetThread, &store.GetThreadParams{OwnerID: owner, ID: id})
+}
+
+// stored returns what get reads with params, failing t on its error.
+func stored[P, R any](t *testing.T, get func(context.Context, P) (R, error), params P) R {
+	t.Helper()
+	v, err := get(t.Context(), params)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return th
+	return v
 }
 
 func (b *bundle) doc(t *testing.T) string {
@@ -258,11 +264,7 @@ func (b *bundle) decide(t *testing.T, id string, d threadhandoff.Decision) (*thr
 // interrupt returns a stored interrupt.
 func (b *bundle) interrupt(t *testing.T, id string) *store.Interrupt {
 	t.Helper()
-	in, err := b.st.GetInterrupt(t.Context(), &store.GetInterruptParams{OwnerID: owner, ID: id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return in
+	return stored(t, b.st.GetInterrupt, &store.GetInterruptParams{OwnerID: owner, ID: id})
 }
 
 var approve = threadhandoff.Decision{Type: threadhandoff.DecisionApprove}
