@@ -178,15 +178,7 @@ func TestStoredBeforeFirstEvent(t *testing.T) {
 
 	refuse := runner.CheckpointFunc(func(context.Context, *runstate.State) error { return errors.New("database down") })
 	r2, _ := newRunner(t, runner.Config{Network: network(t, agent.Limits{}, a), Checkpointer: refuse})
-	var events []runner.Event
-	var runErr error
-	for ev, err := range r2.Stream(t.Context(), "hello") {
-		if err != nil {
-			runErr = err
-			break
-		}
-		events = append(events, ev)
-	}
+	events, runErr := collect(r2.Stream(t.Context(), "hello"))
 	if runErr == nil || len(events) != 0 {
 		t.Fatalf("events %v, err %v: want no event and the checkpoint's error", events, runErr)
 	}

@@ -60,6 +60,23 @@ func TestReaderDropsUnterminatedEvent(t *testing.T) {
 	}
 }
 
+// readAll reads rd's events to the end of the stream, failing t on an
+// error.
+func readAll(t *testing.T, rd *sse.Reader) []sse.Event {
+	t.Helper()
+	var evs []sse.Event
+	for {
+		ev, err := rd.Next()
+		if err == io.EOF {
+			return evs
+		}
+		if err != nil {
+			t.Fatalf("after %d events: %v", len(evs), err)
+		}
+		evs = append(evs, ev)
+	}
+}
+
 func TestWriterHeadersAndEvents(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -88,16 +105,9 @@ func TestWriterHeadersAndEvents(t *testing.T) {
 		t.Errorf("headers %v", resp.Header)
 	}
 	rd := sse.NewReader(resp.Body, 0)
-	n := 0
-	for {
-		ev, err := rd.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
+	evs := readAll(t, rd)
+	n := len(evs)
+	for _, ev := range evs {
 		if ev.Type != "tick" {
 			t.Errorf("type %q", ev.Type)
 		}
@@ -281,19 +291,12 @@ func TestHijack(t *testing.T) {
 				_ = sw.Comment("ping")
 				_ = sw.Close()
 			}()
-			n := 0
-			for {
-				ev, err := rd.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatalf("after %d: %v", n, err)
-				}
+			evs := readAll(t, rd)
+			n := len(evs)
+			for _, ev := range evs {
 				if ev.Type != "later" || string(ev.Data) != "line\nline" {
 					t.Fatalf("event %+v", ev)
 				}
-				n++
 			}
 			if n != 3 || rd.LastID != "4" {
 				t.Fatalf("read %d events, last id %q", n, rd.LastID)
