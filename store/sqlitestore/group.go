@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -52,7 +51,7 @@ type groupStats struct{ commits, members int64 }
 
 // group is one SQLite transaction and the Txs that ran in it.
 type group struct {
-	tx      *sql.Tx
+	tx      *connTx
 	members int
 	// broken is set when the SQLite transaction was lost: the group can
 	// take no more Txs and commits nothing.
@@ -124,9 +123,9 @@ func (g *groupCommit) release(grp *group) {
 // its Txs.
 func (grp *group) finish() {
 	if grp.broken != nil {
-		_ = grp.tx.Rollback()
+		_ = grp.tx.rollback()
 		grp.err = grp.broken
-	} else if err := grp.tx.Commit(); err != nil {
+	} else if err := grp.tx.commit(); err != nil {
 		grp.err = wrap("commit", err)
 	}
 	close(grp.done)
@@ -136,7 +135,15 @@ func (grp *group) finish() {
 // was lost.
 var errGroupLost = errors.New("sqlitestore: the transaction was lost with the write group it shared")
 
-// run runs fn in a savepoint of grp. Its error, or a panic, rolls back to
+// errFirstFailed breaks a group whose first Tx failed: it ran without a
+// savepoint, and the SQLite transaction, which holds only its writes, is
+// rolled back.
+var errFirstFailed = errors.New("sqlitestore: the transaction failed")
+
+// run runs fn in grp: the group's first Tx in the SQLite transaction
+// itself, whose rollback undoes its writes and no one else's (its error,
+// or a panic, breaks the group, which then takes no more Txs); the others
+// each in a savepoint of its own. Their error, or a panic, rolls back to
 // the savepoint; a savepoint statement that fails means the SQLite
 // transaction is gone, and breaks the group.
 func (grp *group) run(ctx context.Context, s *Store, fn func(tx store.Tx) error) (err error) {
@@ -144,34 +151,44 @@ func (grp *group) run(ctx context.Context, s *Store, fn func(tx store.Tx) error)
 		return wrap("begin transaction", err)
 	}
 	bg := context.WithoutCancel(ctx)
-	if _, err := grp.tx.ExecContext(bg, "SAVEPOINT "+savepoint); err != nil {
-		grp.broken = fmt.Errorf("%w: savepoint: %w", errGroupLost, err)
-		return wrap("begin transaction", grp.broken)
+	first := grp.members == 0
+	if !first {
+		if _, err := grp.tx.ExecContext(bg, "SAVEPOINT "+savepoint); err != nil {
+			grp.broken = fmt.Errorf("%w: savepoint: %w", errGroupLost, err)
+			return wrap("begin transaction", grp.broken)
+		}
 	}
 	grp.members++
 	t := &txOps{tx: grp.tx}
-	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: txExec{querier{db: grp.tx}}, Clock: s.clock}
+	t.engine = &sqlcore.Engine{Dialect: dialect{}, Exec: txExec{grp.tx.querier()}, Clock: s.clock}
 	released := false
 	defer func() {
-		if released {
-			return
-		}
-		// An error or a panic of fn: undo its writes, keep the group's.
-		if _, rerr := grp.tx.ExecContext(bg, "ROLLBACK TO "+savepoint); rerr != nil {
-			grp.broken = fmt.Errorf("%w: rollback to savepoint: %w", errGroupLost, rerr)
-		} else if _, rerr := grp.tx.ExecContext(bg, "RELEASE "+savepoint); rerr != nil {
-			grp.broken = fmt.Errorf("%w: release savepoint: %w", errGroupLost, rerr)
+		switch {
+		case released:
+		case first:
+			// An error or a panic of the group's first Tx: the SQLite
+			// transaction holds its writes alone, and is rolled back.
+			grp.broken = errFirstFailed
+		default:
+			// An error or a panic of fn: undo its writes, keep the group's.
+			if _, rerr := grp.tx.ExecContext(bg, "ROLLBACK TO "+savepoint); rerr != nil {
+				grp.broken = fmt.Errorf("%w: rollback to savepoint: %w", errGroupLost, rerr)
+			} else if _, rerr := grp.tx.ExecContext(bg, "RELEASE "+savepoint); rerr != nil {
+				grp.broken = fmt.Errorf("%w: release savepoint: %w", errGroupLost, rerr)
+			}
 		}
 	}()
 	if err := fn(t); err != nil {
 		return err
 	}
-	if _, err := grp.tx.ExecContext(bg, "RELEASE "+savepoint); err != nil {
-		// RELEASE fails only when the transaction is gone (a statement
-		// of fn's ended it): nothing of fn's, nor of the group's, stays.
-		grp.broken = fmt.Errorf("%w: release savepoint: %w", errGroupLost, err)
-		released = true
-		return wrap("commit", grp.broken)
+	if !first {
+		if _, err := grp.tx.ExecContext(bg, "RELEASE "+savepoint); err != nil {
+			// RELEASE fails only when the transaction is gone (a statement
+			// of fn's ended it): nothing of fn's, nor of the group's, stays.
+			grp.broken = fmt.Errorf("%w: release savepoint: %w", errGroupLost, err)
+			released = true
+			return wrap("commit", grp.broken)
+		}
 	}
 	released = true
 	return nil

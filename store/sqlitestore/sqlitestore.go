@@ -255,13 +255,15 @@ func (s *Store) DB() *sql.DB { return s.writer }
 
 // SQLTx returns the database/sql transaction under tx, a transaction of a
 // SQLite store, so that other rows (River's InsertTx) commit with it. It
-// reports false for a tx of another backend.
+// reports false for a tx of another backend (or, which should not happen,
+// when the transaction's connection is gone).
 func SQLTx(tx store.Tx) (*sql.Tx, bool) {
 	t, ok := tx.(*txOps)
 	if !ok {
 		return nil, false
 	}
-	return t.tx, true
+	sqlTx, err := t.tx.sqlTx()
+	return sqlTx, err == nil
 }
 
 // Tx implements [store.Store]. The transaction holds the single write
@@ -276,7 +278,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx store.Tx) error) error {
 	if grp == nil {
 		// The group's transaction outlives this call's context: a
 		// cancelled context must not roll back the others' writes.
-		tx, err := s.writer.BeginTx(context.WithoutCancel(ctx), nil)
+		tx, err := beginConnTx(context.WithoutCancel(ctx), s.writer)
 		if err != nil {
 			s.group.release(nil)
 			return wrap("begin transaction", err)
@@ -377,7 +379,7 @@ func wrap(op string, err error) error {
 // txOps is a store.Tx.
 type txOps struct {
 	*engine
-	tx *sql.Tx
+	tx *connTx
 }
 
 // storeExec runs each call of the Store in its own transaction: writes on
@@ -404,7 +406,7 @@ func (x storeExec) Run(ctx context.Context, _ sqlcore.Scope, write bool, fn func
 // Statements after the last one only read, on the read pool.
 type lazyTx struct {
 	s    *Store
-	tx   *sql.Tx
+	tx   *connTx
 	last bool // the next statement is the last
 	done bool // the last statement ran in autocommit mode
 }
@@ -412,22 +414,22 @@ type lazyTx struct {
 // Last marks the next statement as the last of the transaction.
 func (q *lazyTx) Last() { q.last = true }
 
-func (q *lazyTx) querier(ctx context.Context) (querier, error) {
+func (q *lazyTx) querier(ctx context.Context) (sqlcore.Querier, error) {
 	switch {
 	case q.tx != nil:
-		return querier{db: q.tx}, nil
+		return q.tx.querier(), nil
 	case q.done:
 		return querier{db: q.s.reader}, nil
 	case q.last:
 		q.done = true
 		return querier{db: q.s.writer}, nil
 	}
-	tx, err := q.s.writer.BeginTx(ctx, nil)
+	tx, err := beginConnTx(ctx, q.s.writer)
 	if err != nil {
-		return querier{}, err
+		return nil, err
 	}
 	q.tx = tx
-	return querier{db: tx}, nil
+	return tx.querier(), nil
 }
 
 func (q *lazyTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
@@ -460,12 +462,12 @@ func (q *lazyTx) commit() error {
 	}
 	tx := q.tx
 	q.tx = nil
-	return tx.Commit()
+	return tx.commit()
 }
 
 func (q *lazyTx) rollback() {
 	if q.tx != nil {
-		_ = q.tx.Rollback()
+		_ = q.tx.rollback()
 		q.tx = nil
 	}
 }
@@ -475,7 +477,7 @@ type errRow struct{ err error }
 func (r errRow) Scan(...any) error { return r.err }
 
 // txExec runs calls in the caller's transaction.
-type txExec struct{ q querier }
+type txExec struct{ q sqlcore.Querier }
 
 func (x txExec) Run(_ context.Context, _ sqlcore.Scope, _ bool, fn func(sqlcore.Querier) error) error {
 	return fn(x.q)

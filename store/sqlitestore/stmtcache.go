@@ -29,6 +29,13 @@ const maxCachedStmts = 512
 // on the write connection may hold the writes of other calls (group
 // commit, see group.go). database/sql still refuses to start a statement
 // whose context has ended.
+//
+// Transactions begin and end with cached statements too (BeginTx, and
+// beginOwn for connTx), instead of the driver's, which prepares its BEGIN
+// and its COMMIT anew for each transaction; and a *sql.Tx can then join a
+// transaction connTx began (see connTx.sqlTx). uninterrupted marks the
+// write connection, whose transactions are BEGIN IMMEDIATE, as the DSN's
+// _txlock=immediate makes the driver's.
 func newConnector(dsn string, uninterrupted bool) (driver.Connector, error) {
 	c, err := sqlite.NewConnector(dsn)
 	if err != nil {
@@ -53,7 +60,11 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 		conn.Close()
 		return nil, fmt.Errorf("sqlitestore: the SQLite driver's connection %T lacks a context interface", conn)
 	}
-	return &cachingConn{innerConn: ic, stmts: map[string]*cachedStmt{}, uninterrupted: c.uninterrupted}, nil
+	begin := "BEGIN"
+	if c.uninterrupted {
+		begin = "BEGIN IMMEDIATE"
+	}
+	return &cachingConn{innerConn: ic, stmts: map[string]*cachedStmt{}, uninterrupted: c.uninterrupted, begin: begin}, nil
 }
 
 // Driver implements [driver.Connector].
@@ -78,7 +89,9 @@ type innerConn interface {
 type cachingConn struct {
 	innerConn
 	stmts         map[string]*cachedStmt
-	uninterrupted bool // see newConnector
+	uninterrupted bool   // see newConnector
+	begin         string // the statement that begins a transaction that writes
+	open          bool   // a transaction of BeginTx or beginOwn is open
 }
 
 // stmtContext is the context a statement runs with: without its
@@ -171,6 +184,77 @@ func (c *cachingConn) QueryContext(ctx context.Context, query string, args []dri
 	}
 	return &cachedRows{Rows: rows, s: s}, nil
 }
+
+// BeginTx implements [driver.ConnBeginTx] with cached statements: c's
+// BEGIN (BEGIN for a read-only transaction), then COMMIT or ROLLBACK, as
+// the driver's transactions run them. Within a transaction of beginOwn,
+// it begins nothing and returns that transaction (connTx.sqlTx). Other
+// options go to the driver.
+func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if c.open {
+		return &cachedTx{c: c, ctx: ctx}, nil
+	}
+	if opts.Isolation != driver.IsolationLevel(0) {
+		return c.innerConn.BeginTx(ctx, opts)
+	}
+	begin := c.begin
+	if opts.ReadOnly {
+		begin = "BEGIN"
+	}
+	if _, err := c.ExecContext(ctx, begin, nil); err != nil {
+		return nil, err
+	}
+	c.open = true
+	return &cachedTx{c: c, ctx: ctx}, nil
+}
+
+// beginOwn begins a transaction outside database/sql's (connTx).
+func (c *cachingConn) beginOwn(ctx context.Context) error {
+	if _, err := c.ExecContext(ctx, c.begin, nil); err != nil {
+		return err
+	}
+	c.open = true
+	return nil
+}
+
+// endOwn ends the transaction with stmt, COMMIT or ROLLBACK, run with ctx
+// (a COMMIT that waits for a lock stops waiting when ctx is done, but on
+// the write connection). A COMMIT that fails may leave the transaction
+// open (SQLITE_BUSY): it is rolled back, since the connection goes back to
+// the pool as out of any transaction, and the COMMIT's error returned.
+func (c *cachingConn) endOwn(ctx context.Context, stmt string) error {
+	c.open = false
+	_, err := c.ExecContext(ctx, stmt, nil)
+	if err != nil && stmt != "ROLLBACK" {
+		_, _ = c.ExecContext(context.Background(), "ROLLBACK", nil)
+	}
+	return err
+}
+
+// ResetSession implements [driver.SessionResetter]: a transaction left
+// open (none should be) is rolled back before the connection is used
+// again.
+func (c *cachingConn) ResetSession(ctx context.Context) error {
+	if c.open {
+		_ = c.endOwn(context.Background(), "ROLLBACK")
+	}
+	return c.innerConn.ResetSession(ctx)
+}
+
+// cachedTx is a transaction of a cachingConn. ctx is the context given to
+// BeginTx, which database/sql keeps in use until the transaction ends: its
+// COMMIT runs with it (see endOwn).
+type cachedTx struct {
+	c   *cachingConn
+	ctx context.Context
+}
+
+// Commit implements [driver.Tx].
+func (t *cachedTx) Commit() error { return t.c.endOwn(t.ctx, "COMMIT") }
+
+// Rollback implements [driver.Tx]. It runs whatever the context, as the
+// driver's does: database/sql rolls back a transaction whose context ended.
+func (t *cachedTx) Rollback() error { return t.c.endOwn(context.Background(), "ROLLBACK") }
 
 // Close implements [driver.Conn]: it closes the cached statements, then
 // the connection.

@@ -1,0 +1,134 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/batonhq/baton/store/internal/sqlcore"
+)
+
+// connTx is a write transaction held on the write connection as a
+// *sql.Conn, begun and ended by statements of the connection (cached, see
+// cachingConn.beginOwn), not by database/sql: a *sql.Tx starts a goroutine
+// per transaction, to roll it back when its context ends, and on a loaded
+// machine waking it and ending it cost a checkpoint step (a transaction of
+// one INSERT) about half as much again as a bare INSERT (bench/RESULTS.md:
+// the step 2.2–2.3× the insert before, 1.75–1.8× after). The store's
+// transactions outlive their contexts anyway (see group.go). As a *sql.Tx's, its statements are refused once their
+// context has ended, and never interrupted once started.
+//
+// When a *sql.Tx is needed (SQLTx: River's InsertTx), one is made on the
+// same SQLite transaction (cachingConn.BeginTx joins it), and the
+// transaction's statements, its COMMIT and its ROLLBACK go through it from
+// then on. A connTx is used by one goroutine at a time.
+type connTx struct {
+	conn *sql.Conn
+	tx   *sql.Tx // the *sql.Tx made for SQLTx, if any
+}
+
+// beginConnTx takes db's connection (a cachingConn) and begins a
+// transaction on it.
+func beginConnTx(ctx context.Context, db *sql.DB) (*connTx, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := conn.Raw(func(dc any) error {
+		c, ok := dc.(*cachingConn)
+		if !ok {
+			return fmt.Errorf("sqlitestore: connection %T is not the store's", dc)
+		}
+		return c.beginOwn(ctx)
+	}); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return &connTx{conn: conn}, nil
+}
+
+// sqlTx returns the *sql.Tx of the transaction, making it if needed.
+func (t *connTx) sqlTx() (*sql.Tx, error) {
+	if t.tx == nil {
+		tx, err := t.conn.BeginTx(context.Background(), nil)
+		if err != nil {
+			return nil, err
+		}
+		t.tx = tx
+	}
+	return t.tx, nil
+}
+
+// commit commits the transaction and gives the connection back. A COMMIT
+// that fails rolls the transaction back (cachingConn.endOwn).
+func (t *connTx) commit() error {
+	return t.end("COMMIT")
+}
+
+// rollback rolls the transaction back and gives the connection back.
+func (t *connTx) rollback() error {
+	return t.end("ROLLBACK")
+}
+
+func (t *connTx) end(stmt string) error {
+	var err error
+	switch {
+	case t.tx != nil && stmt == "COMMIT":
+		err = t.tx.Commit()
+	case t.tx != nil:
+		err = t.tx.Rollback()
+	default:
+		err = t.conn.Raw(func(dc any) error { return dc.(*cachingConn).endOwn(context.Background(), stmt) })
+	}
+	if cerr := t.conn.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// db is what runs the transaction's statements.
+func (t *connTx) db() interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+} {
+	if t.tx != nil {
+		return t.tx
+	}
+	return t.conn
+}
+
+// ExecContext runs query in the transaction, unless ctx has ended.
+func (t *connTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return t.db().ExecContext(ctx, query, args...)
+}
+
+// querier returns the transaction as a sqlcore.Querier.
+func (t *connTx) querier() sqlcore.Querier { return connQuerier{t} }
+
+// connQuerier is a connTx's sqlcore.Querier.
+type connQuerier struct{ t *connTx }
+
+func (q connQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return querier{db: q.t.db()}.Exec(ctx, query, args...)
+}
+
+func (q connQuerier) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
+	if err := ctx.Err(); err != nil {
+		return errRow{err}
+	}
+	return querier{db: q.t.db()}.QueryRow(ctx, query, args...)
+}
+
+func (q connQuerier) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return querier{db: q.t.db()}.Query(ctx, query, args...)
+}
