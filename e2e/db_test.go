@@ -51,6 +51,19 @@ func backends(t *testing.T, only string) []backend {
 	return out
 }
 
+// eachBackend runs f on each backend (backends(t, "")), as parallel
+// subtests named after them; t runs in parallel too.
+func eachBackend(t *testing.T, f func(t *testing.T, be backend)) {
+	t.Helper()
+	t.Parallel()
+	for _, be := range backends(t, "") {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, be)
+		})
+	}
+}
+
 // onPostgres runs f on PostgreSQL, as subtest "Postgres": replicas share
 // a database (SQLite is one process's). Without a PostgreSQL URL it skips
 // (with CI=true, backends fails instead).

@@ -32,15 +32,11 @@ const deadBound = deadLease * 3 / 2
 // open: no lease, no River job, no placeholder streaming.
 func TestDeadWorker(t *testing.T) {
 	batonBin(t)
-	t.Parallel()
-	for _, be := range backends(t, "") {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			for _, victim := range []string{"worker", "serve"} {
-				t.Run(victim, func(t *testing.T) { deadWorker(t, be, victim) })
-			}
-		})
-	}
+	eachBackend(t, func(t *testing.T, be backend) {
+		for _, victim := range []string{"worker", "serve"} {
+			t.Run(victim, func(t *testing.T) { deadWorker(t, be, victim) })
+		}
+	})
 }
 
 func deadWorker(t *testing.T, be backend, victim string) {

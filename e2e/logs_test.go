@@ -27,76 +27,72 @@ import (
 //     continuation span links to.
 func TestLogsJoinTraces(t *testing.T) {
 	batonBin(t)
-	t.Parallel()
-	for _, be := range backends(t, "") {
-		t.Run(be.name, func(t *testing.T) {
-			t.Parallel()
-			rcv := otlptest.New(t)
-			c := startCluster(t, be.open(t), newEffects(t, nil), clusterConfig{serveWorkers: 0, workers: 1, workerSlots: 1,
-				flags: []string{"--log-format", "json"},
-				env:   []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_BSP_SCHEDULE_DELAY=100"}})
-			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-			defer cancel()
-			thread, err := c.api.createThread(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, evs, err := c.api.stream(ctx, thread, "[transfer] My parcel of order 1234 arrived damaged.", nil, nil)
-			if err != nil || !completed(evs) {
-				t.Fatalf("run %s: %v, events %+v", run, err, evs)
-			}
+	eachBackend(t, func(t *testing.T, be backend) {
+		rcv := otlptest.New(t)
+		c := startCluster(t, be.open(t), newEffects(t, nil), clusterConfig{serveWorkers: 0, workers: 1, workerSlots: 1,
+			flags: []string{"--log-format", "json"},
+			env:   []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_BSP_SCHEDULE_DELAY=100"}})
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		thread, err := c.api.createThread(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, evs, err := c.api.stream(ctx, thread, "[transfer] My parcel of order 1234 arrived damaged.", nil, nil)
+		if err != nil || !completed(evs) {
+			t.Fatalf("run %s: %v, events %+v", run, err, evs)
+		}
 
-			// The lines and spans of the run, once both processes have
-			// logged its end and exported its spans.
-			var serveLines, workerLines map[string]logLine
-			var reqRun, workRun, cont otlptest.Span
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				serveLines, workerLines = runLines(t, c.serve.logPath, run), runLines(t, c.workers[0].logPath, run)
-				reqRun, workRun, cont = runSpans(rcv.Spans(), run)
-				if len(serveLines) == 2 && len(workerLines) == 2 && reqRun.Name != "" && workRun.Name != "" && cont.Name != "" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("after 30s: serve's lines %v, worker's lines %v; spans: request %+v, worker %+v, continuation %+v",
-						serveLines, workerLines, reqRun, workRun, cont)
-				}
-				time.Sleep(50 * time.Millisecond)
+		// The lines and spans of the run, once both processes have
+		// logged its end and exported its spans.
+		var serveLines, workerLines map[string]logLine
+		var reqRun, workRun, cont otlptest.Span
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			serveLines, workerLines = runLines(t, c.serve.logPath, run), runLines(t, c.workers[0].logPath, run)
+			reqRun, workRun, cont = runSpans(rcv.Spans(), run)
+			if len(serveLines) == 2 && len(workerLines) == 2 && reqRun.Name != "" && workRun.Name != "" && cont.Name != "" {
+				break
 			}
-			if err := rcv.Err(); err != nil {
-				t.Fatal(err)
+			if time.Now().After(deadline) {
+				t.Fatalf("after 30s: serve's lines %v, worker's lines %v; spans: request %+v, worker %+v, continuation %+v",
+					serveLines, workerLines, reqRun, workRun, cont)
 			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := rcv.Err(); err != nil {
+			t.Fatal(err)
+		}
 
-			// The spans as the continuation made them: a new trace in the
-			// worker, linked to the request's invoke_agent span.
-			if workRun.TraceID != cont.TraceID || workRun.ParentSpanID != cont.SpanID || cont.ParentSpanID != "" {
-				t.Errorf("worker spans: run %+v, continuation %+v; want the run under the continuation root", workRun, cont)
-			}
-			if cont.TraceID == reqRun.TraceID || len(cont.Links) != 1 || cont.Links[0] != (otlptest.Link{TraceID: reqRun.TraceID, SpanID: reqRun.SpanID}) {
-				t.Errorf("continuation %+v: want a new trace linked to the request's span %s/%s", cont, reqRun.TraceID, reqRun.SpanID)
-			}
+		// The spans as the continuation made them: a new trace in the
+		// worker, linked to the request's invoke_agent span.
+		if workRun.TraceID != cont.TraceID || workRun.ParentSpanID != cont.SpanID || cont.ParentSpanID != "" {
+			t.Errorf("worker spans: run %+v, continuation %+v; want the run under the continuation root", workRun, cont)
+		}
+		if cont.TraceID == reqRun.TraceID || len(cont.Links) != 1 || cont.Links[0] != (otlptest.Link{TraceID: reqRun.TraceID, SpanID: reqRun.SpanID}) {
+			t.Errorf("continuation %+v: want a new trace linked to the request's span %s/%s", cont, reqRun.TraceID, reqRun.SpanID)
+		}
 
-			// serve's lines: the request's trace.
-			for msg, l := range serveLines {
-				if l.TraceID != reqRun.TraceID || l.SpanID != reqRun.SpanID || l.LinkedTraceID != "" || l.Resumed || l.ThreadID != thread || l.Network != "shop" {
-					t.Errorf("serve %q: %+v; want trace %s span %s of thread %s", msg, l, reqRun.TraceID, reqRun.SpanID, thread)
-				}
+		// serve's lines: the request's trace.
+		for msg, l := range serveLines {
+			if l.TraceID != reqRun.TraceID || l.SpanID != reqRun.SpanID || l.LinkedTraceID != "" || l.Resumed || l.ThreadID != thread || l.Network != "shop" {
+				t.Errorf("serve %q: %+v; want trace %s span %s of thread %s", msg, l, reqRun.TraceID, reqRun.SpanID, thread)
 			}
-			if l := serveLines["run ended"]; l.Status != "suspended" || l.TokensUsed == nil || l.DurationMS == nil || l.Agent != "shipping" {
-				t.Errorf("serve's run ended: %+v; want suspended by shipping, with tokens and duration", l)
+		}
+		if l := serveLines["run ended"]; l.Status != "suspended" || l.TokensUsed == nil || l.DurationMS == nil || l.Agent != "shipping" {
+			t.Errorf("serve's run ended: %+v; want suspended by shipping, with tokens and duration", l)
+		}
+		// The worker's lines: its own trace, linked to the request's.
+		for msg, l := range workerLines {
+			if l.TraceID != workRun.TraceID || l.SpanID != workRun.SpanID || l.LinkedTraceID != reqRun.TraceID || !l.Resumed || l.ThreadID != thread {
+				t.Errorf("worker %q: %+v; want trace %s span %s linked to %s", msg, l, workRun.TraceID, workRun.SpanID, reqRun.TraceID)
 			}
-			// The worker's lines: its own trace, linked to the request's.
-			for msg, l := range workerLines {
-				if l.TraceID != workRun.TraceID || l.SpanID != workRun.SpanID || l.LinkedTraceID != reqRun.TraceID || !l.Resumed || l.ThreadID != thread {
-					t.Errorf("worker %q: %+v; want trace %s span %s linked to %s", msg, l, workRun.TraceID, workRun.SpanID, reqRun.TraceID)
-				}
-			}
-			if l := workerLines["run ended"]; l.Status != "completed" || l.TokensUsed == nil || l.DurationMS == nil {
-				t.Errorf("worker's run ended: %+v; want completed, with tokens and duration", l)
-			}
-			t.Logf("run %s: serve's lines in trace %s, the worker's in trace %s linked to it", run, reqRun.TraceID, workRun.TraceID)
-		})
-	}
+		}
+		if l := workerLines["run ended"]; l.Status != "completed" || l.TokensUsed == nil || l.DurationMS == nil {
+			t.Errorf("worker's run ended: %+v; want completed, with tokens and duration", l)
+		}
+		t.Logf("run %s: serve's lines in trace %s, the worker's in trace %s linked to it", run, reqRun.TraceID, workRun.TraceID)
+	})
 }
 
 // logLine is the part of a run log line the test checks.
