@@ -194,7 +194,7 @@ func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string
 	if st.ThreadID == "" {
 		return fail("job run", ErrNoThread)
 	}
-	md, _ := json.Marshal(map[string]string{"run_id": st.RunID, "checkpoint_id": cpID, "message_id": ev})
+	md, _ := json.Marshal(jobRunMeta{CheckpointID: cpID, MessageID: ev, RunID: st.RunID})
 	// The placeholder is appended with the job run it names (one statement
 	// on PostgreSQL), unless the job run exists already.
 	jobRunID, err := uuid.NewV7()
@@ -247,6 +247,14 @@ func (s *Service) enqueueTx(ctx context.Context, tx store.Tx, owner, cpID string
 		}
 	}
 	return h, nil
+}
+
+// jobRunMeta is a job run's continuation metadata: the object a map of
+// its names wrote (names in sorted order), without a map's encoding.
+type jobRunMeta struct {
+	CheckpointID string `json:"checkpoint_id"`
+	MessageID    string `json:"message_id"`
+	RunID        string `json:"run_id"`
 }
 
 func (s *Service) inject(step string) error {

@@ -88,11 +88,8 @@ func encodeUsage(u *message.Usage) (any, error) {
 	if u == nil {
 		return nil, nil
 	}
-	b, err := json.Marshal(u)
-	if err != nil {
-		return nil, err
-	}
-	return string(b), nil
+	var buf [128]byte
+	return string(appendUsage(buf[:0], u)), nil
 }
 
 func encodeMetadata(md map[string]any) (string, error) {

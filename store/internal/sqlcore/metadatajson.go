@@ -1,15 +1,20 @@
 package sqlcore
 
 import (
+	"math"
 	"slices"
+	"strconv"
 	"unicode/utf8"
+
+	"github.com/batonhq/baton/message"
 )
 
 // This file writes the metadata objects the store's callers give it
 // (continuation placeholders', job runs': strings in one or two levels of
 // objects) without encoding/json's reflection: byte for byte what
 // json.Marshal writes, or nothing, leaving the value to json.Marshal.
-// FuzzAppendMetadata holds the two to each other.
+// FuzzAppendMetadata holds the two to each other. Usages are written the
+// same way (appendUsage).
 
 // maxMetadataDepth bounds the objects appendObject writes inside one
 // another; deeper values are left to json.Marshal.
@@ -17,8 +22,8 @@ const maxMetadataDepth = 4
 
 // appendObject appends the JSON of m as json.Marshal writes it (names in
 // sorted order, strings escaped as [appendJSONString] does) when every
-// value is a string, a bool, nil, a map[string]string or a map[string]any
-// of such values, and reports false, with dst unchanged in its length,
+// value is a string, a bool, nil, an int, an int64, a finite float64, a
+// map[string]string or a map[string]any of such values, and reports false, with dst unchanged in its length,
 // for anything else.
 func appendObject(dst []byte, m map[string]any, depth int) ([]byte, bool) {
 	if m == nil {
@@ -43,6 +48,14 @@ func appendObject(dst []byte, m map[string]any, depth int) ([]byte, bool) {
 				dst = append(dst, "true"...)
 			} else {
 				dst = append(dst, "false"...)
+			}
+		case int:
+			dst = strconv.AppendInt(dst, int64(v), 10)
+		case int64:
+			dst = strconv.AppendInt(dst, v, 10)
+		case float64:
+			if dst, ok = appendFloat(dst, v); !ok {
+				return dst[:start], false
 			}
 		case map[string]any:
 			if dst, ok = appendObject(dst, v, depth+1); !ok {
@@ -145,4 +158,51 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// appendFloat appends f as encoding/json writes a float64 (ES6's number
+// to string: %f, or %e outside [1e-6, 1e21) with its exponent unpadded),
+// and reports false for what it refuses (NaN, ±Inf).
+func appendFloat(dst []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return dst, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if n := len(dst); format == 'e' && n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+		// e-09 as e-9
+		dst[n-2] = dst[n-1]
+		dst = dst[:n-1]
+	}
+	return dst, true
+}
+
+// appendUsage appends u as json.Marshal writes it: its fields in order,
+// those that are 0 left out (omitempty).
+func appendUsage(dst []byte, u *message.Usage) []byte {
+	dst = append(dst, '{')
+	first := true
+	for _, f := range [...]struct {
+		name string
+		n    int64
+	}{
+		{"input_tokens", u.InputTokens}, {"output_tokens", u.OutputTokens}, {"cached_tokens", u.CachedTokens},
+		{"cache_creation_tokens", u.CacheCreationTokens}, {"reasoning_tokens", u.ReasoningTokens},
+	} {
+		if f.n == 0 {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, '"')
+		dst = append(dst, f.name...)
+		dst = append(dst, '"', ':')
+		dst = strconv.AppendInt(dst, f.n, 10)
+	}
+	return append(dst, '}')
 }
