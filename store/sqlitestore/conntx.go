@@ -14,7 +14,7 @@ import (
 // per transaction, to roll it back when its context ends, and on a loaded
 // machine waking it and ending it cost a checkpoint step (a transaction of
 // one INSERT) about half as much again as a bare INSERT (bench/RESULTS.md:
-// the step 2.2–2.3× the insert before, 1.75–1.8× after). The store's
+// the step 2.06–2.17× the insert before, 1.64–1.72× after). The store's
 // transactions outlive their contexts anyway (see group.go). As a *sql.Tx's, its statements are refused once their
 // context has ended, and never interrupted once started.
 //
