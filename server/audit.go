@@ -39,12 +39,9 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *Caller) er
 	if err != nil {
 		return err
 	}
-	out := wire.List[wire.AuditEvent]{Object: "list", Data: make([]wire.AuditEvent, 0, len(page.Events)), NextCursor: page.NextCursor, HasMore: page.NextCursor != ""}
-	for _, ev := range page.Events {
-		out.Data = append(out.Data, wire.AuditEvent{ID: ev.ID, Object: "audit_event", Kind: ev.Kind, KeyID: ev.KeyID, Actor: ev.Actor, Owner: ev.OwnerID,
+	return writePage(w, page.Events, page.NextCursor, func(ev *store.AuditEvent) wire.AuditEvent {
+		return wire.AuditEvent{ID: ev.ID, Object: "audit_event", Kind: ev.Kind, KeyID: ev.KeyID, Actor: ev.Actor, Owner: ev.OwnerID,
 			RequestID: ev.RequestID, ThreadID: ev.ThreadID, RunID: ev.RunID, InterruptID: ev.InterruptID, Network: ev.Network, Detail: ev.Detail,
-			CreatedAt: ev.CreatedAt})
-	}
-	WriteJSON(w, http.StatusOK, out)
-	return nil
+			CreatedAt: ev.CreatedAt}
+	})
 }

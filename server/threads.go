@@ -133,9 +133,15 @@ func (s *Server) listThreads(w http.ResponseWriter, r *http.Request, c *Caller) 
 	if err != nil {
 		return err
 	}
-	out := wire.List[wire.Thread]{Object: "list", Data: make([]wire.Thread, 0, len(page.Threads)), NextCursor: page.NextCursor, HasMore: page.NextCursor != ""}
-	for _, th := range page.Threads {
-		out.Data = append(out.Data, threadDTO(th))
+	return writePage(w, page.Threads, page.NextCursor, threadDTO)
+}
+
+// writePage answers a page of a list route: its items as dto gives them,
+// and the cursor of the next page ("" after the last).
+func writePage[T, D any](w http.ResponseWriter, items []T, next string, dto func(T) D) error {
+	out := wire.List[D]{Object: "list", Data: make([]D, 0, len(items)), NextCursor: next, HasMore: next != ""}
+	for _, it := range items {
+		out.Data = append(out.Data, dto(it))
 	}
 	WriteJSON(w, http.StatusOK, out)
 	return nil

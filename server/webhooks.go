@@ -25,15 +25,11 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request, c
 	if err != nil {
 		return err
 	}
-	out := wire.List[wire.WebhookDelivery]{Object: "list", Data: make([]wire.WebhookDelivery, 0, len(page.Deliveries)),
-		NextCursor: page.NextCursor, HasMore: page.NextCursor != ""}
-	for _, d := range page.Deliveries {
-		out.Data = append(out.Data, wire.WebhookDelivery{ID: d.ID, Object: "webhook_delivery", WebhookID: d.WebhookID, Type: d.EventType,
+	return writePage(w, page.Deliveries, page.NextCursor, func(d *store.WebhookDelivery) wire.WebhookDelivery {
+		return wire.WebhookDelivery{ID: d.ID, Object: "webhook_delivery", WebhookID: d.WebhookID, Type: d.EventType,
 			URL: d.URL, Target: d.Target, ThreadID: d.ThreadID, RunID: d.RunID, Network: d.Network, Attempt: d.Attempt, StatusCode: d.StatusCode,
-			Error: d.Error, DurationMS: d.Duration.Milliseconds(), Final: d.Final, CreatedAt: d.CreatedAt})
-	}
-	WriteJSON(w, http.StatusOK, out)
-	return nil
+			Error: d.Error, DurationMS: d.Duration.Milliseconds(), Final: d.Final, CreatedAt: d.CreatedAt}
+	})
 }
 
 // webhookSecret is POST /v1/webhooks/secret {"url": …}: the secret that
