@@ -41,11 +41,7 @@ func TestControlAcrossReplicas(t *testing.T) {
 		b := &api{key: c.api.key, base: c.serves[1].url}
 
 		t.Run("Cancel", func(t *testing.T) {
-			thread, err := b.createThread(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
+			thread, run, end := streamNew(ctx, t, b)
 			var got runResult
 			if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil {
 				t.Fatalf("cancel on replica 0: %v", err)
@@ -72,11 +68,7 @@ func TestControlAcrossReplicas(t *testing.T) {
 		})
 
 		t.Run("Interrupt", func(t *testing.T) {
-			thread, err := b.createThread(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
+			thread, run, end := streamNew(ctx, t, b)
 			var queued runResult
 			if err := a.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs",
 				map[string]any{"input": paths["inline"][1], "multitask_strategy": "interrupt"}, &queued); err != nil {
@@ -97,11 +89,7 @@ func TestControlAcrossReplicas(t *testing.T) {
 			// each request lands on either replica.
 			lb := c.api
 			for i := range 4 {
-				thread, err := lb.createThread(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				run, end := streamOn(ctx, t, lb, thread, paths["inline"][0])
+				thread, run, end := streamNew(ctx, t, lb)
 				var got runResult
 				if err := lb.do(ctx, http.MethodPost, "/v1/threads/"+thread+"/runs/"+run+"/cancel", nil, &got); err != nil || got.Status != "cancelled" {
 					t.Fatalf("cancel %d through the balancer: %+v %v", i, got, err)
@@ -193,11 +181,7 @@ func TestControlAcrossReplicas(t *testing.T) {
 			// The replica executing the run is SIGKILLed mid-run: the
 			// cancel on the other ends it in the database after
 			// StopWait, and nothing adopts it afterwards.
-			thread, err := b.createThread(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			run, end := streamOn(ctx, t, b, thread, paths["inline"][0])
+			thread, run, end := streamNew(ctx, t, b)
 			c.serves[1].kill()
 			<-end
 			var got runResult
@@ -218,6 +202,18 @@ func TestControlAcrossReplicas(t *testing.T) {
 			}
 		})
 	})
+}
+
+// streamNew creates a thread on on and streams its first inline input
+// there (streamOn).
+func streamNew(ctx context.Context, t *testing.T, on *api) (thread, run string, end <-chan *runner.RunEndEvent) {
+	t.Helper()
+	thread, err := on.createThread(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, end = streamOn(ctx, t, on, thread, paths["inline"][0])
+	return thread, run, end
 }
 
 // streamOn starts a run of input on thread through on and returns its id
