@@ -124,21 +124,14 @@ func (h *a2aHandler) stream(ctx context.Context, run *server.Run, from server.Cu
 
 // OnGetTask returns a task as it is now.
 func (h *a2aHandler) OnGetTask(ctx context.Context, q *a2a.TaskQueryParams) (*a2a.Task, error) {
-	if q == nil || q.ID == "" {
-		return nil, fmt.Errorf("%w: id is required", a2a.ErrInvalidParams)
+	if q == nil {
+		q = &a2a.TaskQueryParams{}
 	}
-	run, err := h.run(ctx, string(q.ID))
+	run, err := h.task(ctx, q.ID)
 	if err != nil {
-		return nil, a2aError(err)
+		return nil, err
 	}
-	f := newTaskFold(run)
-	now, cancel := context.WithCancel(ctx)
-	cancel() // what is there now, without waiting
-	_ = h.s.c.Events(now, run, server.Cursor{}, func(e server.Entry) bool {
-		f.add(e)
-		return true
-	})
-	return f.task(q.HistoryLength), nil
+	return h.taskNow(ctx, run).task(q.HistoryLength), nil
 }
 
 // OnCancelTask cancels the task's run, as POST
@@ -146,12 +139,12 @@ func (h *a2aHandler) OnGetTask(ctx context.Context, q *a2a.TaskQueryParams) (*a2
 // stops at its next safe boundary, keeping what it did, wherever it
 // executes. A finished task is not cancelable.
 func (h *a2aHandler) OnCancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2a.Task, error) {
-	if p == nil || p.ID == "" {
-		return nil, fmt.Errorf("%w: id is required", a2a.ErrInvalidParams)
+	if p == nil {
+		p = &a2a.TaskIDParams{}
 	}
-	run, err := h.run(ctx, string(p.ID))
+	run, err := h.task(ctx, p.ID)
 	if err != nil {
-		return nil, a2aError(err)
+		return nil, err
 	}
 	run, err = h.s.c.Cancel(ctx, h.c, h.nw, run.ThreadID(), run.ID())
 	var fe *threads.FinishedError
@@ -161,14 +154,7 @@ func (h *a2aHandler) OnCancelTask(ctx context.Context, p *a2a.TaskIDParams) (*a2
 	case err != nil:
 		return nil, a2aError(err)
 	}
-	f := newTaskFold(run)
-	now, cancel := context.WithCancel(ctx)
-	cancel()
-	_ = h.s.c.Events(now, run, server.Cursor{}, func(e server.Entry) bool {
-		f.add(e)
-		return true
-	})
-	t := f.task(nil)
+	t := h.taskNow(ctx, run).task(nil)
 	// The run's entry in this process may not have caught up with its end
 	// yet (another process executed it): the store says it is cancelled.
 	t.Status.State = a2a.TaskStateCanceled
@@ -287,6 +273,28 @@ func (h *a2aHandler) answer(ctx context.Context, m *a2a.Message, in *a2aInput, p
 		return nil, err
 	}
 	return s.c.Resume(ctx, c, nw, cp, decisions)
+}
+
+// taskNow folds the run's events as they are now, without waiting.
+func (h *a2aHandler) taskNow(ctx context.Context, run *server.Run) *taskFold {
+	f := newTaskFold(run)
+	now, cancel := context.WithCancel(ctx)
+	cancel() // what is there now, without waiting
+	_ = h.s.c.Events(now, run, server.Cursor{}, func(e server.Entry) bool {
+		f.add(e)
+		return true
+	})
+	return f
+}
+
+// task returns the run of the task a request names by id (required), its
+// error an A2A error.
+func (h *a2aHandler) task(ctx context.Context, id a2a.TaskID) (*server.Run, error) {
+	if id == "" {
+		return nil, fmt.Errorf("%w: id is required", a2a.ErrInvalidParams)
+	}
+	run, err := h.run(ctx, string(id))
+	return run, a2aError(err)
 }
 
 // run returns a run of the caller on this network, by id.
