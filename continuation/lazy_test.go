@@ -98,20 +98,7 @@ func TestLazyClaim(t *testing.T) {
 				b.start(t)
 				if flush {
 					// The tool runs: the first draft flush claims the run.
-					deadline := time.Now().Add(30 * time.Second)
-					for {
-						m, err := b.st.GetMessage(ctx, &store.GetMessageParams{OwnerID: owner, ID: h.MessageID})
-						if err != nil {
-							t.Fatal(err)
-						}
-						if m.Status == message.StatusStreaming {
-							break
-						}
-						if time.Now().After(deadline) {
-							t.Fatalf("placeholder still %s", m.Status)
-						}
-						time.Sleep(5 * time.Millisecond)
-					}
+					b.waitStatus(t, h.MessageID, 30*time.Second, message.StatusStreaming)
 					jr, err := b.st.GetJobRun(ctx, &store.GetJobRunParams{OwnerID: owner, ID: h.JobRun.ID})
 					if err != nil {
 						t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -325,13 +326,20 @@ func (b *bundle) handOver(t testing.TB) (threadID, runID string, h *Handover) {
 // waitMessage waits until the placeholder is final.
 func (b *bundle) waitMessage(t testing.TB, id string, d time.Duration) *store.Message {
 	t.Helper()
+	return b.waitStatus(t, id, d, message.StatusCompleted, message.StatusError)
+}
+
+// waitStatus waits up to d until the placeholder id has one of statuses,
+// failing t when it has not.
+func (b *bundle) waitStatus(t testing.TB, id string, d time.Duration, statuses ...message.Status) *store.Message {
+	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
 		m, err := b.st.GetMessage(context.Background(), &store.GetMessageParams{OwnerID: owner, ID: id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Status == message.StatusCompleted || m.Status == message.StatusError {
+		if slices.Contains(statuses, m.Status) {
 			return m
 		}
 		if time.Now().After(deadline) {
