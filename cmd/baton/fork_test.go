@@ -139,7 +139,14 @@ func forkedRunAfterKill(t *testing.T, bin, db string) {
 	if err := json.Unmarshal([]byte(first), &start); err != nil || start.ThreadID == "" {
 		t.Fatalf("run_start %q: %v", first, err)
 	}
+	// A second run: the first is no longer the source's latest, so the fork
+	// shares its rows instead of copying them. It fails (triage's script
+	// has one step, spent by the first run); that it ran is what counts.
+	if out, _ := exec.Command(bin, "run", "--database", db, net, "--thread", start.ThreadID, "Any news?").CombinedOutput(); !strings.Contains(string(out), "── run run_") || strings.Contains(string(out), start.RunID) {
+		t.Fatalf("the source's second run:\n%s", out)
+	}
 	source := threadText(t, db, start.ThreadID)
+	sourceIDs := messageIDs(t, db, start.ThreadID)
 
 	cmd := exec.Command(bin, "run", "--json", "--database", db, net, "--fork", start.ThreadID+"@"+start.RunID+"-m1", "Please check again")
 	var stdout, stderr logtest.Buffer
@@ -174,6 +181,11 @@ func forkedRunAfterKill(t *testing.T, bin, db string) {
 	if err != nil || !strings.Contains(string(out), "completed") {
 		t.Fatalf("resume the fork's run: %v\n%s", err, out)
 	}
+	// The fork reads its first message through the source: the source's
+	// row, with its id; a copy would have a new one.
+	if ids := messageIDs(t, db, forkStart.ThreadID); len(ids) < 2 || len(sourceIDs) < 2 || ids[0] != sourceIDs[0] || ids[1] == sourceIDs[1] {
+		t.Errorf("the fork's message ids %v, the source's %v: want the first shared", ids, sourceIDs)
+	}
 	got := threadText(t, db, forkStart.ThreadID)
 	want := "user: I was charged twice\nuser: Please check again\n"
 	if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, "assistant: The duplicate charge on order 1234 will be reversed.\n") {
@@ -187,17 +199,8 @@ func forkedRunAfterKill(t *testing.T, bin, db string) {
 // threadText renders a thread of the local owner: role and text per message.
 func threadText(t *testing.T, db, thread string) string {
 	t.Helper()
-	st, err := open.Open(t.Context(), db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	msgs, err := st.ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "local", ThreadID: thread})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var b strings.Builder
-	for _, m := range msgs {
+	for _, m := range threadMessages(t, db, thread) {
 		if m.Text() != "" {
 			b.WriteString(string(m.Role) + ": " + m.Text() + "\n")
 		}
@@ -226,4 +229,29 @@ func FuzzParseRetention(f *testing.F) {
 			t.Fatalf("parseRetention(%q) = %v, String %q reads %v, %v", s, d, r.String(), again, err)
 		}
 	})
+}
+
+// messageIDs returns the ids of a thread's messages of the local owner, in order.
+func messageIDs(t *testing.T, db, thread string) []string {
+	t.Helper()
+	var ids []string
+	for _, m := range threadMessages(t, db, thread) {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// threadMessages lists a thread's messages of the local owner.
+func threadMessages(t *testing.T, db, thread string) []*store.Message {
+	t.Helper()
+	st, err := open.Open(t.Context(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	msgs, err := st.ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "local", ThreadID: thread})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
 }
