@@ -42,10 +42,20 @@ func FuzzParseForkPoint(f *testing.F) {
 // checkpoint where a run waits for an approval, the fork waits for its own
 // decision and baton resume gives it; at the first message, edited, a run
 // on the fork goes where the edited message leads. Bad forms are usage
-// errors.
+// errors. SQLite and PostgreSQL.
 func TestRunFork(t *testing.T) {
 	t.Parallel()
-	db := "sqlite:" + filepath.Join(t.TempDir(), "baton.db")
+	t.Run("SQLite", func(t *testing.T) {
+		t.Parallel()
+		runFork(t, "sqlite:"+filepath.Join(t.TempDir(), "baton.db"))
+	})
+	t.Run("Postgres", func(t *testing.T) {
+		t.Parallel()
+		runFork(t, postgresSchema(t))
+	})
+}
+
+func runFork(t *testing.T, db string) {
 	net := filepath.Join("..", "..", "examples", "support", "network.yaml")
 	code, out, errOut := runCLI(t, "run", "--database", db, net, "I want a refund for order 1234")
 	if code != 0 {
@@ -106,23 +116,30 @@ func TestForkedRunResumesAfterSIGKILL(t *testing.T) {
 	})
 	t.Run("Postgres", func(t *testing.T) {
 		t.Parallel()
-		u := testdb.URL(t)
-		schema := testdb.Schema(t, u)
-		conn, err := pgx.Connect(t.Context(), u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = conn.Exec(t.Context(), "CREATE SCHEMA "+schema)
-		conn.Close(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		sep := "?"
-		if strings.Contains(u, "?") {
-			sep = "&"
-		}
-		forkedRunAfterKill(t, bin, u+sep+"search_path="+schema)
+		forkedRunAfterKill(t, bin, postgresSchema(t))
 	})
+}
+
+// postgresSchema returns the test database's URL (testdb.URL; the test is
+// skipped without one) with search_path set to a new schema of the test.
+func postgresSchema(t *testing.T) string {
+	t.Helper()
+	u := testdb.URL(t)
+	schema := testdb.Schema(t, u)
+	conn, err := pgx.Connect(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(t.Context(), "CREATE SCHEMA "+schema)
+	conn.Close(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "search_path=" + schema
 }
 
 func forkedRunAfterKill(t *testing.T, bin, db string) {
