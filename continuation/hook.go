@@ -68,13 +68,9 @@ type extension struct {
 
 func (e extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 	s, st := e.s, b.State
-	tx, ok := b.Tx.(store.Tx)
-	if !ok {
-		return errors.New("continuation: the checkpointer gives no store transaction (use package threads)")
-	}
-	owner, ok := store.OwnerFromContext(ctx)
-	if !ok {
-		return errors.New("continuation: the run's context carries no owner (use package threads)")
+	tx, owner, err := store.CheckpointTx(ctx, b.Tx, "continuation")
+	if err != nil {
+		return err
 	}
 	if jc := jobFrom(ctx); jc != nil && jc.args.RunID == st.RunID && jc.args.OwnerID == owner {
 		jc.saved.Store(int64(st.Seq))

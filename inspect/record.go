@@ -51,13 +51,9 @@ func (e *extension) AtBoundary(ctx context.Context, b *runner.Boundary) error {
 	if len(b.Calls) == 0 {
 		return nil
 	}
-	tx, ok := b.Tx.(store.Tx)
+	tx, owner, ok, err := store.CheckpointTxIf(ctx, b.Tx, "inspect: calls", b.State.RunID)
 	if !ok {
-		return nil
-	}
-	owner, ok := store.OwnerFromContext(ctx)
-	if !ok {
-		return fmt.Errorf("inspect: calls of run %s: the run's context has no owner", b.State.RunID)
+		return err
 	}
 	recs := make([]*store.CallRecord, len(b.Calls))
 	for i := range b.Calls {

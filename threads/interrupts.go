@@ -52,13 +52,9 @@ func (interruptExtension) AtBoundary(ctx context.Context, b *runner.Boundary) er
 	if b.Answered == "" && (st.Status != runstate.StatusInterrupted || st.Interrupt == nil) {
 		return nil
 	}
-	tx, ok := b.Tx.(store.Tx)
+	tx, owner, ok, err := store.CheckpointTxIf(ctx, b.Tx, "threads: interrupt", st.RunID)
 	if !ok {
-		return nil
-	}
-	owner, ok := store.OwnerFromContext(ctx)
-	if !ok {
-		return fmt.Errorf("threads: interrupt of run %s: the run's context has no owner", st.RunID)
+		return err
 	}
 	if b.Answered != "" {
 		decision, _ := json.Marshal(RunInterruptDecision{Decisions: b.Decisions})

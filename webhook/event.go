@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -180,13 +179,9 @@ func (s *Service) atBoundary(ctx context.Context, ins Inserter, network []string
 	if typ == "" {
 		return nil
 	}
-	tx, ok := b.Tx.(store.Tx)
-	if !ok {
-		return errors.New("webhook: the checkpointer gives no store transaction (use package threads)")
-	}
-	owner, ok := store.OwnerFromContext(ctx)
-	if !ok {
-		return errors.New("webhook: the run's context carries no owner (use package threads)")
+	tx, owner, err := store.CheckpointTx(ctx, b.Tx, "webhook")
+	if err != nil {
+		return err
 	}
 	return s.record(ctx, ins, network, tx, owner, b.State, b.CheckpointID, typ)
 }
