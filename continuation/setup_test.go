@@ -18,6 +18,7 @@ import (
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/draft"
 	"github.com/batonhq/baton/internal/backendtest"
+	"github.com/batonhq/baton/internal/runtest"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
@@ -296,18 +297,8 @@ func (b *bundle) start(t testing.TB) {
 // turn runs one inline turn on a new thread with the hand-over options.
 func (b *bundle) turn(t testing.TB, input string) (threadID, runID string, end *runner.RunEndEvent) {
 	t.Helper()
-	for ev, err := range b.svc.Turn(context.Background(), owner, input, threads.TurnOptions{RunOptions: b.cont.RunOptions()}) {
-		if err != nil {
-			t.Fatalf("turn: %v", err)
-		}
-		switch e := ev.(type) {
-		case *runner.RunStartEvent:
-			threadID, runID = e.ThreadID, e.RunID
-		case *runner.RunEndEvent:
-			end = e
-		}
-	}
-	return threadID, runID, end
+	r := runtest.Collect(t, b.svc.Turn(context.Background(), owner, input, threads.TurnOptions{RunOptions: b.cont.RunOptions()}), nil)
+	return r.ThreadID(), r.RunID(), r.End
 }
 
 // handOver runs an inline turn on a new thread that asks about an order,

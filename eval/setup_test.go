@@ -13,6 +13,7 @@ import (
 
 	"github.com/batonhq/baton/eval"
 	"github.com/batonhq/baton/eval/evalset"
+	"github.com/batonhq/baton/internal/runtest"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/netspec"
@@ -54,37 +55,15 @@ func recordOn(t *testing.T, st store.Store, file string, convs ...conversation) 
 	for _, conv := range convs {
 		thread := ""
 		for _, input := range conv {
-			res := drain(t, n.Threads.Turn(ctx, "acme", input, threads.TurnOptions{ThreadID: thread}))
-			thread = res.ThreadID
-			if res.Status == runstate.StatusInterrupted {
-				drain(t, n.Threads.Resume(ctx, "acme", res.RunID, runner.WithDecisions(runner.Decision{Type: runner.DecisionApprove})))
+			res := runtest.Collect(t, n.Threads.Turn(ctx, "acme", input, threads.TurnOptions{ThreadID: thread}), nil)
+			thread = res.ThreadID()
+			if res.Status() == runstate.StatusInterrupted {
+				runtest.Collect(t, n.Threads.Resume(ctx, "acme", res.RunID(), runner.WithDecisions(runner.Decision{Type: runner.DecisionApprove})), nil)
 			}
 		}
 		ids = append(ids, thread)
 	}
 	return ids
-}
-
-type ran struct {
-	RunID, ThreadID string
-	Status          runstate.Status
-}
-
-func drain(t *testing.T, events iter.Seq2[runner.Event, error]) ran {
-	t.Helper()
-	var r ran
-	for ev, err := range events {
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch ev := ev.(type) {
-		case *runner.RunStartEvent:
-			r.RunID, r.ThreadID = ev.RunID, ev.ThreadID
-		case *runner.RunEndEvent:
-			r.Status = ev.Status
-		}
-	}
-	return r
 }
 
 // support loads the support network as export takes it.

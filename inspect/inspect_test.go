@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/inspect"
+	"github.com/batonhq/baton/internal/runtest"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -42,22 +43,11 @@ type ended struct {
 // turn runs one turn and returns its run_end.
 func turn(t *testing.T, events func(func(runner.Event, error) bool)) ended {
 	t.Helper()
-	var end ended
-	for ev, err := range events {
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch e := ev.(type) {
-		case *runner.RunStartEvent:
-			end.RunID = e.RunID
-		case *runner.RunEndEvent:
-			end.RunEndEvent = e
-		}
-	}
-	if end.RunEndEvent == nil {
+	r := runtest.Collect(t, events, nil)
+	if r.End == nil {
 		t.Fatal("no run_end")
 	}
-	return end
+	return ended{RunEndEvent: r.End, RunID: r.RunID()}
 }
 
 // eachRefund runs test on each backend, in parallel, on a fresh store

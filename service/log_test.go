@@ -12,9 +12,9 @@ import (
 
 	"github.com/batonhq/baton/agent"
 	"github.com/batonhq/baton/internal/logtest"
+	"github.com/batonhq/baton/internal/runtest"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/model/scripted"
-	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/service/servicetest"
@@ -68,19 +68,10 @@ func TestRunLog(t *testing.T) {
 		svc := servicetest.Started(t, service.Config{Store: open(t), Networks: []service.Definition{slowNetwork(t)}, Workers: 1,
 			Telemetry: tel, Logger: log})
 		n, _ := svc.Network("shop")
-		var runID string
-		for ev, err := range n.Threads.Turn(ctx, "ann", "Ship order 1234", threads.TurnOptions{RunOptions: n.Continuation.RunOptions()}) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch e := ev.(type) {
-			case *runner.RunStartEvent:
-				runID = e.RunID
-			case *runner.RunEndEvent:
-				if e.Status != runstate.StatusSuspended {
-					t.Fatalf("inline run ended %s, want suspended", e.Status)
-				}
-			}
+		ran := runtest.Collect(t, n.Threads.Turn(ctx, "ann", "Ship order 1234", threads.TurnOptions{RunOptions: n.Continuation.RunOptions()}), nil)
+		runID := ran.RunID()
+		if e := ran.End; e != nil && e.Status != runstate.StatusSuspended {
+			t.Fatalf("inline run ended %s, want suspended", e.Status)
 		}
 		var ended []map[string]any
 		for deadline := time.Now().Add(30 * time.Second); len(ended) < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {

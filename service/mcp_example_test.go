@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/internal/runtest"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/service"
@@ -22,13 +23,8 @@ type notesRun struct {
 func collectNotes(t *testing.T, events func(yield func(runner.Event, error) bool)) *notesRun {
 	t.Helper()
 	r := &notesRun{results: map[string]string{}}
-	for ev, err := range events {
-		if err != nil {
-			t.Fatal(err)
-		}
+	ran := runtest.Collect(t, events, func(ev runner.Event) {
 		switch e := ev.(type) {
-		case *runner.RunStartEvent:
-			r.runID, r.thread = e.RunID, e.ThreadID
 		case *runner.ToolResultEvent:
 			if e.Error != "" {
 				r.results[e.Name] = "error: " + e.Error
@@ -37,10 +33,9 @@ func collectNotes(t *testing.T, events func(yield func(runner.Event, error) bool
 			}
 		case *runner.InterruptEvent:
 			r.intr = e
-		case *runner.RunEndEvent:
-			r.end = e
 		}
-	}
+	})
+	r.runID, r.thread, r.end = ran.RunID(), ran.ThreadID(), ran.End
 	if r.end == nil {
 		t.Fatal("the run never ended")
 	}

@@ -14,6 +14,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/batonhq/baton/internal/runtest"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -48,20 +49,9 @@ func TestWebhooks(t *testing.T) {
 		}
 		own.SetSecret(t, "/own", ownSecret)
 		n, _ := svc.Network("support")
-		var end *runner.RunEndEvent
-		var start *runner.RunStartEvent
-		for ev, err := range n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234",
-			threads.TurnOptions{RunOptions: []runner.RunOption{runner.WithValues(webhook.RunValues(own.URL + "/own"))}}) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			switch e := ev.(type) {
-			case *runner.RunEndEvent:
-				end = e
-			case *runner.RunStartEvent:
-				start = e
-			}
-		}
+		ran := runtest.Collect(t, n.Threads.Turn(ctx, "ann", "I was charged twice for order 1234",
+			threads.TurnOptions{RunOptions: []runner.RunOption{runner.WithValues(webhook.RunValues(own.URL + "/own"))}}), nil)
+		start, end := ran.Start, ran.End
 		if end == nil || start == nil {
 			t.Fatal("no run end")
 		}
