@@ -317,8 +317,14 @@ func (e *Engine) ListMessages(ctx context.Context, p *store.ListMessagesParams) 
 			return nil, err
 		}
 		out, err := queryAll(ctx, q, []*store.Message{}, scanMessage, query, args...)
-		if err != nil || complete(out, p, next) {
-			return out, err
+		if err != nil {
+			return nil, err
+		}
+		if p.Last && p.Limit > 0 {
+			slices.Reverse(out) // read in descending order
+		}
+		if complete(out, p, next) {
+			return out, nil
 		}
 		// Positions missing: a fork's, which its sources hold.
 		src, seq, err := forkOf(ctx, q, p.OwnerID, p.ThreadID)
@@ -334,29 +340,21 @@ func (e *Engine) ListMessages(ctx context.Context, p *store.ListMessagesParams) 
 	if err != nil {
 		return nil, err
 	}
-	if p.Last && p.Limit > 0 && len(out) > 1 && out[0].Seq > out[1].Seq {
-		slices.Reverse(out)
-	}
 	return out, nil
 }
 
 // complete reports whether out, the thread's own rows that ListMessages
-// p read (in descending order for p.Last with p.Limit), are every message
-// it asks for of a thread whose last position is next: a thread's
-// positions are numbered without gaps, so rows are missing only where a
-// fork reads its source's.
+// p read (in position order), are every message it asks for of a thread
+// whose last position is next: a thread's positions are numbered without
+// gaps, so rows are missing only where a fork reads its source's.
 func complete(out []*store.Message, p *store.ListMessagesParams, next int64) bool {
 	if len(out) == 0 {
 		return next <= p.AfterSeq
 	}
-	if p.Limit > 0 && len(out) == p.Limit && p.Last {
+	if p.Last && p.Limit > 0 && len(out) == p.Limit {
 		return true
 	}
-	first := out[0].Seq
-	if p.Last && p.Limit > 0 {
-		first = out[len(out)-1].Seq
-	}
-	return first == p.AfterSeq+1
+	return out[0].Seq == p.AfterSeq+1
 }
 
 // The texts of appendInOne (without and with the thread's columns) and of
