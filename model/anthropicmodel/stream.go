@@ -72,11 +72,7 @@ func (m *Model) stream(ctx context.Context, req *model.Request, yield func(model
 			yield(model.Chunk{}, httperr.Canceled(ctx, Provider))
 			return
 		}
-		err := body.Eventless(Provider, requestID, m.cfg.APIKey)
-		if err == nil {
-			err = httperr.Incomplete(Provider, requestID, "message_stop")
-		}
-		yield(model.Chunk{}, err)
+		yield(model.Chunk{}, body.Cut(Provider, requestID, "message_stop", m.cfg.APIKey))
 		return
 	}
 	acc.finish(yield)

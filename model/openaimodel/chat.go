@@ -170,14 +170,10 @@ func chatMessage(msg *message.Message) ([]openai.ChatCompletionMessageParamUnion
 			case message.PartText:
 				text.WriteString(pt.Text)
 			case message.PartToolCall:
-				args := string(pt.Arguments)
-				if strings.TrimSpace(args) == "" {
-					args = "{}"
-				}
 				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
 					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
 						ID:       pt.CallID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: pt.Name, Arguments: args},
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: pt.Name, Arguments: callArgs(pt)},
 					},
 				})
 			case message.PartReasoning:
@@ -237,4 +233,13 @@ func imageURL(p *message.Part) (string, error) {
 		mt = http.DetectContentType(p.Data)
 	}
 	return "data:" + mt + ";base64," + base64.StdEncoding.EncodeToString(p.Data), nil
+}
+
+// callArgs is the arguments of a tool call part as the APIs take them back:
+// blank arguments are the empty object.
+func callArgs(pt *message.Part) string {
+	if strings.TrimSpace(string(pt.Arguments)) == "" {
+		return "{}"
+	}
+	return string(pt.Arguments)
 }

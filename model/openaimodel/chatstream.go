@@ -1,7 +1,6 @@
 package openaimodel
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -32,29 +31,20 @@ func (m *Model) streamChat(ctx context.Context, req *model.Request, yield func(m
 	if body == nil {
 		return
 	}
-	dec := ssestream.NewDecoder(res)
-	sawDone := false
-	for !sawDone && dec.Next() {
-		data := bytes.TrimSpace(dec.Event().Data)
-		if len(data) == 0 {
-			continue
-		}
-		if bytes.Equal(data, []byte("[DONE]")) {
-			sawDone = true
-			break
-		}
+	ev := events{dec: ssestream.NewDecoder(res)}
+	for data := range ev.all {
 		var c openai.ChatCompletionChunk
 		if !m.decodeChat(acc.requestID, data, &c, "malformed stream event", yield) || !acc.addChunk(&c, yield) {
 			return
 		}
 	}
-	if !sawDone {
-		if err := m.unfinished(ctx, acc.requestID, dec, body); err != nil {
+	if !ev.done {
+		if err := m.unfinished(ctx, acc.requestID, ev.dec, body, ""); err != nil {
 			yield(model.Chunk{}, err)
 			return
 		}
 	}
-	acc.finish(sawDone, yield)
+	acc.finish(ev.done, yield)
 }
 
 // chatJSON accepts a whole (non-streamed) completion b from a server that

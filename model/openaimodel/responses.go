@@ -203,11 +203,7 @@ func (m *Model) assistantItems(msg *message.Message) ([]responses.ResponseInputI
 			out = append(out, responses.ResponseInputItemUnionParam{OfReasoning: r})
 		case message.PartToolCall:
 			flush()
-			args := string(pt.Arguments)
-			if strings.TrimSpace(args) == "" {
-				args = "{}"
-			}
-			fc := &responses.ResponseFunctionToolCallParam{Arguments: args, CallID: pt.CallID, Name: pt.Name}
+			fc := &responses.ResponseFunctionToolCallParam{Arguments: callArgs(pt), CallID: pt.CallID, Name: pt.Name}
 			if strings.HasPrefix(pt.ID, "fc") {
 				fc.ID = param.NewOpt(pt.ID)
 			}

@@ -1,7 +1,6 @@
 package openaimodel
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,15 +29,8 @@ func (m *Model) streamResponses(ctx context.Context, req *model.Request, yield f
 	if body == nil {
 		return
 	}
-	dec := ssestream.NewDecoder(res)
-	for !acc.terminal && dec.Next() {
-		data := bytes.TrimSpace(dec.Event().Data)
-		if len(data) == 0 {
-			continue
-		}
-		if bytes.Equal(data, []byte("[DONE]")) {
-			break
-		}
+	ev := events{dec: ssestream.NewDecoder(res)}
+	for data := range ev.all {
 		var e responses.ResponseStreamEventUnion
 		if err := json.Unmarshal(data, &e); err != nil {
 			yield(model.Chunk{}, httperr.InvalidEvent(m.provider, acc.requestID, "malformed stream event", data, err, m.cfg.APIKey))
@@ -51,13 +43,12 @@ func (m *Model) streamResponses(ctx context.Context, req *model.Request, yield f
 		if !acc.add(&e, data, yield) {
 			return
 		}
+		if acc.terminal {
+			break
+		}
 	}
 	if !acc.terminal {
-		err := m.unfinished(ctx, acc.requestID, dec, body)
-		if err == nil {
-			err = httperr.Incomplete(m.provider, acc.requestID, "response.completed")
-		}
-		yield(model.Chunk{}, err)
+		yield(model.Chunk{}, m.unfinished(ctx, acc.requestID, ev.dec, body, "response.completed"))
 		return
 	}
 	acc.finish(yield)

@@ -56,14 +56,43 @@ func (m *Model) eventStream(ctx context.Context, res *http.Response, requestID s
 	}, yield, m.cfg.APIKey)
 }
 
+// events reads the data of an event stream's events, trimmed, skipping
+// events without data, up to a [DONE] line, which sets done.
+type events struct {
+	dec  ssestream.Decoder
+	done bool
+}
+
+// all yields the data of each event until [DONE] or the end of the stream.
+func (e *events) all(yield func([]byte) bool) {
+	for e.dec.Next() {
+		data := bytes.TrimSpace(e.dec.Event().Data)
+		if len(data) == 0 {
+			continue
+		}
+		if bytes.Equal(data, []byte("[DONE]")) {
+			e.done = true
+			return
+		}
+		if !yield(data) {
+			return
+		}
+	}
+}
+
 // unfinished is the error of an event stream that ended before its terminal
 // event: a broken connection, the end of ctx, or a body that holds no event
-// at all; nil when the stream just stopped.
-func (m *Model) unfinished(ctx context.Context, requestID string, dec ssestream.Decoder, body *httperr.Content) error {
+// at all; then, when the API has a terminal event (named by terminal), the
+// stream's having stopped short; nil when terminal is "" and the stream just
+// stopped.
+func (m *Model) unfinished(ctx context.Context, requestID string, dec ssestream.Decoder, body *httperr.Content, terminal string) error {
 	if err := dec.Err(); err != nil || ctx.Err() != nil {
 		return m.streamError(ctx, requestID, err)
 	}
-	return body.Eventless(m.provider, requestID, m.cfg.APIKey)
+	if terminal == "" {
+		return body.Eventless(m.provider, requestID, m.cfg.APIKey)
+	}
+	return body.Cut(m.provider, requestID, terminal, m.cfg.APIKey)
 }
 
 // malformed is the permanent error of a body the adapter cannot use, with a

@@ -214,6 +214,16 @@ func (c *Content) Eventless(provider, requestID string, secrets ...string) error
 	return Malformed(provider, requestID, "the event stream holds no event", c.Head(), nil, secrets...)
 }
 
+// Cut returns the error of an event stream that ended cleanly before its
+// terminal event (named by terminal): the permanent error of [Content.Eventless]
+// when it held no event at all, else the transient one of [Incomplete].
+func (c *Content) Cut(provider, requestID, terminal string, secrets ...string) error {
+	if err := c.Eventless(provider, requestID, secrets...); err != nil {
+		return err
+	}
+	return Incomplete(provider, requestID, terminal)
+}
+
 // ReadAll reads the whole body, up to limit bytes; a longer body is an error.
 func (c *Content) ReadAll(limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(c, limit+1))
