@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/batonhq/baton/internal/schemas"
 )
@@ -30,16 +29,8 @@ func decodedRender(tc *Context) (string, bool) {
 	refs := false
 	var b strings.Builder
 	b.WriteString("<transfer_context from=\"" + tc.From + "\" type=\"" + string(tc.Type) + "\">\n")
-	line := func(s string, n int) string { // oneLine as it was
-		s = strings.Join(strings.Fields(s), " ")
-		if len(s) <= n {
-			return s
-		}
-		cut := n
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return s[:cut] + "…"
+	line := func(s string, n int) string { // oneLine as it was: always through strings.Fields
+		return clip(strings.Join(strings.Fields(s), " "), n)
 	}
 	if tc.Reason != "" {
 		b.WriteString("reason: " + line(tc.Reason, PreviewLimit) + "\n")

@@ -142,6 +142,12 @@ func oneLine(s string, n int) string {
 	if !oneLined(s) {
 		s = strings.Join(strings.Fields(s), " ")
 	}
+	return clip(s, n)
+}
+
+// clip shortens s to at most n bytes, cutting at the start of a rune and
+// marking the cut with "…".
+func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
