@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/internal/httperr"
 	"github.com/batonhq/baton/model/internal/outputschema"
+	"github.com/batonhq/baton/model/internal/sdkconfig"
 )
 
 // Provider is the provider name in errors and reasoning parts.
@@ -98,9 +97,8 @@ func New(cfg Config) (*Model, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = DefaultBaseURL
 	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: BaseURL %q is not an http(s) URL", ErrConfig, cfg.BaseURL)
+	if err := sdkconfig.CheckBaseURL(cfg.BaseURL, ErrConfig); err != nil {
+		return nil, err
 	}
 	if cfg.MaxTokens < 0 {
 		return nil, fmt.Errorf("%w: MaxTokens %d is negative", ErrConfig, cfg.MaxTokens)
@@ -115,23 +113,16 @@ func New(cfg Config) (*Model, error) {
 	default:
 		return nil, fmt.Errorf("%w: StructuredOutput %q is not %q or %q", ErrConfig, cfg.StructuredOutput, OutputNative, OutputTool)
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
-		option.WithHTTPClient(hc),
+		option.WithHTTPClient(sdkconfig.Client(cfg.HTTPClient)),
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0),
 		// baton's telemetry owns the model-call spans.
 		option.WithoutOpenTelemetry(),
 	}
-	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
-		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
-	}
-	client := anthropic.NewClient(opts...)
+	client := anthropic.NewClient(append(opts, sdkconfig.Headers(cfg.Headers, option.WithHeader)...)...)
 	return &Model{cfg: cfg, client: client}, nil
 }
 

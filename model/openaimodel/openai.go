@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"maps"
 	"net/http"
-	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/internal/httperr"
+	"github.com/batonhq/baton/model/internal/sdkconfig"
 )
 
 // APIs.
@@ -123,31 +121,23 @@ func New(cfg Config) (*Model, error) {
 		}
 		cfg.BaseURL = DefaultBaseURL
 	}
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: BaseURL %q is not an http(s) URL", ErrConfig, cfg.BaseURL)
+	if err := sdkconfig.CheckBaseURL(cfg.BaseURL, ErrConfig); err != nil {
+		return nil, err
 	}
 	switch cfg.ReasoningSummary {
 	case "", "auto", "concise", "detailed":
 	default:
 		return nil, fmt.Errorf("%w: ReasoningSummary %q is not auto, concise or detailed", ErrConfig, cfg.ReasoningSummary)
 	}
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
 	// The services are built directly (not through openai.NewClient) so that
 	// no OPENAI_* environment variable leaks into the requests: a compatible
 	// server must never receive the OpenAI key.
-	opts := []option.RequestOption{
-		option.WithHTTPClient(hc),
+	opts := append([]option.RequestOption{
+		option.WithHTTPClient(sdkconfig.Client(cfg.HTTPClient)),
 		option.WithBaseURL(cfg.BaseURL),
 		option.WithAPIKey(cfg.APIKey),
 		option.WithMaxRetries(0),
-	}
-	for _, k := range slices.Sorted(maps.Keys(cfg.Headers)) {
-		opts = append(opts, option.WithHeader(k, cfg.Headers[k]))
-	}
+	}, sdkconfig.Headers(cfg.Headers, option.WithHeader)...)
 	m := &Model{
 		cfg:       cfg,
 		provider:  cfg.Provider,
