@@ -104,18 +104,21 @@ func sameJSON(b []byte, text string) bool {
 	if len(t) == 0 || !json.Valid(t) {
 		return false
 	}
-	var v any
-	if json.Unmarshal(t, &v) != nil {
+	c, ok := canonical(t)
+	if !ok {
 		return false
+	}
+	d, ok := canonical(b)
+	return ok && bytes.Equal(c, d)
+}
+
+// canonical re-encodes the JSON value b as encoding/json writes what it
+// decoded (object keys sorted, no spacing); false when b is not JSON.
+func canonical(b []byte) ([]byte, bool) {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return nil, false
 	}
 	c, err := json.Marshal(v)
-	if err != nil {
-		return false
-	}
-	var w any
-	if json.Unmarshal(b, &w) != nil {
-		return false
-	}
-	d, _ := json.Marshal(w)
-	return bytes.Equal(c, d)
+	return c, err == nil
 }
