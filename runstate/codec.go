@@ -51,6 +51,9 @@ func Encode(s *State) ([]byte, error) {
 	if s == nil {
 		return nil, errors.New("runstate: encode nil state")
 	}
+	if b, ok := appendState(make([]byte, 0, 512+sizeHint(s.Messages)+sizeHint(s.Transcript)), s, SchemaVersion); ok {
+		return b, nil
+	}
 	if s.SchemaVersion != SchemaVersion {
 		c := *s
 		c.SchemaVersion = SchemaVersion

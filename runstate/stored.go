@@ -192,10 +192,17 @@ type storedTime struct {
 // MarshalJSON writes t as Unix nanoseconds if nano and t is of offset 0 and
 // within their range, else as RFC 3339.
 func (t storedTime) MarshalJSON() ([]byte, error) {
-	if _, off := t.t.Zone(); t.nano && off == 0 && t.t.Year() > 1678 && t.t.Year() < 2262 {
+	if t.nano && t.inNanos() {
 		return strconv.AppendInt(nil, t.t.UnixNano(), 10), nil
 	}
 	return t.t.MarshalJSON()
+}
+
+// inNanos reports whether t is of offset 0 and within the range of Unix
+// nanoseconds.
+func (t storedTime) inNanos() bool {
+	_, off := t.t.Zone()
+	return off == 0 && t.t.Year() > 1678 && t.t.Year() < 2262
 }
 
 // UnmarshalJSON reads either form.
@@ -236,6 +243,22 @@ func EncodeStoredVersion(s *State, rows *Rows, version int) ([]byte, error) {
 	if rows == nil {
 		return Encode(s)
 	}
+	v, err := storedOf(s, rows, version)
+	if err != nil {
+		return nil, err
+	}
+	if b, ok := appendStored(make([]byte, 0, 256+sizeHint(s.Transcript[v.TranscriptRows:])), v); ok {
+		return b, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("runstate: encode: %w", err)
+	}
+	return b, nil
+}
+
+// storedOf returns what EncodeStoredVersion writes of s.
+func storedOf(s *State, rows *Rows, version int) (*storedState, error) {
 	if s == nil {
 		return nil, errors.New("runstate: encode nil state")
 	}
@@ -281,11 +304,7 @@ func EncodeStoredVersion(s *State, rows *Rows, version int) ([]byte, error) {
 		v.Transcript = &rest
 	}
 	v.Marks = marks(s.Transcript[:n], v4)
-	b, err := json.Marshal(&v)
-	if err != nil {
-		return nil, fmt.Errorf("runstate: encode: %w", err)
-	}
-	return b, nil
+	return &v, nil
 }
 
 // referableRows is how many of s's first transcript messages the stored
