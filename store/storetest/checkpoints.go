@@ -155,6 +155,12 @@ func testCheckpointFencingParent(t *testing.T, s store.Store, b *bundle) {
 	wantLatest(t, s, b, run, cp2.ID, 2)
 	cp3 := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: newState(run, "", 3), ParentID: cp2.ID}))(t)
 	wantLatest(t, s, b, run, cp3.ID, 3)
+	// What the write returned is what is read back (SQLite reads nothing
+	// back when the parent is given).
+	got := Must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp3.ID}))(t)
+	if got.ParentID != cp3.ParentID || !got.CreatedAt.Equal(cp3.CreatedAt) || got.CreatedAt.Location() != cp3.CreatedAt.Location() {
+		t.Fatalf("read back parent %q at %v, written %q at %v", got.ParentID, got.CreatedAt, cp3.ParentID, cp3.CreatedAt)
+	}
 }
 
 // testCheckpointMessages: messages saved with a checkpoint are appended

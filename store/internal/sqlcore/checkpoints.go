@@ -316,6 +316,8 @@ func (w *checkpointWrite) insert(ctx context.Context, e *Engine, q Querier) erro
 	case len(nms) > 0 && cte:
 		last(q)
 		err = checkpointAppendInOne(ctx, q, args, nms, p.Thread, &created, &parent)
+	case w.pinned(cte):
+		return w.insertPinned(ctx, q, args, now)
 	default:
 		if len(nms) == 0 {
 			last(q)
@@ -399,19 +401,6 @@ func (e *Engine) LatestCheckpoint(ctx context.Context, p *store.LatestCheckpoint
 	}
 	return e.readCheckpoint(ctx, p.OwnerID, op+" of "+what+key, p.Fingerprint, p.NoState, query, p.OwnerID, key)
 }
-
-// insertCheckpoint inserts a checkpoint, fenced (see SaveCheckpoint):
-// $1 id, $2 owner, $3 thread, $4 run, $5 step, $6 status, $7 fingerprint,
-// $8 network, $9 time, $10 state, $11 the expected parent (empty: any). It
-// returns the row's created_at and parent_id, or no row when the fence
-// does not hold.
-const insertCheckpoint = `INSERT INTO checkpoints
-			(id, owner_id, thread_id, run_id, parent_id, step, status, fingerprint, network, created_at, state)
-			SELECT $1, $2, $3, $4, latest.id, $5, $6, $7, $8, $9, $10
-			FROM (SELECT 1 AS one) AS one
-			LEFT JOIN (SELECT id, step FROM checkpoints WHERE owner_id = $2 AND run_id = $4 ORDER BY step DESC LIMIT 1) AS latest ON true
-			WHERE (latest.step IS NULL OR latest.step < $5) AND ($11 = '' OR latest.id = $11)
-			RETURNING created_at, parent_id`
 
 // The texts of checkpointAppendInOne (without and with the thread's
 // columns), of checkpointCreateInOne, and of their deferred forms
