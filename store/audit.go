@@ -54,12 +54,20 @@ func ActorFromContext(ctx context.Context) (Actor, bool) {
 	return a, ok
 }
 
-// AuditEvent is a recorded decision, cancel or key change.
+// AuditEvent is a recorded decision, cancel or key change: the
+// [AppendAuditParams] it was appended with, its ID and its time.
 type AuditEvent struct {
 	// ID is time-ordered (UUIDv7).
-	ID      string
+	ID string
+	AppendAuditParams
+	CreatedAt time.Time
+}
+
+// AppendAuditParams are the params of [Ops.AppendAudit], and what an
+// [AuditEvent] records.
+type AppendAuditParams struct {
 	OwnerID string
-	// Kind is one of the Audit kinds above.
+	// Kind, required, is one of the Audit kinds above.
 	Kind string
 	// KeyID is the API key that acted ([ActorAPIKey]), or the key created
 	// or revoked ([ActorCLI]).
@@ -73,24 +81,8 @@ type AuditEvent struct {
 	RunID       string
 	InterruptID string
 	Network     string
-	// Detail is the kind's JSON: the decision, the key's scopes …
-	Detail    json.RawMessage
-	CreatedAt time.Time
-}
-
-// AppendAuditParams are the params of [Ops.AppendAudit].
-type AppendAuditParams struct {
-	OwnerID string
-	// Kind is required.
-	Kind        string
-	KeyID       string
-	Actor       string
-	RequestID   string
-	ThreadID    string
-	RunID       string
-	InterruptID string
-	Network     string
-	// Detail, when set, must be a JSON value.
+	// Detail is the kind's JSON: the decision, the key's scopes …; when
+	// set, it must be a JSON value.
 	Detail json.RawMessage
 }
 

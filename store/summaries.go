@@ -5,9 +5,19 @@ import (
 	"time"
 )
 
-// ThreadSummary is an approved thread → thread handoff summary.
+// ThreadSummary is an approved thread → thread handoff summary: the
+// [UpsertThreadSummaryParams] it was last written with, its ID and times.
 type ThreadSummary struct {
-	ID        string
+	ID string
+	UpsertThreadSummaryParams
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// UpsertThreadSummaryParams are the params of [Ops.UpsertThreadSummary],
+// and what a [ThreadSummary] records. Threads are not required to exist in
+// this store, so that summaries can be mirrored from another one.
+type UpsertThreadSummaryParams struct {
 	OwnerID   string
 	HandoffID string
 	// AgentID is the assistant whose memory holds the summary.
@@ -15,25 +25,10 @@ type ThreadSummary struct {
 	// ThreadID is the source thread, ChildThreadID the thread it seeded.
 	ThreadID      string
 	ChildThreadID string
-	// Summary is the structured summary ({title, body, tldr}).
+	// Summary is the structured summary ({title, body, tldr}); it must be
+	// valid JSON.
 	Summary json.RawMessage
 	// Markdown is the summary as rendered into the agent's memory.
-	Markdown  string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-// UpsertThreadSummaryParams are the params of [Ops.UpsertThreadSummary].
-// Threads are not required to exist in this store, so that summaries can be
-// mirrored from another one.
-type UpsertThreadSummaryParams struct {
-	OwnerID       string
-	HandoffID     string
-	AgentID       string
-	ThreadID      string
-	ChildThreadID string
-	// Summary must be valid JSON.
-	Summary  json.RawMessage
 	Markdown string
 }
 

@@ -3,12 +3,21 @@ package store
 import "time"
 
 // WebhookDelivery is one attempt to deliver a webhook: its event, where it
-// went and how the receiver answered.
+// went and how the receiver answered (the [AppendWebhookDeliveryParams] it
+// was appended with), its ID and its time.
 type WebhookDelivery struct {
 	// ID is time-ordered (UUIDv7).
-	ID      string
+	ID string
+	AppendWebhookDeliveryParams
+	CreatedAt time.Time
+}
+
+// AppendWebhookDeliveryParams are the params of
+// [Ops.AppendWebhookDelivery], and what a [WebhookDelivery] records.
+type AppendWebhookDeliveryParams struct {
 	OwnerID string
 	// WebhookID is the event's webhook-id, the same on every attempt.
+	// WebhookID, EventType and URL are required.
 	WebhookID string
 	EventType string
 	URL       string
@@ -28,26 +37,7 @@ type WebhookDelivery struct {
 	Duration time.Duration
 	// Final marks the delivery's last attempt: a 2xx answer, or the
 	// attempt after which it is not tried again.
-	Final     bool
-	CreatedAt time.Time
-}
-
-// AppendWebhookDeliveryParams are the params of [Ops.AppendWebhookDelivery].
-type AppendWebhookDeliveryParams struct {
-	OwnerID string
-	// WebhookID, EventType and URL are required.
-	WebhookID  string
-	EventType  string
-	URL        string
-	Target     string
-	ThreadID   string
-	RunID      string
-	Network    string
-	Attempt    int
-	StatusCode int
-	Error      string
-	Duration   time.Duration
-	Final      bool
+	Final bool
 }
 
 // ListWebhookDeliveriesParams are the params of [Ops.ListWebhookDeliveries].

@@ -36,7 +36,7 @@ func (f *fakeTarget) UpsertThreadSummary(ctx context.Context, p *store.UpsertThr
 		f.got = map[string]int{}
 	}
 	f.got[p.HandoffID]++
-	return &store.ThreadSummary{HandoffID: p.HandoffID}, nil
+	return &store.ThreadSummary{UpsertThreadSummaryParams: store.UpsertThreadSummaryParams{HandoffID: p.HandoffID}}, nil
 }
 
 func testMirror(target MirrorTarget, now func() time.Time) *mirror {
