@@ -95,9 +95,7 @@ func TestPermanentFailure(t *testing.T) {
 func TestLateSubscriberSeesDraft(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := t.Context()
-		tools := newToolLog()
-		tools.started = make(chan string, 1)
-		tools.gate = make(chan struct{})
+		tools := newGatedToolLog(1)
 		answer := "Your order 1234 left our warehouse this morning and should arrive within two days at the address on file."
 		steps := []scripted.Step{
 			{Text: "Let me look that up.", ToolCalls: []scripted.Call{{Name: "lookup", Arguments: json.RawMessage(`{"order":"1234"}`)}}},

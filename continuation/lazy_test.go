@@ -223,9 +223,7 @@ func TestLazyClaimFlushRacesFinal(t *testing.T) {
 func TestLazyClaimRace(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := t.Context()
-		tools := newToolLog()
-		tools.started = make(chan string, 2)
-		tools.gate = make(chan struct{})
+		tools := newGatedToolLog(2)
 		b := setup(t, be, idempotentNetwork(t, tools), tools, func(c *Config) { c.Draft = draft.Options{Interval: time.Hour} })
 		_, run, h := b.handOver(t)
 		q, delivery := direct(t, b, run, h)

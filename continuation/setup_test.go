@@ -89,6 +89,14 @@ type toolLog struct {
 
 func newToolLog() *toolLog { return &toolLog{calls: map[string]int{}} }
 
+// newGatedToolLog is a toolLog whose executions are told on started (room
+// for n keys) and wait on gate, which the test closes.
+func newGatedToolLog(n int) *toolLog {
+	l := newToolLog()
+	l.started, l.gate = make(chan string, n), make(chan struct{})
+	return l
+}
+
 func (l *toolLog) fn(ctx context.Context, args json.RawMessage) (string, error) {
 	ci, ok := agent.CallFromContext(ctx)
 	if !ok || ci.IdempotencyKey == "" {
