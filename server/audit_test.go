@@ -35,7 +35,7 @@ type auditList struct {
 // admin scope, and is the owner's alone. On every backend.
 func TestAudit(t *testing.T) {
 	t.Parallel()
-	onBackends(t, func(t *testing.T, b *servertest.Bundle) {
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		ctx := t.Context()
 		dk, err := b.St.CreateAPIKey(ctx, &store.CreateAPIKeyParams{OwnerID: "alice", Scopes: []store.Scope{store.ScopeDecide}})
 		if err != nil {

@@ -6,9 +6,6 @@ import (
 	"testing"
 
 	"github.com/batonhq/baton/server/internal/servertest"
-
-	"github.com/batonhq/baton/internal/testdb"
-	"github.com/batonhq/baton/store"
 )
 
 // TestEditRefusedBySchema: an approval edit whose arguments fail the tool's
@@ -17,7 +14,7 @@ import (
 // then resumes the run. On every backend.
 func TestEditRefusedBySchema(t *testing.T) {
 	t.Parallel()
-	onBackends(t, func(t *testing.T, b *servertest.Bundle) {
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread, _, intr := b.Interrupted(t, b.KeyA)
 		for _, tc := range []struct {
 			body map[string]any
@@ -48,14 +45,5 @@ func TestEditRefusedBySchema(t *testing.T) {
 		if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
 			t.Fatalf("valid edit: %d %s", r.Status, r.Body)
 		}
-	})
-}
-
-// onBackends runs test in parallel subtests, one per backend of
-// testdb.Backends, each on its own served store.
-func onBackends(t *testing.T, test func(t *testing.T, b *servertest.Bundle), opts ...servertest.Option) {
-	t.Helper()
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		test(t, servertest.SetupStore(t, open(t), opts...))
 	})
 }

@@ -12,9 +12,7 @@ import (
 
 	"github.com/batonhq/baton/server/internal/servertest"
 
-	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/server"
-	"github.com/batonhq/baton/store"
 )
 
 // goroutinesIn counts the goroutines whose stack has one of frames.
@@ -167,8 +165,7 @@ func waitLine(t *testing.T, lines <-chan string, what string, ok func(string) bo
 // HTTP/2 cannot be hijacked), on both backends.
 func TestParkedThreadStreams(t *testing.T) {
 	t.Parallel()
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := servertest.SetupStore(t, open(t), servertest.WithServer(func(c *server.Config) { c.Heartbeat = 100 * time.Millisecond }))
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		h2 := httptest.NewUnstartedServer(b.Srv)
 		h2.EnableHTTP2 = true
 		h2.StartTLS()
@@ -219,5 +216,5 @@ func TestParkedThreadStreams(t *testing.T) {
 			}
 			c.resp.Body.Close()
 		}
-	})
+	}, servertest.WithServer(func(c *server.Config) { c.Heartbeat = 100 * time.Millisecond }))
 }

@@ -129,7 +129,7 @@ func children(t *testing.T, b *servertest.Bundle, thread string) []string {
 // echo-back form of the route is gone; another owner sees nothing.
 func TestThreadHandoffProposal(t *testing.T) {
 	t.Parallel()
-	onBackends(t, func(t *testing.T, b *servertest.Bundle) {
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread := b.Thread(t, b.KeyA, "support")
 		if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/handoff", nil); r.Status != http.StatusUnprocessableEntity {
 			t.Fatalf("handoff of an empty thread: %d %s", r.Status, r.Body)
@@ -240,7 +240,7 @@ func TestThreadHandoffProposal(t *testing.T) {
 // clears the seed.
 func TestThreadHandoffApprove(t *testing.T) {
 	t.Parallel()
-	onBackends(t, func(t *testing.T, b *servertest.Bundle) {
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread := b.Thread(t, b.KeyA, "support")
 		p := propose(t, b, thread, "I was charged twice for order 1234", nil, http.StatusCreated)
 		md := "### Double charge, order 1234\n\n- Charged twice for order 1234.\n- Refund of the second charge pending.\n\n**TL;DR:** refund pending."
@@ -321,7 +321,7 @@ func TestThreadHandoffApprove(t *testing.T) {
 // and leave the proposal pending.
 func TestThreadHandoffReject(t *testing.T) {
 	t.Parallel()
-	onBackends(t, func(t *testing.T, b *servertest.Bundle) {
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread := b.Thread(t, b.KeyA, "support")
 		p := propose(t, b, thread, "I was charged twice for order 1234", nil, http.StatusCreated)
 		before := b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread, nil)
@@ -386,7 +386,7 @@ func TestThreadHandoffReject(t *testing.T) {
 // force approves it; re-proposing is one call.
 func TestThreadHandoffStale(t *testing.T) {
 	t.Parallel()
-	onBackends(t, func(t *testing.T, b *servertest.Bundle) {
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread := b.Thread(t, b.KeyA, "support")
 		p := propose(t, b, thread, "I was charged twice for order 1234", nil, http.StatusCreated)
 		if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": "Also, my address changed."}); r.Status != 200 {
@@ -427,7 +427,7 @@ func TestThreadHandoffStale(t *testing.T) {
 // proposal exactly one applies; the others answer 409 with its child.
 func TestThreadHandoffConcurrentDecisions(t *testing.T) {
 	t.Parallel()
-	onBackends(t, func(t *testing.T, b *servertest.Bundle) {
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread := b.Thread(t, b.KeyA, "support")
 		p := propose(t, b, thread, "I was charged twice for order 1234", nil, http.StatusCreated)
 		const n = 8
@@ -483,7 +483,7 @@ func TestThreadHandoffConcurrentDecisions(t *testing.T) {
 // agent, seeded, not at the network's entry.
 func TestThreadHandoffAssistant(t *testing.T) {
 	t.Parallel()
-	onBackends(t, func(t *testing.T, b *servertest.Bundle) {
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread := b.Thread(t, b.KeyA, "support")
 		if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/handoff", map[string]any{"assistant_id": "nobody"}); r.Status != http.StatusBadRequest {
 			t.Fatalf("unknown assistant: %d %s", r.Status, r.Body)

@@ -26,8 +26,7 @@ import (
 // increasing ids.
 func TestThreadStreamHandoffs(t *testing.T) {
 	t.Parallel()
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := servertest.SetupStore(t, open(t))
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread := b.Thread(t, b.KeyA, "support")
 		hs2 := b.Replica(t, 100*time.Millisecond)
 

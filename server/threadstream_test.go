@@ -209,8 +209,7 @@ func runEnds(n int) func(servertest.Event) bool {
 // after both runs from the thread's first id.
 func TestThreadStreamReconnects(t *testing.T) {
 	t.Parallel()
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := servertest.SetupStore(t, open(t))
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread := b.Thread(t, b.KeyA, "research")
 		url := func() string { return b.URL }
 		steady := &threadClient{t: t, thread: thread, key: b.KeyA}
@@ -355,8 +354,7 @@ func TestThreadStreamIDs(t *testing.T) {
 // thread from its first id.
 func TestThreadStreamRunOfAnotherProcess(t *testing.T) {
 	t.Parallel()
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := servertest.SetupStore(t, open(t))
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread := b.Thread(t, b.KeyA, "research")
 		_, ch := b.Stream(t, b.KeyA, "GET", "/v1/threads/"+thread+"/events", nil)
 		servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "thread" })
@@ -421,8 +419,7 @@ func durable(evs []servertest.Event) []servertest.Event { return folded(evs) }
 // events with the same ids.
 func TestThreadStreamWorkerIDs(t *testing.T) {
 	t.Parallel()
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := servertest.SetupStore(t, open(t))
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread := b.Thread(t, b.KeyA, "research")
 		events := "/v1/threads/" + thread + "/events"
 		_, tch := b.Stream(t, b.KeyA, "GET", events, nil)
@@ -511,8 +508,7 @@ func TestThreadStreamWorkerIDs(t *testing.T) {
 func TestThreadStreamSignals(t *testing.T) {
 	t.Parallel()
 	const signalBound = 2 * time.Minute // far below any poll
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := servertest.SetupStore(t, open(t), servertest.WithServer(func(c *server.Config) { c.FollowInterval = 10 * time.Minute }))
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		var nw *service.Network
 		for _, n := range b.Svc.Networks() {
 			if n.Name() == "research" {
@@ -551,7 +547,7 @@ func TestThreadStreamSignals(t *testing.T) {
 			}
 			resp.Body.Close()
 		}
-	})
+	}, servertest.WithServer(func(c *server.Config) { c.FollowInterval = 10 * time.Minute }))
 }
 
 // TestThreadReplayFromStart: GET /v1/threads/{id}/events?after=0 (and

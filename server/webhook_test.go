@@ -2,9 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -156,44 +154,29 @@ func TestRunWebhookOff(t *testing.T) {
 func TestHandoffWebhooks(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		secret := webhooktest.NewSecret(t)
-		wh, err := standardwebhooks.NewWebhook(secret)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rcv, hooks := servertest.WithWebhookReceiver(t)
 		type event struct {
 			Type string
 			Data webhook.HandoffData
 		}
-		got := make(chan event, 20)
-		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			if err := wh.Verify(body, r.Header); err != nil {
-				t.Errorf("verify: %v", err)
-				w.WriteHeader(http.StatusUnauthorized)
-				return
-			}
-			var ev event
-			if err := json.Unmarshal(body, &ev); err != nil {
-				t.Error(err)
-			}
-			if ev.Type != webhook.RunCompleted {
-				got <- ev
-			}
-		}))
-		defer rcv.Close()
-		b := servertest.SetupStore(t, open(t), func(o *servertest.Options) {
-			o.Service.Webhooks = webhook.Config{URLs: []string{rcv.URL}, Secret: secret, Allow: []string{"127.0.0.1"}}
+		b := servertest.SetupStore(t, open(t), hooks, func(o *servertest.Options) {
+			o.Service.Webhooks.URLs = []string{rcv.URL}
 		})
 		thread := b.Thread(t, b.KeyA, "support")
 		child, assistant := b.HandOff(t, thread, "I was charged twice for order 1234")
 		seen := map[string]event{}
 		for len(seen) < 2 {
 			select {
-			case ev := <-got:
-				seen[ev.Type] = ev
+			case d := <-rcv.Got:
+				var ev event
+				if err := json.Unmarshal(d.Body, &ev); err != nil {
+					t.Error(err)
+				}
+				if ev.Type != webhook.RunCompleted {
+					seen[ev.Type] = ev
+				}
 			case <-time.After(60 * time.Second):
-				t.Fatalf("events %v in 60 s, want proposed and decided", seen)
+				t.Fatalf("events %v in 60 s, want proposed and decided (bad deliveries: %v)", seen, rcv.Bad())
 			}
 		}
 		p, d := seen["thread_handoff.proposed"], seen["thread_handoff.decided"]
@@ -202,6 +185,9 @@ func TestHandoffWebhooks(t *testing.T) {
 		}
 		if d.Data.HandoffID != p.Data.HandoffID || d.Data.Decision != "approve" || d.Data.ChildThreadID != child || d.Data.Status != "decided" {
 			t.Errorf("decided %+v", d)
+		}
+		if bad := rcv.Bad(); len(bad) > 0 {
+			t.Errorf("verify: %v", bad)
 		}
 	})
 }

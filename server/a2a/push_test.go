@@ -13,9 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2aclient"
 
 	"github.com/batonhq/baton/internal/a2av1"
-	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/server/internal/servertest"
-	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/webhook"
 	"github.com/batonhq/baton/webhook/webhooktest"
 )
@@ -33,12 +31,7 @@ import (
 // config are errors. SQLite and PostgreSQL.
 func TestA2APush(t *testing.T) {
 	t.Parallel()
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		secret := webhooktest.NewSecret(t)
-		rcv := webhooktest.NewReceiver(t, secret, false)
-		b := servertest.SetupStore(t, open(t), func(o *servertest.Options) {
-			o.Service.Webhooks = webhook.Config{Secret: secret, Allow: []string{"127.0.0.1"}}
-		})
+	servertest.EachWithWebhooks(t, func(t *testing.T, b *servertest.Bundle, rcv *webhooktest.Receiver) {
 		// Push notifications are signed with the secret of alice and
 		// each config's URL, not the server's (the receiver checks both).
 		for _, path := range []string{"/send/0.3", "/send/1.0", "/set/0.3", "/set/1.0", "/pages"} {

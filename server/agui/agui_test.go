@@ -371,8 +371,7 @@ func TestAGUI(t *testing.T) {
 // there for a caller.
 func TestAGUIErrors(t *testing.T) {
 	t.Parallel()
-	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
-		b := servertest.SetupStore(t, open(t))
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread := "agui-" + randomID(t)
 		good := aguiInput(thread, "r1", "I want a refund for order 1234")
 		resp, ch := b.Stream(t, b.KeyA, "POST", "/v1/agui/support", good)

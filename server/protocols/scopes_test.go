@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/store"
@@ -98,8 +97,7 @@ func scopedKey(t *testing.T, st store.Store, owner string, p store.CreateAPIKeyP
 // (whatever the route then answers); an expired key gets 401 everywhere. On
 // SQLite and PostgreSQL.
 func TestScopes(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
-		b := servertest.SetupStore(t, open(t))
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread, run, intr := b.Interrupted(t, b.KeyA)
 		table := scopedRoutes(thread, run, intr)
 
@@ -262,8 +260,7 @@ func TestScopesA2APush(t *testing.T) {
 // threads, runs and interrupts, lists only it, and cannot start a run on
 // another.
 func TestNetworkKeys(t *testing.T) {
-	testdb.Each(t, func(t *testing.T, open func(t testing.TB) store.Store) {
-		b := servertest.SetupStore(t, open(t))
+	servertest.OnBackends(t, func(t *testing.T, b *servertest.Bundle) {
 		thread, run, intr := b.Interrupted(t, b.KeyA) // a support thread
 		research := b.Thread(t, b.KeyA, "research")
 		key := scopedKey(t, b.St, "alice", store.CreateAPIKeyParams{Networks: []string{"research"}})

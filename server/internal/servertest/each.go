@@ -36,6 +36,16 @@ func EachWithWebhooks(t *testing.T, test func(t *testing.T, b *Bundle, rcv *webh
 	})
 }
 
+// OnBackends runs test in parallel subtests, one per backend of
+// [testdb.Backends] (as [testdb.Each] does), each on a [SetupStore] bundle
+// of its own store with opts.
+func OnBackends(t *testing.T, test func(t *testing.T, b *Bundle), opts ...Option) {
+	t.Helper()
+	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
+		test(t, SetupStore(t, open(t), opts...))
+	})
+}
+
 // EndpointSecret returns the secret of url that key's owner learns from
 // POST /v1/webhooks/secret, and makes rcv verify the deliveries to url's
 // path with it (see [webhooktest.Receiver.SetSecret]).
