@@ -22,6 +22,15 @@
 # cluster is created in /tmp/baton-pgstat, listening on 127.0.0.1:5499
 # (default settings, synchronous_commit=on), and left running for the next
 # count (stop it: runuser -u postgres -- pg_ctl -D /tmp/baton-pgstat/data stop).
+# Its postmaster serves nothing else: its pid (head -1
+# /tmp/baton-pgstat/data/postmaster.pid) is what BENCH_PG_PID takes for the
+# pairs' server CPU per unit (continuationbench.ServerPIDVar).
+#
+# Per statement it prints calls per unit, server (execution) ms per unit and
+# µs per call, shared buffers hit or read per unit, buffers dirtied and WAL
+# bytes per unit, the costliest first; WIDTH sets how much of each
+# statement's text is shown (default 100). Execution time is wall time: on
+# a loaded machine it holds waits (locks, the CPU) as well as work.
 # Run from the repository root.
 set -eu
 what=$1 bin=$(realpath "$2")
@@ -61,9 +70,12 @@ SELECT CASE WHEN query ~* '^(begin|commit|rollback|savepoint|release)' THEN 'tra
 FROM s GROUP BY ROLLUP (1) ORDER BY 1"
 	psql -q "$STATS_URL" -c "
 SELECT round(calls / $n.0, 2) AS per_unit, round(total_exec_time::numeric / $n, 3) AS server_ms,
-       left(regexp_replace(query, '\s+', ' ', 'g'), 100) AS statement
+       round(total_exec_time::numeric * 1000 / calls) AS us_per_call,
+       round((shared_blks_hit + shared_blks_read) / $n.0, 1) AS blks,
+       round(shared_blks_dirtied / $n.0, 2) AS dirtied, round(wal_bytes / $n.0) AS wal_bytes,
+       left(regexp_replace(query, '\s+', ' ', 'g'), ${WIDTH:-100}) AS statement
 FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-  AND calls >= $n / 4 ORDER BY calls DESC, 3"
+  AND calls >= $n / 4 ORDER BY total_exec_time DESC"
 }
 
 # sqlitecount BENCH UNITS: committed write transactions per unit of BENCH.

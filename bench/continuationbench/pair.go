@@ -36,7 +36,8 @@ const (
 // batch worked to the end before the next starts. Each batch's cost is the
 // machine's busy CPU time over it (/proc/stat, Linux) per continuation.
 // Reported: the medians of A's and B's costs (A-cpu-ms, B-cpu-ms) and of
-// the per-round ratios (B/A).
+// the per-round ratios (B/A); with [ServerPIDVar], also of the PostgreSQL
+// server's CPU alone (A-pg-cpu-ms, B-pg-cpu-ms, B/A-pg).
 func SchemaPair(b *testing.B, alter, params string) {
 	if _, err := machineCPU(); err != nil {
 		b.Skipf("no CPU accounting: %v", err)
@@ -58,6 +59,11 @@ func SchemaPair(b *testing.B, alter, params string) {
 	b.ReportMetric(median(a.cpu), "A-cpu-ms")
 	b.ReportMetric(median(bb.cpu), "B-cpu-ms")
 	b.ReportMetric(medianRatio(bb.cpu, a.cpu), "B/A")
+	if len(a.pg) > 0 {
+		b.ReportMetric(median(a.pg), "A-pg-cpu-ms")
+		b.ReportMetric(median(bb.pg), "B-pg-cpu-ms")
+		b.ReportMetric(medianRatio(bb.pg, a.pg), "B/A-pg")
+	}
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -107,7 +113,9 @@ type Side struct {
 // each side's median machine CPU per unit (<name>-cpu-ms, Baton-cpu-ms;
 // Linux) and, of it, this process's (<name>-go-cpu-ms, Baton-go-cpu-ms:
 // the Go side; the rest is the database server's, on PostgreSQL, and the
-// machine's other work). The machine's drift between runs falls on both
+// machine's other work) and, with [ServerPIDVar], the PostgreSQL server's
+// (<name>-pg-cpu-ms, Baton-pg-cpu-ms, and their median per-round ratio).
+// The machine's drift between runs falls on both
 // sides of each round alike, where the sequential scenarios of [Scenarios]
 // measure each side in its own span of a run.
 func Versus(b *testing.B, st store.Store, other Side) {
@@ -123,6 +131,11 @@ func Versus(b *testing.B, st store.Store, other Side) {
 	}
 	b.ReportMetric(median(o.own), other.Name+"-go-cpu-ms")
 	b.ReportMetric(median(bt.own), "Baton-go-cpu-ms")
+	if len(bt.pg) > 0 {
+		b.ReportMetric(median(o.pg), other.Name+"-pg-cpu-ms")
+		b.ReportMetric(median(bt.pg), "Baton-pg-cpu-ms")
+		b.ReportMetric(medianRatio(bt.pg, o.pg), "Baton/"+other.Name+"-pg-cpu")
+	}
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -142,6 +155,9 @@ func pair(b *testing.B, a, bb *pairSide, rounds, size int) {
 	}
 	for _, sd := range []*pairSide{a, bb} {
 		sd.cpu, sd.own, sd.rate = sd.cpu[1:], sd.own[1:], sd.rate[1:]
+		if len(sd.pg) > 0 {
+			sd.pg = sd.pg[1:]
+		}
 	}
 }
 
@@ -172,6 +188,7 @@ type pairSide struct {
 	diagnose func(first, size int)
 	cpu      []float64
 	own      []float64 // this process's CPU per unit (ms): the Go side
+	pg       []float64 // the PostgreSQL server's CPU per unit (ms), with ServerPIDVar
 	rate     []float64
 }
 
@@ -205,6 +222,7 @@ func (sd *pairSide) batch(b *testing.B, first, size int) {
 	want := n + int64(size)
 	busy0, _ := machineCPU()
 	own0 := processCPU()
+	pg0, pgOK := serverCPU()
 	t0 := time.Now()
 	FanOut(b, size, func(i int) error {
 		sd.run(first + i)
@@ -227,6 +245,9 @@ func (sd *pairSide) batch(b *testing.B, first, size int) {
 	busy1, _ := machineCPU()
 	sd.cpu = append(sd.cpu, float64((busy1-busy0).Microseconds())/1000/float64(size))
 	sd.own = append(sd.own, float64((processCPU()-own0).Microseconds())/1000/float64(size))
+	if pg1, ok := serverCPU(); ok && pgOK {
+		sd.pg = append(sd.pg, float64((pg1-pg0).Microseconds())/1000/float64(size))
+	}
 	_, last := sd.done()
 	sd.rate = append(sd.rate, float64(size)/time.Unix(0, last).Sub(t0).Seconds())
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	bc "github.com/batonhq/baton/bench/continuationbench"
+	"github.com/batonhq/baton/internal/backendtest"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
@@ -195,7 +196,7 @@ func openDBOS(tb testing.TB, st store.Store) (dbos.Context, *dbosPeer, dbos.Queu
 		tools:   []model.Tool{{Name: "lookup", Parameters: json.RawMessage(`{"type":"object"}`)}},
 		started: bc.NewStamps(), resumed: bc.NewStamps(), finished: bc.NewStamps(),
 	}
-	cfg := dbos.Config{AppName: "baton-peer", Logger: bc.Logger()}
+	cfg := dbos.Config{AppName: "baton-peer", Logger: backendtest.Logger()}
 	var setup func(dctx dbos.Context) error
 	switch st.(type) {
 	case *pgstore.Store:
