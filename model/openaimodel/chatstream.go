@@ -8,7 +8,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/packages/respjson"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/model"
@@ -17,34 +16,31 @@ import (
 	"github.com/batonhq/baton/model/internal/toolargs"
 )
 
-// streamChat runs one Chat Completions call.
+// streamChat runs one Chat Completions call. The raw response is taken
+// (instead of the SDK's stream) so that the [DONE] line can be told apart
+// from a connection that just closed.
 func (m *Model) streamChat(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
-	// The raw response is taken (instead of the SDK's stream) so that the
-	// [DONE] line can be told apart from a connection that just closed.
-	res := rawStream(ctx, m, req, m.chatParams, m.chat.New, yield)
-	if res == nil {
-		return
-	}
-	defer res.Body.Close()
-	acc := newChatAcc(m, req, httperr.RequestID(res.Header))
-	body := m.eventStream(ctx, res, acc.requestID, func(b []byte) { m.chatJSON(b, acc, yield) }, yield)
-	if body == nil {
-		return
-	}
-	ev := events{dec: ssestream.NewDecoder(res)}
-	for data := range ev.all {
-		var c openai.ChatCompletionChunk
-		if !m.decodeChat(acc.requestID, data, &c, "malformed stream event", yield) || !acc.addChunk(&c, yield) {
-			return
-		}
-	}
+	streamCall(ctx, m, req, m.chatParams, m.chat.New, func(requestID string) apiStream { return newChatAcc(m, req, requestID) }, yield)
+}
+
+func (a *chatAcc) whole(b []byte, yield func(model.Chunk, error) bool) { a.m.chatJSON(b, a, yield) }
+
+func (a *chatAcc) event(data []byte, yield func(model.Chunk, error) bool) bool {
+	var c openai.ChatCompletionChunk
+	return a.m.decodeChat(a.requestID, data, &c, "malformed stream event", yield) && a.addChunk(&c, yield)
+}
+
+// terminal is false: a chat stream ends with [DONE], or just stops.
+func (a *chatAcc) terminal() bool { return false }
+
+func (a *chatAcc) end(ctx context.Context, ev *events, body *httperr.Content, yield func(model.Chunk, error) bool) {
 	if !ev.done {
-		if err := m.unfinished(ctx, acc.requestID, ev.dec, body, ""); err != nil {
+		if err := a.m.unfinished(ctx, a.requestID, ev.dec, body, ""); err != nil {
 			yield(model.Chunk{}, err)
 			return
 		}
 	}
-	acc.finish(ev.done, yield)
+	a.finish(ev.done, yield)
 }
 
 // chatJSON accepts a whole (non-streamed) completion b from a server that

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/batonhq/baton/message"
@@ -19,39 +18,35 @@ import (
 
 // streamResponses runs one Responses API call.
 func (m *Model) streamResponses(ctx context.Context, req *model.Request, yield func(model.Chunk, error) bool) {
-	res := rawStream(ctx, m, req, m.responsesParams, m.responses.New, yield)
-	if res == nil {
+	streamCall(ctx, m, req, m.responsesParams, m.responses.New, func(requestID string) apiStream {
+		return &respAcc{m: m, req: req, requestID: requestID, byID: map[string]*respItem{}, byIndex: map[int64]*respItem{}}
+	}, yield)
+}
+
+func (a *respAcc) whole(b []byte, yield func(model.Chunk, error) bool) { a.m.responseJSON(b, a, yield) }
+
+func (a *respAcc) event(data []byte, yield func(model.Chunk, error) bool) bool {
+	var e responses.ResponseStreamEventUnion
+	if err := json.Unmarshal(data, &e); err != nil {
+		yield(model.Chunk{}, httperr.InvalidEvent(a.m.provider, a.requestID, "malformed stream event", data, err, a.m.cfg.APIKey))
+		return false
+	}
+	if e.Type == "" && isErrorEvent(data) {
+		yield(model.Chunk{}, httperr.StreamEvent(a.m.provider, a.requestID, data, a.m.cfg.APIKey))
+		return false
+	}
+	return a.add(&e, data, yield)
+}
+
+// terminal reports that the response's terminal event was read.
+func (a *respAcc) terminal() bool { return a.sawTerminal }
+
+func (a *respAcc) end(ctx context.Context, ev *events, body *httperr.Content, yield func(model.Chunk, error) bool) {
+	if !a.sawTerminal {
+		yield(model.Chunk{}, a.m.unfinished(ctx, a.requestID, ev.dec, body, "response.completed"))
 		return
 	}
-	defer res.Body.Close()
-	acc := &respAcc{m: m, req: req, requestID: httperr.RequestID(res.Header), byID: map[string]*respItem{}, byIndex: map[int64]*respItem{}}
-	body := m.eventStream(ctx, res, acc.requestID, func(b []byte) { m.responseJSON(b, acc, yield) }, yield)
-	if body == nil {
-		return
-	}
-	ev := events{dec: ssestream.NewDecoder(res)}
-	for data := range ev.all {
-		var e responses.ResponseStreamEventUnion
-		if err := json.Unmarshal(data, &e); err != nil {
-			yield(model.Chunk{}, httperr.InvalidEvent(m.provider, acc.requestID, "malformed stream event", data, err, m.cfg.APIKey))
-			return
-		}
-		if e.Type == "" && isErrorEvent(data) {
-			yield(model.Chunk{}, httperr.StreamEvent(m.provider, acc.requestID, data, m.cfg.APIKey))
-			return
-		}
-		if !acc.add(&e, data, yield) {
-			return
-		}
-		if acc.terminal {
-			break
-		}
-	}
-	if !acc.terminal {
-		yield(model.Chunk{}, m.unfinished(ctx, acc.requestID, ev.dec, body, "response.completed"))
-		return
-	}
-	acc.finish(yield)
+	a.finish(yield)
 }
 
 // responseJSON accepts a whole Response object b from a server that ignored
@@ -100,17 +95,17 @@ func (m *Model) responseJSON(b []byte, acc *respAcc, yield func(model.Chunk, err
 
 // respAcc folds Responses stream events into one assistant message.
 type respAcc struct {
-	m         *Model
-	req       *model.Request
-	requestID string
-	model     string
-	items     []*respItem
-	byID      map[string]*respItem
-	byIndex   map[int64]*respItem
-	terminal  bool
-	reason    string // incomplete_details.reason of an incomplete response
-	usage     message.Usage
-	callIDs   toolargs.IDs // ids given out, to keep them unique
+	m           *Model
+	req         *model.Request
+	requestID   string
+	model       string
+	items       []*respItem
+	byID        map[string]*respItem
+	byIndex     map[int64]*respItem
+	sawTerminal bool
+	reason      string // incomplete_details.reason of an incomplete response
+	usage       message.Usage
+	callIDs     toolargs.IDs // ids given out, to keep them unique
 }
 
 type respItem struct {
@@ -199,7 +194,7 @@ func (a *respAcc) add(e *responses.ResponseStreamEventUnion, data []byte, yield 
 	case "response.completed", "response.incomplete":
 		return a.completed(e, yield)
 	case "response.failed":
-		a.terminal = true
+		a.sawTerminal = true
 		body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": string(e.Response.Error.Code), "message": e.Response.Error.Message}})
 		yield(model.Chunk{}, httperr.StreamEvent(m.provider, a.requestID, body, m.cfg.APIKey))
 		return false
@@ -230,7 +225,7 @@ func (a *respAcc) reasoningDelta(e *responses.ResponseStreamEventUnion, yield fu
 // its usage, why it is incomplete, and the items the stream did not
 // announce one by one (some servers).
 func (a *respAcc) completed(e *responses.ResponseStreamEventUnion, yield func(model.Chunk, error) bool) bool {
-	a.terminal = true
+	a.sawTerminal = true
 	a.setUsage(&e.Response)
 	a.reason = e.Response.IncompleteDetails.Reason
 	if e.Type == "response.incomplete" && a.reason == "" {

@@ -42,6 +42,50 @@ func rawStream[P, R any](ctx context.Context, m *Model, req *model.Request, buil
 	return res
 }
 
+// apiStream is what one API adds to the reading of its streamed answer
+// that [streamCall] does: the accumulator of its events.
+type apiStream interface {
+	// whole folds in a whole JSON body from a server that ignored
+	// "stream": true.
+	whole(b []byte, yield func(model.Chunk, error) bool)
+	// event folds in the data of one event; false stops the stream (an
+	// error was yielded, or the consumer stopped).
+	event(data []byte, yield func(model.Chunk, error) bool) bool
+	// terminal reports that the API's terminal event was read: no more is.
+	terminal() bool
+	// end finishes the answer once the events are read (ev tells whether
+	// [DONE] came, body what the stream held).
+	end(ctx context.Context, ev *events, body *httperr.Content, yield func(model.Chunk, error) bool)
+}
+
+// streamCall sends one streaming call through rawStream and reads its
+// answer: an event stream, event by event, or a whole JSON body, into the
+// accumulator start makes with the response's request id.
+func streamCall[P, R any](ctx context.Context, m *Model, req *model.Request, build func(*model.Request) (P, error),
+	call func(context.Context, P, ...option.RequestOption) (R, error), start func(requestID string) apiStream, yield func(model.Chunk, error) bool) {
+	res := rawStream(ctx, m, req, build, call, yield)
+	if res == nil {
+		return
+	}
+	defer res.Body.Close()
+	requestID := httperr.RequestID(res.Header)
+	acc := start(requestID)
+	body := m.eventStream(ctx, res, requestID, func(b []byte) { acc.whole(b, yield) }, yield)
+	if body == nil {
+		return
+	}
+	ev := events{dec: ssestream.NewDecoder(res)}
+	for data := range ev.all {
+		if !acc.event(data, yield) {
+			return
+		}
+		if acc.terminal() {
+			break
+		}
+	}
+	acc.end(ctx, &ev, body, yield)
+}
+
 // eventStream opens a successful response's body and returns it when it is
 // an event stream; a whole JSON body goes to whole (see
 // [httperr.EventStream]), unless it is an error object, which is the
