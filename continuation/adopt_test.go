@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/runtest"
 	"github.com/batonhq/baton/message"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
@@ -18,7 +19,7 @@ import (
 // stalled opens a store of be and returns it, a new stall network and the
 // test config on the store with leases of ttl, adopted every adoptEvery (0:
 // the default): an adoption test's fixture.
-func stalled(t *testing.T, be backend, ttl, adoptEvery time.Duration) (store.Store, *stallNet, Config) {
+func stalled(t *testing.T, be backend, ttl, adoptEvery time.Duration) (store.Store, *runtest.Stall, Config) {
 	t.Helper()
 	st := be.open(t)
 	cfg := testConfig(t, st)
@@ -29,7 +30,7 @@ func stalled(t *testing.T, be backend, ttl, adoptEvery time.Duration) (store.Sto
 // dyingTurn starts an inline turn that stalls in its tool, then "kills"
 // its process: the run's context ends without a final checkpoint and its
 // lease is no longer renewed. It returns the thread and the run.
-func dyingTurn(t *testing.T, svc *threads.Service, n *stallNet, opts ...runner.RunOption) (thread, run string) {
+func dyingTurn(t *testing.T, svc *threads.Service, n *runtest.Stall, opts ...runner.RunOption) (thread, run string) {
 	t.Helper()
 	ctx, kill := context.WithCancel(t.Context())
 	done := make(chan struct{})
@@ -45,7 +46,7 @@ func dyingTurn(t *testing.T, svc *threads.Service, n *stallNet, opts ...runner.R
 		}
 	}()
 	select {
-	case <-n.started:
+	case <-n.Started:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the tool never started")
 	}
@@ -62,13 +63,13 @@ func TestAdoptOrphanedRun(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := t.Context()
 		st, n, cfg := stalled(t, be, 300*time.Millisecond, 100*time.Millisecond)
-		b := running(t, st, n.net, cfg)
+		b := running(t, st, n.Network, cfg)
 		// The process that dies: its run ends without its stop
 		// recorded, as a SIGKILL leaves it (a process that does not
 		// adopt does not hand its cancelled runs over either).
 		victim := cfg
 		victim.NoAdopt, victim.NoWorkers = true, true
-		_, dying := wire(t, st, n.net, victim)
+		_, dying := wire(t, st, n.Network, victim)
 
 		thread, run := dyingTurn(t, dying, n)
 		// The dead run holds the thread until it is adopted.
@@ -82,7 +83,7 @@ func TestAdoptOrphanedRun(t *testing.T) {
 			}
 			break
 		}
-		close(n.release) // the tool answers from now on
+		close(n.Release) // the tool answers from now on
 		h := waitHandover(t, b.cont, run, 10*time.Second)
 		m := b.waitMessage(t, h.MessageID, 30*time.Second)
 		if m.Status != message.StatusCompleted || m.Text() != "Done thinking." {
@@ -91,8 +92,8 @@ func TestAdoptOrphanedRun(t *testing.T) {
 		if got := statuses(t, st, run); got[len(got)-1] != runstate.StatusCompleted {
 			t.Fatalf("checkpoint statuses %v, want the run completed", got)
 		}
-		if k := run + ":" + firstCall(t, st, run); n.executions(k) != 2 {
-			t.Errorf("the interrupted call ran %d times under its key, want 2 (the dead attempt and the resume)", n.executions(k))
+		if k := run + ":" + firstCall(t, st, run); n.Executions(k) != 2 {
+			t.Errorf("the interrupted call ran %d times under its key, want 2 (the dead attempt and the resume)", n.Executions(k))
 		}
 		if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("the adopted run's lease: %v, want none", err)
@@ -121,9 +122,9 @@ func TestLiveLeaseNotAdopted(t *testing.T) {
 		// Renewals every 400ms must win the database's write lock in time
 		// on a loaded machine: a lease is lost only if none does for 1.2s.
 		st, n, cfg := stalled(t, be, 1200*time.Millisecond, 100*time.Millisecond)
-		b := running(t, st, n.net, cfg)
+		b := running(t, st, n.Network, cfg)
 		// A second process's adopter on the same database.
-		other := running(t, st, n.net, cfg).cont
+		other := running(t, st, n.Network, cfg).cont
 
 		done := make(chan *runner.RunEndEvent, 1)
 		go func() {
@@ -139,12 +140,12 @@ func TestLiveLeaseNotAdopted(t *testing.T) {
 			}
 			done <- end
 		}()
-		<-n.started
+		<-n.Started
 		time.Sleep(4 * cfg.LeaseTTL)
 		if n, err := other.AdoptExpired(ctx); err != nil || n != 0 {
 			t.Fatalf("adopted %d runs (%v) of a live process", n, err)
 		}
-		close(n.release)
+		close(n.Release)
 		end := <-done
 		if end == nil || end.Status != runstate.StatusCompleted {
 			t.Fatalf("run end %+v, want completed inline", end)
@@ -160,7 +161,7 @@ func TestAdoptOnce(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		st, n, cfg := stalled(t, be, 100*time.Millisecond, 0)
 		cfg.NoAdopt = true
-		cont, svc := wire(t, st, n.net, cfg)
+		cont, svc := wire(t, st, n.Network, cfg)
 		if err := cont.Migrate(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +170,7 @@ func TestAdoptOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		var handed, orphanless atomic.Int32
 		for range 6 {
-			other, _ := wire(t, st, n.net, cfg)
+			other, _ := wire(t, st, n.Network, cfg)
 			wg.Go(func() {
 				h, err := other.Adopt(t.Context(), owner, run)
 				switch {
@@ -229,9 +230,9 @@ func TestCancelledRunHandedOver(t *testing.T) {
 	eachBackend(t, func(t *testing.T, be backend) {
 		ctx := t.Context()
 		st, n, cfg := stalled(t, be, time.Hour, 0)
-		b := running(t, st, n.net, cfg)
+		b := running(t, st, n.Network, cfg)
 		_, run := dyingTurn(t, b.svc, n)
-		close(n.release)
+		close(n.Release)
 		h := waitHandover(t, b.cont, run, 5*time.Second)
 		if m := b.waitMessage(t, h.MessageID, 30*time.Second); m.Status != message.StatusCompleted {
 			t.Fatalf("placeholder %s, want completed", m.Status)
@@ -240,7 +241,7 @@ func TestCancelledRunHandedOver(t *testing.T) {
 		cli := cfg
 		cli.NoAdopt, cli.NoWorkers = true, true
 		n2 := newStallNet(t)
-		_, svc2 := wire(t, st, n2.net, cli)
+		_, svc2 := wire(t, st, n2.Network, cli)
 		_, run2 := dyingTurn(t, svc2, n2)
 		if _, err := st.GetLease(ctx, &store.GetLeaseParams{OwnerID: owner, RunID: run2}); err != nil {
 			t.Fatalf("the one-shot command's cancelled run: %v, want it to keep its lease", err)

@@ -25,7 +25,7 @@ func TestStopWhileDraining(t *testing.T) {
 		// hold on a loaded machine: the test is that they go on while
 		// the process drains.
 		st, n, cfg := stalled(t, be, 3*time.Second, 100*time.Millisecond)
-		draining := running(t, st, n.net, cfg)
+		draining := running(t, st, n.Network, cfg)
 
 		runCtx, cut := context.WithCancel(ctx)
 		defer cut()
@@ -43,7 +43,7 @@ func TestStopWhileDraining(t *testing.T) {
 			ran <- run
 		}()
 		select {
-		case <-n.started:
+		case <-n.Started:
 		case <-time.After(time.Minute):
 			t.Fatal("the tool never started")
 		}
@@ -57,7 +57,7 @@ func TestStopWhileDraining(t *testing.T) {
 
 		// Four TTLs into the drain the run's lease still holds: another
 		// process's adopter leaves it alone.
-		adopter, _ := wire(t, st, n.net, cfg)
+		adopter, _ := wire(t, st, n.Network, cfg)
 		time.Sleep(4 * cfg.LeaseTTL)
 		if got, err := adopter.AdoptExpired(ctx); err != nil || got != 0 {
 			t.Fatalf("adopted %d runs (%v) of a process that drains", got, err)
@@ -88,7 +88,7 @@ func TestStopWhileDraining(t *testing.T) {
 		if m, err := st.GetMessage(ctx, &store.GetMessageParams{OwnerID: owner, ID: h.MessageID}); err != nil || m.Status != message.StatusQueued {
 			t.Fatalf("the placeholder after the drain: %+v %v, want queued (nobody works it)", m, err)
 		}
-		next := running(t, st, n.net, cfg)
+		next := running(t, st, n.Network, cfg)
 		if m := next.waitMessage(t, h.MessageID, time.Minute); m.Status != message.StatusCompleted || m.Text() != "Done thinking." {
 			t.Fatalf("placeholder %s %q, want completed with the answer by the next process", m.Status, m.Text())
 		}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,52 +161,12 @@ func networkOf(t testing.TB, tools *toolLog, instructions string, m model.Model)
 	return n
 }
 
-// stallNet is a network whose inline tool "stall" blocks its first call
-// until released (or its context ends): a run stuck mid-step, the way a
-// process dies with it.
-type stallNet struct {
-	net     *agent.Network
-	started chan struct{}
-	release chan struct{}
-	calls   sync.Map // idempotency key -> *atomic.Int32
-}
-
-func newStallNet(t testing.TB) *stallNet {
+// newStallNet is the network of a run stuck mid-step, the way a process
+// dies with it: its tool blocks its first call until released (or its
+// context ends).
+func newStallNet(t testing.TB) *runtest.Stall {
 	t.Helper()
-	n := &stallNet{started: make(chan struct{}, 16), release: make(chan struct{})}
-	stall := &agent.Tool{Name: "stall", Description: "Think hard.", Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
-		ci, _ := agent.CallFromContext(ctx)
-		c, _ := n.calls.LoadOrStore(ci.IdempotencyKey, new(atomic.Int32))
-		if c.(*atomic.Int32).Add(1) == 1 {
-			n.started <- struct{}{}
-			select {
-			case <-n.release:
-			case <-ctx.Done():
-				return "", ctx.Err()
-			}
-		}
-		return "thought", nil
-	}}
-	a := &agent.Agent{Name: "assistant", ModelName: "scripted", Tools: []*agent.Tool{stall},
-		Model: scripted.New("assistant", []scripted.Step{
-			{Text: "Let me think.", ToolCalls: []scripted.Call{{Name: "stall", Arguments: json.RawMessage(`{}`)}}},
-			{Text: "Done thinking."},
-			{Text: "You're welcome."},
-		}, scripted.Options{})}
-	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "stall", Agents: []*agent.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.net = net
-	return n
-}
-
-func (n *stallNet) executions(key string) int32 {
-	c, ok := n.calls.Load(key)
-	if !ok {
-		return 0
-	}
-	return c.(*atomic.Int32).Load()
+	return runtest.NewStall(t, "Done thinking.", "You're welcome.")
 }
 
 // bundle is a store with a threads service and a continuation service.

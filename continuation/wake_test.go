@@ -144,13 +144,13 @@ func testInProcessWake(t *testing.T, be backend) {
 	}
 
 	// Adoption: a dead process's run, handed over by this one's adopter.
-	a := running(t, st, n.net, cfg)
+	a := running(t, st, n.Network, cfg)
 	deafen(t, a.cont)
 	victim := cfg
 	victim.NoAdopt, victim.NoWorkers = true, true
-	_, dying := wire(t, st, n.net, victim)
+	_, dying := wire(t, st, n.Network, victim)
 	_, run := dyingTurn(t, dying, n)
-	close(n.release)
+	close(n.Release)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		h, err := a.cont.Lookup(t.Context(), owner, run)

@@ -1,6 +1,7 @@
 // Package runtest reads a run's events in tests: the run_start and run_end
 // that most tests of a turn or resume want, every event to a callback for
-// the rest.
+// the rest. [Stall] is the network of a run stuck mid-step, which
+// continuation's and the server's shutdown tests share.
 package runtest
 
 import (

@@ -2,20 +2,16 @@ package protocols_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/batonhq/baton/server/internal/servertest"
 
-	"github.com/batonhq/baton/agent"
-	"github.com/batonhq/baton/model/scripted"
+	"github.com/batonhq/baton/internal/runtest"
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/service"
 )
@@ -23,34 +19,10 @@ import (
 // stallNetwork is a network whose tool (inline, not slow) blocks its first
 // call of each run until the call's context ends, and answers at once
 // after: a step that outlives a shutdown's grace period.
-func stallNetwork(t *testing.T) (service.Definition, *atomic.Int32) {
+func stallNetwork(t *testing.T) (service.Definition, *runtest.Stall) {
 	t.Helper()
-	var calls atomic.Int32
-	var mu sync.Mutex
-	first := map[string]bool{}
-	stall := &agent.Tool{Name: "stall", Description: "Think hard.", Func: func(ctx context.Context, _ json.RawMessage) (string, error) {
-		calls.Add(1)
-		ci, _ := agent.CallFromContext(ctx)
-		mu.Lock()
-		again := first[ci.IdempotencyKey]
-		first[ci.IdempotencyKey] = true
-		mu.Unlock()
-		if !again {
-			<-ctx.Done()
-			return "", ctx.Err()
-		}
-		return "thought", nil
-	}}
-	a := &agent.Agent{Name: "assistant", ModelName: "scripted", Tools: []*agent.Tool{stall},
-		Model: scripted.New("assistant", []scripted.Step{
-			{Text: "Let me think.", ToolCalls: []scripted.Call{{Name: "stall", Arguments: json.RawMessage(`{}`)}}},
-			{Text: "Done thinking."},
-		}, scripted.Options{})}
-	net, err := agent.NewNetwork(agent.NetworkConfig{Name: "stall", Agents: []*agent.Agent{a}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return service.Definition{Network: net}, &calls
+	s := runtest.NewStall(t, "Done thinking.")
+	return service.Definition{Network: s.Network}, s
 }
 
 // TestShutdownCutsInlineRuns: runs whose step outlives Shutdown's grace
@@ -91,7 +63,7 @@ func TestShutdownCutsInlineRuns(t *testing.T) {
 	if chatResp.StatusCode != http.StatusOK {
 		t.Fatal(chatResp.StatusCode)
 	}
-	for calls.Load() < 3 {
+	for calls.Calls() < 3 {
 		time.Sleep(10 * time.Millisecond)
 	}
 
