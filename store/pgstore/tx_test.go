@@ -97,13 +97,7 @@ func TestTxRoundTrips(t *testing.T) {
 		_, err := ptx.Exec(ctx, `INSERT INTO jobs (thread_id) VALUES ($1)`, f.thread.ID)
 		return err
 	}
-	for range 2 { // the first prepares the statements
-		f.tr.Take()
-		if err := f.s.Tx(ctx, checkpoint); err != nil {
-			t.Fatal(err)
-		}
-	}
-	trips := f.tr.Take()
+	trips := f.warm(t, checkpoint, nil, "")
 	t.Logf("checkpoint transaction: %d round trips: %q", len(trips), trips)
 	first := trips[0]
 	if len(first) != 3 || first[0] != "begin" || !contains(first[1], "set_config('role'", "set_config('baton.owner'", "pg_advisory_xact_lock") ||
@@ -409,22 +403,15 @@ func TestDeferTx(t *testing.T) {
 	ctx := t.Context()
 	channel, heard, insert := f.listen(t, "defer_")
 	var err error
-	for range 2 { // the first prepares the statements
-		f.tr.Take()
-		if err := f.s.Tx(ctx, func(tx store.Tx) error {
-			if err := insert(tx); err != nil {
-				return err
-			}
-			if !pgstore.DeferTx(tx, `SELECT pg_notify($1, $2)`, channel, "after") {
-				t.Fatal("DeferTx refused a store transaction")
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+	trips := f.warm(t, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
 		}
-		heard("after")
-	}
-	trips := f.tr.Take()
+		if !pgstore.DeferTx(tx, `SELECT pg_notify($1, $2)`, channel, "after") {
+			t.Fatal("DeferTx refused a store transaction")
+		}
+		return nil
+	}, heard, "after")
 	t.Logf("insert, then a deferred notify: %q", trips)
 	if len(trips) != 2 || len(trips[1]) != 2 || !contains(trips[1][0], "pg_notify") || trips[1][1] != "commit" {
 		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [pg_notify, commit]", trips)
@@ -574,22 +561,15 @@ func TestAfterCommitTx(t *testing.T) {
 	// The payload says whether the statement ran in the transaction: its
 	// owner (set_config(…, true)) is gone once it has committed.
 	const notify = `SELECT pg_notify($1, $2 || coalesce(current_setting('baton.owner', true), ''))`
-	for range 2 { // the first prepares the statements
-		f.tr.Take()
-		if err := f.s.Tx(ctx, func(tx store.Tx) error {
-			if err := insert(tx); err != nil {
-				return err
-			}
-			if !pgstore.AfterCommitTx(tx, notify, channel, "after:") {
-				t.Fatal("AfterCommitTx refused a store transaction")
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
+	trips := f.warm(t, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
 		}
-		heard("after:")
-	}
-	trips := f.tr.Take()
+		if !pgstore.AfterCommitTx(tx, notify, channel, "after:") {
+			t.Fatal("AfterCommitTx refused a store transaction")
+		}
+		return nil
+	}, heard, "after:")
 	t.Logf("insert, then a notify after the commit: %q", trips)
 	if len(trips) != 2 || len(trips[1]) != 2 || trips[1][0] != "commit" || !contains(trips[1][1], "pg_notify") {
 		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [commit, pg_notify]", trips)
@@ -853,19 +833,12 @@ func TestDeferringExec(t *testing.T) {
 		_, err := ptx.Exec(dctx, `SELECT pg_notify($1, $2)`, channel, payload)
 		return err
 	}
-	for range 2 { // the first prepares the statements
-		f.tr.Take()
-		if err := f.s.Tx(ctx, func(tx store.Tx) error {
-			if err := insert(tx); err != nil {
-				return err
-			}
-			return notify(tx, "with commit")
-		}); err != nil {
-			t.Fatal(err)
+	if trips := f.warm(t, func(tx store.Tx) error {
+		if err := insert(tx); err != nil {
+			return err
 		}
-		heard("with commit")
-	}
-	if trips := f.tr.Take(); len(trips) != 2 || !slices.Equal(trips[1][len(trips[1])-1:], []string{"commit"}) || !contains(trips[1][len(trips[1])-2], "pg_notify") {
+		return notify(tx, "with commit")
+	}, heard, "with commit"); len(trips) != 2 || !slices.Equal(trips[1][len(trips[1])-1:], []string{"commit"}) || !contains(trips[1][len(trips[1])-2], "pg_notify") {
 		t.Errorf("round trips %q, want [BEGIN, scope, INSERT], [pg_notify, commit]", trips)
 	}
 	// Before the first statement: with BEGIN and the next statement.
@@ -904,6 +877,23 @@ func TestDeferringExec(t *testing.T) {
 		_, err := ptx.Exec(dctx, `SELECT 1/0`)
 		return err
 	})
+}
+
+// warm runs fn in a Store.Tx twice, the first to prepare its statements,
+// each followed by heard(payload) when heard is not nil, and returns the
+// second's round trips.
+func (f *txFixture) warm(t *testing.T, fn func(tx store.Tx) error, heard func(string), payload string) [][]string {
+	t.Helper()
+	for range 2 {
+		f.tr.Take()
+		if err := f.s.Tx(t.Context(), fn); err != nil {
+			t.Fatal(err)
+		}
+		if heard != nil {
+			heard(payload)
+		}
+	}
+	return f.tr.Take()
 }
 
 // failsCommit runs fn in a Store.Tx that must fail (what names it) and
