@@ -27,51 +27,42 @@ func (s *Server) streamRun(w http.ResponseWriter, r *http.Request, run *Run, fro
 }
 
 // followLog writes a run's events after cur from its log (and the store,
-// for events no longer in the log) until the log is closed.
+// for events no longer in the log) until the log is closed, with a
+// heartbeat comment whenever no event was sent for the heartbeat interval.
 func (s *Server) followLog(r *http.Request, sw *sse.Writer, run *Run, cur runlog.Cursor) error {
-	var err error
-	run.mu.Lock()
-	base := run.base
-	run.mu.Unlock()
-	if cur.Less(base) {
-		// Events before the log: rebuilt from the store.
-		if cur, err = s.sendRebuilt(r.Context(), sw, run, cur, base); err != nil {
-			return nil
-		}
-	}
+	ctx := r.Context()
 	hb := time.NewTimer(s.cfg.Heartbeat)
 	defer hb.Stop()
-	var buf []runlog.Entry
-	for {
-		rd := run.log.Since(cur, 256, buf[:0])
-		if rd.Lost && len(rd.Entries) > 0 {
-			if cur, err = s.sendRebuilt(r.Context(), sw, run, cur, prev(rd.Entries[0].At)); err != nil {
-				return nil
+	_ = s.readLog(ctx, run, cur, logReader{
+		rebuilt: func(cur, upto runlog.Cursor) (runlog.Cursor, bool, error) {
+			// Events before the log, or lost from it: rebuilt from the
+			// store. The heartbeat counts from what they sent.
+			cur, err := s.sendRebuilt(ctx, sw, run, cur, upto)
+			resetTimer(hb, s.cfg.Heartbeat)
+			return cur, err == nil, nil
+		},
+		entries: func(es []runlog.Entry, cur runlog.Cursor) (runlog.Cursor, bool, error) {
+			cur, err := s.sendEntries(sw, hb, es, cur)
+			return cur, err == nil, nil
+		},
+		stopped: func(shutdown bool) error {
+			if shutdown {
+				// Shut down: the run goes on elsewhere (a run cut here was
+				// handed to River). The client reconnects with Last-Event-ID.
+				_ = sw.Send(shutdownEvent)
 			}
-		}
-		if cur, err = s.sendEntries(sw, hb, rd.Entries, cur); err != nil {
 			return nil
-		}
-		buf = rd.Entries
-		if rd.Done {
-			return nil
-		}
-		select {
-		case <-rd.Wait:
-		case <-r.Context().Done():
-			return nil
-		case <-s.runCtx.Done():
-			// Shut down: the run goes on elsewhere (a run cut here was
-			// handed to River). The client reconnects with Last-Event-ID.
-			_ = sw.Send(shutdownEvent)
-			return nil
-		case <-hb.C:
+		},
+		tick: hb.C,
+		ticked: func() bool {
 			if sw.Comment("ping") != nil {
-				return nil
+				return false
 			}
 			hb.Reset(s.cfg.Heartbeat)
-		}
-	}
+			return true
+		},
+	})
+	return nil
 }
 
 // prev returns a cursor just before c.
