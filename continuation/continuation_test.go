@@ -205,17 +205,14 @@ func TestStaleSuspension(t *testing.T) {
 		// Once the turn's start has committed, another writer takes the
 		// step the suspension will write.
 		var taken *store.Checkpoint
-		b.svc.Committed = func(ctx context.Context, owner, _ string, st *runstate.State) {
-			if st.Step != 1 || taken != nil {
-				return
-			}
+		b.afterStart(func(ctx context.Context, owner, _ string, st *runstate.State) {
 			other := *st
 			other.Step = 2
 			var err error
 			if taken, err = b.st.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: owner, State: &other}); err != nil {
 				t.Errorf("the other writer: %v", err)
 			}
-		}
+		})
 		var thread, run string
 		var runErr error
 		for ev, err := range b.svc.Turn(ctx, owner, "Where is my order 1234?", threads.TurnOptions{RunOptions: b.cont.RunOptions()}) {
@@ -254,17 +251,14 @@ func TestHandoverKeyTaken(t *testing.T) {
 		tools := newToolLog()
 		b, told := withNotice(t, be, tools, nil)
 		var taken *store.JobRun
-		b.svc.Committed = func(ctx context.Context, owner, thread string, st *runstate.State) {
-			if st.Step != 1 || taken != nil {
-				return
-			}
+		b.afterStart(func(ctx context.Context, owner, thread string, st *runstate.State) {
 			res, err := b.st.CreateJobRun(ctx, &store.CreateJobRunParams{OwnerID: owner, IdempotencyKey: EventID(st.RunID, 2), Kind: Kind, ThreadID: thread})
 			if err != nil {
 				t.Errorf("the other writer: %v", err)
 				return
 			}
 			taken = res.Run
-		}
+		})
 		thread, run, end := b.turn(t, "Where is my order 1234?")
 		if taken == nil {
 			t.Fatal("the other writer did not write")
@@ -278,6 +272,17 @@ func TestHandoverKeyTaken(t *testing.T) {
 		}
 		nothingHandedOver(t, b, thread, run, taken.ID)
 	})
+}
+
+// afterStart has write, a writer outside the run, write once the turn's
+// start (its checkpoint of step 1) has committed, and only the first time.
+func (b *bundle) afterStart(write func(ctx context.Context, owner, thread string, st *runstate.State)) {
+	var once sync.Once
+	b.svc.Committed = func(ctx context.Context, owner, thread string, st *runstate.State) {
+		if st.Step == 1 {
+			once.Do(func() { write(ctx, owner, thread, st) })
+		}
+	}
 }
 
 // nothingHandedOver checks that run, on thread, left no hand-over at its
