@@ -19,10 +19,10 @@ package e2e_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
+
+	"github.com/batonhq/baton/internal/testbin"
 )
 
 // owner is the tenant of every test: API keys and `baton run --owner`.
@@ -53,12 +53,8 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-var build struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
+// baton is the baton binary of this test binary.
+var baton = testbin.Build{Pkg: "github.com/batonhq/baton/cmd/baton"}
 
 // batonBin returns the baton binary, built on first use. It skips the test
 // under -short: the tests of this package run processes for a minute or
@@ -68,12 +64,5 @@ func batonBin(t testing.TB) string {
 	if testing.Short() {
 		t.Skip("-short: the end-to-end tests build baton and run its processes")
 	}
-	build.once.Do(func() {
-		build.path = filepath.Join(binDir, "baton")
-		build.out, build.err = exec.Command("go", "build", "-o", build.path, "github.com/batonhq/baton/cmd/baton").CombinedOutput()
-	})
-	if build.err != nil {
-		t.Fatalf("go build ./cmd/baton: %v\n%s", build.err, build.out)
-	}
-	return build.path
+	return baton.Path(t, binDir, "baton")
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/testbin"
 	"github.com/batonhq/baton/runner"
 	"github.com/batonhq/baton/runstate"
 )
@@ -34,6 +35,9 @@ agents:
       - text: done
 `
 
+// mcpServer is the test MCP server (mcptool/testdata/mcpserver).
+var mcpServer = testbin.Build{Pkg: "github.com/batonhq/baton/mcptool/testdata/mcpserver"}
+
 // TestMCPNotTwiceAcrossAKill: `baton run` is SIGKILLed while a
 // non-idempotent MCP tool call is in flight — the server has done its
 // effect, the result is not recorded. `baton resume`, in a new process
@@ -43,10 +47,7 @@ agents:
 func TestMCPNotTwiceAcrossAKill(t *testing.T) {
 	bin := batonBin(t)
 	dir := t.TempDir()
-	server := filepath.Join(dir, "mcpserver")
-	if out, err := exec.Command("go", "build", "-o", server, "github.com/batonhq/baton/mcptool/testdata/mcpserver").CombinedOutput(); err != nil {
-		t.Fatalf("build the test MCP server: %v\n%s", err, out)
-	}
+	server := mcpServer.Path(t, binDir, "mcpserver")
 	effects := filepath.Join(dir, "effects.log")
 	net := filepath.Join(dir, "mcpkill.yaml")
 	if err := os.WriteFile(net, fmt.Appendf(nil, mcpNetwork, server, effects), 0o644); err != nil {

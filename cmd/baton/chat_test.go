@@ -30,9 +30,7 @@ import (
 // system prompt billing receives: that is how the test proves that a child
 // thread's first turn, and only that turn, sees the summary.
 func TestChatTerminal(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs it in tmux")
-	}
+	bin := batonBinary(t)
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("tmux is required in CI (scripts/test.sh installs it)")
@@ -41,10 +39,6 @@ func TestChatTerminal(t *testing.T) {
 	}
 	t.Parallel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "baton")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	billing := newFakeBilling(t)
 	network := filepath.Join(dir, "network.yaml")
 	writeChatNetwork(t, network, billing.URL+"/v1")

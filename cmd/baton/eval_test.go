@@ -31,10 +31,8 @@ func TestEvalExportAndRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("baton run: exit %d\n%s", code, stderr)
 	}
-	var start struct {
-		ThreadID string `json:"thread_id"`
-	}
-	if err := json.Unmarshal([]byte(strings.SplitN(stdout, "\n", 2)[0]), &start); err != nil || start.ThreadID == "" {
+	start, _, err := runStartOf(stdout)
+	if err != nil || start.ThreadID == "" {
 		t.Fatalf("run_start %q: %v", stdout, err)
 	}
 

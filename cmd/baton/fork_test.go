@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -9,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/internal/logtest"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/store/open"
@@ -102,14 +100,8 @@ func runFork(t *testing.T, db string) {
 // new process (baton resume) and completes on the fork; the source thread
 // is unchanged. SQLite and PostgreSQL.
 func TestForkedRunResumesAfterSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the baton binary")
-	}
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "baton")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := batonBinary(t)
 	t.Run("SQLite", func(t *testing.T) {
 		t.Parallel()
 		forkedRunAfterKill(t, bin, "sqlite:"+filepath.Join(t.TempDir(), "baton.db"))
@@ -148,12 +140,8 @@ func forkedRunAfterKill(t *testing.T, bin, db string) {
 	if err != nil {
 		t.Fatalf("source run: %v\n%s", err, out)
 	}
-	var start struct {
-		RunID    string `json:"run_id"`
-		ThreadID string `json:"thread_id"`
-	}
-	first, _, _ := strings.Cut(string(out), "\n")
-	if err := json.Unmarshal([]byte(first), &start); err != nil || start.ThreadID == "" {
+	start, first, err := runStartOf(string(out))
+	if err != nil || start.ThreadID == "" {
 		t.Fatalf("run_start %q: %v", first, err)
 	}
 	// A second run: the first is no longer the source's latest, so the fork
@@ -165,33 +153,9 @@ func forkedRunAfterKill(t *testing.T, bin, db string) {
 	source := threadText(t, db, start.ThreadID)
 	sourceIDs := messageIDs(t, db, start.ThreadID)
 
-	cmd := exec.Command(bin, "run", "--json", "--database", db, net, "--fork", start.ThreadID+"@"+start.RunID+"-m1", "Please check again")
-	var stdout, stderr logtest.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stdout.String(), `"type":"transfer"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no transfer on the fork before the deadline: %s %s", stdout.String(), stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond)
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	if strings.Contains(stdout.String(), `"type":"run_end"`) {
-		t.Fatal("the fork's run finished before it was killed; the test proves nothing")
-	}
-	var forkStart struct {
-		RunID    string `json:"run_id"`
-		ThreadID string `json:"thread_id"`
-	}
-	first, _, _ = strings.Cut(stdout.String(), "\n")
-	if err := json.Unmarshal([]byte(first), &forkStart); err != nil || forkStart.ThreadID == start.ThreadID {
+	stdout := killAfterTransfer(t, exec.Command(bin, "run", "--json", "--database", db, net, "--fork", start.ThreadID+"@"+start.RunID+"-m1", "Please check again"), "the fork's run", 30*time.Second)
+	forkStart, first, err := runStartOf(stdout)
+	if err != nil || forkStart.ThreadID == start.ThreadID {
 		t.Fatalf("the fork's run_start %q: %v", first, err)
 	}
 	out, err = exec.Command(bin, "resume", "--database", db, net, "--run", forkStart.RunID).CombinedOutput()

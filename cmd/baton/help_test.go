@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -110,10 +109,8 @@ func TestVerbose(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--log-format json: exit code %d, stderr:\n%s", code, stderr)
 	}
-	var start struct {
-		RunID string `json:"run_id"`
-	}
-	if err := json.Unmarshal([]byte(strings.SplitN(stdout, "\n", 2)[0]), &start); err != nil || start.RunID == "" {
+	start, _, err := runStartOf(stdout)
+	if err != nil || start.RunID == "" {
 		t.Fatalf("first event %q: %v", stdout, err)
 	}
 	var buf logtest.Buffer

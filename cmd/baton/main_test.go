@@ -479,19 +479,11 @@ func TestValidate(t *testing.T) {
 // README (or, until the README has one, of examples/support/network.yaml),
 // as a user would.
 func TestBinaryDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	t.Parallel()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
-	bin := filepath.Join(t.TempDir(), "baton")
-	build := exec.CommandContext(t.Context(), goBin, "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := batonBinary(t)
 	args := demoArgs(t)
 	cmd := exec.CommandContext(t.Context(), bin, args...)
 	cmd.Dir = filepath.Join("..", "..")
