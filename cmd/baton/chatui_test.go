@@ -209,11 +209,19 @@ func wantTranscript(t *testing.T, m *chatModel, wants ...string) {
 	}
 }
 
-func TestChatHandoffInlineEdit(t *testing.T) {
-	t.Setenv("EDITOR", "")
+// handoffChat returns a chat on thread t1 in which line, a /handoff
+// command, was typed.
+func handoffChat(t *testing.T, line string) (*fakeChat, *chatModel) {
+	t.Helper()
 	f := &fakeChat{}
 	m := newTestChat(t, f, "t1")
-	typeLine(t, m, "/handoff")
+	typeLine(t, m, line)
+	return f, m
+}
+
+func TestChatHandoffInlineEdit(t *testing.T) {
+	t.Setenv("EDITOR", "")
+	f, m := handoffChat(t, "/handoff")
 	if m.mode != modeChoice {
 		t.Fatalf("mode %d after the preview, want the accept/edit/decline choice", m.mode)
 	}
@@ -254,9 +262,7 @@ func TestChatHandoff(t *testing.T) {
 	t.Parallel()
 	t.Run("Decline", func(t *testing.T) {
 		t.Parallel()
-		f := &fakeChat{}
-		m := newTestChat(t, f, "t1")
-		typeLine(t, m, "/handoff")
+		f, m := handoffChat(t, "/handoff")
 		drive(t, m, press("d"))
 		if len(f.decisions) != 1 || f.decisions[0].Type != threadhandoff.DecisionReject || m.thread != "t1" {
 			t.Errorf("decisions %+v, thread %q: want one rejection, still on t1", f.decisions, m.thread)
@@ -265,9 +271,7 @@ func TestChatHandoff(t *testing.T) {
 	})
 	t.Run("Accept", func(t *testing.T) {
 		t.Parallel()
-		f := &fakeChat{}
-		m := newTestChat(t, f, "t1")
-		typeLine(t, m, "/handoff")
+		f, m := handoffChat(t, "/handoff")
 		drive(t, m, press("a"))
 		if len(f.decisions) != 1 || f.decisions[0].Type != threadhandoff.DecisionApprove || m.thread != "child" || f.proposed != 1 {
 			t.Errorf("decisions %+v, thread %q, %d proposals stored: want one stored, one approval, on the child", f.decisions, m.thread, f.proposed)
@@ -275,9 +279,7 @@ func TestChatHandoff(t *testing.T) {
 	})
 	t.Run("Preview", func(t *testing.T) {
 		t.Parallel()
-		f := &fakeChat{}
-		m := newTestChat(t, f, "t1")
-		typeLine(t, m, "/handoff --preview")
+		f, m := handoffChat(t, "/handoff --preview")
 		if len(f.decisions) != 0 || m.mode != modeInput || m.thread != "t1" || f.proposed != 0 {
 			t.Errorf("decisions %+v, mode %d, thread %q, %d proposals stored: want nothing stored or decided", f.decisions, m.mode, m.thread, f.proposed)
 		}
@@ -285,9 +287,7 @@ func TestChatHandoff(t *testing.T) {
 	})
 	t.Run("Apply", func(t *testing.T) {
 		t.Parallel()
-		f := &fakeChat{}
-		m := newTestChat(t, f, "t1")
-		typeLine(t, m, "/handoff --apply")
+		f, m := handoffChat(t, "/handoff --apply")
 		if len(f.decisions) != 1 || f.decisions[0].Type != threadhandoff.DecisionApprove || m.thread != "child" {
 			t.Errorf("decisions %+v, thread %q: want an approval without asking", f.decisions, m.thread)
 		}
