@@ -19,20 +19,8 @@ import (
 func TestWebhookRetentionFlag(t *testing.T) {
 	t.Parallel()
 	db := "sqlite://" + filepath.Join(t.TempDir(), "baton.db")
-	for _, tt := range []struct {
-		args []string
-		want time.Duration
-	}{
-		{nil, service.DefaultWebhookRetention},
-		{[]string{"--webhook-retention", "3d"}, 72 * time.Hour},
-		{[]string{"--webhook-retention", "90m"}, 90 * time.Minute},
-		{[]string{"--webhook-retention", "0"}, -1},
-	} {
-		cfg, err := serveConfig(t, db, tt.args)
-		if err != nil || cfg.WebhookRetention != tt.want {
-			t.Errorf("%v: WebhookRetention %v, %v; want %v", tt.args, cfg.WebhookRetention, err, tt.want)
-		}
-	}
+	checkRetentionFlag(t, db, "--webhook-retention", "WebhookRetention", service.DefaultWebhookRetention,
+		func(c service.Config) time.Duration { return c.WebhookRetention })
 }
 
 // TestInspectRetentionFlag: --inspect-retention's days or Go duration
@@ -42,26 +30,36 @@ func TestWebhookRetentionFlag(t *testing.T) {
 func TestInspectRetentionFlag(t *testing.T) {
 	t.Parallel()
 	db := "sqlite://" + filepath.Join(t.TempDir(), "baton.db")
-	for _, tt := range []struct {
-		args []string
-		want time.Duration
-	}{
-		{nil, inspect.DefaultRetention},
-		{[]string{"--inspect-retention", "3d"}, 72 * time.Hour},
-		{[]string{"--inspect-retention", "90m"}, 90 * time.Minute},
-		{[]string{"--inspect-retention", "0"}, -1},
-	} {
-		cfg, err := serveConfig(t, db, tt.args)
-		if err != nil || cfg.InspectRetention != tt.want {
-			t.Errorf("%v: InspectRetention %v, %v; want %v", tt.args, cfg.InspectRetention, err, tt.want)
-		}
-	}
+	checkRetentionFlag(t, db, "--inspect-retention", "InspectRetention", inspect.DefaultRetention,
+		func(c service.Config) time.Duration { return c.InspectRetention })
 	if inspect.DefaultRetention != 7*24*time.Hour {
 		t.Errorf("inspect.DefaultRetention %v, want 7 days", inspect.DefaultRetention)
 	}
 	var f serviceFlags
 	if err := serveFlags(&f).Parse([]string{"--database", db, "--inspect-retention", "-1h"}); err == nil || !strings.Contains(err.Error(), "cannot be negative") {
 		t.Errorf("--inspect-retention -1h: %v, want it refused as negative", err)
+	}
+}
+
+// checkRetentionFlag checks a retention flag of baton serve: none gives
+// def; 3d and 90m, days and a Go duration, give 72h and 90m; 0 gives -1 (a
+// negative retention for the service). field names what get reads of the
+// service.Config.
+func checkRetentionFlag(t *testing.T, db, flag, field string, def time.Duration, get func(service.Config) time.Duration) {
+	t.Helper()
+	for _, tt := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, def},
+		{[]string{flag, "3d"}, 72 * time.Hour},
+		{[]string{flag, "90m"}, 90 * time.Minute},
+		{[]string{flag, "0"}, -1},
+	} {
+		cfg, err := serveConfig(t, db, tt.args)
+		if got := get(cfg); err != nil || got != tt.want {
+			t.Errorf("%v: %s %v, %v; want %v", tt.args, field, got, err, tt.want)
+		}
 	}
 }
 
