@@ -246,17 +246,8 @@ func streamOn(ctx context.Context, t *testing.T, on *api, thread, input string) 
 		}
 		end <- last
 	}()
-	var run string
-	select {
-	case run = <-ids:
-	case <-ctx.Done():
-		t.Fatal("the run did not start")
-	}
-	select {
-	case <-streaming:
-	case <-ctx.Done():
-		t.Fatalf("run %s did not stream", run)
-	}
+	run := receive(t, ctx, ids, "the run did not start")
+	receive(t, ctx, streaming, "run %s did not stream", run)
 	return run, end
 }
 

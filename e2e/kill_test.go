@@ -359,12 +359,7 @@ func (k *killTest) submit(ctx context.Context, path string) error {
 }
 
 func pause(ctx context.Context) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(time.Duration(100+rand.IntN(200)) * time.Millisecond):
-		return nil
-	}
+	return sleepCtx(ctx, time.Duration(100+rand.IntN(200))*time.Millisecond)
 }
 
 func (k *killTest) record(run string, g givenRun) {
@@ -533,19 +528,12 @@ func (k *killTest) killServe(ctx context.Context, calls <-chan callEvent) error 
 			return ev.caller == "serve" && ev.tool == "ship" && !ev.done
 		}),
 	)
-	if !ok {
-		moment = "at random (no " + moment + " within 4s)"
-	}
 	// One replica (with several, the moment is of any of them: the
 	// victim is one at random).
 	s := k.c.serves[rand.IntN(len(k.c.serves))]
 	s.op.Lock()
 	defer s.op.Unlock()
-	if s.kill() {
-		k.killed(s.name, "serve", moment)
-	}
-	sleepUpTo(500)
-	return s.start()
+	return k.killRestart(s, s.name, "serve", moment, ok, 500)
 }
 
 // restartServe restarts the replicas one at a time, gracefully: SIGTERM
@@ -588,14 +576,24 @@ func (k *killTest) killWorker(ctx context.Context, calls <-chan callEvent) error
 			return ev.caller == w.name && ev.done
 		}),
 	)
+	return k.killRestart(w, w.name, "worker", moment, ok, 300)
+}
+
+// killRestart SIGKILLs p, a process of kind named name, counting the kill
+// at moment (ok: the moment came; else it was at random, none within 4s)
+// if p was running, and starts it again after up to pauseMS milliseconds.
+func (k *killTest) killRestart(p interface {
+	kill() bool
+	start() error
+}, name, kind, moment string, ok bool, pauseMS int) error {
 	if !ok {
 		moment = "at random (no " + moment + " within 4s)"
 	}
-	if w.kill() {
-		k.killed(w.name, "worker", moment)
+	if p.kill() {
+		k.killed(name, kind, moment)
 	}
-	sleepUpTo(300)
-	return w.start()
+	sleepUpTo(pauseMS)
+	return p.start()
 }
 
 // killCLI starts a `baton run` of a new thread and kills it at a moment it
@@ -772,6 +770,19 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-time.After(d):
 		return nil
+	}
+}
+
+// receive returns what ch gives, failing the test with the message (format,
+// args) if ctx ends first.
+func receive[T any](t *testing.T, ctx context.Context, ch <-chan T, format string, args ...any) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-ctx.Done():
+		t.Fatalf(format, args...)
+		panic("unreachable")
 	}
 }
 

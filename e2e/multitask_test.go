@@ -32,12 +32,7 @@ func enqueueSurvivesKill(t *testing.T, be backend) {
 		})
 		busy <- run
 	}()
-	var first string
-	select {
-	case first = <-busy:
-	case <-ctx.Done():
-		t.Fatal("the first run did not stream")
-	}
+	first := receive(t, ctx, busy, "the first run did not stream")
 	var queued struct {
 		ID, Status string
 		Position   int
