@@ -22,34 +22,29 @@ function listen(app) {
   });
 }
 
-// The 0.3 agent.
-async function agent03() {
+// expertExecutor is an executor of either SDK: it answers WORDS a word at
+// a time, DELAY apart, and stops when its task is cancelled. ev makes the
+// SDK's events, each at the moment it is published: task (submitted),
+// working, artifact(ctx, i, text) (the i-th word), canceled and
+// completed. cancelled lists the tasks it cancelled.
+function expertExecutor(ev) {
   const cancelled = [];
   const stop = new Set();
-  const app = express();
-  const base = await listen(app);
-  const card = {
-    name: "js03", description: "An expert on @a2a-js/sdk 0.3.", url: `${base}/a2a`, protocolVersion: "0.3.0", version: "1.0.0",
-    preferredTransport: "JSONRPC", capabilities: { streaming: true }, defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"],
-    skills: [{ id: "expert", name: "expert", description: "Answers slowly.", tags: ["e2e"] }],
-  };
-  const executor = {
+  return {
+    cancelled,
     async execute(ctx, bus) {
-      const { taskId, contextId } = ctx;
-      const now = () => new Date().toISOString();
-      bus.publish({ kind: "task", id: taskId, contextId, status: { state: "submitted", timestamp: now() }, history: [ctx.userMessage] });
-      bus.publish({ kind: "status-update", taskId, contextId, status: { state: "working", timestamp: now() }, final: false });
+      bus.publish(ev.task(ctx));
+      bus.publish(ev.working(ctx));
       for (const [i, w] of WORDS.entries()) {
         await sleep(DELAY);
-        if (stop.has(taskId)) {
-          bus.publish({ kind: "status-update", taskId, contextId, status: { state: "canceled", timestamp: now() }, final: true });
+        if (stop.has(ctx.taskId)) {
+          bus.publish(ev.canceled(ctx));
           bus.finished();
           return;
         }
-        bus.publish({ kind: "artifact-update", taskId, contextId, append: i > 0,
-          artifact: { artifactId: "answer", name: "answer", parts: [{ kind: "text", text: (i > 0 ? " " : "") + w }] } });
+        bus.publish(ev.artifact(ctx, i, (i > 0 ? " " : "") + w));
       }
-      bus.publish({ kind: "status-update", taskId, contextId, status: { state: "completed", timestamp: now() }, final: true });
+      bus.publish(ev.completed(ctx));
       bus.finished();
     },
     async cancelTask(taskId) {
@@ -57,15 +52,34 @@ async function agent03() {
       cancelled.push(taskId);
     },
   };
+}
+
+// The 0.3 agent.
+async function agent03() {
+  const app = express();
+  const base = await listen(app);
+  const card = {
+    name: "js03", description: "An expert on @a2a-js/sdk 0.3.", url: `${base}/a2a`, protocolVersion: "0.3.0", version: "1.0.0",
+    preferredTransport: "JSONRPC", capabilities: { streaming: true }, defaultInputModes: ["text/plain"], defaultOutputModes: ["text/plain"],
+    skills: [{ id: "expert", name: "expert", description: "Answers slowly.", tags: ["e2e"] }],
+  };
+  const now = () => new Date().toISOString();
+  const update = ({ taskId, contextId }, state, final) => ({ kind: "status-update", taskId, contextId, status: { state, timestamp: now() }, final });
+  const executor = expertExecutor({
+    task: (ctx) => ({ kind: "task", id: ctx.taskId, contextId: ctx.contextId, status: { state: "submitted", timestamp: now() }, history: [ctx.userMessage] }),
+    working: (ctx) => update(ctx, "working", false),
+    artifact: ({ taskId, contextId }, i, text) => ({ kind: "artifact-update", taskId, contextId, append: i > 0,
+      artifact: { artifactId: "answer", name: "answer", parts: [{ kind: "text", text }] } }),
+    canceled: (ctx) => update(ctx, "canceled", true),
+    completed: (ctx) => update(ctx, "completed", true),
+  });
   new A2AExpressApp(new Handler03(card, new Store03(), executor)).setupRoutes(app, "/a2a");
-  app.get("/cancelled", (_req, res) => res.json(cancelled));
+  app.get("/cancelled", (_req, res) => res.json(executor.cancelled));
   return base;
 }
 
 // The 1.0 agent.
 async function agent1() {
-  const cancelled = [];
-  const stop = new Set();
   const app = express();
   const base = await listen(app);
   const card = {
@@ -79,33 +93,19 @@ async function agent1() {
   };
   const text = (t) => ({ content: { $case: "text", value: t }, metadata: undefined, filename: "", mediaType: "" });
   const status = (state) => ({ state, message: undefined, timestamp: new Date().toISOString() });
-  const executor = {
-    async execute(ctx, bus) {
-      const { taskId, contextId } = ctx;
-      bus.publish(AgentEvent.task({ id: taskId, contextId, status: status(TaskState.TASK_STATE_SUBMITTED), artifacts: [], history: [ctx.userMessage], metadata: undefined }));
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(TaskState.TASK_STATE_WORKING), metadata: undefined }));
-      for (const [i, w] of WORDS.entries()) {
-        await sleep(DELAY);
-        if (stop.has(taskId)) {
-          bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(TaskState.TASK_STATE_CANCELED), metadata: undefined }));
-          bus.finished();
-          return;
-        }
-        bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, append: i > 0, lastChunk: i === WORDS.length - 1, metadata: undefined,
-          artifact: { artifactId: "answer", name: "answer", description: "", parts: [text((i > 0 ? " " : "") + w)], metadata: undefined, extensions: [] } }));
-      }
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(TaskState.TASK_STATE_COMPLETED), metadata: undefined }));
-      bus.finished();
-    },
-    async cancelTask(taskId) {
-      stop.add(taskId);
-      cancelled.push(taskId);
-    },
-  };
+  const update = ({ taskId, contextId }, state) => AgentEvent.statusUpdate({ taskId, contextId, status: status(state), metadata: undefined });
+  const executor = expertExecutor({
+    task: (ctx) => AgentEvent.task({ id: ctx.taskId, contextId: ctx.contextId, status: status(TaskState.TASK_STATE_SUBMITTED), artifacts: [], history: [ctx.userMessage], metadata: undefined }),
+    working: (ctx) => update(ctx, TaskState.TASK_STATE_WORKING),
+    artifact: ({ taskId, contextId }, i, t) => AgentEvent.artifactUpdate({ taskId, contextId, append: i > 0, lastChunk: i === WORDS.length - 1, metadata: undefined,
+      artifact: { artifactId: "answer", name: "answer", description: "", parts: [text(t)], metadata: undefined, extensions: [] } }),
+    canceled: (ctx) => update(ctx, TaskState.TASK_STATE_CANCELED),
+    completed: (ctx) => update(ctx, TaskState.TASK_STATE_COMPLETED),
+  });
   const handler = new Handler1(card, new Store1(), executor);
   app.use("/.well-known/agent-card.json", agentCardHandler({ agentCardProvider: async () => card }));
   app.use("/a2a/jsonrpc", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-  app.get("/cancelled", (_req, res) => res.json(cancelled));
+  app.get("/cancelled", (_req, res) => res.json(executor.cancelled));
   return base;
 }
 

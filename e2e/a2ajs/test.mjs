@@ -16,6 +16,7 @@ import {
   ContentTypeNotSupportedError,
 } from "@a2a-js/sdk/client";
 import { receiver, verify } from "./push.mjs";
+import { bearerFetch, cardURL } from "./client.mjs";
 
 const URL = process.env.BATON_URL;
 const KEY = process.env.BATON_KEY;
@@ -24,17 +25,13 @@ const OTHER_KEY = process.env.BATON_OTHER_KEY;
 // clientFor returns a client of a network's agent card, sending key (none
 // if not given) as a Bearer token.
 async function clientFor(network, key) {
-  const fetchImpl = (url, init = {}) => {
-    const headers = new Headers(init.headers);
-    if (key) headers.set("Authorization", `Bearer ${key}`);
-    return fetch(url, { ...init, headers });
-  };
+  const fetchImpl = bearerFetch(key);
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl })],
     }),
   );
-  return factory.createFromUrl(`${URL}/a2a/${network}/.well-known/agent-card.json`, "");
+  return factory.createFromUrl(cardURL(network), "");
 }
 
 function userMessage(text, extra = {}) {

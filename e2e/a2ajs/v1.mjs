@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory, DefaultAgentCardResolver } from "a2a-js-v1/client";
 import { Role, TaskState } from "a2a-js-v1";
 import { receiver, verify } from "./push.mjs";
+import { bearerFetch, cardURL } from "./client.mjs";
 
 const URL_ = process.env.BATON_URL;
 const KEY = process.env.BATON_KEY;
@@ -16,18 +17,14 @@ const OTHER_KEY = process.env.BATON_OTHER_KEY;
 const AGENTS = process.env.A2A_AGENTS ? JSON.parse(process.env.A2A_AGENTS) : null;
 
 async function clientV1(network, key) {
-  const fetchImpl = (url, init = {}) => {
-    const headers = new Headers(init.headers);
-    if (key) headers.set("Authorization", `Bearer ${key}`);
-    return fetch(url, { ...init, headers });
-  };
+  const fetchImpl = bearerFetch(key);
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
       transports: [new JsonRpcTransportFactory({ fetchImpl })],
       cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
     }),
   );
-  return factory.createFromUrl(`${URL_}/a2a/${network}/.well-known/agent-card.json`, "");
+  return factory.createFromUrl(cardURL(network), "");
 }
 
 const textPart = (t) => ({ content: { $case: "text", value: t }, metadata: undefined, filename: "", mediaType: "" });
