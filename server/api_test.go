@@ -145,18 +145,11 @@ func TestMaxStreams(t *testing.T) {
 	}
 	resp.Body.Close()
 	// The slot is freed when the first stream ends.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	servertest.Eventually(t, 10*time.Second, 50*time.Millisecond, func() (bool, string) {
 		resp, _ := b.Stream(t, b.KeyA, "GET", "/v1/threads/"+thread+"/events", nil)
 		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stream slot not freed: %d", resp.StatusCode)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return resp.StatusCode == 200, fmt.Sprintf("stream slot not freed: %d", resp.StatusCode)
+	})
 }
 
 // A non-streaming run that outlasts the request timeout answers 202 with

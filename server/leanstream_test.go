@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -93,19 +94,15 @@ func TestIdleThreadStreamsHoldNoGoroutine(t *testing.T) {
 	for _, s := range subs {
 		s.resp.Body.Close()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	servertest.Eventually(t, 5*time.Second, 20*time.Millisecond, func() (bool, string) {
 		resp, ch := b.Stream(t, b.KeyA, "GET", "/v1/threads/"+threads[0]+"/events", nil)
 		if resp.StatusCode == 200 {
 			servertest.Collect(t, ch, func(e servertest.Event) bool { return e.Type == "thread" })
 			resp.Body.Close()
-			break
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("slots not freed after the clients left: %d", resp.StatusCode)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("slots not freed after the clients left: %d", resp.StatusCode)
+	})
 	for range 100 {
 		if goroutinesIn("server.(*threadStream)", "(*threadWatcher).check(") == 0 {
 			return

@@ -102,17 +102,10 @@ func checkStopAudited(t *testing.T, b *servertest.Bundle, thread, strategy strin
 // waitMessages waits until the thread's messages are want.
 func waitMessages(t *testing.T, b *servertest.Bundle, thread string, want ...string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	servertest.Eventually(t, 20*time.Second, 50*time.Millisecond, func() (bool, string) {
 		got := messages(t, b, thread)
-		if strings.Join(got, "|") == strings.Join(want, "|") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("messages %q, want %q", got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return strings.Join(got, "|") == strings.Join(want, "|"), fmt.Sprintf("messages %q, want %q", got, want)
+	})
 }
 
 func testMultitask(t *testing.T, b *servertest.Bundle) {
@@ -234,8 +227,7 @@ func testMultitask(t *testing.T, b *servertest.Bundle) {
 			// Both posts are in the thread (a rollback may remove the
 			// other post's run: then one), the last answered in full, and
 			// no run is left running.
-			deadline := time.Now().Add(20 * time.Second)
-			for {
+			servertest.Eventually(t, 20*time.Second, 50*time.Millisecond, func() (bool, string) {
 				got := messages(t, b, thread)
 				posts := 0
 				for _, m := range got {
@@ -252,14 +244,9 @@ func testMultitask(t *testing.T, b *servertest.Bundle) {
 				if strat == "rollback" {
 					wantPosts = posts // 1 or 2
 				}
-				if posts >= 1 && posts == wantPosts && got[len(got)-1] == "assistant:"+slowAnswer && th.Run.Status == "completed" && th.Metadata["queue"] == nil {
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("messages %q, run %s, queue %v", got, th.Run.Status, th.Metadata["queue"])
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				done := posts >= 1 && posts == wantPosts && got[len(got)-1] == "assistant:"+slowAnswer && th.Run.Status == "completed" && th.Metadata["queue"] == nil
+				return done, fmt.Sprintf("messages %q, run %s, queue %v", got, th.Run.Status, th.Metadata["queue"])
+			})
 		})
 	}
 }

@@ -271,17 +271,10 @@ func TestStuckClientDoesNotHoldTheRun(t *testing.T) {
 	if err != nil || !strings.Contains(line, "200") {
 		t.Fatalf("status line %q: %v", line, err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	servertest.Eventually(t, 20*time.Second, 50*time.Millisecond, func() (bool, string) {
 		r := b.Do(t, b.KeyA, "GET", "/v1/threads/"+thread, nil)
-		if strings.Contains(string(r.Body), `"status":"completed"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run did not complete: %s", r.Body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return strings.Contains(string(r.Body), `"status":"completed"`), fmt.Sprintf("run did not complete: %s", r.Body)
+	})
 }
 
 // Shutdown: readiness fails, new runs are refused, and a run in flight
@@ -302,17 +295,10 @@ func TestGracefulShutdown(t *testing.T) {
 		defer cancel()
 		done <- b.Srv.Shutdown(ctx)
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	servertest.Eventually(t, 5*time.Second, 10*time.Millisecond, func() (bool, string) {
 		r := b.Do(t, "", "GET", "/readyz", nil)
-		if r.Status == http.StatusServiceUnavailable && strings.Contains(string(r.Body), "draining") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("readyz while draining: %d %s", r.Status, r.Body)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return r.Status == http.StatusServiceUnavailable && strings.Contains(string(r.Body), "draining"), fmt.Sprintf("readyz while draining: %d %s", r.Status, r.Body)
+	})
 	if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+other+"/runs", map[string]any{"input": "hi"}); r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("new run while draining: %d %s", r.Status, r.Body)
 	}
@@ -390,15 +376,8 @@ func TestDurableChildTurnClearsSeed(t *testing.T) {
 	if r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
 		t.Fatalf("child turn: %d %s", r.Status, r.Body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	servertest.Eventually(t, 10*time.Second, 50*time.Millisecond, func() (bool, string) {
 		c, p := b.Seed(t, child)
-		if !c && !p {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the child's first turn, finished by a worker: cleanup_required %v, pending %v", c, p)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return !c && !p, fmt.Sprintf("after the child's first turn, finished by a worker: cleanup_required %v, pending %v", c, p)
+	})
 }

@@ -102,19 +102,12 @@ func TestShutdownCutsInlineRuns(t *testing.T) {
 	r.JSON(t, &res)
 
 	for _, run := range []struct{ thread, id string }{{streamed, runStreamed}, {waited, res.ID}} {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		servertest.Eventually(t, 30*time.Second, 50*time.Millisecond, func() (bool, string) {
 			var st struct{ Status string }
 			if r := b.Do(t, b.KeyA, "GET", "/v1/threads/"+run.thread+"/runs/"+run.id, nil); r.Status == http.StatusOK {
 				r.JSON(t, &st)
 			}
-			if st.Status == "completed" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %s is %q, want completed by a worker after its hand-over", run.id, st.Status)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return st.Status == "completed", fmt.Sprintf("run %s is %q, want completed by a worker after its hand-over", run.id, st.Status)
+		})
 	}
 }
