@@ -19,14 +19,7 @@ func (s *Server) listSteps(w http.ResponseWriter, r *http.Request, c *Caller) er
 		return err
 	}
 	run, err := inspect.Steps(r.Context(), s.st, c.Owner, th, runID)
-	if errors.Is(err, store.ErrNotFound) {
-		return NotFound("run", runID)
-	}
-	if err != nil {
-		return err
-	}
-	WriteJSON(w, http.StatusOK, run)
-	return nil
+	return writeFound(w, run, err, "run", runID)
 }
 
 // getStep answers GET /v1/threads/{id}/runs/{run_id}/steps/{step_id}: one
@@ -41,13 +34,19 @@ func (s *Server) getStep(w http.ResponseWriter, r *http.Request, c *Caller) erro
 		return NotFound("step", id)
 	}
 	step, err := inspect.GetStep(r.Context(), s.st, c.Owner, th, runID, id)
+	return writeFound(w, step, err, "step", id)
+}
+
+// writeFound answers 200 with v, what err says when it is not nil, or 404
+// naming what and id when it is store.ErrNotFound.
+func writeFound(w http.ResponseWriter, v any, err error, what, id string) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return NotFound("step", id)
+		return NotFound(what, id)
 	}
 	if err != nil {
 		return err
 	}
-	WriteJSON(w, http.StatusOK, step)
+	WriteJSON(w, http.StatusOK, v)
 	return nil
 }
 

@@ -239,11 +239,10 @@ func (f *aguiFold) reasoning(e server.Entry) {
 }
 
 func (f *aguiFold) toolCall(e server.Entry) {
-	ev, ok := runlog.Decode[runner.ToolCallEvent](e)
-	if !ok || !f.inRun {
+	ev, ok := endingText[runner.ToolCallEvent](f, e)
+	if !ok {
 		return
 	}
-	f.closeText()
 	id := f.toolID(ev.ID)
 	start := []any{"toolCallId", id, "toolCallName", ev.Name}
 	if f.lastText != "" {
@@ -259,11 +258,10 @@ func (f *aguiFold) toolCall(e server.Entry) {
 }
 
 func (f *aguiFold) toolResult(e server.Entry) {
-	ev, ok := runlog.Decode[runner.ToolResultEvent](e)
-	if !ok || !f.inRun {
+	ev, ok := endingText[runner.ToolResultEvent](f, e)
+	if !ok {
 		return
 	}
-	f.closeText()
 	f.lastText = ""
 	id := f.toolID(ev.ID)
 	content := ev.Output
@@ -276,11 +274,21 @@ func (f *aguiFold) toolResult(e server.Entry) {
 }
 
 func (f *aguiFold) transfer(e server.Entry) {
-	if _, ok := runlog.Decode[runner.TransferEvent](e); !ok || !f.inRun {
-		return
+	if _, ok := endingText[runner.TransferEvent](f, e); ok {
+		f.emitCustom("baton.transfer", e)
+	}
+}
+
+// endingText decodes e as a T of the open run, which ends the text message
+// open, if any; ok is false, and nothing is ended, when e is not a T or no
+// run is open.
+func endingText[T any](f *aguiFold, e server.Entry) (*T, bool) {
+	ev, ok := runlog.Decode[T](e)
+	if !ok || !f.inRun {
+		return nil, false
 	}
 	f.closeText()
-	f.emitCustom("baton.transfer", e)
+	return ev, true
 }
 
 func (f *aguiFold) interruptEvent(e server.Entry) {
