@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/periodic"
 	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 )
@@ -95,17 +96,10 @@ func (s *Service) LeaseTTL() time.Duration { return s.cfg.LeaseTTL }
 // renewLoop renews the leases of the runs this process executes, every
 // LeaseTTL/3, until ctx ends.
 func (s *Service) renewLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.LeaseTTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic.Every(ctx, s.cfg.LeaseTTL/3, func(ctx context.Context) {
 		ids := append(s.leases.ids(), s.jobLeases.ids()...)
 		if len(ids) == 0 {
-			continue
+			return
 		}
 		n, err := s.st.RenewLeases(ctx, &store.RenewLeasesParams{Holder: s.cfg.Holder, RunIDs: ids, TTL: s.cfg.LeaseTTL})
 		switch {
@@ -114,7 +108,7 @@ func (s *Service) renewLoop(ctx context.Context) {
 		case err == nil && n < len(ids):
 			s.log.DebugContext(ctx, "some run leases were not renewed (released, or adopted meanwhile)", "runs", len(ids), "renewed", n)
 		}
-	}
+	})
 }
 
 // holdJob holds the lease of the run a continuation's delivery works,
@@ -172,18 +166,11 @@ func (s *Service) takeJobLease(ctx context.Context, a Args, log *deliveryLog) bo
 // adoptLoop adopts the runs whose leases expired, at start and every
 // AdoptEvery, until ctx ends.
 func (s *Service) adoptLoop(ctx context.Context) {
-	t := time.NewTicker(s.cfg.AdoptEvery)
-	defer t.Stop()
-	for {
+	periodic.NowAndEvery(ctx, s.cfg.AdoptEvery, func(ctx context.Context) {
 		if _, err := s.AdoptExpired(ctx); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "adopting orphaned runs failed; retrying later", "error", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }
 
 // AdoptExpired adopts every run whose lease has expired (see

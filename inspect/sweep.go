@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/batonhq/baton/internal/periodic"
 	"github.com/batonhq/baton/store"
 )
 
@@ -22,22 +23,14 @@ func SweepEvery(retention time.Duration) time.Duration {
 // are logged and retried at the next interval. Several processes on one
 // database may sweep at once.
 func Sweep(ctx context.Context, st store.Store, retention, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
+	periodic.NowAndEvery(ctx, every, func(ctx context.Context) {
 		n, err := st.SweepCallRecords(ctx, &store.SweepCallRecordsParams{Before: time.Now().Add(-retention)})
 		switch {
 		case ctx.Err() != nil:
-			return
 		case err != nil:
 			log.WarnContext(ctx, "inspect: sweep call records", "error", err)
 		case n > 0:
 			log.DebugContext(ctx, "inspect: swept call records", "deleted", n)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonhq/baton/internal/periodic"
 	"github.com/batonhq/baton/store"
 )
 
@@ -83,21 +84,13 @@ func (r *sweeper) start(ctx context.Context) {
 	}
 	ctx, r.cancel = context.WithCancel(ctx)
 	r.done.Go(func() {
-		t := time.NewTimer(0)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		periodic.NowAndEvery(ctx, r.every, func(ctx context.Context) {
 			if n, err := r.sweep(ctx); err != nil && ctx.Err() == nil {
 				r.log.WarnContext(ctx, r.what, "error", err, "deleted", n)
 			} else if n > 0 {
 				r.log.InfoContext(ctx, r.what, "deleted", n, "older_than", r.period)
 			}
-			t.Reset(r.every)
-		}
+		})
 	})
 }
 
