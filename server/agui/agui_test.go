@@ -147,7 +147,26 @@ func normalized(t testing.TB, evs []servertest.Event) []string {
 // and that the ids increase.
 func checkAGUIOrder(t testing.TB, evs []servertest.Event) {
 	t.Helper()
-	open, calls, steps := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	// A text message, a tool call and a step are each a span, named by its
+	// id field, that its events open, are inside of or close.
+	type span struct {
+		key  string
+		open map[string]bool
+	}
+	text, call, step := &span{"messageId", map[string]bool{}}, &span{"toolCallId", map[string]bool{}}, &span{"stepName", map[string]bool{}}
+	const (
+		opens = iota
+		inside
+		closes
+	)
+	spans := map[string]struct {
+		s  *span
+		op int
+	}{
+		"TEXT_MESSAGE_START": {text, opens}, "TEXT_MESSAGE_CONTENT": {text, inside}, "TEXT_MESSAGE_END": {text, closes},
+		"TOOL_CALL_START": {call, opens}, "TOOL_CALL_ARGS": {call, inside}, "TOOL_CALL_END": {call, closes},
+		"STEP_STARTED": {step, opens}, "STEP_FINISHED": {step, closes},
+	}
 	for i, e := range evs {
 		if i == 0 && e.Type != "RUN_STARTED" {
 			t.Fatalf("first event %s", e.Type)
@@ -156,32 +175,24 @@ func checkAGUIOrder(t testing.TB, evs []servertest.Event) {
 		if i > 0 && !isDraft(e) && !aguiIDLess(evs[i-1].ID, e.ID) {
 			t.Fatalf("ids not increasing at %d: %s then %s", i, evs[i-1].ID, e.ID)
 		}
-		id, _ := e.Data["messageId"].(string)
-		call, _ := e.Data["toolCallId"].(string)
-		step, _ := e.Data["stepName"].(string)
 		bad := false
+		if sp, ok := spans[e.Type]; ok {
+			id, _ := e.Data[sp.s.key].(string)
+			switch sp.op {
+			case opens:
+				bad, sp.s.open[id] = sp.s.open[id], true
+			case inside:
+				bad = !sp.s.open[id]
+			case closes:
+				bad = !sp.s.open[id]
+				delete(sp.s.open, id)
+			}
+		}
 		switch e.Type {
-		case "TEXT_MESSAGE_START":
-			bad, open[id] = open[id], true
 		case "TEXT_MESSAGE_CONTENT":
-			bad = !open[id] || e.Data["delta"] == ""
-		case "TEXT_MESSAGE_END":
-			bad = !open[id]
-			delete(open, id)
-		case "TOOL_CALL_START":
-			bad, calls[call] = calls[call], true
-		case "TOOL_CALL_ARGS":
-			bad = !calls[call]
-		case "TOOL_CALL_END":
-			bad = !calls[call]
-			delete(calls, call)
-		case "STEP_STARTED":
-			bad, steps[step] = steps[step], true
-		case "STEP_FINISHED":
-			bad = !steps[step]
-			delete(steps, step)
+			bad = bad || e.Data["delta"] == ""
 		case "RUN_FINISHED", "RUN_ERROR":
-			bad = len(open)+len(calls)+len(steps) > 0 || i != len(evs)-1
+			bad = len(text.open)+len(call.open)+len(step.open) > 0 || i != len(evs)-1
 		}
 		if bad {
 			t.Fatalf("event %d %s out of order: %v", i, e.Raw, aguiTypes(evs))
