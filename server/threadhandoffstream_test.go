@@ -58,12 +58,7 @@ func TestThreadStreamHandoffs(t *testing.T) {
 		for range 3 {
 			<-ready
 		}
-		run := func(input string) {
-			t.Helper()
-			if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
-				t.Fatalf("run: %d %s", r.Status, r.Body)
-			}
-		}
+		run := func(input string) { t.Helper(); completeTurn(t, b, thread, input) }
 		run("I was charged twice for order 1234")
 		p1 := propose(t, b, thread, "", nil, http.StatusCreated)
 		run("It was on my credit card")
@@ -145,12 +140,7 @@ func TestThreadStreamHandoffsAcrossReplicasPostgres(t *testing.T) {
 		}, runEnds(2))
 	})
 	<-ready
-	run := func(input string) {
-		t.Helper()
-		if r := a.Do(t, a.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
-			t.Fatalf("run: %d %s", r.Status, r.Body)
-		}
-	}
+	run := func(input string) { t.Helper(); completeTurn(t, a, thread, input) }
 	run("I was charged twice for order 1234")
 	p := propose(t, a, thread, "", nil, http.StatusCreated)
 	if r := decision(t, a, a.KeyA, p.InterruptID, map[string]any{"type": "reject", "message": "not now"}); r.Status != 200 {

@@ -160,6 +160,15 @@ func (c *threadClient) read(b *servertest.Bundle, urls func() string, last strin
 	t.Fatalf("thread stream did not end: %s", dump(c.events()))
 }
 
+// completeTurn runs input on thread as the owner of key A and fails t
+// unless the run answers 200, completed.
+func completeTurn(t testing.TB, b *servertest.Bundle, thread, input string) {
+	t.Helper()
+	if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
+		t.Fatalf("run: %d %s", r.Status, r.Body)
+	}
+}
+
 func (c *threadClient) events() []servertest.Event {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -234,9 +243,7 @@ func TestThreadStreamReconnects(t *testing.T) {
 		<-ready
 		<-ready
 		for _, input := range []string{"How did EV sales develop?", "And what about 2024?"} {
-			if r := b.Do(t, b.KeyA, "POST", "/v1/threads/"+thread+"/runs", map[string]any{"input": input}); r.Status != 200 || !strings.Contains(string(r.Body), `"status":"completed"`) {
-				t.Fatalf("run: %d %s", r.Status, r.Body)
-			}
+			completeTurn(t, b, thread, input)
 		}
 		wg.Wait()
 		all := steady.events()
