@@ -1,16 +1,10 @@
 package e2e_test
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
-
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/webhook"
@@ -34,43 +28,7 @@ func TestWebhookKill(t *testing.T) {
 			dir := t.TempDir()
 			fx := newEffects(t, nil)
 			secret := webhooktest.NewSecret(t)
-			wh, err := standardwebhooks.NewWebhook(secret)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var mu sync.Mutex
-			attempts, accepted := map[string]int{}, map[string]int{}
-			var types []string
-			first, got := make(chan struct{}), make(chan string, 10)
-			var once sync.Once
-			rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				body, _ := io.ReadAll(r.Body)
-				if err := wh.Verify(body, r.Header); err != nil {
-					t.Errorf("verify: %v", err)
-					w.WriteHeader(http.StatusUnauthorized)
-					return
-				}
-				id := r.Header.Get("webhook-id")
-				mu.Lock()
-				attempts[id]++
-				n := attempts[id]
-				mu.Unlock()
-				if n == 1 {
-					// Held unanswered until the sender dies.
-					once.Do(func() { close(first) })
-					<-r.Context().Done()
-					return
-				}
-				var ev webhook.Event
-				_ = json.Unmarshal(body, &ev)
-				mu.Lock()
-				accepted[id]++
-				types = append(types, ev.Type)
-				mu.Unlock()
-				w.WriteHeader(http.StatusNoContent)
-				got <- id
-			}))
-			defer rcv.Close()
+			rcv, first := webhooktest.NewHoldingReceiver(t, secret)
 			network := filepath.Join("testdata", "shop.yaml")
 			flags := []string{"--network", network, "--database", db.url, "--lease-ttl", "2s", "--job-timeout", "5s",
 				"--rescue-after", "6s", "--webhook", rcv.URL + "/hook", "--webhook-allow", "127.0.0.1", "--workers", "2"}
@@ -114,20 +72,22 @@ func TestWebhookKill(t *testing.T) {
 			defer worker.stop(5 * time.Second)
 			var id string
 			select {
-			case id = <-got:
+			case d := <-rcv.Got:
+				id = d.ID
 			case <-time.After(recoveryBound()):
 				t.Fatalf("the event was not delivered within %s of the kill:\n%s", recoveryBound(), worker.tail(3000))
 			}
 			// Nothing else arrives: one event, accepted once.
 			select {
-			case id2 := <-got:
-				t.Errorf("a second acceptance %s", id2)
+			case d := <-rcv.Got:
+				t.Errorf("a second acceptance %s", d.ID)
 			case <-time.After(2 * time.Second):
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(attempts) != 1 || attempts[id] < 2 || accepted[id] != 1 || len(types) != 1 || types[0] != webhook.RunCompleted {
-				t.Errorf("attempts %v, accepted %v, types %v: want one run.completed, tried again with its id, accepted once", attempts, accepted, types)
+			for _, err := range rcv.Bad() {
+				t.Errorf("verify: %v", err)
+			}
+			if ids := rcv.IDs(); len(ids) != 1 || rcv.Attempts(id) < 2 || rcv.Accepted(id) != 1 || rcv.Event(id).Type != webhook.RunCompleted {
+				t.Errorf("messages %v, attempts %d, accepted %d, type %q: want one run.completed, tried again with its id, accepted once", ids, rcv.Attempts(id), rcv.Accepted(id), rcv.Event(id).Type)
 			}
 		})
 	}
