@@ -18,7 +18,6 @@ import (
 
 	"github.com/batonhq/baton/memory"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/sqlitestore"
 	"github.com/batonhq/baton/threadhandoff"
 )
 
@@ -119,11 +118,7 @@ func TestChatTerminal(t *testing.T) {
 	}
 
 	// What was stored.
-	st, err := sqlitestore.Open(t.Context(), db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openTestStore(t, "sqlite:"+db)
 	page, err := st.ListThreads(t.Context(), &store.ListThreadsParams{OwnerID: "tester"})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"github.com/batonhq/baton/internal/logtest"
 	"github.com/batonhq/baton/internal/testbin"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/sqlitestore"
+	"github.com/batonhq/baton/store/open"
 )
 
 // TestCrashedRunResumesInANewProcess kills `baton run` with SIGKILL after
@@ -50,11 +50,7 @@ func TestCrashedRunResumesInANewProcess(t *testing.T) {
 // storedThread renders the only thread of the local owner in a database.
 func storedThread(t *testing.T, url string) string {
 	t.Helper()
-	st, err := sqlitestore.Open(t.Context(), strings.TrimPrefix(url, "sqlite:"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openTestStore(t, url)
 	page, err := st.ListThreads(t.Context(), &store.ListThreadsParams{OwnerID: "local"})
 	if err != nil || len(page.Threads) != 1 {
 		t.Fatalf("threads: %v (%d)", err, len(page.Threads))
@@ -139,6 +135,18 @@ func killAfterTransfer(t *testing.T, cmd *exec.Cmd, what string, within time.Dur
 		t.Fatalf("%s finished before it was killed; the test proves nothing", what)
 	}
 	return stdout.String()
+}
+
+// openTestStore opens the store at url as the commands do (store/open),
+// for a test to read what they stored; it is closed when the test ends.
+func openTestStore(t *testing.T, url string) store.Store {
+	t.Helper()
+	st, err := open.Open(t.Context(), url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // runStart is what the tests read of a run_start event.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/open"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -225,11 +224,7 @@ func messageIDs(t *testing.T, db, thread string) []string {
 // threadMessages lists a thread's messages of the local owner.
 func threadMessages(t *testing.T, db, thread string) []*store.Message {
 	t.Helper()
-	st, err := open.Open(t.Context(), db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openTestStore(t, db)
 	msgs, err := st.ListMessages(t.Context(), &store.ListMessagesParams{OwnerID: "local", ThreadID: thread})
 	if err != nil {
 		t.Fatal(err)

@@ -55,11 +55,7 @@ func TestKeysScopes(t *testing.T) {
 	if code, _, stderr := runCLI(t, "keys", "revoke", "--database", db, "--owner", "acme", id); code != 0 {
 		t.Fatalf("keys revoke = %d, %q", code, stderr)
 	}
-	st, err := openStore(t.Context(), db, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openTestStore(t, db)
 	page, err := st.ListAudit(t.Context(), &store.ListAuditParams{OwnerID: "acme"})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"github.com/batonhq/baton/memory"
 	"github.com/batonhq/baton/service"
 	"github.com/batonhq/baton/store"
-	"github.com/batonhq/baton/store/sqlitestore"
 	"github.com/batonhq/baton/threadhandoff"
 )
 
@@ -48,11 +47,7 @@ func TestRunSeesThreadHandoffSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlitestore.Open(t.Context(), strings.TrimPrefix(db, "sqlite:"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openTestStore(t, db)
 	svc, err := threadhandoff.New(threadhandoff.Config{Store: st, Model: spec.Summary, Memory: &memory.Dir{Path: memDir}})
 	if err != nil {
 		t.Fatal(err)
