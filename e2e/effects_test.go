@@ -154,6 +154,18 @@ func (fx *effects) all() []*delivery {
 	return slices.Clone(fx.deliveries)
 }
 
+// appliedByRunTool counts the effects applied (a repeat delivery, answered
+// under its key, is not one) per run and tool, keyed "run/tool".
+func (fx *effects) appliedByRunTool() map[string]int {
+	n := map[string]int{}
+	for _, d := range fx.all() {
+		if !d.repeat {
+			n[d.run+"/"+d.tool]++
+		}
+	}
+	return n
+}
+
 // effect returns the delivery that applied key.
 func (fx *effects) effect(key string) (*delivery, bool) {
 	fx.mu.Lock()

@@ -139,9 +139,7 @@ func TestDatabaseOutage(t *testing.T) {
 	defer o.mu.Unlock()
 	t.Logf("%d runs accepted (%d during a restart), %d requests refused with 503, longest answer while down %s, %d runs completed, %d failed with a reason",
 		len(o.accepted), o.acceptedInRestart, o.refused, o.longestDown.Round(time.Millisecond), o.completed, o.failed)
-	for _, f := range o.faults {
-		t.Error(f)
-	}
+	o.faults.report(t)
 	if len(o.accepted) < 8 {
 		t.Errorf("only %d runs accepted: the load was too light to tell", len(o.accepted))
 	}
@@ -160,13 +158,7 @@ type outage struct {
 	refused           int
 	longestDown       time.Duration
 	completed, failed int
-	faults            []string
-}
-
-func (o *outage) fault(format string, args ...any) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.faults = append(o.faults, fmt.Sprintf(format, args...))
+	faults            faultLog
 }
 
 // client starts runs one after another on replica i%2, a new thread each,
@@ -215,7 +207,7 @@ func (o *outage) refusal(ctx context.Context, err error, what string) {
 		o.refused++
 		o.mu.Unlock()
 	case asHTTP(err, &he):
-		o.fault("%s (PostgreSQL %v): %v, want 2xx or 503", what, o.phase.Load(), err)
+		o.faults.add("%s (PostgreSQL %v): %v, want 2xx or 503", what, o.phase.Load(), err)
 	}
 	sleepCtx(ctx, 200*time.Millisecond)
 }
@@ -247,18 +239,18 @@ func (o *outage) probeDown(ctx context.Context, d time.Duration) {
 				o.longestDown = max(o.longestDown, took)
 				o.mu.Unlock()
 				if took > answerBound {
-					o.fault("%s %s on %s while PostgreSQL is down: answered after %s, want within %s", req.method, req.path, s.name, took, answerBound)
+					o.faults.add("%s %s on %s while PostgreSQL is down: answered after %s, want within %s", req.method, req.path, s.name, took, answerBound)
 				}
 				switch req.path {
 				case "/healthz":
 					if code != http.StatusOK || !strings.Contains(body, `"database":"unreachable"`) || !strings.Contains(body, `"status":"unavailable"`) {
-						o.fault("/healthz on %s while PostgreSQL is down: %d %s, want 200 saying the database is unreachable", s.name, code, body)
+						o.faults.add("/healthz on %s while PostgreSQL is down: %d %s, want 200 saying the database is unreachable", s.name, code, body)
 					}
 				default:
 					if code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
-						o.fault("%s %s on %s while PostgreSQL is down: %d (Retry-After %q) %s, want 503 with Retry-After", req.method, req.path, s.name, code, h.Get("Retry-After"), body)
+						o.faults.add("%s %s on %s while PostgreSQL is down: %d (Retry-After %q) %s, want 503 with Retry-After", req.method, req.path, s.name, code, h.Get("Retry-After"), body)
 					} else if req.path != "/readyz" && !strings.Contains(body, `"unavailable"`) {
-						o.fault("%s %s on %s while PostgreSQL is down: %s, want the error type unavailable", req.method, req.path, s.name, body)
+						o.faults.add("%s %s on %s while PostgreSQL is down: %s, want the error type unavailable", req.method, req.path, s.name, body)
 					}
 				}
 			}
@@ -450,7 +442,7 @@ func (o *outage) checkRuns(ctx context.Context, back time.Time) {
 				o.failed++
 				o.mu.Unlock()
 				if r.Error == nil || r.Error.Message == "" {
-					o.fault("run %s ended %s without a reason", run, r.Status)
+					o.faults.add("run %s ended %s without a reason", run, r.Status)
 				}
 			default:
 				continue
@@ -463,7 +455,7 @@ func (o *outage) checkRuns(ctx context.Context, back time.Time) {
 		}
 		if time.Since(back) > settleBound {
 			for run := range pending {
-				o.fault("run %s is not final %s after PostgreSQL came back (bound: --lease-ttl + 30 s)", run, settleBound)
+				o.faults.add("run %s is not final %s after PostgreSQL came back (bound: --lease-ttl + 30 s)", run, settleBound)
 			}
 			break
 		}
@@ -487,28 +479,22 @@ func (o *outage) checkRuns(ctx context.Context, back time.Time) {
 			}
 		}
 		if users != 1 {
-			o.fault("thread %s holds its input %d times, want once", thread, users)
+			o.faults.add("thread %s holds its input %d times, want once", thread, users)
 		}
 		for text, n := range answers {
 			if n > 1 {
-				o.fault("thread %s holds the answer %q %d times, want once", thread, text, n)
+				o.faults.add("thread %s holds the answer %q %d times, want once", thread, text, n)
 			}
 		}
 		if completed[thread] && len(answers) == 0 {
-			o.fault("thread %s: its run completed, and it holds no answer", thread)
+			o.faults.add("thread %s: its run completed, and it holds no answer", thread)
 		}
 	}
 	// No effect twice: one applied key per tool per run (each path calls
 	// each tool once).
-	perRun := map[string]int{}
-	for _, d := range o.c.fx.all() {
-		if !d.repeat {
-			perRun[d.run+"/"+d.tool]++
-		}
-	}
-	for k, n := range perRun {
+	for k, n := range o.c.fx.appliedByRunTool() {
 		if n > 1 {
-			o.fault("%s: %d effects applied, want 1", k, n)
+			o.faults.add("%s: %d effects applied, want 1", k, n)
 		}
 	}
 }

@@ -49,7 +49,7 @@ func (sk *soak) handoff(ctx context.Context, parent string) {
 		err := sk.c.api.do(ctx, http.MethodPost, "/v1/threads/"+parent+"/handoff", map[string]any{"assistant_id": "shipping"}, &prop)
 		if err == nil {
 			if prop.ID == "" || prop.Kind != "thread_handoff" {
-				sk.fault("handoff of thread %s: proposal %+v", parent, prop)
+				sk.faults.add("handoff of thread %s: proposal %+v", parent, prop)
 				return
 			}
 			sk.mu.Lock()
@@ -81,7 +81,7 @@ func (sk *soak) decide(ctx context.Context, h *soakHandoff) bool {
 			sk.answerHandoff(h, out.Child)
 			return true
 		case err == nil:
-			sk.fault("handoff %s of thread %s: approval answered %+v", h.interrupt, h.parent, out)
+			sk.faults.add("handoff %s of thread %s: approval answered %+v", h.interrupt, h.parent, out)
 			return false
 		case errors.As(err, &he) && he.status == http.StatusConflict:
 			// Decided before: a lost answer. The parent names its child.
@@ -89,7 +89,7 @@ func (sk *soak) decide(ctx context.Context, h *soakHandoff) bool {
 				sk.answerHandoff(h, child)
 				return true
 			}
-			sk.fault("handoff %s of thread %s: approval answered %v and the parent names no child", h.interrupt, h.parent, err)
+			sk.faults.add("handoff %s of thread %s: approval answered %v and the parent names no child", h.interrupt, h.parent, err)
 			return false
 		}
 		sk.refusal(ctx, err)
@@ -171,14 +171,14 @@ func (sk *soak) checkHandoffs(done *[]time.Time) handoffCounts {
 	count := func(q string, args ...any) int {
 		var n int
 		if err := db.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
-			sk.faults = append(sk.faults, fmt.Sprintf("%s: %v", q, err))
+			sk.faults.add("%s: %v", q, err)
 		}
 		return n
 	}
 	str := func(q string, args ...any) string {
 		var s sql.NullString
 		if err := db.QueryRowContext(ctx, q, args...).Scan(&s); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			sk.faults = append(sk.faults, fmt.Sprintf("%s: %v", q, err))
+			sk.faults.add("%s: %v", q, err)
 		}
 		return s.String
 	}
@@ -189,15 +189,15 @@ func (sk *soak) checkHandoffs(done *[]time.Time) handoffCounts {
 		dup := false
 		if proposals > 1 {
 			dup = true
-			sk.faults = append(sk.faults, fmt.Sprintf("duplicated: thread %s has %d handoff proposals", h.parent, proposals))
+			sk.faults.add("duplicated: thread %s has %d handoff proposals", h.parent, proposals)
 		}
 		if children > 1 {
 			dup = true
-			sk.faults = append(sk.faults, fmt.Sprintf("duplicated: thread %s was handed off to %d child threads", h.parent, children))
+			sk.faults.add("duplicated: thread %s was handed off to %d child threads", h.parent, children)
 		}
 		if mirrored > 1 {
 			dup = true
-			sk.faults = append(sk.faults, fmt.Sprintf("duplicated: thread %s has %d mirrored summaries", h.parent, mirrored))
+			sk.faults.add("duplicated: thread %s has %d mirrored summaries", h.parent, mirrored)
 		}
 		if dup {
 			c.duplicated++
@@ -208,7 +208,7 @@ func (sk *soak) checkHandoffs(done *[]time.Time) handoffCounts {
 		c.accepted++
 		if h.child == "" {
 			c.stuck++
-			sk.faults = append(sk.faults, fmt.Sprintf("stuck: handoff %s of thread %s has no child thread %s after the chaos", h.interrupt, h.parent, soakBound))
+			sk.faults.add("stuck: handoff %s of thread %s has no child thread %s after the chaos", h.interrupt, h.parent, soakBound)
 			continue
 		}
 		c.answered++
@@ -246,7 +246,7 @@ func (sk *soak) checkHandoffs(done *[]time.Time) handoffCounts {
 		}
 		if len(why) > 0 {
 			c.lost++
-			sk.faults = append(sk.faults, fmt.Sprintf("lost: handoff %s of thread %s: %v", h.interrupt, h.parent, why))
+			sk.faults.add("lost: handoff %s of thread %s: %v", h.interrupt, h.parent, why)
 		}
 	}
 	return c

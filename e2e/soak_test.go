@@ -111,6 +111,27 @@ type soakTurn struct {
 	status        string
 }
 
+// faultLog collects the faults a chaos test finds, from any goroutine.
+type faultLog struct {
+	mu     sync.Mutex
+	faults []string
+}
+
+func (f *faultLog) add(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults = append(f.faults, fmt.Sprintf(format, args...))
+}
+
+// report fails t with each fault, in the order they were found.
+func (f *faultLog) report(t *testing.T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.faults {
+		t.Error(m)
+	}
+}
+
 type soak struct {
 	t *testing.T
 	c *cluster
@@ -121,15 +142,9 @@ type soak struct {
 	// conversations counts the conversations begun.
 	conversations int
 	refused       int
-	faults        []string
+	faults        faultLog
 	// handoffs are the thread handoffs asked for, by parent thread.
 	handoffs []*soakHandoff
-}
-
-func (sk *soak) fault(format string, args ...any) {
-	sk.mu.Lock()
-	defer sk.mu.Unlock()
-	sk.faults = append(sk.faults, fmt.Sprintf(format, args...))
 }
 
 // client holds conversations, one after another, until ctx ends: a new
@@ -217,7 +232,7 @@ func (sk *soak) accept(thread, input string) {
 func (sk *soak) refusal(ctx context.Context, err error) {
 	var he *httpError
 	if errors.As(err, &he) && he.status != http.StatusServiceUnavailable && he.status != http.StatusBadGateway && he.status != http.StatusGatewayTimeout {
-		sk.fault("a request answered %v, want 2xx or 503", err)
+		sk.faults.add("a request answered %v, want 2xx or 503", err)
 	}
 	sk.mu.Lock()
 	sk.refused++
@@ -283,7 +298,7 @@ func (sk *soak) approve(ctx context.Context, thread, run string) {
 	err := sk.c.api.do(ctx, http.MethodPost, "/v1/interrupts/"+r.Interrupt.ID+"/decision", map[string]any{"type": "approve"}, nil)
 	var he *httpError
 	if err != nil && errors.As(err, &he) && he.status != http.StatusConflict && he.status != http.StatusServiceUnavailable && he.status != http.StatusBadGateway && he.status != http.StatusGatewayTimeout {
-		sk.fault("approving run %s: %v", run, err)
+		sk.faults.add("approving run %s: %v", run, err)
 	}
 }
 
@@ -318,7 +333,7 @@ func (sk *soak) report(kills int, restarted bool, d time.Duration) {
 		accepted++
 		if tr.answered.IsZero() {
 			stuck++
-			sk.faults = append(sk.faults, fmt.Sprintf("stuck: thread %s, turn %q not answered %s after the chaos", tr.thread, tr.input, soakBound))
+			sk.faults.add("stuck: thread %s, turn %q not answered %s after the chaos", tr.thread, tr.input, soakBound)
 			continue
 		}
 		answered++
@@ -345,19 +360,19 @@ func (sk *soak) report(kills int, restarted bool, d time.Duration) {
 		for k, tr := range sk.turns {
 			if tr.thread == th && inputs[tr.input] == 0 {
 				lost++
-				sk.faults = append(sk.faults, fmt.Sprintf("lost: thread %s holds no turn %q (%s)", th, tr.input, k))
+				sk.faults.add("lost: thread %s holds no turn %q (%s)", th, tr.input, k)
 			}
 		}
 		for in, n := range inputs {
 			if n > 1 {
 				duplicated += n - 1
-				sk.faults = append(sk.faults, fmt.Sprintf("duplicated: thread %s holds %q %d times", th, in, n))
+				sk.faults.add("duplicated: thread %s holds %q %d times", th, in, n)
 			}
 		}
 		for a, n := range answers {
 			if n > 1 {
 				duplicated += n - 1
-				sk.faults = append(sk.faults, fmt.Sprintf("duplicated: thread %s holds the answer %q %d times", th, a, n))
+				sk.faults.add("duplicated: thread %s holds the answer %q %d times", th, a, n)
 			}
 		}
 	}
@@ -365,15 +380,9 @@ func (sk *soak) report(kills int, restarted bool, d time.Duration) {
 	// proposal is stored, answered when their child thread is given.
 	ha := sk.checkHandoffs(&done)
 	accepted, answered, lost, duplicated, stuck = accepted+ha.accepted, answered+ha.answered, lost+ha.lost, duplicated+ha.duplicated, stuck+ha.stuck
-	perRun := map[string]int{}
-	for _, dl := range sk.c.fx.all() {
-		if !dl.repeat {
-			perRun[dl.run+"/"+dl.tool]++
-		}
-	}
-	for k, n := range perRun {
+	for k, n := range sk.c.fx.appliedByRunTool() {
 		if n > 1 {
-			sk.faults = append(sk.faults, fmt.Sprintf("a tool effect twice: %s applied %d times", k, n))
+			sk.faults.add("a tool effect twice: %s applied %d times", k, n)
 		}
 	}
 	slices.Sort(lat)
@@ -397,9 +406,7 @@ func (sk *soak) report(kills int, restarted bool, d time.Duration) {
 			fh.Close()
 		}
 	}
-	for _, f := range sk.faults {
-		t.Error(f)
-	}
+	sk.faults.report(t)
 	if accepted < 20 {
 		t.Errorf("only %d turns accepted: the load was too light to tell", accepted)
 	}
