@@ -245,13 +245,8 @@ func TestA2ABetweenTwoBatons(t *testing.T) {
 			r.await(t, time.Minute, "ask_expert call", isAsk)
 			// The remote made the context, and streams its answer (about
 			// 6s) a second later.
-			deadline := time.Now().Add(time.Minute)
-			for p.remoteThreads(t) == threadsBefore {
-				if time.Now().After(deadline) {
-					t.Fatal("the remote never got the agent tool's message")
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			waitUntil(t.Context(), t, time.Minute, 20*time.Millisecond, func() bool { return p.remoteThreads(t) != threadsBefore },
+				func() string { return "the remote never got the agent tool's message" })
 			time.Sleep(time.Second)
 		}, func(t *testing.T, evs []runner.Event) {
 			var results []string

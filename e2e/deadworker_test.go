@@ -112,18 +112,12 @@ func deadWorker(t *testing.T, be backend, victim string) {
 		}
 	}
 	var r *runResult
-	for deadline := time.Now().Add(time.Minute); ; {
+	waitUntil(ctx, t, time.Minute, 100*time.Millisecond, func() bool {
 		r, err = c.api.run(ctx, thread, run)
-		if err == nil && r.Status == "completed" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s: %+v %v, want completed within a minute of its resume", run, r, err)
-		}
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return err == nil && r.Status == "completed"
+	}, func() string {
+		return fmt.Sprintf("run %s: %+v %v, want completed within a minute of its resume", run, r, err)
+	})
 	if _, applied, _ := fx.counts(); applied != 1 {
 		t.Errorf("%d effects applied, want 1 (the ship call once, under its key)", applied)
 	}
@@ -136,18 +130,11 @@ func deadWorker(t *testing.T, be backend, victim string) {
 		t.Errorf("%d logs of a continuation delivered again, want 1", adopted)
 	}
 	// Nothing left open, once the run's last writes are in.
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		left := leftovers(t, c.db)
-		if left == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("left open 30s after the run completed: %s", left)
-		}
-		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-	}
+	var left string
+	waitUntil(ctx, t, 30*time.Second, 200*time.Millisecond, func() bool {
+		left = leftovers(t, c.db)
+		return left == ""
+	}, func() string { return "left open 30s after the run completed: " + left })
 }
 
 // nextCall waits up to d for a call event accepted by want.

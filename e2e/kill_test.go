@@ -773,6 +773,22 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// waitUntil calls ok every interval until it returns true, failing the
+// test with what failed says (read then) if within passes first or ctx
+// ends.
+func waitUntil(ctx context.Context, t *testing.T, within, interval time.Duration, ok func() bool, failed func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatal(failed())
+		}
+		if err := sleepCtx(ctx, interval); err != nil {
+			t.Fatalf("%s: %v", failed(), err)
+		}
+	}
+}
+
 // receive returns what ch gives, failing the test with the message (format,
 // args) if ctx ends first.
 func receive[T any](t *testing.T, ctx context.Context, ch <-chan T, format string, args ...any) T {

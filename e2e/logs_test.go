@@ -47,19 +47,14 @@ func TestLogsJoinTraces(t *testing.T) {
 		// logged its end and exported its spans.
 		var serveLines, workerLines map[string]logLine
 		var reqRun, workRun, cont otlptest.Span
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		waitUntil(ctx, t, 30*time.Second, 50*time.Millisecond, func() bool {
 			serveLines, workerLines = runLines(t, c.serve.logPath, run), runLines(t, c.workers[0].logPath, run)
 			reqRun, workRun, cont = runSpans(rcv.Spans(), run)
-			if len(serveLines) == 2 && len(workerLines) == 2 && reqRun.Name != "" && workRun.Name != "" && cont.Name != "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after 30s: serve's lines %v, worker's lines %v; spans: request %+v, worker %+v, continuation %+v",
-					serveLines, workerLines, reqRun, workRun, cont)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return len(serveLines) == 2 && len(workerLines) == 2 && reqRun.Name != "" && workRun.Name != "" && cont.Name != ""
+		}, func() string {
+			return fmt.Sprintf("after 30s: serve's lines %v, worker's lines %v; spans: request %+v, worker %+v, continuation %+v",
+				serveLines, workerLines, reqRun, workRun, cont)
+		})
 		if err := rcv.Err(); err != nil {
 			t.Fatal(err)
 		}

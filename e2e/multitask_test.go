@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -48,18 +49,15 @@ func enqueueSurvivesKill(t *testing.T, be backend) {
 	if err := c.serve.start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(recoveryBound())
-	for {
-		r1, err1 := c.api.run(ctx, thread, first)
-		r2, err2 := c.api.run(ctx, thread, queued.ID)
-		if err1 == nil && err2 == nil && r1.Status == "completed" && r2.Status == "completed" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the kill: first %+v (%v), queued %+v (%v)", r1, err1, r2, err2)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	var r1, r2 *runResult
+	var err1, err2 error
+	waitUntil(ctx, t, recoveryBound(), 250*time.Millisecond, func() bool {
+		r1, err1 = c.api.run(ctx, thread, first)
+		r2, err2 = c.api.run(ctx, thread, queued.ID)
+		return err1 == nil && err2 == nil && r1.Status == "completed" && r2.Status == "completed"
+	}, func() string {
+		return fmt.Sprintf("after the kill: first %+v (%v), queued %+v (%v)", r1, err1, r2, err2)
+	})
 	// In order: the first turn's input and answer, then the queued
 	// one's; no run left running, the queue empty.
 	msgs, _ := db.messages(t, thread)

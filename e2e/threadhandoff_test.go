@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -91,19 +92,15 @@ func TestThreadHandoffAcrossProcesses(t *testing.T) {
 				} `json:"handoff"`
 			} `json:"metadata"`
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		waitUntil(ctx, t, 20*time.Second, 100*time.Millisecond, func() bool {
 			if err := c.api.do(ctx, http.MethodGet, "/v1/threads/"+out.Child, nil, &child); err != nil {
 				t.Fatal(err)
 			}
-			if h := child.Metadata.Handoff; !h.Pending && h.LastCleanupAt != nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the child's seed is still pending after its first turn: %+v", child.Metadata.Handoff)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			h := child.Metadata.Handoff
+			return !h.Pending && h.LastCleanupAt != nil
+		}, func() string {
+			return fmt.Sprintf("the child's seed is still pending after its first turn: %+v", child.Metadata.Handoff)
+		})
 		const cleared = "thread handoff cleanup: summary cleared from memory"
 		for _, p := range c.daemons() {
 			b, _ := os.ReadFile(p.logPath)
