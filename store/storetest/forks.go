@@ -45,6 +45,51 @@ func userMessages(texts ...string) []store.NewMessage {
 	return out
 }
 
+// forkFixture holds what the fork tests share: the store, the bundle and
+// SQL behind the store's back (nil: none).
+type forkFixture struct {
+	t   *testing.T
+	s   store.Store
+	b   *bundle
+	sql *SQL
+}
+
+// count returns the owner's message rows (0 without SQL).
+func (f *forkFixture) count() int64 {
+	f.t.Helper()
+	if f.sql == nil {
+		return 0
+	}
+	return Must(f.sql.Int(f.b.ctx, f.s, `SELECT count(*) FROM messages WHERE owner_id = $1`, f.b.owner))(f.t)
+}
+
+// list returns a thread's messages.
+func (f *forkFixture) list(thread string) []*store.Message {
+	f.t.Helper()
+	return Must(f.s.ListMessages(f.b.ctx, &store.ListMessagesParams{OwnerID: f.b.owner, ThreadID: thread}))(f.t)
+}
+
+// create creates a thread of the owner.
+func (f *forkFixture) create(p store.CreateThreadParams) *store.Thread {
+	f.t.Helper()
+	p.OwnerID = f.b.owner
+	return Must(f.s.CreateThread(f.b.ctx, &p))(f.t)
+}
+
+// add appends user messages to a thread.
+func (f *forkFixture) add(thread string, texts ...string) {
+	f.t.Helper()
+	Must(f.s.AppendMessages(f.b.ctx, &store.AppendMessagesParams{OwnerID: f.b.owner, ThreadID: thread, Messages: userMessages(texts...)}))(f.t)
+}
+
+// del deletes a thread in SQL.
+func (f *forkFixture) del(id string) {
+	f.t.Helper()
+	if err := f.sql.Exec(f.b.ctx, f.s, `DELETE FROM threads WHERE owner_id = $1 AND id = $2`, f.b.owner, id); err != nil {
+		f.t.Fatalf("delete thread %s: %v", id, err)
+	}
+}
+
 // testForks: a fork (CreateThreadParams.ForkOf) reads its source's rows up
 // to its position, then its own, numbered after it; a fork of a fork reads
 // through the chain; every variant of ListMessages (after, limit, last)
@@ -53,34 +98,23 @@ func userMessages(texts ...string) []store.NewMessage {
 // another owner sees nothing and cannot fork; and deleting the source, or
 // a fork in the middle of a chain, in SQL leaves every fork whole.
 func testForks(t *testing.T, s store.Store, b *bundle, sql *SQL) {
-	count := func() int64 {
-		t.Helper()
-		if sql == nil {
-			return 0
-		}
-		return Must(sql.Int(b.ctx, s, `SELECT count(*) FROM messages WHERE owner_id = $1`, b.owner))(t)
-	}
-	list := func(thread string) []*store.Message {
-		t.Helper()
-		return Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: thread}))(t)
-	}
-	src := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, Name: "source",
-		Messages: userMessages("s1", "s2", "s3", "s4", "s5", "s6")}))(t)
-	before := count()
+	f := &forkFixture{t: t, s: s, b: b, sql: sql}
+	src := f.create(store.CreateThreadParams{Name: "source", Messages: userMessages("s1", "s2", "s3", "s4", "s5", "s6")})
+	before := f.count()
 
 	// A fork at position 4 with its last message edited: three rows read,
 	// one its own.
-	fork := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ParentID: src.ID, Name: "fork",
-		ForkOf: src.ID, ForkSeq: 3, Messages: userMessages("s4 edited")}))(t)
+	fork := f.create(store.CreateThreadParams{ParentID: src.ID, Name: "fork",
+		ForkOf: src.ID, ForkSeq: 3, Messages: userMessages("s4 edited")})
 	if sql != nil {
-		if n := count() - before; n != 1 {
+		if n := f.count() - before; n != 1 {
 			t.Fatalf("the fork wrote %d message rows, want 1 (its own)", n)
 		}
 	}
-	Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: fork.ID, Messages: userMessages("f5")}))(t)
-	Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: src.ID, Messages: userMessages("s7")}))(t)
+	f.add(fork.ID, "f5")
+	f.add(src.ID, "s7")
 	wantFork := "1:s1\n2:s2\n3:s3\n4:s4 edited\n5:f5\n"
-	got := list(fork.ID)
+	got := f.list(fork.ID)
 	if texts(got) != wantFork {
 		t.Fatalf("the fork's messages:\n%swant\n%s", texts(got), wantFork)
 	}
@@ -89,53 +123,100 @@ func testForks(t *testing.T, s store.Store, b *bundle, sql *SQL) {
 			t.Fatalf("message %d of the fork: thread %s, owner %s", m.Seq, m.ThreadID, m.OwnerID)
 		}
 	}
-	if got[0].ID != list(src.ID)[0].ID {
+	if got[0].ID != f.list(src.ID)[0].ID {
 		t.Fatalf("the fork's first message %s, not the source's row", got[0].ID)
 	}
 
 	// A fork of the fork, at its position 5: through the chain.
-	ff := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ParentID: fork.ID, Name: "fork of fork",
-		ForkOf: fork.ID, ForkSeq: 5, Messages: userMessages("g6")}))(t)
-	Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: ff.ID, Messages: userMessages("g7", "g8")}))(t)
-	Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: fork.ID, Messages: userMessages("f6")}))(t)
+	ff := f.create(store.CreateThreadParams{ParentID: fork.ID, Name: "fork of fork",
+		ForkOf: fork.ID, ForkSeq: 5, Messages: userMessages("g6")})
+	f.add(ff.ID, "g7", "g8")
+	f.add(fork.ID, "f6")
 	wantFF := "1:s1\n2:s2\n3:s3\n4:s4 edited\n5:f5\n6:g6\n7:g7\n8:g8\n"
-	all := list(ff.ID)
+	all := f.list(ff.ID)
 	if texts(all) != wantFF {
 		t.Fatalf("the fork of the fork's messages:\n%swant\n%s", texts(all), wantFF)
 	}
 	if sql != nil {
-		if n := count() - before; n != 7 {
+		if n := f.count() - before; n != 7 {
 			t.Fatalf("the forks wrote %d message rows, want 7 (their own)", n)
 		}
 	}
 
 	// Every page, over every boundary.
-	checkPages := func(thread string, all []*store.Message) {
-		t.Helper()
-		for after := range int64(len(all) + 1) {
-			for limit := 0; limit <= len(all)+1; limit++ {
-				for _, last := range []bool{false, true} {
-					page := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: thread, AfterSeq: after, Limit: limit, Last: last}))(t)
-					want := all[after:]
-					if limit > 0 && limit < len(want) {
-						if last {
-							want = want[len(want)-limit:]
-						} else {
-							want = want[:limit]
-						}
+	f.checkPages(ff.ID, all)
+
+	// A checkpoint of a run on the fork refers to its history by position.
+	checkState := f.checkpoint(ff.ID, all, wantFF)
+	checkState("the checkpoint")
+
+	f.otherOwner(src.ID, fork.ID)
+
+	if sql == nil {
+		t.Log("no SQL behind the store's back: deletes not tested")
+		return
+	}
+	// The source deleted: the fork and the fork of the fork stay whole;
+	// so does the fork of the fork when the fork is deleted next.
+	f.del(src.ID)
+	if got := texts(f.list(fork.ID)); got != wantFork+"6:f6\n" {
+		t.Fatalf("the fork after its source's delete:\n%s", got)
+	}
+	if got := f.list(ff.ID); texts(got) != wantFF {
+		t.Fatalf("the fork of the fork after the source's delete:\n%s", texts(got))
+	}
+	checkState("the checkpoint after the source's delete")
+	f.del(fork.ID)
+	all = f.list(ff.ID)
+	if texts(all) != wantFF {
+		t.Fatalf("the fork of the fork after the middle's delete:\n%s", texts(all))
+	}
+	f.checkPages(ff.ID, all)
+	checkState("the checkpoint after the middle's delete")
+	th := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: ff.ID}))(t)
+	if th.ParentID != "" {
+		t.Fatalf("the last fork's parent %q after its sources' deletes", th.ParentID)
+	}
+	f.add(ff.ID, "g9")
+	if got := texts(f.list(ff.ID)); got != wantFF+"9:g9\n" {
+		t.Fatalf("the last fork appended to:\n%s", got)
+	}
+
+	f.middleOfChain()
+}
+
+// checkPages checks every page of thread's messages (after, limit, last)
+// against all, the whole list.
+func (f *forkFixture) checkPages(thread string, all []*store.Message) {
+	t, s, b := f.t, f.s, f.b
+	t.Helper()
+	for after := range int64(len(all) + 1) {
+		for limit := 0; limit <= len(all)+1; limit++ {
+			for _, last := range []bool{false, true} {
+				page := Must(s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.owner, ThreadID: thread, AfterSeq: after, Limit: limit, Last: last}))(t)
+				want := all[after:]
+				if limit > 0 && limit < len(want) {
+					if last {
+						want = want[len(want)-limit:]
+					} else {
+						want = want[:limit]
 					}
-					if texts(page) != texts(want) {
-						t.Fatalf("after %d limit %d last %v:\n%swant\n%s", after, limit, last, texts(page), texts(want))
-					}
+				}
+				if texts(page) != texts(want) {
+					t.Fatalf("after %d limit %d last %v:\n%swant\n%s", after, limit, last, texts(page), texts(want))
 				}
 			}
 		}
 	}
-	checkPages(ff.ID, all)
+}
 
-	// A checkpoint of a run on the fork refers to its history by position.
+// checkpoint saves a checkpoint of a run on thread whose history is all,
+// referred to by position, and returns the check that it reads back whole
+// (want: its history as "n:text" lines).
+func (f *forkFixture) checkpoint(thread string, all []*store.Message, want string) func(what string) {
+	t, s, b := f.t, f.s, f.b
 	run := "run-" + uuid.NewString()
-	st := newState(run, ff.ID, 1)
+	st := newState(run, thread, 1)
 	st.Messages = nil
 	rows := make([]runstate.Row, 0, len(all))
 	for _, m := range all {
@@ -143,7 +224,7 @@ func testForks(t *testing.T, s store.Store, b *bundle, sql *SQL) {
 		rows = append(rows, runstate.Row{Seq: m.Seq, Message: m.Message})
 	}
 	cp := Must(s.SaveCheckpoint(b.ctx, &store.SaveCheckpointParams{OwnerID: b.owner, State: st, Rows: runstate.NewRows(0, rows)}))(t)
-	checkState := func(what string) {
+	return func(what string) {
 		t.Helper()
 		read := Must(s.GetCheckpoint(b.ctx, &store.GetCheckpointParams{OwnerID: b.owner, ID: cp.ID}))(t)
 		if read.Rows == nil || len(read.Rows.History) != len(all) {
@@ -153,73 +234,43 @@ func testForks(t *testing.T, s store.Store, b *bundle, sql *SQL) {
 		for i, m := range read.State.Messages {
 			fmt.Fprintf(&sb, "%d:%s\n", i+1, m.Text())
 		}
-		if sb.String() != wantFF {
-			t.Fatalf("%s: the checkpoint's history:\n%swant\n%s", what, sb.String(), wantFF)
+		if sb.String() != want {
+			t.Fatalf("%s: the checkpoint's history:\n%swant\n%s", what, sb.String(), want)
 		}
 	}
-	checkState("the checkpoint")
+}
 
-	// Another owner: no fork of the thread, no read of the fork.
-	_, err := s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other, ForkOf: src.ID, ForkSeq: 2})
+// otherOwner: another owner can neither fork src nor read fork; a fork
+// past the source's end or without a source is invalid.
+func (f *forkFixture) otherOwner(src, fork string) {
+	t, s, b := f.t, f.s, f.b
+	_, err := s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.other, ForkOf: src, ForkSeq: 2})
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.other, ThreadID: fork.ID})
+	_, err = s.ListMessages(b.ctx, &store.ListMessagesParams{OwnerID: b.other, ThreadID: fork})
 	wantErr(t, err, store.ErrNotFound)
-	_, err = s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ForkOf: src.ID, ForkSeq: 99})
+	_, err = s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ForkOf: src, ForkSeq: 99})
 	wantErr(t, err, store.ErrInvalid)
 	_, err = s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ForkSeq: 2})
 	wantErr(t, err, store.ErrInvalid)
+}
 
-	if sql == nil {
-		t.Log("no SQL behind the store's back: deletes not tested")
-		return
-	}
-	// The source deleted: the fork and the fork of the fork stay whole;
-	// so does the fork of the fork when the fork is deleted next.
-	del := func(id string) {
-		t.Helper()
-		if err := sql.Exec(b.ctx, s, `DELETE FROM threads WHERE owner_id = $1 AND id = $2`, b.owner, id); err != nil {
-			t.Fatalf("delete thread %s: %v", id, err)
-		}
-	}
-	del(src.ID)
-	if got := texts(list(fork.ID)); got != wantFork+"6:f6\n" {
-		t.Fatalf("the fork after its source's delete:\n%s", got)
-	}
-	if got := list(ff.ID); texts(got) != wantFF {
-		t.Fatalf("the fork of the fork after the source's delete:\n%s", texts(got))
-	}
-	checkState("the checkpoint after the source's delete")
-	del(fork.ID)
-	all = list(ff.ID)
-	if texts(all) != wantFF {
-		t.Fatalf("the fork of the fork after the middle's delete:\n%s", texts(all))
-	}
-	checkPages(ff.ID, all)
-	checkState("the checkpoint after the middle's delete")
-	th := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: ff.ID}))(t)
-	if th.ParentID != "" {
-		t.Fatalf("the last fork's parent %q after its sources' deletes", th.ParentID)
-	}
-	Must(s.AppendMessages(b.ctx, &store.AppendMessagesParams{OwnerID: b.owner, ThreadID: ff.ID, Messages: userMessages("g9")}))(t)
-	if got := texts(list(ff.ID)); got != wantFF+"9:g9\n" {
-		t.Fatalf("the last fork appended to:\n%s", got)
-	}
-
-	// A chain in the middle: deleting the middle fork leaves the last one
-	// reading the first source.
-	a := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, Messages: userMessages("a1", "a2", "a3")}))(t)
-	m := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ParentID: a.ID, ForkOf: a.ID, ForkSeq: 2, Messages: userMessages("m3", "m4")}))(t)
-	l := Must(s.CreateThread(b.ctx, &store.CreateThreadParams{OwnerID: b.owner, ParentID: m.ID, ForkOf: m.ID, ForkSeq: 3, Messages: userMessages("l4")}))(t)
-	rowsBefore := count()
-	del(m.ID)
-	if got := texts(list(l.ID)); got != "1:a1\n2:a2\n3:m3\n4:l4\n" {
+// middleOfChain: deleting the middle fork of a chain leaves the last one
+// reading the first source.
+func (f *forkFixture) middleOfChain() {
+	t := f.t
+	a := f.create(store.CreateThreadParams{Messages: userMessages("a1", "a2", "a3")})
+	m := f.create(store.CreateThreadParams{ParentID: a.ID, ForkOf: a.ID, ForkSeq: 2, Messages: userMessages("m3", "m4")})
+	l := f.create(store.CreateThreadParams{ParentID: m.ID, ForkOf: m.ID, ForkSeq: 3, Messages: userMessages("l4")})
+	rowsBefore := f.count()
+	f.del(m.ID)
+	if got := texts(f.list(l.ID)); got != "1:a1\n2:a2\n3:m3\n4:l4\n" {
 		t.Fatalf("the last fork after the middle's delete:\n%s", got)
 	}
 	// m's two rows went, one (m3) was copied into l: a1 and a2 are still a's.
-	if n := count() - rowsBefore; n != -1 {
+	if n := f.count() - rowsBefore; n != -1 {
 		t.Fatalf("the middle's delete changed the rows by %d, want -1", n)
 	}
-	if th := Must(s.GetThread(b.ctx, &store.GetThreadParams{OwnerID: b.owner, ID: l.ID}))(t); th.ParentID != a.ID {
+	if th := Must(f.s.GetThread(f.b.ctx, &store.GetThreadParams{OwnerID: f.b.owner, ID: l.ID}))(t); th.ParentID != a.ID {
 		t.Fatalf("the last fork's parent %q, want the first source %s", th.ParentID, a.ID)
 	}
 }
