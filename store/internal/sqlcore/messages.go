@@ -89,7 +89,7 @@ func encodeUsage(u *message.Usage) (any, error) {
 		return nil, nil
 	}
 	var buf [128]byte
-	return string(appendUsage(buf[:0], u)), nil
+	return string(jsonfast.AppendUsage(buf[:0], u)), nil
 }
 
 func encodeMetadata(md map[string]any) (string, error) {
@@ -97,7 +97,7 @@ func encodeMetadata(md map[string]any) (string, error) {
 		return "{}", nil
 	}
 	var buf [256]byte
-	if b, ok := appendObject(buf[:0], md, 0); ok {
+	if b, ok := jsonfast.AppendObject(buf[:0], md, 0); ok {
 		return string(b), nil
 	}
 	b, err := json.Marshal(md)

@@ -7,11 +7,12 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/batonhq/baton/internal/jsonfast"
 	"github.com/batonhq/baton/message"
 )
 
-// FuzzAppendMetadata holds appendObject to json.Marshal: the same bytes
-// for the objects it writes (strings of any bytes, keys in any order,
+// FuzzAppendMetadata holds jsonfast.AppendObject, which encodeMetadata
+// writes with, to json.Marshal: the same bytes for the objects it writes (strings of any bytes, keys in any order,
 // objects inside objects, numbers), and false, writing nothing, for the values it
 // leaves to json.Marshal.
 func FuzzAppendMetadata(f *testing.F) {
@@ -41,9 +42,9 @@ func FuzzAppendMetadata(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok := appendObject([]byte("x"), m, 0)
+			got, ok := jsonfast.AppendObject([]byte("x"), m, 0)
 			if !ok || !bytes.Equal(got[1:], want) {
-				t.Fatalf("appendObject(%#v) = %q, %v; json.Marshal: %q", m, got, ok, want)
+				t.Fatalf("jsonfast.AppendObject(%#v) = %q, %v; json.Marshal: %q", m, got, ok, want)
 			}
 			enc, err := encodeMetadata(m)
 			if err != nil || enc != string(want) {
@@ -59,8 +60,8 @@ func FuzzAppendMetadata(f *testing.F) {
 			{k1: json.RawMessage(`{}`)},
 			{k1: map[string]any{"a": map[string]any{"b": map[string]any{"c": map[string]any{"d": map[string]any{"e": map[string]any{}}}}}}},
 		} {
-			if got, ok := appendObject([]byte("x"), m, 0); ok || string(got) != "x" {
-				t.Fatalf("appendObject(%#v) = %q, %v; want it left to json.Marshal", m, got, ok)
+			if got, ok := jsonfast.AppendObject([]byte("x"), m, 0); ok || string(got) != "x" {
+				t.Fatalf("jsonfast.AppendObject(%#v) = %q, %v; want it left to json.Marshal", m, got, ok)
 			}
 			if i == 1 || i == 2 {
 				continue // json.Marshal refuses them too
@@ -73,8 +74,9 @@ func FuzzAppendMetadata(f *testing.F) {
 	})
 }
 
-// FuzzAppendUsage holds appendUsage to json.Marshal, every field set or
-// not, numbers of any sign and size.
+// FuzzAppendUsage holds jsonfast.AppendUsage, which encodeUsage writes
+// with, to json.Marshal, every field set or not, numbers of any sign and
+// size.
 func FuzzAppendUsage(f *testing.F) {
 	f.Add(int64(120), int64(18), int64(0), int64(0), int64(0))
 	f.Add(int64(0), int64(0), int64(0), int64(0), int64(0))
@@ -85,14 +87,14 @@ func FuzzAppendUsage(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendUsage(nil, u); !bytes.Equal(got, want) {
-			t.Fatalf("appendUsage(%+v) = %s; json.Marshal: %s", *u, got, want)
+		if got := jsonfast.AppendUsage(nil, u); !bytes.Equal(got, want) {
+			t.Fatalf("jsonfast.AppendUsage(%+v) = %s; json.Marshal: %s", *u, got, want)
 		}
 	})
 }
 
-// TestAppendUsageEveryField: appendUsage writes every field of
-// message.Usage, one added later included (it fails until appendUsage
+// TestAppendUsageEveryField: jsonfast.AppendUsage writes every field of
+// message.Usage, one added later included (it fails until AppendUsage
 // knows it).
 func TestAppendUsageEveryField(t *testing.T) {
 	t.Parallel()
@@ -105,7 +107,7 @@ func TestAppendUsageEveryField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := appendUsage(nil, &u); !bytes.Equal(got, want) {
-		t.Fatalf("appendUsage = %s; json.Marshal: %s", got, want)
+	if got := jsonfast.AppendUsage(nil, &u); !bytes.Equal(got, want) {
+		t.Fatalf("jsonfast.AppendUsage = %s; json.Marshal: %s", got, want)
 	}
 }
