@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/internal/servertest"
 
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"

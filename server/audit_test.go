@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/server"
-	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/store"
 )
 

@@ -5,8 +5,8 @@
 // — and [Core], the runs API that every other wire protocol is served
 // over. Each protocol is an adapter in its own package, which imports this
 // one and no other adapter: server/openai (Chat Completions, Responses,
-// models), server/agui (AG-UI), server/a2a (A2A); server/protocols lists
-// them for Config.Protocols.
+// models), server/agui (AG-UI), server/a2a (A2A), server/mcp (MCP); the
+// package protocols, outside server/, lists them for Config.Protocols.
 //
 // [New] returns a [Server], an http.Handler, on an assembled
 // service.Service: the server is routes and streams, the service is the

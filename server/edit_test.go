@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/internal/servertest"
 )
 
 // TestEditRefusedBySchema: an approval edit whose arguments fail the tool's

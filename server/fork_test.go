@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/internal/servertest"
 )
 
 // TestFork: POST /v1/threads/{id}/fork at the checkpoint where a run waits

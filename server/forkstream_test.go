@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/internal/testdb"
-	"github.com/batonhq/baton/server/internal/servertest"
 )
 
 // TestForkThreadReplay: a fork that shares its source's first run (the

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/internal/servertest"
 )
 
 // TestSteps: GET /v1/threads/{id}/runs/{run_id}/steps lists a run's steps

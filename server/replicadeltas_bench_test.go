@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/internal/sse"
 	"github.com/batonhq/baton/internal/testdb"
-	"github.com/batonhq/baton/server/internal/servertest"
 )
 
 // timedEvent is an SSE event and when it was read.

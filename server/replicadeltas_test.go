@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/internal/testdb"
-	"github.com/batonhq/baton/server/internal/servertest"
 )
 
 // TestReplicaDeltas: two replicas on one PostgreSQL database (two services,

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/internal/servertest"
 
 	"github.com/batonhq/baton/continuation"
 	"github.com/batonhq/baton/server"

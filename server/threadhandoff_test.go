@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/internal/servertest"
 
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/threadhandoff"

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/message"
-	"github.com/batonhq/baton/server/internal/servertest"
 
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/server"

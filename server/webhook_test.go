@@ -9,8 +9,8 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/internal/testdb"
-	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/webhook"
 	"github.com/batonhq/baton/webhook/webhooktest"

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/agent"
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/model"
 	"github.com/batonhq/baton/model/scripted"
 	"github.com/batonhq/baton/server/internal/runlog"
-	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/service"
 )
 

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/batonhq/baton/protocols"
 	"github.com/batonhq/baton/server"
-	"github.com/batonhq/baton/server/protocols"
 )
 
 // stringList is a repeatable string flag.

@@ -13,7 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2aclient"
 
 	"github.com/batonhq/baton/internal/a2av1"
-	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/webhook"
 	"github.com/batonhq/baton/webhook/webhooktest"
 )

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/internal/servertest"
 
 	"github.com/batonhq/baton/internal/testdb"
 	"github.com/batonhq/baton/netspec"

@@ -1,8 +1,8 @@
 package mcp_test
 
 import (
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/server"
-	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/server/mcp"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/server"
-	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/server/mcp"
 )
 

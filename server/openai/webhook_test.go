@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/webhook"
 	"github.com/batonhq/baton/webhook/webhooktest"
 )

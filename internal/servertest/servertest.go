@@ -81,7 +81,7 @@ func LoadNetwork(t testing.TB, name string) service.Definition {
 // Root is the repository's root directory.
 func Root() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
 // Setup serves the support and research networks on a new SQLite store

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/batonhq/baton/internal/servertest"
 	"github.com/batonhq/baton/server"
-	"github.com/batonhq/baton/server/internal/servertest"
 	"github.com/batonhq/baton/store"
 	"github.com/batonhq/baton/webhook"
 )

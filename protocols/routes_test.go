@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/batonhq/baton/server/internal/servertest"
+	"github.com/batonhq/baton/internal/servertest"
 
 	"github.com/batonhq/baton/server"
 	"github.com/batonhq/baton/store"

@@ -3,7 +3,9 @@
 // MCP (server/mcp).
 // Every server that serves them all — `baton serve`, the benchmarks —
 // mounts [All]; its tests check what holds on every route of every
-// protocol (authentication, tenancy, bad input, shutdown).
+// protocol (authentication, tenancy, bad input, shutdown). It lives
+// outside server/ because it is not an adapter: the adapters meet only in
+// the server's core, and this list is the assembly's choice of them.
 package protocols
 
 import (
