@@ -9,24 +9,11 @@
 # non-zero on failure.
 set -euo pipefail
 cd "$(dirname "$0")"
-HERE=$(pwd)
-ROOT=$(cd ../.. && pwd)
-ART="$HERE/artifacts"
-rm -rf "$ART"
-mkdir -p "$ART"
-
-fail() { echo "openai client tests: FAIL ($*)"; exit 1; }
-
-command -v node >/dev/null || fail "node is not installed"
-npm ci --no-audit --no-fund --loglevel=error >/dev/null || fail "npm ci"
-
-. "$ROOT/scripts/lib/serve.sh"
+. ../../scripts/lib/nodesuite.sh
+suite_start "openai client tests"
+npm_install
 serve_start openai "$ART/serve.log"
 
 status=0
 BATON_URL="$URL" BATON_KEY="$KEY" node --test --test-concurrency=1 test.mjs || status=$?
-if [ "$status" -ne 0 ]; then
-  tail -n 30 "$ART/serve.log"
-  fail "see the output above and $ART/serve.log"
-fi
-echo "openai client tests: PASS"
+suite_end "$status" "see the output above and $ART/serve.log"

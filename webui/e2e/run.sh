@@ -10,13 +10,8 @@
 # The last line says PASS or FAIL; the exit code is non-zero on failure.
 set -euo pipefail
 cd "$(dirname "$0")"
-E2E=$(pwd)
-ROOT=$(cd ../.. && pwd)
-ART="$E2E/artifacts"
-rm -rf "$ART"
-mkdir -p "$ART"
-
-fail() { echo "browser tests: FAIL ($*)"; exit 1; }
+. ../../scripts/lib/nodesuite.sh
+suite_start "browser tests"
 
 if [ ! -x /usr/bin/chromium ]; then
   echo "installing Debian's chromium"
@@ -25,17 +20,10 @@ if [ ! -x /usr/bin/chromium ]; then
   $SUDO apt-get update -qq || fail "apt-get update"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null || fail "apt-get install chromium"
 fi
-command -v node >/dev/null || fail "node is not installed"
-npm ci --no-audit --no-fund --loglevel=error >/dev/null || fail "npm ci"
-
-. "$ROOT/scripts/lib/serve.sh"
+npm_install
 serve_start browser "$ART/serve.log"
 
 status=0
 BATON_URL="$URL" BATON_KEY="$KEY" BATON_BIN="$TMP/baton" ROOT="$ROOT" ARTIFACTS="$ART" node --test --test-concurrency=1 test.mjs mobile.mjs eval.mjs inspect.mjs || status=$?
 ls "$ART"
-if [ "$status" -ne 0 ]; then
-  tail -n 30 "$ART/serve.log"
-  fail "see the output above and the screenshots in $ART"
-fi
-echo "browser tests: PASS"
+suite_end "$status" "see the output above and the screenshots in $ART"
