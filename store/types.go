@@ -368,8 +368,11 @@ type SaveCheckpointParams struct {
 	// a *[StaleWriteError]; [ErrNotFound] for a missing thread, or with
 	// NewThread a missing owner or parent thread; [ErrConflict] for a
 	// taken thread id — fail that statement or the commit instead, and the
-	// transaction can then only roll back. Elsewhere, and on SQLite, the
-	// write runs at once.
+	// transaction can then only roll back. On SQLite, a checkpoint alone
+	// (no messages, no new thread) fenced on its ParentID that comes
+	// first in the transaction is held so: with nothing after it, it runs
+	// on its own at the commit, without BEGIN and COMMIT (a run's step).
+	// Elsewhere, and on SQLite otherwise, the write runs at once.
 	Deferred bool
 }
 

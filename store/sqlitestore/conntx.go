@@ -22,24 +22,38 @@ import (
 // same SQLite transaction (cachingConn.BeginTx joins it), and the
 // transaction's statements, its COMMIT and its ROLLBACK go through it from
 // then on. A connTx is used by one goroutine at a time.
+//
+// The transaction begins at its first statement, not when the connection
+// is taken; and a deferred checkpoint that comes first is held
+// (HoldWrite) until the transaction's next statement, which sends it
+// first, or its end: a transaction of that one write runs it on its own
+// (autocommit), as atomic, without BEGIN and COMMIT — a run's step.
 type connTx struct {
-	conn *sql.Conn
-	tx   *sql.Tx // the *sql.Tx made for SQLTx, if any
+	conn    *sql.Conn
+	tx      *sql.Tx // the *sql.Tx made for SQLTx, if any
+	begun   bool    // BEGIN has run
+	pending *heldWrite
 }
 
-// beginConnTx takes db's connection (a cachingConn) and begins a
-// transaction on it.
-func beginConnTx(ctx context.Context, db *sql.DB) (*connTx, error) {
+// heldWrite is the write a connTx holds (HoldWrite).
+type heldWrite struct {
+	query string
+	args  []any
+	done  func(q sqlcore.Querier, n int64, err error) error
+}
+
+// takeConnTx takes db's connection (a cachingConn) for a transaction,
+// which begins at its first statement.
+func takeConnTx(ctx context.Context, db *sql.DB) (*connTx, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if err := conn.Raw(func(dc any) error {
-		c, ok := dc.(*cachingConn)
-		if !ok {
+		if _, ok := dc.(*cachingConn); !ok {
 			return fmt.Errorf("sqlitestore: connection %T is not the store's", dc)
 		}
-		return c.beginOwn(ctx)
+		return nil
 	}); err != nil {
 		_ = conn.Close()
 		return nil, err
@@ -47,8 +61,40 @@ func beginConnTx(ctx context.Context, db *sql.DB) (*connTx, error) {
 	return &connTx{conn: conn}, nil
 }
 
+// ready begins the transaction, if it has not begun, and sends the write
+// it holds, whose error it returns.
+func (t *connTx) ready(ctx context.Context) error {
+	if t.begun {
+		return nil
+	}
+	if err := t.conn.Raw(func(dc any) error { return dc.(*cachingConn).beginOwn(ctx) }); err != nil {
+		return err
+	}
+	t.begun = true
+	return t.send()
+}
+
+// holding reports whether the transaction holds a write and has not begun.
+func (t *connTx) holding() bool { return t.pending != nil }
+
+// send runs the held write, in the transaction once it has begun, else on
+// its own, and reports its result to its done.
+func (t *connTx) send() error {
+	w := t.pending
+	if w == nil {
+		return nil
+	}
+	t.pending = nil
+	q := querier{db: t.db()}
+	n, err := q.Exec(context.Background(), w.query, w.args...)
+	return w.done(q, n, err)
+}
+
 // sqlTx returns the *sql.Tx of the transaction, making it if needed.
 func (t *connTx) sqlTx() (*sql.Tx, error) {
+	if err := t.ready(context.Background()); err != nil {
+		return nil, err
+	}
 	if t.tx == nil {
 		tx, err := t.conn.BeginTx(context.Background(), nil)
 		if err != nil {
@@ -60,13 +106,26 @@ func (t *connTx) sqlTx() (*sql.Tx, error) {
 }
 
 // commit commits the transaction and gives the connection back. A COMMIT
-// that fails rolls the transaction back (cachingConn.endOwn).
+// that fails rolls the transaction back (cachingConn.endOwn). A
+// transaction that has not begun runs the write it holds, on its own.
 func (t *connTx) commit() error {
+	if !t.begun {
+		err := t.send()
+		if cerr := t.conn.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
 	return t.end("COMMIT")
 }
 
-// rollback rolls the transaction back and gives the connection back.
+// rollback rolls the transaction back and gives the connection back; a
+// write it holds is dropped.
 func (t *connTx) rollback() error {
+	if !t.begun {
+		t.pending = nil
+		return t.conn.Close()
+	}
 	return t.end("ROLLBACK")
 }
 
@@ -103,6 +162,9 @@ func (t *connTx) ExecContext(ctx context.Context, query string, args ...any) (sq
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := t.ready(ctx); err != nil {
+		return nil, err
+	}
 	return t.db().ExecContext(ctx, query, args...)
 }
 
@@ -113,22 +175,42 @@ func (t *connTx) querier() sqlcore.Querier { return connQuerier{t} }
 type connQuerier struct{ t *connTx }
 
 func (q connQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	if err := ctx.Err(); err != nil {
+	if err := q.ready(ctx); err != nil {
 		return 0, err
 	}
 	return querier{db: q.t.db()}.Exec(ctx, query, args...)
 }
 
 func (q connQuerier) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
-	if err := ctx.Err(); err != nil {
+	if err := q.ready(ctx); err != nil {
 		return errRow{err}
 	}
 	return querier{db: q.t.db()}.QueryRow(ctx, query, args...)
 }
 
 func (q connQuerier) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {
-	if err := ctx.Err(); err != nil {
+	if err := q.ready(ctx); err != nil {
 		return nil, err
 	}
 	return querier{db: q.t.db()}.Query(ctx, query, args...)
+}
+
+// ready refuses a statement whose context has ended, and otherwise
+// readies the transaction for it (connTx.ready).
+func (q connQuerier) ready(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return q.t.ready(ctx)
+}
+
+// HoldWrite implements [sqlcore.WriteHolder]: it holds the transaction's
+// first statement, while nothing has begun it.
+func (q connQuerier) HoldWrite(query string, args []any, done func(sqlcore.Querier, int64, error) error) bool {
+	t := q.t
+	if t.begun || t.pending != nil {
+		return false
+	}
+	t.pending = &heldWrite{query: query, args: args, done: done}
+	return true
 }

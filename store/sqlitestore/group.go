@@ -93,6 +93,17 @@ func (g *groupCommit) acquire(ctx context.Context) (*group, error) {
 // next Tx waiting while grp can take it, else after committing grp.
 func (g *groupCommit) release(grp *group) {
 	g.mu.Lock()
+	for grp != nil && grp.broken == nil && grp.tx.holding() && grp.members < maxGroup && len(g.queue) > 0 {
+		// The group's first Tx made one deferred write and nothing else,
+		// which is held (connTx.HoldWrite): it goes before the next Tx
+		// joins, and fails the first Tx alone (the group breaks, and
+		// commits nothing; the next Tx begins a group of its own).
+		g.mu.Unlock()
+		if err := grp.tx.ready(context.Background()); err != nil {
+			grp.broken = err
+		}
+		g.mu.Lock()
+	}
 	if grp != nil && grp.broken == nil && grp.members < maxGroup && len(g.queue) > 0 {
 		next := g.queue[0]
 		g.queue = g.queue[1:]
@@ -120,7 +131,8 @@ func (g *groupCommit) release(grp *group) {
 }
 
 // finish commits the group, or rolls it back if it is broken, and tells
-// its Txs.
+// its Txs. A group whose one Tx made one deferred write and nothing else
+// runs that write on its own (connTx.commit).
 func (grp *group) finish() {
 	if grp.broken != nil {
 		_ = grp.tx.rollback()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batonhq/baton/message"
+	"github.com/batonhq/baton/runstate"
 	"github.com/batonhq/baton/store"
 )
 
@@ -235,5 +236,143 @@ func TestGroupCommitLost(t *testing.T) {
 	}
 	if got := texts(t, s, thread); !got["next"] || len(got) != 1 {
 		t.Fatalf("messages %v", got)
+	}
+}
+
+// stepState is a run's state at step on thread.
+func stepState(run, thread string, step int) *runstate.State {
+	return &runstate.State{RunID: run, ThreadID: thread, Network: "n", Fingerprint: "fp", Agent: "a",
+		Messages: []message.Message{message.User("hi")}, Step: step, Status: runstate.StatusRunning,
+		StartedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+// saveStep saves run's checkpoint at step deferred, fenced on parent, in
+// tx, and reports whether the transaction has begun after it.
+func saveStep(ctx context.Context, tx store.Tx, thread, run string, step int, parent string) (*store.Checkpoint, bool, error) {
+	cp, err := tx.SaveCheckpoint(ctx, &store.SaveCheckpointParams{OwnerID: "o", State: stepState(run, thread, step), ParentID: parent, Deferred: true})
+	return cp, tx.(*txOps).tx.begun, err
+}
+
+// runStore is groupStore with run's first checkpoint, at step 1.
+func runStore(t *testing.T, run string) (*Store, string, *store.Checkpoint) {
+	t.Helper()
+	s, thread := groupStore(t)
+	first, err := s.SaveCheckpoint(t.Context(), &store.SaveCheckpointParams{OwnerID: "o", State: stepState(run, thread, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, thread, first
+}
+
+// wantLatest checks run's newest checkpoint.
+func wantLatest(t *testing.T, s *Store, run, id string, step int) {
+	t.Helper()
+	got, err := s.LatestCheckpoint(t.Context(), &store.LatestCheckpointParams{OwnerID: "o", RunID: run})
+	if err != nil || got.ID != id || got.Step != step {
+		t.Fatalf("latest checkpoint of %s = %+v, %v; want %s at step %d", run, got, err, id, step)
+	}
+}
+
+// TestGroupCommitHeldWrite: a Tx whose only write is a deferred checkpoint
+// on its parent holds it without beginning, and runs it on its own at the
+// commit; a stale one fails the Tx with the write's *StaleWriteError and
+// leaves nothing.
+func TestGroupCommitHeldWrite(t *testing.T) {
+	run := "run-held"
+	s, thread, first := runStore(t, run)
+	ctx := t.Context()
+	var cp *store.Checkpoint
+	var err error
+	if err := s.Tx(ctx, func(tx store.Tx) error {
+		var begun bool
+		cp, begun, err = saveStep(ctx, tx, thread, run, 2, first.ID)
+		if begun {
+			t.Error("the transaction began for a held write")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantLatest(t, s, run, cp.ID, 2)
+	got, err := s.GetCheckpoint(ctx, &store.GetCheckpointParams{OwnerID: "o", ID: cp.ID})
+	if err != nil || got.ParentID != first.ID || !got.CreatedAt.Equal(cp.CreatedAt) {
+		t.Fatalf("stored %+v, %v; returned %+v", got, err, cp)
+	}
+	// Stale: fenced on the first checkpoint, which is no longer the newest.
+	err = s.Tx(ctx, func(tx store.Tx) error {
+		_, _, err := saveStep(ctx, tx, thread, run, 3, first.ID)
+		return err
+	})
+	var stale *store.StaleWriteError
+	if !errors.As(err, &stale) || stale.LatestID != cp.ID || stale.LatestStep != 2 {
+		t.Fatalf("stale held write: %v, want a *StaleWriteError naming %s", err, cp.ID)
+	}
+	wantLatest(t, s, run, cp.ID, 2)
+	// A Tx that writes nothing needs no transaction.
+	if err := s.Tx(ctx, func(store.Tx) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGroupCommitHeldWriteJoined: when a Tx waits for the turn, the held
+// write of the group's first Tx goes before it joins: both commit in one
+// group; a stale held write fails the first Tx alone, and the one that
+// waited commits its own write.
+func TestGroupCommitHeldWriteJoined(t *testing.T) {
+	run := "run-joined"
+	s, thread, parent := runStore(t, run)
+	ctx := t.Context()
+	for i, fence := range []string{"", "stale"} {
+		step := 2 + i
+		if fence == "" {
+			fence = parent.ID
+		}
+		holding, hold := make(chan struct{}), make(chan struct{})
+		var held *store.Checkpoint
+		first := make(chan error, 1)
+		go func() {
+			first <- s.Tx(ctx, func(tx store.Tx) error {
+				cp, begun, err := saveStep(ctx, tx, thread, run, step, fence)
+				held = cp
+				if begun {
+					t.Error("the transaction began for a held write")
+				}
+				close(holding)
+				<-hold
+				return err
+			})
+		}()
+		<-holding
+		text := fmt.Sprint("joined ", step)
+		joined := make(chan error, 1)
+		go func() { joined <- s.Tx(ctx, func(tx store.Tx) error { return appendText(ctx, tx, thread, text) }) }()
+		queued(t, s, 1)
+		s.group.mu.Lock()
+		before := s.group.stats
+		s.group.mu.Unlock()
+		close(hold)
+		err1, err2 := <-first, <-joined
+		if err2 != nil || !texts(t, s, thread)[text] {
+			t.Fatalf("step %d: the joined Tx: %v (its message stored: %v)", step, err2, texts(t, s, thread)[text])
+		}
+		s.group.mu.Lock()
+		after := s.group.stats
+		s.group.mu.Unlock()
+		if fence == "stale" {
+			var stale *store.StaleWriteError
+			if !errors.As(err1, &stale) || stale.LatestID != parent.ID {
+				t.Fatalf("stale held write: %v, want a *StaleWriteError naming %s", err1, parent.ID)
+			}
+			wantLatest(t, s, run, parent.ID, parent.Step)
+			continue
+		}
+		if err1 != nil {
+			t.Fatal(err1)
+		}
+		wantLatest(t, s, run, held.ID, step)
+		if after.commits != before.commits+1 || after.members != before.members+2 {
+			t.Fatalf("commits %d → %d, members %d → %d: want both Txs in one commit", before.commits, after.commits, before.members, after.members)
+		}
+		parent = held
 	}
 }

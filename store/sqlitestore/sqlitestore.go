@@ -278,7 +278,7 @@ func (s *Store) Tx(ctx context.Context, fn func(tx store.Tx) error) error {
 	if grp == nil {
 		// The group's transaction outlives this call's context: a
 		// cancelled context must not roll back the others' writes.
-		tx, err := beginConnTx(context.WithoutCancel(ctx), s.writer)
+		tx, err := takeConnTx(context.WithoutCancel(ctx), s.writer)
 		if err != nil {
 			s.group.release(nil)
 			return wrap("begin transaction", err)
@@ -424,7 +424,7 @@ func (q *lazyTx) querier(ctx context.Context) (sqlcore.Querier, error) {
 		q.done = true
 		return querier{db: q.s.writer}, nil
 	}
-	tx, err := beginConnTx(ctx, q.s.writer)
+	tx, err := takeConnTx(ctx, q.s.writer)
 	if err != nil {
 		return nil, err
 	}

@@ -30,8 +30,27 @@ func (w *checkpointWrite) pinned(cte bool) bool {
 // the parent, and created_at reads back as the value written (now, as
 // the dialect stores it), so nothing is returned; on SQLite a RETURNING
 // costs the step about 0.05 of a bare insert (bench/RESULTS.md). It sets
-// w.cp's time and parent as insert does.
-func (w *checkpointWrite) insertPinned(ctx context.Context, q Querier, args []any, now any) error {
+// w.cp's time and parent as insert does. Deferred, where q can hold it
+// ([WriteHolder]), the insert waits for the transaction's next statement
+// or its end, and its refusal fails that statement or the commit, wrapped
+// as SaveCheckpoint wraps it.
+func (w *checkpointWrite) insertPinned(ctx context.Context, e *Engine, q Querier, args []any, now any) error {
+	var created nullTime
+	if err := created.Scan(now); err != nil {
+		return err
+	}
+	if h, ok := q.(WriteHolder); ok && w.p.Deferred {
+		bg := context.WithoutCancel(ctx) // the refusal's read may come at the commit
+		if h.HoldWrite(insertCheckpointFenced, args, func(q Querier, n int64, err error) error {
+			if err == nil && n == 0 {
+				err = w.refused(bg, q)
+			}
+			return e.wrap(saveCheckpointOp+" of run "+w.s.RunID, err)
+		}) {
+			w.cp.CreatedAt, w.cp.ParentID = created.T, w.p.ParentID
+			return nil
+		}
+	}
 	last(q)
 	n, err := q.Exec(ctx, insertCheckpointFenced, args...)
 	if err != nil {
@@ -40,10 +59,19 @@ func (w *checkpointWrite) insertPinned(ctx context.Context, q Querier, args []an
 	if n == 0 {
 		return w.refused(ctx, q)
 	}
-	var created nullTime
-	if err := created.Scan(now); err != nil {
-		return err
-	}
 	w.cp.CreatedAt, w.cp.ParentID = created.T, w.p.ParentID
 	return nil
+}
+
+// WriteHolder is a Querier that can hold a write back: SQLite's
+// transaction of a Store.Tx (sqlitestore), which has not begun while its
+// only statement is a held write, so that a transaction of that one write
+// runs it on its own (autocommit), without BEGIN and COMMIT.
+type WriteHolder interface {
+	// HoldWrite holds the statement query with args, if it can (it holds
+	// at most one, before any other statement), and reports whether it
+	// did. done gets the statement's result when it runs — with the
+	// transaction's next statement, before it, or at the commit — and a
+	// Querier to read with; its error fails that statement or the commit.
+	HoldWrite(query string, args []any, done func(q Querier, n int64, err error) error) bool
 }

@@ -197,7 +197,7 @@ func (e *Engine) LockRun(ctx context.Context, p *store.LockRunParams) error {
 
 // SaveCheckpoint implements [store.Ops].
 func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointParams) (*store.Checkpoint, error) {
-	const op = "save checkpoint"
+	const op = saveCheckpointOp
 	w, err := newCheckpointWrite(p)
 	if err != nil {
 		return nil, e.wrap(op, err)
@@ -207,6 +207,9 @@ func (e *Engine) SaveCheckpoint(ctx context.Context, p *store.SaveCheckpointPara
 	}
 	return w.cp, nil
 }
+
+// saveCheckpointOp names SaveCheckpoint in its errors.
+const saveCheckpointOp = "save checkpoint"
 
 // checkpointWrite is a SaveCheckpoint checked and encoded, before its
 // statements.
@@ -317,7 +320,7 @@ func (w *checkpointWrite) insert(ctx context.Context, e *Engine, q Querier) erro
 		last(q)
 		err = checkpointAppendInOne(ctx, q, args, nms, p.Thread, &created, &parent)
 	case w.pinned(cte):
-		return w.insertPinned(ctx, q, args, now)
+		return w.insertPinned(ctx, e, q, args, now)
 	default:
 		if len(nms) == 0 {
 			last(q)
