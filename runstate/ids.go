@@ -1,11 +1,10 @@
 package runstate
 
 import (
+	"crypto/rand"
 	"encoding/base32"
 	"strconv"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
 // The ids of a run and of what it produces are stable strings: they are
@@ -16,20 +15,14 @@ import (
 // 2-7, so a run id never contains '-', '/' or ':'.
 var runIDEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// NewRunID returns a new run id: "run_" followed by 26 characters of
-// lowercase base32 (a-z, 2-7) encoding the 128 bits of a UUIDv7 (RFC 9562):
-// the time in milliseconds, then a sequence and 62 random bits, e.g.
-// "run_agrdysbd4r56lpuga5spnf55yu". The runs of one moment thus have ids
-// that share their first characters, and the rows keyed by them (its
-// checkpoints, messages, lease and job run) go into the same few pages of
-// each index instead of random ones: on PostgreSQL a long thread's step
-// then grows less with the thread (bench/RESULTS.md, "A long thread").
-// The base32 alphabet does not sort as the bytes do, so ids do not sort by
-// time as strings. An id has no '-', so the ids derived from it
-// ([MessageID], [InterruptID], [TransferID]) split unambiguously. It is
-// safe for concurrent use.
+// NewRunID returns a new random run id: "run_" followed by 26 characters of
+// lowercase base32 (a-z, 2-7) encoding 128 random bits, e.g.
+// "run_mfrggzdfmztwq2lknnwg23tpob". It has no '-', so the ids derived from it
+// ([MessageID], [InterruptID], [TransferID]) split unambiguously. It is safe
+// for concurrent use.
 func NewRunID() string {
-	b := uuid.Must(uuid.NewV7())
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	var id [4 + 26]byte
 	copy(id[:], "run_")
 	runIDEncoding.Encode(id[4:], b[:])

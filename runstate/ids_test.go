@@ -1,12 +1,8 @@
 package runstate_test
 
 import (
-	"encoding/base32"
 	"regexp"
 	"testing"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/batonhq/baton/runstate"
 )
@@ -74,17 +70,6 @@ func TestNewRunID(t *testing.T) {
 			t.Fatalf("NewRunID() repeated %q", id)
 		}
 		seen[id] = true
-		b, err := base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).DecodeString(id[len("run_"):])
-		if err != nil {
-			t.Fatalf("NewRunID() = %q: %v", id, err)
-		}
-		u, err := uuid.FromBytes(b)
-		if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
-			t.Fatalf("NewRunID() = %q: not a UUIDv7 (%v, %v)", id, u, err)
-		}
-		if at := time.Unix(u.Time().UnixTime()); time.Since(at).Abs() > time.Minute {
-			t.Fatalf("NewRunID() = %q: made at %v, not now", id, at)
-		}
 		if run, ok := runstate.RunOfInterrupt(runstate.InterruptID(id, 3)); !ok || run != id {
 			t.Fatalf("RunOfInterrupt(InterruptID(%q, 3)) = %q, %v", id, run, ok)
 		}
