@@ -3,6 +3,7 @@ package threads_test
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"sync/atomic"
 	"testing"
 
@@ -18,7 +19,9 @@ import (
 // TestStoredForms: a run's checkpoints refer to its thread's rows (the
 // stored form) and rebuild the same state; a run whose latest checkpoint
 // holds the whole state (the form written before) resumes as well, and
-// both end the same. On both backends.
+// both end the same; a fork at the latest checkpoint of each form, resumed
+// by a new service (a process after a crash), ends as its source does. On
+// both backends.
 func TestStoredForms(t *testing.T) {
 	t.Parallel()
 	testdb.Each(t, func(t *testing.T, open func(testing.TB) store.Store) {
@@ -65,6 +68,7 @@ func TestStoredForms(t *testing.T) {
 						t.Fatalf("version 3 read back: %+v, %v", back, err)
 					}
 				}
+				at := cp.ID // the run's latest checkpoint, in the form under test
 				if old {
 					// The form written before: the whole state, as a step
 					// of the run.
@@ -74,6 +78,7 @@ func TestStoredForms(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					at = cp2.ID
 					back, err := st.LatestCheckpoint(ctx, &store.LatestCheckpointParams{OwnerID: owner, RunID: cp.RunID})
 					if err != nil || back.ID != cp2.ID || back.Rows != nil {
 						t.Fatalf("the whole state read back: %+v, %v", back, err)
@@ -84,6 +89,9 @@ func TestStoredForms(t *testing.T) {
 						t.Fatalf("the two forms read differently:\n%s\n%s", encode(t, back.State), encode(t, &cs))
 					}
 				}
+				// A fork at that checkpoint, resumed by a new service (a
+				// process after a crash) from the store.
+				forkDecided(t, st, id, at)
 				end, err = drain(t, svc.Resume(ctx, owner, cp.RunID, runner.WithDecisions(runner.Decision{Type: runner.DecisionApprove})))
 				if err != nil || end.Status != runstate.StatusCompleted || refunds.Load() != 1 {
 					t.Fatalf("resume: %+v, %v, %d refunds", end, err, refunds.Load())
@@ -138,4 +146,26 @@ func encode(t *testing.T, s *runstate.State) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// forkDecided forks thread at the checkpoint at (an approval) and has a new
+// service approve the fork's run: it ends with the refund made once, in
+// its own process.
+func forkDecided(t *testing.T, st store.Store, thread, at string) {
+	t.Helper()
+	ctx := t.Context()
+	var refunds atomic.Int32
+	svc := threads.New(st, support(t, &refunds), nil)
+	f, err := svc.Fork(ctx, owner, thread, at, threads.ForkOptions{})
+	if err != nil {
+		t.Fatalf("fork at %s: %v", at, err)
+	}
+	var info threads.ForkInfo
+	if err := json.Unmarshal(f.Metadata[threads.MetadataFork], &info); err != nil || info.RunID == "" {
+		t.Fatalf("the fork's info %+v, %v", info, err)
+	}
+	end, err := drain(t, threads.New(st, support(t, &refunds), nil).Resume(ctx, owner, info.RunID, runner.WithDecisions(runner.Decision{Type: runner.DecisionApprove})))
+	if err != nil || end.Status != runstate.StatusCompleted || end.Output != "Refunded." || refunds.Load() != 1 {
+		t.Fatalf("the fork's run: %+v, %v, %d refunds", end, err, refunds.Load())
+	}
 }
