@@ -56,8 +56,10 @@ staticcheck ./...
 
 log "go test"
 # -race where goroutines meet; the rest without, to keep CI well under 20 minutes.
-race_pkgs=$(go list ./... | grep -E '/(runner|store|continuation|server|protocols|service|draft|summary|threadhandoff|memory|telemetry|model|threads|cmd/baton|internal/sse|internal/hangup|inspect)(/|$)' || true)
-other_pkgs=$(go list ./... | grep -v -E '/(runner|store|continuation|server|service|draft|summary|threadhandoff|memory|telemetry|model|threads|cmd/baton|internal/sse|internal/hangup|inspect)(/|$)' || true)
+# One pattern for both lists, so that each package runs once.
+race_re='/(runner|store|continuation|server|protocols|service|draft|summary|threadhandoff|memory|telemetry|model|threads|cmd/baton|internal/sse|internal/hangup|inspect)(/|$)'
+race_pkgs=$(go list ./... | grep -E "$race_re" || true)
+other_pkgs=$(go list ./... | grep -v -E "$race_re" || true)
 [ -z "$race_pkgs" ] || go test -race -count=1 -timeout 15m $race_pkgs
 [ -z "$other_pkgs" ] || go test -count=1 -timeout 15m $other_pkgs
 
