@@ -21,10 +21,13 @@ import (
 const slowAnswer = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
 
 // withSlow adds the network "slow": one agent that answers every message
-// with slowAnswer, a word at a time.
+// with slowAnswer, a word at a time, 60 ms apart: about a second in all,
+// so that a request made after its first word (busyThread) finds it still
+// running even on a loaded machine with -race (at 20 ms apart, 320 ms in
+// all, CI once saw the interrupted run end before the interrupt came).
 func withSlow(t testing.TB) servertest.Option {
 	return func(o *servertest.Options) {
-		m := scripted.New("talker", nil, scripted.Options{ChunkWords: 1, ChunkDelay: 20 * time.Millisecond, Reply: slowAnswer})
+		m := scripted.New("talker", nil, scripted.Options{ChunkWords: 1, ChunkDelay: 60 * time.Millisecond, Reply: slowAnswer})
 		net, err := agent.NewNetwork(agent.NetworkConfig{Name: "slow", Agents: []*agent.Agent{{Name: "talker", Model: m}}})
 		if err != nil {
 			t.Fatal(err)
